@@ -1,0 +1,53 @@
+/// \file
+/// PlaceholderBindings (the tensors of a run's inputs and outputs) and ExecutionContext.
+#ifndef KILN_BACKEND_EXECUTIONCONTEXT_H
+#define KILN_BACKEND_EXECUTIONCONTEXT_H
+
+#include "kiln/Graph/Graph.h"
+
+#include <map>
+#include <memory>
+
+namespace kiln {
+
+/// Maps placeholders to tensors. Allocated tensors are zero-filled and owned here.
+class PlaceholderBindings {
+public:
+  PlaceholderBindings() = default;
+  PlaceholderBindings(PlaceholderBindings &&) = default;
+  PlaceholderBindings &operator=(PlaceholderBindings &&) = default;
+
+  /// Allocates a tensor of \p ph's type (replacing any earlier one) and returns it.
+  Tensor *allocate(const Placeholder *ph);
+  /// Allocates every placeholder in \p phs that has no tensor yet.
+  void allocate(const std::vector<std::unique_ptr<Placeholder>> &phs);
+  void allocate(const std::vector<Placeholder *> &phs);
+  /// Binds \p t to \p ph (its type must match the placeholder's: checked when running).
+  void insert(const Placeholder *ph, Tensor t);
+  /// The tensor of \p ph, or null when unbound.
+  Tensor *get(const Placeholder *ph) const;
+  /// The tensor of the placeholder named \p name, or null.
+  Tensor *getByName(const std::string &name) const;
+  bool count(const Placeholder *ph) const { return map_.count(ph) != 0; }
+  void erase(const Placeholder *ph) { map_.erase(ph); }
+  void clear() { map_.clear(); }
+  size_t size() const { return map_.size(); }
+  const std::map<const Placeholder *, std::unique_ptr<Tensor>> &pairs() const { return map_; }
+
+private:
+  std::map<const Placeholder *, std::unique_ptr<Tensor>> map_;
+};
+
+/// What one run of a compiled function needs: the bindings, and room for per-run state.
+class ExecutionContext {
+public:
+  explicit ExecutionContext(PlaceholderBindings *b) : bindings_(b) {}
+  PlaceholderBindings *getBindings() const { return bindings_; }
+
+private:
+  PlaceholderBindings *bindings_;
+};
+
+} // namespace kiln
+
+#endif // KILN_BACKEND_EXECUTIONCONTEXT_H

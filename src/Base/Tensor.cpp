@@ -1,0 +1,208 @@
+#include "kiln/Base/Tensor.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+
+namespace kiln {
+
+namespace {
+
+constexpr size_t kAlign = 64;
+
+char *alignedAlloc(size_t bytes) {
+  size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
+  void *p = std::aligned_alloc(kAlign, rounded ? rounded : kAlign);
+  CHECK(p) << "out of host memory allocating " << bytes << " bytes";
+  return static_cast<char *>(p);
+}
+
+template <typename T> T saturate(double v) {
+  if (std::isnan(v))
+    return T(0);
+  double r = std::nearbyint(v);
+  if (r < double(std::numeric_limits<T>::min()))
+    return std::numeric_limits<T>::min();
+  if (r > double(std::numeric_limits<T>::max()))
+    return std::numeric_limits<T>::max();
+  return T(r);
+}
+
+} // namespace
+
+Tensor::Tensor(const Type &ty) : type_(ty), data_(alignedAlloc(ty.sizeInBytes())), owning_(true) {
+  zero();
+}
+
+Tensor::Tensor(ElemKind k, Dims dims, std::initializer_list<double> values) : Tensor(Type(k, dims)) {
+  CHECK_EQ(values.size(), size()) << "value count does not match " << type_.toString();
+  size_t i = 0;
+  for (double v : values)
+    setFromDouble(i++, v);
+}
+
+Tensor Tensor::view(const Type &ty, void *data) {
+  Tensor t;
+  t.type_ = ty;
+  t.data_ = static_cast<char *>(data);
+  t.owning_ = false;
+  return t;
+}
+
+Tensor::Tensor(Tensor &&o) noexcept : type_(o.type_), data_(o.data_), owning_(o.owning_) {
+  o.data_ = nullptr;
+  o.owning_ = false;
+}
+
+Tensor &Tensor::operator=(Tensor &&o) noexcept {
+  if (this != &o) {
+    if (owning_)
+      std::free(data_);
+    type_ = o.type_;
+    data_ = o.data_;
+    owning_ = o.owning_;
+    o.data_ = nullptr;
+    o.owning_ = false;
+  }
+  return *this;
+}
+
+Tensor::~Tensor() {
+  if (owning_)
+    std::free(data_);
+}
+
+Tensor Tensor::clone() const {
+  Tensor t(type_);
+  if (getSizeInBytes())
+    std::memcpy(t.data_, data_, getSizeInBytes());
+  return t;
+}
+
+void Tensor::reshape(const Type &ty) {
+  CHECK_EQ(ty.sizeInBytes(), type_.sizeInBytes()) << "reshape must keep the byte size";
+  type_ = ty;
+}
+
+void Tensor::zero() {
+  if (!data_)
+    return;
+  if (isQuantized(type_.kind) && type_.offset != 0) {
+    for (size_t i = 0, e = size(); i < e; i++)
+      setFromDouble(i, type_.offset);
+    return;
+  }
+  std::memset(data_, 0, getSizeInBytes());
+}
+
+double Tensor::getAsDouble(size_t i) const {
+  switch (type_.kind) {
+  case ElemKind::Float:
+    return reinterpret_cast<const float *>(data_)[i];
+  case ElemKind::Float16:
+    return float(reinterpret_cast<const float16 *>(data_)[i]);
+  case ElemKind::BFloat16:
+    return float(reinterpret_cast<const bfloat16 *>(data_)[i]);
+  case ElemKind::Int8Q:
+    return reinterpret_cast<const int8_t *>(data_)[i];
+  case ElemKind::UInt8Q:
+    return reinterpret_cast<const uint8_t *>(data_)[i];
+  case ElemKind::Int32Q:
+  case ElemKind::Int32I:
+    return reinterpret_cast<const int32_t *>(data_)[i];
+  case ElemKind::Int64I:
+    return double(reinterpret_cast<const int64_t *>(data_)[i]);
+  case ElemKind::Bool:
+    return reinterpret_cast<const bool *>(data_)[i] ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
+void Tensor::setFromDouble(size_t i, double v) {
+  switch (type_.kind) {
+  case ElemKind::Float:
+    reinterpret_cast<float *>(data_)[i] = float(v);
+    return;
+  case ElemKind::Float16:
+    reinterpret_cast<float16 *>(data_)[i] = float16(float(v));
+    return;
+  case ElemKind::BFloat16:
+    reinterpret_cast<bfloat16 *>(data_)[i] = bfloat16(float(v));
+    return;
+  case ElemKind::Int8Q:
+    reinterpret_cast<int8_t *>(data_)[i] = saturate<int8_t>(v);
+    return;
+  case ElemKind::UInt8Q:
+    reinterpret_cast<uint8_t *>(data_)[i] = saturate<uint8_t>(v);
+    return;
+  case ElemKind::Int32Q:
+  case ElemKind::Int32I:
+    reinterpret_cast<int32_t *>(data_)[i] = saturate<int32_t>(v);
+    return;
+  case ElemKind::Int64I:
+    reinterpret_cast<int64_t *>(data_)[i] = int64_t(std::nearbyint(v));
+    return;
+  case ElemKind::Bool:
+    reinterpret_cast<bool *>(data_)[i] = v != 0.0;
+    return;
+  }
+}
+
+void Tensor::randomize(float lo, float hi, PseudoRNG &rng) {
+  for (size_t i = 0, e = size(); i < e; i++) {
+    if (type_.kind == ElemKind::Bool)
+      setFromDouble(i, double(rng.uniformInt(0, 1)));
+    else if (isFloatKind(type_.kind))
+      setFromDouble(i, rng.uniform(lo, hi));
+    else
+      setFromDouble(i, double(rng.uniformInt(int64_t(std::ceil(lo)), int64_t(std::floor(hi)))));
+  }
+}
+
+bool Tensor::isEqual(const Tensor &other, float atol, float rtol, bool verbose) const {
+  if (type_ != other.type_) {
+    if (verbose)
+      LOG(INFO) << "types differ: " << type_ << " vs " << other.type_;
+    return false;
+  }
+  for (size_t i = 0, e = size(); i < e; i++) {
+    double a = getAsDouble(i), b = other.getAsDouble(i);
+    if (std::isnan(a) && std::isnan(b))
+      continue;
+    if (a == b)
+      continue; // also equal infinities
+    if (!(std::fabs(a - b) <= atol + rtol * std::fabs(b))) {
+      if (verbose)
+        LOG(INFO) << "element " << i << " differs: " << a << " vs " << b;
+      return false;
+    }
+  }
+  return true;
+}
+
+double Tensor::maxAbsDiff(const Tensor &other) const {
+  CHECK(type_.dims == other.type_.dims) << "maxAbsDiff needs equal shapes";
+  double m = 0;
+  for (size_t i = 0, e = size(); i < e; i++) {
+    double d = std::fabs(getAsDouble(i) - other.getAsDouble(i));
+    if (std::isnan(d))
+      return std::numeric_limits<double>::infinity();
+    m = std::max(m, d);
+  }
+  return m;
+}
+
+std::string Tensor::toString(size_t maxElems) const {
+  std::ostringstream os;
+  os << type_.toString() << " [";
+  size_t n = size();
+  for (size_t i = 0; i < n && i < maxElems; i++)
+    os << (i ? ", " : "") << getAsDouble(i);
+  if (n > maxElems)
+    os << ", ... (" << n << " elements)";
+  os << "]";
+  return os.str();
+}
+
+} // namespace kiln

@@ -1,0 +1,116 @@
+#include "BackendTestUtils.h"
+
+#include <cmath>
+
+namespace kiln::test {
+
+Placeholder *BackendTest::input(const std::string &name, ElemKind k, Dims dims,
+                                std::initializer_list<double> values) {
+  return input(name, Tensor(k, dims, values));
+}
+
+Placeholder *BackendTest::input(const std::string &name, Tensor t) {
+  Placeholder *ph = mod_.createPlaceholder(mod_.uniqueType(t.getType()), name);
+  inputs_.push_back({ph, std::move(t)});
+  return ph;
+}
+
+Placeholder *BackendTest::randomInput(const std::string &name, const Type &ty, float lo,
+                                      float hi, uint64_t seed) {
+  Tensor t(ty);
+  PseudoRNG rng(seed);
+  t.randomize(lo, hi, rng);
+  return input(name, std::move(t));
+}
+
+Constant *BackendTest::constant(const std::string &name, ElemKind k, Dims dims,
+                                std::initializer_list<double> values) {
+  return mod_.createConstant(name, Tensor(k, dims, values));
+}
+
+SaveNode *BackendTest::save(NodeValue v, const std::string &name) {
+  return F_->createSave(name, v);
+}
+
+Error BackendTest::runOn(const std::string &backend, PlaceholderBindings &out) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Backend> b, createBackend(backend));
+  KILN_RETURN_IF_ERR(F_->verify());
+  KILN_RETURN_IF_ERR(b->checkAllNodesSupported(*F_));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<CompiledFunction> cf, b->compile(F_, CompileOptions()));
+  for (auto &in : inputs_)
+    out.insert(in.first, in.second.clone());
+  for (SaveNode *s : F_->getSaves())
+    out.allocate(cast<Placeholder>(s->getOutput().node));
+  ExecutionContext ctx(&out);
+  return cf->execute(ctx);
+}
+
+namespace {
+void skip(const std::string &why) { GTEST_SKIP() << why; }
+} // namespace
+
+bool BackendTest::run(float atol, float rtol) {
+  const std::string backend = GetParam();
+  {
+    Expected<std::unique_ptr<Backend>> b = createBackend(backend);
+    if (!b) {
+      ADD_FAILURE() << b.getError().toString();
+      return false;
+    }
+    if (Error e = F_->verify()) {
+      ADD_FAILURE() << e.toString();
+      return false;
+    }
+    if (Error e = (*b)->checkAllNodesSupported(*F_)) {
+      if (backend == "Interpreter")
+        ADD_FAILURE() << "the reference backend must support every operator: " << e.toString();
+      else
+        skip(e.message());
+      return false;
+    }
+  }
+  results_.clear();
+  if (Error e = runOn(backend, results_)) {
+    ADD_FAILURE() << "running on " << backend << ": " << e.toString();
+    return false;
+  }
+  if (backend == "Interpreter")
+    return true;
+  PlaceholderBindings ref;
+  if (Error e = runOn("Interpreter", ref)) {
+    ADD_FAILURE() << "running on the Interpreter: " << e.toString();
+    return false;
+  }
+  for (SaveNode *s : F_->getSaves()) {
+    auto *ph = cast<Placeholder>(s->getOutput().node);
+    EXPECT_TRUE(results_.get(ph)->isEqual(*ref.get(ph), atol, rtol, /*verbose=*/true))
+        << "output '" << ph->getName() << "' of " << backend << " differs from the Interpreter";
+  }
+  return !::testing::Test::HasFailure();
+}
+
+const Tensor &BackendTest::output(SaveNode *s) {
+  Tensor *t = results_.get(cast<Placeholder>(s->getOutput().node));
+  CHECK(t) << "output() before a successful run()";
+  return *t;
+}
+
+void BackendTest::expectValues(const Tensor &t, const std::vector<double> &expected, double atol,
+                               double rtol) {
+  ASSERT_EQ(t.size(), expected.size()) << "element count of " << t.getType().toString();
+  for (size_t i = 0; i < expected.size(); i++) {
+    double a = t.getAsDouble(i), e = expected[i];
+    if (std::isnan(e)) {
+      EXPECT_TRUE(std::isnan(a)) << "element " << i << ": expected NaN, got " << a;
+      continue;
+    }
+    if (std::isinf(e)) {
+      EXPECT_EQ(a, e) << "element " << i;
+      continue;
+    }
+    EXPECT_NEAR(a, e, atol + rtol * std::fabs(e)) << "element " << i << " of "
+                                                  << t.getType().toString();
+  }
+}
+
+} // namespace kiln::test

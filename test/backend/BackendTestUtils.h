@@ -1,0 +1,74 @@
+/// \file
+/// The operator test-suite harness. Each test is written once and runs on every
+/// registered backend (TEST_P over getRegisteredBackends()). `run()` compiles and executes
+/// the test's function on the backend under test and, for backends other than the
+/// Interpreter, also on the Interpreter, and checks both agree; the test then checks the
+/// result against hand-computed or independently derived expectations. A test skips itself
+/// when the backend reports through isOpSupported that it cannot run some node: never by a
+/// list of test names.
+#ifndef KILN_TEST_BACKEND_BACKENDTESTUTILS_H
+#define KILN_TEST_BACKEND_BACKENDTESTUTILS_H
+
+#include "kiln/kiln.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace kiln::test {
+
+class BackendTest : public ::testing::TestWithParam<std::string> {
+protected:
+  BackendTest() : F_(mod_.createFunction("main")) {}
+
+  Module &mod() { return mod_; }
+  Function *F() { return F_; }
+
+  /// A placeholder input with the given values (converted from double).
+  Placeholder *input(const std::string &name, ElemKind k, Dims dims,
+                     std::initializer_list<double> values);
+  /// A placeholder input with a given tensor.
+  Placeholder *input(const std::string &name, Tensor t);
+  /// A placeholder input of \p ty filled with seeded random values in [lo, hi].
+  Placeholder *randomInput(const std::string &name, const Type &ty, float lo, float hi,
+                           uint64_t seed = 1);
+  /// A constant with the given values.
+  Constant *constant(const std::string &name, ElemKind k, Dims dims,
+                     std::initializer_list<double> values);
+  /// Saves \p v; its tensor is available from output() after run().
+  SaveNode *save(NodeValue v, const std::string &name = "out");
+
+  /// Compiles and runs on the backend under test (and on the Interpreter for comparison,
+  /// within \p atol/\p rtol). Returns false (after GTEST_SKIP) when unsupported; check with
+  /// `if (!run()) return;`.
+  bool run(float atol = 1e-5f, float rtol = 1e-5f);
+  /// The output tensor of save \p s after run().
+  const Tensor &output(SaveNode *s);
+
+  /// Expects \p t to hold \p expected (double values, row-major) within atol + rtol*|e|.
+  static void expectValues(const Tensor &t, const std::vector<double> &expected,
+                           double atol = 1e-5, double rtol = 1e-5);
+
+  bool isInterpreter() const { return GetParam() == "Interpreter"; }
+
+private:
+  Error runOn(const std::string &backend, PlaceholderBindings &out);
+
+  Module mod_;
+  Function *F_;
+  std::vector<std::pair<Placeholder *, Tensor>> inputs_;
+  PlaceholderBindings results_;
+};
+
+/// Instantiates a TEST_P suite over every registered backend.
+#define KILN_INSTANTIATE_BACKEND_TESTS(SUITE)                                               \
+  INSTANTIATE_TEST_SUITE_P(AllBackends, SUITE,                                               \
+                           ::testing::ValuesIn(::kiln::getRegisteredBackends()),             \
+                           [](const ::testing::TestParamInfo<std::string> &i) {              \
+                             return i.param;                                                 \
+                           })
+
+} // namespace kiln::test
+
+#endif // KILN_TEST_BACKEND_BACKENDTESTUTILS_H
