@@ -133,6 +133,8 @@ void emitNodeClass(std::ostream &os, const NodeDef &n) {
   for (size_t i = 0; i < n.results.size(); i++)
     os << "  TypeRef get" << n.results[i] << "Type() const { return getType(" << i << "); }\n";
   emitAttrMembers(os, n.attrs);
+  for (const std::string &d : n.extraDecls)
+    os << "  " << d << "\n";
   os << "  std::string getInputName(unsigned i) const override;\n";
   os << "  std::string getResultName(unsigned i) const override;\n";
   os << "  bool isDataParallel() const override { return " << (n.dataParallel ? "true" : "false")

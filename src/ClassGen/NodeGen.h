@@ -51,6 +51,7 @@ struct NodeDef {
   TypeRule rule = TypeRule::Custom;
   bool dataParallel = false;
   IRGenKind irgen = IRGenKind::Default;
+  std::vector<std::string> extraDecls; ///< Hand-written members (defined in src/Graph).
 
   NodeDef &input(const std::string &n) { inputs.push_back(n); return *this; }
   NodeDef &variadic(const std::string &n) { variadicInput = n; return *this; }
@@ -63,6 +64,7 @@ struct NodeDef {
   NodeDef &dataParallelOp() { dataParallel = true; return *this; }
   NodeDef &customIRGen() { irgen = IRGenKind::Custom; return *this; }
   NodeDef &describe(const std::string &d) { doc = d; return *this; }
+  NodeDef &extraMethod(const std::string &decl) { extraDecls.push_back(decl); return *this; }
 };
 
 /// An instruction that exists only in the low-level IR (not generated from a node).

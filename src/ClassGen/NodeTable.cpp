@@ -216,6 +216,8 @@ void defineDataMovement(Table &t) {
                 "and saturate; Bool is x != 0.");
   t.node("Save")
       .input("Input").input("Output").typeRule(TypeRule::NoResult).customIRGen()
+      .extraMethod("/// The placeholder written (null if Output is not a placeholder).\n"
+                   "  Placeholder *getPlaceholder() const;")
       .describe("Writes Input into the placeholder Output.");
 }
 

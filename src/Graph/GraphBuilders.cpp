@@ -73,3 +73,11 @@ NodeValue Function::createBroadcastTo(const std::string &name, NodeValue v, cons
 }
 
 } // namespace kiln
+
+namespace kiln {
+
+Placeholder *SaveNode::getPlaceholder() const {
+  return dyn_cast<Placeholder>(getOutput().node);
+}
+
+} // namespace kiln

@@ -21,6 +21,7 @@ class Node;
 class Function;
 class Module;
 class Tensor;
+class Placeholder;
 
 /// Result \p resNo of node \p node. Cheap to copy; compared by identity.
 struct NodeValue {

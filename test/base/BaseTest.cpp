@@ -1,0 +1,179 @@
+// Base types: Error/Expected, element kinds and types, float16/bfloat16 conversions,
+// Tensor and Handle.
+
+#include "kiln/Base/Error.h"
+#include "kiln/Base/Tensor.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+using namespace kiln;
+
+namespace {
+
+Expected<int> half(int x) {
+  if (x % 2)
+    return makeError(ErrorCode::InvalidArgument, "odd value ", x);
+  return x / 2;
+}
+
+Error quarter(int x, int &out) {
+  KILN_ASSIGN_OR_RETURN(int h, half(x));
+  KILN_ASSIGN_OR_RETURN(out, half(h));
+  return Error::success();
+}
+
+} // namespace
+
+TEST(Error, SuccessAndFailure) {
+  Error ok = Error::success();
+  EXPECT_FALSE(ok);
+  Error bad = makeError(ErrorCode::OutOfMemory, "device ", 3, " has ", 10, " bytes");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad.code(), ErrorCode::OutOfMemory);
+  EXPECT_EQ(bad.message(), "device 3 has 10 bytes");
+  EXPECT_EQ(bad.toString(), "out-of-memory: device 3 has 10 bytes");
+  Error ctx = std::move(bad).addContext("loading 'net'");
+  EXPECT_EQ(ctx.message(), "loading 'net': device 3 has 10 bytes");
+  EXPECT_EQ(ctx.code(), ErrorCode::OutOfMemory);
+}
+
+TEST(Error, ExpectedPropagation) {
+  int out = 0;
+  EXPECT_FALSE(quarter(12, out));
+  EXPECT_EQ(out, 3);
+  Error e = quarter(6, out); // 6 -> 3 is odd
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e.message(), "odd value 3");
+  Expected<int> v = half(7);
+  EXPECT_FALSE(v);
+  EXPECT_EQ(v.takeError().code(), ErrorCode::InvalidArgument);
+}
+
+TEST(Type, SizesNamesAndStrides) {
+  EXPECT_EQ(elemSize(ElemKind::Float), 4u);
+  EXPECT_EQ(elemSize(ElemKind::Float16), 2u);
+  EXPECT_EQ(elemSize(ElemKind::BFloat16), 2u);
+  EXPECT_EQ(elemSize(ElemKind::Int8Q), 1u);
+  EXPECT_EQ(elemSize(ElemKind::Int64I), 8u);
+  EXPECT_EQ(elemSize(ElemKind::Bool), 1u);
+  for (unsigned i = 0; i < kNumElemKinds; i++) {
+    ElemKind k;
+    ASSERT_TRUE(parseElemKind(elemKindName(ElemKind(i)), k));
+    EXPECT_EQ(k, ElemKind(i));
+  }
+  Type t(ElemKind::Float, {2, 3, 4});
+  EXPECT_EQ(t.numElements(), 24u);
+  EXPECT_EQ(t.sizeInBytes(), 96u);
+  Dims s = t.strides();
+  EXPECT_EQ(s, Dims({12, 4, 1}));
+  EXPECT_EQ(t.toString(), "float<2x3x4>");
+  EXPECT_EQ(Type(ElemKind::Int8Q, {2}, 0.25f, -3).toString(), "i8q<2:0.25:-3>");
+  EXPECT_EQ(Type(ElemKind::Float, {}).toString(), "float<>");
+  EXPECT_EQ(Type(ElemKind::Float, {}).numElements(), 1u);
+  // Quantization parameters matter only for quantized kinds.
+  EXPECT_EQ(Type(ElemKind::Float, {2}, 0.5f, 1), Type(ElemKind::Float, {2}));
+  EXPECT_NE(Type(ElemKind::Int8Q, {2}, 0.5f, 1), Type(ElemKind::Int8Q, {2}, 0.5f, 2));
+}
+
+TEST(Float16, ExactValuesAndRounding) {
+  // Exactly representable values.
+  for (float f : {0.0f, 1.0f, -2.0f, 0.5f, 65504.0f, 6.103515625e-05f /* min normal */,
+                  5.9604644775390625e-08f /* min subnormal */})
+    EXPECT_EQ(float(float16(f)), f) << f;
+  EXPECT_EQ(float16(1.0f).bits(), 0x3c00);
+  EXPECT_EQ(float16(-2.0f).bits(), 0xc000);
+  EXPECT_EQ(float16(65504.0f).bits(), 0x7bff);
+  // 1 + 2^-11 is halfway between 1 and 1 + 2^-10: ties to even (1.0).
+  EXPECT_EQ(float16(1.0f + std::ldexp(1.0f, -11)).bits(), 0x3c00);
+  // 1 + 3*2^-11 is halfway between 1+2^-10 (odd) and 1+2^-9: rounds up to even.
+  EXPECT_EQ(float16(1.0f + 3 * std::ldexp(1.0f, -11)).bits(), 0x3c02);
+  // Overflow to infinity; 65520 is the first value that rounds to infinity.
+  EXPECT_EQ(float16(65520.0f).bits(), 0x7c00);
+  EXPECT_EQ(float16(65519.0f).bits(), 0x7bff);
+  EXPECT_TRUE(std::isinf(float(float16(1e10f))));
+  EXPECT_TRUE(std::isnan(float(float16(std::numeric_limits<float>::quiet_NaN()))));
+  // Subnormal: 3 * 2^-24.
+  EXPECT_EQ(float16(3 * std::ldexp(1.0f, -24)).bits(), 0x0003);
+  // Below half the smallest subnormal: zero, keeping the sign.
+  EXPECT_EQ(float16(-std::ldexp(1.0f, -26)).bits(), 0x8000);
+  // Every finite half converts to float and back unchanged.
+  for (uint32_t b = 0; b < 0x10000; b++) {
+    if ((b & 0x7c00) == 0x7c00)
+      continue;
+    float16 h = float16::fromBits(uint16_t(b));
+    ASSERT_EQ(float16(float(h)).bits(), b) << b;
+  }
+}
+
+TEST(BFloat16, Rounding) {
+  EXPECT_EQ(bfloat16(1.0f).bits(), 0x3f80);
+  EXPECT_EQ(float(bfloat16(3.0f)), 3.0f);
+  // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties to even.
+  EXPECT_EQ(float(bfloat16(1.0f + std::ldexp(1.0f, -8))), 1.0f);
+  EXPECT_EQ(float(bfloat16(1.0f + 3 * std::ldexp(1.0f, -8))), 1.0f + std::ldexp(1.0f, -6));
+  EXPECT_TRUE(std::isnan(float(bfloat16(std::numeric_limits<float>::quiet_NaN()))));
+}
+
+TEST(Tensor, HandleAccessAndViews) {
+  Tensor t(ElemKind::Float, {2, 3});
+  auto h = t.getHandle<float>();
+  for (dim_t i = 0; i < 2; i++)
+    for (dim_t j = 0; j < 3; j++)
+      h.at({i, j}) = float(10 * i + j);
+  EXPECT_EQ(h.raw(4), 11.0f); // row-major
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.getUnsafePtr()) % 64, 0u);
+  Tensor v = Tensor::view(Type(ElemKind::Float, {3, 2}), t.getUnsafePtr());
+  EXPECT_FALSE(v.isOwning());
+  EXPECT_EQ(v.getHandle<float>().at({2, 1}), 12.0f);
+  Tensor c = t.clone();
+  c.getHandle<float>().raw(0) = 99;
+  EXPECT_EQ(h.raw(0), 0.0f);
+  EXPECT_FALSE(c.isEqual(t));
+  c.getHandle<float>().raw(0) = 0.5f;
+  EXPECT_TRUE(c.isEqual(t, 0.5f));
+  EXPECT_FALSE(c.isEqual(t, 0.49f));
+  EXPECT_DOUBLE_EQ(c.maxAbsDiff(t), 0.5);
+}
+
+TEST(Tensor, ConversionsSaturateAndRound) {
+  Tensor q(ElemKind::Int8Q, {4}, {1.5, -200, 300, -2.5});
+  EXPECT_EQ(q.getHandle<int8_t>().raw(0), 2);    // nearest even of 1.5
+  EXPECT_EQ(q.getHandle<int8_t>().raw(1), -128); // saturated
+  EXPECT_EQ(q.getHandle<int8_t>().raw(2), 127);
+  EXPECT_EQ(q.getHandle<int8_t>().raw(3), -2);
+  Tensor b(ElemKind::Bool, {2}, {0, 3});
+  EXPECT_FALSE(b.getHandle<bool>().raw(0));
+  EXPECT_TRUE(b.getHandle<bool>().raw(1));
+  Tensor i64(ElemKind::Int64I, {1}, {-5});
+  EXPECT_EQ(i64.getHandle<int64_t>().raw(0), -5);
+  EXPECT_EQ(i64.toString(), "i64<1> [-5]");
+}
+
+TEST(Tensor, SeededRandomIsReproducibleAndInRange) {
+  Tensor a(ElemKind::Float, {100}), b(ElemKind::Float, {100});
+  PseudoRNG r1(42), r2(42);
+  a.randomize(-1, 1, r1);
+  b.randomize(-1, 1, r2);
+  EXPECT_TRUE(a.isEqual(b));
+  for (size_t i = 0; i < 100; i++) {
+    EXPECT_GE(a.getAsDouble(i), -1.0);
+    EXPECT_LE(a.getAsDouble(i), 1.0);
+  }
+  Tensor q(Type(ElemKind::Int8Q, {1000}, 0.1f, 0));
+  PseudoRNG r3(1);
+  q.randomize(-3, 3, r3);
+  for (size_t i = 0; i < 1000; i++) {
+    EXPECT_GE(q.getAsDouble(i), -3.0);
+    EXPECT_LE(q.getAsDouble(i), 3.0);
+  }
+}
+
+TEST(Tensor, QuantizedZeroIsOffset) {
+  Tensor q(Type(ElemKind::Int8Q, {3}, 0.5f, -7));
+  for (size_t i = 0; i < 3; i++)
+    EXPECT_EQ(q.getHandle<int8_t>().raw(i), -7);
+  EXPECT_FLOAT_EQ(q.getHandle<int8_t>().dequantizedAt(0), 0.0f);
+}
