@@ -221,6 +221,7 @@ void emitBuilderBody(std::ostream &os, const NodeDef &n, bool explicitTy) {
     os << "  ops.insert(ops.end(), " << lowerFirst(n.variadicInput) << ".begin(), "
        << lowerFirst(n.variadicInput) << ".end());\n";
   os << "  n->initOperands(ops);\n";
+  os << "  addNode(n);\n";
   bool needsRank = false;
   for (const Attr &a : n.attrs)
     needsRank |= a.kind == AttrKind::Axis || a.kind == AttrKind::Axes;
@@ -232,16 +233,15 @@ void emitBuilderBody(std::ostream &os, const NodeDef &n, bool explicitTy) {
       os << "  n->set" << a.name << "(normalizeAxis(n, \"" << a.name << "\", " << p
          << ", rank));\n";
     } else if (a.kind == AttrKind::Axes) {
-      os << "  {\n    std::vector<dim_t> axes;\n    for (int64_t a : " << p
-         << ") axes.push_back(normalizeAxis(n, \"" << a.name << "\", a, rank));\n"
-         << "    n->set" << a.name << "(axes);\n  }\n";
+      os << "  {\n    std::vector<dim_t> normalized;\n    for (int64_t a : " << p
+         << ") normalized.push_back(normalizeAxis(n, \"" << a.name << "\", a, rank));\n"
+         << "    n->set" << a.name << "(normalized);\n  }\n";
     } else {
       os << "  n->set" << a.name << "(" << p << ");\n";
     }
   }
   if (explicitTy)
     os << "  n->setType(0, outTy);\n";
-  os << "  addNode(n);\n";
   os << "  finishNode(n, " << (explicitTy ? "true" : "false") << ");\n";
   os << "  return n;\n}\n\n";
 }

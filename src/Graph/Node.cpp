@@ -147,7 +147,8 @@ std::string Node::describe() const {
     os << " with operands ";
     for (unsigned i = 0; i < inputs_.size(); i++) {
       os << (i ? ", " : "") << getInputName(i) << ": ";
-      if (inputs_[i].node && inputs_[i].getType())
+      if (inputs_[i].node && inputs_[i].resNo < inputs_[i].node->getNumResults() &&
+          inputs_[i].getType())
         os << inputs_[i].getType()->toString();
       else
         os << "<missing>";

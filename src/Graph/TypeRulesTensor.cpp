@@ -1,0 +1,234 @@
+// Type rules of reductions and of shape and data-movement operators.
+
+#include "TypeRulesUtil.h"
+
+namespace kiln::typerules {
+
+// ------------------------------------------------------------------ reductions
+
+Expected<std::vector<Type>>
+inferReduce(const Node &n, const std::vector<dim_t> &axes, bool keepDims) {
+  KILN_ASSIGN_OR_RETURN(Type in, operandType(n, 0));
+  std::vector<bool> reduced(in.rank(), false);
+  for (size_t i = 0; i < axes.size(); i++) {
+    if (axes[i] >= in.rank())
+      return invalid("attribute Axes = ", listToString(axes), ": entry ", i,
+                     " is out of range for operand ", n.getInputName(0), " ",
+                     in.toString(), " of rank ", in.rank());
+    if (reduced[axes[i]])
+      return invalid("attribute Axes = ", listToString(axes), " names axis ",
+                     axes[i], " twice (operand ", n.getInputName(0), " ",
+                     in.toString(), ")");
+    reduced[axes[i]] = true;
+  }
+  Dims out;
+  for (size_t i = 0; i < in.rank(); i++) {
+    if (!reduced[i])
+      out.push_back(in.dims[i]);
+    else if (keepDims)
+      out.push_back(1);
+  }
+  return std::vector<Type>{Type::withDims(in, out)};
+}
+
+Expected<std::vector<Type>> inferReduceSum(const ReduceSumNode &n) {
+  return inferReduce(n, n.getAxes(), n.getKeepDims());
+}
+
+Expected<std::vector<Type>> inferReduceMean(const ReduceMeanNode &n) {
+  return inferReduce(n, n.getAxes(), n.getKeepDims());
+}
+
+Expected<std::vector<Type>> inferReduceMax(const ReduceMaxNode &n) {
+  return inferReduce(n, n.getAxes(), n.getKeepDims());
+}
+
+Expected<std::vector<Type>> inferReduceMin(const ReduceMinNode &n) {
+  return inferReduce(n, n.getAxes(), n.getKeepDims());
+}
+
+Expected<std::vector<Type>> inferReduceProd(const ReduceProdNode &n) {
+  return inferReduce(n, n.getAxes(), n.getKeepDims());
+}
+
+Expected<std::vector<Type>> inferArgReduce(const Node &n, dim_t axis,
+                                           bool keepDims) {
+  KILN_ASSIGN_OR_RETURN(Type in, operandType(n, 0));
+  KILN_RETURN_IF_ERR(checkAxis(n, "Axis", axis, 0, in));
+  Dims out;
+  for (size_t i = 0; i < in.rank(); i++) {
+    if (i != axis)
+      out.push_back(in.dims[i]);
+    else if (keepDims)
+      out.push_back(1);
+  }
+  return std::vector<Type>{Type(ElemKind::Int64I, out)};
+}
+
+Expected<std::vector<Type>> inferArgMax(const ArgMaxNode &n) {
+  return inferArgReduce(n, n.getAxis(), n.getKeepDims());
+}
+
+Expected<std::vector<Type>> inferArgMin(const ArgMinNode &n) {
+  return inferArgReduce(n, n.getAxis(), n.getKeepDims());
+}
+
+Expected<std::vector<Type>> inferTopK(const TopKNode &n) {
+  KILN_ASSIGN_OR_RETURN(Type in, operandType(n, TopKNode::InputIdx));
+  if (in.rank() == 0)
+    return invalid("operand Input ", in.toString(),
+                   " must have rank 1 or more");
+  dim_t last = in.dims[in.rank() - 1];
+  if (n.getK() == 0 || n.getK() > last)
+    return invalid("attribute K = ", n.getK(),
+                   " must be between 1 and the last dim ", last, " of Input ",
+                   in.toString());
+  Dims out = in.dims;
+  out[in.rank() - 1] = n.getK();
+  return std::vector<Type>{Type::withDims(in, out),
+                           Type(ElemKind::Int64I, out)};
+}
+
+// ------------------------------------------------------------------ data
+// movement
+
+Expected<std::vector<Type>> inferConcat(const ConcatNode &n) {
+  if (n.getNumInputs() == 0)
+    return invalid("operand Inputs is empty; Concat needs at least one input");
+  KILN_ASSIGN_OR_RETURN(Type first, operandType(n, 0));
+  dim_t axis = n.getAxis();
+  KILN_RETURN_IF_ERR(checkAxis(n, "Axis", axis, 0, first));
+  Dims out = first.dims;
+  for (unsigned i = 1; i < n.getNumInputs(); i++) {
+    KILN_ASSIGN_OR_RETURN(Type t, operandType(n, i));
+    KILN_RETURN_IF_ERR(checkSameKind(n, i, t, 0, first));
+    bool agree = t.rank() == first.rank();
+    for (size_t d = 0; agree && d < t.rank(); d++)
+      agree = d == axis || t.dims[d] == first.dims[d];
+    if (!agree)
+      return invalid("operand ", n.getInputName(i), " ", t.toString(),
+                     " must match ", n.getInputName(0), " ", first.toString(),
+                     " in every dimension except Axis ", axis);
+    out[axis] += t.dims[axis];
+  }
+  return std::vector<Type>{Type::withDims(first, out)};
+}
+
+Expected<std::vector<Type>> inferSlice(const SliceNode &n) {
+  KILN_ASSIGN_OR_RETURN(Type in, operandType(n, SliceNode::InputIdx));
+  const std::vector<dim_t> &starts = n.getStarts();
+  const std::vector<dim_t> &ends = n.getEnds();
+  KILN_RETURN_IF_ERR(checkAttrLength("Starts", starts, in.rank()));
+  KILN_RETURN_IF_ERR(checkAttrLength("Ends", ends, in.rank()));
+  Dims out;
+  for (size_t i = 0; i < in.rank(); i++) {
+    if (starts[i] >= ends[i] || ends[i] > in.dims[i])
+      return invalid("attributes Starts = ", listToString(starts),
+                     " and Ends = ", listToString(ends),
+                     " must satisfy Starts < Ends <= dims of Input ",
+                     in.toString(), " (violated in dim ", i, ")");
+    out.push_back(ends[i] - starts[i]);
+  }
+  return std::vector<Type>{Type::withDims(in, out)};
+}
+
+Expected<std::vector<Type>> inferReshape(const ReshapeNode &n) {
+  KILN_ASSIGN_OR_RETURN(Type in, operandType(n, ReshapeNode::InputIdx));
+  const std::vector<dim_t> &dims = n.getDims();
+  if (dims.size() > kMaxDims)
+    return invalid("attribute Dims = ", listToString(dims), " has ",
+                   dims.size(), " entries, above the maximum rank ", kMaxDims);
+  Dims out(dims);
+  if (out.product() != in.numElements())
+    return invalid("attribute Dims = ", listToString(dims), " has ",
+                   out.product(), " elements but Input ", in.toString(),
+                   " has ", in.numElements());
+  return std::vector<Type>{Type::withDims(in, out)};
+}
+
+Expected<std::vector<Type>> inferTranspose(const TransposeNode &n) {
+  KILN_ASSIGN_OR_RETURN(Type in, operandType(n, TransposeNode::InputIdx));
+  const std::vector<dim_t> &shuffle = n.getShuffle();
+  KILN_RETURN_IF_ERR(checkAttrLength("Shuffle", shuffle, in.rank()));
+  std::vector<bool> seen(in.rank(), false);
+  Dims out;
+  for (dim_t s : shuffle) {
+    if (s >= in.rank() || seen[s])
+      return invalid("attribute Shuffle = ", listToString(shuffle),
+                     " is not a permutation of the dims of Input ",
+                     in.toString());
+    seen[s] = true;
+    out.push_back(in.dims[s]);
+  }
+  return std::vector<Type>{Type::withDims(in, out)};
+}
+
+Expected<std::vector<Type>> inferGather(const GatherNode &n) {
+  KILN_ASSIGN_OR_RETURN(Type data, operandType(n, GatherNode::DataIdx));
+  KILN_ASSIGN_OR_RETURN(Type indices, operandType(n, GatherNode::IndicesIdx));
+  dim_t axis = n.getAxis();
+  KILN_RETURN_IF_ERR(checkAxis(n, "Axis", axis, GatherNode::DataIdx, data));
+  if (!isIndexKind(indices.kind))
+    return invalid("operand Indices ", indices.toString(),
+                   " must have element kind i32 or i64");
+  KILN_RETURN_IF_ERR(checkResultRank(data.rank() - 1 + indices.rank(),
+                                     "Data rank - 1 + Indices rank"));
+  Dims out;
+  for (size_t i = 0; i < axis; i++)
+    out.push_back(data.dims[i]);
+  for (dim_t d : indices.dims)
+    out.push_back(d);
+  for (size_t i = axis + 1; i < data.rank(); i++)
+    out.push_back(data.dims[i]);
+  return std::vector<Type>{Type::withDims(data, out)};
+}
+
+Expected<std::vector<Type>> inferTile(const TileNode &n) {
+  KILN_ASSIGN_OR_RETURN(Type in, operandType(n, TileNode::InputIdx));
+  const std::vector<dim_t> &repeats = n.getRepeats();
+  KILN_RETURN_IF_ERR(checkAttrLength("Repeats", repeats, in.rank()));
+  KILN_RETURN_IF_ERR(checkAttrNonZero("Repeats", repeats));
+  Dims out = in.dims;
+  for (size_t i = 0; i < in.rank(); i++)
+    out[i] *= repeats[i];
+  return std::vector<Type>{Type::withDims(in, out)};
+}
+
+Expected<std::vector<Type>> inferPad(const PadNode &n) {
+  KILN_ASSIGN_OR_RETURN(Type in, operandType(n, PadNode::InputIdx));
+  const std::vector<dim_t> &pads = n.getPads();
+  if (pads.size() != 2 * in.rank())
+    return invalid("attribute Pads = ", listToString(pads), " must have ",
+                   2 * in.rank(),
+                   " entries (begin then end counts for each dim of Input ",
+                   in.toString(), "), not ", pads.size());
+  Dims out = in.dims;
+  for (size_t i = 0; i < in.rank(); i++)
+    out[i] += pads[i] + pads[i + in.rank()];
+  return std::vector<Type>{Type::withDims(in, out)};
+}
+
+Expected<std::vector<Type>> inferBroadcast(const BroadcastNode &n) {
+  KILN_ASSIGN_OR_RETURN(Type in, operandType(n, BroadcastNode::InputIdx));
+  const std::vector<dim_t> &target = n.getTargetDims();
+  if (target.size() > kMaxDims)
+    return invalid("attribute TargetDims = ", listToString(target), " has ",
+                   target.size(), " entries, above the maximum rank ",
+                   kMaxDims);
+  if (target.size() < in.rank())
+    return invalid("attribute TargetDims = ", listToString(target),
+                   " has rank ", target.size(), ", below the rank of Input ",
+                   in.toString());
+  size_t shift = target.size() - in.rank();
+  for (size_t i = 0; i < in.rank(); i++) {
+    dim_t d = in.dims[i];
+    if (d != 1 && d != target[shift + i])
+      return invalid("Input ", in.toString(),
+                     " cannot be broadcast to TargetDims = ",
+                     listToString(target), ": input dim ", i, " is ", d,
+                     " but must be 1 or ", target[shift + i]);
+  }
+  return std::vector<Type>{Type::withDims(in, Dims(target))};
+}
+
+} // namespace kiln::typerules

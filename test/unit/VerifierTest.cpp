@@ -1,0 +1,377 @@
+// Verifier tests: malformed graphs, each rejected with an Error whose message
+// names the node, its operator kind, and the shapes or attributes at fault.
+
+#include "kiln/Graph/Graph.h"
+
+#include <gtest/gtest.h>
+
+#include <initializer_list>
+#include <string>
+
+using namespace kiln;
+
+namespace {
+
+class VerifierTest : public ::testing::Test {
+protected:
+  Module m;
+  Function *f = m.createFunction("main");
+
+  Placeholder *input(const Dims &dims, ElemKind k = ElemKind::Float,
+                     const std::string &name = "in") {
+    return m.createPlaceholder(k, dims, name);
+  }
+  Constant *weights(const Dims &dims, ElemKind k = ElemKind::Float,
+                    const std::string &name = "w") {
+    return m.createConstant(k, dims, name);
+  }
+
+  /// Expects verify() to fail with InvalidGraph and a message containing every
+  /// one of \p parts; returns the message.
+  std::string expectInvalid(std::initializer_list<std::string> parts) {
+    Error e = f->verify();
+    EXPECT_TRUE(bool(e)) << "the function verified, but it should not";
+    if (!e)
+      return "";
+    EXPECT_EQ(e.code(), ErrorCode::InvalidGraph) << e.toString();
+    for (const std::string &p : parts)
+      EXPECT_NE(e.message().find(p), std::string::npos)
+          << "message lacks \"" << p << "\":\n  " << e.message();
+    return e.message();
+  }
+
+  /// A valid 1x3x8x8 convolution with the given attributes.
+  ConvolutionNode *conv(const Dims &inDims, const Dims &filterDims,
+                        dim_t biasLen, std::vector<dim_t> kernels,
+                        std::vector<dim_t> strides, std::vector<dim_t> pads,
+                        std::vector<dim_t> dilations, dim_t group) {
+    return f->createConvolution("cv", input(inDims), weights(filterDims),
+                                weights({biasLen}, ElemKind::Float, "b"),
+                                kernels, strides, pads, dilations, group);
+  }
+};
+
+TEST_F(VerifierTest, ValidGraphVerifies) {
+  auto *c = f->createConv("conv", input({1, 3, 8, 8}), 4, 3, 1, 1);
+  auto *r = f->createRelu("relu", c);
+  f->createSave("out", r);
+  Error e = f->verify();
+  EXPECT_FALSE(e) << e.message();
+}
+
+// ------------------------------------------------------------------ types and
+// ranks
+
+TEST_F(VerifierTest, AddOfFloatAndInt8) {
+  Placeholder *a = input({2, 3}, ElemKind::Float, "a");
+  Placeholder *b =
+      m.createPlaceholder(m.uniqueType(ElemKind::Int8Q, {2, 3}, 0.5f, 0), "b");
+  f->createAdd("sum", a, b);
+  expectInvalid({"'sum'", "(Add)", "float<2x3>", "i8q<2x3:0.5:0>", "RHS"});
+}
+
+TEST_F(VerifierTest, ConvolutionOnRank3Input) {
+  f->createConvolution("conv3d", input({3, 8, 8}), weights({4, 3, 3, 3}),
+                       weights({4}, ElemKind::Float, "b"), {3, 3}, {1, 1},
+                       {0, 0, 0, 0}, {1, 1}, 1);
+  expectInvalid({"'conv3d'", "(Convolution)", "float<3x8x8>", "rank 4"});
+}
+
+TEST_F(VerifierTest, ConvolutionFilterKindMismatch) {
+  f->createConvolution("cv", input({1, 3, 8, 8}),
+                       weights({4, 3, 3, 3}, ElemKind::Float16),
+                       weights({4}, ElemKind::Float, "b"), {3, 3}, {1, 1},
+                       {0, 0, 0, 0}, {1, 1}, 1);
+  expectInvalid(
+      {"'cv'", "(Convolution)", "Filter float16<4x3x3x3>", "float<1x3x8x8>"});
+}
+
+TEST_F(VerifierTest, MatMulInnerDimsDisagree) {
+  f->createMatMul("mm", input({2, 3}, ElemKind::Float, "a"),
+                  input({4, 5}, ElemKind::Float, "b"));
+  expectInvalid({"'mm'", "(MatMul)", "RHS float<4x5>", "LHS float<2x3>"});
+}
+
+TEST_F(VerifierTest, FullyConnectedBiasLength) {
+  f->createFullyConnected("fc", input({2, 3}), weights({3, 4}),
+                          weights({5}, ElemKind::Float, "b"));
+  expectInvalid({"'fc'", "(FullyConnected)", "Bias float<5>", "float<3x4>"});
+}
+
+TEST_F(VerifierTest, GatherWithFloatIndices) {
+  f->createGather("g", input({5, 4}), input({3}, ElemKind::Float, "idx"), 0);
+  expectInvalid({"'g'", "(Gather)", "Indices float<3>", "i32 or i64"});
+}
+
+TEST_F(VerifierTest, SelectConditionMustBeBool) {
+  Placeholder *a = input({4}, ElemKind::Float, "a");
+  f->createSelect("sel", a, a, a);
+  expectInvalid({"'sel'", "(Select)", "Cond float<4>", "bool"});
+}
+
+// ------------------------------------------------------------------ bad
+// attributes
+
+TEST_F(VerifierTest, ZeroStride) {
+  conv({1, 3, 8, 8}, {4, 3, 3, 3}, 4, {3, 3}, {0, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  expectInvalid({"'cv'", "(Convolution)", "Strides = [0, 1]", "zero"});
+}
+
+TEST_F(VerifierTest, WrongPadsLength) {
+  f->createMaxPool("mp", input({1, 3, 8, 8}), {2, 2}, {2, 2}, {0, 0});
+  expectInvalid({"'mp'", "(MaxPool)", "Pads = [0, 0]", "4 entries"});
+}
+
+TEST_F(VerifierTest, GroupDoesNotDivideChannels) {
+  conv({1, 3, 8, 8}, {4, 1, 3, 3}, 4, {3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2);
+  expectInvalid({"'cv'", "(Convolution)", "Group = 2", "float<1x3x8x8>"});
+}
+
+TEST_F(VerifierTest, GroupDoesNotDivideOutputChannels) {
+  conv({1, 4, 8, 8}, {3, 2, 3, 3}, 3, {3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2);
+  expectInvalid(
+      {"'cv'", "(Convolution)", "Group = 2", "Filter float<3x2x3x3>"});
+}
+
+TEST_F(VerifierTest, FilterDimsInconsistent) {
+  conv({1, 3, 8, 8}, {4, 3, 5, 5}, 4, {3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  expectInvalid(
+      {"'cv'", "(Convolution)", "Filter float<4x3x5x5>", "Kernels = [3, 3]"});
+}
+
+TEST_F(VerifierTest, WindowLargerThanInput) {
+  // Dilation 4 makes the 3x3 kernel 9 wide; the input is 8 wide.
+  conv({1, 3, 8, 8}, {4, 3, 3, 3}, 4, {3, 3}, {1, 1}, {0, 0, 0, 0}, {4, 4}, 1);
+  expectInvalid({"'cv'", "(Convolution)", "float<1x3x8x8>", "window height 9"});
+}
+
+TEST_F(VerifierTest, PoolPadNotBelowKernel) {
+  f->createAvgPool("ap", input({1, 3, 8, 8}), {2, 2}, {1, 1}, {2, 0, 0, 0},
+                   false);
+  expectInvalid(
+      {"'ap'", "(AvgPool)", "Pads = [2, 0, 0, 0]", "Kernels = [2, 2]"});
+}
+
+TEST_F(VerifierTest, AdaptiveAvgPoolZeroSize) {
+  f->createAdaptiveAvgPool("aap", input({1, 3, 8, 8}), {0, 2});
+  expectInvalid({"'aap'", "(AdaptiveAvgPool)", "OutputSize = [0, 2]"});
+}
+
+TEST_F(VerifierTest, BadTransposeShuffle) {
+  f->createTranspose("tr", input({2, 3, 4}), {0, 0, 1});
+  expectInvalid({"'tr'", "(Transpose)", "Shuffle = [0, 0, 1]", "float<2x3x4>",
+                 "permutation"});
+}
+
+TEST_F(VerifierTest, AxisOutOfRange) {
+  f->createSoftMax("sm", input({2, 3}), 2);
+  expectInvalid({"'sm'", "SoftMax", "Axis", "out of range", "rank 2"});
+}
+
+TEST_F(VerifierTest, NegativeAxisBeyondRank) {
+  f->createConcat("cat",
+                  {input({2, 3}, ElemKind::Float, "a"),
+                   input({2, 3}, ElemKind::Float, "b")},
+                  -3);
+  std::string msg =
+      expectInvalid({"'cat'", "Concat", "-3", "rank 2", "out of range"});
+  // The rule rejects the stored axis too, showing the operand shape.
+  EXPECT_NE(msg.find("float<2x3>"), std::string::npos) << msg;
+}
+
+TEST_F(VerifierTest, ConcatShapesDisagree) {
+  f->createConcat("cat",
+                  {input({2, 3}, ElemKind::Float, "a"),
+                   input({4, 5}, ElemKind::Float, "b")},
+                  1);
+  expectInvalid(
+      {"'cat'", "(Concat)", "float<4x5>", "float<2x3>", "except Axis 1"});
+}
+
+TEST_F(VerifierTest, SliceOutOfBounds) {
+  f->createSlice("sl", input({4, 5}), {1, 2}, {3, 6});
+  expectInvalid({"'sl'", "(Slice)", "Ends = [3, 6]", "float<4x5>", "dim 1"});
+}
+
+TEST_F(VerifierTest, ReshapeElementCount) {
+  f->createReshape("rs", input({4, 5}), {3, 7});
+  expectInvalid(
+      {"'rs'", "(Reshape)", "Dims = [3, 7]", "21 elements", "float<4x5>"});
+}
+
+TEST_F(VerifierTest, TileZeroRepeat) {
+  f->createTile("tl", input({4, 5}), {2, 0});
+  expectInvalid({"'tl'", "(Tile)", "Repeats = [2, 0]"});
+}
+
+TEST_F(VerifierTest, PadLength) {
+  f->createPad("pd", input({4, 5}), {1, 1, 1}, 0.0f);
+  expectInvalid(
+      {"'pd'", "(Pad)", "Pads = [1, 1, 1]", "4 entries", "float<4x5>"});
+}
+
+TEST_F(VerifierTest, BroadcastIncompatible) {
+  f->createBroadcast("bc", input({3, 2}), {4, 3, 5});
+  expectInvalid({"'bc'", "(Broadcast)", "float<3x2>", "TargetDims = [4, 3, 5]",
+                 "1 or 5"});
+}
+
+TEST_F(VerifierTest, ReduceAxesRepeated) {
+  // Set the axes on the node directly so the test checks the rule itself.
+  auto *r = f->createReduceSum("rsum", input({2, 3}), {0}, false);
+  r->setAxes({1, 1});
+  expectInvalid(
+      {"'rsum'", "(ReduceSum)", "Axes = [1, 1]", "twice", "float<2x3>"});
+}
+
+TEST_F(VerifierTest, ReduceAxisOutOfRangeRule) {
+  // Builders store an out-of-range axis as the rank; the rule must reject it.
+  auto *r = f->createReduceMax("rmax", input({2, 3}), {}, true);
+  r->setAxes({0, 2});
+  expectInvalid(
+      {"'rmax'", "(ReduceMax)", "Axes = [0, 2]", "out of range", "float<2x3>"});
+}
+
+TEST_F(VerifierTest, ReduceAxisOutOfRange) {
+  f->createReduceMax("rmax", input({2, 3}), {0, 5}, true);
+  expectInvalid({"'rmax'", "ReduceMax", "Axes", "out of range", "rank 2"});
+}
+
+TEST_F(VerifierTest, TopKLargerThanLastDim) {
+  f->createTopK("tk", input({2, 3}), 4);
+  expectInvalid({"'tk'", "(TopK)", "K = 4", "float<2x3>"});
+}
+
+TEST_F(VerifierTest, BatchNormVectorLength) {
+  Placeholder *in = input({2, 3, 4, 4});
+  Constant *v = weights({3}, ElemKind::Float, "v");
+  Constant *bad = weights({4}, ElemKind::Float, "bad");
+  f->createBatchNormalization("bn", in, v, v, bad, v, 1e-5f, 1);
+  expectInvalid(
+      {"'bn'", "(BatchNormalization)", "Mean float<4>", "float<2x3x4x4>"});
+}
+
+TEST_F(VerifierTest, LayerNormScaleShape) {
+  Placeholder *in = input({2, 3, 4});
+  f->createLayerNormalization("ln", in, weights({3, 4}),
+                              weights({4}, ElemKind::Float, "b"), -1, 1e-5f);
+  expectInvalid(
+      {"'ln'", "(LayerNormalization)", "Scale float<3x4>", "dims [4]"});
+}
+
+// ------------------------------------------------------------------ explicit
+// types
+
+TEST_F(VerifierTest, SplatWithoutType) {
+  f->createSplat("sp", nullptr, 1.0f);
+  expectInvalid({"'sp'", "(Splat)", "null"});
+}
+
+TEST_F(VerifierTest, QuantizeFromNonFloat) {
+  f->createQuantize("q", m.uniqueType(ElemKind::Int8Q, {4}, 0.5f, 0),
+                    input({4}, ElemKind::Int32I));
+  expectInvalid({"'q'", "(Quantize)", "i32<4>", "float element kind"});
+}
+
+TEST_F(VerifierTest, DequantizeToInteger) {
+  Placeholder *q =
+      m.createPlaceholder(m.uniqueType(ElemKind::Int8Q, {4}, 0.5f, 0), "q");
+  f->createDequantize("dq", m.uniqueType(ElemKind::Int32I, {4}), q);
+  expectInvalid({"'dq'", "(Dequantize)", "result type i32<4>", "float"});
+}
+
+TEST_F(VerifierTest, RescaleOfFloat) {
+  f->createRescaleQuantized("rq", m.uniqueType(ElemKind::Int8Q, {4}, 0.5f, 0),
+                            input({4}));
+  expectInvalid({"'rq'", "(RescaleQuantized)", "Input float<4>", "quantized"});
+}
+
+TEST_F(VerifierTest, ConvertToChangesDims) {
+  f->createConvertTo("cvt", m.uniqueType(ElemKind::Int32I, {2, 4}),
+                     input({2, 3}));
+  expectInvalid({"'cvt'", "(ConvertTo)", "i32<2x4>", "float<2x3>"});
+}
+
+TEST_F(VerifierTest, ExplicitResultTypeDisagrees) {
+  f->createRelu("relu", m.uniqueType(ElemKind::Float, {3, 2}), input({2, 3}));
+  expectInvalid({"'relu'", "(Relu)", "float<3x2>", "float<2x3>"});
+}
+
+// ------------------------------------------------------------------ structure
+
+TEST_F(VerifierTest, MissingOperand) {
+  f->createRelu("r", NodeValue());
+  expectInvalid({"'r'", "(Relu)", "operand Input is missing"});
+}
+
+TEST_F(VerifierTest, OperandRemovedAfterBuilding) {
+  auto *a = f->createAdd("add", input({2}, ElemKind::Float, "a"),
+                         input({2}, ElemKind::Float, "b"));
+  a->setNthInput(1, NodeValue());
+  expectInvalid({"'add'", "(Add)", "operand RHS is missing"});
+}
+
+TEST_F(VerifierTest, OperandReplacedWithWrongShape) {
+  auto *a = f->createAdd("add", input({2}, ElemKind::Float, "a"),
+                         input({2}, ElemKind::Float, "b"));
+  a->setNthInput(1, input({3}, ElemKind::Float, "c"));
+  expectInvalid({"'add'", "(Add)", "float<3>", "float<2>"});
+}
+
+TEST_F(VerifierTest, StoredResultTypeChanged) {
+  auto *r = f->createRelu("relu", input({2, 3}));
+  r->setType(0, m.uniqueType(ElemKind::Float, {6}));
+  expectInvalid({"'relu'", "(Relu)", "float<6>", "float<2x3>"});
+}
+
+TEST_F(VerifierTest, StoredResultKindChanged) {
+  auto *tk = f->createTopK("tk", input({2, 5}), 2);
+  tk->setType(1, m.uniqueType(ElemKind::Int32I, {2, 2}));
+  expectInvalid({"'tk'", "(TopK)", "Indices", "i32<2x2>", "i64<2x2>"});
+}
+
+TEST_F(VerifierTest, Cycle) {
+  Placeholder *in = input({4});
+  auto *a = f->createRelu("a", in);
+  auto *b = f->createTanh("b", a);
+  f->createSave("out", b);
+  a->setNthInput(0, b);
+  std::string msg = expectInvalid({"cycle"});
+  // The message names a node on the cycle with its kind.
+  bool namesA = msg.find("'a' (Relu)") != std::string::npos;
+  bool namesB = msg.find("'b' (Tanh)") != std::string::npos;
+  EXPECT_TRUE(namesA || namesB) << msg;
+}
+
+TEST_F(VerifierTest, SaveToConstant) {
+  Constant *c = weights({4}, ElemKind::Float, "weights");
+  f->createSave("save", f->createRelu("r", input({4})), c);
+  expectInvalid({"'save'", "(Save)", "Placeholder", "'weights'", "Constant"});
+}
+
+TEST_F(VerifierTest, SaveTypeMismatch) {
+  Placeholder *out = input({5}, ElemKind::Float, "out");
+  f->createSave("save", f->createRelu("r", input({4})), out);
+  expectInvalid({"'save'", "(Save)", "'out' float<5>", "Input float<4>"});
+}
+
+TEST_F(VerifierTest, NodeOfAnotherFunction) {
+  Function *g = m.createFunction("other");
+  auto *foreign = g->createRelu("foreign", input({4}));
+  f->createNeg("neg", foreign);
+  expectInvalid({"'neg'", "(Neg)", "'foreign'", "outside this function"});
+  // The other function itself is fine.
+  Error e = g->verify();
+  EXPECT_FALSE(e) << e.message();
+}
+
+TEST_F(VerifierTest, ClonePreservesBuilderErrors) {
+  f->createTranspose("tr", input({2, 3}), {1, 1});
+  Function *g = f->clone("copy");
+  Error e = g->verify();
+  ASSERT_TRUE(bool(e));
+  EXPECT_NE(e.message().find("'tr' (Transpose)"), std::string::npos)
+      << e.message();
+}
+
+} // namespace
