@@ -270,10 +270,6 @@ TEST_F(GraphTest, ReductionRule) {
   expectValid();
 }
 
-// DISABLED: the generated Reduce* builders drop their Axes argument (the
-// emitted block declares a local `axes` that shadows the parameter of the same
-// name; see src/ClassGen/NodeGen.cpp emitBuilderBody). Re-enable once the
-// generator is fixed.
 TEST_F(GraphTest, Reductions) {
   Placeholder *in = input({2, 3, 4});
   auto *keep = f->createReduceSum("keep", in, {1}, true);
