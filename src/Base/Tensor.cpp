@@ -18,13 +18,16 @@ char *alignedAlloc(size_t bytes) {
   return static_cast<char *>(p);
 }
 
+/// Rounds to nearest (even on ties) and clamps to T's range; NaN becomes 0.
 template <typename T> T saturate(double v) {
   if (std::isnan(v))
     return T(0);
   double r = std::nearbyint(v);
+  // One past the largest value, exactly (double(max) of int64 would round up to 2^63).
+  const double lim = std::ldexp(1.0, int(sizeof(T) * 8) - (std::is_signed_v<T> ? 1 : 0));
   if (r < double(std::numeric_limits<T>::min()))
     return std::numeric_limits<T>::min();
-  if (r > double(std::numeric_limits<T>::max()))
+  if (r >= lim)
     return std::numeric_limits<T>::max();
   return T(r);
 }
@@ -141,7 +144,7 @@ void Tensor::setFromDouble(size_t i, double v) {
     reinterpret_cast<int32_t *>(data_)[i] = saturate<int32_t>(v);
     return;
   case ElemKind::Int64I:
-    reinterpret_cast<int64_t *>(data_)[i] = int64_t(std::nearbyint(v));
+    reinterpret_cast<int64_t *>(data_)[i] = saturate<int64_t>(v);
     return;
   case ElemKind::Bool:
     reinterpret_cast<bool *>(data_)[i] = v != 0.0;

@@ -147,6 +147,14 @@ TEST(Tensor, ConversionsSaturateAndRound) {
   Tensor b(ElemKind::Bool, {2}, {0, 3});
   EXPECT_FALSE(b.getHandle<bool>().raw(0));
   EXPECT_TRUE(b.getHandle<bool>().raw(1));
+  Tensor big(ElemKind::Int64I, {3}, {1e30, -1e30, std::nan("")});
+  EXPECT_EQ(big.getHandle<int64_t>().raw(0), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(big.getHandle<int64_t>().raw(1), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(big.getHandle<int64_t>().raw(2), 0);
+  Tensor u8(ElemKind::UInt8Q, {3}, {255.4, 256, -1});
+  EXPECT_EQ(u8.getHandle<uint8_t>().raw(0), 255);
+  EXPECT_EQ(u8.getHandle<uint8_t>().raw(1), 255);
+  EXPECT_EQ(u8.getHandle<uint8_t>().raw(2), 0);
   Tensor i64(ElemKind::Int64I, {1}, {-5});
   EXPECT_EQ(i64.getHandle<int64_t>().raw(0), -5);
   EXPECT_EQ(i64.toString(), "i64<1> [-5]");

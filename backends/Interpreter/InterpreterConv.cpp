@@ -1,0 +1,303 @@
+// Interpreter kernels of 2-D convolution and pooling (NCHW). Float convolution runs as
+// im2col plus one Eigen GEMM per image and group, so whole models run in seconds; every
+// other path is a direct loop nest. Float16 and BFloat16 run the float kernels on converted
+// copies and round once when storing. Quantized kernels accumulate int8 products in int32
+// and requantize each output once.
+
+#include "InterpreterKernels.h"
+
+#include <Eigen/Core>
+
+namespace kiln {
+
+using namespace interp;
+
+namespace {
+
+using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+/// Geometry of a 2-D window operator: input [N, C, H, W], output [N, OC, OH, OW], window
+/// kH x kW with strides, dilations and the top/left pads (bottom/right pads only shape the
+/// output, which the type already holds).
+struct Window {
+  dim_t N, C, H, W, OC, OH, OW;
+  dim_t kH, kW, sH, sW, padT, padL, dH = 1, dW = 1;
+
+  /// Input row of output row \p oh and kernel row \p kh (negative or >= H when in the pad).
+  sdim_t inRow(dim_t oh, dim_t kh) const { return sdim_t(oh * sH + kh * dH) - sdim_t(padT); }
+  sdim_t inCol(dim_t ow, dim_t kw) const { return sdim_t(ow * sW + kw * dW) - sdim_t(padL); }
+  bool inBounds(sdim_t h, sdim_t w) const {
+    return h >= 0 && h < sdim_t(H) && w >= 0 && w < sdim_t(W);
+  }
+};
+
+/// Builds the window of a convolution or pooling instruction from its attributes, checking
+/// their lengths (the verifier already did for graphs built through the API).
+Expected<Window> makeWindow(const Instruction *I, const Type &in, const Type &out,
+                            const std::vector<dim_t> &kernels, const std::vector<dim_t> &strides,
+                            const std::vector<dim_t> &pads, const std::vector<dim_t> *dilations) {
+  if (in.rank() != 4 || out.rank() != 4 || out.dims[0] != in.dims[0] || kernels.size() != 2 ||
+      strides.size() != 2 || pads.size() != 4 || (dilations && dilations->size() != 2))
+    return makeError(ErrorCode::InvalidArgument, I->getKindName(), " '", I->getName(),
+                     "': malformed window attributes or operand ranks (input ", in.toString(),
+                     ", output ", out.toString(), ")");
+  Window w;
+  w.N = in.dims[0], w.C = in.dims[1], w.H = in.dims[2], w.W = in.dims[3];
+  w.OC = out.dims[1], w.OH = out.dims[2], w.OW = out.dims[3];
+  w.kH = kernels[0], w.kW = kernels[1], w.sH = strides[0], w.sW = strides[1];
+  w.padT = pads[0], w.padL = pads[1];
+  if (dilations)
+    w.dH = (*dilations)[0], w.dW = (*dilations)[1];
+  return w;
+}
+
+/// Pooling keeps the channels: an error unless the output has the input's channel count.
+Error checkPoolChannels(const Instruction *I, const Window &w, const Tensor &in,
+                        const Tensor &out) {
+  if (w.OC == w.C)
+    return Error::success();
+  return makeError(ErrorCode::InvalidArgument, I->getKindName(), " '", I->getName(), "': output ",
+                   out.getType().toString(), " must have the channels of input ",
+                   in.getType().toString());
+}
+
+// ------------------------------------------------------------------ convolution
+
+/// Float convolution: for each image and group, gathers the input patches into a
+/// [Cg*kH*kW, OH*OW] matrix (im2col, zeros in the padding) and multiplies the group's
+/// filter rows [Og, Cg*kH*kW] by it, then adds the bias.
+std::vector<float> convFloat(const std::vector<float> &in, const std::vector<float> &filter,
+                             const std::vector<float> &bias, const Window &w, dim_t group) {
+  const dim_t cg = w.C / group, og = w.OC / group;
+  const dim_t patch = cg * w.kH * w.kW, pixels = w.OH * w.OW;
+  std::vector<float> out(w.N * w.OC * pixels);
+  std::vector<float> cols(patch * pixels);
+  for (dim_t n = 0; n < w.N; n++) {
+    for (dim_t g = 0; g < group; g++) {
+      for (dim_t c = 0; c < cg; c++) {
+        const float *plane = &in[(n * w.C + g * cg + c) * w.H * w.W];
+        for (dim_t kh = 0; kh < w.kH; kh++) {
+          for (dim_t kw = 0; kw < w.kW; kw++) {
+            float *row = &cols[((c * w.kH + kh) * w.kW + kw) * pixels];
+            for (dim_t oh = 0; oh < w.OH; oh++) {
+              for (dim_t ow = 0; ow < w.OW; ow++) {
+                sdim_t ih = w.inRow(oh, kh), iw = w.inCol(ow, kw);
+                row[oh * w.OW + ow] = w.inBounds(ih, iw) ? plane[ih * w.W + iw] : 0.0f;
+              }
+            }
+          }
+        }
+      }
+      Eigen::Map<const RowMatrix> F(&filter[g * og * patch], og, patch);
+      Eigen::Map<const RowMatrix> X(cols.data(), patch, pixels);
+      Eigen::Map<RowMatrix> Y(&out[(n * w.OC + g * og) * pixels], og, pixels);
+      Y.noalias() = F * X;
+      for (dim_t o = 0; o < og; o++)
+        Y.row(o).array() += bias[g * og + o];
+    }
+  }
+  return out;
+}
+
+/// Int8 convolution: sum of (x - xOffset) * (f - fOffset) in int32 per output (the pad is
+/// real zero, so it adds nothing), plus the dequantized bias, requantized to the output.
+void convInt8(const Tensor &in, const Tensor &filter, const Tensor &bias, Tensor &out,
+              const Window &w, dim_t group) {
+  const Type &inTy = in.getType(), &fTy = filter.getType(), &outTy = out.getType();
+  auto x = in.getHandle<int8_t>();
+  auto f = filter.getHandle<int8_t>();
+  auto b = bias.getHandle<int32_t>();
+  auto y = out.getHandle<int8_t>();
+  const dim_t cg = w.C / group, og = w.OC / group;
+  const double accScale = double(inTy.scale) * double(fTy.scale);
+  for (dim_t n = 0; n < w.N; n++) {
+    for (dim_t o = 0; o < w.OC; o++) {
+      const dim_t g = o / og;
+      for (dim_t oh = 0; oh < w.OH; oh++) {
+        for (dim_t ow = 0; ow < w.OW; ow++) {
+          int32_t acc = 0;
+          for (dim_t c = 0; c < cg; c++) {
+            for (dim_t kh = 0; kh < w.kH; kh++) {
+              for (dim_t kw = 0; kw < w.kW; kw++) {
+                sdim_t ih = w.inRow(oh, kh), iw = w.inCol(ow, kw);
+                if (!w.inBounds(ih, iw))
+                  continue;
+                int32_t xv = x.at({n, g * cg + c, dim_t(ih), dim_t(iw)}) - inTy.offset;
+                int32_t fv = f.at({o, c, kh, kw}) - fTy.offset;
+                acc += xv * fv;
+              }
+            }
+          }
+          double real = accScale * acc + dequantize(b.raw(o), bias.getType());
+          y.at({n, o, oh, ow}) = requantize<int8_t>(real, outTy.scale, outTy.offset);
+        }
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------ pooling
+
+/// The in-bounds input rows [h0, h1) and columns [w0, w1) of one pooling cell.
+struct Rect {
+  dim_t h0, h1, w0, w1;
+  dim_t area() const { return (h1 - h0) * (w1 - w0); }
+};
+
+/// The in-bounds part of the window of output cell (oh, ow).
+Rect windowRect(const Window &w, dim_t oh, dim_t ow) {
+  auto clip = [](sdim_t v, dim_t hi) { return dim_t(std::clamp<sdim_t>(v, 0, sdim_t(hi))); };
+  sdim_t h = w.inRow(oh, 0), c = w.inCol(ow, 0);
+  return {clip(h, w.H), clip(h + sdim_t(w.kH), w.H), clip(c, w.W), clip(c + sdim_t(w.kW), w.W)};
+}
+
+/// Calls \p fn(outIndex, planeOffset, rect) for every output cell of an [N, C, OH, OW]
+/// pooling result, where planeOffset is the flat index of input element (n, c, 0, 0).
+template <typename RectFn, typename CellFn>
+void forEachCell(const Window &w, RectFn rectOf, CellFn fn) {
+  size_t o = 0;
+  for (dim_t nc = 0; nc < w.N * w.C; nc++)
+    for (dim_t oh = 0; oh < w.OH; oh++)
+      for (dim_t ow = 0; ow < w.OW; ow++)
+        fn(o++, nc * w.H * w.W, rectOf(oh, ow));
+}
+
+/// Max pooling. Float kinds take the max in float (-inf for an empty window); Int8Q takes
+/// the max of the raw values and requantizes it (a copy when the types agree).
+template <typename RectFn>
+Error maxPool(const Instruction *I, const Tensor &in, Tensor &out, const Window &w, RectFn rectOf) {
+  if (sameFloatKind(in, out)) {
+    std::vector<float> x = loadFloats(in), y(out.size());
+    forEachCell(w, rectOf, [&](size_t o, size_t base, Rect r) {
+      float m = -std::numeric_limits<float>::infinity();
+      for (dim_t h = r.h0; h < r.h1; h++)
+        for (dim_t c = r.w0; c < r.w1; c++)
+          m = std::max(m, x[base + h * w.W + c]);
+      y[o] = m;
+    });
+    storeFloats(out, y);
+    return Error::success();
+  }
+  if (in.getElementType() == ElemKind::Int8Q && out.getElementType() == ElemKind::Int8Q) {
+    auto x = in.getHandle<int8_t>();
+    auto y = out.getHandle<int8_t>();
+    const Type &outTy = out.getType();
+    forEachCell(w, rectOf, [&](size_t o, size_t base, Rect r) {
+      int32_t m = std::numeric_limits<int8_t>::min();
+      for (dim_t h = r.h0; h < r.h1; h++)
+        for (dim_t c = r.w0; c < r.w1; c++)
+          m = std::max<int32_t>(m, x.raw(base + h * w.W + c));
+      y.raw(o) = requantize<int8_t>(dequantize(m, in.getType()), outTy.scale, outTy.offset);
+    });
+    return Error::success();
+  }
+  return unsupportedKinds(I);
+}
+
+/// Average pooling: the sum over the in-bounds rectangle divided by divisor(rect). Int8Q
+/// sums x - offset in int32 and requantizes the mean.
+template <typename RectFn, typename DivisorFn>
+Error avgPool(const Instruction *I, const Tensor &in, Tensor &out, const Window &w, RectFn rectOf,
+              DivisorFn divisor) {
+  if (sameFloatKind(in, out)) {
+    std::vector<float> x = loadFloats(in), y(out.size());
+    forEachCell(w, rectOf, [&](size_t o, size_t base, Rect r) {
+      float sum = 0;
+      for (dim_t h = r.h0; h < r.h1; h++)
+        for (dim_t c = r.w0; c < r.w1; c++)
+          sum += x[base + h * w.W + c];
+      y[o] = sum / float(divisor(r));
+    });
+    storeFloats(out, y);
+    return Error::success();
+  }
+  if (in.getElementType() == ElemKind::Int8Q && out.getElementType() == ElemKind::Int8Q) {
+    auto x = in.getHandle<int8_t>();
+    auto y = out.getHandle<int8_t>();
+    const Type &inTy = in.getType(), &outTy = out.getType();
+    forEachCell(w, rectOf, [&](size_t o, size_t base, Rect r) {
+      int32_t sum = 0;
+      for (dim_t h = r.h0; h < r.h1; h++)
+        for (dim_t c = r.w0; c < r.w1; c++)
+          sum += x.raw(base + h * w.W + c) - inTy.offset;
+      double real = double(inTy.scale) * sum / double(divisor(r));
+      y.raw(o) = requantize<int8_t>(real, outTy.scale, outTy.offset);
+    });
+    return Error::success();
+  }
+  return unsupportedKinds(I);
+}
+
+} // namespace
+
+Error InterpreterRun::fwdConvolution(const ConvolutionInst *I) {
+  Tensor &out = getTensor(I->getDest());
+  const Tensor &in = getTensor(I->getInput());
+  const Tensor &filter = getTensor(I->getFilter());
+  const Tensor &bias = getTensor(I->getBias());
+  KILN_ASSIGN_OR_RETURN(Window w, makeWindow(I, in.getType(), out.getType(), I->getKernels(),
+                                             I->getStrides(), I->getPads(), &I->getDilations()));
+  const dim_t group = I->getGroup();
+  if (group == 0 || w.C % group || w.OC % group || filter.getType().rank() != 4 ||
+      filter.dims()[0] != w.OC || filter.dims()[1] != w.C / group || filter.dims()[2] != w.kH ||
+      filter.dims()[3] != w.kW || bias.size() != w.OC)
+    return makeError(ErrorCode::InvalidArgument, "Convolution '", I->getName(), "': filter ",
+                     filter.getType().toString(), ", bias ", bias.getType().toString(),
+                     " and group ", group, " do not fit input ", in.getType().toString(),
+                     " and output ", out.getType().toString());
+
+  if (sameFloatKind(out, in, filter, bias)) {
+    storeFloats(out, convFloat(loadFloats(in), loadFloats(filter), loadFloats(bias), w, group));
+    return Error::success();
+  }
+  if (in.getElementType() == ElemKind::Int8Q && filter.getElementType() == ElemKind::Int8Q &&
+      bias.getElementType() == ElemKind::Int32Q && out.getElementType() == ElemKind::Int8Q) {
+    convInt8(in, filter, bias, out, w, group);
+    return Error::success();
+  }
+  return unsupportedKinds(I);
+}
+
+Error InterpreterRun::fwdMaxPool(const MaxPoolInst *I) {
+  Tensor &out = getTensor(I->getDest());
+  const Tensor &in = getTensor(I->getInput());
+  KILN_ASSIGN_OR_RETURN(Window w, makeWindow(I, in.getType(), out.getType(), I->getKernels(),
+                                             I->getStrides(), I->getPads(), nullptr));
+  KILN_RETURN_IF_ERR(checkPoolChannels(I, w, in, out));
+  return maxPool(I, in, out, w, [&](dim_t oh, dim_t ow) { return windowRect(w, oh, ow); });
+}
+
+Error InterpreterRun::fwdAvgPool(const AvgPoolInst *I) {
+  Tensor &out = getTensor(I->getDest());
+  const Tensor &in = getTensor(I->getInput());
+  KILN_ASSIGN_OR_RETURN(Window w, makeWindow(I, in.getType(), out.getType(), I->getKernels(),
+                                             I->getStrides(), I->getPads(), nullptr));
+  KILN_RETURN_IF_ERR(checkPoolChannels(I, w, in, out));
+  const bool countPads = I->getCountIncludePads();
+  // An empty window (impossible when pads < kernel, as the verifier requires) divides by
+  // one rather than zero.
+  auto divisor = [&](Rect r) { return countPads ? w.kH * w.kW : std::max<dim_t>(r.area(), 1); };
+  return avgPool(
+      I, in, out, w, [&](dim_t oh, dim_t ow) { return windowRect(w, oh, ow); }, divisor);
+}
+
+Error InterpreterRun::fwdAdaptiveAvgPool(const AdaptiveAvgPoolInst *I) {
+  Tensor &out = getTensor(I->getDest());
+  const Tensor &in = getTensor(I->getInput());
+  if (in.getType().rank() != 4 || out.getType().rank() != 4 || out.dims()[0] != in.dims()[0] ||
+      out.dims()[1] != in.dims()[1])
+    return makeError(ErrorCode::InvalidArgument, "AdaptiveAvgPool '", I->getName(), "': input ",
+                     in.getType().toString(), " and output ", out.getType().toString(),
+                     " must be [N,C,H,W] with the same N and C");
+  Window w{};
+  w.N = in.dims()[0], w.C = in.dims()[1], w.H = in.dims()[2], w.W = in.dims()[3];
+  w.OC = out.dims()[1], w.OH = out.dims()[2], w.OW = out.dims()[3];
+  // Cell (i, j) covers rows floor(i*H/OH) .. ceil((i+1)*H/OH) - 1, likewise columns.
+  auto rectOf = [&](dim_t oh, dim_t ow) {
+    return Rect{oh * w.H / w.OH, ((oh + 1) * w.H + w.OH - 1) / w.OH, ow * w.W / w.OW,
+                ((ow + 1) * w.W + w.OW - 1) / w.OW};
+  };
+  return avgPool(I, in, out, w, rectOf, [](Rect r) { return std::max<dim_t>(r.area(), 1); });
+}
+
+} // namespace kiln

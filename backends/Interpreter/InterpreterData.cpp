@@ -1,0 +1,313 @@
+// Data-movement kernels of the Interpreter: Concat, Slice, Transpose, Gather, Tile, Pad,
+// Broadcast, Splat and ConvertTo. Moving data copies whole elements as bytes, so every
+// element kind takes the same path; a quantized input whose scale or offset differs from
+// the result's is requantized first, so that real values are preserved. Every kernel
+// checks the shapes it relies on and returns an Error rather than read out of bounds.
+
+#include "InterpreterUtil.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace kiln {
+
+using namespace interp;
+
+namespace {
+
+/// Calls \p f with the storage type of any element kind.
+template <typename F> Error dispatchAll(const Instruction *I, ElemKind k, F &&f) {
+  switch (k) {
+  case ElemKind::Int8Q:
+    return f(KindTag<int8_t>{});
+  case ElemKind::UInt8Q:
+    return f(KindTag<uint8_t>{});
+  case ElemKind::Int32Q:
+    return f(KindTag<int32_t>{});
+  default:
+    return dispatchConvertible(I, k, std::forward<F>(f));
+  }
+}
+
+/// Fills \p t with \p value converted as by ConvertTo: float kinds round it, integer
+/// kinds (quantized ones included: \p value is the raw integer) round it to nearest even
+/// and saturate, Bool is value != 0.
+Error fill(const Instruction *I, Tensor &t, float value) {
+  return dispatchAll(I, t.getElementType(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T v = convertElement<T>(value);
+    T *y = elems<T>(t);
+    for (size_t i = 0, e = t.size(); i < e; i++)
+      y[i] = v;
+    return Error::success();
+  });
+}
+
+/// For every index of \p out in row-major order, copies the element of \p in at element
+/// offset \p srcOffset(idx).
+template <typename F> void copyByIndex(Tensor &out, const Tensor &in, F &&srcOffset) {
+  const size_t bytes = out.getType().elemBytes();
+  char *y = out.getUnsafePtr();
+  const char *x = in.getUnsafePtr();
+  size_t i = 0;
+  forEachIndex(out.dims(), [&](const std::vector<dim_t> &idx) {
+    std::memcpy(y + bytes * i++, x + bytes * srcOffset(idx), bytes);
+  });
+}
+
+/// Product of dims [from, to).
+dim_t product(const Dims &d, size_t from, size_t to) {
+  dim_t p = 1;
+  for (size_t i = from; i < to; i++)
+    p *= d[i];
+  return p;
+}
+
+} // namespace
+
+Error InterpreterRun::fwdConcat(const ConcatInst *I) {
+  Tensor &out = getTensor(I->getDest());
+  const Type &ot = out.getType();
+  const dim_t axis = I->getAxis();
+  if (axis >= ot.rank())
+    return operandError(I, "axis ", axis, " is out of range for the result ", ot.toString());
+  const size_t bytes = ot.elemBytes();
+  const dim_t outer = product(ot.dims, 0, axis);
+  const dim_t inner = product(ot.dims, axis + 1, ot.rank());
+  const dim_t outRow = ot.dims[axis] * inner; // elements per outer index in the result
+  dim_t done = 0;                             // elements of each result row filled so far
+  for (Value *v : I->getInputs()) {
+    const Tensor &in0 = getTensor(v);
+    KILN_RETURN_IF_ERR(checkSameKind(I, out, in0));
+    const Type &it = in0.getType();
+    bool fits = it.rank() == ot.rank();
+    for (size_t d = 0; fits && d < it.rank(); d++)
+      fits = d == axis || it.dims[d] == ot.dims[d];
+    if (!fits || done + it.dims[axis] * inner > outRow)
+      return operandError(I, "input ", it.toString(), " does not fit the result ",
+                          ot.toString(), " along axis ", axis);
+    Tensor scratch;
+    KILN_ASSIGN_OR_RETURN(const Tensor *in, withQuantParamsOf(I, in0, ot, scratch));
+    const dim_t inRow = it.dims[axis] * inner;
+    for (dim_t o = 0; o < outer; o++)
+      std::memcpy(out.getUnsafePtr() + bytes * (o * outRow + done),
+                  in->getUnsafePtr() + bytes * (o * inRow), bytes * inRow);
+    done += inRow;
+  }
+  if (done != outRow)
+    return operandError(I, "inputs fill ", done, " of ", outRow, " elements per row of ",
+                        ot.toString());
+  return Error::success();
+}
+
+Error InterpreterRun::fwdSlice(const SliceInst *I) {
+  Tensor &out = getTensor(I->getDest());
+  const Tensor &in0 = getTensor(I->getInput());
+  KILN_RETURN_IF_ERR(checkSameKind(I, out, in0));
+  const Type &it = in0.getType(), &ot = out.getType();
+  const auto &starts = I->getStarts();
+  const auto &ends = I->getEnds();
+  bool ok = starts.size() == it.rank() && ends.size() == it.rank() && ot.rank() == it.rank();
+  for (size_t d = 0; ok && d < it.rank(); d++)
+    ok = starts[d] < ends[d] && ends[d] <= it.dims[d] && ot.dims[d] == ends[d] - starts[d];
+  if (!ok)
+    return operandError(I, "Starts/Ends do not describe the result ", ot.toString(),
+                        " inside the input ", it.toString());
+  Tensor scratch;
+  KILN_ASSIGN_OR_RETURN(const Tensor *in, withQuantParamsOf(I, in0, ot, scratch));
+  const Dims strides = it.strides();
+  copyByIndex(out, *in, [&](const std::vector<dim_t> &idx) {
+    dim_t off = 0;
+    for (size_t d = 0; d < idx.size(); d++)
+      off += (idx[d] + starts[d]) * strides[d];
+    return off;
+  });
+  return Error::success();
+}
+
+Error InterpreterRun::fwdTranspose(const TransposeInst *I) {
+  Tensor &out = getTensor(I->getDest());
+  const Tensor &in0 = getTensor(I->getInput());
+  KILN_RETURN_IF_ERR(checkSameKind(I, out, in0));
+  const Type &it = in0.getType(), &ot = out.getType();
+  const auto &shuffle = I->getShuffle();
+  bool ok = shuffle.size() == it.rank() && ot.rank() == it.rank();
+  std::vector<bool> seen(it.rank(), false);
+  for (size_t d = 0; ok && d < shuffle.size(); d++) {
+    ok = shuffle[d] < it.rank() && !seen[shuffle[d]] && ot.dims[d] == it.dims[shuffle[d]];
+    if (ok)
+      seen[shuffle[d]] = true;
+  }
+  if (!ok)
+    return operandError(I, "Shuffle does not permute the input ", it.toString(),
+                        " into the result ", ot.toString());
+  Tensor scratch;
+  KILN_ASSIGN_OR_RETURN(const Tensor *in, withQuantParamsOf(I, in0, ot, scratch));
+  const Dims strides = it.strides();
+  // Result dim d is input dim shuffle[d].
+  copyByIndex(out, *in, [&](const std::vector<dim_t> &idx) {
+    dim_t off = 0;
+    for (size_t d = 0; d < idx.size(); d++)
+      off += idx[d] * strides[shuffle[d]];
+    return off;
+  });
+  return Error::success();
+}
+
+/// Indices are read as int64; a negative index counts from the end of the axis; an index
+/// outside [-size, size) is an Error.
+Error InterpreterRun::fwdGather(const GatherInst *I) {
+  Tensor &out = getTensor(I->getDest());
+  const Tensor &data0 = getTensor(I->getData());
+  const Tensor &indices = getTensor(I->getIndices());
+  KILN_RETURN_IF_ERR(checkSameKind(I, out, data0));
+  if (!isIndexKind(indices.getElementType()))
+    return unsupportedKinds(I);
+  const Type &dt = data0.getType(), &ot = out.getType();
+  const dim_t axis = I->getAxis();
+  bool ok = axis < dt.rank() && ot.rank() == dt.rank() - 1 + indices.dims().size();
+  if (ok) {
+    Dims want;
+    for (size_t d = 0; d < axis; d++)
+      want.push_back(dt.dims[d]);
+    for (dim_t d : indices.dims())
+      want.push_back(d);
+    for (size_t d = axis + 1; d < dt.rank(); d++)
+      want.push_back(dt.dims[d]);
+    ok = want == ot.dims;
+  }
+  if (!ok)
+    return operandError(I, "result ", ot.toString(), " does not match Data ", dt.toString(),
+                        " gathered along axis ", axis, " by Indices ",
+                        indices.getType().toString());
+  Tensor scratch;
+  KILN_ASSIGN_OR_RETURN(const Tensor *data, withQuantParamsOf(I, data0, ot, scratch));
+  const size_t bytes = ot.elemBytes();
+  const dim_t outer = product(dt.dims, 0, axis);
+  const dim_t size = dt.dims[axis];
+  const dim_t inner = product(dt.dims, axis + 1, dt.rank());
+  const dim_t count = indices.size();
+  const bool wide = indices.getElementType() == ElemKind::Int64I;
+  const int64_t *idx64 = wide ? elems<int64_t>(indices) : nullptr;
+  const int32_t *idx32 = wide ? nullptr : elems<int32_t>(indices);
+  for (dim_t k = 0; k < count; k++) {
+    const int64_t given = wide ? idx64[k] : idx32[k];
+    const int64_t idx = given < 0 ? given + int64_t(size) : given;
+    if (idx < 0 || idx >= int64_t(size))
+      return makeError(ErrorCode::InvalidArgument, "Gather '", I->getName(), "': index ",
+                       given, " at position ", k, " of Indices ", indices.getType().toString(),
+                       " is out of range for axis ", axis, " of size ", size, " of Data ",
+                       dt.toString());
+    for (dim_t o = 0; o < outer; o++)
+      std::memcpy(out.getUnsafePtr() + bytes * ((o * count + k) * inner),
+                  data->getUnsafePtr() + bytes * ((o * size + dim_t(idx)) * inner),
+                  bytes * inner);
+  }
+  return Error::success();
+}
+
+Error InterpreterRun::fwdTile(const TileInst *I) {
+  Tensor &out = getTensor(I->getDest());
+  const Tensor &in0 = getTensor(I->getInput());
+  KILN_RETURN_IF_ERR(checkSameKind(I, out, in0));
+  const Type &it = in0.getType(), &ot = out.getType();
+  const auto &repeats = I->getRepeats();
+  bool ok = repeats.size() == it.rank() && ot.rank() == it.rank();
+  for (size_t d = 0; ok && d < it.rank(); d++)
+    ok = ot.dims[d] == it.dims[d] * repeats[d];
+  if (!ok)
+    return operandError(I, "Repeats do not tile the input ", it.toString(), " into the result ",
+                        ot.toString());
+  Tensor scratch;
+  KILN_ASSIGN_OR_RETURN(const Tensor *in, withQuantParamsOf(I, in0, ot, scratch));
+  const Dims strides = it.strides();
+  copyByIndex(out, *in, [&](const std::vector<dim_t> &idx) {
+    dim_t off = 0;
+    for (size_t d = 0; d < idx.size(); d++)
+      off += (idx[d] % it.dims[d]) * strides[d];
+    return off;
+  });
+  return Error::success();
+}
+
+/// Quantized results are padded with Value as the raw integer, as Splat does, so that Pad
+/// equals its lowering (InsertTensor into a Splat of Value).
+Error InterpreterRun::fwdPad(const PadInst *I) {
+  Tensor &out = getTensor(I->getDest());
+  const Tensor &in0 = getTensor(I->getInput());
+  KILN_RETURN_IF_ERR(checkSameKind(I, out, in0));
+  const Type &it = in0.getType(), &ot = out.getType();
+  const auto &pads = I->getPads();
+  const size_t rank = it.rank();
+  bool ok = pads.size() == 2 * rank && ot.rank() == rank;
+  for (size_t d = 0; ok && d < rank; d++)
+    ok = ot.dims[d] == pads[d] + it.dims[d] + pads[rank + d];
+  if (!ok)
+    return operandError(I, "Pads do not grow the input ", it.toString(), " into the result ",
+                        ot.toString());
+  Tensor scratch;
+  KILN_ASSIGN_OR_RETURN(const Tensor *in, withQuantParamsOf(I, in0, ot, scratch));
+  KILN_RETURN_IF_ERR(fill(I, out, I->getValue()));
+  const size_t bytes = ot.elemBytes();
+  const Dims outStrides = ot.strides();
+  size_t i = 0;
+  forEachIndex(it.dims, [&](const std::vector<dim_t> &idx) {
+    dim_t off = 0;
+    for (size_t d = 0; d < rank; d++)
+      off += (idx[d] + pads[d]) * outStrides[d];
+    std::memcpy(out.getUnsafePtr() + bytes * off, in->getUnsafePtr() + bytes * i++, bytes);
+  });
+  return Error::success();
+}
+
+Error InterpreterRun::fwdBroadcast(const BroadcastInst *I) {
+  Tensor &out = getTensor(I->getDest());
+  const Tensor &in0 = getTensor(I->getInput());
+  KILN_RETURN_IF_ERR(checkSameKind(I, out, in0));
+  const Type &it = in0.getType(), &ot = out.getType();
+  const auto &target = I->getTargetDims();
+  bool ok = it.rank() <= ot.rank() && target.size() == ot.rank() &&
+            std::equal(target.begin(), target.end(), ot.dims.begin());
+  const size_t shift = ok ? ot.rank() - it.rank() : 0;
+  for (size_t d = 0; ok && d < it.rank(); d++)
+    ok = it.dims[d] == 1 || it.dims[d] == ot.dims[shift + d];
+  if (!ok)
+    return operandError(I, "the input ", it.toString(), " does not broadcast to the result ",
+                        ot.toString(), " (TargetDims ", dimsToString(ot.dims), ")");
+  Tensor scratch;
+  KILN_ASSIGN_OR_RETURN(const Tensor *in, withQuantParamsOf(I, in0, ot, scratch));
+  const Dims strides = it.strides();
+  // Input dims are right-aligned with the result's; size-1 input dims repeat.
+  copyByIndex(out, *in, [&](const std::vector<dim_t> &idx) {
+    dim_t off = 0;
+    for (size_t d = 0; d < it.rank(); d++)
+      if (it.dims[d] != 1)
+        off += idx[shift + d] * strides[d];
+    return off;
+  });
+  return Error::success();
+}
+
+/// Quantized results hold Value as the raw integer (see the operator table).
+Error InterpreterRun::fwdSplat(const SplatInst *I) {
+  return fill(I, getTensor(I->getDest()), I->getValue());
+}
+
+Error InterpreterRun::fwdConvertTo(const ConvertToInst *I) {
+  Tensor &out = getTensor(I->getDest());
+  const Tensor &in = getTensor(I->getInput());
+  KILN_RETURN_IF_ERR(checkSameSize(I, out, in));
+  return dispatchConvertible(I, in.getElementType(), [&](auto fromTag) {
+    using From = typename decltype(fromTag)::type;
+    return dispatchConvertible(I, out.getElementType(), [&](auto toTag) {
+      using To = typename decltype(toTag)::type;
+      const From *x = elems<From>(in);
+      To *y = elems<To>(out);
+      for (size_t i = 0, e = in.size(); i < e; i++)
+        y[i] = convertElement<To>(x[i]);
+      return Error::success();
+    });
+  });
+}
+
+} // namespace kiln

@@ -1,0 +1,434 @@
+// Operator tests of Convolution, MaxPool, AvgPool and AdaptiveAvgPool on every backend.
+// Expectations are hand-computed (arithmetic in the comments) or come from the direct
+// double-precision loop nests below, never from the Interpreter.
+
+#include "BackendTestUtils.h"
+
+#include <cmath>
+
+namespace kiln::test {
+namespace {
+
+constexpr ElemKind F32 = ElemKind::Float;
+constexpr ElemKind F16 = ElemKind::Float16;
+constexpr ElemKind BF16 = ElemKind::BFloat16;
+constexpr ElemKind I8Q = ElemKind::Int8Q;
+constexpr ElemKind I32Q = ElemKind::Int32Q;
+
+/// A tensor of \p ty holding \p values (raw integers for quantized kinds).
+Tensor makeTensor(const Type &ty, std::initializer_list<double> values) {
+  Tensor t(ty);
+  size_t i = 0;
+  for (double v : values)
+    t.setFromDouble(i++, v);
+  CHECK_EQ(i, t.size());
+  return t;
+}
+
+/// A tensor of \p ty with seeded uniform values in [lo, hi] (quantized: raw integers).
+Tensor randomTensor(const Type &ty, float lo, float hi, uint64_t seed) {
+  Tensor t(ty);
+  PseudoRNG rng(seed);
+  t.randomize(lo, hi, rng);
+  return t;
+}
+
+std::vector<double> toDoubles(const Tensor &t) {
+  std::vector<double> v(t.size());
+  for (size_t i = 0; i < v.size(); i++)
+    v[i] = t.getAsDouble(i);
+  return v;
+}
+
+/// Reference quantization: round half away from zero, then saturate to int8.
+double quantizeRef(double real, double scale, int offset) {
+  double q = std::round(real / scale) + offset;
+  return std::min(127.0, std::max(-128.0, q));
+}
+
+/// Tolerances for results of kind \p k compared with an exact (double) reference: one
+/// rounding of the result to the format plus float accumulation error.
+double rtolFor(ElemKind k) { return k == F16 ? 1e-3 : k == BF16 ? 8e-3 : 1e-4; }
+
+/// Parameters of a convolution case.
+struct ConvCase {
+  Dims in;    ///< [N, C, H, W]
+  dim_t outC; ///< output channels
+  std::vector<dim_t> kernels, strides, pads, dilations;
+  dim_t group;
+
+  dim_t outSize(unsigned d) const {
+    dim_t k = kernels[d], dil = dilations[d];
+    return (in[2 + d] + pads[d] + pads[d + 2] - dil * (k - 1) - 1) / strides[d] + 1;
+  }
+  Dims outDims() const { return {in[0], outC, outSize(0), outSize(1)}; }
+  Dims filterDims() const { return {outC, in[1] / group, kernels[0], kernels[1]}; }
+};
+
+/// Direct convolution in double over real values \p x, \p f and \p b (quantized callers
+/// pass dequantized values).
+std::vector<double> refConv(const ConvCase &c, const std::vector<double> &x,
+                            const std::vector<double> &f, const std::vector<double> &b) {
+  const Dims od = c.outDims();
+  const dim_t C = c.in[1], H = c.in[2], W = c.in[3], cg = C / c.group, og = c.outC / c.group;
+  std::vector<double> out(od.product());
+  size_t idx = 0;
+  for (dim_t n = 0; n < od[0]; n++)
+    for (dim_t o = 0; o < od[1]; o++)
+      for (dim_t oh = 0; oh < od[2]; oh++)
+        for (dim_t ow = 0; ow < od[3]; ow++) {
+          double sum = b[o];
+          for (dim_t ci = 0; ci < cg; ci++)
+            for (dim_t kh = 0; kh < c.kernels[0]; kh++)
+              for (dim_t kw = 0; kw < c.kernels[1]; kw++) {
+                int64_t ih = int64_t(oh * c.strides[0] + kh * c.dilations[0]) - int64_t(c.pads[0]);
+                int64_t iw = int64_t(ow * c.strides[1] + kw * c.dilations[1]) - int64_t(c.pads[1]);
+                if (ih < 0 || iw < 0 || ih >= int64_t(H) || iw >= int64_t(W))
+                  continue;
+                dim_t ch = (o / og) * cg + ci;
+                sum += x[((n * C + ch) * H + ih) * W + iw] *
+                       f[((o * cg + ci) * c.kernels[0] + kh) * c.kernels[1] + kw];
+              }
+          out[idx++] = sum;
+        }
+  return out;
+}
+
+class ConvTest : public BackendTest {
+protected:
+  /// A float-kind convolution on random data, checked against refConv.
+  void checkFloatConv(const ConvCase &c, ElemKind k, uint64_t seed) {
+    Tensor x = randomTensor(Type(k, c.in), -1, 1, seed);
+    Tensor f = randomTensor(Type(k, c.filterDims()), -1, 1, seed + 1);
+    Tensor b = randomTensor(Type(k, {c.outC}), -1, 1, seed + 2);
+    std::vector<double> expected = refConv(c, toDoubles(x), toDoubles(f), toDoubles(b));
+    auto *in = input("x", std::move(x));
+    auto *conv = F()->createConvolution("conv", in, mod().createConstant("f", std::move(f)),
+                                        mod().createConstant("b", std::move(b)), c.kernels,
+                                        c.strides, c.pads, c.dilations, c.group);
+    auto *s = save(conv);
+    if (!run(1e-3f, 1e-3f))
+      return;
+    EXPECT_EQ(output(s).dims(), c.outDims());
+    expectValues(output(s), expected, 1e-4, rtolFor(k));
+  }
+
+  /// An int8 convolution on random data with non-zero offsets, checked exactly against
+  /// refConv on (q - offset) and the reference requantization. Scales are powers of two
+  /// so the reference arithmetic is exact.
+  void checkInt8Conv(const ConvCase &c, uint64_t seed) {
+    Type xTy(I8Q, c.in, 0.5f, 3), fTy(I8Q, c.filterDims(), 0.25f, -2);
+    Type bTy(I32Q, {c.outC}, 0.125f, 0), oTy(I8Q, c.outDims(), 4.0f, -5);
+    Tensor x = randomTensor(xTy, -20, 20, seed);
+    Tensor f = randomTensor(fTy, -10, 10, seed + 1);
+    Tensor b = randomTensor(bTy, -300, 300, seed + 2);
+    std::vector<double> xs = toDoubles(x), fs = toDoubles(f), bs = toDoubles(b);
+    for (double &v : xs)
+      v = 0.5 * (v - 3);
+    for (double &v : fs)
+      v = 0.25 * (v + 2);
+    for (double &v : bs)
+      v = 0.125 * v;
+    std::vector<double> expected = refConv(c, xs, fs, bs);
+    for (double &v : expected)
+      v = quantizeRef(v, 4.0, -5);
+    auto *in = input("x", std::move(x));
+    auto *conv = F()->createConvolution("conv", mod().uniqueType(oTy), in,
+                                        mod().createConstant("f", std::move(f)),
+                                        mod().createConstant("b", std::move(b)), c.kernels,
+                                        c.strides, c.pads, c.dilations, c.group);
+    auto *s = save(conv);
+    if (!run(0, 0))
+      return;
+    expectValues(output(s), expected, 0, 0);
+  }
+};
+
+// ------------------------------------------------------------------ hand-computed
+
+// x = [1 2 3; 4 5 6; 7 8 9], f = [1 2; 3 4], bias 10, no pad, stride 1:
+// (0,0) 1+4+12+20+10 = 47   (0,1) 2+6+15+24+10 = 57
+// (1,0) 4+10+21+32+10 = 77  (1,1) 5+12+24+36+10 = 87
+TEST_P(ConvTest, Basic2x2) {
+  auto *x = input("x", F32, {1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  auto *c = F()->createConvolution("conv", x, constant("f", F32, {1, 1, 2, 2}, {1, 2, 3, 4}),
+                                   constant("b", F32, {1}, {10}), {2, 2}, {1, 1}, {0, 0, 0, 0},
+                                   {1, 1}, 1);
+  auto *s = save(c);
+  if (!run())
+    return;
+  expectValues(output(s), {47, 57, 77, 87});
+}
+
+// 3x3 ones, pad 1 on every side, stride 2 over [1..9]: output 2x2 of in-bounds sums
+// (0,0) 1+2+4+5 = 12, (0,1) 2+3+5+6 = 16, (1,0) 4+5+7+8 = 24, (1,1) 5+6+8+9 = 28.
+TEST_P(ConvTest, SymmetricPadStride2) {
+  auto *x = input("x", F32, {1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  auto *c = F()->createConvolution(
+      "conv", x, constant("f", F32, {1, 1, 3, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 1}),
+      constant("b", F32, {1}, {0}), {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1);
+  auto *s = save(c);
+  if (!run())
+    return;
+  expectValues(output(s), {12, 16, 24, 28});
+}
+
+// x = [1 2; 3 4], f = [1 2; 3 4], pads top 1, left 0, bottom 0, right 2: out 2x3 over
+// padded rows {0 0 0 0 | 1 2 0 0 | 3 4 0 0}:
+// (0,0) 3*1+4*2 = 11, (0,1) 3*2 = 6, (0,2) 0, (1,0) 1+4+9+16 = 30, (1,1) 2+12 = 14, (1,2) 0.
+TEST_P(ConvTest, AsymmetricPads) {
+  auto *x = input("x", F32, {1, 1, 2, 2}, {1, 2, 3, 4});
+  auto *c =
+      F()->createConvolution("conv", x, constant("f", F32, {1, 1, 2, 2}, {1, 2, 3, 4}),
+                             constant("b", F32, {1}, {0}), {2, 2}, {1, 1}, {1, 0, 0, 2}, {1, 1}, 1);
+  auto *s = save(c);
+  if (!run())
+    return;
+  EXPECT_EQ(output(s).dims(), Dims({1, 1, 2, 3}));
+  expectValues(output(s), {11, 6, 0, 30, 14, 0});
+}
+
+// Dilation 2 turns the 2x2 filter [1 2; 3 4] into taps at (0,0) (0,2) (2,0) (2,2) of [1..9]:
+// 1*1 + 2*3 + 3*7 + 4*9 = 64.
+TEST_P(ConvTest, Dilation) {
+  auto *x = input("x", F32, {1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  auto *c =
+      F()->createConvolution("conv", x, constant("f", F32, {1, 1, 2, 2}, {1, 2, 3, 4}),
+                             constant("b", F32, {1}, {0}), {2, 2}, {1, 1}, {0, 0, 0, 0}, {2, 2}, 1);
+  auto *s = save(c);
+  if (!run())
+    return;
+  expectValues(output(s), {64});
+}
+
+// Group 2: channels [2, 3]; output channels 0,1 read channel 0, 2,3 read channel 1:
+// [2*1, 2*2, 3*3, 3*4] + bias [1, 0, -1, 0] = [3, 4, 8, 12].
+TEST_P(ConvTest, Groups) {
+  auto *x = input("x", F32, {1, 2, 1, 1}, {2, 3});
+  auto *c = F()->createConvolution("conv", x, constant("f", F32, {4, 1, 1, 1}, {1, 2, 3, 4}),
+                                   constant("b", F32, {4}, {1, 0, -1, 0}), {1, 1}, {1, 1},
+                                   {0, 0, 0, 0}, {1, 1}, 2);
+  auto *s = save(c);
+  if (!run())
+    return;
+  expectValues(output(s), {3, 4, 8, 12});
+}
+
+// x raw [3 5 -1 1] (scale 0.5, offset 1: real [1 2 -1 0]); filter scale 0.25; bias scale
+// 0.125; output scale 1, offset -3. Per output channel (accumulator in integer units):
+// ch0 f [4 8 -4 2]: 2*4 + 4*8 + (-2)(-4) + 0 = 48; (48 + 4) * 0.125 = 6.5 -> 7 -> 4
+// ch1 f negated, bias -4: -6.5 -> -7 (half away from zero) -> -10
+// ch2 f 0, bias 2000: 250 -> 247 -> saturates to 127
+// ch3 f 0, bias -2000: -250 -> -253 -> saturates to -128
+TEST_P(ConvTest, Int8RoundingAndSaturation) {
+  auto *x = input("x", makeTensor(Type(I8Q, {1, 1, 2, 2}, 0.5f, 1), {3, 5, -1, 1}));
+  auto *f =
+      mod().createConstant("f", makeTensor(Type(I8Q, {4, 1, 2, 2}, 0.25f, 0),
+                                           {4, 8, -4, 2, -4, -8, 4, -2, 0, 0, 0, 0, 0, 0, 0, 0}));
+  auto *b = mod().createConstant("b", makeTensor(Type(I32Q, {4}, 0.125f, 0), {4, -4, 2000, -2000}));
+  auto *c = F()->createConvolution("conv", mod().uniqueType(I8Q, {1, 4, 1, 1}, 1.0f, -3), x, f, b,
+                                   {2, 2}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  auto *s = save(c);
+  if (!run(0, 0))
+    return;
+  expectValues(output(s), {4, -10, 127, -128}, 0, 0);
+}
+
+// ------------------------------------------------------------------ randomized
+
+const ConvCase kPlain{{2, 3, 7, 6}, 4, {3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1};
+const ConvCase kPadStride{{1, 4, 9, 8}, 6, {3, 2}, {2, 3}, {1, 2, 2, 0}, {1, 1}, 1};
+const ConvCase kDilated{{1, 2, 9, 9}, 3, {3, 3}, {1, 2}, {2, 2, 2, 2}, {2, 3}, 1};
+const ConvCase kGrouped{{2, 6, 5, 5}, 4, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2};
+const ConvCase kDepthwise{{1, 5, 6, 7}, 5, {3, 3}, {2, 2}, {1, 0, 1, 1}, {1, 1}, 5};
+const ConvCase kLarger{{1, 16, 14, 14}, 32, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
+
+TEST_P(ConvTest, FloatPlain) { checkFloatConv(kPlain, F32, 1); }
+TEST_P(ConvTest, FloatPadStride) { checkFloatConv(kPadStride, F32, 2); }
+TEST_P(ConvTest, FloatDilated) { checkFloatConv(kDilated, F32, 3); }
+TEST_P(ConvTest, FloatGrouped) { checkFloatConv(kGrouped, F32, 4); }
+TEST_P(ConvTest, FloatDepthwise) { checkFloatConv(kDepthwise, F32, 5); }
+TEST_P(ConvTest, FloatLarger) { checkFloatConv(kLarger, F32, 6); }
+TEST_P(ConvTest, Float16PadStride) { checkFloatConv(kPadStride, F16, 7); }
+TEST_P(ConvTest, Float16Grouped) { checkFloatConv(kGrouped, F16, 8); }
+TEST_P(ConvTest, BFloat16PadStride) { checkFloatConv(kPadStride, BF16, 9); }
+TEST_P(ConvTest, BFloat16Depthwise) { checkFloatConv(kDepthwise, BF16, 10); }
+TEST_P(ConvTest, Int8Plain) { checkInt8Conv(kPlain, 11); }
+TEST_P(ConvTest, Int8PadStride) { checkInt8Conv(kPadStride, 12); }
+TEST_P(ConvTest, Int8Dilated) { checkInt8Conv(kDilated, 13); }
+TEST_P(ConvTest, Int8Grouped) { checkInt8Conv(kGrouped, 14); }
+TEST_P(ConvTest, Int8Depthwise) { checkInt8Conv(kDepthwise, 15); }
+
+KILN_INSTANTIATE_BACKEND_TESTS(ConvTest);
+
+// ------------------------------------------------------------------ pooling
+
+class PoolTest : public BackendTest {
+protected:
+  /// MaxPool k2 s1 pads 1 on all sides over real [-3.5 -2.5; -4.5 -1.5] (all negative, so a
+  /// counted pad would win with 0). Windows and their maxima:
+  /// (0,0) {-3.5}; (0,1) {-3.5,-2.5}; (0,2) {-2.5}; (1,0) {-3.5,-4.5}; (1,1) all: -1.5;
+  /// (1,2) {-2.5,-1.5}; (2,0) {-4.5}; (2,1) {-4.5,-1.5}; (2,2) {-1.5}.
+  void maxPoolCase(ElemKind k) {
+    auto *x = input("x", k, {1, 1, 2, 2}, {-3.5, -2.5, -4.5, -1.5});
+    auto *s = save(F()->createMaxPool("pool", x, {2, 2}, {1, 1}, {1, 1, 1, 1}));
+    if (!run())
+      return;
+    expectValues(output(s), {-3.5, -2.5, -2.5, -3.5, -1.5, -1.5, -4.5, -1.5, -1.5});
+  }
+
+  /// AvgPool k2 s1 pads bottom 1, right 1 over channel 0 [0 1; 2 3.5] and channel 1
+  /// [-1 -2; -3 -4.5]. Window sums (ch0 / ch1) and in-bounds counts:
+  /// (0,0) 6.5 / -10.5 (4); (0,1) 4.5 / -6.5 (2); (1,0) 5.5 / -7.5 (2); (1,1) 3.5 / -4.5 (1).
+  void avgPoolCase(ElemKind k, bool countPads) {
+    auto *x = input("x", k, {1, 2, 2, 2}, {0, 1, 2, 3.5, -1, -2, -3, -4.5});
+    auto *s = save(F()->createAvgPool("pool", x, {2, 2}, {1, 1}, {0, 0, 1, 1}, countPads));
+    if (!run())
+      return;
+    if (countPads) // sums / 4
+      expectValues(output(s), {1.625, 1.125, 1.375, 0.875, -2.625, -1.625, -1.875, -1.125});
+    else // sums / counts
+      expectValues(output(s), {1.625, 2.25, 2.75, 3.5, -2.625, -3.25, -3.75, -4.5});
+  }
+
+  /// AdaptiveAvgPool of x[r][c] = 3r + c, 5x3 -> 3x2. Rows [0,2) [1,4) [3,5) (means 0.5, 2,
+  /// 3.5), columns [0,2) [1,3) (means 0.5, 1.5); a cell's mean is 3*rowMean + colMean:
+  /// 2, 3, 6.5, 7.5, 11, 12.
+  void adaptiveCase(ElemKind k) {
+    auto *x = input("x", k, {1, 1, 5, 3}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14});
+    auto *s = save(F()->createAdaptiveAvgPool("pool", x, {3, 2}));
+    if (!run())
+      return;
+    expectValues(output(s), {2, 3, 6.5, 7.5, 11, 12});
+  }
+};
+
+TEST_P(PoolTest, MaxPoolFloat) { maxPoolCase(F32); }
+TEST_P(PoolTest, MaxPoolFloat16) { maxPoolCase(F16); }
+TEST_P(PoolTest, MaxPoolBFloat16) { maxPoolCase(BF16); }
+TEST_P(PoolTest, AvgPoolFloat) { avgPoolCase(F32, false); }
+TEST_P(PoolTest, AvgPoolFloatCountPads) { avgPoolCase(F32, true); }
+TEST_P(PoolTest, AvgPoolFloat16) { avgPoolCase(F16, false); }
+TEST_P(PoolTest, AvgPoolFloat16CountPads) { avgPoolCase(F16, true); }
+TEST_P(PoolTest, AvgPoolBFloat16) { avgPoolCase(BF16, false); }
+TEST_P(PoolTest, AvgPoolBFloat16CountPads) { avgPoolCase(BF16, true); }
+TEST_P(PoolTest, AdaptiveFloat) { adaptiveCase(F32); }
+TEST_P(PoolTest, AdaptiveFloat16) { adaptiveCase(F16); }
+TEST_P(PoolTest, AdaptiveBFloat16) { adaptiveCase(BF16); }
+
+// k3 s2 no pad over 5x5 [0..24]: windows start at rows/cols 0 and 2; the max is the
+// bottom-right element: (0,0) 12, (0,1) 14, (1,0) 22, (1,1) 24.
+TEST_P(PoolTest, MaxPoolStride2) {
+  Tensor t(F32, {1, 1, 5, 5});
+  for (size_t i = 0; i < 25; i++)
+    t.setFromDouble(i, double(i));
+  auto *s =
+      save(F()->createMaxPool("pool", input("x", std::move(t)), {3, 3}, {2, 2}, {0, 0, 0, 0}));
+  if (!run())
+    return;
+  expectValues(output(s), {12, 14, 22, 24});
+}
+
+// Upsampling: H = 2 -> 3 rows [0,1) [0,2) [1,2); W = 1 -> 1. x = [2, 6]: 2, 4, 6.
+// Global pooling of [1, 2, 3, 4, 5, 6] as 2x3: 3.5.
+TEST_P(PoolTest, AdaptiveUpsampleAndGlobal) {
+  auto *x = input("x", F32, {1, 1, 2, 1}, {2, 6});
+  auto *y = input("y", F32, {1, 1, 2, 3}, {1, 2, 3, 4, 5, 6});
+  auto *s1 = save(F()->createAdaptiveAvgPool("up", x, {3, 1}), "up");
+  auto *s2 = save(F()->createAdaptiveAvgPool("global", y, {1, 1}), "global");
+  if (!run())
+    return;
+  expectValues(output(s1), {2, 4, 6});
+  expectValues(output(s2), {3.5});
+}
+
+// The MaxPool case quantized: scale 0.5, offset 2 stores real r as 2r + 2; the same
+// input and output type makes the result the raw maxima:
+// raw [-5 -3; -7 -1] -> [-5 -3 -3 -5 -1 -1 -7 -1 -1].
+TEST_P(PoolTest, MaxPoolInt8) {
+  Type ty(I8Q, {1, 1, 2, 2}, 0.5f, 2);
+  auto *x = input("x", makeTensor(ty, {-5, -3, -7, -1}));
+  auto *s = save(F()->createMaxPool("pool", x, {2, 2}, {1, 1}, {1, 1, 1, 1}));
+  if (!run(0, 0))
+    return;
+  EXPECT_EQ(output(s).getType().scale, 0.5f);
+  expectValues(output(s), {-5, -3, -3, -5, -1, -1, -7, -1, -1}, 0, 0);
+}
+
+// The AvgPool case quantized: input scale 0.5 offset 1 (ch0 raw [1 3 5 8] = [0 1 2 3.5],
+// ch1 raw [-1 -3 -5 -8] = [-1 -2 -3 -4.5]); output scale 0.25 offset -2, so
+// q = round(4 * mean) - 2 with halves away from zero:
+// without pads: 4*means 6.5 9 11 14 | -10.5 -13 -15 -18 -> 5 7 9 12 | -13 -15 -17 -20
+// with pads:    4*means 6.5 4.5 5.5 3.5 | -10.5 -6.5 -7.5 -4.5 -> 5 3 4 2 | -13 -9 -10 -7
+TEST_P(PoolTest, AvgPoolInt8) {
+  for (bool countPads : {false, true}) {
+    Type ty(I8Q, {1, 2, 2, 2}, 0.5f, 1);
+    auto *x = input(countPads ? "x1" : "x0", makeTensor(ty, {1, 3, 5, 8, -1, -3, -5, -8}));
+    auto *p = F()->createAvgPool(countPads ? "incl" : "excl",
+                                 mod().uniqueType(I8Q, {1, 2, 2, 2}, 0.25f, -2), x, {2, 2}, {1, 1},
+                                 {0, 0, 1, 1}, countPads);
+    save(p, countPads ? "incl" : "excl");
+  }
+  if (!run(0, 0))
+    return;
+  auto saves = F()->getSaves();
+  ASSERT_EQ(saves.size(), 2u);
+  expectValues(output(saves[0]), {5, 7, 9, 12, -13, -15, -17, -20}, 0, 0);
+  expectValues(output(saves[1]), {5, 3, 4, 2, -13, -9, -10, -7}, 0, 0);
+}
+
+// The adaptive case quantized: input scale 1 offset 0 (raw = real), output scale 0.5
+// offset 1: 2*mean + 1 = 5, 7, 14, 16, 23, 25.
+TEST_P(PoolTest, AdaptiveInt8) {
+  auto *x = input("x", makeTensor(Type(I8Q, {1, 1, 5, 3}, 1.0f, 0),
+                                  {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}));
+  auto *p =
+      F()->createAdaptiveAvgPool("pool", mod().uniqueType(I8Q, {1, 1, 3, 2}, 0.5f, 1), x, {3, 2});
+  auto *s = save(p);
+  if (!run(0, 0))
+    return;
+  expectValues(output(s), {5, 7, 14, 16, 23, 25}, 0, 0);
+}
+
+// Random float pooling with stride 2 and asymmetric pads against direct loops.
+TEST_P(PoolTest, RandomStrideAsymmetricPads) {
+  const Dims in{2, 3, 7, 8};
+  const std::vector<dim_t> k{3, 2}, st{2, 3}, pads{1, 0, 2, 1};
+  Tensor t = randomTensor(Type(F32, in), -2, 2, 42);
+  std::vector<double> x = toDoubles(t);
+  auto *ph = input("x", std::move(t));
+  auto *sMax = save(F()->createMaxPool("max", ph, k, st, pads), "max");
+  auto *sAvg = save(F()->createAvgPool("avg", ph, k, st, pads, false), "avg");
+  auto *sAvgP = save(F()->createAvgPool("avgp", ph, k, st, pads, true), "avgp");
+  if (!run(1e-5f, 1e-5f))
+    return;
+  const dim_t OH = (7 + 1 + 2 - 3) / 2 + 1, OW = (8 + 0 + 1 - 2) / 3 + 1;
+  std::vector<double> eMax, eAvg, eAvgP;
+  for (dim_t nc = 0; nc < 6; nc++)
+    for (dim_t oh = 0; oh < OH; oh++)
+      for (dim_t ow = 0; ow < OW; ow++) {
+        double m = -INFINITY, sum = 0;
+        int count = 0;
+        for (dim_t kh = 0; kh < k[0]; kh++)
+          for (dim_t kw = 0; kw < k[1]; kw++) {
+            int64_t h = int64_t(oh * st[0] + kh) - 1, w = int64_t(ow * st[1] + kw) - 0;
+            if (h < 0 || h >= 7 || w < 0 || w >= 8)
+              continue;
+            double v = x[(nc * 7 + h) * 8 + w];
+            m = std::max(m, v);
+            sum += v;
+            count++;
+          }
+        eMax.push_back(m);
+        eAvg.push_back(sum / count);
+        eAvgP.push_back(sum / 6);
+      }
+  expectValues(output(sMax), eMax);
+  expectValues(output(sAvg), eAvg, 1e-5, 1e-5);
+  expectValues(output(sAvgP), eAvgP, 1e-5, 1e-5);
+}
+
+KILN_INSTANTIATE_BACKEND_TESTS(PoolTest);
+
+} // namespace
+} // namespace kiln::test
