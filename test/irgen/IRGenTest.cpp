@@ -91,10 +91,12 @@ TEST(IRGen, ReshapeIsAViewAndKeepsItsSourceAlive) {
   ASSERT_LT(sig, v.size());
   EXPECT_EQ(cast<SigmoidInst>(v[sig])->getInput(), v[view]);
   // The tanh buffer is freed only after the sigmoid read it through the view.
-  for (size_t i = 0; i < v.size(); i++)
-    if (auto *d = dyn_cast<DeallocActivationInst>(v[i]))
-      if (d->getSrc() == v[0])
-        EXPECT_GT(i, sig);
+  for (size_t i = 0; i < v.size(); i++) {
+    auto *d = dyn_cast<DeallocActivationInst>(v[i]);
+    if (d && d->getSrc() == v[0]) {
+      EXPECT_GT(i, sig);
+    }
+  }
   EXPECT_FALSE((*F)->verify());
 }
 
