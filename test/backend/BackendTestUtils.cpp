@@ -32,17 +32,35 @@ SaveNode *BackendTest::save(NodeValue v, const std::string &name) {
   return F_->createSave(name, v);
 }
 
-Error BackendTest::runOn(const std::string &backend, PlaceholderBindings &out) {
+Error BackendTest::compileAndRun(const std::string &backend, Function *f,
+                                 PlaceholderBindings &out, bool &skipped) {
+  skipped = false;
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Backend> b, createBackend(backend));
-  KILN_RETURN_IF_ERR(F_->verify());
-  KILN_RETURN_IF_ERR(b->checkAllNodesSupported(*F_));
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<CompiledFunction> cf, b->compile(F_, CompileOptions()));
-  for (auto &in : inputs_)
-    out.insert(in.first, in.second.clone());
-  for (SaveNode *s : F_->getSaves())
+  KILN_RETURN_IF_ERR(f->verify());
+  if (Error e = b->checkAllNodesSupported(*f)) {
+    skipped = true;
+    return e;
+  }
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<CompiledFunction> cf, b->compile(f, CompileOptions()));
+  for (SaveNode *s : f->getSaves())
     out.allocate(cast<Placeholder>(s->getOutput().node));
   ExecutionContext ctx(&out);
   return cf->execute(ctx);
+}
+
+Error BackendTest::runOn(const std::string &backend, PlaceholderBindings &out) {
+  for (auto &in : inputs_)
+    out.insert(in.first, in.second.clone());
+  bool skipped;
+  return compileAndRun(backend, F_, out, skipped);
+}
+
+Error BackendTest::runRaw(Function *f, std::vector<std::pair<Placeholder *, Tensor>> inputs,
+                          bool &skipped) {
+  PlaceholderBindings bindings;
+  for (auto &in : inputs)
+    bindings.insert(in.first, std::move(in.second));
+  return compileAndRun(GetParam(), f, bindings, skipped);
 }
 
 namespace {
@@ -111,6 +129,39 @@ void BackendTest::expectValues(const Tensor &t, const std::vector<double> &expec
     EXPECT_NEAR(a, e, atol + rtol * std::fabs(e)) << "element " << i << " of "
                                                   << t.getType().toString();
   }
+}
+
+Tensor makeTensor(const Type &ty, std::initializer_list<double> values) {
+  Tensor t(ty);
+  CHECK_EQ(values.size(), t.size()) << "value count does not match " << ty.toString();
+  size_t i = 0;
+  for (double v : values)
+    t.setFromDouble(i++, v);
+  return t;
+}
+
+Tensor qTensor(ElemKind k, Dims dims, float scale, int32_t offset,
+               std::initializer_list<double> raw) {
+  return makeTensor(Type(k, dims, scale, offset), raw);
+}
+
+Tensor randomTensor(const Type &ty, float lo, float hi, uint64_t seed) {
+  Tensor t(ty);
+  PseudoRNG rng(seed);
+  t.randomize(lo, hi, rng);
+  return t;
+}
+
+std::vector<double> toDoubles(const Tensor &t) {
+  std::vector<double> v(t.size());
+  for (size_t i = 0; i < v.size(); i++)
+    v[i] = t.getAsDouble(i);
+  return v;
+}
+
+double quantizeRef(double real, double scale, int offset) {
+  double q = std::round(real / scale) + offset;
+  return std::min(127.0, std::max(-128.0, q));
 }
 
 } // namespace kiln::test

@@ -52,7 +52,16 @@ protected:
 
   bool isInterpreter() const { return GetParam() == "Interpreter"; }
 
+  /// Compiles \p f (any function of mod()) for the backend under test and runs it with
+  /// \p inputs bound and its outputs allocated; returns the Error of the run. Sets
+  /// \p skipped when the backend does not support some node. For tests of run-time errors.
+  Error runRaw(Function *f, std::vector<std::pair<Placeholder *, Tensor>> inputs,
+               bool &skipped);
+
 private:
+  /// Compiles \p f for \p backend and runs it, binding \p out (inputs must be there).
+  static Error compileAndRun(const std::string &backend, Function *f, PlaceholderBindings &out,
+                             bool &skipped);
   Error runOn(const std::string &backend, PlaceholderBindings &out);
 
   Module mod_;
@@ -60,6 +69,18 @@ private:
   std::vector<std::pair<Placeholder *, Tensor>> inputs_;
   PlaceholderBindings results_;
 };
+
+/// A tensor of \p ty holding \p values, row-major (raw integers for quantized kinds).
+Tensor makeTensor(const Type &ty, std::initializer_list<double> values);
+/// A quantized tensor of kind \p k with the given raw values.
+Tensor qTensor(ElemKind k, Dims dims, float scale, int32_t offset,
+               std::initializer_list<double> raw);
+/// A tensor of \p ty with seeded uniform values in [lo, hi] (quantized: raw integers).
+Tensor randomTensor(const Type &ty, float lo, float hi, uint64_t seed);
+/// All elements as doubles (quantized: raw integers).
+std::vector<double> toDoubles(const Tensor &t);
+/// Reference int8 quantization: round half away from zero, then saturate.
+double quantizeRef(double real, double scale, int offset);
 
 /// Instantiates a TEST_P suite over every registered backend.
 #define KILN_INSTANTIATE_BACKEND_TESTS(SUITE)                                               \

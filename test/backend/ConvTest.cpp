@@ -15,37 +15,6 @@ constexpr ElemKind BF16 = ElemKind::BFloat16;
 constexpr ElemKind I8Q = ElemKind::Int8Q;
 constexpr ElemKind I32Q = ElemKind::Int32Q;
 
-/// A tensor of \p ty holding \p values (raw integers for quantized kinds).
-Tensor makeTensor(const Type &ty, std::initializer_list<double> values) {
-  Tensor t(ty);
-  size_t i = 0;
-  for (double v : values)
-    t.setFromDouble(i++, v);
-  CHECK_EQ(i, t.size());
-  return t;
-}
-
-/// A tensor of \p ty with seeded uniform values in [lo, hi] (quantized: raw integers).
-Tensor randomTensor(const Type &ty, float lo, float hi, uint64_t seed) {
-  Tensor t(ty);
-  PseudoRNG rng(seed);
-  t.randomize(lo, hi, rng);
-  return t;
-}
-
-std::vector<double> toDoubles(const Tensor &t) {
-  std::vector<double> v(t.size());
-  for (size_t i = 0; i < v.size(); i++)
-    v[i] = t.getAsDouble(i);
-  return v;
-}
-
-/// Reference quantization: round half away from zero, then saturate to int8.
-double quantizeRef(double real, double scale, int offset) {
-  double q = std::round(real / scale) + offset;
-  return std::min(127.0, std::max(-128.0, q));
-}
-
 /// Tolerances for results of kind \p k compared with an exact (double) reference: one
 /// rounding of the result to the format plus float accumulation error.
 double rtolFor(ElemKind k) { return k == F16 ? 1e-3 : k == BF16 ? 8e-3 : 1e-4; }

@@ -81,27 +81,6 @@ protected:
     }
   }
 
-  /// Compiles \p f for the backend under test, runs it with \p inputs and returns the
-  /// Error of the run; \p skipped is set when the backend does not support some node.
-  Error runRaw(Function *f, std::vector<std::pair<Placeholder *, Tensor>> inputs,
-               bool &skipped) {
-    skipped = false;
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<Backend> b, createBackend(GetParam()));
-    KILN_RETURN_IF_ERR(f->verify());
-    if (Error e = b->checkAllNodesSupported(*f)) {
-      skipped = true;
-      return e;
-    }
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<CompiledFunction> cf, b->compile(f, {}));
-    PlaceholderBindings bindings;
-    for (auto &in : inputs)
-      bindings.insert(in.first, std::move(in.second));
-    for (SaveNode *s : f->getSaves())
-      bindings.allocate(cast<Placeholder>(s->getOutput().node));
-    ExecutionContext ctx(&bindings);
-    return cf->execute(ctx);
-  }
-
   std::vector<Check> checks_;
 };
 

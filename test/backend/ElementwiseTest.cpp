@@ -36,16 +36,6 @@ double rtolFor(ElemKind k) {
   }
 }
 
-/// A tensor of quantized kind \p k with the given raw values.
-Tensor qTensor(ElemKind k, Dims dims, float scale, int32_t offset,
-               std::initializer_list<double> raw) {
-  Tensor t(Type(k, dims, scale, offset));
-  size_t i = 0;
-  for (double v : raw)
-    t.setFromDouble(i++, v);
-  return t;
-}
-
 using UnaryBuilder = std::function<NodeValue(Function *, NodeValue)>;
 using BinaryBuilder = std::function<NodeValue(Function *, NodeValue, NodeValue)>;
 
@@ -103,27 +93,6 @@ protected:
       SCOPED_TRACE(c.what);
       expectValues(output(c.save), c.expected, c.atol, c.rtol);
     }
-  }
-
-  /// Compiles \p f for the backend under test and runs it with \p inputs bound; returns
-  /// the Error of the run. Sets \p skipped when the backend does not support some node.
-  Error runRaw(Function *f, std::vector<std::pair<Placeholder *, Tensor>> inputs,
-               bool &skipped) {
-    skipped = false;
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<Backend> b, createBackend(GetParam()));
-    KILN_RETURN_IF_ERR(f->verify());
-    if (Error e = b->checkAllNodesSupported(*f)) {
-      skipped = true;
-      return e;
-    }
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<CompiledFunction> cf, b->compile(f, {}));
-    PlaceholderBindings bindings;
-    for (auto &in : inputs)
-      bindings.insert(in.first, std::move(in.second));
-    for (SaveNode *s : f->getSaves())
-      bindings.allocate(cast<Placeholder>(s->getOutput().node));
-    ExecutionContext ctx(&bindings);
-    return cf->execute(ctx);
   }
 
   std::vector<Check> checks_;

@@ -15,24 +15,6 @@ constexpr ElemKind BF16 = ElemKind::BFloat16;
 constexpr ElemKind I8Q = ElemKind::Int8Q;
 constexpr ElemKind I32Q = ElemKind::Int32Q;
 
-/// A tensor of \p ty holding \p values (raw integers for quantized kinds).
-Tensor makeTensor(const Type &ty, std::initializer_list<double> values) {
-  Tensor t(ty);
-  size_t i = 0;
-  for (double v : values)
-    t.setFromDouble(i++, v);
-  CHECK_EQ(i, t.size());
-  return t;
-}
-
-/// A tensor of \p ty with seeded uniform values in [lo, hi] (quantized: raw integers).
-Tensor randomTensor(const Type &ty, float lo, float hi, uint64_t seed) {
-  Tensor t(ty);
-  PseudoRNG rng(seed);
-  t.randomize(lo, hi, rng);
-  return t;
-}
-
 /// The real values of \p t (quantized kinds dequantized).
 std::vector<double> realValues(const Tensor &t) {
   const Type &ty = t.getType();
@@ -43,12 +25,6 @@ std::vector<double> realValues(const Tensor &t) {
       v[i] = double(ty.scale) * (v[i] - ty.offset);
   }
   return v;
-}
-
-/// Reference quantization: round half away from zero, then saturate to int8.
-double quantizeRef(double real, double scale, int offset) {
-  double q = std::round(real / scale) + offset;
-  return std::min(127.0, std::max(-128.0, q));
 }
 
 std::vector<double> quantizeAll(std::vector<double> v, double scale, int offset) {

@@ -13,21 +13,6 @@ constexpr ElemKind F32 = ElemKind::Float;
 constexpr ElemKind F16 = ElemKind::Float16;
 constexpr ElemKind BF16 = ElemKind::BFloat16;
 
-/// A tensor of \p ty with seeded uniform values in [lo, hi].
-Tensor randomTensor(const Type &ty, float lo, float hi, uint64_t seed) {
-  Tensor t(ty);
-  PseudoRNG rng(seed);
-  t.randomize(lo, hi, rng);
-  return t;
-}
-
-std::vector<double> toDoubles(const Tensor &t) {
-  std::vector<double> v(t.size());
-  for (size_t i = 0; i < v.size(); i++)
-    v[i] = t.getAsDouble(i);
-  return v;
-}
-
 /// Relative tolerance for a result of kind \p k against an exact reference.
 double rtolFor(ElemKind k) { return k == F16 ? 1e-3 : k == BF16 ? 8e-3 : 1e-5; }
 

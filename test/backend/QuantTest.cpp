@@ -16,16 +16,6 @@ const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();
 const double kI32Max = 2147483647, kI32Min = -2147483648.0;
 
-/// A tensor of quantized kind \p k with the given raw values.
-Tensor qTensor(ElemKind k, Dims dims, float scale, int32_t offset,
-               std::initializer_list<double> raw) {
-  Tensor t(Type(k, dims, scale, offset));
-  size_t i = 0;
-  for (double v : raw)
-    t.setFromDouble(i++, v);
-  return t;
-}
-
 } // namespace
 
 class QuantTest : public BackendTest {

@@ -22,27 +22,7 @@ constexpr ElemKind I64 = ElemKind::Int64I;
 /// A tensor of kind \p k holding \p values; Int8Q uses scale 0.5 and offset -3, so raw
 /// values keep their order.
 Tensor makeTensor(ElemKind k, Dims dims, std::initializer_list<double> values) {
-  Tensor t(k == I8Q ? Type(k, dims, 0.5f, -3) : Type(k, dims));
-  size_t i = 0;
-  for (double v : values)
-    t.setFromDouble(i++, v);
-  CHECK_EQ(i, t.size());
-  return t;
-}
-
-/// A tensor of \p ty with seeded uniform values in [lo, hi].
-Tensor randomTensor(const Type &ty, float lo, float hi, uint64_t seed) {
-  Tensor t(ty);
-  PseudoRNG rng(seed);
-  t.randomize(lo, hi, rng);
-  return t;
-}
-
-std::vector<double> toDoubles(const Tensor &t) {
-  std::vector<double> v(t.size());
-  for (size_t i = 0; i < v.size(); i++)
-    v[i] = t.getAsDouble(i);
-  return v;
+  return test::makeTensor(k == I8Q ? Type(k, dims, 0.5f, -3) : Type(k, dims), values);
 }
 
 /// Reduces \p x of shape \p dims over \p axes with \p op by grouping every element under
