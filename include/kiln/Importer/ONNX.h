@@ -1,0 +1,88 @@
+/// \file
+/// The ONNX importer: loads an ONNX model (opsets 7 to 17) into a kiln Function.
+///
+/// Graph inputs become Placeholders, initializers become Constants, and every graph output
+/// is written by a Save node into a Placeholder named after it. Shapes are resolved at load
+/// time: the caller may fix input shapes and symbolic dimensions, and subgraphs that only
+/// compute shapes (Shape, Gather, Concat, Slice, Unsqueeze, Cast, integer arithmetic...) are
+/// evaluated during import, so the function holds only the data path.
+///
+/// Every failure is returned as an Error, never an abort:
+/// - ErrorCode::Unsupported lists every unsupported operator of the model at once (type,
+///   node name, opset, count), or names an unsupported attribute / element type;
+/// - ErrorCode::ModelParse for malformed or inconsistent files (truncated, bad data types,
+///   missing initializers, inconsistent shapes, absurd sizes).
+/// On failure the function may hold a partial graph: discard it.
+#ifndef KILN_IMPORTER_ONNX_H
+#define KILN_IMPORTER_ONNX_H
+
+#include "kiln/Base/Error.h"
+#include "kiln/Base/Tensor.h"
+#include "kiln/Graph/Graph.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// Options of one ONNX import; passed in, never global.
+struct ONNXLoadOptions {
+  /// Shapes of graph inputs by name; they replace the shapes declared in the file.
+  std::map<std::string, std::vector<dim_t>> inputShapes;
+  /// Values of symbolic dimensions (ONNX dim_param), for example {"batch_size", 8}.
+  std::map<std::string, dim_t> symbolicDims;
+  /// Value of a symbolic or unknown input dimension not given above; 0 makes such a
+  /// dimension an error.
+  dim_t defaultSymbolicDim = 1;
+  /// Graph inputs whose values are known at load time (for example shape tensors fed as
+  /// inputs): they become constants, not placeholders, so shape computations on them fold.
+  /// The tensors must outlive the call.
+  std::map<std::string, const Tensor *> constantInputs;
+  /// Largest element count accepted for any one tensor (input, initializer, result);
+  /// beyond it the model is rejected as malformed.
+  uint64_t maxTensorElements = uint64_t(1) << 32;
+};
+
+/// What an import produced, by ONNX name.
+struct ONNXModel {
+  /// Graph inputs that are not initializers, in graph order.
+  std::vector<std::string> inputNames;
+  /// Graph outputs, in graph order.
+  std::vector<std::string> outputNames;
+  /// Placeholder of each graph input.
+  std::map<std::string, Placeholder *> inputs;
+  /// Save node of each graph output (its placeholder holds the result after a run).
+  std::map<std::string, SaveNode *> outputs;
+  /// The opset of the default ONNX domain the model was imported at.
+  int64_t opset = 0;
+  int64_t irVersion = 0;
+  std::string producer;
+
+  /// The placeholder of input \p name, or null.
+  Placeholder *getInput(const std::string &name) const;
+  /// The placeholder that receives output \p name, or null.
+  Placeholder *getOutputPlaceholder(const std::string &name) const;
+};
+
+/// Loads the ONNX model file at \p path into \p f (and its module's storage).
+Expected<ONNXModel> loadONNX(const std::string &path, Function *f,
+                             const ONNXLoadOptions &opts = {});
+/// Loads a serialized ONNX model from memory.
+Expected<ONNXModel> loadONNXFromBuffer(const void *data, size_t size, Function *f,
+                                       const ONNXLoadOptions &opts = {});
+
+/// The graph inputs of the model at \p path that are not initializers, in graph order.
+Expected<std::vector<std::string>> getONNXInputNames(const std::string &path);
+
+/// Reads a serialized ONNX TensorProto (such as test_data_set_0/input_0.pb) into a tensor.
+/// Element types are mapped as the importer maps them (double becomes float, small
+/// integers widen to int32). \p name, when given, receives the proto's name.
+Expected<Tensor> loadONNXTensor(const std::string &path, std::string *name = nullptr);
+Expected<Tensor> loadONNXTensorFromBuffer(const void *data, size_t size,
+                                          std::string *name = nullptr);
+
+} // namespace kiln
+
+#endif // KILN_IMPORTER_ONNX_H

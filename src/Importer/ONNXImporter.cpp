@@ -1,0 +1,508 @@
+// The ONNX importer's driver: parses the model, checks it, creates placeholders and
+// constants, converts nodes in order (folding constant subgraphs), and saves the outputs.
+
+#include "ONNXImporter.h"
+
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+
+namespace kiln {
+
+Placeholder *ONNXModel::getInput(const std::string &name) const {
+  auto it = inputs.find(name);
+  return it == inputs.end() ? nullptr : it->second;
+}
+
+Placeholder *ONNXModel::getOutputPlaceholder(const std::string &name) const {
+  auto it = outputs.find(name);
+  if (it == outputs.end())
+    return nullptr;
+  return dyn_cast<Placeholder>(it->second->getOutput().getNode());
+}
+
+namespace onnximport {
+
+namespace {
+/// The newest opset whose semantics the converters implement.
+constexpr int64_t kMaxOpset = 17;
+
+bool isDefaultDomain(const std::string &d) { return d.empty() || d == "ai.onnx"; }
+} // namespace
+
+Importer::Importer(Function *f, const ONNXLoadOptions &o) : F(f), M(f->getParent()), opts(o) {
+  registerNNConverters(converters_);
+  registerElementwiseConverters(converters_);
+  registerShapeConverters(converters_);
+  registerReduceConverters(converters_);
+}
+
+std::string Importer::nodeName(const onnx::NodeProto &n) const {
+  if (!n.name().empty())
+    return n.name();
+  auto it = nodeIndex_.find(&n);
+  return n.op_type() + "#" + std::to_string(it == nodeIndex_.end() ? -1 : it->second);
+}
+
+std::string Importer::opName(const onnx::NodeProto &n, const char *part) const {
+  std::string base = n.name().empty() ? (n.output_size() ? n.output(0) : n.op_type())
+                                      : n.name();
+  return part ? base + "." + part : base;
+}
+
+std::string Importer::describe(const onnx::NodeProto &n) const {
+  return "node '" + nodeName(n) + "' (" + n.op_type() + ", opset " + std::to_string(opset) +
+         ")";
+}
+
+bool Importer::isOutputUsed(const onnx::NodeProto &n, int i) const {
+  if (!hasOutput(n, i))
+    return false;
+  auto it = uses_.find(n.output(i));
+  return it != uses_.end() && it->second > 0;
+}
+
+const Tensor *Importer::constInput(const onnx::NodeProto &n, int i) const {
+  if (!hasInput(n, i))
+    return nullptr;
+  auto it = consts_.find(n.input(i));
+  return it == consts_.end() ? nullptr : &it->second.get();
+}
+
+Expected<const Tensor *> Importer::requireConstInput(const onnx::NodeProto &n, int i,
+                                                     const char *what) {
+  if (!hasInput(n, i))
+    return parseError(n, "the ", what, " input (input ", i, ") is missing");
+  if (const Tensor *t = constInput(n, i))
+    return t;
+  return unsupported(n, "the ", what, " input '", n.input(i),
+                     "' is computed at run time; kiln needs it constant at load time");
+}
+
+std::optional<std::vector<const Tensor *>>
+Importer::allConst(const onnx::NodeProto &n) const {
+  std::vector<const Tensor *> ins;
+  for (int i = 0; i < n.input_size(); i++) {
+    if (!hasInput(n, i)) {
+      ins.push_back(nullptr);
+      continue;
+    }
+    const Tensor *t = constInput(n, i);
+    if (!t || t->size() > kMaxFoldElements)
+      return std::nullopt;
+    ins.push_back(t);
+  }
+  return ins;
+}
+
+Expected<NodeValue> Importer::input(const onnx::NodeProto &n, int i) {
+  if (!hasInput(n, i))
+    return parseError(n, "required input ", i, " is missing");
+  const std::string &name = n.input(i);
+  auto v = values_.find(name);
+  if (v != values_.end())
+    return v->second;
+  auto c = consts_.find(name);
+  if (c == consts_.end())
+    return parseError(n, "input '", name, "' is not defined");
+  Known &k = c->second;
+  if (k.owned.size() == 0)
+    return unsupported(n, "input '", name, "' is an empty tensor (",
+                       k.owned.getType().toString(), ")");
+  k.c = M->createConstant(name, std::move(k.owned));
+  NodeValue nv(k.c);
+  values_[name] = nv;
+  return nv;
+}
+
+Expected<Dims> Importer::inputDims(const onnx::NodeProto &n, int i) {
+  if (const Tensor *t = constInput(n, i))
+    return t->dims();
+  KILN_ASSIGN_OR_RETURN(NodeValue v, input(n, i));
+  return v.dims();
+}
+
+Expected<ElemKind> Importer::inputKind(const onnx::NodeProto &n, int i) {
+  if (const Tensor *t = constInput(n, i))
+    return t->getElementType();
+  KILN_ASSIGN_OR_RETURN(NodeValue v, input(n, i));
+  return v.getElementType();
+}
+
+void Importer::setOutput(const onnx::NodeProto &n, int i, NodeValue v) {
+  if (hasOutput(n, i))
+    values_[n.output(i)] = v;
+}
+
+void Importer::setOutputConst(const onnx::NodeProto &n, int i, Tensor t) {
+  if (hasOutput(n, i)) {
+    Known k;
+    k.owned = std::move(t);
+    consts_[n.output(i)] = std::move(k);
+  }
+}
+
+const onnx::AttributeProto *Importer::attr(const onnx::NodeProto &n, const char *name) const {
+  for (const auto &a : n.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+int64_t Importer::attrInt(const onnx::NodeProto &n, const char *name, int64_t def) const {
+  const onnx::AttributeProto *a = attr(n, name);
+  return a && a->has_i() ? a->i() : def;
+}
+
+float Importer::attrFloat(const onnx::NodeProto &n, const char *name, float def) const {
+  const onnx::AttributeProto *a = attr(n, name);
+  return a && a->has_f() ? a->f() : def;
+}
+
+std::string Importer::attrString(const onnx::NodeProto &n, const char *name,
+                                 const std::string &def) const {
+  const onnx::AttributeProto *a = attr(n, name);
+  return a && a->has_s() ? a->s() : def;
+}
+
+std::vector<int64_t> Importer::attrInts(const onnx::NodeProto &n, const char *name) const {
+  const onnx::AttributeProto *a = attr(n, name);
+  if (!a)
+    return {};
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+NodeValue Importer::makeConstant(const std::string &name, Tensor t) {
+  return NodeValue(M->createConstant(name, std::move(t)));
+}
+
+NodeValue Importer::splat(const std::string &name, ElemKind k, const Dims &dims, double v) {
+  return F->createSplat(name, M->uniqueType(k, dims), float(v));
+}
+
+Error Importer::broadcastAll(const onnx::NodeProto &n, std::vector<NodeValue> &vs) {
+  Dims target = vs[0].dims();
+  for (size_t i = 1; i < vs.size(); i++) {
+    Dims out;
+    if (!broadcastShapes(target, vs[i].dims(), out))
+      return parseError(n, "operand shapes ", vs[0].getType()->toString(), " and ",
+                        vs[i].getType()->toString(), " do not broadcast");
+    target = out;
+  }
+  for (size_t i = 0; i < vs.size(); i++)
+    if (vs[i].dims() != target)
+      vs[i] = F->createBroadcast(opName(n, "broadcast"), vs[i], target.vec());
+  return Error::success();
+}
+
+NodeValue Importer::reshape(const std::string &name, NodeValue v, const Dims &dims) {
+  if (v.dims() == dims)
+    return v;
+  return F->createReshape(name, v, dims.vec());
+}
+
+Expected<Dims> Importer::toDims(const onnx::NodeProto &n, const std::vector<dim_t> &v) const {
+  if (v.size() > kMaxDims)
+    return unsupported(n, "a result of rank ", v.size(), " (kiln supports at most ", kMaxDims,
+                       ")");
+  uint64_t total = 1;
+  for (dim_t d : v) {
+    if (d != 0 && total > opts.maxTensorElements / d)
+      return parseError(n, "a result shape is absurdly large");
+    total *= d;
+  }
+  return Dims(v);
+}
+
+Expected<int64_t> Importer::normAxis(const onnx::NodeProto &n, int64_t axis, int64_t rank,
+                                     bool inclusive) const {
+  // Valid axes: [-rank, rank), or [-rank, rank] for \p inclusive (Flatten).
+  if (axis < -rank || axis > (inclusive ? rank : rank - 1))
+    return parseError(n, "axis ", axis, " is out of range for rank ", rank);
+  return axis < 0 ? axis + rank : axis;
+}
+
+Expected<Dims> Importer::inputShape(const onnx::ValueInfoProto &vi) {
+  const std::string &name = vi.name();
+  auto fixed = opts.inputShapes.find(name);
+  if (fixed != opts.inputShapes.end()) {
+    std::vector<int64_t> v;
+    for (dim_t d : fixed->second) {
+      if (d > dim_t(std::numeric_limits<int64_t>::max()))
+        return makeError(ErrorCode::InvalidArgument, "input '", name, "': bad fixed shape");
+      v.push_back(int64_t(d));
+    }
+    return checkedDims(v, opts.maxTensorElements, "input '" + name + "'");
+  }
+  if (!vi.type().has_tensor_type())
+    return makeError(ErrorCode::Unsupported, "graph input '", name,
+                     "' is not a tensor (sequences and maps are not supported)");
+  const auto &tt = vi.type().tensor_type();
+  if (!tt.has_shape())
+    return makeError(ErrorCode::ModelParse, "graph input '", name,
+                     "' has no shape; fix it with ONNXLoadOptions::inputShapes");
+  std::vector<int64_t> v;
+  for (const auto &d : tt.shape().dim()) {
+    if (d.has_dim_value()) {
+      v.push_back(d.dim_value());
+      continue;
+    }
+    std::string sym = d.has_dim_param() ? d.dim_param() : "";
+    auto s = opts.symbolicDims.find(sym);
+    if (!sym.empty() && s != opts.symbolicDims.end()) {
+      v.push_back(int64_t(s->second));
+    } else if (opts.defaultSymbolicDim) {
+      v.push_back(int64_t(opts.defaultSymbolicDim));
+    } else {
+      return makeError(ErrorCode::InvalidArgument, "graph input '", name, "' dimension ",
+                       v.size(), " is symbolic ('", sym, "'); give its value in "
+                       "ONNXLoadOptions::symbolicDims or inputShapes");
+    }
+  }
+  return checkedDims(v, opts.maxTensorElements, "graph input '" + name + "'");
+}
+
+Error Importer::collectUnsupported(const onnx::GraphProto &g) {
+  struct Info {
+    unsigned count = 0;
+    std::vector<std::string> names;
+  };
+  std::map<std::string, Info> bad;
+  for (const auto &n : g.node()) {
+    std::string key = isDefaultDomain(n.domain()) ? n.op_type() : n.domain() + "." + n.op_type();
+    if (isDefaultDomain(n.domain()) && converters_.count(n.op_type()))
+      continue;
+    Info &i = bad[key];
+    i.count++;
+    if (i.names.size() < 3)
+      i.names.push_back(nodeName(n));
+  }
+  if (bad.empty())
+    return Error::success();
+  std::ostringstream os;
+  os << "unsupported ONNX operators at opset " << opset << ": ";
+  bool first = true;
+  for (const auto &[op, info] : bad) {
+    os << (first ? "" : "; ") << op << " (" << info.count << (info.count == 1 ? " node: " : " nodes: ");
+    for (size_t k = 0; k < info.names.size(); k++)
+      os << (k ? ", " : "") << "'" << info.names[k] << "'";
+    os << (info.count > info.names.size() ? ", ...)" : ")");
+    first = false;
+  }
+  return Error(ErrorCode::Unsupported, os.str());
+}
+
+Error Importer::checkOutputs(const onnx::NodeProto &n) {
+  if (F->hasRecordedErrors()) {
+    Error e = F->verify();
+    std::string msg = e ? e.message() : std::string("a builder rejected its operands");
+    return parseError(n, "inconsistent shapes or types: ", msg);
+  }
+  for (int i = 0; i < n.output_size(); i++) {
+    if (!hasOutput(n, i))
+      continue;
+    const std::string &o = n.output(i);
+    bool bound = values_.count(o) || consts_.count(o);
+    if (!bound) {
+      if (isOutputUsed(n, i))
+        return unsupported(n, "output ", i, " ('", o, "') is not supported");
+      continue;
+    }
+    auto v = values_.find(o);
+    if (v != values_.end() && v->second.getType()->numElements() == 0)
+      return unsupported(n, "output '", o, "' is an empty tensor (",
+                         v->second.getType()->toString(), ")");
+  }
+  return Error::success();
+}
+
+Error Importer::convertNode(const onnx::NodeProto &n) {
+  for (int i = 0; i < n.input_size(); i++) {
+    if (n.input(i).empty())
+      continue;
+    if (!values_.count(n.input(i)) && !consts_.count(n.input(i)))
+      return parseError(n, "input '", n.input(i), "' is not defined (a missing initializer, "
+                        "or the nodes are not in topological order)");
+  }
+  for (int i = 0; i < n.output_size(); i++)
+    if (!n.output(i).empty() && (values_.count(n.output(i)) || consts_.count(n.output(i))))
+      return parseError(n, "output '", n.output(i), "' is defined twice");
+
+  KILN_RETURN_IF_ERR(converters_.at(n.op_type())(*this, n));
+  return checkOutputs(n);
+}
+
+Error Importer::importGraph(const onnx::GraphProto &g, ONNXModel &out) {
+  graph_ = &g;
+  for (int i = 0; i < g.node_size(); i++)
+    nodeIndex_[&g.node(i)] = i;
+  for (const auto &n : g.node())
+    for (const auto &in : n.input())
+      uses_[in]++;
+  for (const auto &o : g.output())
+    uses_[o.name()]++;
+
+  KILN_RETURN_IF_ERR(collectUnsupported(g));
+  if (g.sparse_initializer_size())
+    return makeError(ErrorCode::Unsupported, "sparse initializers are not supported");
+
+  for (const auto &t : g.initializer()) {
+    if (t.name().empty())
+      return makeError(ErrorCode::ModelParse, "an initializer has no name");
+    if (consts_.count(t.name()))
+      return makeError(ErrorCode::ModelParse, "initializer '", t.name(), "' is defined twice");
+    Expected<Tensor> tt = tensorFromProto(t, opts.maxTensorElements);
+    if (!tt)
+      return tt.takeError().addContext("initializer '" + t.name() + "'");
+    Known k;
+    k.owned = std::move(tt).get();
+    consts_[t.name()] = std::move(k);
+  }
+
+  for (const auto &vi : g.input()) {
+    const std::string &name = vi.name();
+    if (consts_.count(name))
+      continue; // An initializer: a constant, not a placeholder.
+    if (name.empty())
+      return makeError(ErrorCode::ModelParse, "a graph input has no name");
+    if (values_.count(name))
+      return makeError(ErrorCode::ModelParse, "graph input '", name, "' is declared twice");
+    if (!vi.type().has_tensor_type())
+      return makeError(ErrorCode::Unsupported, "graph input '", name, "' is not a tensor");
+    auto frozen = opts.constantInputs.find(name);
+    if (frozen != opts.constantInputs.end() && frozen->second) {
+      Known k;
+      k.owned = frozen->second->clone();
+      consts_[name] = std::move(k);
+      continue;
+    }
+    KILN_ASSIGN_OR_RETURN(ElemKind kind, elemKindFromONNX(vi.type().tensor_type().elem_type()));
+    KILN_ASSIGN_OR_RETURN(Dims dims, inputShape(vi));
+    if (dims.product() == 0)
+      return makeError(ErrorCode::Unsupported, "graph input '", name, "' is an empty tensor");
+    Placeholder *ph = M->createPlaceholder(kind, dims, name);
+    values_[name] = NodeValue(ph);
+    out.inputNames.push_back(name);
+    out.inputs[name] = ph;
+  }
+
+  for (const auto &n : g.node()) {
+    if (!isDefaultDomain(n.domain()))
+      return unsupported(n, "domain '", n.domain(), "' is not supported");
+    KILN_RETURN_IF_ERR(convertNode(n));
+  }
+
+  for (const auto &o : g.output()) {
+    const std::string &name = o.name();
+    if (out.outputs.count(name))
+      return makeError(ErrorCode::ModelParse, "graph output '", name, "' is declared twice");
+    NodeValue v;
+    auto it = values_.find(name);
+    if (it != values_.end()) {
+      v = it->second;
+    } else {
+      auto c = consts_.find(name);
+      if (c == consts_.end())
+        return makeError(ErrorCode::ModelParse, "graph output '", name,
+                         "' is not produced by any node");
+      if (c->second.get().size() == 0)
+        return makeError(ErrorCode::Unsupported, "graph output '", name, "' is an empty tensor");
+      if (!c->second.c) {
+        c->second.c = M->createConstant(name, std::move(c->second.owned));
+        values_[name] = NodeValue(c->second.c);
+      }
+      v = NodeValue(c->second.c);
+    }
+    out.outputNames.push_back(name);
+    out.outputs[name] = F->createSave(name, v);
+  }
+  if (F->hasRecordedErrors()) {
+    Error e = F->verify();
+    if (e)
+      return makeError(ErrorCode::ModelParse, "inconsistent model: ", e.message());
+  }
+  return Error::success();
+}
+
+Expected<ONNXModel> Importer::import(const onnx::ModelProto &model) {
+  ONNXModel out;
+  out.irVersion = model.ir_version();
+  out.producer = model.producer_name();
+  opset = 0;
+  for (const auto &os : model.opset_import())
+    if (isDefaultDomain(os.domain()))
+      opset = os.version();
+  if (model.opset_import_size() == 0)
+    opset = 1; // IR version 1-2 models predate opset_import.
+  if (!model.has_graph())
+    return makeError(ErrorCode::ModelParse, "the model has no graph");
+  if (opset <= 0) {
+    // Only other domains: fine if no node uses the default one (they are reported as
+    // unsupported operators).
+    for (const auto &n : model.graph().node())
+      if (isDefaultDomain(n.domain()))
+        return makeError(ErrorCode::ModelParse, "the model imports no opset of the ONNX "
+                         "domain but node '", n.name(), "' (", n.op_type(), ") uses it");
+    opset = 1;
+  }
+  if (opset > kMaxOpset)
+    return makeError(ErrorCode::Unsupported, "opset ", opset, " is newer than kiln supports (",
+                     kMaxOpset, ")");
+  if (F->hasRecordedErrors())
+    return makeError(ErrorCode::InvalidArgument, "loadONNX: the target function '",
+                     F->getName(), "' already has builder errors");
+  out.opset = opset;
+  KILN_RETURN_IF_ERR(importGraph(model.graph(), out));
+  return out;
+}
+
+} // namespace onnximport
+
+Expected<ONNXModel> loadONNXFromBuffer(const void *data, size_t size, Function *f,
+                                       const ONNXLoadOptions &opts) {
+  if (!f)
+    return makeError(ErrorCode::InvalidArgument, "loadONNX: null function");
+  if (size > size_t(std::numeric_limits<int>::max()))
+    return makeError(ErrorCode::ModelParse, "the model is too large for protobuf (", size,
+                     " bytes; models with external data are not supported)");
+  onnx::ModelProto model;
+  if (!model.ParseFromArray(data, int(size)))
+    return makeError(ErrorCode::ModelParse,
+                     "cannot parse the ONNX model (the file is truncated or not an ONNX model)");
+  onnximport::Importer imp(f, opts);
+  return imp.import(model);
+}
+
+Expected<std::vector<std::string>> getONNXInputNames(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return makeError(ErrorCode::NotFound, "cannot open ONNX model '", path, "'");
+  std::string buf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  onnx::ModelProto model;
+  if (buf.size() > size_t(std::numeric_limits<int>::max()) ||
+      !model.ParseFromArray(buf.data(), int(buf.size())))
+    return makeError(ErrorCode::ModelParse, "cannot parse the ONNX model '", path, "'");
+  std::set<std::string> inits;
+  for (const auto &t : model.graph().initializer())
+    inits.insert(t.name());
+  std::vector<std::string> names;
+  for (const auto &vi : model.graph().input())
+    if (!inits.count(vi.name()))
+      names.push_back(vi.name());
+  return names;
+}
+
+Expected<ONNXModel> loadONNX(const std::string &path, Function *f,
+                             const ONNXLoadOptions &opts) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return makeError(ErrorCode::NotFound, "cannot open ONNX model '", path, "'");
+  std::string buf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Expected<ONNXModel> m = loadONNXFromBuffer(buf.data(), buf.size(), f, opts);
+  if (!m)
+    return m.takeError().addContext("loading '" + path + "'");
+  return m;
+}
+
+} // namespace kiln

@@ -1,0 +1,189 @@
+// The shared context of the ONNX operator converters (private to src/Importer).
+//
+// The importer walks the graph's nodes in order. Every ONNX value name maps either to a
+// known constant tensor (initializers, Constant nodes and everything folded from them) or
+// to a NodeValue of the function. Constants become graph Constants only when a graph node
+// uses them, so shape-only tensors never reach the function. Converters are registered by
+// operator family (Convert*.cpp); folders of small constant subgraphs live in ConstFold.cpp.
+#ifndef KILN_SRC_IMPORTER_ONNXIMPORTER_H
+#define KILN_SRC_IMPORTER_ONNXIMPORTER_H
+
+#include "kiln/Importer/ONNX.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace kiln::onnximport {
+
+/// Tensors above this many elements are never folded in the importer.
+constexpr dim_t kMaxFoldElements = 1 << 16;
+
+class Importer;
+
+/// Converts one node into graph nodes (or known constants).
+using Converter = std::function<Error(Importer &, const onnx::NodeProto &)>;
+using ConverterMap = std::unordered_map<std::string, Converter>;
+
+void registerNNConverters(ConverterMap &m);
+void registerElementwiseConverters(ConverterMap &m);
+void registerShapeConverters(ConverterMap &m);
+void registerReduceConverters(ConverterMap &m);
+
+
+// ---- Tensors and types (Tensors.cpp). ----
+
+/// The kiln element kind of an ONNX data type, or an Unsupported / ModelParse error.
+Expected<ElemKind> elemKindFromONNX(int32_t dataType);
+/// The ONNX data type of a kiln element kind.
+int32_t onnxTypeOf(ElemKind k);
+/// Checks a shape from a file: non-negative, rank <= kMaxDims, element count within
+/// \p maxElements; \p what names it in errors.
+Expected<Dims> checkedDims(const std::vector<int64_t> &dims, uint64_t maxElements,
+                           const std::string &what);
+/// Converts a TensorProto (inline data only) into a tensor.
+Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElements);
+
+// ---- Evaluation of small constant tensors (ConstFold.cpp). ----
+// Converters fold a node in the importer when all its inputs are known constants of at
+// most kMaxFoldElements elements (Importer::allConst), so that shape computations never
+// reach the graph.
+
+/// Element-wise operations the folder evaluates.
+enum class FoldOp { Add, Sub, Mul, Div, Pow, Max, Min, Mod, Equal, Less, LessOrEqual,
+                    Greater, GreaterOrEqual, And, Or, Xor };
+enum class FoldUnary { Neg, Abs, Not, Floor, Ceil, Sqrt, Sign, Exp, Log, Reciprocal, Round,
+                       Relu };
+/// \p a op \p b with numpy broadcasting; integer kinds compute exactly in int64.
+Expected<Tensor> foldBinary(FoldOp op, const Tensor &a, const Tensor &b);
+Expected<Tensor> foldUnary(FoldUnary op, const Tensor &a);
+/// Cond ? x : y with broadcasting.
+Expected<Tensor> foldWhere(const Tensor &c, const Tensor &x, const Tensor &y);
+/// Converts element kinds (Cast semantics: floats to integers truncate toward zero).
+Tensor foldCast(const Tensor &a, ElemKind to);
+/// A tensor of \p outDims whose element i is element src(i) of \p in (any kind).
+Tensor gatherElements(const Tensor &in, const Dims &outDims,
+                      const std::function<size_t(size_t)> &src);
+/// Row-major multi-index of flat index \p i in \p dims.
+std::vector<dim_t> unflatten(size_t i, const Dims &dims);
+
+/// Integer values of an integer (or bool) tensor, or the truncated values of a float one.
+std::vector<int64_t> tensorToInts(const Tensor &t);
+std::vector<double> tensorToDoubles(const Tensor &t);
+/// A tensor of kind \p k (Int64I, Int32I or Bool: exact integers) from values.
+Tensor tensorFromInts(ElemKind k, const Dims &dims, const std::vector<int64_t> &v);
+Tensor tensorFromDoubles(ElemKind k, const Dims &dims, const std::vector<double> &v);
+/// Numpy broadcast of two shapes; false when incompatible.
+bool broadcastShapes(const Dims &a, const Dims &b, Dims &out);
+
+/// The converter context.
+class Importer {
+public:
+  Importer(Function *f, const ONNXLoadOptions &opts);
+
+  Expected<ONNXModel> import(const onnx::ModelProto &model);
+
+  // ---- For converters. ----
+  Function *F;
+  Module *M;
+  const ONNXLoadOptions &opts;
+  /// Opset of the default domain.
+  int64_t opset = 0;
+
+  /// The node's name, or "<OpType>#<index>" when it has none.
+  std::string nodeName(const onnx::NodeProto &n) const;
+  /// A builder name for the \p part of node \p n.
+  std::string opName(const onnx::NodeProto &n, const char *part = nullptr) const;
+
+  /// True when input \p i is present (exists and is not the empty name).
+  bool hasInput(const onnx::NodeProto &n, int i) const {
+    return i < n.input_size() && !n.input(i).empty();
+  }
+  bool hasOutput(const onnx::NodeProto &n, int i) const {
+    return i < n.output_size() && !n.output(i).empty();
+  }
+  /// True when output \p i is present and used by a later node or a graph output.
+  bool isOutputUsed(const onnx::NodeProto &n, int i) const;
+  /// The value of input \p i as a graph value (constants are materialised).
+  Expected<NodeValue> input(const onnx::NodeProto &n, int i);
+  /// The known constant of input \p i, or null.
+  const Tensor *constInput(const onnx::NodeProto &n, int i) const;
+  /// The known constant of input \p i; a ModelParse/Unsupported error when it is absent
+  /// or not constant (\p what names it).
+  Expected<const Tensor *> requireConstInput(const onnx::NodeProto &n, int i,
+                                             const char *what);
+  /// The known constants of all present inputs (null for absent optional ones) when
+  /// every present input is a constant of at most kMaxFoldElements elements.
+  std::optional<std::vector<const Tensor *>> allConst(const onnx::NodeProto &n) const;
+  /// Static dims of input \p i (constant or graph value).
+  Expected<Dims> inputDims(const onnx::NodeProto &n, int i);
+  Expected<ElemKind> inputKind(const onnx::NodeProto &n, int i);
+
+  /// Binds output \p i of \p n.
+  void setOutput(const onnx::NodeProto &n, int i, NodeValue v);
+  void setOutputConst(const onnx::NodeProto &n, int i, Tensor t);
+
+  // Attributes.
+  const onnx::AttributeProto *attr(const onnx::NodeProto &n, const char *name) const;
+  int64_t attrInt(const onnx::NodeProto &n, const char *name, int64_t def) const;
+  float attrFloat(const onnx::NodeProto &n, const char *name, float def) const;
+  std::string attrString(const onnx::NodeProto &n, const char *name,
+                         const std::string &def) const;
+  std::vector<int64_t> attrInts(const onnx::NodeProto &n, const char *name) const;
+
+  // Errors, with the node, operator and opset named.
+  template <typename... Args>
+  Error unsupported(const onnx::NodeProto &n, const Args &...args) const {
+    return makeError(ErrorCode::Unsupported, describe(n), ": ", args...);
+  }
+  template <typename... Args>
+  Error parseError(const onnx::NodeProto &n, const Args &...args) const {
+    return makeError(ErrorCode::ModelParse, describe(n), ": ", args...);
+  }
+  std::string describe(const onnx::NodeProto &n) const;
+
+  // Graph helpers.
+  /// A graph Constant holding \p t.
+  NodeValue makeConstant(const std::string &name, Tensor t);
+  /// A scalar-valued tensor of \p dims and kind \p k filled with \p v (a Splat).
+  NodeValue splat(const std::string &name, ElemKind k, const Dims &dims, double v);
+  /// Broadcasts every value in \p vs to their common numpy shape (ModelParse error when
+  /// incompatible).
+  Error broadcastAll(const onnx::NodeProto &n, std::vector<NodeValue> &vs);
+  /// Reshape, skipped when the shape already matches.
+  NodeValue reshape(const std::string &name, NodeValue v, const Dims &dims);
+  /// Checks rank <= kMaxDims for a shape the converter computed.
+  Expected<Dims> toDims(const onnx::NodeProto &n, const std::vector<dim_t> &v) const;
+  /// Normalises an axis in [-rank, rank) (or [-rank-1, rank] with \p inclusive).
+  Expected<int64_t> normAxis(const onnx::NodeProto &n, int64_t axis, int64_t rank,
+                             bool inclusive = false) const;
+
+private:
+  struct Known {
+    Tensor owned;
+    Constant *c = nullptr;
+    const Tensor &get() const { return c ? c->getPayload() : owned; }
+  };
+  Error importGraph(const onnx::GraphProto &g, ONNXModel &out);
+  Error collectUnsupported(const onnx::GraphProto &g);
+  Error convertNode(const onnx::NodeProto &n);
+  Error checkOutputs(const onnx::NodeProto &n);
+  Expected<Dims> inputShape(const onnx::ValueInfoProto &vi);
+
+  ConverterMap converters_;
+  std::unordered_map<std::string, NodeValue> values_;
+  std::unordered_map<std::string, Known> consts_;
+  std::unordered_map<std::string, unsigned> uses_;
+  const onnx::GraphProto *graph_ = nullptr;
+  std::unordered_map<const onnx::NodeProto *, int> nodeIndex_;
+};
+
+} // namespace kiln::onnximport
+
+#endif // KILN_SRC_IMPORTER_ONNXIMPORTER_H

@@ -1,0 +1,238 @@
+// ONNX TensorProto <-> kiln Tensor, with every size and count checked before use.
+
+#include "ONNXImporter.h"
+
+#include <cstring>
+#include <fstream>
+#include <limits>
+
+namespace kiln::onnximport {
+
+namespace {
+
+using TP = onnx::TensorProto;
+
+const char *onnxTypeName(int32_t t) {
+  if (onnx::TensorProto_DataType_IsValid(t))
+    return onnx::TensorProto_DataType_Name(onnx::TensorProto_DataType(t)).c_str();
+  return "invalid";
+}
+
+/// Bytes per element in raw_data, or 0 for types without a fixed size.
+size_t onnxElemSize(int32_t t) {
+  switch (t) {
+  case TP::FLOAT: case TP::INT32: case TP::UINT32: return 4;
+  case TP::UINT8: case TP::INT8: case TP::BOOL: return 1;
+  case TP::UINT16: case TP::INT16: case TP::FLOAT16: case TP::BFLOAT16: return 2;
+  case TP::INT64: case TP::DOUBLE: case TP::UINT64: return 8;
+  default: return 0;
+  }
+}
+
+template <typename T> T readLE(const char *p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T)); // x86-64 is little-endian, as raw_data is.
+  return v;
+}
+
+/// Stores element \p i of raw bytes of ONNX type \p t into \p out.
+void setFromRaw(Tensor &out, size_t i, int32_t t, const char *p) {
+  switch (t) {
+  case TP::FLOAT: out.getHandle<float>().raw(i) = readLE<float>(p); return;
+  case TP::DOUBLE: out.getHandle<float>().raw(i) = float(readLE<double>(p)); return;
+  case TP::FLOAT16:
+    out.getHandle<float16>().raw(i) = float16::fromBits(readLE<uint16_t>(p));
+    return;
+  case TP::BFLOAT16:
+    out.getHandle<bfloat16>().raw(i) = bfloat16::fromBits(readLE<uint16_t>(p));
+    return;
+  case TP::INT8: out.getHandle<int32_t>().raw(i) = readLE<int8_t>(p); return;
+  case TP::UINT8: out.getHandle<int32_t>().raw(i) = readLE<uint8_t>(p); return;
+  case TP::INT16: out.getHandle<int32_t>().raw(i) = readLE<int16_t>(p); return;
+  case TP::UINT16: out.getHandle<int32_t>().raw(i) = readLE<uint16_t>(p); return;
+  case TP::INT32: out.getHandle<int32_t>().raw(i) = readLE<int32_t>(p); return;
+  case TP::UINT32: out.getHandle<int64_t>().raw(i) = readLE<uint32_t>(p); return;
+  case TP::INT64: out.getHandle<int64_t>().raw(i) = readLE<int64_t>(p); return;
+  case TP::UINT64: out.getHandle<int64_t>().raw(i) = int64_t(readLE<uint64_t>(p)); return;
+  case TP::BOOL: out.getHandle<bool>().raw(i) = readLE<uint8_t>(p) != 0; return;
+  default: return;
+  }
+}
+
+} // namespace
+
+Expected<ElemKind> elemKindFromONNX(int32_t t) {
+  switch (t) {
+  case TP::FLOAT: case TP::DOUBLE: return ElemKind::Float;
+  case TP::FLOAT16: return ElemKind::Float16;
+  case TP::BFLOAT16: return ElemKind::BFloat16;
+  case TP::INT8: case TP::UINT8: case TP::INT16: case TP::UINT16: case TP::INT32:
+    return ElemKind::Int32I;
+  case TP::UINT32: case TP::INT64: case TP::UINT64: return ElemKind::Int64I;
+  case TP::BOOL: return ElemKind::Bool;
+  case TP::STRING: case TP::COMPLEX64: case TP::COMPLEX128:
+    return makeError(ErrorCode::Unsupported, "ONNX element type ", onnxTypeName(t),
+                     " is not supported");
+  default:
+    return makeError(ErrorCode::ModelParse, "invalid ONNX element type ", t);
+  }
+}
+
+int32_t onnxTypeOf(ElemKind k) {
+  switch (k) {
+  case ElemKind::Float: return TP::FLOAT;
+  case ElemKind::Float16: return TP::FLOAT16;
+  case ElemKind::BFloat16: return TP::BFLOAT16;
+  case ElemKind::Int8Q: return TP::INT8;
+  case ElemKind::UInt8Q: return TP::UINT8;
+  case ElemKind::Int32Q: case ElemKind::Int32I: return TP::INT32;
+  case ElemKind::Int64I: return TP::INT64;
+  case ElemKind::Bool: return TP::BOOL;
+  }
+  return TP::UNDEFINED;
+}
+
+Expected<Dims> checkedDims(const std::vector<int64_t> &dims, uint64_t maxElements,
+                           const std::string &what) {
+  if (dims.size() > kMaxDims)
+    return makeError(ErrorCode::Unsupported, what, " has rank ", dims.size(),
+                     "; kiln supports at most ", kMaxDims, " dimensions");
+  uint64_t n = 1;
+  Dims d;
+  for (int64_t v : dims) {
+    if (v < 0)
+      return makeError(ErrorCode::ModelParse, what, " has a negative dimension ", v);
+    if (v != 0 && n > maxElements / uint64_t(v))
+      return makeError(ErrorCode::ModelParse, what, " is too large: its dimensions multiply "
+                       "beyond the limit of ", maxElements, " elements");
+    n *= uint64_t(v);
+    d.push_back(dim_t(v));
+  }
+  if (n > maxElements)
+    return makeError(ErrorCode::ModelParse, what, " is too large: ", n,
+                     " elements, the limit is ", maxElements);
+  return d;
+}
+
+Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElements) {
+  std::string what = "tensor '" + t.name() + "'";
+  if (t.data_location() == TP::EXTERNAL)
+    return makeError(ErrorCode::Unsupported, what, " uses external data, which is not supported");
+  if (t.has_segment())
+    return makeError(ErrorCode::Unsupported, what, " is segmented, which is not supported");
+  std::vector<int64_t> dv(t.dims().begin(), t.dims().end());
+  KILN_ASSIGN_OR_RETURN(Dims dims, checkedDims(dv, maxElements, what));
+  KILN_ASSIGN_OR_RETURN(ElemKind kind, elemKindFromONNX(t.data_type()));
+  size_t n = dims.product();
+  int32_t dt = t.data_type();
+  std::string tyName = onnxTypeName(dt);
+  // Check the data against the shape before allocating anything.
+  size_t have = 0;
+  if (t.has_raw_data()) {
+    size_t es = onnxElemSize(dt);
+    if (t.raw_data().size() != n * es)
+      return makeError(ErrorCode::ModelParse, what, " of ", tyName, "<", dimsToString(dims),
+                       "> has ", t.raw_data().size(), " bytes of raw_data; expected ", n * es);
+  } else {
+    switch (dt) {
+    case TP::FLOAT: have = t.float_data_size(); break;
+    case TP::DOUBLE: have = t.double_data_size(); break;
+    case TP::INT64: have = t.int64_data_size(); break;
+    case TP::UINT32: case TP::UINT64: have = t.uint64_data_size(); break;
+    default: have = t.int32_data_size(); break;
+    }
+    if (have != n)
+      return makeError(ErrorCode::ModelParse, what, " of ", tyName, "<", dimsToString(dims),
+                       "> holds ", have, " values; expected ", n);
+  }
+  Tensor out(kind, dims);
+
+  if (t.has_raw_data()) {
+    size_t es = onnxElemSize(dt);
+    const char *p = t.raw_data().data();
+    for (size_t i = 0; i < n; i++)
+      setFromRaw(out, i, dt, p + i * es);
+    return out;
+  }
+
+  auto countError = [&](size_t have) {
+    return makeError(ErrorCode::ModelParse, what, " of ", tyName, "<", dimsToString(dims),
+                     "> holds ", have, " values; expected ", n);
+  };
+  switch (dt) {
+  case TP::FLOAT:
+    if (size_t(t.float_data_size()) != n)
+      return countError(t.float_data_size());
+    for (size_t i = 0; i < n; i++)
+      out.getHandle<float>().raw(i) = t.float_data(int(i));
+    break;
+  case TP::DOUBLE:
+    if (size_t(t.double_data_size()) != n)
+      return countError(t.double_data_size());
+    for (size_t i = 0; i < n; i++)
+      out.getHandle<float>().raw(i) = float(t.double_data(int(i)));
+    break;
+  case TP::INT64:
+    if (size_t(t.int64_data_size()) != n)
+      return countError(t.int64_data_size());
+    for (size_t i = 0; i < n; i++)
+      out.getHandle<int64_t>().raw(i) = t.int64_data(int(i));
+    break;
+  case TP::UINT32: case TP::UINT64:
+    if (size_t(t.uint64_data_size()) != n)
+      return countError(t.uint64_data_size());
+    for (size_t i = 0; i < n; i++)
+      out.getHandle<int64_t>().raw(i) = int64_t(t.uint64_data(int(i)));
+    break;
+  case TP::INT32: case TP::INT16: case TP::INT8: case TP::UINT16: case TP::UINT8:
+  case TP::BOOL: case TP::FLOAT16: case TP::BFLOAT16: {
+    if (size_t(t.int32_data_size()) != n)
+      return countError(t.int32_data_size());
+    for (size_t i = 0; i < n; i++) {
+      int32_t v = t.int32_data(int(i));
+      if (dt == TP::BOOL)
+        out.getHandle<bool>().raw(i) = v != 0;
+      else if (dt == TP::FLOAT16)
+        out.getHandle<float16>().raw(i) = float16::fromBits(uint16_t(v));
+      else if (dt == TP::BFLOAT16)
+        out.getHandle<bfloat16>().raw(i) = bfloat16::fromBits(uint16_t(v));
+      else
+        out.getHandle<int32_t>().raw(i) = v;
+    }
+    break;
+  }
+  default:
+    return makeError(ErrorCode::ModelParse, what, " has element type ", tyName,
+                     " without data");
+  }
+  return out;
+}
+
+} // namespace kiln::onnximport
+
+namespace kiln {
+
+Expected<Tensor> loadONNXTensorFromBuffer(const void *data, size_t size, std::string *name) {
+  if (size > size_t(std::numeric_limits<int>::max()))
+    return makeError(ErrorCode::ModelParse, "tensor file is too large (", size, " bytes)");
+  onnx::TensorProto t;
+  if (!t.ParseFromArray(data, int(size)))
+    return makeError(ErrorCode::ModelParse,
+                     "cannot parse the ONNX TensorProto (truncated or not a tensor file)");
+  if (name)
+    *name = t.name();
+  return onnximport::tensorFromProto(t, ONNXLoadOptions().maxTensorElements);
+}
+
+Expected<Tensor> loadONNXTensor(const std::string &path, std::string *name) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f)
+    return makeError(ErrorCode::NotFound, "cannot open tensor file '", path, "'");
+  std::string buf((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  Expected<Tensor> t = loadONNXTensorFromBuffer(buf.data(), buf.size(), name);
+  if (!t)
+    return t.takeError().addContext("'" + path + "'");
+  return t;
+}
+
+} // namespace kiln

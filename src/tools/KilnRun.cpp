@@ -1,0 +1,225 @@
+// kiln-run: loads an ONNX model, runs it on a backend, and checks it against an ONNX
+// backend-test data set. The contract (flags, JSON fields, exit codes) is BENCH.md's:
+//
+//   kiln-run --model M.onnx --data DIR --backend CPU --threads 1 --iterations 20 --json
+//
+// Exit 0: ran and matched (or no --data); 1: outputs mismatch; 2: any error.
+
+#include "ModelRunner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+namespace {
+
+struct Flags {
+  std::string model, data, backend = "Interpreter";
+  unsigned threads = 1;
+  unsigned iterations = 10, warmup = 1;
+  bool json = false;
+};
+
+const char *kUsage =
+    "usage: kiln-run --model M.onnx [--data test_data_set_0] [--backend Interpreter]\n"
+    "                [--threads 1] [--iterations 10] [--warmup 1] [--json]\n"
+    "Runs an ONNX model; with --data, checks it against input_K.pb/output_K.pb with\n"
+    "|y - ref| <= 1e-4 * max|ref| + 1e-3 * |ref|. Exit 0 match, 1 mismatch, 2 error.\n";
+
+bool parseUnsigned(const std::string &s, unsigned &out) {
+  if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  out = unsigned(std::stoul(s));
+  return true;
+}
+
+/// Parses `--flag value` and `--flag=value`; returns an error message or "".
+std::string parseFlags(int argc, char **argv, Flags &f) {
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i], v;
+    bool hasValue = false;
+    size_t eq = a.find('=');
+    if (eq != std::string::npos) {
+      v = a.substr(eq + 1);
+      a = a.substr(0, eq);
+      hasValue = true;
+    }
+    auto value = [&](std::string &out) -> bool {
+      if (hasValue) {
+        out = v;
+        return true;
+      }
+      if (i + 1 >= argc)
+        return false;
+      out = argv[++i];
+      return true;
+    };
+    std::string s;
+    if (a == "--json") {
+      f.json = true;
+    } else if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (a == "--model") {
+      if (!value(f.model))
+        return "--model needs a value";
+    } else if (a == "--data") {
+      if (!value(f.data))
+        return "--data needs a value";
+    } else if (a == "--backend") {
+      if (!value(f.backend))
+        return "--backend needs a value";
+    } else if (a == "--threads" || a == "--iterations" || a == "--warmup") {
+      unsigned *dst = a == "--threads" ? &f.threads : a == "--iterations" ? &f.iterations
+                                                                         : &f.warmup;
+      if (!value(s) || !parseUnsigned(s, *dst))
+        return a + " needs a non-negative integer";
+    } else {
+      return std::string("unknown argument '") + argv[i] + "'";
+    }
+  }
+  if (f.model.empty())
+    return "--model is required";
+  if (f.iterations == 0)
+    return "--iterations must be at least 1";
+  return "";
+}
+
+std::string jsonString(const std::string &s) {
+  std::ostringstream os;
+  os << '"';
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      os << '\\' << c;
+    else if (static_cast<unsigned char>(c) < 0x20)
+      os << "\\u00" << "0123456789abcdef"[(c >> 4) & 0xf] << "0123456789abcdef"[c & 0xf];
+    else
+      os << c;
+  }
+  os << '"';
+  return os.str();
+}
+
+std::string jsonNumber(double v) {
+  if (std::isnan(v))
+    return "null";
+  if (std::isinf(v))
+    return "1e308";
+  std::ostringstream os;
+  os.precision(6);
+  os << v;
+  return os.str();
+}
+
+int fail(const kiln::Error &e, const char *what) {
+  std::cerr << "kiln-run: " << what << ": " << e.toString() << "\n";
+  return 2;
+}
+
+double msSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  using namespace kiln;
+  Flags f;
+  std::string err = parseFlags(argc, argv, f);
+  if (!err.empty()) {
+    std::cerr << "kiln-run: " << err << "\n" << kUsage;
+    return 2;
+  }
+
+  tools::TestDataSet data;
+  bool haveData = !f.data.empty();
+  if (haveData) {
+    Expected<tools::TestDataSet> d = tools::loadTestDataSet(f.data);
+    if (!d)
+      return fail(d.getError(), "reading the data set");
+    data = std::move(d).get();
+  }
+
+  tools::ModelRunner runner(f.backend);
+  auto t0 = std::chrono::steady_clock::now();
+  if (Error e = runner.load(f.model, haveData ? &data : nullptr))
+    return fail(e, "loading the model");
+  double loadMs = msSince(t0);
+
+  CompileOptions copts;
+  copts.threads = f.threads;
+  t0 = std::chrono::steady_clock::now();
+  if (Error e = runner.compile(copts))
+    return fail(e, "compiling");
+  double compileMs = msSince(t0);
+
+  if (Error e = runner.bindInputs(data.inputs))
+    return fail(e, "binding inputs");
+  for (unsigned i = 0; i < f.warmup; i++)
+    if (Error e = runner.run())
+      return fail(e, "running");
+  std::vector<double> times;
+  for (unsigned i = 0; i < f.iterations; i++) {
+    t0 = std::chrono::steady_clock::now();
+    if (Error e = runner.run())
+      return fail(e, "running");
+    times.push_back(msSince(t0));
+  }
+  std::sort(times.begin(), times.end());
+  double median = times.size() % 2 ? times[times.size() / 2]
+                                   : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
+
+  tools::Comparison cmp;
+  if (haveData)
+    cmp = tools::compareOutputs(runner.outputs(), data.outputs);
+
+  uint64_t actPeak = 0, actTotal = 0;
+  Expected<std::pair<uint64_t, uint64_t>> act = runner.activationBytes();
+  if (act) {
+    actPeak = act->first;
+    actTotal = act->second;
+  } else {
+    std::cerr << "kiln-run: warning: cannot measure activations: " << act.getError().toString()
+              << "\n";
+  }
+
+  if (!f.json) {
+    std::cout << "model:        " << f.model << "\n"
+              << "backend:      " << f.backend << " (" << f.threads << " threads)\n"
+              << "load:         " << loadMs << " ms\n"
+              << "compile:      " << compileMs << " ms\n"
+              << "run:          median " << median << " ms, min " << times.front() << " ms over "
+              << f.iterations << " iterations\n";
+    if (haveData)
+      std::cout << "errors:       max abs " << cmp.maxAbsErr << ", max rel " << cmp.maxRelErr
+                << (cmp.match ? " (match)" : " (MISMATCH: " + cmp.detail + ")") << "\n";
+    std::cout << "activations:  " << actPeak << " bytes peak live (" << actTotal
+              << " allocated)\n"
+              << "constants:    " << runner.constantBytes() << " bytes\n"
+              << "peak RSS:     " << tools::peakRSSBytes() << " bytes\n";
+  }
+  if (haveData && !cmp.match && f.json)
+    std::cerr << "kiln-run: mismatch: " << cmp.detail << "\n";
+  if (f.json) {
+    // activation_bytes is the peak of live activation bytes in the low-level IR (allocs
+    // minus deallocs in instruction order); activation_alloc_bytes their plain sum.
+    std::cout << "{\"model\": " << jsonString(f.model) << ", \"backend\": " << jsonString(f.backend)
+              << ", \"threads\": " << f.threads << ", \"load_ms\": " << jsonNumber(loadMs)
+              << ", \"compile_ms\": " << jsonNumber(compileMs)
+              << ", \"median_ms\": " << jsonNumber(median)
+              << ", \"min_ms\": " << jsonNumber(times.front())
+              << ", \"iterations\": " << f.iterations
+              << ", \"max_abs_err\": " << (haveData ? jsonNumber(cmp.maxAbsErr) : "null")
+              << ", \"max_rel_err\": " << (haveData ? jsonNumber(cmp.maxRelErr) : "null")
+              << ", \"match\": " << (cmp.match ? "true" : "false")
+              << ", \"activation_bytes\": " << actPeak
+              << ", \"activation_alloc_bytes\": " << actTotal
+              << ", \"constant_bytes\": " << runner.constantBytes()
+              << ", \"peak_rss_bytes\": " << tools::peakRSSBytes() << "}" << std::endl;
+  }
+  return cmp.match ? 0 : 1;
+}

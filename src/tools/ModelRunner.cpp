@@ -1,0 +1,196 @@
+#include "ModelRunner.h"
+
+#include <cmath>
+#include <fstream>
+#include <sys/stat.h>
+
+namespace kiln::tools {
+
+namespace {
+bool fileExists(const std::string &p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+} // namespace
+
+Expected<TestDataSet> loadTestDataSet(const std::string &dir) {
+  TestDataSet ds;
+  for (const char *kind : {"input", "output"}) {
+    for (int k = 0;; k++) {
+      std::string p = dir + "/" + kind + "_" + std::to_string(k) + ".pb";
+      if (!fileExists(p))
+        break;
+      KILN_ASSIGN_OR_RETURN(Tensor t, loadONNXTensor(p));
+      (kind[0] == 'i' ? ds.inputs : ds.outputs).push_back(std::move(t));
+    }
+  }
+  if (ds.inputs.empty() && ds.outputs.empty())
+    return makeError(ErrorCode::NotFound, "no input_K.pb / output_K.pb files in '", dir, "'");
+  return ds;
+}
+
+Comparison compareOutputs(const std::vector<const Tensor *> &got,
+                          const std::vector<Tensor> &ref) {
+  Comparison c;
+  if (got.size() != ref.size()) {
+    c.match = false;
+    c.detail = "the model has " + std::to_string(got.size()) + " outputs, the data set " +
+               std::to_string(ref.size());
+  }
+  for (size_t k = 0; k < std::min(got.size(), ref.size()); k++) {
+    const Tensor &y = *got[k], &r = ref[k];
+    if (y.dims() != r.dims()) {
+      if (c.match)
+        c.detail = "output " + std::to_string(k) + " has shape " + y.getType().toString() +
+                   ", expected " + r.getType().toString();
+      c.match = false;
+      c.maxAbsErr = std::max(c.maxAbsErr, double(INFINITY));
+      continue;
+    }
+    Tensor bits;
+    bool useBits = y.getElementType() == ElemKind::BFloat16 && r.getElementType() == ElemKind::Int32I;
+    if (useBits) {
+      // ONNX 1.12's backend tests store bfloat16 data as uint16 bit patterns.
+      bits = Tensor(y.getType());
+      for (size_t i = 0; i < r.size(); i++)
+        bits.getHandle<bfloat16>().raw(i) = bfloat16::fromBits(uint16_t(r.getAsDouble(i)));
+    }
+    const Tensor &rr = useBits ? bits : r;
+    double maxRef = 0;
+    for (size_t i = 0; i < r.size(); i++)
+      if (std::isfinite(rr.getAsDouble(i)))
+        maxRef = std::max(maxRef, std::fabs(rr.getAsDouble(i)));
+    for (size_t i = 0; i < r.size(); i++) {
+      double a = y.getAsDouble(i), b = rr.getAsDouble(i);
+      if ((std::isnan(a) && std::isnan(b)) || a == b)
+        continue;
+      double d = std::fabs(a - b);
+      if (std::isnan(d))
+        d = INFINITY;
+      c.maxAbsErr = std::max(c.maxAbsErr, d);
+      c.maxRelErr = std::max(c.maxRelErr, maxRef > 0 ? d / maxRef : (d > 0 ? INFINITY : 0));
+      if (!(d <= 1e-4 * maxRef + 1e-3 * std::fabs(b))) {
+        if (c.match)
+          c.detail = "output " + std::to_string(k) + " element " + std::to_string(i) + " is " +
+                     std::to_string(a) + ", expected " + std::to_string(b);
+        c.match = false;
+      }
+    }
+  }
+  return c;
+}
+
+ModelRunner::ModelRunner(const std::string &backend)
+    : ee_(std::make_unique<ExecutionEngine>(backend)) {}
+
+ModelRunner::~ModelRunner() = default;
+
+Error ModelRunner::load(const std::string &path, const TestDataSet *data,
+                        bool freezeIntegerInputs) {
+  KILN_ASSIGN_OR_RETURN(inputNames_, getONNXInputNames(path));
+  ONNXLoadOptions opts;
+  frozen_.clear();
+  if (data) {
+    // Input K of the data set binds the K-th graph input; fix the shapes to the data's.
+    for (size_t k = 0; k < data->inputs.size() && k < inputNames_.size(); k++) {
+      const Tensor &t = data->inputs[k];
+      opts.inputShapes[inputNames_[k]] = t.dims().vec();
+      if (freezeIntegerInputs && isIndexKind(t.getElementType())) {
+        opts.constantInputs[inputNames_[k]] = &t;
+        frozen_.insert(inputNames_[k]);
+      }
+    }
+  }
+  ee_->clear();
+  f_ = ee_->getModule().createFunction("main");
+  KILN_ASSIGN_OR_RETURN(model_, loadONNX(path, f_, opts));
+  return Error::success();
+}
+
+Error ModelRunner::compile(const CompileOptions &opts) { return ee_->compile(CompilationMode::Infer, opts); }
+
+Error ModelRunner::bindInputs(const std::vector<Tensor> &inputs) {
+  bindings_.clear();
+  PseudoRNG rng;
+  for (size_t k = 0; k < inputNames_.size(); k++) {
+    Placeholder *ph = model_.getInput(inputNames_[k]);
+    if (!ph)
+      continue; // frozen into a constant
+    const Type &ty = *ph->getType();
+    if (k >= inputs.size()) {
+      if (!inputs.empty())
+        return makeError(ErrorCode::InvalidArgument, "no data for graph input '",
+                         inputNames_[k], "'");
+      Tensor t(ty);
+      t.randomize(0, 1, rng);
+      bindings_.insert(ph, std::move(t));
+      continue;
+    }
+    const Tensor &in = inputs[k];
+    if (in.dims() != ty.dims)
+      return makeError(ErrorCode::InvalidArgument, "input ", k, " ('", inputNames_[k],
+                       "') has shape ", in.getType().toString(), "; the model expects ",
+                       ty.toString());
+    if (in.getElementType() == ty.kind) {
+      bindings_.insert(ph, in.clone());
+    } else if (ty.kind == ElemKind::BFloat16 && in.getElementType() == ElemKind::Int32I) {
+      // ONNX 1.12's backend tests store bfloat16 data as uint16 bit patterns.
+      Tensor t(ty);
+      for (size_t i = 0; i < t.size(); i++)
+        t.getHandle<bfloat16>().raw(i) = bfloat16::fromBits(uint16_t(in.getAsDouble(i)));
+      bindings_.insert(ph, std::move(t));
+    } else {
+      Tensor t(ty);
+      for (size_t i = 0; i < t.size(); i++)
+        t.setFromDouble(i, in.getAsDouble(i));
+      bindings_.insert(ph, std::move(t));
+    }
+  }
+  for (const auto &name : model_.outputNames)
+    if (Placeholder *ph = model_.getOutputPlaceholder(name))
+      if (!bindings_.get(ph))
+        bindings_.allocate(ph);
+  return Error::success();
+}
+
+Error ModelRunner::run() { return ee_->run(bindings_); }
+
+std::vector<const Tensor *> ModelRunner::outputs() const {
+  std::vector<const Tensor *> out;
+  for (const auto &name : model_.outputNames)
+    out.push_back(bindings_.get(model_.getOutputPlaceholder(name)));
+  return out;
+}
+
+uint64_t ModelRunner::constantBytes() const {
+  uint64_t b = 0;
+  for (const auto &c : ee_->getModule().getConstants())
+    b += c->getPayload().getSizeInBytes();
+  return b;
+}
+
+Expected<std::pair<uint64_t, uint64_t>> ModelRunner::activationBytes() const {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<IRFunction> ir, generateIR(f_));
+  uint64_t live = 0, peak = 0, total = 0;
+  for (const auto &I : ir->getInstrs()) {
+    if (auto *a = dyn_cast<AllocActivationInst>(I.get())) {
+      live += a->getType()->sizeInBytes();
+      total += a->getType()->sizeInBytes();
+      peak = std::max(peak, live);
+    } else if (auto *d = dyn_cast<DeallocActivationInst>(I.get())) {
+      live -= d->getSrc()->getType()->sizeInBytes();
+    }
+  }
+  return std::make_pair(peak, total);
+}
+
+uint64_t peakRSSBytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0)
+      return uint64_t(std::stoull(line.substr(6))) * 1024;
+  return 0;
+}
+
+} // namespace kiln::tools

@@ -1,0 +1,82 @@
+// Loading an ONNX model with an ONNX backend-test data set (test_data_set_N/input_K.pb,
+// output_K.pb), running it on a backend, and comparing against the reference outputs.
+// Shared by kiln-run and the ONNX conformance test.
+#ifndef KILN_SRC_TOOLS_MODELRUNNER_H
+#define KILN_SRC_TOOLS_MODELRUNNER_H
+
+#include "kiln/Importer/ONNX.h"
+#include "kiln/kiln.h"
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace kiln::tools {
+
+/// Inputs and expected outputs of one test_data_set_N folder, in index order.
+struct TestDataSet {
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> outputs;
+};
+
+/// Reads input_K.pb and output_K.pb (K = 0, 1, ... until a file is missing) from \p dir.
+Expected<TestDataSet> loadTestDataSet(const std::string &dir);
+
+/// Errors of outputs against references. The tolerance is BENCH.md's:
+/// |y - ref| <= 1e-4 * max|ref| + 1e-3 * |ref| per element (max over each output tensor).
+struct Comparison {
+  double maxAbsErr = 0;
+  /// Largest |y - ref| / max|ref| of any output (0 when ref is all zero and y matches).
+  double maxRelErr = 0;
+  bool match = true;
+  /// First mismatch, for messages.
+  std::string detail;
+};
+Comparison compareOutputs(const std::vector<const Tensor *> &got,
+                          const std::vector<Tensor> &ref);
+
+/// One ONNX model loaded and compiled for one backend.
+class ModelRunner {
+public:
+  explicit ModelRunner(const std::string &backend);
+  ~ModelRunner();
+
+  /// Loads \p path. When \p data is given, the graph inputs take the shapes of its
+  /// inputs (input K binds the K-th graph input that is not an initializer). With
+  /// \p freezeIntegerInputs, integer inputs become constants holding the data's values
+  /// (for models that feed shapes as inputs; the data must outlive compile and runs).
+  Error load(const std::string &path, const TestDataSet *data = nullptr,
+             bool freezeIntegerInputs = false);
+  Error compile(const CompileOptions &opts = {});
+  /// Binds inputs (copies of \p inputs; random values in [0, 1) when empty).
+  Error bindInputs(const std::vector<Tensor> &inputs);
+  Error run();
+  /// Output tensors in graph order (valid after run()).
+  std::vector<const Tensor *> outputs() const;
+
+  const ONNXModel &model() const { return model_; }
+  Function *function() const { return f_; }
+  ExecutionEngine &engine() { return *ee_; }
+  /// Bytes of all constants of the module.
+  uint64_t constantBytes() const;
+  /// Activation memory of the compiled graph from its low-level IR: the peak of the bytes
+  /// allocated and not yet deallocated when walking the instruction list (what a perfect
+  /// memory planner would need), and the sum of all AllocActivation sizes.
+  Expected<std::pair<uint64_t, uint64_t>> activationBytes() const;
+
+private:
+  std::unique_ptr<ExecutionEngine> ee_;
+  Function *f_ = nullptr;
+  ONNXModel model_;
+  std::vector<std::string> inputNames_;
+  std::set<std::string> frozen_;
+  PlaceholderBindings bindings_;
+};
+
+/// VmHWM of this process in bytes (0 when /proc is unavailable).
+uint64_t peakRSSBytes();
+
+} // namespace kiln::tools
+
+#endif // KILN_SRC_TOOLS_MODELRUNNER_H
