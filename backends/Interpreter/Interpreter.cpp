@@ -1,21 +1,91 @@
 #include "Interpreter.h"
 
+#include "kiln/Memory/MemoryPipeline.h"
+
+#include <cstring>
+
 namespace kiln {
 
 KILN_REGISTER_BACKEND(InterpreterBackend, "Interpreter");
 
 Expected<std::unique_ptr<CompiledFunction>>
-InterpreterBackend::compile(Function *f, const CompileOptions &) const {
+InterpreterBackend::compile(Function *f, const CompileOptions &opts) const {
   KILN_RETURN_IF_ERR(checkAllNodesSupported(*f));
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<IRFunction> F, generateIR(f));
-  return std::unique_ptr<CompiledFunction>(new InterpreterFunction(std::move(F)));
+  if (!opts.optimizeIR && !opts.staticMemoryPlan) {
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<IRFunction> F, generateIR(f));
+    return std::unique_ptr<CompiledFunction>(new InterpreterFunction(std::move(F)));
+  }
+  MemoryPipelineOptions mo;
+  mo.memoryAwareSchedule = opts.optimizeIR;
+  mo.runIRPasses = opts.optimizeIR;
+  KILN_ASSIGN_OR_RETURN(PlannedIR P, generatePlannedIR(f, mo));
+  std::unique_ptr<MemoryPlan> plan;
+  if (opts.staticMemoryPlan)
+    plan = std::make_unique<MemoryPlan>(std::move(P.plan));
+  return std::unique_ptr<CompiledFunction>(new InterpreterFunction(std::move(P.F), std::move(plan)));
+}
+
+namespace {
+
+AlignedBytes allocAligned(uint64_t bytes, uint64_t alignment) {
+  uint64_t n = std::max<uint64_t>(alignment, (bytes + alignment - 1) / alignment * alignment);
+  auto *p = static_cast<char *>(std::aligned_alloc(alignment, n));
+  CHECK(p) << "Interpreter: cannot allocate " << n << " bytes for a memory plan";
+  return AlignedBytes(p);
+}
+
+} // namespace
+
+InterpreterFunction::InterpreterFunction(std::unique_ptr<IRFunction> F,
+                                         std::unique_ptr<MemoryPlan> plan)
+    : F_(std::move(F)), plan_(std::move(plan)) {
+  if (!plan_)
+    return;
+  for (const PlannedBuffer &b : plan_->buffers)
+    offsets_[b.value] = b.offset;
+  constants_ = allocAligned(plan_->constantBytes, plan_->alignment);
+  for (const auto &w : F_->getWeights())
+    if (auto *c = dyn_cast<Constant>(w->getOrigin()))
+      std::memcpy(constants_.get() + offsets_.at(w.get()), c->getPayload().getUnsafePtr(),
+                  c->getPayload().getSizeInBytes());
 }
 
 Error InterpreterFunction::execute(ExecutionContext &ctx) {
   if (!ctx.getBindings())
     return makeError(ErrorCode::InvalidArgument, "execute: no placeholder bindings");
+  if (plan_)
+    return executePlanned(*ctx.getBindings());
   InterpreterRun run(*F_);
   return run.run(*ctx.getBindings());
+}
+
+Error InterpreterFunction::executePlanned(PlaceholderBindings &bindings) {
+  AlignedBytes mutables = allocAligned(plan_->mutableBytes, plan_->alignment);
+  AlignedBytes activations = allocAligned(plan_->activationBytes, plan_->alignment);
+  // All ones: float NaNs, so a kernel that reads a byte nobody wrote shows in the output.
+  std::memset(activations.get(), 0xff, std::max<uint64_t>(plan_->activationBytes, 1));
+  std::vector<std::pair<const WeightVar *, Tensor *>> outputs;
+  for (const auto &w : F_->getWeights()) {
+    auto *ph = dyn_cast<Placeholder>(w->getOrigin());
+    if (!ph)
+      continue;
+    Tensor *t = bindings.get(ph);
+    if (!t)
+      return makeError(ErrorCode::InvalidArgument, "placeholder '", ph->getName(), "' of type ",
+                       ph->getType()->toString(), " is not bound to a tensor");
+    if (t->getType() != *ph->getType())
+      return makeError(ErrorCode::InvalidArgument, "placeholder '", ph->getName(),
+                       "' expects a tensor of type ", ph->getType()->toString(),
+                       " but is bound to ", t->getType().toString());
+    std::memcpy(mutables.get() + offsets_.at(w.get()), t->getUnsafePtr(), t->getSizeInBytes());
+    outputs.push_back({w.get(), t});
+  }
+  PlannedMemory mem{constants_.get(), mutables.get(), activations.get(), &offsets_};
+  InterpreterRun run(*F_, &mem);
+  KILN_RETURN_IF_ERR(run.run(bindings));
+  for (auto &[w, t] : outputs)
+    std::memcpy(t->getUnsafePtr(), mutables.get() + offsets_.at(w), t->getSizeInBytes());
+  return Error::success();
 }
 
 Tensor &InterpreterRun::getTensor(const Value *v) {
@@ -27,6 +97,11 @@ Tensor &InterpreterRun::getTensor(const Value *v) {
 Error InterpreterRun::run(PlaceholderBindings &bindings) {
   for (const auto &w : F_.getWeights()) {
     Storage *s = w->getOrigin();
+    if (mem_) {
+      char *base = w->isConstant() ? mem_->constants : mem_->mutables;
+      tensors_.emplace(w.get(), Tensor::view(*w->getType(), base + mem_->offsets->at(w.get())));
+      continue;
+    }
     if (auto *c = dyn_cast<Constant>(s)) {
       Tensor &payload = c->getPayloadMutable();
       tensors_.emplace(w.get(), Tensor::view(payload.getType(), payload.getUnsafePtr()));
@@ -72,6 +147,10 @@ Error unsupportedKinds(const Instruction *I) {
 // ---- Memory instructions ----
 
 Error InterpreterRun::fwdAllocActivation(const AllocActivationInst *I) {
+  if (mem_) {
+    tensors_.emplace(I, Tensor::view(*I->getType(), mem_->activations + mem_->offsets->at(I)));
+    return Error::success();
+  }
   tensors_.emplace(I, Tensor(*I->getType()));
   return Error::success();
 }

@@ -7,7 +7,9 @@
 #define KILN_BACKENDS_INTERPRETER_INTERPRETER_H
 
 #include "kiln/Backend/Backend.h"
+#include "kiln/Memory/MemoryPlanner.h"
 
+#include <cstdlib>
 #include <memory>
 #include <unordered_map>
 
@@ -23,24 +25,52 @@ public:
                                                       const CompileOptions &opts) const override;
 };
 
+/// Bytes aligned for a memory plan, freed with std::free.
+struct FreeDeleter {
+  void operator()(char *p) const { std::free(p); }
+};
+using AlignedBytes = std::unique_ptr<char[], FreeDeleter>;
+
+/// Where a planned run keeps its buffers: the three regions of a MemoryPlan.
+struct PlannedMemory {
+  char *constants = nullptr;
+  char *mutables = nullptr;
+  char *activations = nullptr;
+  /// Offset of every weight and activation in its region.
+  const std::unordered_map<const Value *, uint64_t> *offsets = nullptr;
+};
+
 /// A compiled function: the IR of the graph. Holds pointers to the module's constants, so
-/// it must not outlive the Module.
+/// it must not outlive the Module. With a memory plan (CompileOptions::staticMemoryPlan)
+/// it runs every buffer at its planned offset: constants are copied into their region
+/// once, placeholders are copied in and out of theirs on each run, and activations live
+/// in one arena per run.
 class InterpreterFunction final : public CompiledFunction {
 public:
-  explicit InterpreterFunction(std::unique_ptr<IRFunction> F) : F_(std::move(F)) {}
+  explicit InterpreterFunction(std::unique_ptr<IRFunction> F,
+                               std::unique_ptr<MemoryPlan> plan = nullptr);
   Error execute(ExecutionContext &ctx) override;
   std::string getBackendName() const override { return "Interpreter"; }
   const IRFunction &getIR() const { return *F_; }
+  /// The memory plan, or null when running unplanned.
+  const MemoryPlan *getMemoryPlan() const { return plan_.get(); }
 
 private:
+  Error executePlanned(PlaceholderBindings &bindings);
+
   std::unique_ptr<IRFunction> F_;
+  std::unique_ptr<MemoryPlan> plan_;
+  std::unordered_map<const Value *, uint64_t> offsets_;
+  AlignedBytes constants_;
 };
 
 /// The state of one run: a tensor (owning or view) for every buffer the IR touches, and
 /// one method per instruction kind.
 class InterpreterRun {
 public:
-  explicit InterpreterRun(const IRFunction &F) : F_(F) {}
+  /// A run of \p F; with \p mem, buffers live at their planned offsets.
+  explicit InterpreterRun(const IRFunction &F, const PlannedMemory *mem = nullptr)
+      : F_(F), mem_(mem) {}
 
   /// Binds weights (constants and placeholders), then executes every instruction.
   Error run(PlaceholderBindings &bindings);
@@ -56,6 +86,7 @@ private:
   Error execute(const Instruction *I);
 
   const IRFunction &F_;
+  const PlannedMemory *mem_;
   std::unordered_map<const Value *, Tensor> tensors_;
 };
 

@@ -151,6 +151,12 @@ bool InterpreterBackend::isOpSupported(const Node &n) const {
     return in(kindOf(n, 0), {F32, F16, BF16, I32, I64, BOOL}) &&
            in(resultKind(n), {F32, F16, BF16, I32, I64, BOOL});
 
+  case NodeKind::InsertTensor:
+    return in(kindOf(n, 0), kAll) && kindOf(n, 1) == kindOf(n, 0);
+  case NodeKind::FusedConvolution:
+  case NodeKind::FusedFullyConnected:
+    return isUniformFloat(n);
+
   case NodeKind::Quantize:
     return kindOf(n, 0) == F32 && in(resultKind(n), {I8Q, U8Q, I32Q});
   case NodeKind::Dequantize:

@@ -233,6 +233,34 @@ void defineQuantization(Table &t) {
       .describe("Quantized to quantized with a new scale and offset.");
 }
 
+/// Nodes that exist as targets of lowering and fusion (src/Lower, src/Passes/Graph); their
+/// type rules are in src/Graph/TypeRulesLowered.cpp and their Interpreter kernels in
+/// backends/Interpreter/InterpreterLowered.cpp.
+void defineLoweringTargets(Table &t) {
+  t.node("InsertTensor")
+      .input("Big").input("Small").attr(AttrKind::Dims, "Offsets").result("Result")
+      .describe("Big with Small written over it starting at Offsets (one per dimension); "
+                "Small has Big's kind and rank and must fit. Pad lowers to InsertTensor "
+                "into a Splat.");
+  t.node("FusedConvolution")
+      .input("Input").input("Filter").input("Bias")
+      .attr(AttrKind::Dims, "Kernels").attr(AttrKind::Dims, "Strides")
+      .attr(AttrKind::Dims, "Pads").attr(AttrKind::Dims, "Dilations")
+      .attr(AttrKind::Dim, "Group")
+      .attr(AttrKind::String, "Activation").attr(AttrKind::Float, "Alpha")
+      .attr(AttrKind::Float, "Beta")
+      .result("Result")
+      .describe("A Convolution followed by an activation applied to each output element "
+                "before it is stored: Activation is Relu, Clip (min(max(x, Alpha), Beta)), "
+                "LeakyRelu (x >= 0 ? x : Alpha * x), Sigmoid or Tanh.");
+  t.node("FusedFullyConnected")
+      .input("Input").input("Weights").input("Bias")
+      .attr(AttrKind::String, "Activation").attr(AttrKind::Float, "Alpha")
+      .attr(AttrKind::Float, "Beta")
+      .result("Result")
+      .describe("A FullyConnected followed by an activation, as for FusedConvolution.");
+}
+
 void defineIRInstructions(Table &t) {
   t.instr("AllocActivation")
       .describe("Allocates an activation buffer of the instruction's type.");
@@ -260,6 +288,7 @@ void defineOperators(Table &t) {
   defineReductions(t);
   defineDataMovement(t);
   defineQuantization(t);
+  defineLoweringTargets(t);
   defineIRInstructions(t);
 }
 

@@ -1,66 +1,93 @@
 #include "kiln/ExecutionEngine/ExecutionEngine.h"
+#include "kiln/Passes/Pipeline.h"
+
+#include "kiln/Runtime/HostManager.h"
 
 namespace kiln {
 
-ExecutionEngine::ExecutionEngine(const std::string &backendName)
-    : backendName_(backendName), module_(std::make_unique<Module>()) {
+ExecutionEngine::ExecutionEngine(const std::string &backendName, unsigned numDevices,
+                                 uint64_t deviceMemory)
+    : backendName_(backendName), numDevices_(numDevices ? numDevices : 1),
+      deviceMemory_(deviceMemory), module_(std::make_unique<Module>()) {
   Expected<std::unique_ptr<Backend>> b = createBackend(backendName);
-  if (b)
-    backend_ = std::move(b).get();
-  else
+  if (!b) {
     backendError_ = b.takeError();
+    return;
+  }
+  backend_ = std::move(b).get();
+  std::vector<DeviceConfig> devices(numDevices_);
+  for (DeviceConfig &d : devices) {
+    d.backendName = backendName;
+    d.memoryBytes = deviceMemory;
+  }
+  Expected<std::unique_ptr<HostManager>> hm = HostManager::create(std::move(devices));
+  if (hm)
+    host_ = std::move(hm).get();
+  else
+    backendError_ = hm.takeError();
 }
 
 ExecutionEngine::~ExecutionEngine() {
-  compiled_.clear(); // compiled code may refer to the module's constants
+  host_.reset(); // compiled code refers to the module's functions and constants
   module_.reset();
 }
 
+void ExecutionEngine::unload() {
+  if (host_)
+    for (const std::string &n : networks_)
+      (void)host_->removeNetwork(n); // also erases the partition functions it made
+  networks_.clear();
+}
+
 void ExecutionEngine::clear() {
-  compiled_.clear();
+  unload();
   module_ = std::make_unique<Module>();
 }
 
 Error ExecutionEngine::compile(CompilationMode mode, const CompileOptions &opts) {
   (void)mode;
-  if (!backend_)
+  if (!host_)
     return makeError(backendError_.code(), backendError_.message());
+  unload();
   if (module_->getFunctions().empty())
     return makeError(ErrorCode::InvalidArgument, "compile: the module has no functions");
-  compiled_.clear();
-  for (const auto &f : module_->getFunctions()) {
+  std::vector<Function *> fns; // adding networks may add partition functions
+  for (const auto &f : module_->getFunctions())
+    fns.push_back(f.get());
+  NetworkOptions no;
+  no.backends = {backendName_};
+  no.replicas = numDevices_;
+  no.compile = opts;
+  for (Function *f : fns) {
     std::string ctx = "compiling function '" + f->getName() + "' for " + backendName_;
     if (Error e = f->verify())
       return std::move(e).addContext(ctx);
+    if (Error e = optimizeFunction(f, *backend_))
+      return std::move(e).addContext(ctx);
     if (Error e = backend_->checkAllNodesSupported(*f))
       return std::move(e).addContext(ctx);
-    Expected<std::unique_ptr<CompiledFunction>> cf = backend_->compile(f.get(), opts);
-    if (!cf)
-      return cf.takeError().addContext(ctx);
-    compiled_[f->getName()] = std::move(cf).get();
+    if (Error e = host_->addNetwork(f, no)) {
+      unload();
+      return std::move(e).addContext(ctx);
+    }
+    networks_.push_back(f->getName());
   }
   return Error::success();
 }
 
 Error ExecutionEngine::run(PlaceholderBindings &bindings, const std::string &name) {
-  if (!backend_)
+  if (!host_)
     return makeError(backendError_.code(), backendError_.message());
-  if (compiled_.empty())
+  if (networks_.empty())
     return makeError(ErrorCode::InvalidArgument, "run: nothing compiled; call compile() first");
-  CompiledFunction *cf = nullptr;
-  if (name.empty()) {
-    if (compiled_.size() != 1)
-      return makeError(ErrorCode::InvalidArgument, "run: the module has ", compiled_.size(),
+  std::string net = name;
+  if (net.empty()) {
+    if (networks_.size() != 1)
+      return makeError(ErrorCode::InvalidArgument, "run: the module has ", networks_.size(),
                        " functions; name the one to run");
-    cf = compiled_.begin()->second.get();
-  } else {
-    auto it = compiled_.find(name);
-    if (it == compiled_.end())
-      return makeError(ErrorCode::NotFound, "run: no compiled function named '", name, "'");
-    cf = it->second.get();
+    net = networks_.front();
   }
-  ExecutionContext ctx(&bindings);
-  return cf->execute(ctx);
+  return host_->runNetworkBlocking(net, bindings);
 }
 
 } // namespace kiln

@@ -1,5 +1,6 @@
 #include "kiln/IR/IR.h"
 
+#include <cctype>
 #include <sstream>
 #include <unordered_set>
 
@@ -19,7 +20,9 @@ const char *operandKindName(OperandKind k) {
 
 const std::string &IRFunction::getName() const {
   static const std::string kAnon = "anonymous";
-  return graph_ ? graph_->getName() : kAnon;
+  if (graph_)
+    return graph_->getName();
+  return name_.empty() ? kAnon : name_;
 }
 
 WeightVar *IRFunction::createWeightVar(const std::string &name, TypeRef ty,
@@ -54,10 +57,27 @@ const Value *rootOf(const Value *v) {
   return v;
 }
 
+/// Names made of [A-Za-z0-9_.$-] print bare; others print quoted with `\"` and `\\`
+/// escaped (IRParser.h reads both).
+std::string printName(const std::string &n) {
+  bool plain = !n.empty();
+  for (char c : n)
+    plain &= std::isalnum((unsigned char)c) || c == '_' || c == '.' || c == '$' || c == '-';
+  if (plain)
+    return n;
+  std::string q = "\"";
+  for (char c : n) {
+    if (c == '"' || c == '\\')
+      q += '\\';
+    q += c;
+  }
+  return q + "\"";
+}
+
 std::string valueRef(const Value *v) {
   if (!v)
     return "<null>";
-  return (isa<WeightVar>(v) ? "@" : "%") + v->getName();
+  return (isa<WeightVar>(v) ? "@" : "%") + printName(v->getName());
 }
 
 class AttrPrinter : public AttrVisitor {
@@ -98,17 +118,17 @@ public:
 
 std::string IRFunction::toString() const {
   std::ostringstream os;
-  os << "function " << getName() << "\n";
+  os << "function " << printName(getName()) << "\n";
   os << "weights:\n";
   for (const auto &w : weights_)
-    os << "  @" << w->getName() << " : " << w->getType()->toString()
+    os << "  " << valueRef(w.get()) << " : " << w->getType()->toString()
        << (w->isConstant() ? " const" : " mutable") << "\n";
   os << "code:\n";
   for (const auto &ip : instrs_) {
     const Instruction *I = ip.get();
     os << "  ";
     if (I->getKind() == InstrKind::AllocActivation || I->getKind() == InstrKind::TensorView)
-      os << "%" << I->getName() << " = ";
+      os << valueRef(I) << " = ";
     os << I->getKindName();
     for (unsigned i = 0; i < I->getNumOperands(); i++)
       os << (i ? ", " : " ") << operandKindName(I->getOperand(i).second) << " "

@@ -23,8 +23,7 @@ class IRGenerator {
 public:
   explicit IRGenerator(IRFunction *F) : F_(F) {}
 
-  Error run(Function *f) {
-    KILN_ASSIGN_OR_RETURN(std::vector<Node *> order, scheduleTopologically(f));
+  Error run(const std::vector<Node *> &order) {
     for (Node *n : order)
       if (Error e = visit(n))
         return e;
@@ -33,38 +32,6 @@ public:
   }
 
 private:
-  /// Operands before users, starting from the Saves (nodes that reach no Save are dead
-  /// and skipped).
-  Expected<std::vector<Node *>> scheduleTopologically(Function *f) {
-    std::vector<Node *> order;
-    std::unordered_set<Node *> done, onStack;
-    std::vector<std::pair<Node *, unsigned>> stack;
-    for (SaveNode *s : f->getSaves()) {
-      if (done.count(s))
-        continue;
-      stack.push_back({s, 0});
-      onStack.insert(s);
-      while (!stack.empty()) {
-        auto &[n, i] = stack.back();
-        if (i < n->getNumInputs()) {
-          Node *in = n->getNthInput(i++).node;
-          if (isa<Storage>(in) || done.count(in))
-            continue;
-          if (onStack.count(in))
-            return makeError(ErrorCode::InvalidGraph, "IRGen: cycle through ", in->describe());
-          onStack.insert(in);
-          stack.push_back({in, 0});
-          continue;
-        }
-        onStack.erase(n);
-        done.insert(n);
-        order.push_back(n);
-        stack.pop_back();
-      }
-    }
-    return order;
-  }
-
   Value *valueOf(NodeValue v) {
     if (auto *s = dyn_cast<Storage>(v.node)) {
       if (WeightVar *w = F_->getWeightForStorage(s))
@@ -165,15 +132,84 @@ private:
   std::unordered_map<NodeValue, Value *, NodeValueHash> values_;
 };
 
+/// Checks that \p order lists every node reaching a Save once, operands first.
+Error checkOrder(Function *f, const std::vector<Node *> &order) {
+  KILN_ASSIGN_OR_RETURN(std::vector<Node *> live, scheduleTopologically(f));
+  std::unordered_set<Node *> needed(live.begin(), live.end()), done;
+  for (Node *n : order) {
+    if (isa<Storage>(n))
+      continue;
+    if (!needed.count(n) || done.count(n))
+      return makeError(ErrorCode::InvalidArgument, "IRGen: the node order lists ", n->describe(),
+                       needed.count(n) ? " twice" : " which is not live in '" + f->getName() + "'");
+    for (unsigned i = 0; i < n->getNumInputs(); i++) {
+      Node *in = n->getNthInput(i).node;
+      if (!isa<Storage>(in) && !done.count(in))
+        return makeError(ErrorCode::InvalidArgument, "IRGen: the node order lists ", n->describe(),
+                         " before its operand '", in->getName(), "'");
+    }
+    done.insert(n);
+  }
+  if (done.size() != needed.size())
+    return makeError(ErrorCode::InvalidArgument, "IRGen: the node order misses ",
+                     needed.size() - done.size(), " live nodes of '", f->getName(), "'");
+  return Error::success();
+}
+
+} // namespace
+
+Expected<std::vector<Node *>> scheduleTopologically(Function *f) {
+  std::vector<Node *> order;
+  std::unordered_set<Node *> done, onStack;
+  std::vector<std::pair<Node *, unsigned>> stack;
+  for (SaveNode *s : f->getSaves()) {
+    if (done.count(s))
+      continue;
+    stack.push_back({s, 0});
+    onStack.insert(s);
+    while (!stack.empty()) {
+      auto &[n, i] = stack.back();
+      if (i < n->getNumInputs()) {
+        Node *in = n->getNthInput(i++).node;
+        if (isa<Storage>(in) || done.count(in))
+          continue;
+        if (onStack.count(in))
+          return makeError(ErrorCode::InvalidGraph, "IRGen: cycle through ", in->describe());
+        onStack.insert(in);
+        stack.push_back({in, 0});
+        continue;
+      }
+      onStack.erase(n);
+      done.insert(n);
+      order.push_back(n);
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
+namespace {
+
+Expected<std::unique_ptr<IRFunction>> generateInOrder(Function *f, const std::vector<Node *> &order) {
+  auto F = std::make_unique<IRFunction>(f);
+  IRGenerator gen(F.get());
+  KILN_RETURN_IF_ERR(gen.run(order));
+  KILN_RETURN_IF_ERR(F->verify());
+  return F;
+}
+
 } // namespace
 
 Expected<std::unique_ptr<IRFunction>> generateIR(Function *f) {
   KILN_RETURN_IF_ERR(f->verify());
-  auto F = std::make_unique<IRFunction>(f);
-  IRGenerator gen(F.get());
-  KILN_RETURN_IF_ERR(gen.run(f));
-  KILN_RETURN_IF_ERR(F->verify());
-  return F;
+  KILN_ASSIGN_OR_RETURN(std::vector<Node *> order, scheduleTopologically(f));
+  return generateInOrder(f, order);
+}
+
+Expected<std::unique_ptr<IRFunction>> generateIR(Function *f, const std::vector<Node *> &order) {
+  KILN_RETURN_IF_ERR(f->verify());
+  KILN_RETURN_IF_ERR(checkOrder(f, order));
+  return generateInOrder(f, order);
 }
 
 } // namespace kiln

@@ -1,7 +1,8 @@
 /// \file
 /// The backend interface. A backend implements a small core (name, isOpSupported,
-/// shouldLower, compile) and gets everything else (graph passes, memory planning, runtime,
-/// the operator test-suite) from Kiln. Backends register themselves by name.
+/// shouldLower, compile; createDeviceManager for accelerators) and gets everything else
+/// (graph passes, memory planning, runtime, the operator test-suite) from Kiln. Backends
+/// register themselves by name.
 #ifndef KILN_BACKEND_BACKEND_H
 #define KILN_BACKEND_BACKEND_H
 
@@ -15,10 +16,21 @@
 
 namespace kiln {
 
+class DeviceManager;
+struct DeviceConfig;
+
 /// Options of one compilation; passed in, never global.
 struct CompileOptions {
   /// Intra-op threads for backends that use them; 0 means all cores.
   unsigned threads = 0;
+  /// Optimise the low-level IR for memory: a memory-aware node order
+  /// (kiln/Memory/Scheduler.h) and the IR passes (kiln/Passes/IR/IRPasses.h: buffer
+  /// sharing, copy elimination...).
+  bool optimizeIR = false;
+  /// Run from a static memory plan (kiln/Memory/MemoryPlanner.h): weights, inputs/outputs
+  /// and activations at planned offsets of three preallocated regions, no allocation per
+  /// activation. Backends without such a mode ignore it.
+  bool staticMemoryPlan = false;
 };
 
 /// The result of compiling one Function for one backend.
@@ -48,6 +60,16 @@ public:
   /// Compiles a verified function. Errors name the unsupported nodes.
   virtual Expected<std::unique_ptr<CompiledFunction>> compile(Function *f,
                                                               const CompileOptions &opts) const = 0;
+
+  /// Creates the manager of one device of this backend (kiln/Runtime/DeviceManager.h).
+  /// The default, null, selects the runtime's generic host device manager, which runs
+  /// compiled functions on a worker thread (createDeviceManager in the runtime resolves
+  /// it); an accelerator returns its own subclass. Shared ownership only because the
+  /// type is incomplete here.
+  virtual std::shared_ptr<DeviceManager> createDeviceManager(const DeviceConfig &config) const {
+    (void)config;
+    return nullptr;
+  }
 
   /// An error listing every node of \p f this backend does not support, or success.
   Error checkAllNodesSupported(const Function &f) const;

@@ -1,6 +1,9 @@
 /// \file
 /// ExecutionEngine: the one-object convenience API for one backend. Build a graph in
-/// getModule(), compile() it, run() it many times.
+/// getModule(), compile() it, run() it many times. It sits on a HostManager with N
+/// devices of its backend: each function becomes a network, split over the devices when
+/// it does not fit one, and loaded on every device with room so that runs from several
+/// threads proceed in parallel.
 #ifndef KILN_EXECUTIONENGINE_EXECUTIONENGINE_H
 #define KILN_EXECUTIONENGINE_EXECUTIONENGINE_H
 
@@ -9,16 +12,21 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace kiln {
+
+class HostManager; // kiln/Runtime/HostManager.h
 
 enum class CompilationMode { Infer };
 
 class ExecutionEngine {
 public:
-  /// An engine for the backend registered as \p backendName. An unknown name is reported
-  /// by compile() and run().
-  explicit ExecutionEngine(const std::string &backendName = "Interpreter");
+  /// An engine for the backend registered as \p backendName, over \p numDevices devices
+  /// of it (each of \p deviceMemory bytes; 0: the backend's default). An unknown name or
+  /// a device that cannot start is reported by compile() and run().
+  explicit ExecutionEngine(const std::string &backendName = "Interpreter",
+                           unsigned numDevices = 1, uint64_t deviceMemory = 0);
   ~ExecutionEngine();
   ExecutionEngine(const ExecutionEngine &) = delete;
   ExecutionEngine &operator=(const ExecutionEngine &) = delete;
@@ -28,20 +36,34 @@ public:
   /// The backend, or null when the name was unknown.
   Backend *getBackend() const { return backend_.get(); }
 
-  /// Verifies and compiles every function of the module.
+  /// The runtime underneath, or null when the backend or its devices failed; valid
+  /// until clear() or destruction. Its networks are named after the functions.
+  HostManager *getHostManager() const { return host_.get(); }
+
+  /// Verifies and compiles every function of the module (replacing what an earlier
+  /// compile loaded).
   Error compile(CompilationMode mode = CompilationMode::Infer, const CompileOptions &opts = {});
   /// Runs the compiled function \p name (may be empty when the module has exactly one).
+  /// Safe to call from several threads at once with distinct bindings.
   Error run(PlaceholderBindings &bindings, const std::string &name = "");
 
   /// Drops the module and everything compiled, starting afresh.
   void clear();
 
 private:
+  /// Removes every network of an earlier compile.
+  void unload();
+
   std::string backendName_;
+  unsigned numDevices_;
+  uint64_t deviceMemory_;
   std::unique_ptr<Backend> backend_;
   Error backendError_ = Error::success();
   std::unique_ptr<Module> module_;
-  std::map<std::string, std::unique_ptr<CompiledFunction>> compiled_;
+  /// Declared after the module: destroyed first, since networks refer to its functions.
+  std::unique_ptr<HostManager> host_;
+  /// The functions compile() added as networks, in module order.
+  std::vector<std::string> networks_;
 };
 
 } // namespace kiln

@@ -113,6 +113,8 @@ public:
   using InstrList = std::list<std::unique_ptr<Instruction>>;
 
   explicit IRFunction(Function *graph = nullptr) : graph_(graph) {}
+  /// A function not lowered from a graph (parsed from text), named \p name.
+  explicit IRFunction(std::string name) : graph_(nullptr), name_(std::move(name)) {}
   IRFunction(const IRFunction &) = delete;
   IRFunction &operator=(const IRFunction &) = delete;
 
@@ -157,6 +159,7 @@ private:
   void insertImpl(InstrList::iterator where, Instruction *inst);
 
   Function *graph_;
+  std::string name_;
   std::vector<std::unique_ptr<WeightVar>> weights_;
   std::unordered_map<const Storage *, WeightVar *> weightByStorage_;
   InstrList instrs_;
@@ -167,6 +170,15 @@ private:
 /// and constant it uses, AllocActivation/DeallocActivation around each intermediate result
 /// (dealloc right after the last use), TensorView for reshapes, Copy for saves.
 Expected<std::unique_ptr<IRFunction>> generateIR(Function *f);
+
+/// Like generateIR(f), with instructions in the node order \p order (for example a
+/// memory-aware schedule from kiln/Memory/Scheduler.h). \p order must list every node
+/// that reaches a Save exactly once, operands before users; storage nodes are ignored.
+Expected<std::unique_ptr<IRFunction>> generateIR(Function *f, const std::vector<Node *> &order);
+
+/// The order generateIR(f) uses: operands before users, depth-first from the Saves in
+/// order; nodes that reach no Save are left out. Storage nodes are not listed.
+Expected<std::vector<Node *>> scheduleTopologically(Function *f);
 
 } // namespace kiln
 

@@ -1,0 +1,100 @@
+/// \file
+/// The CPU backend's code generator: from the low-level IR of one function to native code.
+///
+/// 1. Fusion (Fusion.cpp): a Convolution or FullyConnected followed by an Add of its
+///    result and/or a Relu writes the final result itself (fused epilogue).
+/// 2. Memory plan (MemoryPlan.cpp): static offsets for activations in one arena, reusing
+///    memory after deallocs; placeholders are bound per run; constants (raw or packed in
+///    the GEMM micro-kernel's layout) live in a constant arena owned by the program.
+/// 3. LLVM IR (LLVMIRGen.cpp): one LLVM function per stage, calling the libjit kernels with
+///    constant shapes (specialised by inlining); chains of element-wise instructions become
+///    one loop. A stage is either serial or parallel (run by every thread of the pool with
+///    its thread id); consecutive serial work shares one stage.
+/// 4. JIT (jit/Jit.h) for the host CPU.
+#ifndef KILN_BACKENDS_CPU_CODEGEN_CODEGEN_H
+#define KILN_BACKENDS_CPU_CODEGEN_CODEGEN_H
+
+#include "backends/CPU/jit/Jit.h"
+#include "kiln/IR/IR.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace kiln::cpu {
+
+/// Where a buffer lives: bufs[base] + offset at run time. base 0 is the constant arena,
+/// 1 the activation arena, 2 + k the k-th placeholder of the program.
+struct Location {
+  unsigned base = 0;
+  uint64_t offset = 0;
+  bool operator==(const Location &o) const { return base == o.base && offset == o.offset; }
+};
+constexpr unsigned kConstantBase = 0;
+constexpr unsigned kActivationBase = 1;
+constexpr unsigned kFirstPlaceholderBase = 2;
+
+/// An epilogue folded into a Convolution/FullyConnected by the fusion pass.
+struct FusedEpilogue {
+  Value *add = nullptr; ///< residual added after the bias (same shape as the result)
+  bool act = false;     ///< then clamp to [lo, hi]
+  float lo = 0.0f, hi = 0.0f;
+};
+using FusionMap = std::unordered_map<const Instruction *, FusedEpilogue>;
+
+/// Rewrites \p F so that a GEMM-based instruction followed by an Add of its result and/or
+/// a Relu writes the final result with a fused epilogue. Returns what was fused.
+FusionMap fuseEpilogues(IRFunction &F, bool fuseAdd);
+
+/// Static offsets of all activations (AllocActivation) in one arena.
+struct MemoryPlan {
+  std::unordered_map<const Value *, uint64_t> offsets;
+  uint64_t size = 0;      ///< arena bytes (peak)
+  uint64_t sumOfSizes = 0; ///< bytes if nothing were shared
+};
+MemoryPlan planActivations(const IRFunction &F);
+
+/// One step of a compiled program.
+using StageFn = void (*)(char **bufs, int64_t tid, int64_t nthreads);
+struct Stage {
+  StageFn fn = nullptr;
+  bool parallel = false;
+  std::string name;
+};
+
+struct CodegenOptions {
+  unsigned threads = 1; ///< intra-op threads the program is compiled for (>= 1)
+  JitOptions jit;
+  bool fuseEpilogues = true;
+  bool fuseElementwise = true;
+  /// Inline the GEMM/convolution drivers into each call (constant shapes everywhere);
+  /// off by default: the register-blocked micro-kernels are not specialised either way,
+  /// and one shared copy of the drivers compiles many times faster.
+  bool specializeGemm = false;
+};
+
+/// A compiled function: native code, the constant arena, and the activation arena size.
+struct Program {
+  std::unique_ptr<JitModule> jit;
+  std::vector<Stage> stages;
+  std::vector<const Placeholder *> placeholders; ///< bufs[kFirstPlaceholderBase + k]
+  std::vector<bool> placeholderWritten;          ///< written by the program
+  char *constants = nullptr;                      ///< 64-byte aligned, owned
+  uint64_t constantBytes = 0;
+  uint64_t activationBytes = 0;
+  uint64_t activationPeakBytes = 0; ///< of which activations proper (the rest is scratch)
+  unsigned threads = 1;
+  bool avx512 = false;
+  std::string stats; ///< a short human-readable summary
+  ~Program();
+};
+
+/// Compiles \p F (which it may rewrite) for the host.
+Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const CodegenOptions &opts);
+
+} // namespace kiln::cpu
+
+#endif // KILN_BACKENDS_CPU_CODEGEN_CODEGEN_H

@@ -1,0 +1,129 @@
+// Epilogue fusion: Convolution/FullyConnected -> [Add of its result] -> [Relu or Clip] becomes one
+// instruction writing the final buffer. The intermediate buffers disappear; the final
+// buffer's allocation moves before the fused instruction so the memory planner keeps it
+// apart from the instruction's inputs.
+#include "Codegen.h"
+
+#include <cmath>
+
+namespace kiln::cpu {
+
+namespace {
+
+using Iter = IRFunction::InstrList::iterator;
+
+/// Instructions other than deallocs that name \p v (directly or as a view's source).
+unsigned usesOf(const IRFunction &F, const Value *v) {
+  unsigned n = 0;
+  for (const auto &I : F.getInstrs()) {
+    if (I->getKind() == InstrKind::DeallocActivation)
+      continue;
+    for (const auto &op : I->getOperands())
+      if (op.first == v)
+        n++;
+  }
+  return n;
+}
+
+Iter nextWork(IRFunction &F, Iter it) {
+  for (++it; it != F.getInstrs().end(); ++it) {
+    InstrKind k = (*it)->getKind();
+    if (k != InstrKind::AllocActivation && k != InstrKind::DeallocActivation)
+      return it;
+  }
+  return it;
+}
+
+Iter find(IRFunction &F, const Instruction *I) {
+  for (auto it = F.getInstrs().begin(); it != F.getInstrs().end(); ++it)
+    if (it->get() == I)
+      return it;
+  return F.getInstrs().end();
+}
+
+void eraseAllocAndDealloc(IRFunction &F, const Value *a) {
+  auto &L = F.getInstrs();
+  for (auto it = L.begin(); it != L.end();) {
+    auto *d = dyn_cast<DeallocActivationInst>(it->get());
+    if (it->get() == a || (d && d->getSrc() == a))
+      it = L.erase(it);
+    else
+      ++it;
+  }
+}
+
+bool isFloat(const Value *v) { return v->getType() && v->getType()->kind == ElemKind::Float; }
+
+bool isDepthwise(const ConvolutionInst *c) {
+  const Type &in = *c->getInput()->getType();
+  const Type &out = *c->getDest()->getType();
+  return c->getGroup() > 1 && c->getGroup() == in.dims[1] && out.dims[1] == in.dims[1];
+}
+
+} // namespace
+
+FusionMap fuseEpilogues(IRFunction &F, bool fuseAdd) {
+  FusionMap fused;
+  auto &L = F.getInstrs();
+  for (auto it = L.begin(); it != L.end(); ++it) {
+    Instruction *I = it->get();
+    auto *conv = dyn_cast<ConvolutionInst>(I);
+    if (!conv && !isa<FullyConnectedInst>(I))
+      continue;
+    Value *cur = I->getOperand(0).first;
+    if (!isFloat(cur) || !isa<AllocActivationInst>(cur))
+      continue;
+    bool addOk = fuseAdd && !(conv && isDepthwise(conv));
+    FusedEpilogue epi;
+    std::vector<const Value *> dead;
+    std::vector<const Instruction *> erased;
+    Iter next = nextWork(F, it);
+    if (addOk && next != L.end()) {
+      if (auto *a = dyn_cast<AddInst>(next->get())) {
+        Value *other = a->getLHS() == cur   ? a->getRHS()
+                       : a->getRHS() == cur ? a->getLHS()
+                                            : nullptr;
+        // cur is named twice: by I (which writes it) and by the Add.
+        if (other && other != cur && usesOf(F, cur) == 2 &&
+            isa<AllocActivationInst>(a->getDest()) && isFloat(a->getDest()) &&
+            other->getType()->dims == cur->getType()->dims) {
+          epi.add = other;
+          dead.push_back(cur);
+          cur = a->getDest();
+          erased.push_back(a);
+          next = nextWork(F, next);
+        }
+      }
+    }
+    if (next != L.end()) {
+      // Relu clamps to [0, inf]; Clip (e.g. ReLU6) to [Min, Max].
+      Instruction *act = next->get();
+      auto *relu = dyn_cast<ReluInst>(act);
+      auto *clip = dyn_cast<ClipInst>(act);
+      if ((relu || clip) && act->getOperand(1).first == cur && usesOf(F, cur) == 2 &&
+          isa<AllocActivationInst>(act->getOperand(0).first) &&
+          isFloat(act->getOperand(0).first)) {
+        epi.act = true;
+        epi.lo = relu ? 0.0f : clip->getMin();
+        epi.hi = relu ? INFINITY : clip->getMax();
+        dead.push_back(cur);
+        cur = act->getOperand(0).first;
+        erased.push_back(act);
+      }
+    }
+    if (erased.empty())
+      continue;
+    // The final buffer is allocated before I and written by it.
+    Iter allocIt = find(F, cast<Instruction>(cur));
+    L.splice(it, L, allocIt);
+    I->setOperand(0, cur);
+    for (const Instruction *e : erased)
+      L.erase(find(F, e));
+    for (const Value *d : dead)
+      eraseAllocAndDealloc(F, d);
+    fused[I] = epi;
+  }
+  return fused;
+}
+
+} // namespace kiln::cpu

@@ -1,0 +1,88 @@
+/// \file
+/// The CPU backend's JIT: an ORC LLJIT per compiled module, configured for the host CPU.
+/// This header keeps LLVM out (only forward declarations) so that widely included
+/// backend headers stay cheap to compile.
+#ifndef KILN_BACKENDS_CPU_JIT_JIT_H
+#define KILN_BACKENDS_CPU_JIT_JIT_H
+
+#include "kiln/Base/Error.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class LLVMContext;
+class Module;
+} // namespace llvm
+
+namespace kiln::cpu {
+
+/// What the JIT targets and how hard it optimises.
+struct JitOptions {
+  /// Preferred vector width in bits for auto-vectorised loops (0: 512 on AVX-512 hosts,
+  /// 256 elsewhere). Explicit vector code in the kernels is not affected.
+  unsigned preferVectorWidth = 0;
+  /// Keep the optimised LLVM IR and the host assembly of the module (see JitModule).
+  bool keepIR = false;
+  bool keepAsm = false;
+  /// Pretend the host has no AVX-512 (for testing the AVX2 paths on an AVX-512 host).
+  bool disableAvx512 = false;
+};
+
+/// The host as the JIT sees it.
+struct HostInfo {
+  std::string cpu;       ///< LLVM's name, e.g. "icelake-client"
+  std::string features;  ///< "+avx2,+fma,..."
+  bool avx512 = false;   ///< AVX-512 F/BW/DQ/VL usable (after JitOptions::disableAvx512)
+  bool avx2 = false;     ///< AVX2 + FMA usable
+};
+
+/// Detects the host CPU (honouring \p opts.disableAvx512).
+HostInfo detectHost(const JitOptions &opts);
+
+/// Parses the embedded kernel bitcode (libjit) into \p ctx.
+Expected<std::unique_ptr<llvm::Module>> loadLibjitModule(llvm::LLVMContext &ctx);
+
+/// The kernels named \p names, JIT-compiled from the embedded bitcode once per process
+/// and host configuration (a cache: later calls return the same addresses). Compiled
+/// functions call these instead of compiling their own copies, which keeps compile times
+/// short for the large GEMM micro-kernels.
+Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::string> &names,
+                                                         const JitOptions &opts);
+
+/// A module compiled to native code. Owns the LLJIT instance; the code lives as long as
+/// this object.
+class JitModule {
+public:
+  /// Optimises \p module for the host (every function except \p entryPoints is
+  /// internalised first) and compiles it.
+  /// Functions named in \p externals are not compiled again: their bodies are dropped
+  /// and calls go to the given addresses (see getSharedKernels).
+  static Expected<std::unique_ptr<JitModule>>
+  compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm::Module> module,
+          const std::vector<std::string> &entryPoints, const JitOptions &opts,
+          const std::map<std::string, void *> &externals = {});
+  ~JitModule();
+  JitModule(const JitModule &) = delete;
+  JitModule &operator=(const JitModule &) = delete;
+
+  /// The address of entry point \p name.
+  Expected<void *> lookup(const std::string &name);
+  /// The optimised IR and assembly text, when asked for in JitOptions.
+  const std::string &getIR() const { return ir_; }
+  const std::string &getAsm() const { return asm_; }
+  const HostInfo &getHost() const { return host_; }
+
+private:
+  JitModule();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string ir_, asm_;
+  HostInfo host_;
+};
+
+} // namespace kiln::cpu
+
+#endif // KILN_BACKENDS_CPU_JIT_JIT_H

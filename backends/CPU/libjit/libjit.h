@@ -1,0 +1,132 @@
+// The CPU backend's kernel library: declarations of every exported kernel, for native
+// callers (unit tests, benchmarks, compile-time weight packing). Names follow
+// libjit_<op>_<kind>[_<variant>]; GEMM-based kernels come in an _avx512 and an _avx2
+// variant (register tiles for 512- and 256-bit vectors, see libjit_gemm_config.h).
+// Epilogues: act != 0 clamps results to [lo, hi] (Relu: [0, inf], Relu6: [0, 6]).
+// Kernels taking (tid, nthreads) compute the share of thread tid; scratch is
+// nthreads * gemmScratchFloats<Cfg>() floats.
+#ifndef KILN_BACKENDS_CPU_LIBJIT_LIBJIT_H
+#define KILN_BACKENDS_CPU_LIBJIT_LIBJIT_H
+
+#include "libjit_defs.h"
+
+#define LIBJIT_DECLARE_GEMM(SUFFIX)                                                         \
+  LIBJIT_EXPORT void libjit_sgemm_f32_##SUFFIX(int64_t M, int64_t N, int64_t K,             \
+                                               const float *A, int64_t lda, const float *B,  \
+                                               int64_t ldb, float *C, int64_t ldc,           \
+                                               float *scratch, int64_t tid,                  \
+                                               int64_t nthreads);                            \
+  LIBJIT_EXPORT void libjit_fc_f32_##SUFFIX(float *out, const float *in,                    \
+                                            const float *packedW, const float *bias,         \
+                                            const float *add, int64_t N, int64_t K,          \
+                                            int64_t M, int64_t act, float lo, float hi,      \
+                                            float *scratch, int64_t tid, int64_t nthreads);  \
+  LIBJIT_EXPORT void libjit_batchmatmul_f32_##SUFFIX(                                       \
+      float *out, const float *lhs, const float *rhs, int64_t B, int64_t N, int64_t K,       \
+      int64_t M, float *scratch, int64_t tid, int64_t nthreads);                             \
+  LIBJIT_EXPORT void libjit_conv2d_f32_##SUFFIX(                                            \
+      float *out, const float *in, const float *packedW, const float *bias,                  \
+      const float *add, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,   \
+      int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,    \
+      int64_t DH, int64_t DW, int64_t G, int64_t act, float lo, float hi, float *scratch,    \
+      int64_t tid, int64_t nthreads);                                                        \
+  LIBJIT_EXPORT void libjit_pack_a_f32_##SUFFIX(float *dst, const float *A, int64_t M,      \
+                                                int64_t K, int64_t lda);                     \
+  LIBJIT_EXPORT void libjit_pack_b_f32_##SUFFIX(float *dst, const float *B, int64_t K,      \
+                                                int64_t N, int64_t ldb);
+
+LIBJIT_DECLARE_GEMM(avx512)
+LIBJIT_DECLARE_GEMM(avx2)
+
+// Element-wise (libjit_elementwise.cpp).
+#define LIBJIT_DECLARE_UNARY(NAME) LIBJIT_EXPORT float libjit_elem_##NAME##_f32(float x);
+#define LIBJIT_DECLARE_BINARY(NAME) LIBJIT_EXPORT float libjit_elem_##NAME##_f32(float a, float b);
+LIBJIT_DECLARE_UNARY(relu)
+LIBJIT_DECLARE_UNARY(sigmoid)
+LIBJIT_DECLARE_UNARY(tanh)
+LIBJIT_DECLARE_UNARY(gelu)
+LIBJIT_DECLARE_UNARY(gelu_tanh)
+LIBJIT_DECLARE_UNARY(hardswish)
+LIBJIT_DECLARE_UNARY(swish)
+LIBJIT_DECLARE_UNARY(neg)
+LIBJIT_DECLARE_UNARY(abs)
+LIBJIT_DECLARE_UNARY(exp)
+LIBJIT_DECLARE_UNARY(log)
+LIBJIT_DECLARE_UNARY(sqrt)
+LIBJIT_DECLARE_UNARY(rsqrt)
+LIBJIT_DECLARE_UNARY(reciprocal)
+LIBJIT_DECLARE_UNARY(erf)
+LIBJIT_DECLARE_UNARY(floor)
+LIBJIT_DECLARE_UNARY(ceil)
+LIBJIT_DECLARE_UNARY(round)
+LIBJIT_DECLARE_BINARY(add)
+LIBJIT_DECLARE_BINARY(sub)
+LIBJIT_DECLARE_BINARY(mul)
+LIBJIT_DECLARE_BINARY(div)
+LIBJIT_DECLARE_BINARY(max)
+LIBJIT_DECLARE_BINARY(min)
+LIBJIT_DECLARE_BINARY(pow)
+LIBJIT_DECLARE_BINARY(prelu)
+LIBJIT_EXPORT float libjit_elem_clip_f32(float x, float lo, float hi);
+LIBJIT_EXPORT float libjit_elem_leakyrelu_f32(float x, float alpha);
+#undef LIBJIT_DECLARE_UNARY
+#undef LIBJIT_DECLARE_BINARY
+
+// Data movement and reductions (libjit_tensor.cpp).
+#define LIBJIT_DECLARE_COPY(SUFFIX, T)                                                      \
+  LIBJIT_EXPORT void libjit_strided_copy_##SUFFIX(T *dst, const T *src,                     \
+                                                  const int64_t *dims,                       \
+                                                  const int64_t *dstStrides,                 \
+                                                  const int64_t *srcStrides, int64_t rank);  \
+  LIBJIT_EXPORT void libjit_splat_##SUFFIX(T *dst, T v, int64_t n);
+LIBJIT_DECLARE_COPY(u8, uint8_t)
+LIBJIT_DECLARE_COPY(u16, uint16_t)
+LIBJIT_DECLARE_COPY(u32, uint32_t)
+LIBJIT_DECLARE_COPY(u64, uint64_t)
+#undef LIBJIT_DECLARE_COPY
+#define LIBJIT_DECLARE_REDUCE(NAME)                                                         \
+  LIBJIT_EXPORT void libjit_reduce_##NAME##_f32(float *dst, const float *src,               \
+                                                const int64_t *dims,                         \
+                                                const int64_t *dstStrides, int64_t rank,     \
+                                                int64_t dstSize, float init);
+LIBJIT_DECLARE_REDUCE(sum)
+LIBJIT_DECLARE_REDUCE(max)
+LIBJIT_DECLARE_REDUCE(min)
+LIBJIT_DECLARE_REDUCE(prod)
+#undef LIBJIT_DECLARE_REDUCE
+LIBJIT_EXPORT void libjit_scale_f32(float *dst, int64_t n, float s);
+
+// Normalizations (libjit_norm.cpp).
+LIBJIT_EXPORT void libjit_softmax_f32(float *dst, const float *src, int64_t outer,
+                                      int64_t axis, int64_t inner, int64_t logForm);
+LIBJIT_EXPORT void libjit_batchnorm_f32(float *dst, const float *src, const float *scale,
+                                        const float *bias, const float *mean, const float *var,
+                                        float eps, int64_t outer, int64_t channels,
+                                        int64_t inner);
+LIBJIT_EXPORT void libjit_layernorm_f32(float *dst, const float *src, const float *scale,
+                                        const float *bias, int64_t outer, int64_t inner,
+                                        float eps);
+LIBJIT_EXPORT void libjit_batchedadd_f32(float *dst, const float *batch, const float *slice,
+                                         int64_t n, int64_t sliceSize);
+
+// Pooling and depthwise convolution (libjit_pool.cpp).
+LIBJIT_EXPORT void libjit_maxpool_f32(float *dst, const float *src, int64_t N, int64_t C,
+                                      int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
+                                      int64_t KW, int64_t SH, int64_t SW, int64_t PT,
+                                      int64_t PL, int64_t tid, int64_t nthreads);
+LIBJIT_EXPORT void libjit_avgpool_f32(float *dst, const float *src, int64_t N, int64_t C,
+                                      int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
+                                      int64_t KW, int64_t SH, int64_t SW, int64_t PT,
+                                      int64_t PL, int64_t countIncludePads, int64_t tid,
+                                      int64_t nthreads);
+LIBJIT_EXPORT void libjit_adaptive_avgpool_f32(float *dst, const float *src, int64_t N,
+                                               int64_t C, int64_t H, int64_t W, int64_t OH,
+                                               int64_t OW, int64_t tid, int64_t nthreads);
+LIBJIT_EXPORT void libjit_conv2d_dw_f32(float *out, const float *in, const float *filter,
+                                        const float *bias, int64_t N, int64_t C, int64_t H,
+                                        int64_t W, int64_t OH, int64_t OW, int64_t KH,
+                                        int64_t KW, int64_t SH, int64_t SW, int64_t PT,
+                                        int64_t PL, int64_t DH, int64_t DW, int64_t act,
+                                        float lo, float hi, int64_t tid, int64_t nthreads);
+
+#endif // KILN_BACKENDS_CPU_LIBJIT_LIBJIT_H

@@ -1,0 +1,58 @@
+/// \file
+/// The configuration of one simulated accelerator: what a hardware team edits first.
+/// Every field has a default; a JSON file, or a device's parameters (same key names),
+/// override any subset:
+///
+///   {"memory_bytes": 8388608, "clock_mhz": 800, "macs_per_cycle_i8": 2048}
+#ifndef KILN_BACKENDS_SIM_SIMCONFIG_H
+#define KILN_BACKENDS_SIM_SIMCONFIG_H
+
+#include "kiln/Base/Error.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace kiln {
+
+struct SimConfig {
+  /// "memory_bytes": on-chip memory; a loaded partition's weights, I/O and activations
+  /// must fit, so this is what makes the partitioner split a model.
+  uint64_t memoryBytes = uint64_t(64) << 20;
+  /// "clock_mhz": turns cycles into simulated time.
+  double clockMHz = 1000;
+  /// "macs_per_cycle_f32" / "_f16" / "_i8": the MAC array's throughput on each path
+  /// (Convolution, FullyConnected, MatMul). A 32x32 array with 4 int8 lanes per cell.
+  uint64_t macsPerCycleF32 = 256;
+  uint64_t macsPerCycleF16 = 1024;
+  uint64_t macsPerCycleI8 = 4096;
+  /// "vector_lanes": elements per cycle of the vector unit (Add, Relu, pooling windows,
+  /// Concat, Quantize, Dequantize).
+  uint64_t vectorLanes = 64;
+  /// "dma_bytes_per_cycle": host <-> device bandwidth.
+  uint64_t dmaBytesPerCycle = 32;
+  /// "launch_cycles": fixed cost of starting a run.
+  uint64_t launchCycles = 1000;
+
+  /// Sets field \p key (one of the quoted names above); InvalidArgument for an unknown
+  /// key or a value out of range (non-positive rates, fractional integer fields).
+  Error set(const std::string &key, double value);
+
+  /// \p base (or the defaults) with the keys of a flat JSON object of numbers applied.
+  static Expected<SimConfig> fromJSON(const std::string &text, const SimConfig &base);
+  static Expected<SimConfig> fromJSON(const std::string &text);
+  /// fromJSON on the contents of \p path.
+  static Expected<SimConfig> fromFile(const std::string &path, const SimConfig &base);
+  static Expected<SimConfig> fromFile(const std::string &path);
+  /// Device parameters: "config_file" first (when present), then every other key, as
+  /// numbers written in text.
+  static Expected<SimConfig> fromParameters(const std::map<std::string, std::string> &params,
+                                            const SimConfig &base);
+  static Expected<SimConfig> fromParameters(const std::map<std::string, std::string> &params);
+  /// The JSON form, every key.
+  std::string toJSON() const;
+};
+
+} // namespace kiln
+
+#endif // KILN_BACKENDS_SIM_SIMCONFIG_H

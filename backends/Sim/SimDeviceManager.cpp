@@ -1,0 +1,90 @@
+#include "SimDeviceManager.h"
+
+#include <thread>
+
+namespace kiln {
+
+Error SimDeviceManager::initImpl() {
+  Expected<SimConfig> c = SimConfig::fromParameters(getConfig().parameters);
+  if (!c)
+    return c.takeError().addContext("configuring Sim device '" + getName() + "'");
+  sim_ = std::move(c).get();
+  if (getConfig().memoryBytes)
+    sim_.memoryBytes = getConfig().memoryBytes;
+  setMaximumMemory(sim_.memoryBytes);
+  return Error::success();
+}
+
+SimDeviceManager::Stats SimDeviceManager::getStats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void SimDeviceManager::failNextLoads(unsigned n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  failLoads_ = n;
+}
+
+void SimDeviceManager::failNextRuns(unsigned n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  failRuns_ = n;
+}
+
+void SimDeviceManager::setRunDelay(std::chrono::milliseconds delay) {
+  std::lock_guard<std::mutex> lock(mu_);
+  delay_ = delay;
+}
+
+void SimDeviceManager::clearFaults() {
+  std::lock_guard<std::mutex> lock(mu_);
+  failLoads_ = failRuns_ = 0;
+  delay_ = std::chrono::milliseconds(0);
+}
+
+Error SimDeviceManager::loadNetworkImpl(const std::string &name, CompiledFunction &fn,
+                                        uint64_t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (failLoads_) {
+    failLoads_--;
+    return makeError(ErrorCode::Runtime, "Sim device '", getName(),
+                     "': injected load fault while loading '", name, "'");
+  }
+  // The weights cross the DMA once, here; runs move only inputs and outputs.
+  stats_.loads++;
+  stats_.loadDmaBytes += static_cast<SimFunction &>(fn).getWork().weightBytes;
+  return Error::success();
+}
+
+Error SimDeviceManager::runImpl(const std::string &name, CompiledFunction &fn,
+                                ExecutionContext &ctx, DeviceRunStats &stats) {
+  std::chrono::milliseconds delay;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.runs++;
+    if (failRuns_) {
+      failRuns_--;
+      stats_.failedRuns++;
+      return makeError(ErrorCode::Runtime, "Sim device '", getName(),
+                       "': injected run fault in '", name, "'");
+    }
+    delay = delay_;
+  }
+  if (delay.count())
+    std::this_thread::sleep_for(delay);
+  // The base class checked that fn was compiled by the Sim backend.
+  const SimWork &work = static_cast<SimFunction &>(fn).getWork();
+  if (Error e = fn.execute(ctx)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.failedRuns++;
+    return e;
+  }
+  SimCost cost = estimateCost(work, sim_);
+  stats.cycles = cost.cycles;
+  stats.dmaBytes = cost.dmaBytes;
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.cycles += cost.cycles;
+  stats_.dmaBytes += cost.dmaBytes;
+  return Error::success();
+}
+
+} // namespace kiln

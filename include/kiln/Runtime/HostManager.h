@@ -1,0 +1,141 @@
+/// \file
+/// HostManager: the runtime's entry point. It owns the devices, adds networks
+/// (partition, compile, load) and removes them, and runs them, asynchronously with a
+/// callback or blocking, many requests at once, with a bound on the requests admitted.
+///
+/// \code
+///   std::vector<DeviceConfig> devs(4, DeviceConfig{"Sim"});
+///   devs.push_back(DeviceConfig{"Interpreter"});              // runs what Sim cannot
+///   auto hm = exitOnError(HostManager::create(devs));
+///   exitOnError(hm->addNetwork(f));                           // network named f->getName()
+///   exitOnError(hm->runNetworkBlocking(f->getName(), bindings));
+/// \endcode
+#ifndef KILN_RUNTIME_HOSTMANAGER_H
+#define KILN_RUNTIME_HOSTMANAGER_H
+
+#include "kiln/Runtime/Executor.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct HostConfig {
+  /// Requests admitted and not yet finished; one more is refused with QueueFull.
+  size_t maxActiveRequests = 1024;
+};
+
+struct NetworkOptions {
+  /// Backends to place nodes on, in priority order; empty: every device backend, in the
+  /// order of first appearance in the device list.
+  std::vector<std::string> backends;
+  /// Load each partition on up to this many devices (see ProvisionOptions).
+  unsigned replicas = 1;
+  /// A user-given partition, honoured exactly (see PartitionConfig).
+  std::optional<PartitionConfig> partition;
+  CompileOptions compile;
+};
+
+struct RunOptions {
+  /// Fail the request with a Runtime error when it has not finished after this long;
+  /// zero: no limit. Checked when each partition starts and ends on its device.
+  std::chrono::milliseconds timeout{0};
+};
+
+using RunId = uint64_t;
+
+/// What an asynchronous run hands back.
+struct RunResult {
+  RunId id = 0;
+  Error error = Error::success();
+  /// The bindings given to runNetwork, outputs filled when error is success.
+  std::unique_ptr<PlaceholderBindings> bindings;
+  RunReport report;
+};
+using ResultCallback = std::function<void(RunResult)>;
+
+class HostManager {
+public:
+  /// Creates and starts one DeviceManager per config (through its backend's
+  /// createDeviceManager). Fails on an unknown backend or a device that cannot start.
+  static Expected<std::unique_ptr<HostManager>> create(std::vector<DeviceConfig> devices,
+                                                       const HostConfig &config = {});
+  /// Waits for the requests in flight, unloads every network, stops the devices.
+  ~HostManager();
+  HostManager(const HostManager &) = delete;
+  HostManager &operator=(const HostManager &) = delete;
+
+  /// Adds \p f as network f->getName(): verifies, partitions, compiles and loads it. The
+  /// function's Module must outlive the network (until removeNetwork or destruction);
+  /// partition functions and placeholders for values crossing partitions are added to it.
+  Error addNetwork(Function *f, const NetworkOptions &opts = {});
+  /// Adds every function of \p module as a network; the HostManager keeps the module
+  /// until the last of them is removed. All or nothing.
+  Error addNetwork(std::unique_ptr<Module> module, const NetworkOptions &opts = {});
+  /// Removes a network: new runs of it fail with NotFound at once, runs in flight finish
+  /// first (this call waits for them), then it is unloaded. Must not be called from a
+  /// result callback.
+  Error removeNetwork(const std::string &name);
+  bool hasNetwork(const std::string &name) const;
+  std::vector<std::string> getNetworkNames() const;
+  /// The network's partition plan as text or DOT (with the devices of each partition).
+  Expected<std::string> getPlanText(const std::string &name) const;
+  Expected<std::string> getPlanDot(const std::string &name) const;
+  /// Number of partitions of the network.
+  Expected<size_t> getNumPartitions(const std::string &name) const;
+
+  /// Runs \p name on \p bindings and calls \p cb exactly once with the result: on a
+  /// device worker thread, or on this thread when the request is refused (unknown
+  /// network, QueueFull, bad bindings). Callbacks should be short; they may start runs.
+  RunId runNetwork(const std::string &name, std::unique_ptr<PlaceholderBindings> bindings,
+                   ResultCallback cb, const RunOptions &opts = {});
+  /// Runs \p name on \p bindings and waits. Fills \p report when given.
+  Error runNetworkBlocking(const std::string &name, PlaceholderBindings &bindings,
+                           const RunOptions &opts = {}, RunReport *report = nullptr);
+
+  size_t getNumDevices() const { return devices_.size(); }
+  DeviceManager *getDevice(size_t i) const { return devices_[i].get(); }
+  /// The device named \p name, or null.
+  DeviceManager *getDevice(const std::string &name) const;
+  /// The backend of the devices named \p backendName, or null.
+  const Backend *getBackend(const std::string &backendName) const;
+  /// Requests admitted and not finished.
+  size_t getActiveRequests() const;
+
+private:
+  explicit HostManager(const HostConfig &config) : config_(config) {}
+  struct Network;
+  Error addNetworkImpl(Function *f, std::shared_ptr<Module> owner, const NetworkOptions &opts);
+  /// Admits a request (or answers it), then hands it to the executor.
+  RunId submit(const std::string &name, PlaceholderBindings *bindings,
+               std::unique_ptr<PlaceholderBindings> owned, ResultCallback cb,
+               const RunOptions &opts);
+  /// The ready network \p name (call with mu_ held).
+  Expected<Network *> findLocked(const std::string &name) const;
+
+  HostConfig config_;
+  std::vector<std::shared_ptr<DeviceManager>> devices_;
+  std::map<std::string, std::unique_ptr<Backend>> backends_;
+  std::vector<std::string> backendOrder_;
+  std::unique_ptr<Provisioner> provisioner_;
+  Executor executor_;
+
+  /// Serialises adding and removing networks (they share device memory and may share a
+  /// module's graph).
+  std::mutex addRemoveMu_;
+  mutable std::mutex mu_;
+  std::condition_variable idle_;
+  std::map<std::string, std::shared_ptr<Network>> networks_;
+  size_t active_ = 0;
+  RunId nextId_ = 1;
+};
+
+} // namespace kiln
+
+#endif // KILN_RUNTIME_HOSTMANAGER_H

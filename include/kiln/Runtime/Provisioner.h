@@ -1,0 +1,55 @@
+/// \file
+/// The Provisioner compiles each partition of a plan for its backend and loads it on
+/// devices of that backend, the device with the most free memory first.
+#ifndef KILN_RUNTIME_PROVISIONER_H
+#define KILN_RUNTIME_PROVISIONER_H
+
+#include "kiln/Runtime/DeviceManager.h"
+#include "kiln/Runtime/Partitioner.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// One partition, compiled and loaded: what the Executor runs.
+struct LoadedPartition {
+  /// The name it is loaded under on its devices: "<network>#<index>".
+  std::string deviceKey;
+  std::unique_ptr<CompiledFunction> compiled;
+  /// The devices holding it (one, or several replicas).
+  std::vector<DeviceManager *> devices;
+};
+
+struct ProvisionOptions {
+  /// Load each partition on up to this many devices of its backend (at least one is
+  /// required; more are added where memory allows), so requests can run side by side.
+  unsigned replicas = 1;
+  CompileOptions compile;
+};
+
+class Provisioner {
+public:
+  /// \p backends by name; both outlive the provisioner.
+  Provisioner(std::vector<DeviceManager *> devices, std::map<std::string, const Backend *> backends)
+      : devices_(std::move(devices)), backends_(std::move(backends)) {}
+
+  /// Compiles and loads every partition of \p plan (filling Partition::devices); the
+  /// result is parallel to plan.partitions. On any failure (compile error, no device
+  /// with room, a device refusing the load) it unloads what it loaded and returns the
+  /// error.
+  Expected<std::vector<LoadedPartition>> provision(PartitionPlan &plan,
+                                                   const ProvisionOptions &opts);
+  /// Unloads every partition from its devices.
+  void unprovision(std::vector<LoadedPartition> &loaded);
+
+private:
+  std::vector<DeviceManager *> devices_;
+  std::map<std::string, const Backend *> backends_;
+};
+
+} // namespace kiln
+
+#endif // KILN_RUNTIME_PROVISIONER_H

@@ -1,0 +1,69 @@
+/// \file
+/// Private to src/Lower: the per-family lowering functions the dispatcher (Lower.cpp)
+/// calls, and a small builder they share. Each lowering returns the value that replaces
+/// result 0 of the node, or a null NodeValue when it does not lower that instance (an
+/// element kind it has no rule for, say).
+#ifndef KILN_SRC_LOWER_LOWERUTIL_H
+#define KILN_SRC_LOWER_LOWERUTIL_H
+
+#include "kiln/Graph/Graph.h"
+
+#include <string>
+
+namespace kiln::lower {
+
+/// Builds the replacement of one node: names derive from the node's ("bn.scale").
+class Builder {
+public:
+  Builder(Function *f, const Node *n) : f_(f), base_(n->getName()) {}
+  Function *F() const { return f_; }
+  std::string name(const char *suffix) const { return base_ + "." + suffix; }
+  /// A Splat of \p like's type (any dims) filled with \p v.
+  NodeValue splat(const Type &like, double v, const char *suffix = "splat") const;
+  /// A Splat shaped like \p v.
+  NodeValue splatLike(NodeValue v, double x, const char *suffix = "splat") const {
+    return splat(*v.getType(), x, suffix);
+  }
+  /// \p v (numpy-)broadcast to \p dims: a Broadcast, or v itself when already there.
+  NodeValue broadcast(NodeValue v, const Dims &dims, const char *suffix = "broadcast") const;
+  /// The vector \p v of length dims[axis] reshaped to 1s except at \p axis, then broadcast
+  /// to \p dims.
+  NodeValue alongAxis(NodeValue v, const Dims &dims, size_t axis, const char *suffix) const;
+
+private:
+  Function *f_;
+  std::string base_;
+};
+
+// ---- One function per lowered operator, grouped by family file. ----
+
+// LowerLinear.cpp
+NodeValue lowerFullyConnected(Function *f, FullyConnectedNode *n);
+NodeValue lowerBatchMatMul(Function *f, BatchMatMulNode *n);
+// LowerConv.cpp
+NodeValue lowerGroupedConvolution(Function *f, ConvolutionNode *n);
+// LowerNormalization.cpp
+NodeValue lowerBatchNormalization(Function *f, BatchNormalizationNode *n);
+NodeValue lowerLayerNormalization(Function *f, LayerNormalizationNode *n);
+NodeValue lowerLogSoftMax(Function *f, LogSoftMaxNode *n);
+// LowerActivations.cpp
+NodeValue lowerGelu(Function *f, GeluNode *n);
+NodeValue lowerSwish(Function *f, SwishNode *n);
+NodeValue lowerHardSwish(Function *f, HardSwishNode *n);
+NodeValue lowerLeakyRelu(Function *f, LeakyReluNode *n);
+NodeValue lowerPRelu(Function *f, PReluNode *n);
+NodeValue lowerClip(Function *f, ClipNode *n);
+// LowerTensor.cpp
+NodeValue lowerPad(Function *f, PadNode *n);
+NodeValue lowerTile(Function *f, TileNode *n);
+NodeValue lowerBroadcast(Function *f, BroadcastNode *n);
+// LowerReduce.cpp
+NodeValue lowerReduceMean(Function *f, ReduceMeanNode *n);
+
+/// True for Float, Float16 and BFloat16 results: arithmetic lowerings are float-only
+/// (quantized arithmetic would need a scale for every intermediate).
+inline bool isFloatResult(const Node *n) { return isFloatKind(n->getType(0)->kind); }
+
+} // namespace kiln::lower
+
+#endif // KILN_SRC_LOWER_LOWERUTIL_H

@@ -1,0 +1,196 @@
+// constant-fold: a node whose operands are all Constants (or nodes computed from
+// Constants) is computed once, at compile time, by the reference backend: the constant
+// subgraph is copied into a scratch Module (its Constants as views of the originals'
+// payloads), saved into scratch placeholders, compiled and run on the Interpreter, and
+// each result becomes a new Constant. One compile and one run per pass invocation, for
+// all roots together.
+//
+// Not folded (see PassOptions): Splats alone and, unless foldSplats, subgraphs fed only
+// by Splats; Broadcast and Tile unless foldExpansions (they would grow memory);
+// results above maxFoldElements; nodes the Interpreter does not support.
+
+#include "ConstantFold.h"
+
+#include "PassUtils.h"
+
+#include "kiln/Backend/Backend.h"
+
+#include <unordered_map>
+
+namespace kiln {
+
+namespace {
+
+struct FoldInfo {
+  bool foldable = false;
+  bool fromConstant = false; ///< Transitively reads at least one Constant.
+};
+
+bool isExpansion(const Node *n) {
+  return n->getKind() == NodeKind::Broadcast || n->getKind() == NodeKind::Tile;
+}
+
+} // namespace
+
+bool foldConstants(Function *f, const PassContext &ctx) {
+  const PassOptions &opts = ctx.options;
+  std::vector<Node *> order = passutil::topoOrder(*f);
+
+  // Which nodes compute a compile-time value. Cheap checks first; the backend is created
+  // only when there is a candidate.
+  std::unordered_map<const Node *, FoldInfo> info;
+  std::unique_ptr<Backend> interp;
+  bool triedBackend = false;
+  for (Node *n : order) {
+    FoldInfo fi;
+    if (n->getKind() == NodeKind::Save || !passutil::isLive(n) ||
+        (isExpansion(n) && !opts.foldExpansions)) {
+      info[n] = fi;
+      continue;
+    }
+    bool ok = true;
+    for (unsigned i = 0; i < n->getNumInputs() && ok; i++) {
+      Node *in = n->getNthInput(i).node;
+      if (isa<Constant>(in)) {
+        fi.fromConstant = true;
+        continue;
+      }
+      auto it = info.find(in);
+      if (it == info.end() || !it->second.foldable) {
+        ok = false;
+        break;
+      }
+      fi.fromConstant |= it->second.fromConstant;
+    }
+    if (ok) {
+      if (!triedBackend) {
+        triedBackend = true;
+        Expected<std::unique_ptr<Backend>> b = createBackend("Interpreter");
+        if (b)
+          interp = std::move(b).get();
+      }
+      ok = interp && interp->isOpSupported(*n);
+    }
+    fi.foldable = ok;
+    info[n] = fi;
+  }
+  if (!interp)
+    return false;
+
+  // Roots: foldable nodes with a user outside the foldable set.
+  std::vector<Node *> roots;
+  for (Node *n : order) {
+    const FoldInfo &fi = info[n];
+    if (!fi.foldable || n->getKind() == NodeKind::Splat)
+      continue;
+    if (!fi.fromConstant && !opts.foldSplats)
+      continue;
+    bool escapes = false;
+    for (const NodeUse &u : n->getUsers()) {
+      auto it = info.find(u.user);
+      if (it == info.end() || !it->second.foldable || u.user->getKind() == NodeKind::Splat)
+        escapes = true;
+      // A user that will not itself be folded (splat-only or excluded) also needs us.
+      else if (!it->second.fromConstant && !opts.foldSplats)
+        escapes = true;
+    }
+    if (!escapes)
+      continue;
+    size_t elems = 0;
+    for (unsigned r = 0; r < n->getNumResults(); r++)
+      elems += n->getType(r)->numElements();
+    if (opts.maxFoldElements && elems > opts.maxFoldElements)
+      continue;
+    roots.push_back(n);
+  }
+  if (roots.empty())
+    return false;
+
+  // Copy the subgraphs of the roots into a scratch module.
+  Module scratch;
+  Function *sf = scratch.createFunction("constant_fold");
+  std::unordered_map<const Node *, Node *> map;
+  std::vector<Node *> stack;
+  std::unordered_set<const Node *> needed;
+  for (Node *r : roots)
+    stack.push_back(r);
+  while (!stack.empty()) {
+    Node *n = stack.back();
+    stack.pop_back();
+    if (!needed.insert(n).second)
+      continue;
+    for (unsigned i = 0; i < n->getNumInputs(); i++) {
+      Node *in = n->getNthInput(i).node;
+      if (!isa<Constant>(in))
+        stack.push_back(in);
+    }
+  }
+  auto mapped = [&](NodeValue v) -> NodeValue {
+    if (auto *c = dyn_cast<Constant>(v.node)) {
+      auto it = map.find(c);
+      if (it == map.end()) {
+        Tensor &payload = c->getPayloadMutable();
+        Constant *sc = scratch.createConstant(
+            c->getName(), Tensor::view(payload.getType(), payload.getUnsafePtr()));
+        it = map.emplace(c, sc).first;
+      }
+      return NodeValue(it->second, v.resNo);
+    }
+    return NodeValue(map.at(v.node), v.resNo);
+  };
+  for (Node *n : order) {
+    if (!needed.count(n))
+      continue;
+    std::vector<NodeValue> ins;
+    for (unsigned i = 0; i < n->getNumInputs(); i++)
+      ins.push_back(mapped(n->getNthInput(i)));
+    std::vector<TypeRef> types;
+    for (unsigned r = 0; r < n->getNumResults(); r++)
+      types.push_back(scratch.uniqueType(*n->getType(r)));
+    map[n] = passutil::cloneWith(sf, n, ins, types);
+  }
+  std::vector<std::vector<Placeholder *>> outs(roots.size());
+  for (size_t i = 0; i < roots.size(); i++)
+    for (unsigned r = 0; r < roots[i]->getNumResults(); r++)
+      if (roots[i]->getNumUsesOf(r))
+        outs[i].push_back(sf->createSave("fold" + std::to_string(i) + "_" + std::to_string(r),
+                                         NodeValue(map.at(roots[i]), r))
+                              ->getPlaceholder());
+      else
+        outs[i].push_back(nullptr);
+
+  if (Error e = sf->verify())
+    return false; // cannot happen for a verified input; fold nothing rather than fail
+  Expected<std::unique_ptr<CompiledFunction>> cf = interp->compile(sf, CompileOptions());
+  if (!cf) {
+    (void)cf.takeError();
+    return false;
+  }
+  PlaceholderBindings bindings;
+  bindings.allocate(scratch.getPlaceholders());
+  ExecutionContext ectx(&bindings);
+  if (Error e = (*cf)->execute(ectx))
+    return false;
+
+  passutil::Sweeper sweeper;
+  for (size_t i = 0; i < roots.size(); i++) {
+    Node *root = roots[i];
+    for (unsigned r = 0; r < root->getNumResults(); r++) {
+      Placeholder *ph = outs[i][r];
+      if (!ph)
+        continue;
+      Tensor *t = bindings.get(ph);
+      std::string name = root->getName();
+      if (root->getNumResults() > 1)
+        name += "." + root->getResultName(r);
+      Constant *c = passutil::makeConstant(f, name + ".folded", std::move(*t));
+      root->replaceAllUsesOfWith(r, NodeValue(c));
+    }
+    sweeper.add(root);
+  }
+  cf->reset(); // compiled code refers to the scratch module: drop it first
+  sweeper.sweep(f);
+  return true;
+}
+
+} // namespace kiln

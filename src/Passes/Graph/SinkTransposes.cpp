@@ -1,0 +1,134 @@
+// sink-transposes: move Transposes toward the outputs so that pairs meet and cancel.
+//  - Transpose(Transpose(x, s1), s2) is Transpose(x, s1∘s2), or x when that is the
+//    identity.
+//  - Transpose(Constant) is a new, transposed Constant.
+//  - An element-wise node whose non-splat operands are all Transposes with one shuffle
+//    (each used only there) computes on the untransposed values and is transposed once:
+//    U(T(x)) -> T(U(x)); B(T(x), T(y)) -> T(B(x, y)); Splat and Constant operands are
+//    re-shaped (inverse-transposed) to match.
+//  - BatchNormalization(Transpose(x)) is Transpose(BatchNormalization'(x)) with the
+//    channel axis mapped through the shuffle.
+
+#include "SinkTransposes.h"
+
+#include "PassUtils.h"
+
+namespace kiln {
+
+namespace {
+
+using passutil::inversePermutation;
+using passutil::permuteDims;
+
+/// Operand \p v of an element-wise node rewritten into the untransposed domain of a
+/// Transpose with \p shuffle; null when it cannot be.
+NodeValue untransposed(Function *f, NodeValue v, const std::vector<dim_t> &shuffle,
+                       const std::string &name) {
+  if (auto *t = dyn_cast<TransposeNode>(v.node))
+    return t->getShuffle() == shuffle ? t->getInput() : NodeValue();
+  std::vector<dim_t> inv = inversePermutation(shuffle);
+  if (auto *s = dyn_cast<SplatNode>(v.node))
+    return passutil::makeSplat(f, name, Type::withDims(*v.getType(), permuteDims(v.dims(), inv)),
+                               s->getValue());
+  if (auto *c = dyn_cast<Constant>(v.node))
+    return passutil::makeConstant(f, c->getName() + ".untransposed",
+                                  passutil::transposeTensor(c->getPayload(), inv));
+  return NodeValue();
+}
+
+bool sinkBelowElementwise(Function *f, Node *n, passutil::Sweeper &sweeper) {
+  if (!n->isDataParallel() || n->getNumResults() != 1 || n->getNumInputs() == 0)
+    return false;
+  // All Transposes among the operands share one shuffle and are used only by n.
+  const std::vector<dim_t> *shuffle = nullptr;
+  for (unsigned i = 0; i < n->getNumInputs(); i++) {
+    auto *t = dyn_cast<TransposeNode>(n->getNthInput(i).node);
+    if (!t)
+      continue;
+    if (shuffle && t->getShuffle() != *shuffle)
+      return false;
+    for (const NodeUse &u : t->getUsers())
+      if (u.user != n)
+        return false;
+    shuffle = &t->getShuffle();
+  }
+  if (!shuffle)
+    return false;
+  std::vector<dim_t> sh = *shuffle;
+  // Rewriting splat or constant operands costs a node each; only worth it when at least
+  // one operand is a real Transpose (checked above).
+  for (unsigned i = 0; i < n->getNumInputs(); i++) {
+    Node *in = n->getNthInput(i).node;
+    if (!isa<TransposeNode>(in) && !isa<SplatNode>(in) && !isa<Constant>(in))
+      return false;
+  }
+  std::vector<NodeValue> ins;
+  for (unsigned i = 0; i < n->getNumInputs(); i++)
+    ins.push_back(untransposed(f, n->getNthInput(i), sh, n->getName() + ".splat"));
+  Dims inner = ins[0].dims();
+  TypeRef ty = passutil::withDims(f, *n->getType(0), inner);
+  Node *c = passutil::cloneWith(f, n, ins, {ty});
+  Node *t = f->createTranspose(n->getName() + ".transpose", NodeValue(c), sh);
+  passutil::replaceWith(n, NodeValue(t), sweeper);
+  return true;
+}
+
+bool sinkBelowBatchNorm(Function *f, BatchNormalizationNode *bn, passutil::Sweeper &sweeper) {
+  auto *t = dyn_cast<TransposeNode>(bn->getInput().node);
+  if (!t || t->getUsers().size() != 1)
+    return false;
+  const std::vector<dim_t> &sh = t->getShuffle();
+  std::vector<NodeValue> ins;
+  for (unsigned i = 0; i < bn->getNumInputs(); i++)
+    ins.push_back(bn->getNthInput(i));
+  ins[0] = t->getInput();
+  auto *c = cast<BatchNormalizationNode>(
+      passutil::cloneWith(f, bn, ins, {passutil::withDims(f, *bn->getType(0), t->getInput().dims())}));
+  c->setChannelIdx(sh[bn->getChannelIdx()]);
+  Node *nt = f->createTranspose(bn->getName() + ".transpose", NodeValue(c), sh);
+  passutil::replaceWith(bn, NodeValue(nt), sweeper);
+  return true;
+}
+
+} // namespace
+
+bool sinkTransposes(Function *f, const PassContext &) {
+  passutil::Sweeper sweeper;
+  bool changed = false;
+  for (Node *n : passutil::topoOrder(*f)) {
+    if (!n->hasUsers())
+      continue;
+    if (auto *t = dyn_cast<TransposeNode>(n)) {
+      if (auto *inner = dyn_cast<TransposeNode>(t->getInput().node)) {
+        std::vector<dim_t> composed;
+        for (dim_t s : t->getShuffle())
+          composed.push_back(inner->getShuffle()[s]);
+        NodeValue x = inner->getInput();
+        NodeValue r = passutil::isIdentityPermutation(composed)
+                          ? x
+                          : NodeValue(f->createTranspose(t->getName(), x, composed));
+        passutil::replaceWith(t, r, sweeper);
+        changed = true;
+        continue;
+      }
+      if (auto *c = dyn_cast<Constant>(t->getInput().node)) {
+        Constant *nc = passutil::makeConstant(f, c->getName() + ".transposed",
+                                              passutil::transposeTensor(c->getPayload(),
+                                                                        t->getShuffle()));
+        passutil::replaceWith(t, NodeValue(nc), sweeper);
+        changed = true;
+        continue;
+      }
+      continue;
+    }
+    if (auto *bn = dyn_cast<BatchNormalizationNode>(n)) {
+      changed |= sinkBelowBatchNorm(f, bn, sweeper);
+      continue;
+    }
+    changed |= sinkBelowElementwise(f, n, sweeper);
+  }
+  sweeper.sweep(f);
+  return changed;
+}
+
+} // namespace kiln

@@ -1,0 +1,140 @@
+// IR pass `insert-extract-to-views`: a Slice extracts, and a Concat inserts, blocks of a
+// tensor. When a block is contiguous in memory (every dimension before the sliced one
+// has extent 1 and every dimension after it is whole: "the outermost dimension" once unit
+// dimensions are ignored), the copy can go:
+//  - Slice @out %b, @in %x: %b becomes a TensorView of %x at Starts, provided %b is
+//    written only by the Slice and %x's buffer is not written while %b is in use.
+//  - Concat @out %c, @in %a0, @in %a1...: each %ai becomes a TensorView of %c at its
+//    offset, so producers write straight into %c, provided every %ai is an activation
+//    used for the last time by the Concat and %c is not used before it.
+
+#include "InsertExtractToViews.h"
+
+#include "IRUtils.h"
+
+#include <unordered_set>
+
+namespace kiln {
+
+namespace {
+
+using namespace irutil;
+
+/// True when the block [starts, ends) of a row-major tensor of \p dims is one contiguous
+/// range of memory (and not empty).
+bool isContiguousBlock(const Dims &dims, const std::vector<dim_t> &starts,
+                       const std::vector<dim_t> &ends) {
+  size_t r = dims.size();
+  if (starts.size() != r || ends.size() != r)
+    return false;
+  for (size_t i = 0; i < r; i++)
+    if (ends[i] <= starts[i] || ends[i] > dims[i])
+      return false;
+  if (r == 0)
+    return true;
+  for (size_t j = 0; j < r; j++) {
+    bool ok = true;
+    for (size_t i = 0; i < j && ok; i++)
+      ok = ends[i] - starts[i] == 1;
+    for (size_t i = j + 1; i < r && ok; i++)
+      ok = starts[i] == 0 && ends[i] == dims[i];
+    if (ok)
+      return true;
+  }
+  return false;
+}
+
+bool sliceToView(IRFunction &F, SliceInst *S) {
+  BufferUses bu(F);
+  auto *B = dyn_cast<AllocActivationInst>(S->getDest());
+  if (!B)
+    return false;
+  BufferInfo *bi = bu.get(B);
+  for (const Use &u : bi->uses)
+    if (u.isWrite() && u.I != S)
+      return false;
+  Value *X = S->getInput();
+  if (!isContiguousBlock(X->getType()->dims, S->getStarts(), S->getEnds()))
+    return false;
+  BufferInfo *xi = bu.get(getRoot(X));
+  size_t end = bi->lastUse() == BufferInfo::npos ? bu.pos(S) : bi->lastUse();
+  if (xi->touchedBetween(bu.pos(S), end + 1, /*read=*/false, /*write=*/true))
+    return false;
+  auto *V = F.insert(find(F, S), new TensorViewInst(B->getName() + ".view", B->getType(), X,
+                                                    S->getStarts()));
+  replaceAllUsesWith(F, B, V);
+  erase(F, S);
+  eraseActivation(F, B);
+  if (auto *XA = dyn_cast<AllocActivationInst>(xi->root))
+    fixLifetime(F, XA);
+  return true;
+}
+
+bool concatToViews(IRFunction &F, ConcatInst *C) {
+  BufferUses bu(F);
+  auto *Cbuf = dyn_cast<AllocActivationInst>(C->getDest());
+  if (!Cbuf)
+    return false;
+  BufferInfo *ci = bu.get(Cbuf);
+  if (ci->uses.empty() || ci->uses.front().I != C)
+    return false;
+  const Dims &cd = Cbuf->getType()->dims;
+  size_t axis = C->getAxis();
+  std::vector<Value *> ins = C->getInputs();
+  std::unordered_set<Value *> seen;
+  std::vector<std::vector<dim_t>> offsets;
+  dim_t at = 0;
+  AllocActivationInst *firstAlloc = nullptr;
+  for (Value *a : ins) {
+    auto *A = dyn_cast<AllocActivationInst>(a);
+    if (!A || !seen.insert(A).second)
+      return false;
+    BufferInfo *ai = bu.get(A);
+    if (ai->uses.empty() || ai->uses.back().I != C)
+      return false;
+    const Dims &ad = A->getType()->dims;
+    if (ad.size() != cd.size() || axis >= cd.size())
+      return false;
+    std::vector<dim_t> starts(cd.size(), 0), ends(cd.begin(), cd.end());
+    starts[axis] = at;
+    ends[axis] = at + ad[axis];
+    if (!isContiguousBlock(cd, starts, ends))
+      return false;
+    offsets.push_back(starts);
+    at += ad[axis];
+    if (!firstAlloc || bu.pos(A) < bu.pos(firstAlloc))
+      firstAlloc = A;
+  }
+  if (!firstAlloc)
+    return false;
+  moveBefore(F, Cbuf, firstAlloc);
+  for (size_t i = 0; i < ins.size(); i++) {
+    auto *A = cast<AllocActivationInst>(ins[i]);
+    auto *V = F.insert(find(F, A), new TensorViewInst(A->getName() + ".view", A->getType(),
+                                                      Cbuf, offsets[i]));
+    replaceAllUsesWith(F, A, V);
+    eraseActivation(F, A);
+  }
+  erase(F, C);
+  fixLifetime(F, Cbuf);
+  return true;
+}
+
+} // namespace
+
+bool insertExtractToViews(IRFunction &F) {
+  bool changed = false;
+  std::vector<Instruction *> work;
+  for (auto &ip : F.getInstrs())
+    if (isa<SliceInst>(ip.get()) || isa<ConcatInst>(ip.get()))
+      work.push_back(ip.get());
+  for (Instruction *I : work) {
+    if (auto *S = dyn_cast<SliceInst>(I))
+      changed |= sliceToView(F, S);
+    else
+      changed |= concatToViews(F, cast<ConcatInst>(I));
+  }
+  return changed;
+}
+
+} // namespace kiln

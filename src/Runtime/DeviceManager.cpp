@@ -1,0 +1,208 @@
+#include "kiln/Runtime/DeviceManager.h"
+
+#include <cctype>
+
+namespace kiln {
+
+DeviceManager::DeviceManager(DeviceConfig config) : config_(std::move(config)) {}
+
+DeviceManager::~DeviceManager() { stop(); }
+
+Error DeviceManager::init() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (started_ || stopping_)
+      return makeError(ErrorCode::InvalidArgument, "device '", getName(),
+                       started_ ? "' is already started" : "' was stopped");
+  }
+  KILN_RETURN_IF_ERR(initImpl());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (started_)
+    return makeError(ErrorCode::InvalidArgument, "device '", getName(), "' is already started");
+  if (stopping_)
+    return makeError(ErrorCode::InvalidArgument, "device '", getName(), "' was stopped");
+  started_ = true;
+  worker_ = std::thread([this] { workerLoop(); });
+  return Error::success();
+}
+
+void DeviceManager::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable())
+    worker_.join();
+  // Without a worker (never started) nobody else drains the queue.
+  std::deque<RunRequest> left;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    left.swap(queue_);
+  }
+  for (RunRequest &r : left) {
+    pending_--;
+    completed_++;
+    r.cb(makeError(ErrorCode::Runtime, "device '", getName(), "' stopped before running '",
+                   r.name, "'"),
+         DeviceRunStats{});
+  }
+}
+
+Error DeviceManager::addNetwork(const std::string &name, CompiledFunction *fn, uint64_t bytes) {
+  if (!fn)
+    return makeError(ErrorCode::InvalidArgument, "device '", getName(), "': network '", name,
+                     "' has no compiled function");
+  if (fn->getBackendName() != getBackendName())
+    return makeError(ErrorCode::InvalidArgument, "device '", getName(), "' runs ",
+                     getBackendName(), " code but network '", name, "' was compiled for ",
+                     fn->getBackendName());
+  {
+    // Reserve first, so concurrent loads never overcommit; undo if the hook refuses.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (networks_.count(name))
+      return makeError(ErrorCode::InvalidArgument, "device '", getName(), "' already holds '",
+                       name, "'");
+    uint64_t avail = getMaximumMemory() - usedMemory_;
+    if (bytes > avail)
+      return makeError(ErrorCode::OutOfMemory, "device '", getName(), "' (", getBackendName(),
+                       ") is out of memory: '", name, "' needs ", bytes, " bytes but only ",
+                       avail, " of ", getMaximumMemory(), " are free");
+    usedMemory_ += bytes;
+    networks_[name] = Loaded{nullptr, bytes}; // not runnable until the hook succeeds
+  }
+  Error e = loadNetworkImpl(name, *fn, bytes);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (e) {
+    usedMemory_ -= bytes;
+    networks_.erase(name);
+    return std::move(e).addContext("loading '" + name + "' on device '" + getName() + "'");
+  }
+  networks_[name].fn = fn;
+  return Error::success();
+}
+
+Error DeviceManager::evictNetwork(const std::string &name) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = networks_.find(name);
+    if (it == networks_.end() || !it->second.fn)
+      return makeError(ErrorCode::NotFound, "device '", getName(), "' holds no network '", name,
+                       "'");
+    usedMemory_ -= it->second.bytes;
+    networks_.erase(it);
+  }
+  evictNetworkImpl(name);
+  return Error::success();
+}
+
+bool DeviceManager::hasNetwork(const std::string &name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = networks_.find(name);
+  return it != networks_.end() && it->second.fn;
+}
+
+uint64_t DeviceManager::getUsedMemory() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return usedMemory_;
+}
+
+void DeviceManager::runFunction(const std::string &name, ExecutionContext *ctx, RunCallback cb,
+                                Deadline deadline) {
+  pending_++;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (started_ && !stopping_) {
+      queue_.push_back(RunRequest{name, ctx, std::move(cb), deadline});
+      cv_.notify_one();
+      return;
+    }
+  }
+  pending_--;
+  completed_++;
+  cb(makeError(ErrorCode::Runtime, "device '", getName(), "' is not running; cannot run '", name,
+               "'"),
+     DeviceRunStats{});
+}
+
+void DeviceManager::workerLoop() {
+  for (;;) {
+    RunRequest r;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_)
+        return; // stop() fails whatever is still queued
+      r = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    execute(r);
+  }
+}
+
+void DeviceManager::execute(RunRequest &r) {
+  DeviceRunStats stats;
+  Error err = Error::success();
+  CompiledFunction *fn = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = networks_.find(r.name);
+    if (it != networks_.end())
+      fn = it->second.fn;
+  }
+  auto start = Clock::now();
+  if (!fn)
+    err = makeError(ErrorCode::NotFound, "device '", getName(), "' holds no network '", r.name,
+                    "'");
+  else if (start > r.deadline)
+    err = makeError(ErrorCode::Runtime, "deadline exceeded before '", r.name,
+                    "' started on device '", getName(), "'");
+  else if (Error e = runImpl(r.name, *fn, *r.ctx, stats))
+    err = std::move(e).addContext("running '" + r.name + "' on device '" + getName() + "'");
+  auto end = Clock::now();
+  stats.seconds = std::chrono::duration<double>(end - start).count();
+  if (!err && fn && end > r.deadline)
+    err = makeError(ErrorCode::Runtime, "deadline exceeded: '", r.name, "' on device '",
+                    getName(), "' finished ",
+                    std::chrono::duration_cast<std::chrono::milliseconds>(end - r.deadline).count(),
+                    " ms late");
+  // Count the run as done before the callback, which may free the request.
+  pending_--;
+  completed_++;
+  RunCallback cb = std::move(r.cb);
+  cb(std::move(err), stats);
+}
+
+Error DeviceManager::loadNetworkImpl(const std::string &, CompiledFunction &, uint64_t) {
+  return Error::success();
+}
+
+void DeviceManager::evictNetworkImpl(const std::string &) {}
+
+Error DeviceManager::runImpl(const std::string &, CompiledFunction &fn, ExecutionContext &ctx,
+                             DeviceRunStats &) {
+  return fn.execute(ctx);
+}
+
+Expected<std::shared_ptr<DeviceManager>> createDeviceManager(const Backend &backend,
+                                                             DeviceConfig config,
+                                                             unsigned index) {
+  if (config.backendName.empty())
+    config.backendName = backend.getName();
+  if (config.backendName != backend.getName())
+    return makeError(ErrorCode::InvalidArgument, "device config names backend '",
+                     config.backendName, "' but was given backend '", backend.getName(), "'");
+  if (config.name.empty()) {
+    config.name = config.backendName + std::to_string(index);
+    for (char &c : config.name)
+      c = char(std::tolower(static_cast<unsigned char>(c)));
+  }
+  std::shared_ptr<DeviceManager> dm = backend.createDeviceManager(config);
+  if (dm)
+    return dm;
+  if (config.memoryBytes == 0)
+    config.memoryBytes = kDefaultHostDeviceMemory;
+  return std::make_shared<DeviceManager>(std::move(config));
+}
+
+} // namespace kiln

@@ -1,0 +1,324 @@
+#include "kiln/Runtime/HostManager.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace kiln {
+
+/// A network and the requests running it. Lifetime: requests pin it through inFlight
+/// (under mu_), never through a reference count, so that it is always destroyed on the
+/// thread that removes it: destroying it erases partition functions from a module the
+/// caller may be using.
+struct HostManager::Network {
+  std::shared_ptr<ExecutableNetwork> exec;
+  bool ready = false;    ///< Loaded; runs are admitted.
+  bool removing = false; ///< removeNetwork waits for inFlight to reach zero.
+  size_t inFlight = 0;
+};
+
+Expected<std::unique_ptr<HostManager>> HostManager::create(std::vector<DeviceConfig> devices,
+                                                           const HostConfig &config) {
+  if (devices.empty())
+    return makeError(ErrorCode::InvalidArgument, "HostManager: no devices");
+  std::unique_ptr<HostManager> hm(new HostManager(config));
+  std::map<std::string, unsigned> perBackend;
+  for (DeviceConfig &cfg : devices) {
+    if (cfg.backendName.empty())
+      return makeError(ErrorCode::InvalidArgument, "HostManager: a device config names no backend");
+    if (!hm->backends_.count(cfg.backendName)) {
+      KILN_ASSIGN_OR_RETURN(std::unique_ptr<Backend> b, createBackend(cfg.backendName));
+      hm->backends_[cfg.backendName] = std::move(b);
+      hm->backendOrder_.push_back(cfg.backendName);
+    }
+    unsigned index = perBackend[cfg.backendName]++;
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceManager> dm,
+                          createDeviceManager(*hm->backends_[cfg.backendName], cfg, index));
+    if (hm->getDevice(dm->getName()))
+      return makeError(ErrorCode::InvalidArgument, "HostManager: two devices are named '",
+                       dm->getName(), "'");
+    if (Error e = dm->init())
+      return std::move(e).addContext("starting device '" + dm->getName() + "'");
+    hm->devices_.push_back(std::move(dm));
+  }
+  std::vector<DeviceManager *> raw;
+  for (const auto &d : hm->devices_)
+    raw.push_back(d.get());
+  std::map<std::string, const Backend *> backends;
+  for (const auto &b : hm->backends_)
+    backends[b.first] = b.second.get();
+  hm->provisioner_ = std::make_unique<Provisioner>(std::move(raw), std::move(backends));
+  return hm;
+}
+
+HostManager::~HostManager() {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle_.wait(lock, [&] { return active_ == 0; });
+  }
+  for (auto &kv : networks_)
+    if (kv.second->exec)
+      provisioner_->unprovision(kv.second->exec->loaded);
+  // Join the workers before dropping networks: nothing on them may still hold a request.
+  for (auto &d : devices_)
+    d->stop();
+  networks_.clear();
+}
+
+DeviceManager *HostManager::getDevice(const std::string &name) const {
+  for (const auto &d : devices_)
+    if (d->getName() == name)
+      return d.get();
+  return nullptr;
+}
+
+const Backend *HostManager::getBackend(const std::string &backendName) const {
+  auto it = backends_.find(backendName);
+  return it == backends_.end() ? nullptr : it->second.get();
+}
+
+size_t HostManager::getActiveRequests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return active_;
+}
+
+Error HostManager::addNetwork(Function *f, const NetworkOptions &opts) {
+  if (!f)
+    return makeError(ErrorCode::InvalidArgument, "addNetwork: no function");
+  std::lock_guard<std::mutex> ar(addRemoveMu_);
+  return addNetworkImpl(f, nullptr, opts);
+}
+
+Error HostManager::addNetwork(std::unique_ptr<Module> module, const NetworkOptions &opts) {
+  if (!module || module->getFunctions().empty())
+    return makeError(ErrorCode::InvalidArgument, "addNetwork: the module has no functions");
+  std::shared_ptr<Module> owner(std::move(module));
+  std::vector<Function *> fns; // partitioning adds functions: iterate a copy
+  for (const auto &f : owner->getFunctions())
+    fns.push_back(f.get());
+  std::lock_guard<std::mutex> ar(addRemoveMu_);
+  std::vector<std::string> added;
+  for (Function *f : fns) {
+    if (Error e = addNetworkImpl(f, owner, opts)) {
+      // All or nothing. No request can be running: the caller has not seen the names.
+      for (const std::string &name : added) {
+        std::shared_ptr<Network> net;
+        {
+          std::unique_lock<std::mutex> lock(mu_);
+          auto it = networks_.find(name);
+          net = it->second;
+          net->removing = true;
+          idle_.wait(lock, [&] { return net->inFlight == 0; });
+          networks_.erase(it);
+        }
+        provisioner_->unprovision(net->exec->loaded);
+      }
+      return e;
+    }
+    added.push_back(f->getName());
+  }
+  return Error::success();
+}
+
+Error HostManager::addNetworkImpl(Function *f, std::shared_ptr<Module> owner,
+                                  const NetworkOptions &opts) {
+  const std::string name = f->getName();
+  auto ctx = [&](Error e) { return std::move(e).addContext("adding network '" + name + "'"); };
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (networks_.count(name))
+      return makeError(ErrorCode::InvalidArgument, "adding network '", name,
+                       "': a network of that name exists");
+  }
+  if (Error e = f->verify())
+    return ctx(std::move(e));
+
+  std::vector<PartitionerBackend> pbs;
+  for (const std::string &b : opts.backends.empty() ? backendOrder_ : opts.backends) {
+    const Backend *backend = getBackend(b);
+    if (!backend)
+      return ctx(makeError(ErrorCode::NotFound, "no device runs backend '", b, "'"));
+    uint64_t mem = std::numeric_limits<uint64_t>::max();
+    for (const auto &d : devices_)
+      if (d->getBackendName() == b)
+        mem = std::min(mem, d->getMaximumMemory());
+    pbs.push_back(PartitionerBackend{backend, mem});
+  }
+  Expected<PartitionPlan> plan =
+      partitionFunction(f, name, pbs, opts.partition ? &*opts.partition : nullptr);
+  if (!plan)
+    return ctx(plan.takeError());
+  std::shared_ptr<ExecutableNetwork> exec(
+      new ExecutableNetwork{std::move(owner), std::move(plan).get(), {}, {}});
+  ProvisionOptions po;
+  po.replicas = opts.replicas;
+  po.compile = opts.compile;
+  Expected<std::vector<LoadedPartition>> loaded = provisioner_->provision(exec->plan, po);
+  if (!loaded)
+    return ctx(loaded.takeError()); // exec erases its partition functions here
+  exec->loaded = std::move(loaded).get();
+  exec->index();
+  auto net = std::make_shared<Network>();
+  net->exec = std::move(exec);
+  net->ready = true;
+  std::lock_guard<std::mutex> lock(mu_);
+  networks_[name] = std::move(net);
+  return Error::success();
+}
+
+Error HostManager::removeNetwork(const std::string &name) {
+  std::lock_guard<std::mutex> ar(addRemoveMu_);
+  std::shared_ptr<Network> net;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto it = networks_.find(name);
+    if (it == networks_.end() || it->second->removing)
+      return makeError(ErrorCode::NotFound, "removeNetwork: no network named '", name, "'");
+    net = it->second;
+    net->removing = true; // refuse new runs from now on
+    idle_.wait(lock, [&] { return net->inFlight == 0; });
+    networks_.erase(name);
+  }
+  provisioner_->unprovision(net->exec->loaded);
+  return Error::success(); // net, the last reference, goes here, on this thread
+}
+
+bool HostManager::hasNetwork(const std::string &name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bool(findLocked(name));
+}
+
+std::vector<std::string> HostManager::getNetworkNames() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> names;
+  for (const auto &kv : networks_)
+    if (kv.second->ready && !kv.second->removing)
+      names.push_back(kv.first);
+  return names;
+}
+
+Expected<HostManager::Network *> HostManager::findLocked(const std::string &name) const {
+  auto it = networks_.find(name);
+  if (it == networks_.end() || !it->second->ready || it->second->removing) {
+    std::string known;
+    for (const auto &kv : networks_)
+      if (kv.second->ready && !kv.second->removing)
+        known += " " + kv.first;
+    return makeError(ErrorCode::NotFound, "no network named '", name, "'; loaded:",
+                     known.empty() ? " none" : known);
+  }
+  return it->second.get();
+}
+
+// Plans never change once a network is ready; reading them under mu_ keeps removal out.
+
+Expected<std::string> HostManager::getPlanText(const std::string &name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_ASSIGN_OR_RETURN(Network * net, findLocked(name));
+  return net->exec->plan.toString();
+}
+
+Expected<std::string> HostManager::getPlanDot(const std::string &name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_ASSIGN_OR_RETURN(Network * net, findLocked(name));
+  return net->exec->plan.toDot();
+}
+
+Expected<size_t> HostManager::getNumPartitions(const std::string &name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_ASSIGN_OR_RETURN(Network * net, findLocked(name));
+  return net->exec->plan.partitions.size();
+}
+
+RunId HostManager::runNetwork(const std::string &name,
+                              std::unique_ptr<PlaceholderBindings> bindings, ResultCallback cb,
+                              const RunOptions &opts) {
+  PlaceholderBindings *b = bindings.get();
+  return submit(name, b, std::move(bindings), std::move(cb), opts);
+}
+
+namespace {
+/// What a blocking run waits on. Shared, so the device thread that signals it never
+/// touches the waiter's stack.
+struct Waiter {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  Error error = Error::success();
+  RunReport report;
+};
+} // namespace
+
+Error HostManager::runNetworkBlocking(const std::string &name, PlaceholderBindings &bindings,
+                                      const RunOptions &opts, RunReport *report) {
+  auto w = std::make_shared<Waiter>();
+  submit(name, &bindings, nullptr,
+         [w](RunResult r) {
+           std::lock_guard<std::mutex> lock(w->mu);
+           w->error = std::move(r.error);
+           w->report = std::move(r.report);
+           w->done = true;
+           w->cv.notify_all();
+         },
+         opts);
+  std::unique_lock<std::mutex> lock(w->mu);
+  w->cv.wait(lock, [&] { return w->done; });
+  if (report)
+    *report = std::move(w->report);
+  return std::move(w->error);
+}
+
+RunId HostManager::submit(const std::string &name, PlaceholderBindings *bindings,
+                          std::unique_ptr<PlaceholderBindings> owned, ResultCallback cb,
+                          const RunOptions &opts) {
+  RunId id;
+  Network *net = nullptr;
+  Error refusal = Error::success();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    id = nextId_++;
+    Expected<Network *> found = findLocked(name);
+    if (!found)
+      refusal = found.takeError().addContext("run");
+    else if (active_ >= config_.maxActiveRequests)
+      refusal = makeError(ErrorCode::QueueFull, "run of '", name, "' refused: ", active_,
+                          " requests are in flight, the limit is ", config_.maxActiveRequests);
+    else {
+      net = *found;
+      net->inFlight++;
+      active_++;
+    }
+  }
+  if (refusal) {
+    RunResult r;
+    r.id = id;
+    r.error = std::move(refusal);
+    r.bindings = std::move(owned);
+    cb(std::move(r));
+    return id;
+  }
+  Deadline deadline =
+      opts.timeout.count() > 0 ? Clock::now() + opts.timeout : kNoDeadline;
+  // std::function needs a copyable callable: the owned bindings ride in a shared box.
+  auto box = std::make_shared<std::pair<std::unique_ptr<PlaceholderBindings>, ResultCallback>>(
+      std::move(owned), std::move(cb));
+  executor_.run(net->exec.get(), bindings, deadline, [this, net, id, box](Error e, RunReport rep) {
+    {
+      // After this block the network may be removed and this HostManager destroyed:
+      // touch neither below. Notify under the lock for the same reason.
+      std::lock_guard<std::mutex> lock(mu_);
+      net->inFlight--;
+      active_--;
+      idle_.notify_all();
+    }
+    RunResult r;
+    r.id = id;
+    r.error = std::move(e);
+    r.bindings = std::move(box->first);
+    r.report = std::move(rep);
+    ResultCallback cb = std::move(box->second);
+    cb(std::move(r));
+  });
+  return id;
+}
+
+} // namespace kiln

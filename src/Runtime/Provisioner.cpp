@@ -1,0 +1,103 @@
+#include "kiln/Runtime/Provisioner.h"
+
+#include <algorithm>
+
+namespace kiln {
+
+Expected<std::vector<LoadedPartition>> Provisioner::provision(PartitionPlan &plan,
+                                                              const ProvisionOptions &opts) {
+  std::vector<LoadedPartition> loaded(plan.partitions.size());
+  auto fail = [&](Error e) -> Error {
+    unprovision(loaded);
+    for (Partition &p : plan.partitions)
+      p.devices.clear();
+    return std::move(e).addContext("provisioning network '" + plan.networkName + "'");
+  };
+  // 1. Compile everything before taking any device memory.
+  for (size_t i = 0; i < plan.partitions.size(); i++) {
+    Partition &p = plan.partitions[i];
+    auto b = backends_.find(p.backendName);
+    if (b == backends_.end())
+      return fail(makeError(ErrorCode::NotFound, "no backend '", p.backendName, "' for '",
+                            p.name, "'"));
+    Expected<std::unique_ptr<CompiledFunction>> cf = b->second->compile(p.function, opts.compile);
+    if (!cf)
+      return fail(cf.takeError().addContext("compiling partition '" + p.name + "' for " +
+                                            p.backendName));
+    loaded[i].deviceKey = plan.networkName + "#" + std::to_string(i);
+    loaded[i].compiled = std::move(cf).get();
+  }
+
+  auto candidates = [&](const Partition &p) {
+    // Devices of this backend, most free memory first (ties keep device order).
+    std::vector<DeviceManager *> cands;
+    for (DeviceManager *d : devices_)
+      if (d->getBackendName() == p.backendName)
+        cands.push_back(d);
+    std::stable_sort(cands.begin(), cands.end(), [](DeviceManager *a, DeviceManager *b) {
+      return a->getAvailableMemory() > b->getAvailableMemory();
+    });
+    return cands;
+  };
+  auto load = [&](size_t i, DeviceManager *d) -> Error {
+    KILN_RETURN_IF_ERR(d->addNetwork(loaded[i].deviceKey, loaded[i].compiled.get(),
+                                     plan.partitions[i].memoryBytes));
+    loaded[i].devices.push_back(d);
+    plan.partitions[i].devices.push_back(d->getName());
+    return Error::success();
+  };
+
+  // 2. One copy of each partition, largest first, each on the device with the most free
+  // memory (spreads the model; large pieces are placed while there is room).
+  std::vector<size_t> bySize(plan.partitions.size());
+  for (size_t i = 0; i < bySize.size(); i++)
+    bySize[i] = i;
+  std::stable_sort(bySize.begin(), bySize.end(), [&](size_t a, size_t b) {
+    return plan.partitions[a].memoryBytes > plan.partitions[b].memoryBytes;
+  });
+  for (size_t i : bySize) {
+    const Partition &p = plan.partitions[i];
+    std::vector<DeviceManager *> cands = candidates(p);
+    std::string refusals;
+    Error firstRefusal = Error::success();
+    for (DeviceManager *d : cands) {
+      Error e = load(i, d);
+      if (!e)
+        break;
+      refusals += "; " + e.message();
+      if (!firstRefusal)
+        firstRefusal = std::move(e);
+    }
+    if (loaded[i].devices.empty()) {
+      // Keep the code of the first refusal (a load fault, OutOfMemory) for the caller.
+      ErrorCode code = firstRefusal ? firstRefusal.code() : ErrorCode::NotFound;
+      std::string why = cands.empty() ? "there is no " + p.backendName + " device"
+                                      : "every " + p.backendName + " device refused it" +
+                                            refusals;
+      return fail(makeError(code, "partition '", p.name, "' (", p.memoryBytes,
+                            " bytes) cannot be loaded: ", why));
+    }
+  }
+
+  // 3. Replicas, where memory is left over; a refused replica is not an error.
+  for (size_t i = 0; i < plan.partitions.size() && opts.replicas > 1; i++)
+    for (DeviceManager *d : candidates(plan.partitions[i])) {
+      if (loaded[i].devices.size() >= opts.replicas)
+        break;
+      if (std::find(loaded[i].devices.begin(), loaded[i].devices.end(), d) ==
+              loaded[i].devices.end() &&
+          d->getAvailableMemory() >= plan.partitions[i].memoryBytes)
+        (void)load(i, d);
+    }
+  return loaded;
+}
+
+void Provisioner::unprovision(std::vector<LoadedPartition> &loaded) {
+  for (LoadedPartition &lp : loaded) {
+    for (DeviceManager *d : lp.devices)
+      (void)d->evictNetwork(lp.deviceKey); // only fails if already gone
+    lp.devices.clear();
+  }
+}
+
+} // namespace kiln

@@ -1,0 +1,224 @@
+// kiln-plan: schedules a network for memory, lowers it to the low-level IR, runs the IR
+// passes and plans its memory; prints the figures and draws the activation plan.
+//
+//   kiln-plan [options] MODEL
+//     MODEL                resnet50 | mobilenetv2 | transformer (built with the API, batch
+//                          1, random weights), or a file in the graph text form
+//     --function=NAME      the function of a text module to plan (default: the first)
+//     --svg=FILE           write the activation plan as an SVG timeline
+//     --ir-passes=LIST     IR passes to run (default | none | a comma-separated list)
+//     --topological        plain topological order instead of the memory-aware schedule
+//     --dump-ir            print the final IR
+//     --dump-after=LIST    print the IR after each run of these passes (* = all)
+//     --time-passes        print per-pass times
+//     --report             the figures of all three built-in networks, optimised and
+//                          plain (topological order, no IR passes); MODEL is not needed
+//
+// Example (the picture of ResNet-50's plan):
+//   bazel run -c opt //src/tools:kiln-plan -- resnet50 --svg=/tmp/resnet50-plan.svg
+
+#include "Networks.h"
+
+#include "kiln/Graph/TextIR.h"
+#include "kiln/Memory/MemoryPipeline.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+using namespace kiln;
+
+namespace {
+
+struct Options {
+  std::string model, function, svg, irPasses = "default";
+  std::vector<std::string> dumpAfter;
+  bool topological = false, dumpIR = false, timePasses = false, report = false;
+};
+
+int usage(const std::string &msg) {
+  std::cerr << "kiln-plan: " << msg << "\n"
+            << "usage: kiln-plan [--svg=FILE] [--ir-passes=LIST] [--topological] [--dump-ir] "
+               "[--dump-after=LIST] [--time-passes] [--function=NAME] MODEL\n"
+               "       kiln-plan --report\n"
+               "MODEL: resnet50 | mobilenetv2 | transformer | FILE (graph text form)\n";
+  return 2;
+}
+
+double mib(uint64_t b) { return double(b) / (1024.0 * 1024.0); }
+
+/// Builds a network by name or parses a text module; returns the function to plan.
+Expected<Function *> loadModel(const Options &o, Module &m) {
+  if (Function *f = networks::buildNetwork(o.model, m))
+    return f;
+  std::ifstream in(o.model);
+  if (!in)
+    return makeError(ErrorCode::NotFound, "'", o.model,
+                     "' is neither a built-in network (resnet50, mobilenetv2, transformer) nor "
+                     "a readable file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  KILN_RETURN_IF_ERR(parseFunctionInto(m, ss.str()));
+  if (m.getFunctions().empty())
+    return makeError(ErrorCode::ModelParse, "'", o.model, "' defines no function");
+  if (o.function.empty())
+    return m.getFunctions().front().get();
+  if (Function *f = m.getFunction(o.function))
+    return f;
+  return makeError(ErrorCode::NotFound, "no function '", o.function, "' in '", o.model, "'");
+}
+
+/// Sum of every activation's aligned size: the memory of a plan that shares nothing.
+uint64_t totalActivationBytes(const MemoryPlan &p) {
+  uint64_t s = 0;
+  for (const PlannedBuffer &b : p.buffers)
+    if (b.region == MemoryRegion::Activation)
+      s += (b.size + p.alignment - 1) / p.alignment * p.alignment;
+  return s;
+}
+
+void printPlan(const std::string &what, const PlannedIR &P) {
+  const MemoryPlan &p = P.plan;
+  size_t allocs = 0;
+  for (const auto &ip : P.F->getInstrs())
+    allocs += isa<AllocActivationInst>(ip.get());
+  std::printf("%s\n", what.c_str());
+  std::printf("  schedule: %s, peak %.3f MiB (plain topological %.3f MiB)\n",
+              P.schedule.strategy.c_str(), mib(P.schedule.peakBytes),
+              mib(P.schedule.topologicalPeakBytes));
+  for (const auto &c : P.schedule.candidates)
+    std::printf("    %-14s %10.3f MiB\n", c.first.c_str(), mib(c.second));
+  std::printf("  IR: %zu instructions, %zu activations (%.3f MiB if none shared)\n",
+              P.F->getInstrs().size(), allocs, mib(totalActivationBytes(p)));
+  std::printf("  regions: constant %.3f MiB, mutable %.3f MiB\n", mib(p.constantBytes),
+              mib(p.mutableBytes));
+  std::printf("  activations: arena %.3f MiB, max-live %.3f MiB, arena/max-live %.4f "
+              "(efficiency %.1f%%), placement %s\n",
+              mib(p.activationBytes), mib(p.maxLiveBytes),
+              p.maxLiveBytes ? double(p.activationBytes) / double(p.maxLiveBytes) : 1.0,
+              100 * p.efficiency(), p.strategy.c_str());
+  for (const auto &s : p.strategyArenas)
+    std::printf("    %-24s %10.3f MiB\n", s.first.c_str(), mib(s.second));
+}
+
+int report() {
+  std::printf("%-12s %13s %13s %13s %13s %13s %13s %8s\n", "network", "topo peak", "sched peak",
+              "plain maxlive", "plain arena", "opt maxlive", "opt arena", "arena/ml");
+  int status = 0;
+  for (const std::string &name : networks::getNetworkNames()) {
+    Module m;
+    Function *f = networks::buildNetwork(name, m);
+    MemoryPipelineOptions plainOpts;
+    plainOpts.memoryAwareSchedule = false;
+    plainOpts.runIRPasses = false;
+    auto plain = generatePlannedIR(f, plainOpts);
+    auto opt = generatePlannedIR(f, {});
+    if (!plain || !opt) {
+      std::cerr << name << ": "
+                << (plain ? opt.getError().toString() : plain.getError().toString()) << "\n";
+      return 1;
+    }
+    const MemoryPlan &pp = plain->plan, &op = opt->plan;
+    double ratio = double(op.activationBytes) / double(std::max<uint64_t>(1, op.maxLiveBytes));
+    std::printf("%-12s %9.3f MiB %9.3f MiB %9.3f MiB %9.3f MiB %9.3f MiB %9.3f MiB %8.4f\n",
+                name.c_str(), mib(opt->schedule.topologicalPeakBytes), mib(opt->schedule.peakBytes),
+                mib(pp.maxLiveBytes), mib(pp.activationBytes), mib(op.maxLiveBytes),
+                mib(op.activationBytes), ratio);
+    if (ratio > 1.05 || op.activationBytes > pp.maxLiveBytes)
+      status = 1;
+  }
+  std::printf("\ntopo/sched peak: scheduler model (no sharing) of plain topological order and of "
+              "the chosen order.\nplain: topological order, no IR passes. opt: chosen order and "
+              "the default IR pipeline.\nTargets: opt arena <= 1.05 x opt max-live, and opt arena "
+              "<= plain max-live.\n");
+  return status;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    auto val = [&](const char *flag) -> const char * {
+      size_t n = std::strlen(flag);
+      return a.compare(0, n, flag) == 0 ? a.c_str() + n : nullptr;
+    };
+    if (const char *v = val("--svg="))
+      o.svg = v;
+    else if (const char *v = val("--ir-passes="))
+      o.irPasses = v;
+    else if (const char *v = val("--function="))
+      o.function = v;
+    else if (const char *v = val("--dump-after=")) {
+      std::stringstream ss(v);
+      std::string item;
+      while (std::getline(ss, item, ','))
+        o.dumpAfter.push_back(item);
+    } else if (a == "--topological")
+      o.topological = true;
+    else if (a == "--dump-ir")
+      o.dumpIR = true;
+    else if (a == "--time-passes")
+      o.timePasses = true;
+    else if (a == "--report")
+      o.report = true;
+    else if (a == "-h" || a == "--help") {
+      usage("plans a network's memory");
+      return 0;
+    }
+    else if (!a.empty() && a[0] == '-')
+      return usage("unknown option " + a);
+    else if (o.model.empty())
+      o.model = a;
+    else
+      return usage("more than one MODEL");
+  }
+  if (o.report)
+    return report();
+  if (o.model.empty())
+    return usage("no MODEL");
+
+  Module m;
+  auto f = loadModel(o, m);
+  if (!f) {
+    std::cerr << "kiln-plan: " << f.getError().toString() << "\n";
+    return 1;
+  }
+  MemoryPipelineOptions mo;
+  mo.memoryAwareSchedule = !o.topological;
+  if (o.irPasses == "none") {
+    mo.runIRPasses = false;
+  } else {
+    auto list = parseIRPassList(o.irPasses);
+    if (!list) {
+      std::cerr << "kiln-plan: " << list.getError().toString() << "\n";
+      return 2;
+    }
+    mo.irPasses = *list;
+  }
+  mo.passManager.dumpAfter = o.dumpAfter;
+  mo.passManager.dumpStream = &std::cout;
+  auto P = generatePlannedIR(*f, mo);
+  if (!P) {
+    std::cerr << "kiln-plan: " << P.getError().toString() << "\n";
+    return 1;
+  }
+  if (o.dumpIR)
+    std::cout << P->F->toString();
+  printPlan("plan of '" + (*f)->getName() + "'", *P);
+  if (o.timePasses)
+    std::cout << P->passes.timingTable();
+  if (!o.svg.empty()) {
+    std::ofstream out(o.svg);
+    out << renderMemoryPlanSVG(*P->F, P->plan, (*f)->getName());
+    if (!out) {
+      std::cerr << "kiln-plan: cannot write " << o.svg << "\n";
+      return 1;
+    }
+    std::printf("  wrote %s\n", o.svg.c_str());
+  }
+  return 0;
+}

@@ -1,0 +1,236 @@
+// Whole functions compiled by the CPU backend against the Interpreter: small networks
+// that exercise GEMM-based convolution and FC, fused epilogues, element-wise fusion,
+// data movement, threads, and the AVX2 path on AVX-512 hosts.
+#include "backends/CPU/CPUBackend.h"
+#include "kiln/kiln.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace kiln {
+namespace {
+
+struct Net {
+  Module mod;
+  Function *F = nullptr;
+  std::vector<Placeholder *> inputs;
+  std::vector<SaveNode *> saves;
+};
+
+/// Random tensor of the given dims.
+Tensor randomTensor(Dims dims, uint64_t seed, float lo = -1, float hi = 1) {
+  Tensor t(ElemKind::Float, dims);
+  PseudoRNG rng(seed);
+  t.randomize(lo, hi, rng);
+  return t;
+}
+
+Constant *randomConstant(Module &m, const std::string &name, Dims dims, uint64_t seed,
+                         float scale = 0.2f) {
+  return m.createConstant(name, randomTensor(dims, seed, -scale, scale));
+}
+
+/// Runs \p net on \p backend and returns copies of the saved tensors.
+std::vector<std::vector<float>> runOn(Net &net, Backend &backend, const CompileOptions &opts,
+                                      std::string *stats = nullptr, int runs = 1) {
+  auto cf = backend.compile(net.F, opts);
+  EXPECT_TRUE(bool(cf)) << cf.getError().message();
+  if (!cf)
+    return {};
+  if (stats)
+    if (auto *c = dynamic_cast<cpu::CPUFunction *>(cf->get()))
+      *stats = c->getStats();
+  PlaceholderBindings b;
+  b.allocate(net.mod.getPlaceholders());
+  for (size_t i = 0; i < net.inputs.size(); i++) {
+    Tensor *t = b.get(net.inputs[i]);
+    Tensor r = randomTensor(t->getType().dims, 100 + i);
+    std::memcpy(t->getUnsafePtr(), r.getUnsafePtr(), r.getSizeInBytes());
+  }
+  for (int r = 0; r < runs; r++) {
+    ExecutionContext ctx(&b);
+    Error e = (*cf)->execute(ctx);
+    EXPECT_FALSE(bool(e)) << e.message();
+  }
+  std::vector<std::vector<float>> outs;
+  for (SaveNode *s : net.saves) {
+    Tensor *t = b.get(s->getPlaceholder());
+    const float *p = reinterpret_cast<const float *>(t->getUnsafePtr());
+    outs.emplace_back(p, p + t->size());
+  }
+  return outs;
+}
+
+void expectClose(const std::vector<std::vector<float>> &a,
+                 const std::vector<std::vector<float>> &b, float atol = 1e-4f,
+                 float rtol = 1e-4f) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); i++) {
+    ASSERT_EQ(a[i].size(), b[i].size());
+    for (size_t j = 0; j < a[i].size(); j++)
+      ASSERT_NEAR(a[i][j], b[i][j], atol + rtol * std::fabs(b[i][j]))
+          << "output " << i << " element " << j;
+  }
+}
+
+/// Checks \p build's net on the CPU backend (several configurations) against the
+/// Interpreter.
+template <class Build> void checkAgainstInterpreter(Build build) {
+  auto interp = exitOnError(createBackend("Interpreter"));
+  Net ref;
+  build(ref);
+  ASSERT_FALSE(bool(ref.F->verify()));
+  auto expected = runOn(ref, *interp, {});
+  struct Config {
+    unsigned threads;
+    bool noAvx512;
+    bool fuse;
+  };
+  for (Config c : {Config{1, false, true}, Config{2, false, true}, Config{1, true, true},
+                   Config{2, true, false}}) {
+    SCOPED_TRACE("threads " + std::to_string(c.threads) + (c.noAvx512 ? " avx2" : "") +
+                 (c.fuse ? "" : " unfused"));
+    cpu::CPUBackendOptions o;
+    o.disableAvx512 = c.noAvx512;
+    o.fuseEpilogues = o.fuseElementwise = c.fuse;
+    cpu::CPUBackend cpu(o);
+    Net net;
+    build(net);
+    for (const auto &n : net.F->getNodes())
+      ASSERT_TRUE(cpu.isOpSupported(*n)) << n->getKindName();
+    CompileOptions opts;
+    opts.threads = c.threads;
+    std::string stats;
+    auto got = runOn(net, cpu, opts, &stats, 2);
+    expectClose(got, expected);
+  }
+}
+
+TEST(CPUBackend, Registered) {
+  auto b = createBackend("CPU");
+  ASSERT_TRUE(bool(b));
+  EXPECT_EQ((*b)->getName(), "CPU");
+}
+
+TEST(CPUBackend, MLP) {
+  checkAgainstInterpreter([](Net &n) {
+    n.F = n.mod.createFunction("main");
+    auto *x = n.mod.createPlaceholder(ElemKind::Float, {3, 67}, "x");
+    n.inputs = {x};
+    auto *w1 = randomConstant(n.mod, "w1", {67, 45}, 1);
+    auto *b1 = randomConstant(n.mod, "b1", {45}, 2);
+    auto *w2 = randomConstant(n.mod, "w2", {45, 10}, 3);
+    auto *b2 = randomConstant(n.mod, "b2", {10}, 4);
+    auto *h = n.F->createRelu("r", n.F->createFullyConnected("fc1", x, w1, b1));
+    auto *y = n.F->createSoftMax("sm", n.F->createFullyConnected("fc2", h, w2, b2), 1);
+    n.saves = {n.F->createSave("y", y)};
+  });
+}
+
+TEST(CPUBackend, MatMulWithRuntimeOperands) {
+  checkAgainstInterpreter([](Net &n) {
+    n.F = n.mod.createFunction("main");
+    auto *a = n.mod.createPlaceholder(ElemKind::Float, {37, 70}, "a");
+    auto *b = n.mod.createPlaceholder(ElemKind::Float, {70, 53}, "b");
+    auto *c = n.mod.createPlaceholder(ElemKind::Float, {3, 9, 20}, "c");
+    auto *d = n.mod.createPlaceholder(ElemKind::Float, {3, 20, 35}, "d");
+    n.inputs = {a, b, c, d};
+    n.saves = {n.F->createSave("mm", n.F->createMatMul("mm", a, b)),
+               n.F->createSave("bmm", n.F->createBatchMatMul("bmm", c, d))};
+  });
+}
+
+/// A ResNet basic block on [1, 16, 20, 20]: conv3x3 -> relu -> conv3x3 -> + x -> relu,
+/// then a strided 1x1 projection, pooling and a classifier.
+TEST(CPUBackend, ResidualBlock) {
+  checkAgainstInterpreter([](Net &n) {
+    n.F = n.mod.createFunction("main");
+    Function *F = n.F;
+    auto *x = n.mod.createPlaceholder(ElemKind::Float, {1, 16, 20, 20}, "x");
+    n.inputs = {x};
+    auto conv = [&](const std::string &name, NodeValue in, dim_t c, dim_t o, dim_t k,
+                    dim_t s, dim_t p, uint64_t seed, dim_t g = 1) {
+      auto *w = randomConstant(n.mod, name + ".w", {o, c / g, k, k}, seed);
+      auto *b = randomConstant(n.mod, name + ".b", {o}, seed + 1);
+      return F->createConvolution(name, in, w, b, {k, k}, {s, s}, {p, p, p, p}, {1, 1}, g);
+    };
+    NodeValue h = F->createRelu("r1", conv("c1", x, 16, 16, 3, 1, 1, 10));
+    NodeValue h2 = conv("c2", h, 16, 16, 3, 1, 1, 20);
+    NodeValue r = F->createRelu("r2", F->createAdd("add", h2, x));
+    NodeValue p = conv("proj", r, 16, 40, 1, 2, 0, 30);
+    NodeValue dw = F->createClip("relu6", conv("dw", p, 40, 40, 3, 1, 1, 40, 40), 0, 6);
+    NodeValue mp = F->createMaxPool("mp", dw, {3, 3}, {2, 2}, {1, 1, 1, 1});
+    NodeValue gp = F->createAdaptiveAvgPool("gap", mp, {1, 1});
+    NodeValue flat = F->createReshape("flat", gp, {1, 40});
+    auto *w = randomConstant(n.mod, "fc.w", {40, 7}, 50);
+    auto *b = randomConstant(n.mod, "fc.b", {7}, 51);
+    n.saves = {F->createSave("y", F->createFullyConnected("fc", flat, w, b)),
+               F->createSave("r", r)};
+  });
+}
+
+TEST(CPUBackend, GroupedDilatedConv) {
+  checkAgainstInterpreter([](Net &n) {
+    n.F = n.mod.createFunction("main");
+    auto *x = n.mod.createPlaceholder(ElemKind::Float, {2, 6, 11, 9}, "x");
+    n.inputs = {x};
+    auto *w = randomConstant(n.mod, "w", {9, 2, 3, 2}, 5);
+    auto *b = randomConstant(n.mod, "b", {9}, 6);
+    auto *c = n.F->createConvolution("c", x, w, b, {3, 2}, {2, 1}, {2, 1, 0, 1}, {2, 3}, 3);
+    n.saves = {n.F->createSave("y", c)};
+  });
+}
+
+TEST(CPUBackend, ElementwiseChainAndData) {
+  checkAgainstInterpreter([](Net &n) {
+    n.F = n.mod.createFunction("main");
+    Function *F = n.F;
+    auto *a = n.mod.createPlaceholder(ElemKind::Float, {4, 33, 130}, "a");
+    auto *b = n.mod.createPlaceholder(ElemKind::Float, {4, 33, 130}, "b");
+    n.inputs = {a, b};
+    NodeValue t = F->createMul("m", F->createAdd("s", a, b), a);
+    t = F->createTanh("t", F->createSigmoid("sg", F->createSub("d", t, b)));
+    t = F->createMax("mx", F->createLeakyRelu("lr", t, 0.1f), b);
+    NodeValue tr = F->createTranspose("tr", t, {2, 0, 1});
+    NodeValue sl = F->createSlice("sl", tr, {1, 1, 2}, {100, 4, 30});
+    NodeValue cc = F->createConcat("cc", {sl, sl}, 1);
+    NodeValue rs = F->createReduceSum("rs", t, {1}, false);
+    NodeValue rm = F->createReduceMax("rm", t, {0, 2}, true);
+    NodeValue bn = F->createBroadcast("bc", rm, {4, 33, 130});
+    n.saves = {F->createSave("cc", cc), F->createSave("rs", rs), F->createSave("bc", bn),
+               F->createSave("t", t)};
+  });
+}
+
+TEST(CPUBackend, DumpsIRAndAssembly) {
+  Module m;
+  Function *F = m.createFunction("main");
+  auto *x = m.createPlaceholder(ElemKind::Float, {8, 64}, "x");
+  F->createSave("y", F->createRelu("r", F->createAdd("a", x, x)));
+  cpu::CPUBackendOptions o;
+  o.keepIR = o.keepAsm = true;
+  cpu::CPUBackend cpu(o);
+  auto cf = cpu.compile(F, {});
+  ASSERT_TRUE(bool(cf)) << cf.getError().message();
+  auto *c = static_cast<cpu::CPUFunction *>(cf->get());
+  EXPECT_NE(c->getIR().find("define"), std::string::npos);
+  EXPECT_NE(c->getAsm().find("kiln_stage_0"), std::string::npos);
+}
+
+TEST(CPUBackend, UnboundPlaceholderIsAnError) {
+  Module m;
+  Function *F = m.createFunction("main");
+  auto *x = m.createPlaceholder(ElemKind::Float, {4}, "x");
+  F->createSave("y", F->createRelu("r", x));
+  cpu::CPUBackend cpu;
+  auto cf = cpu.compile(F, {});
+  ASSERT_TRUE(bool(cf));
+  PlaceholderBindings b;
+  ExecutionContext ctx(&b);
+  Error e = (*cf)->execute(ctx);
+  EXPECT_TRUE(bool(e));
+}
+
+} // namespace
+} // namespace kiln

@@ -1,0 +1,258 @@
+// The kernels compiled natively, against naive loops: GEMM (both register-tile variants,
+// ragged shapes, thread shares), convolution (groups, strides, pads, dilations, fused
+// epilogues), depthwise convolution, pooling, strided copies, reductions, softmax.
+// Native builds emulate wide vectors where the compiler must, so no test needs AVX-512.
+#include "backends/CPU/libjit/libjit.h"
+#include "backends/CPU/libjit/libjit_gemm_config.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace {
+
+std::vector<float> randomVec(size_t n, unsigned seed) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = d(g);
+  return v;
+}
+
+void expectNear(const std::vector<float> &a, const std::vector<float> &b, float tol = 1e-4f) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); i++)
+    ASSERT_NEAR(a[i], b[i], tol * (1 + std::fabs(b[i]))) << "at " << i;
+}
+
+using SgemmFn = decltype(&libjit_sgemm_f32_avx512);
+using ConvFn = decltype(&libjit_conv2d_f32_avx512);
+using PackAFn = decltype(&libjit_pack_a_f32_avx512);
+using PackBFn = decltype(&libjit_pack_b_f32_avx512);
+using FcFn = decltype(&libjit_fc_f32_avx512);
+
+struct Variant {
+  const char *name;
+  SgemmFn sgemm;
+  ConvFn conv;
+  PackAFn packA;
+  PackBFn packB;
+  FcFn fc;
+  int64_t scratch;
+  int64_t (*packedA)(int64_t, int64_t);
+  int64_t (*packedB)(int64_t, int64_t);
+};
+
+const Variant kVariants[] = {
+    {"avx512", libjit_sgemm_f32_avx512, libjit_conv2d_f32_avx512, libjit_pack_a_f32_avx512,
+     libjit_pack_b_f32_avx512, libjit_fc_f32_avx512,
+     libjit::gemmScratchFloats<libjit::GemmAvx512>(), libjit::packedAFloats<libjit::GemmAvx512>,
+     libjit::packedBFloats<libjit::GemmAvx512>},
+    {"avx2", libjit_sgemm_f32_avx2, libjit_conv2d_f32_avx2, libjit_pack_a_f32_avx2,
+     libjit_pack_b_f32_avx2, libjit_fc_f32_avx2, libjit::gemmScratchFloats<libjit::GemmAvx2>(),
+     libjit::packedAFloats<libjit::GemmAvx2>, libjit::packedBFloats<libjit::GemmAvx2>},
+};
+
+class LibjitGemm : public ::testing::TestWithParam<int> {
+protected:
+  const Variant &v() const { return kVariants[GetParam()]; }
+};
+
+TEST_P(LibjitGemm, SgemmRaggedShapesAndThreadShares) {
+  struct Shape {
+    int64_t M, N, K;
+  };
+  for (Shape s : {Shape{1, 1, 1}, Shape{13, 7, 5}, Shape{33, 65, 17}, Shape{70, 40, 400},
+                  Shape{200, 300, 129}, Shape{3, 1100, 20}}) {
+    auto a = randomVec(s.M * s.K, 1), b = randomVec(s.K * s.N, 2);
+    std::vector<float> ref(s.M * s.N, 0.0f);
+    for (int64_t i = 0; i < s.M; i++)
+      for (int64_t k = 0; k < s.K; k++)
+        for (int64_t j = 0; j < s.N; j++)
+          ref[i * s.N + j] += a[i * s.K + k] * b[k * s.N + j];
+    for (int64_t nth : {1, 2, 3}) {
+      SCOPED_TRACE(std::to_string(s.M) + "x" + std::to_string(s.N) + "x" + std::to_string(s.K) +
+                   " threads " + std::to_string(nth));
+      std::vector<float> c(s.M * s.N, -7.0f), scratch(v().scratch * nth);
+      for (int64_t t = 0; t < nth; t++)
+        v().sgemm(s.M, s.N, s.K, a.data(), s.K, b.data(), s.N, c.data(), s.N, scratch.data(), t,
+                  nth);
+      expectNear(c, ref);
+    }
+  }
+}
+
+TEST_P(LibjitGemm, FullyConnectedWithEpilogue) {
+  int64_t N = 5, K = 77, M = 50;
+  auto x = randomVec(N * K, 3), w = randomVec(K * M, 4), bias = randomVec(M, 5),
+       add = randomVec(N * M, 6);
+  std::vector<float> packed(v().packedB(K, M));
+  v().packB(packed.data(), w.data(), K, M, M);
+  std::vector<float> out(N * M), scratch(v().scratch);
+  v().fc(out.data(), x.data(), packed.data(), bias.data(), add.data(), N, K, M, 1, -0.5f, 0.7f,
+         scratch.data(), 0, 1);
+  std::vector<float> ref(N * M);
+  for (int64_t i = 0; i < N; i++)
+    for (int64_t j = 0; j < M; j++) {
+      float s = bias[j] + add[i * M + j];
+      for (int64_t k = 0; k < K; k++)
+        s += x[i * K + k] * w[k * M + j];
+      ref[i * M + j] = std::min(0.7f, std::max(-0.5f, s));
+    }
+  expectNear(out, ref);
+}
+
+/// Naive NCHW convolution.
+std::vector<float> refConv(const std::vector<float> &in, const std::vector<float> &w,
+                           const std::vector<float> &bias, int64_t N, int64_t C, int64_t H,
+                           int64_t W, int64_t O, int64_t KH, int64_t KW, int64_t SH, int64_t SW,
+                           int64_t PT, int64_t PL, int64_t PB, int64_t PR, int64_t DH,
+                           int64_t DW, int64_t G, int64_t &OH, int64_t &OW) {
+  OH = (H + PT + PB - DH * (KH - 1) - 1) / SH + 1;
+  OW = (W + PL + PR - DW * (KW - 1) - 1) / SW + 1;
+  int64_t Cg = C / G, Og = O / G;
+  std::vector<float> out(N * O * OH * OW);
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t o = 0; o < O; o++) {
+      int64_t g = o / Og;
+      for (int64_t y = 0; y < OH; y++)
+        for (int64_t x = 0; x < OW; x++) {
+          double s = bias[o];
+          for (int64_t c = 0; c < Cg; c++)
+            for (int64_t kh = 0; kh < KH; kh++)
+              for (int64_t kw = 0; kw < KW; kw++) {
+                int64_t ih = y * SH - PT + kh * DH, iw = x * SW - PL + kw * DW;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+                  continue;
+                s += in[((n * C + g * Cg + c) * H + ih) * W + iw] *
+                     w[((o * Cg + c) * KH + kh) * KW + kw];
+              }
+          out[((n * O + o) * OH + y) * OW + x] = float(s);
+        }
+    }
+  return out;
+}
+
+TEST_P(LibjitGemm, ConvolutionShapes) {
+  struct P {
+    int64_t N, C, H, W, O, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW, G;
+  };
+  for (P p : {P{1, 3, 9, 9, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+              P{2, 16, 7, 7, 20, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},
+              P{1, 6, 12, 11, 9, 3, 2, 2, 1, 2, 1, 0, 1, 2, 3, 3},
+              P{1, 4, 23, 23, 33, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1},
+              P{1, 8, 5, 40, 16, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 2}}) {
+    int64_t K = (p.C / p.G) * p.KH * p.KW, Og = p.O / p.G;
+    auto in = randomVec(p.N * p.C * p.H * p.W, 7), w = randomVec(p.O * K, 8),
+         bias = randomVec(p.O, 9);
+    int64_t OH, OW;
+    auto ref = refConv(in, w, bias, p.N, p.C, p.H, p.W, p.O, p.KH, p.KW, p.SH, p.SW, p.PT,
+                       p.PL, p.PB, p.PR, p.DH, p.DW, p.G, OH, OW);
+    auto add = randomVec(ref.size(), 10);
+    int64_t per = v().packedA(Og, K);
+    std::vector<float> packed(per * p.G);
+    for (int64_t g = 0; g < p.G; g++)
+      v().packA(packed.data() + g * per, w.data() + g * Og * K, Og, K, K);
+    for (int64_t nth : {1, 2}) {
+      for (bool epi : {false, true}) {
+        std::vector<float> out(ref.size(), 3.0f), scratch(v().scratch * nth);
+        for (int64_t t = 0; t < nth; t++)
+          v().conv(out.data(), in.data(), packed.data(), bias.data(), epi ? add.data() : nullptr,
+                   p.N, p.C, p.H, p.W, p.O, OH, OW, p.KH, p.KW, p.SH, p.SW, p.PT, p.PL, p.DH,
+                   p.DW, p.G, epi, 0.0f, INFINITY, scratch.data(), t, nth);
+        std::vector<float> r = ref;
+        if (epi)
+          for (size_t i = 0; i < r.size(); i++)
+            r[i] = std::max(0.0f, r[i] + add[i]);
+        expectNear(out, r);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, LibjitGemm, ::testing::Values(0, 1),
+                         [](const ::testing::TestParamInfo<int> &i) {
+                           return std::string(kVariants[i.param].name);
+                         });
+
+TEST(Libjit, DepthwiseConvolution) {
+  int64_t N = 2, C = 5, H = 9, W = 8, K = 3;
+  auto in = randomVec(N * C * H * W, 1), w = randomVec(C * K * K, 2), bias = randomVec(C, 3);
+  int64_t OH, OW;
+  auto ref = refConv(in, w, bias, N, C, H, W, C, K, K, 2, 1, 1, 1, 1, 1, 1, 2, C, OH, OW);
+  std::vector<float> out(ref.size());
+  for (int64_t t = 0; t < 2; t++)
+    libjit_conv2d_dw_f32(out.data(), in.data(), w.data(), bias.data(), N, C, H, W, OH, OW, K, K,
+                         2, 1, 1, 1, 1, 2, 1, 0.0f, 6.0f, t, 2);
+  for (float &r : ref)
+    r = std::min(6.0f, std::max(0.0f, r));
+  expectNear(out, ref);
+}
+
+TEST(Libjit, Pooling) {
+  int64_t N = 1, C = 3, H = 7, W = 6, OH = 4, OW = 3;
+  auto in = randomVec(N * C * H * W, 4);
+  std::vector<float> mx(N * C * OH * OW), av(mx.size());
+  libjit_maxpool_f32(mx.data(), in.data(), N, C, H, W, OH, OW, 3, 3, 2, 2, 1, 1, 0, 1);
+  libjit_avgpool_f32(av.data(), in.data(), N, C, H, W, OH, OW, 3, 3, 2, 2, 1, 1, 0, 0, 1);
+  for (int64_t c = 0; c < C; c++)
+    for (int64_t y = 0; y < OH; y++)
+      for (int64_t x = 0; x < OW; x++) {
+        float m = -INFINITY, s = 0;
+        int cnt = 0;
+        for (int64_t i = y * 2 - 1; i < y * 2 + 2; i++)
+          for (int64_t j = x * 2 - 1; j < x * 2 + 2; j++)
+            if (i >= 0 && i < H && j >= 0 && j < W) {
+              m = std::max(m, in[(c * H + i) * W + j]);
+              s += in[(c * H + i) * W + j];
+              cnt++;
+            }
+        EXPECT_EQ(mx[(c * OH + y) * OW + x], m);
+        EXPECT_NEAR(av[(c * OH + y) * OW + x], s / cnt, 1e-6);
+      }
+}
+
+TEST(Libjit, StridedCopyTransposes) {
+  // [2,3,4] -> transpose (2,0,1) -> [4,2,3]
+  std::vector<uint32_t> in(24), out(24);
+  for (uint32_t i = 0; i < 24; i++)
+    in[i] = i;
+  int64_t dims[] = {4, 2, 3}, ds[] = {6, 3, 1}, ss[] = {1, 12, 4};
+  libjit_strided_copy_u32(out.data(), in.data(), dims, ds, ss, 3);
+  for (int64_t a = 0; a < 4; a++)
+    for (int64_t b = 0; b < 2; b++)
+      for (int64_t c = 0; c < 3; c++)
+        EXPECT_EQ(out[a * 6 + b * 3 + c], in[b * 12 + c * 4 + a]);
+}
+
+TEST(Libjit, ReduceAndSoftmax) {
+  auto in = randomVec(2 * 3 * 4, 5);
+  int64_t dims[] = {2, 3, 4}, dstStrides[] = {4, 0, 1};
+  std::vector<float> sum(8);
+  libjit_reduce_sum_f32(sum.data(), in.data(), dims, dstStrides, 3, 8, 0.0f);
+  for (int a = 0; a < 2; a++)
+    for (int c = 0; c < 4; c++)
+      EXPECT_NEAR(sum[a * 4 + c], in[a * 12 + c] + in[a * 12 + 4 + c] + in[a * 12 + 8 + c], 1e-6);
+  std::vector<float> sm(24);
+  libjit_softmax_f32(sm.data(), in.data(), 6, 4, 1, 0);
+  for (int r = 0; r < 6; r++) {
+    float s = 0;
+    for (int c = 0; c < 4; c++)
+      s += sm[r * 4 + c];
+    EXPECT_NEAR(s, 1.0f, 1e-6);
+  }
+}
+
+TEST(Libjit, ElementwiseSpecialValues) {
+  EXPECT_TRUE(std::isnan(libjit_elem_relu_f32(NAN)));
+  EXPECT_EQ(libjit_elem_relu_f32(-2.0f), 0.0f);
+  EXPECT_TRUE(std::isnan(libjit_elem_max_f32(NAN, 1.0f)));
+  EXPECT_TRUE(std::isnan(libjit_elem_max_f32(1.0f, NAN)));
+  EXPECT_EQ(libjit_elem_round_f32(2.5f), 2.0f);
+  EXPECT_EQ(libjit_elem_clip_f32(9.0f, 0.0f, 6.0f), 6.0f);
+}
+
+} // namespace

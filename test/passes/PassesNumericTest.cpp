@@ -1,0 +1,237 @@
+// Every graph pass, on graphs built with the API: the rewrite happens (structure) and the
+// function computes the same numbers before and after on the Interpreter. One test per
+// pass of Passes.def, named after it.
+
+#include "PassTestUtils.h"
+
+#include "kiln/Passes/Pipeline.h"
+
+namespace kiln::test {
+
+namespace {
+
+class PassNumericTest : public ::testing::Test {
+protected:
+  Module m_;
+  Function *F_ = m_.createFunction("main");
+  Placeholder *input(const std::string &name, Dims dims) {
+    return m_.createPlaceholder(ElemKind::Float, dims, name);
+  }
+  Constant *rand(const std::string &name, Dims dims, float lo = -1, float hi = 1) {
+    return randomConstant(m_, name, dims, lo, hi, std::hash<std::string>()(name));
+  }
+  Constant *positive(const std::string &name, Dims dims) { return rand(name, dims, 0.5f, 2); }
+  void save(NodeValue v, const std::string &name = "out") { F_->createSave(name, v); }
+};
+
+TEST_F(PassNumericTest, dce) {
+  auto *x = input("x", {3, 4});
+  F_->createTanh("dead", x);
+  save(F_->createRelu("r", x));
+  Function *g = optimizedCopy(F_, "dce");
+  EXPECT_EQ(countKind(g, NodeKind::Tanh), 0u);
+  expectSameNumbers(F_, g);
+}
+
+TEST_F(PassNumericTest, cse) {
+  auto *x = input("x", {3, 4});
+  auto *a = F_->createConv("c", F_->createReshape("r", x, {1, 1, 3, 4}), 2, 1);
+  auto *b = F_->createConvolution("c2", a->getInput(), a->getFilter(), a->getBias(),
+                                  a->getKernels(), a->getStrides(), a->getPads(),
+                                  a->getDilations(), 1);
+  save(F_->createAdd("sum", F_->createSigmoid("s1", a), F_->createSigmoid("s2", b)));
+  Function *g = optimizedCopy(F_, "cse,dce");
+  EXPECT_EQ(countKind(g, NodeKind::Convolution), 1u);
+  EXPECT_EQ(countKind(g, NodeKind::Sigmoid), 1u);
+  expectSameNumbers(F_, g);
+}
+
+TEST_F(PassNumericTest, constant_fold) {
+  auto *x = input("x", {4, 8});
+  auto *w = rand("w", {8, 8});
+  auto *t = F_->createTranspose("wt", w, {1, 0});
+  auto *e = F_->createExp("we", t);
+  save(F_->createMatMul("mm", x, e));
+  Function *g = optimizedCopy(F_, "constant-fold,dce");
+  EXPECT_EQ(countKind(g, NodeKind::Exp), 0u);
+  EXPECT_EQ(countKind(g, NodeKind::Transpose), 0u);
+  expectSameNumbers(F_, g);
+}
+
+TEST_F(PassNumericTest, fold_batch_norm) {
+  auto *x = input("x", {2, 3, 8, 8});
+  auto *c = F_->createConv("conv", x, 6, 3, 1, 1);
+  auto *bn = F_->createBatchNormalization("bn", c, positive("s", {6}), rand("b", {6}),
+                                          rand("m", {6}), positive("v", {6}), 1e-5f, 1);
+  auto *fc = F_->createFullyConnected("fc", F_->createFlatten("flat", bn, 1), 5);
+  auto *bn2 = F_->createBatchNormalization("bn2", fc, positive("s2", {5}), rand("b2", {5}),
+                                           rand("m2", {5}), positive("v2", {5}), 1e-3f, 1);
+  save(bn2);
+  Function *g = optimizedCopy(F_, "fold-batch-norm");
+  EXPECT_EQ(countKind(g, NodeKind::BatchNormalization), 0u);
+  expectSameNumbers(F_, g, 1e-5f, 1e-5f);
+}
+
+TEST_F(PassNumericTest, fuse_bias_add) {
+  auto *x = input("x", {2, 3, 5, 5});
+  auto *c = F_->createConv("conv", x, 4, 3, 1, 1);
+  auto *bias = F_->createBroadcast("bias", rand("cb", {4, 1, 1}), {2, 4, 5, 5});
+  auto *fc = F_->createFullyConnected("fc", F_->createFlatten("flat", F_->createAdd("add", c, bias), 1), 3);
+  save(F_->createBatchedAdd("badd", fc, rand("slice", {3})));
+  Function *g = optimizedCopy(F_, "fuse-bias-add");
+  EXPECT_EQ(countKind(g, NodeKind::Add), 0u);
+  EXPECT_EQ(countKind(g, NodeKind::BatchedAdd), 0u);
+  expectSameNumbers(F_, g);
+}
+
+TEST_F(PassNumericTest, fuse_activations) {
+  std::unique_ptr<Backend> interp = exitOnError(createBackend("Interpreter"));
+  auto *x = input("x", {1, 3, 6, 6});
+  auto *c = F_->createConv("conv", x, 4, 3, 1, 1);
+  auto *r = F_->createClip("clip", c, 0, 0.3f);
+  auto *fc = F_->createFullyConnected("fc", r, 7);
+  save(F_->createTanh("tanh", fc));
+  Function *g = optimizedCopy(F_, "fuse-activations", interp.get());
+  EXPECT_EQ(countKind(g, NodeKind::FusedConvolution), 1u);
+  EXPECT_EQ(countKind(g, NodeKind::FusedFullyConnected), 1u);
+  EXPECT_EQ(countKind(g, NodeKind::Clip), 0u);
+  expectSameNumbers(F_, g);
+  // Without a backend nothing fuses.
+  Function *h = optimizedCopy(F_, "fuse-activations");
+  EXPECT_EQ(countKind(h, NodeKind::FusedConvolution), 0u);
+}
+
+TEST_F(PassNumericTest, sink_transposes) {
+  auto *x = input("x", {2, 4, 5, 3}); // NHWC
+  auto *t = F_->createTranspose("toNCHW", x, {0, 3, 1, 2});
+  auto *bn = F_->createBatchNormalization("bn", t, positive("s", {3}), rand("b", {3}),
+                                          rand("m", {3}), positive("v", {3}), 1e-5f, 1);
+  auto *r = F_->createRelu("relu", bn);
+  auto *a = F_->createAdd("add", r, F_->createSplat("one", r->getResultType(), 1.0f));
+  save(F_->createTranspose("toNHWC", a, {0, 2, 3, 1}));
+  Function *g = optimizedCopy(F_, "(sink-transposes,dce)*");
+  EXPECT_EQ(countKind(g, NodeKind::Transpose), 0u);
+  expectSameNumbers(F_, g);
+}
+
+TEST_F(PassNumericTest, merge_reshapes) {
+  auto *x = input("x", {2, 3, 4});
+  auto *r = F_->createReshape("r1", x, {6, 4});
+  r = F_->createReshape("r2", F_->createRelu("relu", r), {24});
+  r = F_->createReshape("r3", r, {4, 6});
+  save(F_->createReshape("r4", r, {2, 12}));
+  Function *g = optimizedCopy(F_, "merge-reshapes");
+  EXPECT_EQ(countKind(g, NodeKind::Reshape), 2u);
+  expectSameNumbers(F_, g);
+}
+
+TEST_F(PassNumericTest, remove_no_ops) {
+  auto *x = input("x", {2, 3});
+  NodeValue v = F_->createSlice("s", x, {0, 0}, {2, 3});
+  v = F_->createTranspose("t", v, {0, 1});
+  v = F_->createTile("tile", v, {1, 1});
+  v = F_->createPad("pad", v, {0, 0, 0, 0}, 0);
+  save(F_->createTanh("tanh", v));
+  Function *g = optimizedCopy(F_, "remove-no-ops");
+  EXPECT_EQ(g->numNodes(), 2u);
+  expectSameNumbers(F_, g);
+}
+
+TEST_F(PassNumericTest, flatten_concats) {
+  auto *x = input("x", {6, 2});
+  auto *y = input("y", {2, 2});
+  auto *s1 = F_->createSlice("s1", x, {0, 0}, {2, 2});
+  auto *s2 = F_->createSlice("s2", x, {2, 0}, {5, 2});
+  auto *inner = F_->createConcat("inner", {s2, y}, 0);
+  save(F_->createConcat("outer", {s1, inner, y}, 0));
+  Function *g = optimizedCopy(F_, "flatten-concats,dce");
+  EXPECT_EQ(countKind(g, NodeKind::Concat), 1u);
+  EXPECT_EQ(countKind(g, NodeKind::Slice), 1u);
+  expectSameNumbers(F_, g);
+}
+
+TEST_F(PassNumericTest, simplify_splats) {
+  auto *x = input("x", {3, 4});
+  TypeRef ty = m_.uniqueType(ElemKind::Float, {4, 3});
+  auto *s = F_->createSplat("s", ty, 0.25f);
+  auto *t = F_->createTranspose("t", s, {1, 0});
+  auto *e = F_->createSigmoid("sig", F_->createAdd("a", t, t));
+  save(F_->createMul("m", x, e));
+  Function *g = optimizedCopy(F_, "(simplify-splats,dce)*");
+  EXPECT_EQ(countKind(g, NodeKind::Sigmoid), 0u);
+  EXPECT_EQ(countKind(g, NodeKind::Splat), 1u);
+  expectSameNumbers(F_, g, 1e-6f, 1e-6f);
+}
+
+TEST_F(PassNumericTest, merge_pads) {
+  auto *x = input("x", {1, 2, 6, 6});
+  auto *p = F_->createPad("pad", x, {0, 0, 1, 2, 0, 0, 2, 1}, 0);
+  auto *c = F_->createConv("conv", p, 3, 3, 2, 0);
+  auto *q = F_->createPad("pad2", c, {0, 0, 1, 1, 0, 0, 1, 1}, 0);
+  save(F_->createAvgPool("pool", q, {3, 3}, {1, 1}, {0, 0, 0, 0}, false));
+  Function *g = optimizedCopy(F_, "merge-pads");
+  EXPECT_EQ(countKind(g, NodeKind::Pad), 0u);
+  expectSameNumbers(F_, g);
+}
+
+TEST_F(PassNumericTest, simplify_arithmetic) {
+  auto *x = input("x", {5});
+  TypeRef ty = x->getType();
+  auto *one = F_->createSplat("one", ty, 1);
+  auto *zero = F_->createSplat("zero", ty, 0);
+  NodeValue v = F_->createMul("m", x, one);
+  v = F_->createAdd("a", zero, v);
+  v = F_->createDiv("d", v, one);
+  v = F_->createExp("e", v);
+  save(F_->createAdd("r", v, F_->createSub("xx", x, x)));
+  Function *g = optimizedCopy(F_, "simplify-arithmetic,dce");
+  EXPECT_EQ(countKind(g, NodeKind::Mul) + countKind(g, NodeKind::Div) +
+                countKind(g, NodeKind::Sub),
+            0u);
+  expectSameNumbers(F_, g);
+}
+
+TEST_F(PassNumericTest, drop_identities) {
+  auto *x = input("x", {5});
+  NodeValue v = F_->createConvertTo("cv", x->getType(), x);
+  v = F_->createRelu("r2", F_->createRelu("r1", v));
+  v = F_->createNeg("n2", F_->createNeg("n1", v));
+  save(v);
+  Function *g = optimizedCopy(F_, "drop-identities,dce");
+  EXPECT_EQ(g->numNodes(), 2u); // Relu, Save
+  expectSameNumbers(F_, g);
+}
+
+TEST_F(PassNumericTest, lower) {
+  auto *x = input("x", {2, 4, 3, 3});
+  auto *c = F_->createConv("gconv", x, 4, 3, 1, 1, /*group=*/2);
+  auto *bn = F_->createBatchNormalization("bn", c, positive("s", {4}), rand("b", {4}),
+                                          rand("m", {4}), positive("v", {4}), 1e-5f, 1);
+  auto *g1 = F_->createGelu("gelu", bn, false);
+  auto *hs = F_->createHardSwish("hs", g1);
+  auto *fc = F_->createFullyConnected("fc", hs, 6);
+  auto *ln = F_->createLayerNormalization("ln", fc, positive("ls", {6}), rand("lb", {6}), 1,
+                                          1e-5f);
+  save(F_->createLogSoftMax("lsm", ln, 1));
+  Function *g = optimizedCopy(F_, "lower");
+  for (NodeKind k : {NodeKind::BatchNormalization, NodeKind::Gelu, NodeKind::HardSwish,
+                     NodeKind::FullyConnected, NodeKind::LayerNormalization,
+                     NodeKind::LogSoftMax, NodeKind::Broadcast})
+    EXPECT_EQ(countKind(g, k), 0u) << getNodeKindName(k);
+  EXPECT_EQ(countKind(g, NodeKind::Convolution), 2u); // one per group
+  expectSameNumbers(F_, g, 1e-5f, 1e-4f);
+}
+
+/// Every pass of Passes.def has a test above: a check that the list did not grow unseen.
+TEST(PassList, IsTheOneTested) {
+  std::vector<std::string> tested = {
+      "dce",          "cse",           "constant-fold",  "fold-batch-norm",
+      "fuse-bias-add", "fuse-activations", "sink-transposes", "merge-reshapes",
+      "remove-no-ops", "flatten-concats", "simplify-splats", "merge-pads",
+      "simplify-arithmetic", "drop-identities", "lower"};
+  EXPECT_EQ(getGraphPassNames(), tested);
+}
+
+} // namespace
+
+} // namespace kiln::test
