@@ -179,6 +179,15 @@ TEST(Tensor, SeededRandomIsReproducibleAndInRange) {
   }
 }
 
+TEST(Tensor, DefaultIsEmpty) {
+  Tensor t;
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(t.getSizeInBytes(), 0u);
+  EXPECT_EQ(t.toString(), "float<0> []");
+  Tensor u;
+  EXPECT_TRUE(t.isEqual(u));
+}
+
 TEST(Tensor, QuantizedZeroIsOffset) {
   Tensor q(Type(ElemKind::Int8Q, {3}, 0.5f, -7));
   for (size_t i = 0; i < 3; i++)

@@ -39,7 +39,7 @@ template <typename T> class Handle;
 
 class Tensor {
 public:
-  /// An empty float scalar-less tensor (no elements, no memory).
+  /// An empty tensor: float<0>, no memory.
   Tensor() = default;
   /// Allocates a zero-filled tensor of \p ty.
   explicit Tensor(const Type &ty);
@@ -92,7 +92,7 @@ public:
   template <typename T> Handle<const T> getHandle() const;
 
 private:
-  Type type_;
+  Type type_{ElemKind::Float, {0}}; // a default tensor has no elements
   char *data_ = nullptr;
   bool owning_ = false;
 };
