@@ -3,8 +3,12 @@
 #include "ThreadPool.h"
 #include "codegen/Codegen.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <set>
 
 namespace kiln::cpu {
 
@@ -23,6 +27,28 @@ std::shared_ptr<ThreadPool> getPool(unsigned threads) {
   auto p = std::make_shared<ThreadPool>(threads);
   w = p;
   return p;
+}
+
+/// Writes a dump of function \p fn to \p path ("-": stderr); the first dump to a path in
+/// this process truncates the file, later ones append.
+Error writeDump(const std::string &path, const std::string &fn, const std::string &text) {
+  std::string header = "; ---- CPU backend, function '" + fn + "'\n";
+  if (path == "-") {
+    std::fputs(header.c_str(), stderr);
+    std::fputs(text.c_str(), stderr);
+    return Error::success();
+  }
+  static std::mutex m;
+  static std::set<std::string> written;
+  std::lock_guard<std::mutex> l(m);
+  bool first = written.insert(path).second;
+  FILE *f = std::fopen(path.c_str(), first ? "w" : "a");
+  if (!f)
+    return makeError(ErrorCode::InvalidArgument, "CPU backend: cannot write '", path, "'");
+  std::fputs(header.c_str(), f);
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+  return Error::success();
 }
 
 } // namespace
@@ -44,7 +70,10 @@ bool CPUBackend::shouldLower(const Node &node) const {
   case NodeKind::LayerNormalization:
     return false;
   default:
-    return true;
+    // Lower only what the kernels cannot run as it is: grouped and depthwise convolutions,
+    // BatchMatMul, Broadcast, Tile and Pad all have direct kernels, and splitting them
+    // (per group, per batch, into copies) would only cost time and memory.
+    return !isOpSupported(node);
   }
 }
 
@@ -54,8 +83,8 @@ Expected<std::unique_ptr<CompiledFunction>> CPUBackend::compile(Function *f,
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<IRFunction> F, generateIR(f));
   CodegenOptions co;
   co.threads = opts.threads ? opts.threads : ThreadPool::hardwareThreads();
-  co.jit.keepIR = opts_.keepIR;
-  co.jit.keepAsm = opts_.keepAsm;
+  co.jit.keepIR = opts_.keepIR || !opts.dumpLLVMIR.empty();
+  co.jit.keepAsm = opts_.keepAsm || !opts.dumpAsm.empty();
   co.jit.disableAvx512 = opts_.disableAvx512;
   co.jit.preferVectorWidth = opts_.preferVectorWidth;
   co.fuseEpilogues = opts_.fuseEpilogues;
@@ -64,6 +93,10 @@ Expected<std::unique_ptr<CompiledFunction>> CPUBackend::compile(Function *f,
   Expected<std::unique_ptr<Program>> prog = generateProgram(*F, co);
   if (!prog)
     return prog.takeError().addContext("CPU backend compiling '" + f->getName() + "'");
+  if (!opts.dumpLLVMIR.empty())
+    KILN_RETURN_IF_ERR(writeDump(opts.dumpLLVMIR, f->getName(), (*prog)->jit->getIR()));
+  if (!opts.dumpAsm.empty())
+    KILN_RETURN_IF_ERR(writeDump(opts.dumpAsm, f->getName(), (*prog)->jit->getAsm()));
   std::shared_ptr<ThreadPool> pool = getPool(co.threads);
   return std::unique_ptr<CompiledFunction>(new CPUFunction(std::move(prog).get(), pool));
 }
@@ -74,6 +107,28 @@ CPUFunction::CPUFunction(std::unique_ptr<Program> prog, std::shared_ptr<ThreadPo
 CPUFunction::~CPUFunction() {
   for (char *a : arenas_)
     std::free(a);
+  if (!profile_.empty()) {
+    double total = 0;
+    for (double t : profile_)
+      total += t;
+    std::vector<size_t> order(profile_.size());
+    for (size_t i = 0; i < order.size(); i++)
+      order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return profileMin_[a] > profileMin_[b]; });
+    double minTotal = 0;
+    for (double t : profileMin_)
+      minTotal += t;
+    std::fprintf(stderr, "CPU profile: %zu stages, %llu runs, %.3f ms per run (sum of minima %.3f ms)\n",
+                 profile_.size(), (unsigned long long)profileRuns_,
+                 total / double(std::max<uint64_t>(profileRuns_, 1)), minTotal);
+    std::fprintf(stderr, "   mean ms    min ms\n");
+    for (size_t i : order)
+      std::fprintf(stderr, "  %8.3f  %8.3f %5.1f%%  %s %s\n",
+                   profile_[i] / double(std::max<uint64_t>(profileRuns_, 1)), profileMin_[i],
+                   100.0 * profileMin_[i] / std::max(minTotal, 1e-9),
+                   prog_->stages[i].parallel ? "P" : "S", prog_->stages[i].desc.c_str());
+  }
 }
 
 const std::string &CPUFunction::getIR() const { return prog_->jit->getIR(); }
@@ -125,12 +180,33 @@ Error CPUFunction::execute(ExecutionContext &ctx) {
   bufs[kActivationBase] = arena;
   char **bp = bufs.data();
   unsigned nth = pool_->size();
-  for (const Stage &s : prog_->stages) {
+  static const bool profile = std::getenv("KILN_CPU_PROFILE") != nullptr;
+  std::vector<double> times;
+  if (profile)
+    times.resize(prog_->stages.size());
+  for (size_t i = 0; i < prog_->stages.size(); i++) {
+    const Stage &s = prog_->stages[i];
+    auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     if (s.parallel && nth > 1) {
       StageFn fn = s.fn;
       pool_->run([fn, bp, nth](unsigned tid) { fn(bp, int64_t(tid), int64_t(nth)); });
     } else {
       s.fn(bp, 0, 1);
+    }
+    if (profile)
+      times[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  if (profile) {
+    std::lock_guard<std::mutex> l(arenasMutex_);
+    if (profile_.empty()) {
+      profile_.assign(times.size(), 0.0);
+      profileMin_.assign(times.size(), 1e300);
+    } else {
+      for (size_t i = 0; i < times.size(); i++) {
+        profile_[i] += times[i];
+        profileMin_[i] = std::min(profileMin_[i], times[i]);
+      }
+      profileRuns_++;
     }
   }
   returnArena(arena);

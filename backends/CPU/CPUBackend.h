@@ -73,6 +73,10 @@ private:
   std::shared_ptr<ThreadPool> pool_;
   std::mutex arenasMutex_;
   std::vector<char *> arenas_;
+  /// Per-stage milliseconds summed over runs after the first (KILN_CPU_PROFILE=1), printed
+  /// to stderr on destruction.
+  std::vector<double> profile_, profileMin_;
+  uint64_t profileRuns_ = 0;
 };
 
 } // namespace kiln::cpu

@@ -51,12 +51,12 @@ Error InterpreterRun::fwdInsertTensor(const InsertTensorInst *I) {
   const std::vector<dim_t> &offsets = I->getOffsets();
   if (big.getSizeInBytes() != dst.getSizeInBytes() || st.rank() != dt.rank() ||
       offsets.size() != dt.rank() || st.kind != dt.kind)
-    return makeError(ErrorCode::Internal, "InsertTensor '", I->getName(), "': ",
-                     st.toString(), " into ", dt.toString());
+    return makeError(ErrorCode::Internal, "InsertTensor '", I->getName(), "': ", st.toString(),
+                     " into ", dt.toString());
   for (size_t d = 0; d < dt.rank(); d++)
     if (offsets[d] + st.dims[d] > dt.dims[d])
-      return makeError(ErrorCode::Internal, "InsertTensor '", I->getName(), "': ",
-                       st.toString(), " does not fit in ", dt.toString());
+      return makeError(ErrorCode::Internal, "InsertTensor '", I->getName(), "': ", st.toString(),
+                       " does not fit in ", dt.toString());
   if (dst.getUnsafePtr() != big.getUnsafePtr())
     std::memmove(dst.getUnsafePtr(), big.getUnsafePtr(), big.getSizeInBytes());
   size_t rank = dt.rank();
@@ -98,8 +98,8 @@ Error InterpreterRun::fwdFusedConvolution(const FusedConvolutionInst *I) {
 }
 
 Error InterpreterRun::fwdFusedFullyConnected(const FusedFullyConnectedInst *I) {
-  FullyConnectedInst fc(I->getName(), I->getType(), I->getDest(), I->getInput(),
-                        I->getWeights(), I->getBias());
+  FullyConnectedInst fc(I->getName(), I->getType(), I->getDest(), I->getInput(), I->getWeights(),
+                        I->getBias());
   KILN_RETURN_IF_ERR(fwdFullyConnected(&fc));
   return applyActivation(I, getTensor(I->getDest()), I->getActivation(), I->getAlpha(),
                          I->getBeta());

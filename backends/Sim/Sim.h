@@ -29,9 +29,9 @@ namespace kiln {
 struct SimWork {
   uint64_t macsF32 = 0, macsF16 = 0, macsI8 = 0; ///< MAC array, per precision path.
   uint64_t vectorElems = 0;                      ///< Vector-unit element operations.
-  uint64_t inputBytes = 0;  ///< DMA in per run: placeholders read.
-  uint64_t outputBytes = 0; ///< DMA out per run: placeholders written.
-  uint64_t weightBytes = 0; ///< DMA in once, at load: constants.
+  uint64_t inputBytes = 0;                       ///< DMA in per run: placeholders read.
+  uint64_t outputBytes = 0;                      ///< DMA out per run: placeholders written.
+  uint64_t weightBytes = 0;                      ///< DMA in once, at load: constants.
 };
 
 /// A run's simulated cost on one configuration.

@@ -89,7 +89,8 @@ private:
     char *end = nullptr;
     double v = std::strtod(begin, &end);
     if (end == begin)
-      return fail("the value of \"" + key + "\" is not a number (the config is a flat object "
+      return fail("the value of \"" + key +
+                  "\" is not a number (the config is a flat object "
                   "of numbers)");
     pos_ += size_t(end - begin);
     return v;
@@ -115,8 +116,8 @@ Error SimConfig::set(const std::string &key, double value) {
     std::string known = "clock_mhz";
     for (const auto &f : fields)
       known += ", " + f.first;
-    return makeError(ErrorCode::InvalidArgument, "Sim config: unknown key '", key, "'; known: ",
-                     known);
+    return makeError(ErrorCode::InvalidArgument, "Sim config: unknown key '", key,
+                     "'; known: ", known);
   }
   bool mayBeZero = key == "launch_cycles";
   if (!std::isfinite(value) || value < (mayBeZero ? 0 : 1) || value != std::floor(value) ||

@@ -86,8 +86,8 @@ SimWork countWork(const Function &f) {
 SimCost estimateCost(const SimWork &w, const SimConfig &c) {
   SimCost cost;
   cost.computeCycles = ceilDiv(w.macsF32, c.macsPerCycleF32) +
-                       ceilDiv(w.macsF16, c.macsPerCycleF16) +
-                       ceilDiv(w.macsI8, c.macsPerCycleI8) + ceilDiv(w.vectorElems, c.vectorLanes);
+                       ceilDiv(w.macsF16, c.macsPerCycleF16) + ceilDiv(w.macsI8, c.macsPerCycleI8) +
+                       ceilDiv(w.vectorElems, c.vectorLanes);
   cost.dmaBytes = w.inputBytes + w.outputBytes;
   cost.dmaCycles = ceilDiv(cost.dmaBytes, c.dmaBytesPerCycle);
   cost.cycles = c.launchCycles + cost.computeCycles + cost.dmaCycles;

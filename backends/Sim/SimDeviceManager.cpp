@@ -41,8 +41,7 @@ void SimDeviceManager::clearFaults() {
   delay_ = std::chrono::milliseconds(0);
 }
 
-Error SimDeviceManager::loadNetworkImpl(const std::string &name, CompiledFunction &fn,
-                                        uint64_t) {
+Error SimDeviceManager::loadNetworkImpl(const std::string &name, CompiledFunction &fn, uint64_t) {
   std::lock_guard<std::mutex> lock(mu_);
   if (failLoads_) {
     failLoads_--;
@@ -64,8 +63,8 @@ Error SimDeviceManager::runImpl(const std::string &name, CompiledFunction &fn,
     if (failRuns_) {
       failRuns_--;
       stats_.failedRuns++;
-      return makeError(ErrorCode::Runtime, "Sim device '", getName(),
-                       "': injected run fault in '", name, "'");
+      return makeError(ErrorCode::Runtime, "Sim device '", getName(), "': injected run fault in '",
+                       name, "'");
     }
     delay = delay_;
   }

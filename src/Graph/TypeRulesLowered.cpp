@@ -8,8 +8,7 @@ namespace kiln::typerules {
 namespace {
 
 Error checkActivation(const std::string &act) {
-  if (act == "Relu" || act == "Clip" || act == "LeakyRelu" || act == "Sigmoid" ||
-      act == "Tanh")
+  if (act == "Relu" || act == "Clip" || act == "LeakyRelu" || act == "Sigmoid" || act == "Tanh")
     return Error::success();
   return invalid("attribute Activation = \"", act,
                  "\" must be one of Relu, Clip, LeakyRelu, Sigmoid, Tanh");
@@ -34,16 +33,15 @@ Error checkFloatOperands(const Node &n) {
 Expected<std::vector<Type>> inferInsertTensor(const InsertTensorNode &n) {
   KILN_ASSIGN_OR_RETURN(Type big, operandType(n, InsertTensorNode::BigIdx));
   KILN_ASSIGN_OR_RETURN(Type small, operandType(n, InsertTensorNode::SmallIdx));
-  KILN_RETURN_IF_ERR(checkSameKind(n, InsertTensorNode::SmallIdx, small,
-                                   InsertTensorNode::BigIdx, big));
+  KILN_RETURN_IF_ERR(
+      checkSameKind(n, InsertTensorNode::SmallIdx, small, InsertTensorNode::BigIdx, big));
   KILN_RETURN_IF_ERR(checkRank(n, InsertTensorNode::SmallIdx, small, big.rank()));
   const std::vector<dim_t> &offsets = n.getOffsets();
   KILN_RETURN_IF_ERR(checkAttrLength("Offsets", offsets, big.rank()));
   for (size_t i = 0; i < big.rank(); i++)
     if (offsets[i] + small.dims[i] > big.dims[i])
-      return invalid("operand Small ", small.toString(), " at Offsets = ",
-                     listToString(offsets), " does not fit in Big ", big.toString(),
-                     " (dimension ", i, ")");
+      return invalid("operand Small ", small.toString(), " at Offsets = ", listToString(offsets),
+                     " does not fit in Big ", big.toString(), " (dimension ", i, ")");
   return std::vector<Type>{big};
 }
 
@@ -54,8 +52,7 @@ Expected<std::vector<Type>> inferFusedConvolution(const FusedConvolutionNode &n)
   KILN_ASSIGN_OR_RETURN(Type filter, operandType(n, FusedConvolutionNode::FilterIdx));
   KILN_ASSIGN_OR_RETURN(Type bias, operandType(n, FusedConvolutionNode::BiasIdx));
   KILN_RETURN_IF_ERR(checkRank(n, FusedConvolutionNode::InputIdx, in, 4, "[N,C,H,W]"));
-  KILN_RETURN_IF_ERR(
-      checkRank(n, FusedConvolutionNode::FilterIdx, filter, 4, "[O,C/Group,kH,kW]"));
+  KILN_RETURN_IF_ERR(checkRank(n, FusedConvolutionNode::FilterIdx, filter, 4, "[O,C/Group,kH,kW]"));
   KILN_RETURN_IF_ERR(checkRank(n, FusedConvolutionNode::BiasIdx, bias, 1, "[O]"));
   const std::vector<dim_t> &kernels = n.getKernels();
   const std::vector<dim_t> &strides = n.getStrides();
@@ -66,13 +63,13 @@ Expected<std::vector<Type>> inferFusedConvolution(const FusedConvolutionNode &n)
   dim_t o = filter.dims[0];
   if (group == 0 || in.dims[1] % group || o % group || filter.dims[1] != in.dims[1] / group ||
       filter.dims[2] != kernels[0] || filter.dims[3] != kernels[1] || bias.dims[0] != o)
-    return invalid("operands Input ", in.toString(), ", Filter ", filter.toString(),
-                   ", Bias ", bias.toString(), " do not form a convolution with Group = ",
-                   group, " and Kernels = ", listToString(kernels));
-  KILN_ASSIGN_OR_RETURN(dim_t oh, windowOutputSize(in, 2, kernels[0], strides[0], pads[0],
-                                                   pads[2], dilations[0], "height"));
-  KILN_ASSIGN_OR_RETURN(dim_t ow, windowOutputSize(in, 3, kernels[1], strides[1], pads[1],
-                                                   pads[3], dilations[1], "width"));
+    return invalid("operands Input ", in.toString(), ", Filter ", filter.toString(), ", Bias ",
+                   bias.toString(), " do not form a convolution with Group = ", group,
+                   " and Kernels = ", listToString(kernels));
+  KILN_ASSIGN_OR_RETURN(dim_t oh, windowOutputSize(in, 2, kernels[0], strides[0], pads[0], pads[2],
+                                                   dilations[0], "height"));
+  KILN_ASSIGN_OR_RETURN(dim_t ow, windowOutputSize(in, 3, kernels[1], strides[1], pads[1], pads[3],
+                                                   dilations[1], "width"));
   return std::vector<Type>{Type::withDims(in, {in.dims[0], o, oh, ow})};
 }
 

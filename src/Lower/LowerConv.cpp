@@ -15,8 +15,8 @@ NodeValue lowerGroupedConvolution(Function *f, ConvolutionNode *n) {
   const Dims &w = n->getFilter().dims();
   const Type &out = *n->getResultType();
   dim_t cg = in[1] / groups, og = w[0] / groups;
-  TypeRef partTy = f->getParent()->uniqueType(
-      Type::withDims(out, {out.dims[0], og, out.dims[2], out.dims[3]}));
+  TypeRef partTy =
+      f->getParent()->uniqueType(Type::withDims(out, {out.dims[0], og, out.dims[2], out.dims[3]}));
   std::vector<NodeValue> parts;
   for (dim_t g = 0; g < groups; g++) {
     std::string s = std::to_string(g);
@@ -25,9 +25,8 @@ NodeValue lowerGroupedConvolution(Function *f, ConvolutionNode *n) {
     NodeValue fw = f->createSlice(b.name("filter") + s, n->getFilter(), {g * og, 0, 0, 0},
                                   {(g + 1) * og, w[1], w[2], w[3]});
     NodeValue fb = f->createSlice(b.name("bias") + s, n->getBias(), {g * og}, {(g + 1) * og});
-    parts.push_back(f->createConvolution(b.name("group") + s, partTy, x, fw, fb,
-                                         n->getKernels(), n->getStrides(), n->getPads(),
-                                         n->getDilations(), 1));
+    parts.push_back(f->createConvolution(b.name("group") + s, partTy, x, fw, fb, n->getKernels(),
+                                         n->getStrides(), n->getPads(), n->getDilations(), 1));
   }
   return f->createConcat(b.name("concat"), parts, 1);
 }

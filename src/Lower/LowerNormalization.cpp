@@ -16,9 +16,9 @@ NodeValue lowerBatchNormalization(Function *f, BatchNormalizationNode *n) {
     return NodeValue();
   Builder b(f, n);
   NodeValue var = n->getVar();
-  NodeValue denom = f->createSqrt(b.name("std"), f->createAdd(b.name("var_eps"), var,
-                                                              b.splatLike(var, n->getEpsilon(),
-                                                                          "eps")));
+  NodeValue denom =
+      f->createSqrt(b.name("std"),
+                    f->createAdd(b.name("var_eps"), var, b.splatLike(var, n->getEpsilon(), "eps")));
   NodeValue a = f->createDiv(b.name("a"), n->getScale(), denom);
   NodeValue shift =
       f->createSub(b.name("b"), n->getBias(), f->createMul(b.name("mean_a"), n->getMean(), a));
@@ -47,8 +47,9 @@ NodeValue lowerLayerNormalization(Function *f, LayerNormalizationNode *n) {
   NodeValue sq = f->createMul(b.name("square"), d, d);
   NodeValue sqSum = f->createReduceSum(b.name("square_sum"), sq, axes, true);
   NodeValue var = f->createDiv(b.name("var"), sqSum, b.splatLike(sqSum, count, "count2"));
-  NodeValue rstd = f->createRsqrt(
-      b.name("rstd"), f->createAdd(b.name("var_eps"), var, b.splatLike(var, n->getEpsilon(), "eps")));
+  NodeValue rstd =
+      f->createRsqrt(b.name("rstd"), f->createAdd(b.name("var_eps"), var,
+                                                  b.splatLike(var, n->getEpsilon(), "eps")));
   NodeValue norm = f->createMul(b.name("normalized"), d, b.broadcast(rstd, dims, "rstd_bcast"));
   NodeValue scaled =
       f->createMul(b.name("scaled"), norm, b.broadcast(n->getScale(), dims, "scale_bcast"));

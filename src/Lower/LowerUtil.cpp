@@ -12,8 +12,7 @@ NodeValue Builder::broadcast(NodeValue v, const Dims &dims, const char *suffix) 
   return f_->createBroadcast(name(suffix), v, dims.vec());
 }
 
-NodeValue Builder::alongAxis(NodeValue v, const Dims &dims, size_t axis,
-                             const char *suffix) const {
+NodeValue Builder::alongAxis(NodeValue v, const Dims &dims, size_t axis, const char *suffix) const {
   std::vector<dim_t> shape(dims.size(), 1);
   shape[axis] = dims[axis];
   NodeValue r = v;

@@ -43,8 +43,8 @@ void DeviceManager::stop() {
   for (RunRequest &r : left) {
     pending_--;
     completed_++;
-    r.cb(makeError(ErrorCode::Runtime, "device '", getName(), "' stopped before running '",
-                   r.name, "'"),
+    r.cb(makeError(ErrorCode::Runtime, "device '", getName(), "' stopped before running '", r.name,
+                   "'"),
          DeviceRunStats{});
   }
 }
@@ -54,20 +54,19 @@ Error DeviceManager::addNetwork(const std::string &name, CompiledFunction *fn, u
     return makeError(ErrorCode::InvalidArgument, "device '", getName(), "': network '", name,
                      "' has no compiled function");
   if (fn->getBackendName() != getBackendName())
-    return makeError(ErrorCode::InvalidArgument, "device '", getName(), "' runs ",
-                     getBackendName(), " code but network '", name, "' was compiled for ",
-                     fn->getBackendName());
+    return makeError(ErrorCode::InvalidArgument, "device '", getName(), "' runs ", getBackendName(),
+                     " code but network '", name, "' was compiled for ", fn->getBackendName());
   {
     // Reserve first, so concurrent loads never overcommit; undo if the hook refuses.
     std::lock_guard<std::mutex> lock(mu_);
     if (networks_.count(name))
-      return makeError(ErrorCode::InvalidArgument, "device '", getName(), "' already holds '",
-                       name, "'");
+      return makeError(ErrorCode::InvalidArgument, "device '", getName(), "' already holds '", name,
+                       "'");
     uint64_t avail = getMaximumMemory() - usedMemory_;
     if (bytes > avail)
       return makeError(ErrorCode::OutOfMemory, "device '", getName(), "' (", getBackendName(),
-                       ") is out of memory: '", name, "' needs ", bytes, " bytes but only ",
-                       avail, " of ", getMaximumMemory(), " are free");
+                       ") is out of memory: '", name, "' needs ", bytes, " bytes but only ", avail,
+                       " of ", getMaximumMemory(), " are free");
     usedMemory_ += bytes;
     networks_[name] = Loaded{nullptr, bytes}; // not runnable until the hook succeeds
   }
@@ -152,8 +151,8 @@ void DeviceManager::execute(RunRequest &r) {
   }
   auto start = Clock::now();
   if (!fn)
-    err = makeError(ErrorCode::NotFound, "device '", getName(), "' holds no network '", r.name,
-                    "'");
+    err =
+        makeError(ErrorCode::NotFound, "device '", getName(), "' holds no network '", r.name, "'");
   else if (start > r.deadline)
     err = makeError(ErrorCode::Runtime, "deadline exceeded before '", r.name,
                     "' started on device '", getName(), "'");
@@ -162,8 +161,8 @@ void DeviceManager::execute(RunRequest &r) {
   auto end = Clock::now();
   stats.seconds = std::chrono::duration<double>(end - start).count();
   if (!err && fn && end > r.deadline)
-    err = makeError(ErrorCode::Runtime, "deadline exceeded: '", r.name, "' on device '",
-                    getName(), "' finished ",
+    err = makeError(ErrorCode::Runtime, "deadline exceeded: '", r.name, "' on device '", getName(),
+                    "' finished ",
                     std::chrono::duration_cast<std::chrono::milliseconds>(end - r.deadline).count(),
                     " ms late");
   // Count the run as done before the callback, which may free the request.
@@ -185,8 +184,7 @@ Error DeviceManager::runImpl(const std::string &, CompiledFunction &fn, Executio
 }
 
 Expected<std::shared_ptr<DeviceManager>> createDeviceManager(const Backend &backend,
-                                                             DeviceConfig config,
-                                                             unsigned index) {
+                                                             DeviceConfig config, unsigned index) {
   if (config.backendName.empty())
     config.backendName = backend.getName();
   if (config.backendName != backend.getName())

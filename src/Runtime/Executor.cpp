@@ -96,8 +96,8 @@ Error Executor::checkBindings(const ExecutableNetwork &net, const PlaceholderBin
     for (const Placeholder *ph : *list) {
       const Tensor *t = b.get(ph);
       if (!t)
-        return makeError(ErrorCode::InvalidArgument, "placeholder '", ph->getName(),
-                         "' of type ", ph->getType()->toString(), " is not bound to a tensor");
+        return makeError(ErrorCode::InvalidArgument, "placeholder '", ph->getName(), "' of type ",
+                         ph->getType()->toString(), " is not bound to a tensor");
       if (t->getType() != *ph->getType())
         return makeError(ErrorCode::InvalidArgument, "placeholder '", ph->getName(),
                          "' expects a tensor of type ", ph->getType()->toString(),
@@ -169,7 +169,9 @@ void Executor::launch(const std::shared_ptr<Request> &r, unsigned p) {
   }
   d->runFunction(
       lp.deviceKey, ctx,
-      [this, r, p, d](Error e, const DeviceRunStats &stats) { finished(r, p, d, std::move(e), stats); },
+      [this, r, p, d](Error e, const DeviceRunStats &stats) {
+        finished(r, p, d, std::move(e), stats);
+      },
       r->deadline);
 }
 

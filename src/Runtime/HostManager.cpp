@@ -203,8 +203,8 @@ Expected<HostManager::Network *> HostManager::findLocked(const std::string &name
     for (const auto &kv : networks_)
       if (kv.second->ready && !kv.second->removing)
         known += " " + kv.first;
-    return makeError(ErrorCode::NotFound, "no network named '", name, "'; loaded:",
-                     known.empty() ? " none" : known);
+    return makeError(ErrorCode::NotFound, "no network named '", name,
+                     "'; loaded:", known.empty() ? " none" : known);
   }
   return it->second.get();
 }
@@ -251,15 +251,16 @@ struct Waiter {
 Error HostManager::runNetworkBlocking(const std::string &name, PlaceholderBindings &bindings,
                                       const RunOptions &opts, RunReport *report) {
   auto w = std::make_shared<Waiter>();
-  submit(name, &bindings, nullptr,
-         [w](RunResult r) {
-           std::lock_guard<std::mutex> lock(w->mu);
-           w->error = std::move(r.error);
-           w->report = std::move(r.report);
-           w->done = true;
-           w->cv.notify_all();
-         },
-         opts);
+  submit(
+      name, &bindings, nullptr,
+      [w](RunResult r) {
+        std::lock_guard<std::mutex> lock(w->mu);
+        w->error = std::move(r.error);
+        w->report = std::move(r.report);
+        w->done = true;
+        w->cv.notify_all();
+      },
+      opts);
   std::unique_lock<std::mutex> lock(w->mu);
   w->cv.wait(lock, [&] { return w->done; });
   if (report)
@@ -296,8 +297,7 @@ RunId HostManager::submit(const std::string &name, PlaceholderBindings *bindings
     cb(std::move(r));
     return id;
   }
-  Deadline deadline =
-      opts.timeout.count() > 0 ? Clock::now() + opts.timeout : kNoDeadline;
+  Deadline deadline = opts.timeout.count() > 0 ? Clock::now() + opts.timeout : kNoDeadline;
   // std::function needs a copyable callable: the owned bindings ride in a shared box.
   auto box = std::make_shared<std::pair<std::unique_ptr<PlaceholderBindings>, ResultCallback>>(
       std::move(owned), std::move(cb));

@@ -1,16 +1,16 @@
 #include "kiln/Runtime/MultiDevice.h"
+#include "kiln/Passes/Pipeline.h"
 
 #include <algorithm>
 
 namespace kiln {
 
-Expected<MultiDeviceNetwork> createMultiDeviceNetwork(Function *f,
-                                                      const MultiDeviceOptions &opts) {
+Expected<MultiDeviceNetwork> createMultiDeviceNetwork(Function *f, const MultiDeviceOptions &opts) {
   if (!f)
     return makeError(ErrorCode::InvalidArgument, "createMultiDeviceNetwork: no function");
   if (opts.devices == 0)
-    return makeError(ErrorCode::InvalidArgument, "createMultiDeviceNetwork: zero ",
-                     opts.backend, " devices");
+    return makeError(ErrorCode::InvalidArgument, "createMultiDeviceNetwork: zero ", opts.backend,
+                     " devices");
   std::vector<DeviceConfig> devs;
   for (unsigned i = 0; i < opts.devices; i++) {
     DeviceConfig c;
@@ -36,6 +36,10 @@ Expected<MultiDeviceNetwork> createMultiDeviceNetwork(Function *f,
   net.compile = opts.compile;
   MultiDeviceNetwork r;
   KILN_ASSIGN_OR_RETURN(r.host, HostManager::create(std::move(devs), opts.host));
+  if (opts.optimize) {
+    KILN_RETURN_IF_ERR(f->verify());
+    KILN_RETURN_IF_ERR(optimizeFunction(f, *r.host->getBackend(opts.backend)));
+  }
   KILN_RETURN_IF_ERR(r.host->addNetwork(f, net));
   r.network = f->getName();
   KILN_ASSIGN_OR_RETURN(r.planText, r.host->getPlanText(r.network));

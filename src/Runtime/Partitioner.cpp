@@ -159,8 +159,8 @@ assignUser(const std::vector<Node *> &order, const PartitionConfig &user,
   std::string unmapped, unsupported;
   for (const auto &p : user.partitions)
     if (!byName.count(p.backendName))
-      return makeError(ErrorCode::InvalidArgument, "user partition '", p.name,
-                       "' names backend '", p.backendName, "', which has no device here");
+      return makeError(ErrorCode::InvalidArgument, "user partition '", p.name, "' names backend '",
+                       p.backendName, "', which has no device here");
   for (const auto &kv : user.nodeToPartition)
     if (kv.second >= user.partitions.size())
       return makeError(ErrorCode::InvalidArgument, "user partition maps node '", kv.first,
@@ -170,8 +170,7 @@ assignUser(const std::vector<Node *> &order, const PartitionConfig &user,
     unsigned p;
     if (it != user.nodeToPartition.end()) {
       p = it->second;
-    } else if (n->getKind() == NodeKind::Save &&
-               partOf.count(cast<SaveNode>(n)->getInput().node)) {
+    } else if (n->getKind() == NodeKind::Save && partOf.count(cast<SaveNode>(n)->getInput().node)) {
       p = partOf[cast<SaveNode>(n)->getInput().node];
     } else {
       unmapped += (unmapped.empty() ? "'" : ", '") + n->getName() + "'";
@@ -187,8 +186,9 @@ assignUser(const std::vector<Node *> &order, const PartitionConfig &user,
     return makeError(ErrorCode::InvalidArgument, "the user partition maps no partition to ",
                      unmapped);
   if (!unsupported.empty())
-    return makeError(ErrorCode::Unsupported, "the user partition places nodes where their "
-                     "backend cannot run them: ", unsupported);
+    return makeError(
+        ErrorCode::Unsupported,
+        "the user partition places nodes where their backend cannot run them: ", unsupported);
   for (const auto &p : user.partitions)
     backendOf.push_back(p.backendName);
   return parts;
@@ -275,7 +275,8 @@ std::string PartitionPlan::toDot() const {
     os << "  p" << i << " [label=\"" << p.name << "\\n" << p.backendName;
     for (const std::string &d : p.devices)
       os << " " << d;
-    os << "\\n" << p.numNodes << (p.numNodes == 1 ? " node, " : " nodes, ") << p.memoryBytes
+    os << "\\n"
+       << p.numNodes << (p.numNodes == 1 ? " node, " : " nodes, ") << p.memoryBytes
        << " bytes\"];\n";
   }
   for (size_t i = 0; i < partitions.size(); i++)
@@ -455,9 +456,8 @@ Expected<PartitionPlan> partitionFunction(Function *f, const std::string &networ
     std::unordered_map<const Node *, Node *> cloneOf;
     for (unsigned i = 0; i < parts.size(); i++) {
       Partition p;
-      std::string suffix = i < partNames.size() && !partNames[i].empty()
-                               ? partNames[i]
-                               : "p" + std::to_string(i);
+      std::string suffix =
+          i < partNames.size() && !partNames[i].empty() ? partNames[i] : "p" + std::to_string(i);
       p.function = m->createFunction(networkName + "." + suffix);
       p.name = p.function->getName();
       p.backendName = partBackend[i];
@@ -487,9 +487,8 @@ Expected<PartitionPlan> partitionFunction(Function *f, const std::string &networ
               nm += "." + v.node->getResultName(v.resNo);
             ph = m->createPlaceholder(v.getType(), nm);
             plan.intermediates.push_back(ph);
-            plan.partitions[q].function->createSave(ph->getName() + ".save",
-                                                    NodeValue(cloneOf[v.node], v.resNo),
-                                                    NodeValue(ph));
+            plan.partitions[q].function->createSave(
+                ph->getName() + ".save", NodeValue(cloneOf[v.node], v.resNo), NodeValue(ph));
           }
           c->setNthInput(k, NodeValue(ph));
           parents[i].insert(q);
@@ -529,9 +528,9 @@ Expected<PartitionPlan> partitionFunction(Function *f, const std::string &networ
     p.memoryBytes = estimateMemory(*p.function);
     uint64_t cap = byName.at(p.backendName)->deviceMemory;
     if (p.memoryBytes > cap)
-      return makeError(ErrorCode::OutOfMemory, "partition '", p.name, "' of network '",
-                       networkName, "' needs ", p.memoryBytes, " bytes but a ", p.backendName,
-                       " device has ", cap);
+      return makeError(ErrorCode::OutOfMemory, "partition '", p.name, "' of network '", networkName,
+                       "' needs ", p.memoryBytes, " bytes but a ", p.backendName, " device has ",
+                       cap);
   }
   return plan;
 }

@@ -18,12 +18,12 @@ Expected<std::vector<LoadedPartition>> Provisioner::provision(PartitionPlan &pla
     Partition &p = plan.partitions[i];
     auto b = backends_.find(p.backendName);
     if (b == backends_.end())
-      return fail(makeError(ErrorCode::NotFound, "no backend '", p.backendName, "' for '",
-                            p.name, "'"));
+      return fail(
+          makeError(ErrorCode::NotFound, "no backend '", p.backendName, "' for '", p.name, "'"));
     Expected<std::unique_ptr<CompiledFunction>> cf = b->second->compile(p.function, opts.compile);
     if (!cf)
-      return fail(cf.takeError().addContext("compiling partition '" + p.name + "' for " +
-                                            p.backendName));
+      return fail(
+          cf.takeError().addContext("compiling partition '" + p.name + "' for " + p.backendName));
     loaded[i].deviceKey = plan.networkName + "#" + std::to_string(i);
     loaded[i].compiled = std::move(cf).get();
   }
@@ -72,8 +72,7 @@ Expected<std::vector<LoadedPartition>> Provisioner::provision(PartitionPlan &pla
       // Keep the code of the first refusal (a load fault, OutOfMemory) for the caller.
       ErrorCode code = firstRefusal ? firstRefusal.code() : ErrorCode::NotFound;
       std::string why = cands.empty() ? "there is no " + p.backendName + " device"
-                                      : "every " + p.backendName + " device refused it" +
-                                            refusals;
+                                      : "every " + p.backendName + " device refused it" + refusals;
       return fail(makeError(code, "partition '", p.name, "' (", p.memoryBytes,
                             " bytes) cannot be loaded: ", why));
     }

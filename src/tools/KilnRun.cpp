@@ -22,11 +22,13 @@ struct Flags {
   unsigned threads = 1;
   unsigned iterations = 10, warmup = 1;
   bool json = false;
+  std::string dumpLLVMIR, dumpAsm;
 };
 
 const char *kUsage =
     "usage: kiln-run --model M.onnx [--data test_data_set_0] [--backend Interpreter]\n"
     "                [--threads 1] [--iterations 10] [--warmup 1] [--json]\n"
+    "                [--dump-llvm-ir FILE] [--dump-asm FILE]   (CPU backend; - is stderr)\n"
     "Runs an ONNX model; with --data, checks it against input_K.pb/output_K.pb with\n"
     "|y - ref| <= 1e-4 * max|ref| + 1e-3 * |ref|. Exit 0 match, 1 mismatch, 2 error.\n";
 
@@ -70,6 +72,12 @@ std::string parseFlags(int argc, char **argv, Flags &f) {
     } else if (a == "--data") {
       if (!value(f.data))
         return "--data needs a value";
+    } else if (a == "--dump-llvm-ir") {
+      if (!value(f.dumpLLVMIR))
+        return "--dump-llvm-ir needs a value";
+    } else if (a == "--dump-asm") {
+      if (!value(f.dumpAsm))
+        return "--dump-asm needs a value";
     } else if (a == "--backend") {
       if (!value(f.backend))
         return "--backend needs a value";
@@ -152,6 +160,8 @@ int main(int argc, char **argv) {
 
   CompileOptions copts;
   copts.threads = f.threads;
+  copts.dumpLLVMIR = f.dumpLLVMIR;
+  copts.dumpAsm = f.dumpAsm;
   t0 = std::chrono::steady_clock::now();
   if (Error e = runner.compile(copts))
     return fail(e, "compiling");

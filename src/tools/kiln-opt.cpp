@@ -156,7 +156,8 @@ Error run(const Options &o) {
   pm.dumpStream = &std::cerr;
   std::string out;
   for (size_t c = 0; c < chunks.size(); c++) {
-    std::string where = source + (o.split ? " (case at line " + std::to_string(chunks[c].second) + ")" : "");
+    std::string where =
+        source + (o.split ? " (case at line " + std::to_string(chunks[c].second) + ")" : "");
     Expected<std::unique_ptr<Module>> parsed = parseModule(chunks[c].first);
     if (!parsed)
       return parsed.takeError().addContext(where);

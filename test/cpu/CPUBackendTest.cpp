@@ -170,6 +170,29 @@ TEST(CPUBackend, ResidualBlock) {
   });
 }
 
+// Small images take the transposed convolution (pixels as GEMM rows) with the fused
+// residual add and Relu; also a depthwise stride-2 convolution and a strided max pool.
+TEST(CPUBackend, SmallImageConvolutions) {
+  checkAgainstInterpreter([](Net &n) {
+    n.F = n.mod.createFunction("main");
+    Function *F = n.F;
+    auto *x = n.mod.createPlaceholder(ElemKind::Float, {1, 24, 7, 7}, "x");
+    n.inputs = {x};
+    auto conv = [&](const std::string &name, NodeValue in, dim_t c, dim_t o, dim_t k,
+                    dim_t s, dim_t p, uint64_t seed, dim_t g = 1) {
+      auto *w = randomConstant(n.mod, name + ".w", {o, c / g, k, k}, seed);
+      auto *b = randomConstant(n.mod, name + ".b", {o}, seed + 1);
+      return F->createConvolution(name, in, w, b, {k, k}, {s, s}, {p, p, p, p}, {1, 1}, g);
+    };
+    NodeValue a = conv("a", x, 24, 40, 3, 1, 1, 60);
+    NodeValue b = conv("b", x, 24, 40, 1, 1, 0, 70);
+    NodeValue r = F->createRelu("r", F->createAdd("add", a, b));
+    NodeValue d = conv("dw", r, 40, 40, 3, 2, 1, 80, 40);
+    NodeValue m = F->createMaxPool("mp", r, {3, 3}, {2, 2}, {0, 0, 0, 0});
+    n.saves = {F->createSave("r", r), F->createSave("d", d), F->createSave("m", m)};
+  });
+}
+
 TEST(CPUBackend, GroupedDilatedConv) {
   checkAgainstInterpreter([](Net &n) {
     n.F = n.mod.createFunction("main");

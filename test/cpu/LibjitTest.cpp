@@ -184,9 +184,10 @@ TEST(Libjit, DepthwiseConvolution) {
   int64_t OH, OW;
   auto ref = refConv(in, w, bias, N, C, H, W, C, K, K, 2, 1, 1, 1, 1, 1, 1, 2, C, OH, OW);
   std::vector<float> out(ref.size());
+  std::vector<float> scratch(2 * libjit_pool_scratch_floats(H, W, OH, OW, K, K, 2, 1, 1, 2));
   for (int64_t t = 0; t < 2; t++)
     libjit_conv2d_dw_f32(out.data(), in.data(), w.data(), bias.data(), N, C, H, W, OH, OW, K, K,
-                         2, 1, 1, 1, 1, 2, 1, 0.0f, 6.0f, t, 2);
+                         2, 1, 1, 1, 1, 2, 1, 0.0f, 6.0f, scratch.data(), t, 2);
   for (float &r : ref)
     r = std::min(6.0f, std::max(0.0f, r));
   expectNear(out, ref);
@@ -196,7 +197,8 @@ TEST(Libjit, Pooling) {
   int64_t N = 1, C = 3, H = 7, W = 6, OH = 4, OW = 3;
   auto in = randomVec(N * C * H * W, 4);
   std::vector<float> mx(N * C * OH * OW), av(mx.size());
-  libjit_maxpool_f32(mx.data(), in.data(), N, C, H, W, OH, OW, 3, 3, 2, 2, 1, 1, 0, 1);
+  std::vector<float> scratch(libjit_pool_scratch_floats(H, W, OH, OW, 3, 3, 2, 2, 1, 1));
+  libjit_maxpool_f32(mx.data(), in.data(), N, C, H, W, OH, OW, 3, 3, 2, 2, 1, 1, scratch.data(), 0, 1);
   libjit_avgpool_f32(av.data(), in.data(), N, C, H, W, OH, OW, 3, 3, 2, 2, 1, 1, 0, 0, 1);
   for (int64_t c = 0; c < C; c++)
     for (int64_t y = 0; y < OH; y++)
@@ -256,3 +258,64 @@ TEST(Libjit, ElementwiseSpecialValues) {
 }
 
 } // namespace
+
+// The 3x3 fast path (strides 1 and 2, with and without padding) and a generic 5x5, with odd
+// sizes so rows end mid-vector.
+TEST(Libjit, DepthwiseConvolutionPaths) {
+  struct Case {
+    int64_t K, SH, SW, PT, PL;
+  } cases[] = {{3, 1, 1, 1, 1}, {3, 2, 2, 1, 1}, {3, 2, 2, 0, 0}, {3, 1, 2, 1, 0}, {5, 2, 1, 2, 2}};
+  for (const Case &k : cases) {
+    int64_t N = 1, C = 4, H = 19, W = 21;
+    auto in = randomVec(N * C * H * W, 7), w = randomVec(C * k.K * k.K, 8),
+         bias = randomVec(C, 9);
+    int64_t OH, OW;
+    auto ref = refConv(in, w, bias, N, C, H, W, C, k.K, k.K, k.SH, k.SW, k.PT, k.PL, k.PT, k.PL,
+                       1, 1, C, OH, OW);
+    std::vector<float> out(ref.size());
+    std::vector<float> scratch(
+        libjit_pool_scratch_floats(H, W, OH, OW, k.K, k.K, k.SH, k.SW, 1, 1));
+    libjit_conv2d_dw_f32(out.data(), in.data(), w.data(), bias.data(), N, C, H, W, OH, OW, k.K,
+                         k.K, k.SH, k.SW, k.PT, k.PL, 1, 1, 0, 0.0f, 0.0f, scratch.data(), 0, 1);
+    SCOPED_TRACE("K=" + std::to_string(k.K) + " S=" + std::to_string(k.SH) + "," +
+                 std::to_string(k.SW));
+    expectNear(out, ref);
+  }
+}
+
+// The transposed convolution (pixels as GEMM rows) against the reference, with the residual
+// add, the clamp, both register tiles and a two-thread split.
+TEST(Libjit, TransposedConvolution) {
+  struct Case {
+    int64_t C, H, O, K, S, P;
+  } cases[] = {{40, 7, 72, 3, 1, 1}, {24, 14, 33, 1, 2, 0}, {5, 9, 64, 3, 2, 1}};
+  for (const Case &k : cases) {
+    int64_t N = 2, W = k.H;
+    auto in = randomVec(N * k.C * k.H * W, 11), w = randomVec(k.O * k.C * k.K * k.K, 12),
+         bias = randomVec(k.O, 13);
+    int64_t OH, OW;
+    auto ref = refConv(in, w, bias, N, k.C, k.H, W, k.O, k.K, k.K, k.S, k.S, k.P, k.P, k.P, k.P,
+                       1, 1, 1, OH, OW);
+    auto add = randomVec(ref.size(), 14);
+    for (size_t i = 0; i < ref.size(); i++)
+      ref[i] = std::min(1.5f, std::max(0.0f, ref[i] + add[i]));
+    int64_t Kd = k.C * k.K * k.K;
+    for (int variant = 0; variant < 2; variant++) {
+      bool v512 = variant == 0;
+      std::vector<float> packed(v512 ? libjit::packedBFloats<libjit::GemmAvx512>(Kd, k.O)
+                                     : libjit::packedBFloats<libjit::GemmAvx2>(Kd, k.O));
+      (v512 ? libjit_pack_bt_f32_avx512 : libjit_pack_bt_f32_avx2)(packed.data(), w.data(), Kd,
+                                                                   k.O);
+      int64_t per = v512 ? libjit::gemmScratchFloats<libjit::GemmAvx512>()
+                         : libjit::gemmScratchFloats<libjit::GemmAvx2>();
+      std::vector<float> scratch(2 * per), t(OH * OW * k.O), out(ref.size());
+      for (int64_t tid = 0; tid < 2; tid++)
+        (v512 ? libjit_conv2d_t_f32_avx512 : libjit_conv2d_t_f32_avx2)(
+            out.data(), in.data(), packed.data(), bias.data(), add.data(), N, k.C, k.H, W, k.O,
+            OH, OW, k.K, k.K, k.S, k.S, k.P, k.P, 1, 1, 1, 0.0f, 1.5f, t.data(), scratch.data(),
+            tid, 2);
+      SCOPED_TRACE(std::string(v512 ? "avx512" : "avx2") + " C=" + std::to_string(k.C));
+      expectNear(out, ref);
+    }
+  }
+}

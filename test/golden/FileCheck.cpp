@@ -114,7 +114,7 @@ std::string runFileCheck(const std::vector<CheckDirective> &checks, const std::s
   std::istringstream in(output);
   for (std::string l; std::getline(in, l);)
     lines.push_back(l);
-  size_t pos = 0;     // first line not yet consumed
+  size_t pos = 0; // first line not yet consumed
   bool matched = false;
   std::vector<const CheckDirective *> nots;
   auto checkNots = [&](size_t from, size_t to) -> std::string {
@@ -122,9 +122,9 @@ std::string runFileCheck(const std::vector<CheckDirective> &checks, const std::s
       Pattern p(d->pattern);
       for (size_t i = from; i < to && i < lines.size(); i++)
         if (p.matches(lines[i]))
-          return failure(*d, "excluded string found on output line " + std::to_string(i + 1) +
-                                 ": " + lines[i],
-                         output);
+          return failure(
+              *d, "excluded string found on output line " + std::to_string(i + 1) + ": " + lines[i],
+              output);
     }
     nots.clear();
     return "";

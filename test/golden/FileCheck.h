@@ -25,8 +25,7 @@ struct CheckDirective {
 };
 
 /// The directives in \p source, in order (\p firstLine numbers its first line).
-std::vector<CheckDirective> parseCheckDirectives(const std::string &source,
-                                                 unsigned firstLine = 1);
+std::vector<CheckDirective> parseCheckDirectives(const std::string &source, unsigned firstLine = 1);
 
 /// Matches \p output against \p checks. Returns an empty string on success, otherwise a
 /// message naming the failed directive, its line and the output.

@@ -224,8 +224,7 @@ TEST_P(GoldenTest, Matches) {
       ASSERT_TRUE(bool(failure)) << where << ": expected an error, but the case succeeded";
       for (const std::string &e : errors)
         EXPECT_NE(failure.message().find(e), std::string::npos)
-            << where << ": error message\n  " << failure.message() << "\ndoes not contain\n  "
-            << e;
+            << where << ": error message\n  " << failure.message() << "\ndoes not contain\n  " << e;
       continue;
     }
     ASSERT_FALSE(bool(failure)) << where << ": " << failure.message();
@@ -233,8 +232,8 @@ TEST_P(GoldenTest, Matches) {
       std::unique_ptr<Module> original = exitOnError(parseModule(c.text));
       for (const auto &f : m->getFunctions()) {
         bool compared;
-        std::string diff = compareOnInterpreter(*original, original->getFunction(f->getName()),
-                                                *m, f.get(), compared);
+        std::string diff = compareOnInterpreter(*original, original->getFunction(f->getName()), *m,
+                                                f.get(), compared);
         numericCases += compared;
         totalCases++;
         EXPECT_TRUE(diff.empty()) << where << ": function '" << f->getName() << "': " << diff;

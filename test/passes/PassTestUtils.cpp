@@ -15,8 +15,7 @@ Function *optimizedCopy(Function *f, const std::string &passes, const Backend *b
   return g;
 }
 
-void expectSameNumbers(Function *before, Function *after, float atol, float rtol,
-                       uint64_t seed) {
+void expectSameNumbers(Function *before, Function *after, float atol, float rtol, uint64_t seed) {
   Module &m = *before->getParent();
   std::unique_ptr<Backend> interp = exitOnError(createBackend("Interpreter"));
   auto cb = interp->compile(before, CompileOptions());

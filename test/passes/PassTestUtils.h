@@ -21,8 +21,8 @@ Function *optimizedCopy(Function *f, const std::string &passes, const Backend *b
 
 /// Runs \p before and \p after (functions of one module) on the Interpreter with the same
 /// seeded random inputs and expects every saved output within \p atol + \p rtol * |x|.
-void expectSameNumbers(Function *before, Function *after, float atol = 1e-5f,
-                       float rtol = 1e-5f, uint64_t seed = 1);
+void expectSameNumbers(Function *before, Function *after, float atol = 1e-5f, float rtol = 1e-5f,
+                       uint64_t seed = 1);
 
 /// The number of nodes of kind \p k in \p f.
 unsigned countKind(const Function *f, NodeKind k);

@@ -36,9 +36,9 @@ TEST_F(PassNumericTest, dce) {
 TEST_F(PassNumericTest, cse) {
   auto *x = input("x", {3, 4});
   auto *a = F_->createConv("c", F_->createReshape("r", x, {1, 1, 3, 4}), 2, 1);
-  auto *b = F_->createConvolution("c2", a->getInput(), a->getFilter(), a->getBias(),
-                                  a->getKernels(), a->getStrides(), a->getPads(),
-                                  a->getDilations(), 1);
+  auto *b =
+      F_->createConvolution("c2", a->getInput(), a->getFilter(), a->getBias(), a->getKernels(),
+                            a->getStrides(), a->getPads(), a->getDilations(), 1);
   save(F_->createAdd("sum", F_->createSigmoid("s1", a), F_->createSigmoid("s2", b)));
   Function *g = optimizedCopy(F_, "cse,dce");
   EXPECT_EQ(countKind(g, NodeKind::Convolution), 1u);
@@ -76,7 +76,8 @@ TEST_F(PassNumericTest, fuse_bias_add) {
   auto *x = input("x", {2, 3, 5, 5});
   auto *c = F_->createConv("conv", x, 4, 3, 1, 1);
   auto *bias = F_->createBroadcast("bias", rand("cb", {4, 1, 1}), {2, 4, 5, 5});
-  auto *fc = F_->createFullyConnected("fc", F_->createFlatten("flat", F_->createAdd("add", c, bias), 1), 3);
+  auto *fc = F_->createFullyConnected(
+      "fc", F_->createFlatten("flat", F_->createAdd("add", c, bias), 1), 3);
   save(F_->createBatchedAdd("badd", fc, rand("slice", {3})));
   Function *g = optimizedCopy(F_, "fuse-bias-add");
   EXPECT_EQ(countKind(g, NodeKind::Add), 0u);
@@ -185,8 +186,7 @@ TEST_F(PassNumericTest, simplify_arithmetic) {
   v = F_->createExp("e", v);
   save(F_->createAdd("r", v, F_->createSub("xx", x, x)));
   Function *g = optimizedCopy(F_, "simplify-arithmetic,dce");
-  EXPECT_EQ(countKind(g, NodeKind::Mul) + countKind(g, NodeKind::Div) +
-                countKind(g, NodeKind::Sub),
+  EXPECT_EQ(countKind(g, NodeKind::Mul) + countKind(g, NodeKind::Div) + countKind(g, NodeKind::Sub),
             0u);
   expectSameNumbers(F_, g);
 }
@@ -210,13 +210,12 @@ TEST_F(PassNumericTest, lower) {
   auto *g1 = F_->createGelu("gelu", bn, false);
   auto *hs = F_->createHardSwish("hs", g1);
   auto *fc = F_->createFullyConnected("fc", hs, 6);
-  auto *ln = F_->createLayerNormalization("ln", fc, positive("ls", {6}), rand("lb", {6}), 1,
-                                          1e-5f);
+  auto *ln = F_->createLayerNormalization("ln", fc, positive("ls", {6}), rand("lb", {6}), 1, 1e-5f);
   save(F_->createLogSoftMax("lsm", ln, 1));
   Function *g = optimizedCopy(F_, "lower");
-  for (NodeKind k : {NodeKind::BatchNormalization, NodeKind::Gelu, NodeKind::HardSwish,
-                     NodeKind::FullyConnected, NodeKind::LayerNormalization,
-                     NodeKind::LogSoftMax, NodeKind::Broadcast})
+  for (NodeKind k :
+       {NodeKind::BatchNormalization, NodeKind::Gelu, NodeKind::HardSwish, NodeKind::FullyConnected,
+        NodeKind::LayerNormalization, NodeKind::LogSoftMax, NodeKind::Broadcast})
     EXPECT_EQ(countKind(g, k), 0u) << getNodeKindName(k);
   EXPECT_EQ(countKind(g, NodeKind::Convolution), 2u); // one per group
   expectSameNumbers(F_, g, 1e-5f, 1e-4f);
@@ -224,11 +223,21 @@ TEST_F(PassNumericTest, lower) {
 
 /// Every pass of Passes.def has a test above: a check that the list did not grow unseen.
 TEST(PassList, IsTheOneTested) {
-  std::vector<std::string> tested = {
-      "dce",          "cse",           "constant-fold",  "fold-batch-norm",
-      "fuse-bias-add", "fuse-activations", "sink-transposes", "merge-reshapes",
-      "remove-no-ops", "flatten-concats", "simplify-splats", "merge-pads",
-      "simplify-arithmetic", "drop-identities", "lower"};
+  std::vector<std::string> tested = {"dce",
+                                     "cse",
+                                     "constant-fold",
+                                     "fold-batch-norm",
+                                     "fuse-bias-add",
+                                     "fuse-activations",
+                                     "sink-transposes",
+                                     "merge-reshapes",
+                                     "remove-no-ops",
+                                     "flatten-concats",
+                                     "simplify-splats",
+                                     "merge-pads",
+                                     "simplify-arithmetic",
+                                     "drop-identities",
+                                     "lower"};
   EXPECT_EQ(getGraphPassNames(), tested);
 }
 

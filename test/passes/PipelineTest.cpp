@@ -114,10 +114,9 @@ TEST(PassManager, ExecutionEngineCompileRunsThePipeline) {
   Function *f = m.createFunction("main");
   auto *x = m.createPlaceholder(ElemKind::Float, {1, 2, 4, 4}, "x");
   auto *c = f->createConv("conv", x, 3, 3, 1, 1);
-  auto *bn = f->createBatchNormalization("bn", c, randomConstant(m, "s", {3}, 0.5f, 1.5f, 1),
-                                         randomConstant(m, "b", {3}, -1, 1, 2),
-                                         randomConstant(m, "mu", {3}, -1, 1, 3),
-                                         randomConstant(m, "v", {3}, 0.5f, 1.5f, 4), 1e-5f, 1);
+  auto *bn = f->createBatchNormalization(
+      "bn", c, randomConstant(m, "s", {3}, 0.5f, 1.5f, 1), randomConstant(m, "b", {3}, -1, 1, 2),
+      randomConstant(m, "mu", {3}, -1, 1, 3), randomConstant(m, "v", {3}, 0.5f, 1.5f, 4), 1e-5f, 1);
   auto *save = f->createSave("y", bn);
   ASSERT_FALSE(bool(ee.compile()));
   EXPECT_EQ(countKind(f, NodeKind::BatchNormalization), 0u);

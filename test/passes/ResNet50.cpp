@@ -22,8 +22,8 @@ public:
     float bound = std::sqrt(6.0f / float(in * k * k));
     Constant *w = uniform(name + ".w", {out, in, k, k}, -bound, bound);
     Constant *b = m_.createConstant(ElemKind::Float, {out}, name + ".b");
-    return f_->createConvolution(name, x, w, b, {k, k}, {stride, stride},
-                                 {pad, pad, pad, pad}, {1, 1}, 1);
+    return f_->createConvolution(name, x, w, b, {k, k}, {stride, stride}, {pad, pad, pad, pad},
+                                 {1, 1}, 1);
   }
 
   /// Statistics as if measured: the scale shrinks the last BN of a block (residual
@@ -62,7 +62,8 @@ public:
 Function *buildResNet50(Module &m, const std::string &name, dim_t batch, dim_t imageSize) {
   Function *f = m.createFunction(name);
   Builder b(m, f);
-  Placeholder *data = m.createPlaceholder(ElemKind::Float, {batch, 3, imageSize, imageSize}, "data");
+  Placeholder *data =
+      m.createPlaceholder(ElemKind::Float, {batch, 3, imageSize, imageSize}, "data");
   NodeValue x = b.convBnRelu("conv1", data, 64, 7, 2, 3);
   x = f->createMaxPool("pool1", x, {3, 3}, {2, 2}, {1, 1, 1, 1});
   const dim_t blocks[4] = {3, 4, 6, 3};

@@ -61,9 +61,8 @@ int main(int argc, char **argv) {
     last = rep;
   }
   std::sort(times.begin(), times.end());
-  std::cout << "default pipeline for " << backendName << " on ResNet-50 (" << runs
-            << " runs): min " << times.front() << " ms, median " << times[times.size() / 2]
-            << " ms\n"
+  std::cout << "default pipeline for " << backendName << " on ResNet-50 (" << runs << " runs): min "
+            << times.front() << " ms, median " << times[times.size() / 2] << " ms\n"
             << last.timingTable();
   return 0;
 }

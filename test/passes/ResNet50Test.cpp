@@ -2,8 +2,8 @@
 // away, and the output matches the unoptimised graph on the Interpreter within 1e-5
 // relative (to the output's largest magnitude).
 
-#include "PassTestUtils.h"
 #include "ResNet50.h"
+#include "PassTestUtils.h"
 
 #include <chrono>
 #include <cmath>
@@ -30,7 +30,8 @@ TEST(ResNet50, DefaultPipelineFoldsEveryBatchNormAndKeepsTheNumbers) {
   Function *g = f->clone("resnet50_opt");
   auto t0 = std::chrono::steady_clock::now();
   Expected<PipelineReport> r = runPipeline(g, getPipelineForBackend(interp.get()), interp.get());
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_TRUE(bool(r)) << r.getError().message();
   std::cout << "default pipeline on ResNet-50 (weights copied, as they are shared with the "
                "reference): "
@@ -54,8 +55,8 @@ TEST(ResNet50, DefaultPipelineFoldsEveryBatchNormAndKeepsTheNumbers) {
   ASSERT_FALSE(bool((*ca)->execute(ctx)));
   double errLogits = relativeError(*b.getByName("logits"), logits);
   double errProb = relativeError(*b.getByName("prob"), prob);
-  std::cout << "relative error after the pipeline: logits " << errLogits << ", prob "
-            << errProb << "\n";
+  std::cout << "relative error after the pipeline: logits " << errLogits << ", prob " << errProb
+            << "\n";
   EXPECT_LT(errLogits, 1e-5);
   EXPECT_LT(errProb, 1e-5);
 }

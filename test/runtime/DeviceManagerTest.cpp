@@ -87,9 +87,8 @@ TEST(DeviceManager, RunsOnTheWorkerAndCallsBackWithErrors) {
   EXPECT_EQ(ok.get_future().get(), "");
   std::string why;
   EXPECT_TRUE(sameOutputs(fx.net, *b, ref, &why)) << why;
-  d->runFunction("nope", &ctx, [&](Error e, const DeviceRunStats &) {
-    missing.set_value(e ? e.message() : "");
-  });
+  d->runFunction("nope", &ctx,
+                 [&](Error e, const DeviceRunStats &) { missing.set_value(e ? e.message() : ""); });
   EXPECT_TRUE(contains(missing.get_future().get(), "holds no network 'nope'"));
   EXPECT_EQ(d->getCompletedRuns(), 2u);
   EXPECT_EQ(d->getPendingRuns(), 0u);

@@ -147,8 +147,8 @@ TEST(HostManager, AThousandConcurrentRequestsOnFourDevices) {
     submitters.emplace_back([&, t] {
       for (unsigned i = t; i < kRequests; i += 4) {
         std::lock_guard<std::mutex> lock(idMu); // the id must be recorded before the result
-        RunId id = hm->runNetwork("mixed", makeBindings(n, inputs[i % kInputs]),
-                                  results.callback());
+        RunId id =
+            hm->runNetwork("mixed", makeBindings(n, inputs[i % kInputs]), results.callback());
         inputOf[id] = i % kInputs;
       }
     });
@@ -471,4 +471,25 @@ TEST(ExecutionEngineOnHostManager, SplitsOverSimDevicesAndRunsFromManyThreads) {
   ASSERT_FALSE(ee.compile());
   auto b = makeBindings(n, makeInput(n.input, 0));
   EXPECT_FALSE(ee.run(*b));
+}
+
+TEST(HostManager, RunsAUserPartition) {
+  Module m;
+  Net n = buildMixed(m, "mixed");
+  NetworkOptions opts;
+  opts.partition = PartitionConfig();
+  opts.partition->partitions = {{"head", "Sim"}, {"rest", "Interpreter"}};
+  for (const auto &node : n.f->getNodes())
+    opts.partition->nodeToPartition[node->getName()] = 1;
+  opts.partition->nodeToPartition["mixed.conv1"] = 0;
+  auto hm = exitOnError(HostManager::create(simDevices(1, 1 << 20)));
+  ASSERT_FALSE(hm->addNetwork(n.f, opts));
+  EXPECT_EQ(exitOnError(hm->getNumPartitions("mixed")), 2u);
+  std::string plan = exitOnError(hm->getPlanText("mixed"));
+  EXPECT_TRUE(contains(plan, "'mixed.head' on Sim [sim0]: 1 node")) << plan;
+  Tensor x = makeInput(n.input, 9);
+  auto b = makeBindings(n, x);
+  ASSERT_FALSE(hm->runNetworkBlocking("mixed", *b));
+  std::string why;
+  EXPECT_TRUE(sameOutputs(n, *b, reference(n, x), &why)) << why;
 }

@@ -228,8 +228,7 @@ TEST(Partitioner, PlanTextAndDot) {
   Backends b;
   PartitionConfig user;
   user.partitions = {{"a", "Sim"}, {"b", "Interpreter"}};
-  user.nodeToPartition = {{"mlp.fc0", 0}, {"mlp.fc0.relu", 0}, {"mlp.fc1", 1},
-                          {"mlp.fc1.relu", 1}};
+  user.nodeToPartition = {{"mlp.fc0", 0}, {"mlp.fc0.relu", 0}, {"mlp.fc1", 1}, {"mlp.fc1.relu", 1}};
   auto plan = exitOnError(partitionFunction(n.f, "mlp", b.list(1 << 20), &user));
   plan.partitions[0].devices = {"sim0", "sim1"};
   EXPECT_EQ(plan.toString(), R"(plan for network 'mlp': 2 partitions (Interpreter: 1, Sim: 1)

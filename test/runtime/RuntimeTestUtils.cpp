@@ -73,8 +73,9 @@ bool sameOutputs(const Net &n, const PlaceholderBindings &b, const std::vector<T
     const Tensor *t = b.get(n.outputs[i]);
     if (!t || !t->isEqual(ref[i])) {
       if (why)
-        *why = "output '" + n.outputs[i]->getName() + "' differs: " +
-               (t ? t->toString(8) : std::string("unbound")) + " vs " + ref[i].toString(8);
+        *why = "output '" + n.outputs[i]->getName() +
+               "' differs: " + (t ? t->toString(8) : std::string("unbound")) + " vs " +
+               ref[i].toString(8);
       return false;
     }
   }

@@ -39,6 +39,12 @@ TEST(SimConfig, DefaultsJsonAndParameters) {
   std::remove(path.c_str());
 }
 
+TEST(SimConfig, TheExampleFileIsValid) {
+  auto c = SimConfig::fromFile("backends/Sim/example-config.json");
+  ASSERT_TRUE(c) << c.getError().message();
+  EXPECT_EQ(c->memoryBytes, uint64_t(32) << 20);
+}
+
 TEST(SimConfig, ErrorsNameTheProblem) {
   auto unknown = SimConfig::fromJSON(R"({"memory": 1})");
   ASSERT_FALSE(unknown);
@@ -118,7 +124,7 @@ TEST(Sim, ExactAgainstTheInterpreterForFloat32) {
   EXPECT_EQ(stats.runs, 1u);
   EXPECT_EQ(stats.cycles, cycles);
   EXPECT_GT(cycles, 0u);
-  EXPECT_EQ(stats.dmaBytes, 2u * 16 * 4); // input in, output out
+  EXPECT_EQ(stats.dmaBytes, 2u * 16 * 4);                 // input in, output out
   EXPECT_EQ(stats.loadDmaBytes, 3u * (16 * 16 + 16) * 4); // weights and biases, once
 }
 

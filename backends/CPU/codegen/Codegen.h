@@ -63,6 +63,7 @@ struct Stage {
   StageFn fn = nullptr;
   bool parallel = false;
   std::string name;
+  std::string desc; ///< what the stage computes, for profiles (KILN_CPU_PROFILE=1)
 };
 
 struct CodegenOptions {
@@ -74,6 +75,8 @@ struct CodegenOptions {
   /// off by default: the register-blocked micro-kernels are not specialised either way,
   /// and one shared copy of the drivers compiles many times faster.
   bool specializeGemm = false;
+  /// Convolutions of small images computed with pixels as GEMM rows (libjit_conv2d_t).
+  bool transposedConv = true;
 };
 
 /// A compiled function: native code, the constant arena, and the activation arena size.

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace kiln::cpu {
@@ -112,6 +113,8 @@ public:
   std::vector<char> &constants() { return consts_; }
   unsigned numFusedLoops() const { return fusedLoops_; }
   unsigned numFusedInstrs() const { return fusedInstrs_; }
+  /// Every kernel the generated code calls.
+  const std::set<std::string> &called() const { return called_; }
 
 private:
   struct Item {
@@ -140,6 +143,11 @@ private:
   }
   llvm::Value *ptr(const Value *v) { return at(*loc(v)); }
   llvm::Value *scratch() { return at({kActivationBase, scratchOffset_}); }
+  llvm::Value *tScratch() { return at({kActivationBase, tScratchOffset_}); }
+  void needPoolScratch(int64_t floats) {
+    usesScratch_ = true;
+    scratchPerThread_ = std::max(scratchPerThread_, floats);
+  }
 
   // ---- LLVM helpers ----
   llvm::Value *I64(int64_t x) { return llvm::ConstantInt::get(i64_, x); }
@@ -177,6 +185,8 @@ private:
   int64_t scratchPerThread_;
   uint64_t scratchOffset_, extrasTop_;
   bool usesScratch_ = false;
+  /// Scratch of the transposed convolutions (the largest one; stages run one at a time).
+  uint64_t tScratchBytes_ = 0, tScratchOffset_ = 0;
 
   std::vector<char> consts_;
   std::map<std::tuple<const WeightVar *, int, int64_t>, uint64_t> constCache_;
@@ -190,8 +200,10 @@ private:
   unsigned stageCount_ = 0;
   std::vector<std::string> *entryNames_ = nullptr;
   std::vector<bool> stageParallel_;
+  std::vector<std::string> stageDesc_;
   std::string missing_;
   unsigned fusedLoops_ = 0, fusedInstrs_ = 0;
+  std::set<std::string> called_;
 };
 
 Expected<Location> Emitter::loc(const Value *v) {
@@ -276,6 +288,9 @@ Expected<uint64_t> Emitter::constPacked(const WeightVar *w, int kind, int64_t gr
   if (kind == 1)
     floats = groups * (avx512_ ? libjit::packedAFloats<libjit::GemmAvx512>(rows, cols)
                                : libjit::packedAFloats<libjit::GemmAvx2>(rows, cols));
+  else if (kind == 3) // W [cols x rows] packed as the B operand W^T [rows x cols]
+    floats = avx512_ ? libjit::packedBFloats<libjit::GemmAvx512>(rows, cols)
+                     : libjit::packedBFloats<libjit::GemmAvx2>(rows, cols);
   else
     floats = avx512_ ? libjit::packedBFloats<libjit::GemmAvx512>(rows, cols)
                      : libjit::packedBFloats<libjit::GemmAvx2>(rows, cols);
@@ -290,6 +305,11 @@ Expected<uint64_t> Emitter::constPacked(const WeightVar *w, int kind, int64_t gr
       else
         libjit_pack_a_f32_avx2(dst + g * per, src + g * rows * cols, rows, cols, cols);
     }
+  } else if (kind == 3) {
+    if (avx512_)
+      libjit_pack_bt_f32_avx512(dst, src, rows, cols);
+    else
+      libjit_pack_bt_f32_avx2(dst, src, rows, cols);
   } else {
     if (avx512_)
       libjit_pack_b_f32_avx512(dst, src, rows, cols, cols);
@@ -325,6 +345,7 @@ llvm::Value *Emitter::i64Array(const std::vector<int64_t> &v) {
 }
 
 llvm::Value *Emitter::call(const std::string &name, std::vector<llvm::Value *> args) {
+  called_.insert(name);
   llvm::Function *f = M_.getFunction(name);
   if (!f) {
     missing_ = name;
@@ -370,6 +391,7 @@ void Emitter::beginStage(bool parallel, const std::string &name) {
   baseCache_.clear();
   entryNames_->push_back(fname);
   stageParallel_.push_back(parallel);
+  stageDesc_.push_back(name);
 }
 
 void Emitter::endStage() {
@@ -497,10 +519,13 @@ Error Emitter::planFC(Instruction *I, Value *dest, Value *in, Value *weights, Va
     epi = fit->second;
   if (act)
     epi = *act;
-  auto *w = cast<WeightVar>(weights);
+  // Weights computed at run time (e.g. a transposed input) are packed per run.
+  auto *cw = dyn_cast<WeightVar>(weights);
+  bool constW = cw && cw->isConstant();
+  Value *w = weights;
   Location wl;
-  if (w->isConstant()) {
-    KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(w, 2, 1, K, M));
+  if (constW) {
+    KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, 2, 1, K, M));
     wl = {kConstantBase, off};
   } else {
     int64_t floats = avx512_ ? libjit::packedBFloats<libjit::GemmAvx512>(K, M)
@@ -511,7 +536,7 @@ Error Emitter::planFC(Instruction *I, Value *dest, Value *in, Value *weights, Va
                      }});
   }
   usesScratch_ = true;
-  items.push_back({true, "fc", [=] {
+  items.push_back({true, "fc " + std::to_string(N) + "x" + std::to_string(K) + "x" + std::to_string(M), [=] {
                      call("libjit_fc_f32_" + isa_,
                           {ptr(dest), ptr(in), at(wl), bias ? ptr(bias) : nullPtr(),
                            epi.add ? ptr(epi.add) : nullPtr(), I64(N), I64(K), I64(M),
@@ -572,21 +597,48 @@ Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
   int64_t PT = pads[0], PL = pads[1];
   int64_t DH = dilations.size() ? dilations[0] : 1;
   int64_t DW = dilations.size() > 1 ? dilations[1] : 1;
+  std::string desc = std::to_string(KH) + "x" + std::to_string(KW) + "/" + std::to_string(SH) +
+                     " " + std::to_string(C) + "->" + std::to_string(O) + " " +
+                     std::to_string(H) + "x" + std::to_string(W) + (G > 1 ? " g" + std::to_string(G) : "") +
+                     (epi.add ? " +add" : "");
   if (G > 1 && G == C && O == C && !epi.add) {
-    items.push_back({true, "conv_dw", [=] {
+    needPoolScratch(libjit_pool_scratch_floats(H, W, OH, OW, KH, KW, SH, SW, DH, DW));
+    items.push_back({true, "conv_dw " + desc, [=] {
                        call("libjit_conv2d_dw_f32",
                             {ptr(dest), ptr(in), ptr(filter), ptr(bias), I64(N), I64(C), I64(H),
                              I64(W), I64(OH), I64(OW), I64(KH), I64(KW), I64(SH), I64(SW),
                              I64(PT), I64(PL), I64(DH), I64(DW), I64(epi.act), F32(epi.lo),
-                             F32(epi.hi), tid_, nth_});
+                             F32(epi.hi), scratch(), tid_, nth_});
                      }});
     return Error::success();
   }
   int64_t Og = O / G, K = (C / G) * KH * KW;
-  auto *w = cast<WeightVar>(filter);
+  auto *cw = dyn_cast<WeightVar>(filter);
+  bool constW = cw && cw->isConstant();
+  Value *w = filter;
+  // Small images fill the NR-column panels of the pixel dimension badly: compute those
+  // transposed, pixels as rows (libjit_conv2d_t).
+  int64_t P = OH * OW, NR = avx512_ ? libjit::GemmAvx512::NR : libjit::GemmAvx2::NR;
+  double effN = double(P) / double((P + NR - 1) / NR * NR);
+  if (G == 1 && constW && opts_.transposedConv && effN < 0.92 &&
+      uint64_t(P * O) * 4 <= (8u << 20)) {
+    KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, 3, 1, K, O));
+    Location wtl{kConstantBase, off};
+    tScratchBytes_ = std::max<uint64_t>(tScratchBytes_, alignUp(uint64_t(P * O) * 4));
+    usesScratch_ = true;
+    items.push_back({true, "convT " + desc, [=] {
+                       call("libjit_conv2d_t_f32_" + isa_,
+                            {ptr(dest), ptr(in), at(wtl), ptr(bias),
+                             epi.add ? ptr(epi.add) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
+                             I64(O), I64(OH), I64(OW), I64(KH), I64(KW), I64(SH), I64(SW),
+                             I64(PT), I64(PL), I64(DH), I64(DW), I64(epi.act), F32(epi.lo),
+                             F32(epi.hi), tScratch(), scratch(), tid_, nth_});
+                     }});
+    return Error::success();
+  }
   Location wl;
-  if (w->isConstant()) {
-    KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(w, 1, G, Og, K));
+  if (constW) {
+    KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, 1, G, Og, K));
     wl = {kConstantBase, off};
   } else {
     int64_t per = avx512_ ? libjit::packedAFloats<libjit::GemmAvx512>(Og, K)
@@ -601,7 +653,7 @@ Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
                      }});
   }
   usesScratch_ = true;
-  items.push_back({true, "conv", [=] {
+  items.push_back({true, "conv " + desc, [=] {
                      call("libjit_conv2d_f32_" + isa_,
                           {ptr(dest), ptr(in), at(wl), ptr(bias),
                            epi.add ? ptr(epi.add) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
@@ -738,7 +790,9 @@ Error Emitter::plan(Instruction *I, std::vector<Item> &items) {
     }
     if (id.size() != 4 || k.size() != 2)
       return makeError(ErrorCode::Unsupported, "CPU backend: only 2-D pooling");
-    std::vector<llvm::Value *> dummy;
+    if (isMax)
+      needPoolScratch(libjit_pool_scratch_floats(id[2], id[3], od[2], od[3], k[0], k[1], s[0],
+                                                 s[1], 1, 1));
     items.push_back({true, isMax ? "maxpool" : "avgpool", [=] {
                        std::vector<llvm::Value *> args = {
                            ptr(dest), ptr(in), I64(id[0]), I64(id[1]), I64(id[2]), I64(id[3]),
@@ -746,6 +800,8 @@ Error Emitter::plan(Instruction *I, std::vector<Item> &items) {
                            I64(p[0]), I64(p[1])};
                        if (!isMax)
                          args.push_back(I64(cip));
+                       else
+                         args.push_back(scratch());
                        args.push_back(tid_);
                        args.push_back(nth_);
                        call(isMax ? "libjit_maxpool_f32" : "libjit_avgpool_f32", args);
@@ -1036,6 +1092,8 @@ Error Emitter::run(std::vector<std::string> &entryNames) {
         KILN_RETURN_IF_ERR(loc(o.first).takeError());
     }
 
+  if (tScratchBytes_)
+    tScratchOffset_ = reserveExtra(tScratchBytes_);
   if (usesScratch_)
     extrasTop_ = alignUp(extrasTop_ + uint64_t(scratchPerThread_) * 4 * opts_.threads);
   // Scratch sits above the extras: move it there.
@@ -1044,18 +1102,22 @@ Error Emitter::run(std::vector<std::string> &entryNames) {
 
   // Pass 2: stages.
   bool open = false;
+  // Profiles (CPUBackend.cpp) time every item on its own.
+  static const bool profile = std::getenv("KILN_CPU_PROFILE") != nullptr;
   for (Item &it : items) {
     bool par = it.parallel && opts_.threads > 1;
-    if (par) {
+    if (par || profile) {
       endStage();
       open = false;
-      beginStage(true, it.name);
+      beginStage(par, it.name);
       it.emit();
       endStage();
     } else {
       if (!open) {
         beginStage(false, it.name);
         open = true;
+      } else if (stageDesc_.back().size() < 60) {
+        stageDesc_.back() += "+" + it.name;
       }
       it.emit();
     }
@@ -1065,7 +1127,7 @@ Error Emitter::run(std::vector<std::string> &entryNames) {
   endStage();
   prog_.stages.clear();
   for (size_t i = 0; i < entryNames.size(); i++)
-    prog_.stages.push_back({nullptr, bool(stageParallel_[i]), entryNames[i]});
+    prog_.stages.push_back({nullptr, bool(stageParallel_[i]), entryNames[i], stageDesc_[i]});
   return Error::success();
 }
 
@@ -1096,9 +1158,21 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const CodegenO
   std::map<std::string, void *> shared;
   if (!o.specializeGemm) {
     std::string isa = host.avx512 ? "avx512" : "avx2";
-    std::vector<std::string> names = {"libjit_conv2d_f32_" + isa, "libjit_fc_f32_" + isa,
-                                      "libjit_batchmatmul_f32_" + isa};
-    KILN_ASSIGN_OR_RETURN(shared, getSharedKernels(names, o.jit));
+    std::vector<std::string> candidates = {"libjit_conv2d_f32_" + isa, "libjit_fc_f32_" + isa,
+                                      "libjit_batchmatmul_f32_" + isa,
+                                      "libjit_conv2d_t_f32_" + isa,
+                                      // Loop nests that gain little from constant shapes
+                                      // and cost much to compile once per call.
+                                      "libjit_conv2d_dw_f32", "libjit_maxpool_f32",
+                                      "libjit_avgpool_f32", "libjit_adaptive_avgpool_f32"};
+    // Only those this program calls: small programs then compile in milliseconds.
+    std::vector<std::string> names;
+    for (const std::string &n : candidates)
+      if (em.called().count(n))
+        names.push_back(n);
+    if (!names.empty()) {
+      KILN_ASSIGN_OR_RETURN(shared, getSharedKernels(names, o.jit));
+    }
   }
 
   prog->activationPeakBytes = plan.size;

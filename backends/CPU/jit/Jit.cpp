@@ -2,6 +2,8 @@
 
 #include "llvm/Analysis/TargetTransformInfo.h"
 #include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/ExecutionEngine/ObjectCache.h"
+#include "llvm/ExecutionEngine/Orc/CompileUtils.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
@@ -11,6 +13,7 @@
 #include "llvm/IR/Verifier.h"
 #include "llvm/MC/SubtargetFeature.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Host.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
@@ -19,8 +22,10 @@
 #include "llvm/Transforms/IPO/GlobalDCE.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 
+#include <cstdlib>
 #include <mutex>
 #include <set>
+#include <unistd.h>
 
 namespace kiln::cpu {
 
@@ -66,6 +71,60 @@ void hostFeatures(const JitOptions &opts, std::string &cpu, std::string &feature
   avx2 = map.lookup("avx2") && map.lookup("fma");
 }
 
+/// Writes the object code of a compiled module to a file (atomically: a temporary file
+/// renamed into place, so concurrent processes never read half an object).
+class ObjectFileWriter : public llvm::ObjectCache {
+public:
+  explicit ObjectFileWriter(std::string path) : path_(std::move(path)) {}
+  void notifyObjectCompiled(const llvm::Module *, llvm::MemoryBufferRef obj) override {
+    std::string tmp = path_ + ".tmp" + std::to_string(::getpid());
+    std::error_code ec;
+    {
+      llvm::raw_fd_ostream os(tmp, ec);
+      if (ec)
+        return;
+      os << obj.getBuffer();
+      os.close();
+      if (os.has_error()) {
+        os.clear_error();
+        llvm::sys::fs::remove(tmp);
+        return;
+      }
+    }
+    if (llvm::sys::fs::rename(tmp, path_))
+      llvm::sys::fs::remove(tmp);
+  }
+  std::unique_ptr<llvm::MemoryBuffer> getObject(const llvm::Module *) override { return nullptr; }
+
+private:
+  std::string path_;
+};
+
+uint64_t fnv1a(const void *data, size_t n, uint64_t h = 1469598103934665603ull) {
+  const unsigned char *p = static_cast<const unsigned char *>(data);
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+/// The directory of the on-disk cache of precompiled kernels, created on demand, or ""
+/// when disabled (KILN_CPU_CACHE_DIR=off) or not writable. KILN_CPU_CACHE_DIR, else
+/// $XDG_CACHE_HOME/kiln-cpu, else $HOME/.cache/kiln-cpu.
+std::string kernelCacheDir() {
+  std::string dir;
+  if (const char *d = std::getenv("KILN_CPU_CACHE_DIR"))
+    dir = d;
+  else if (const char *x = std::getenv("XDG_CACHE_HOME"))
+    dir = std::string(x) + "/kiln-cpu";
+  else if (const char *h = std::getenv("HOME"))
+    dir = std::string(h) + "/.cache/kiln-cpu";
+  if (dir.empty() || dir == "off" || dir == "0")
+    return "";
+  if (llvm::sys::fs::create_directories(dir))
+    return "";
+  return dir;
+}
+
 } // namespace
 
 HostInfo detectHost(const JitOptions &opts) {
@@ -95,7 +154,8 @@ JitModule::~JitModule() = default;
 Expected<std::unique_ptr<JitModule>>
 JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm::Module> M,
                    const std::vector<std::string> &entries, const JitOptions &opts,
-                   const std::map<std::string, void *> &externals) {
+                   const std::map<std::string, void *> &externals,
+                   const std::string &objectCachePath) {
   initLLVM();
   std::unique_ptr<JitModule> jm(new JitModule());
   jm->host_ = detectHost(opts);
@@ -107,6 +167,7 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
   jtmb->setCPU(host.cpu);
   jtmb->getFeatures() = llvm::SubtargetFeatures(host.features);
   jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+
   auto tm = jtmb->createTargetMachine();
   if (!tm)
     return makeError(ErrorCode::Internal, "CPU backend: ", errString(tm.takeError()));
@@ -176,7 +237,21 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
     jm->asm_ = buf.str().str();
   }
 
-  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*jtmb).create();
+  llvm::orc::LLJITBuilder builder;
+  builder.setJITTargetMachineBuilder(*jtmb);
+  if (!objectCachePath.empty() && externals.empty()) {
+    jm->cacheWriter_ = std::make_shared<ObjectFileWriter>(objectCachePath);
+    llvm::ObjectCache *cache = static_cast<ObjectFileWriter *>(jm->cacheWriter_.get());
+    builder.setCompileFunctionCreator(
+        [cache](llvm::orc::JITTargetMachineBuilder b)
+            -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+          auto t = b.createTargetMachine();
+          if (!t)
+            return t.takeError();
+          return std::make_unique<llvm::orc::TMOwningSimpleCompiler>(std::move(*t), cache);
+        });
+  }
+  auto jit = builder.create();
   if (!jit)
     return makeError(ErrorCode::Internal, "CPU backend: ", errString(jit.takeError()));
   // Generated code may call memset/memcpy and libm.
@@ -199,6 +274,50 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
   return std::move(jm);
 }
 
+std::unique_ptr<JitModule> JitModule::loadObject(const std::string &path,
+                                                 const std::vector<std::string> &entries,
+                                                 const JitOptions &opts) {
+  initLLVM();
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return nullptr;
+  std::unique_ptr<JitModule> jm(new JitModule());
+  jm->host_ = detectHost(opts);
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb) {
+    llvm::consumeError(jtmb.takeError());
+    return nullptr;
+  }
+  jtmb->setCPU(jm->host_.cpu);
+  jtmb->getFeatures() = llvm::SubtargetFeatures(jm->host_.features);
+  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*jtmb).create();
+  if (!jit) {
+    llvm::consumeError(jit.takeError());
+    return nullptr;
+  }
+  auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*jit)->getDataLayout().getGlobalPrefix());
+  if (!gen) {
+    llvm::consumeError(gen.takeError());
+    return nullptr;
+  }
+  (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
+  if (auto e = (*jit)->addObjectFile(std::move(*buf))) {
+    llvm::consumeError(std::move(e));
+    return nullptr;
+  }
+  jm->impl_->jit = std::move(*jit);
+  for (const auto &e : entries) {
+    auto sym = jm->impl_->jit->lookup(e);
+    if (!sym) {
+      llvm::consumeError(sym.takeError());
+      return nullptr;
+    }
+  }
+  return jm;
+}
+
 Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::string> &names,
                                                          const JitOptions &opts) {
   static std::mutex m;
@@ -210,12 +329,27 @@ Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::
   std::lock_guard<std::mutex> l(m);
   auto it = modules.find(key);
   if (it == modules.end()) {
-    auto ctx = std::make_unique<llvm::LLVMContext>();
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> mod, loadLibjitModule(*ctx));
     JitOptions o = opts;
     o.keepIR = o.keepAsm = false;
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<JitModule> jm,
-                          JitModule::compile(std::move(ctx), std::move(mod), names, o));
+    // The same kernels for the same host compile to the same object: keep it on disk.
+    std::string cachePath;
+    static const std::string dir = kernelCacheDir();
+    if (!dir.empty()) {
+      static const uint64_t bcHash = fnv1a(kLibjitBitcode, kLibjitBitcodeSize);
+      uint64_t h = fnv1a(key.data(), key.size(), bcHash);
+      char hex[17];
+      std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+      cachePath = dir + "/kernels-" + hex + ".o";
+    }
+    std::unique_ptr<JitModule> jm;
+    if (!cachePath.empty())
+      jm = JitModule::loadObject(cachePath, names, o);
+    if (!jm) {
+      auto ctx = std::make_unique<llvm::LLVMContext>();
+      KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> mod, loadLibjitModule(*ctx));
+      KILN_ASSIGN_OR_RETURN(jm, JitModule::compile(std::move(ctx), std::move(mod), names, o, {},
+                                                   cachePath));
+    }
     it = modules.emplace(key, std::move(jm)).first;
   }
   std::map<std::string, void *> addrs;

@@ -60,10 +60,18 @@ public:
   /// internalised first) and compiles it.
   /// Functions named in \p externals are not compiled again: their bodies are dropped
   /// and calls go to the given addresses (see getSharedKernels).
+  /// With \p objectCachePath, the object code is also written to that file (see
+  /// loadObject); for deterministic modules only (getSharedKernels).
   static Expected<std::unique_ptr<JitModule>>
   compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm::Module> module,
           const std::vector<std::string> &entryPoints, const JitOptions &opts,
-          const std::map<std::string, void *> &externals = {});
+          const std::map<std::string, void *> &externals = {},
+          const std::string &objectCachePath = "");
+  /// Loads object code written by compile() with an objectCachePath; null when the file
+  /// is missing, unreadable or lacks one of \p entryPoints.
+  static std::unique_ptr<JitModule> loadObject(const std::string &path,
+                                               const std::vector<std::string> &entryPoints,
+                                               const JitOptions &opts);
   ~JitModule();
   JitModule(const JitModule &) = delete;
   JitModule &operator=(const JitModule &) = delete;
@@ -81,6 +89,7 @@ private:
   std::unique_ptr<Impl> impl_;
   std::string ir_, asm_;
   HostInfo host_;
+  std::shared_ptr<void> cacheWriter_; ///< outlives the compile that writes the object
 };
 
 } // namespace kiln::cpu

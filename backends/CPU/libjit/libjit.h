@@ -30,6 +30,14 @@
       int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,    \
       int64_t DH, int64_t DW, int64_t G, int64_t act, float lo, float hi, float *scratch,    \
       int64_t tid, int64_t nthreads);                                                        \
+  LIBJIT_EXPORT void libjit_conv2d_t_f32_##SUFFIX(                                          \
+      float *out, const float *in, const float *packedWT, const float *bias,                 \
+      const float *add, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,   \
+      int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,    \
+      int64_t DH, int64_t DW, int64_t act, float lo, float hi, float *t, float *scratch,     \
+      int64_t tid, int64_t nthreads);                                                        \
+  LIBJIT_EXPORT void libjit_pack_bt_f32_##SUFFIX(float *dst, const float *Wt, int64_t K,    \
+                                                 int64_t O);                                 \
   LIBJIT_EXPORT void libjit_pack_a_f32_##SUFFIX(float *dst, const float *A, int64_t M,      \
                                                 int64_t K, int64_t lda);                     \
   LIBJIT_EXPORT void libjit_pack_b_f32_##SUFFIX(float *dst, const float *B, int64_t K,      \
@@ -110,10 +118,16 @@ LIBJIT_EXPORT void libjit_batchedadd_f32(float *dst, const float *batch, const f
                                          int64_t n, int64_t sliceSize);
 
 // Pooling and depthwise convolution (libjit_pool.cpp).
+/// Floats of scratch per thread of libjit_maxpool_f32 and libjit_conv2d_dw_f32 (a padded,
+/// phase-split copy of one input plane).
+LIBJIT_EXPORT int64_t libjit_pool_scratch_floats(int64_t H, int64_t W, int64_t OH, int64_t OW,
+                                                 int64_t KH, int64_t KW, int64_t SH, int64_t SW,
+                                                 int64_t DH, int64_t DW);
 LIBJIT_EXPORT void libjit_maxpool_f32(float *dst, const float *src, int64_t N, int64_t C,
                                       int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
                                       int64_t KW, int64_t SH, int64_t SW, int64_t PT,
-                                      int64_t PL, int64_t tid, int64_t nthreads);
+                                      int64_t PL, float *scratch, int64_t tid,
+                                      int64_t nthreads);
 LIBJIT_EXPORT void libjit_avgpool_f32(float *dst, const float *src, int64_t N, int64_t C,
                                       int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
                                       int64_t KW, int64_t SH, int64_t SW, int64_t PT,
@@ -127,6 +141,7 @@ LIBJIT_EXPORT void libjit_conv2d_dw_f32(float *out, const float *in, const float
                                         int64_t W, int64_t OH, int64_t OW, int64_t KH,
                                         int64_t KW, int64_t SH, int64_t SW, int64_t PT,
                                         int64_t PL, int64_t DH, int64_t DW, int64_t act,
-                                        float lo, float hi, int64_t tid, int64_t nthreads);
+                                        float lo, float hi, float *scratch, int64_t tid,
+                                        int64_t nthreads);
 
 #endif // KILN_BACKENDS_CPU_LIBJIT_LIBJIT_H

@@ -285,23 +285,28 @@ template <class Cfg> struct Im2colB {
   }
 };
 
-/// C[M x N] (ldc) = A x B + epilogue, the share of thread tid of nthreads. Threads split
-/// the columns when there are enough, else the rows; each uses its own scratch.
-template <class Cfg, class ASrc, class BSrc>
-LIBJIT_INLINE void gemmDriver(int64_t M, int64_t N, int64_t K, const ASrc &A, const BSrc &B,
-                              float *C, int64_t ldc, const Epilogue &epi, float *scratch,
-                              int64_t tid, int64_t nthreads) {
-  constexpr int64_t MR = Cfg::MR, NR = Cfg::NR, KC = Cfg::KC, MC = Cfg::MC, NC = Cfg::NC;
-  int64_t m0 = 0, m1 = M, n0 = 0, n1 = N;
+/// The thread split of an M x N GEMM: columns when there are enough, else rows.
+template <class Cfg>
+LIBJIT_INLINE void gemmPartition(int64_t M, int64_t N, int64_t tid, int64_t nthreads,
+                                 int64_t *m0, int64_t *m1, int64_t *n0, int64_t *n1) {
+  *m0 = 0, *m1 = M, *n0 = 0, *n1 = N;
   if (nthreads > 1) {
-    if (N >= nthreads * NR * 4 || M < nthreads * MR * 2)
-      partition(N, NR, tid, nthreads, &n0, &n1);
+    if (N >= nthreads * Cfg::NR * 4 || M < nthreads * Cfg::MR * 2)
+      partition(N, Cfg::NR, tid, nthreads, n0, n1);
     else
-      partition(M, MR, tid, nthreads, &m0, &m1);
+      partition(M, Cfg::MR, tid, nthreads, m0, m1);
   }
+}
+
+/// C[m0:m1, n0:n1] (ldc) = A x B + epilogue, using \p scratch (gemmScratchFloats floats).
+template <class Cfg, class ASrc, class BSrc>
+LIBJIT_INLINE void gemmRange(int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t K,
+                             const ASrc &A, const BSrc &B, float *C, int64_t ldc,
+                             const Epilogue &epi, float *scratch) {
+  constexpr int64_t MR = Cfg::MR, NR = Cfg::NR, KC = Cfg::KC, MC = Cfg::MC, NC = Cfg::NC;
   if (m0 >= m1 || n0 >= n1)
     return;
-  float *bbuf = scratch + tid * gemmScratchFloats<Cfg>();
+  float *bbuf = scratch;
   float *abuf = bbuf + KC * (NC + NR);
   for (int64_t jc = n0; jc < n1; jc += NC) {
     int64_t nc = minI(NC, n1 - jc);
@@ -338,6 +343,57 @@ LIBJIT_INLINE void gemmDriver(int64_t M, int64_t N, int64_t K, const ASrc &A, co
     }
   }
 }
+
+/// C[M x N] (ldc) = A x B + epilogue, the share of thread tid of nthreads; each thread uses
+/// its own slice of scratch.
+template <class Cfg, class ASrc, class BSrc>
+LIBJIT_INLINE void gemmDriver(int64_t M, int64_t N, int64_t K, const ASrc &A, const BSrc &B,
+                              float *C, int64_t ldc, const Epilogue &epi, float *scratch,
+                              int64_t tid, int64_t nthreads) {
+  int64_t m0, m1, n0, n1;
+  gemmPartition<Cfg>(M, N, tid, nthreads, &m0, &m1, &n0, &n1);
+  gemmRange<Cfg>(m0, m1, n0, n1, K, A, B, C, ldc, epi, scratch + tid * gemmScratchFloats<Cfg>());
+}
+
+/// A operand of a transposed convolution: the im2col matrix transposed, [OH*OW, C*KH*KW]
+/// of one image, packed straight from the NCHW input (rows are output pixels).
+template <class Cfg> struct Im2colA {
+  static constexpr bool packed = false;
+  const float *in; // [C][H][W]
+  int64_t H, W, KH, KW, OW, SH, SW, PT, PL, DH, DW;
+  const float *panel(int64_t, int64_t) const { return nullptr; }
+  void pack(float *dst, int64_t i0, int64_t mc, int64_t pc, int64_t kc) const {
+    constexpr int64_t MR = Cfg::MR;
+    for (int64_t ip = 0; ip < mc; ip += MR) {
+      int64_t rows = minI(MR, mc - ip);
+      float *d = dst + (ip / MR) * kc * MR;
+      int64_t ih0[MR], iw0[MR];
+      for (int64_t r = 0; r < MR; r++) {
+        int64_t p = i0 + ip + (r < rows ? r : 0);
+        ih0[r] = (p / OW) * SH - PT;
+        iw0[r] = r < rows ? (p % OW) * SW - PL : -(int64_t(1) << 40);
+      }
+      int64_t c = pc / (KH * KW), rem = pc % (KH * KW);
+      int64_t kh = rem / KW, kw = rem % KW;
+      for (int64_t k = 0; k < kc; k++) {
+        const float *plane = in + c * H * W;
+        float *drow = d + k * MR;
+        for (int64_t r = 0; r < MR; r++) {
+          int64_t ih = ih0[r] + kh * DH, iw = iw0[r] + kw * DW;
+          bool ok = ih >= 0 && ih < H && iw >= 0 && iw < W;
+          drow[r] = ok ? plane[ih * W + iw] : 0.0f;
+        }
+        if (++kw == KW) {
+          kw = 0;
+          if (++kh == KH) {
+            kh = 0;
+            c++;
+          }
+        }
+      }
+    }
+  }
+};
 
 template <class Cfg>
 LIBJIT_INLINE void sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
@@ -395,6 +451,60 @@ LIBJIT_INLINE void conv2d(float *out, const float *in, const float *packedW, con
   }
 }
 
+/// Convolution computed transposed, for small images: T[P x O] = im2col^T x W^T with the
+/// pixels as GEMM rows (so P need not fill whole NR-column panels), then transposed into
+/// the NCHW output with the residual add and the clamp. packedWT holds W^T [K x O] as
+/// packed B panels; t is P*O floats of scratch. Group 1 only.
+template <class Cfg>
+LIBJIT_INLINE void conv2dT(float *out, const float *in, const float *packedWT,
+                           const float *bias, const float *add, int64_t N, int64_t C,
+                           int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW, int64_t KH,
+                           int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
+                           int64_t DH, int64_t DW, int64_t act, float lo, float hi, float *t,
+                           float *scratch, int64_t tid, int64_t nthreads) {
+  int64_t K = C * KH * KW, P = OH * OW;
+  int64_t m0, m1, n0, n1;
+  gemmPartition<Cfg>(P, O, tid, nthreads, &m0, &m1, &n0, &n1);
+  float *s = scratch + tid * gemmScratchFloats<Cfg>();
+  Epilogue epi = {nullptr, bias, nullptr, 0, 0, 0.0f, 0.0f};
+  for (int64_t n = 0; n < N; n++) {
+    const float *x = in + n * C * H * W;
+    float *y = out + n * O * P;
+    const float *a = add ? add + n * O * P : nullptr;
+    Im2colA<Cfg> A{x, H, W, KH, KW, OW, SH, SW, PT, PL, DH, DW};
+    gemmRange<Cfg>(m0, m1, n0, n1, K, A, PackedB<Cfg>{packedWT, K}, t, O, epi, s);
+    // Transpose this thread's block [m0, m1) x [n0, n1) into y[o][p], 16 x 16 at a time.
+    for (int64_t ob = n0; ob < n1; ob += 16) {
+      int64_t oe = minI(ob + 16, n1);
+      for (int64_t pb = m0; pb < m1; pb += 16) {
+        int64_t pe = minI(pb + 16, m1);
+        for (int64_t o = ob; o < oe; o++) {
+          for (int64_t p = pb; p < pe; p++) {
+            float v = t[p * O + o];
+            if (a)
+              v += a[o * P + p];
+            if (act) {
+              v = v < lo ? lo : v;
+              v = v > hi ? hi : v;
+            }
+            y[o * P + p] = v;
+          }
+        }
+      }
+    }
+  }
+}
+
+/// Packs W [O x K] (row-major) as the B operand W^T [K x O] in NR-column panels.
+template <class Cfg> void packBT(float *dst, const float *Wt, int64_t K, int64_t O) {
+  for (int64_t q = 0; q < ceilDiv(O, Cfg::NR); q++)
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t c = 0; c < Cfg::NR; c++) {
+        int64_t j = q * Cfg::NR + c;
+        dst[(q * K + k) * Cfg::NR + c] = j < O ? Wt[j * K + k] : 0.0f;
+      }
+}
+
 /// Packs row-major A [M x K] (lda) into MR-row panels.
 template <class Cfg> void packA(float *dst, const float *A, int64_t M, int64_t K, int64_t lda) {
   for (int64_t p = 0; p < ceilDiv(M, Cfg::MR); p++)
@@ -448,6 +558,19 @@ using namespace libjit;
       int64_t tid, int64_t nthreads) {                                                       \
     conv2d<CFG>(out, in, packedW, bias, add, N, C, H, W, O, OH, OW, KH, KW, SH, SW, PT, PL,  \
                 DH, DW, G, act, lo, hi, scratch, tid, nthreads);                             \
+  }                                                                                          \
+  LIBJIT_EXPORT void libjit_conv2d_t_f32_##SUFFIX(                                          \
+      float *out, const float *in, const float *packedWT, const float *bias,                 \
+      const float *add, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,   \
+      int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,    \
+      int64_t DH, int64_t DW, int64_t act, float lo, float hi, float *t, float *scratch,     \
+      int64_t tid, int64_t nthreads) {                                                       \
+    conv2dT<CFG>(out, in, packedWT, bias, add, N, C, H, W, O, OH, OW, KH, KW, SH, SW, PT,    \
+                 PL, DH, DW, act, lo, hi, t, scratch, tid, nthreads);                        \
+  }                                                                                          \
+  LIBJIT_EXPORT void libjit_pack_bt_f32_##SUFFIX(float *dst, const float *Wt, int64_t K,    \
+                                                 int64_t O) {                                \
+    packBT<CFG>(dst, Wt, K, O);                                                              \
   }                                                                                          \
   LIBJIT_EXPORT void libjit_pack_a_f32_##SUFFIX(float *dst, const float *A, int64_t M,      \
                                                 int64_t K, int64_t lda) {                    \

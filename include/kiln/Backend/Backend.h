@@ -31,6 +31,11 @@ struct CompileOptions {
   /// and activations at planned offsets of three preallocated regions, no allocation per
   /// activation. Backends without such a mode ignore it.
   bool staticMemoryPlan = false;
+  /// For backends that generate code (CPU): write the optimised LLVM IR / the host
+  /// assembly of each compiled function to this file ("-": stderr; empty: no dump). The
+  /// first dump to a path in a process truncates it, later ones append. Others ignore it.
+  std::string dumpLLVMIR;
+  std::string dumpAsm;
 };
 
 /// The result of compiling one Function for one backend.

@@ -25,8 +25,8 @@ public:
   /// An engine for the backend registered as \p backendName, over \p numDevices devices
   /// of it (each of \p deviceMemory bytes; 0: the backend's default). An unknown name or
   /// a device that cannot start is reported by compile() and run().
-  explicit ExecutionEngine(const std::string &backendName = "Interpreter",
-                           unsigned numDevices = 1, uint64_t deviceMemory = 0);
+  explicit ExecutionEngine(const std::string &backendName = "Interpreter", unsigned numDevices = 1,
+                           uint64_t deviceMemory = 0);
   ~ExecutionEngine();
   ExecutionEngine(const ExecutionEngine &) = delete;
   ExecutionEngine &operator=(const ExecutionEngine &) = delete;

@@ -108,8 +108,7 @@ struct PipelineReport {
 };
 
 /// Runs \p pipeline on \p f for \p backend (which may be null: see PassContext).
-Expected<PipelineReport> runPipeline(Function *f, const Pipeline &pipeline,
-                                     const Backend *backend,
+Expected<PipelineReport> runPipeline(Function *f, const Pipeline &pipeline, const Backend *backend,
                                      const PassManagerOptions &opts = PassManagerOptions());
 
 /// Optimises and lowers \p f with the pipeline of \p backend (what compiling does).

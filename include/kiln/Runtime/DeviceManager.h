@@ -145,9 +145,8 @@ private:
 /// the generic host DeviceManager when the backend has none. Names the device
 /// "<backend><index>" when the config has no name, and applies kDefaultHostDeviceMemory
 /// when memoryBytes is 0. The result is not started (call init()).
-Expected<std::shared_ptr<DeviceManager>> createDeviceManager(const Backend &backend,
-                                                             DeviceConfig config,
-                                                             unsigned index = 0);
+Expected<std::shared_ptr<DeviceManager>>
+createDeviceManager(const Backend &backend, DeviceConfig config, unsigned index = 0);
 
 } // namespace kiln
 

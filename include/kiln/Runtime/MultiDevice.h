@@ -22,6 +22,9 @@ struct MultiDeviceOptions {
   /// (and is not the accelerator) gets one host device. None registered: no fallback.
   std::vector<std::string> fallbacks = {"CPU", "Interpreter"};
   unsigned replicas = 1;
+  /// Optimise the function first with the accelerator's pipeline (BatchNorm folding,
+  /// constant folding...), as ExecutionEngine::compile does for its backend.
+  bool optimize = true;
   HostConfig host;
   CompileOptions compile;
 };
@@ -34,10 +37,10 @@ struct MultiDeviceNetwork {
 };
 
 /// Builds the HostManager described by \p opts and adds \p f (whose module must outlive
-/// the result). Run it with result.host->runNetworkBlocking(result.network, bindings,
+/// the result; \p f is optimised in place when opts.optimize). Run it with
+/// result.host->runNetworkBlocking(result.network, bindings,
 /// {}, &report); report.totalCycles() and totalDmaBytes() give the simulated cost.
-Expected<MultiDeviceNetwork> createMultiDeviceNetwork(Function *f,
-                                                      const MultiDeviceOptions &opts);
+Expected<MultiDeviceNetwork> createMultiDeviceNetwork(Function *f, const MultiDeviceOptions &opts);
 
 } // namespace kiln
 

@@ -53,8 +53,8 @@ struct Partition {
   std::string name;        ///< Its Function's name.
   std::string backendName; ///< The backend that compiles and runs it.
   Function *function = nullptr;
-  size_t numNodes = 0;     ///< Nodes of the original function it holds.
-  uint64_t memoryBytes = 0; ///< Estimated device footprint (estimateMemory).
+  size_t numNodes = 0;                     ///< Nodes of the original function it holds.
+  uint64_t memoryBytes = 0;                ///< Estimated device footprint (estimateMemory).
   std::vector<unsigned> parents, children; ///< Indices of partitions in the plan.
   std::vector<Placeholder *> inputs;  ///< Placeholders it reads (network inputs, intermediates).
   std::vector<Placeholder *> outputs; ///< Placeholders it writes.

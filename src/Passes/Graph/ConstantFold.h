@@ -1,5 +1,6 @@
 /// \file
-/// Graph pass `constant-fold` (Passes.def): Evaluates constant subgraphs on the Interpreter backend and replaces them by Constants.
+/// Graph pass `constant-fold` (Passes.def): Evaluates constant subgraphs on the Interpreter backend
+/// and replaces them by Constants.
 #ifndef KILN_SRC_PASSES_GRAPH_CONSTANTFOLD_H
 #define KILN_SRC_PASSES_GRAPH_CONSTANTFOLD_H
 
@@ -9,7 +10,8 @@ namespace kiln {
 
 class Function;
 
-/// Evaluates constant subgraphs on the Interpreter backend and replaces them by Constants. Returns true when it changed \p f.
+/// Evaluates constant subgraphs on the Interpreter backend and replaces them by Constants. Returns
+/// true when it changed \p f.
 bool foldConstants(Function *f, const PassContext &ctx);
 
 } // namespace kiln

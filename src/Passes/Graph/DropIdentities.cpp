@@ -3,8 +3,7 @@
 //   Quantize(Dequantize(x)) back to x's type: x;
 //   Clip(x, -inf, inf): x;
 //   idempotent chains f(f(x)) = f(x) for Relu, Abs, Floor, Ceil, Round;
-//   involutive chains Neg(Neg(x)) = x, Reciprocal(Reciprocal(x)) is not (rounding), so
-//   only Neg.
+//   Neg(Neg(x)) = x (exact; Reciprocal(Reciprocal(x)) is not, because of rounding).
 
 #include "DropIdentities.h"
 
@@ -17,8 +16,8 @@ namespace kiln {
 namespace {
 
 bool isIdempotent(NodeKind k) {
-  return k == NodeKind::Relu || k == NodeKind::Abs || k == NodeKind::Floor ||
-         k == NodeKind::Ceil || k == NodeKind::Round;
+  return k == NodeKind::Relu || k == NodeKind::Abs || k == NodeKind::Floor || k == NodeKind::Ceil ||
+         k == NodeKind::Round;
 }
 
 NodeValue identityOf(Node *n) {
@@ -36,8 +35,8 @@ NodeValue identityOf(Node *n) {
   }
   case NodeKind::Clip: {
     auto *c = cast<ClipNode>(n);
-    bool open = std::isinf(c->getMin()) && c->getMin() < 0 && std::isinf(c->getMax()) &&
-                c->getMax() > 0;
+    bool open =
+        std::isinf(c->getMin()) && c->getMin() < 0 && std::isinf(c->getMax()) && c->getMax() > 0;
     return open && in.getType() == ty ? in : NodeValue();
   }
   case NodeKind::Neg: {

@@ -56,8 +56,8 @@ bool flattenConcats(Function *f, const PassContext &) {
         std::vector<dim_t> ends = prev->getEnds();
         ends[axis] = s->getEnds()[axis];
         sweeper.add(prev);
-        merged.back() = f->createSlice(prev->getName() + ".merged", s->getInput(),
-                                       prev->getStarts(), ends);
+        merged.back() =
+            f->createSlice(prev->getName() + ".merged", s->getInput(), prev->getStarts(), ends);
         rewrote = true;
         continue;
       }
@@ -65,10 +65,10 @@ bool flattenConcats(Function *f, const PassContext &) {
     }
     if (!rewrote)
       continue;
-    NodeValue repl = merged.size() == 1
-                         ? merged[0]
-                         : NodeValue(f->createConcat(cat->getName(), cat->getType(0), merged,
-                                                     int64_t(axis)));
+    NodeValue repl =
+        merged.size() == 1
+            ? merged[0]
+            : NodeValue(f->createConcat(cat->getName(), cat->getType(0), merged, int64_t(axis)));
     passutil::replaceWith(cat, repl, sweeper);
     changed = true;
   }

@@ -1,5 +1,6 @@
 /// \file
-/// Graph pass `flatten-concats` (Passes.def): Inlines a Concat into a user Concat on the same axis, and joins adjacent Slices of one value.
+/// Graph pass `flatten-concats` (Passes.def): Inlines a Concat into a user Concat on the same axis,
+/// and joins adjacent Slices of one value.
 #ifndef KILN_SRC_PASSES_GRAPH_FLATTENCONCATS_H
 #define KILN_SRC_PASSES_GRAPH_FLATTENCONCATS_H
 
@@ -9,7 +10,8 @@ namespace kiln {
 
 class Function;
 
-/// Inlines a Concat into a user Concat on the same axis, and joins adjacent Slices of one value. Returns true when it changed \p f.
+/// Inlines a Concat into a user Concat on the same axis, and joins adjacent Slices of one value.
+/// Returns true when it changed \p f.
 bool flattenConcats(Function *f, const PassContext &ctx);
 
 } // namespace kiln

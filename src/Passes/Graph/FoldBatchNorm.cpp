@@ -29,8 +29,7 @@ const float *floatsOf(NodeValue v, size_t n) {
 float *writableFloats(Function *f, Node *user, unsigned idx, const std::string &suffix) {
   Constant *c = passutil::asConstant(user->getNthInput(idx));
   if (!passutil::isOnlyUse(c, user)) {
-    Constant *copy =
-        passutil::makeConstant(f, user->getName() + suffix, c->getPayload().clone());
+    Constant *copy = passutil::makeConstant(f, user->getName() + suffix, c->getPayload().clone());
     user->setNthInput(idx, NodeValue(copy));
     c = copy;
   }
@@ -92,9 +91,9 @@ bool foldBatchNorms(Function *f, const PassContext &) {
     if (auto *conv = dyn_cast<ConvolutionNode>(producer))
       folded = foldInto(f, bn, conv, ConvolutionNode::FilterIdx, ConvolutionNode::BiasIdx, true);
     else if (auto *fc = dyn_cast<FullyConnectedNode>(producer))
-      folded = fc->getResultType()->rank() == 2 &&
-               foldInto(f, bn, fc, FullyConnectedNode::WeightsIdx, FullyConnectedNode::BiasIdx,
-                        false);
+      folded =
+          fc->getResultType()->rank() == 2 &&
+          foldInto(f, bn, fc, FullyConnectedNode::WeightsIdx, FullyConnectedNode::BiasIdx, false);
     if (!folded)
       continue;
     passutil::replaceWith(bn, NodeValue(producer), sweeper);

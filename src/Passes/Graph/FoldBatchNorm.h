@@ -1,5 +1,6 @@
 /// \file
-/// Graph pass `fold-batch-norm` (Passes.def): Folds inference BatchNormalization into the Convolution or FullyConnected that feeds it.
+/// Graph pass `fold-batch-norm` (Passes.def): Folds inference BatchNormalization into the
+/// Convolution or FullyConnected that feeds it.
 #ifndef KILN_SRC_PASSES_GRAPH_FOLDBATCHNORM_H
 #define KILN_SRC_PASSES_GRAPH_FOLDBATCHNORM_H
 
@@ -9,7 +10,8 @@ namespace kiln {
 
 class Function;
 
-/// Folds inference BatchNormalization into the Convolution or FullyConnected that feeds it. Returns true when it changed \p f.
+/// Folds inference BatchNormalization into the Convolution or FullyConnected that feeds it. Returns
+/// true when it changed \p f.
 bool foldBatchNorms(Function *f, const PassContext &ctx);
 
 } // namespace kiln

@@ -47,10 +47,9 @@ Node *fusedNode(Function *f, Node *producer, Node *act, const std::string &name,
   TypeRef ty = act->getType(0);
   std::string fusedName = producer->getName() + "." + act->getName();
   if (auto *c = dyn_cast<ConvolutionNode>(producer))
-    return f->createFusedConvolution(fusedName, ty, c->getInput(), c->getFilter(),
-                                     c->getBias(), c->getKernels(), c->getStrides(),
-                                     c->getPads(), c->getDilations(), c->getGroup(), name,
-                                     alpha, beta);
+    return f->createFusedConvolution(fusedName, ty, c->getInput(), c->getFilter(), c->getBias(),
+                                     c->getKernels(), c->getStrides(), c->getPads(),
+                                     c->getDilations(), c->getGroup(), name, alpha, beta);
   auto *fc = cast<FullyConnectedNode>(producer);
   return f->createFusedFullyConnected(fusedName, ty, fc->getInput(), fc->getWeights(),
                                       fc->getBias(), name, alpha, beta);

@@ -1,5 +1,6 @@
 /// \file
-/// Graph pass `fuse-activations` (Passes.def): Fuses Relu, Clip, LeakyRelu, Sigmoid or Tanh into the Convolution or FullyConnected that feeds it, where the backend supports the fused node.
+/// Graph pass `fuse-activations` (Passes.def): Fuses Relu, Clip, LeakyRelu, Sigmoid or Tanh into
+/// the Convolution or FullyConnected that feeds it, where the backend supports the fused node.
 #ifndef KILN_SRC_PASSES_GRAPH_FUSEACTIVATIONS_H
 #define KILN_SRC_PASSES_GRAPH_FUSEACTIVATIONS_H
 
@@ -9,7 +10,8 @@ namespace kiln {
 
 class Function;
 
-/// Fuses Relu, Clip, LeakyRelu, Sigmoid or Tanh into the Convolution or FullyConnected that feeds it, where the backend supports the fused node. Returns true when it changed \p f.
+/// Fuses Relu, Clip, LeakyRelu, Sigmoid or Tanh into the Convolution or FullyConnected that feeds
+/// it, where the backend supports the fused node. Returns true when it changed \p f.
 bool fuseActivations(Function *f, const PassContext &ctx);
 
 } // namespace kiln

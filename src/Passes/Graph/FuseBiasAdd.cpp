@@ -49,8 +49,8 @@ bool fuse(Function *f, Node *producer, unsigned biasIdx, const std::vector<float
       bias->getType()->numElements() != add.size())
     return false;
   if (!passutil::isOnlyUse(bias, producer)) {
-    bias = passutil::makeConstant(f, producer->getName() + ".fused_bias",
-                                  bias->getPayload().clone());
+    bias =
+        passutil::makeConstant(f, producer->getName() + ".fused_bias", bias->getPayload().clone());
     producer->setNthInput(biasIdx, NodeValue(bias));
   }
   auto h = bias->getPayloadMutable().getHandle<float>();

@@ -1,5 +1,6 @@
 /// \file
-/// Graph pass `merge-pads` (Passes.def): Merges a constant Pad of the spatial dimensions into the pads of the Convolution or pooling it feeds.
+/// Graph pass `merge-pads` (Passes.def): Merges a constant Pad of the spatial dimensions into the
+/// pads of the Convolution or pooling it feeds.
 #ifndef KILN_SRC_PASSES_GRAPH_MERGEPADS_H
 #define KILN_SRC_PASSES_GRAPH_MERGEPADS_H
 
@@ -9,7 +10,8 @@ namespace kiln {
 
 class Function;
 
-/// Merges a constant Pad of the spatial dimensions into the pads of the Convolution or pooling it feeds. Returns true when it changed \p f.
+/// Merges a constant Pad of the spatial dimensions into the pads of the Convolution or pooling it
+/// feeds. Returns true when it changed \p f.
 bool mergePads(Function *f, const PassContext &ctx);
 
 } // namespace kiln

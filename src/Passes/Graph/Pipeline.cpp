@@ -7,6 +7,7 @@
 #include "kiln/Backend/Backend.h"
 #include "kiln/Graph/Graph.h"
 
+#include <cctype>
 #include <chrono>
 #include <iomanip>
 #include <iostream>
@@ -167,8 +168,8 @@ Expected<Pipeline> parsePassList(const std::string &text) {
     if (i == n)
       break;
     if (text[i] != ',')
-      return badList(text, std::string("unexpected '") + text[i] + "' at offset " +
-                               std::to_string(i));
+      return badList(text,
+                     std::string("unexpected '") + text[i] + "' at offset " + std::to_string(i));
     i++;
   }
   return p;
@@ -177,24 +178,17 @@ Expected<Pipeline> parsePassList(const std::string &text) {
 Pipeline getDefaultPipeline() {
   using S = PipelineStep;
   // Cheap local rewrites, repeated together because each exposes work for the others.
-  std::vector<std::string> simplify = {"drop-identities", "simplify-arithmetic",
-                                       "simplify-splats", "remove-no-ops",
-                                       "merge-reshapes",  "flatten-concats",
-                                       "sink-transposes", "merge-pads",
-                                       "dce"};
+  std::vector<std::string> simplify = {"drop-identities", "simplify-arithmetic", "simplify-splats",
+                                       "remove-no-ops",   "merge-reshapes",      "flatten-concats",
+                                       "sink-transposes", "merge-pads",          "dce"};
   Pipeline p;
   p.name = "default";
   p.steps = {
-      S::fixedPoint(simplify),
-      S::once("fold-batch-norm"),
-      S::once("fuse-bias-add"),
-      S::once("cse"),
-      S::once("constant-fold"),
-      S::once("lower"),
-      S::fixedPoint(simplify),
-      S::once("cse"),
-      S::once("constant-fold"),
-      S::once("fuse-bias-add"),
+      S::fixedPoint(simplify),  S::once("fold-batch-norm"),
+      S::once("fuse-bias-add"), S::once("cse"),
+      S::once("constant-fold"), S::once("lower"),
+      S::fixedPoint(simplify),  S::once("cse"),
+      S::once("constant-fold"), S::once("fuse-bias-add"),
       S::once("dce"),
   };
   return p;
@@ -246,8 +240,8 @@ Pipeline getPipelineForBackend(const Backend *backend) {
 std::string PipelineReport::timingTable() const {
   std::ostringstream os;
   os << "===-------------------------------------------------------------===\n"
-     << "  Graph pass timing (total " << std::fixed << std::setprecision(3)
-     << totalSeconds * 1e3 << " ms)\n"
+     << "  Graph pass timing (total " << std::fixed << std::setprecision(3) << totalSeconds * 1e3
+     << " ms)\n"
      << "===-------------------------------------------------------------===\n"
      << "   time (ms)    %   runs changed  pass\n";
   double sum = 0;
@@ -256,16 +250,16 @@ std::string PipelineReport::timingTable() const {
   for (const PassRecord &r : passes) {
     double pct = totalSeconds > 0 ? 100.0 * r.seconds / totalSeconds : 0;
     os << std::setw(12) << std::setprecision(3) << r.seconds * 1e3 << std::setw(6)
-       << std::setprecision(1) << pct << std::setw(6) << r.runs << std::setw(8) << r.changed
-       << "  " << r.pass << "\n";
+       << std::setprecision(1) << pct << std::setw(6) << r.runs << std::setw(8) << r.changed << "  "
+       << r.pass << "\n";
   }
   os << std::setw(12) << std::setprecision(3) << (totalSeconds - sum) * 1e3
      << "          (verification, dumps)\n";
   return os.str();
 }
 
-Expected<PipelineReport> runPipeline(Function *f, const Pipeline &pipeline,
-                                     const Backend *backend, const PassManagerOptions &opts) {
+Expected<PipelineReport> runPipeline(Function *f, const Pipeline &pipeline, const Backend *backend,
+                                     const PassManagerOptions &opts) {
   auto t0 = std::chrono::steady_clock::now();
   PipelineReport report;
   std::map<std::string, size_t> recordOf;
@@ -311,8 +305,8 @@ Expected<PipelineReport> runPipeline(Function *f, const Pipeline &pipeline,
         anyChange |= changed;
         if (opts.verifyEach && changed)
           if (Error e = f->verify())
-            return makeError(ErrorCode::Internal, "pass '", name, "' left function '",
-                             f->getName(), "' invalid: ", e.message());
+            return makeError(ErrorCode::Internal, "pass '", name, "' left function '", f->getName(),
+                             "' invalid: ", e.message());
         if (wantsDump(name))
           dump << "// ----- after " << name << " (function " << f->getName()
                << (changed ? "" : ", unchanged") << ") -----\n"

@@ -37,9 +37,8 @@ NodeValue passThrough(Node *n) {
   case NodeKind::Reshape:
     return n->getNthInput(0);
   case NodeKind::Transpose:
-    return passutil::isIdentityPermutation(cast<TransposeNode>(n)->getShuffle())
-               ? n->getNthInput(0)
-               : NodeValue();
+    return passutil::isIdentityPermutation(cast<TransposeNode>(n)->getShuffle()) ? n->getNthInput(0)
+                                                                                 : NodeValue();
   case NodeKind::Concat:
     return n->getNumInputs() == 1 ? n->getNthInput(0) : NodeValue();
   case NodeKind::Pad:
@@ -51,12 +50,12 @@ NodeValue passThrough(Node *n) {
   case NodeKind::MaxPool: {
     auto *p = cast<MaxPoolNode>(n);
     return isUnitWindow(p->getKernels(), p->getStrides(), p->getPads()) ? p->getInput()
-                                                                         : NodeValue();
+                                                                        : NodeValue();
   }
   case NodeKind::AvgPool: {
     auto *p = cast<AvgPoolNode>(n);
     return isUnitWindow(p->getKernels(), p->getStrides(), p->getPads()) ? p->getInput()
-                                                                         : NodeValue();
+                                                                        : NodeValue();
   }
   default:
     return NodeValue();

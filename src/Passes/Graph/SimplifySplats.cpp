@@ -39,32 +39,72 @@ bool splatValue(NodeValue v, float &out) {
 
 bool evalUnary(NodeKind k, float x, float &r) {
   switch (k) {
-  case NodeKind::Neg: r = -x; return true;
-  case NodeKind::Abs: r = std::fabs(x); return true;
-  case NodeKind::Relu: r = x > 0 ? x : 0.0f; return true;
-  case NodeKind::Sqrt: r = std::sqrt(x); return true;
-  case NodeKind::Rsqrt: r = 1.0f / std::sqrt(x); return true;
-  case NodeKind::Reciprocal: r = 1.0f / x; return true;
-  case NodeKind::Exp: r = std::exp(x); return true;
-  case NodeKind::Log: r = std::log(x); return true;
-  case NodeKind::Tanh: r = std::tanh(x); return true;
-  case NodeKind::Sigmoid: r = 1.0f / (1.0f + std::exp(-x)); return true;
-  case NodeKind::Floor: r = std::floor(x); return true;
-  case NodeKind::Ceil: r = std::ceil(x); return true;
-  default: return false;
+  case NodeKind::Neg:
+    r = -x;
+    return true;
+  case NodeKind::Abs:
+    r = std::fabs(x);
+    return true;
+  case NodeKind::Relu:
+    r = x > 0 ? x : 0.0f;
+    return true;
+  case NodeKind::Sqrt:
+    r = std::sqrt(x);
+    return true;
+  case NodeKind::Rsqrt:
+    r = 1.0f / std::sqrt(x);
+    return true;
+  case NodeKind::Reciprocal:
+    r = 1.0f / x;
+    return true;
+  case NodeKind::Exp:
+    r = std::exp(x);
+    return true;
+  case NodeKind::Log:
+    r = std::log(x);
+    return true;
+  case NodeKind::Tanh:
+    r = std::tanh(x);
+    return true;
+  case NodeKind::Sigmoid:
+    r = 1.0f / (1.0f + std::exp(-x));
+    return true;
+  case NodeKind::Floor:
+    r = std::floor(x);
+    return true;
+  case NodeKind::Ceil:
+    r = std::ceil(x);
+    return true;
+  default:
+    return false;
   }
 }
 
 bool evalBinary(NodeKind k, float a, float b, float &r) {
   switch (k) {
-  case NodeKind::Add: r = a + b; return true;
-  case NodeKind::Sub: r = a - b; return true;
-  case NodeKind::Mul: r = a * b; return true;
-  case NodeKind::Div: r = a / b; return true;
-  case NodeKind::Max: r = std::fmax(a, b); return true;
-  case NodeKind::Min: r = std::fmin(a, b); return true;
-  case NodeKind::Pow: r = std::pow(a, b); return true;
-  default: return false;
+  case NodeKind::Add:
+    r = a + b;
+    return true;
+  case NodeKind::Sub:
+    r = a - b;
+    return true;
+  case NodeKind::Mul:
+    r = a * b;
+    return true;
+  case NodeKind::Div:
+    r = a / b;
+    return true;
+  case NodeKind::Max:
+    r = std::fmax(a, b);
+    return true;
+  case NodeKind::Min:
+    r = std::fmin(a, b);
+    return true;
+  case NodeKind::Pow:
+    r = std::pow(a, b);
+    return true;
+  default:
+    return false;
   }
 }
 
@@ -79,7 +119,8 @@ bool simplified(Node *n, float &value) {
   case NodeKind::Tile:
   case NodeKind::Slice: {
     auto *s = dyn_cast<SplatNode>(n->getNthInput(0).node);
-    if (!s || *n->getNthInput(0).getType() != Type::withDims(*n->getType(0), n->getNthInput(0).dims()))
+    if (!s ||
+        *n->getNthInput(0).getType() != Type::withDims(*n->getType(0), n->getNthInput(0).dims()))
       return false;
     value = s->getValue();
     return true;

@@ -82,8 +82,8 @@ bool sinkBelowBatchNorm(Function *f, BatchNormalizationNode *bn, passutil::Sweep
   for (unsigned i = 0; i < bn->getNumInputs(); i++)
     ins.push_back(bn->getNthInput(i));
   ins[0] = t->getInput();
-  auto *c = cast<BatchNormalizationNode>(
-      passutil::cloneWith(f, bn, ins, {passutil::withDims(f, *bn->getType(0), t->getInput().dims())}));
+  auto *c = cast<BatchNormalizationNode>(passutil::cloneWith(
+      f, bn, ins, {passutil::withDims(f, *bn->getType(0), t->getInput().dims())}));
   c->setChannelIdx(sh[bn->getChannelIdx()]);
   Node *nt = f->createTranspose(bn->getName() + ".transpose", NodeValue(c), sh);
   passutil::replaceWith(bn, NodeValue(nt), sweeper);
@@ -112,9 +112,9 @@ bool sinkTransposes(Function *f, const PassContext &) {
         continue;
       }
       if (auto *c = dyn_cast<Constant>(t->getInput().node)) {
-        Constant *nc = passutil::makeConstant(f, c->getName() + ".transposed",
-                                              passutil::transposeTensor(c->getPayload(),
-                                                                        t->getShuffle()));
+        Constant *nc =
+            passutil::makeConstant(f, c->getName() + ".transposed",
+                                   passutil::transposeTensor(c->getPayload(), t->getShuffle()));
         passutil::replaceWith(t, NodeValue(nc), sweeper);
         changed = true;
         continue;

@@ -1,0 +1,414 @@
+// image-classifier: classifies PNG images with an ONNX model on a chosen backend and prints
+// the top-k classes of each image with their probabilities.
+//
+//   image-classifier --model M.onnx [--backend Interpreter] [--top-k 5] [--labels FILE]
+//                    [--mean 0.485,0.456,0.406] [--std 0.229,0.224,0.225] [--scale 1|255]
+//                    [--layout NCHW|NHWC] [--channels 1|3] [--threads N] IMAGE.png...
+//
+// Images are read with libpng (any colour type and bit depth), resized (bilinear) to the
+// model's input size, normalised as (p * scale - mean) / std per channel with p in [0, 1],
+// and run together as one batch (a model with a fixed batch size runs them in chunks of
+// it). A softmax is applied when the model's output is not already a probability
+// distribution. Exit 0 on success, 2 on any error (message on stderr), never a crash.
+
+#include "Image.h"
+
+#include "kiln/Importer/ONNX.h"
+#include "kiln/kiln.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+namespace {
+
+using namespace kiln;
+using tools::Image;
+
+struct Flags {
+  std::string model, backend = "Interpreter", labels, layout = "NCHW";
+  unsigned topK = 5, channels = 0, threads = 1;
+  bool haveMean = false, haveStd = false;
+  std::vector<float> mean, std;
+  float scale = 1.0f;
+  std::vector<std::string> images;
+};
+
+const char *kUsage =
+    "usage: image-classifier --model M.onnx [options] IMAGE.png...\n"
+    "  --backend NAME     Interpreter (default), CPU, ...\n"
+    "  --top-k K          classes printed per image (default 5)\n"
+    "  --labels FILE      class names, one per line (default: class indices)\n"
+    "  --mean A[,B,C]     per-channel mean (default ImageNet's: 0.485,0.456,0.406)\n"
+    "  --std A[,B,C]      per-channel standard deviation (default 0.229,0.224,0.225)\n"
+    "  --scale 1|255      pixel values in [0, 1] (default) or [0, 255] before mean/std\n"
+    "  --layout NCHW|NHWC input layout of the model (default NCHW)\n"
+    "  --channels 1|3     colour channels (default: from the model's input shape)\n"
+    "  --threads N        intra-op threads of backends that use them (default 1)\n"
+    "Each image is resized to the model's input size and normalised as\n"
+    "(pixel * scale - mean) / std; all images run as one batch. Exit 0 ok, 2 on error.\n";
+
+bool parseUnsigned(const std::string &s, unsigned &out) {
+  if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  out = unsigned(std::stoul(s));
+  return true;
+}
+
+bool parseFloats(const std::string &s, std::vector<float> &out) {
+  out.clear();
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char *end = nullptr;
+    float v = std::strtof(item.c_str(), &end);
+    if (item.empty() || *end != '\0' || !std::isfinite(v))
+      return false;
+    out.push_back(v);
+  }
+  return !out.empty() && out.size() <= 3 && out.size() != 2;
+}
+
+/// Parses the flags; returns an error message or "".
+std::string parseFlags(int argc, char **argv, Flags &f) {
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i], v;
+    bool hasValue = false;
+    if (a.rfind("--", 0) != 0) {
+      f.images.push_back(a);
+      continue;
+    }
+    size_t eq = a.find('=');
+    if (eq != std::string::npos) {
+      v = a.substr(eq + 1);
+      a = a.substr(0, eq);
+      hasValue = true;
+    }
+    auto value = [&](std::string &out) -> bool {
+      if (hasValue) {
+        out = v;
+        return true;
+      }
+      if (i + 1 >= argc)
+        return false;
+      out = argv[++i];
+      return true;
+    };
+    std::string s;
+    if (a == "--help") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (a == "--model" || a == "--backend" || a == "--labels" || a == "--layout") {
+      std::string &dst = a == "--model" ? f.model : a == "--backend" ? f.backend
+                         : a == "--labels"                          ? f.labels
+                                                                    : f.layout;
+      if (!value(dst) || dst.empty())
+        return a + " needs a value";
+    } else if (a == "--top-k" || a == "--channels" || a == "--threads") {
+      unsigned *dst = a == "--top-k" ? &f.topK : a == "--channels" ? &f.channels : &f.threads;
+      if (!value(s) || !parseUnsigned(s, *dst))
+        return a + " needs a non-negative integer";
+    } else if (a == "--mean" || a == "--std") {
+      if (!value(s) || !parseFloats(s, a == "--mean" ? f.mean : f.std))
+        return a + " needs 1 or 3 comma-separated numbers";
+      (a == "--mean" ? f.haveMean : f.haveStd) = true;
+    } else if (a == "--scale") {
+      if (!value(s) || (s != "1" && s != "255"))
+        return "--scale must be 1 or 255";
+      f.scale = s == "1" ? 1.0f : 255.0f;
+    } else {
+      return "unknown argument '" + std::string(argv[i]) + "'";
+    }
+  }
+  if (f.model.empty())
+    return "--model is required";
+  if (f.images.empty())
+    return "no images given";
+  if (f.topK == 0)
+    return "--top-k must be at least 1";
+  if (f.layout != "NCHW" && f.layout != "NHWC")
+    return "--layout must be NCHW or NHWC";
+  if (f.channels != 0 && f.channels != 1 && f.channels != 3)
+    return "--channels must be 1 or 3";
+  return "";
+}
+
+/// The model's image input: layout-independent sizes read from its declared shape.
+struct InputShape {
+  std::string name;
+  dim_t batch = 1, channels = 0, height = 0, width = 0;
+};
+
+Dims imageDims(const Flags &f, const InputShape &s, dim_t batch) {
+  if (f.layout == "NCHW")
+    return {batch, s.channels, s.height, s.width};
+  return {batch, s.height, s.width, s.channels};
+}
+
+/// Loads the model once into a scratch module to learn its image input's shape.
+Expected<InputShape> probeInput(const Flags &f) {
+  KILN_ASSIGN_OR_RETURN(std::vector<std::string> names, getONNXInputNames(f.model));
+  if (names.size() != 1)
+    return makeError(ErrorCode::InvalidArgument, "the model has ", names.size(),
+                     " inputs; an image classifier needs exactly one (an image batch)");
+  Module mod;
+  Function *fn = mod.createFunction("probe");
+  KILN_ASSIGN_OR_RETURN(ONNXModel m, loadONNX(f.model, fn));
+  Placeholder *ph = m.getInput(names[0]);
+  if (!ph)
+    return makeError(ErrorCode::InvalidArgument, "the model's input '", names[0],
+                     "' is not a placeholder");
+  const Type &ty = *ph->getType();
+  if (ty.kind != ElemKind::Float)
+    return makeError(ErrorCode::InvalidArgument, "the model's input '", names[0], "' is ",
+                     ty.toString(), "; images need a float input");
+  if (ty.dims.size() != 4)
+    return makeError(ErrorCode::InvalidArgument, "the model's input '", names[0], "' is ",
+                     ty.toString(), "; images need a 4-d ", f.layout, " input");
+  InputShape s;
+  s.name = names[0];
+  s.batch = ty.dims[0];
+  bool nchw = f.layout == "NCHW";
+  s.channels = nchw ? ty.dims[1] : ty.dims[3];
+  s.height = nchw ? ty.dims[2] : ty.dims[1];
+  s.width = nchw ? ty.dims[3] : ty.dims[2];
+  if (s.channels != 1 && s.channels != 3)
+    return makeError(ErrorCode::InvalidArgument, "the model's input '", names[0], "' is ",
+                     ty.toString(), ": ", s.channels, " channels in layout ", f.layout,
+                     "; images have 1 or 3 (wrong --layout?)");
+  if (f.channels != 0 && f.channels != s.channels)
+    return makeError(ErrorCode::InvalidArgument, "--channels ", f.channels,
+                     " does not match the model's input ", ty.toString(), " (", f.layout, ")");
+  if (s.height == 0 || s.width == 0 || s.height > tools::kMaxImageSide ||
+      s.width > tools::kMaxImageSide)
+    return makeError(ErrorCode::InvalidArgument, "the model's input ", ty.toString(),
+                     " has no usable image size");
+  return s;
+}
+
+/// One compiled instance of the model at a given batch size.
+struct Compiled {
+  std::unique_ptr<ExecutionEngine> ee;
+  Placeholder *input = nullptr, *output = nullptr;
+  dim_t batch = 0;
+};
+
+Expected<Compiled> compileAt(const Flags &f, const InputShape &s, dim_t batch) {
+  Compiled c;
+  c.batch = batch;
+  c.ee = std::make_unique<ExecutionEngine>(f.backend);
+  if (!c.ee->getBackend()) {
+    std::string known;
+    for (const std::string &b : getRegisteredBackends())
+      known += (known.empty() ? "" : ", ") + b;
+    return makeError(ErrorCode::NotFound, "unknown backend '", f.backend,
+                     "' (this build has: ", known, ")");
+  }
+  Function *fn = c.ee->getModule().createFunction("main");
+  ONNXLoadOptions opts;
+  opts.inputShapes[s.name] = imageDims(f, s, batch).vec();
+  KILN_ASSIGN_OR_RETURN(ONNXModel m, loadONNX(f.model, fn, opts));
+  if (m.outputNames.empty())
+    return makeError(ErrorCode::InvalidArgument, "the model has no outputs");
+  c.input = m.getInput(s.name);
+  c.output = m.getOutputPlaceholder(m.outputNames[0]);
+  const Type &oty = *c.output->getType();
+  if (oty.dims.empty() || oty.dims[0] != batch)
+    return makeError(ErrorCode::InvalidArgument, "the model's output '", m.outputNames[0],
+                     "' is ", oty.toString(), " for a batch of ", batch,
+                     "; expected [batch, classes]");
+  CompileOptions copts;
+  copts.threads = f.threads;
+  KILN_RETURN_IF_ERR(c.ee->compile(CompilationMode::Infer, copts));
+  return c;
+}
+
+Expected<std::vector<std::string>> readLabels(const std::string &path) {
+  std::ifstream in(path);
+  if (!in)
+    return makeError(ErrorCode::NotFound, "cannot open labels file '", path, "'");
+  std::vector<std::string> labels;
+  std::string line;
+  while (std::getline(in, line)) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
+      line.pop_back();
+    labels.push_back(line);
+  }
+  while (!labels.empty() && labels.back().empty())
+    labels.pop_back();
+  return labels;
+}
+
+/// True when every row of \p v (rows x k) is already a probability distribution.
+bool isNormalised(const std::vector<double> &v, size_t rows, size_t k) {
+  for (size_t r = 0; r < rows; r++) {
+    double sum = 0;
+    for (size_t j = 0; j < k; j++) {
+      double p = v[r * k + j];
+      if (!(p >= -1e-6 && p <= 1 + 1e-6))
+        return false;
+      sum += p;
+    }
+    if (std::fabs(sum - 1) > 1e-3)
+      return false;
+  }
+  return true;
+}
+
+void softmaxRows(std::vector<double> &v, size_t rows, size_t k) {
+  for (size_t r = 0; r < rows; r++) {
+    double *row = v.data() + r * k;
+    double mx = -INFINITY;
+    for (size_t j = 0; j < k; j++)
+      if (std::isfinite(row[j]))
+        mx = std::max(mx, row[j]);
+    double sum = 0;
+    for (size_t j = 0; j < k; j++) {
+      row[j] = std::isnan(row[j]) ? 0 : std::exp(row[j] - (std::isfinite(mx) ? mx : 0));
+      sum += row[j];
+    }
+    for (size_t j = 0; j < k; j++)
+      row[j] = sum > 0 && std::isfinite(sum) ? row[j] / sum : 1.0 / double(k);
+  }
+}
+
+int fail(const std::string &what, const Error &e) {
+  std::cerr << "image-classifier: " << what << ": " << e.message() << "\n";
+  return 2;
+}
+
+int classify(const Flags &f) {
+  Expected<InputShape> shapeOr = probeInput(f);
+  if (!shapeOr)
+    return fail("model '" + f.model + "'", shapeOr.takeError());
+  InputShape shape = std::move(shapeOr).get();
+
+  tools::Normalization norm = tools::imageNetNormalization(unsigned(shape.channels));
+  norm.scale = f.scale;
+  if (f.haveMean)
+    norm.mean = f.mean;
+  if (f.haveStd)
+    norm.std = f.std;
+
+  std::vector<std::string> labels;
+  if (!f.labels.empty()) {
+    Expected<std::vector<std::string>> l = readLabels(f.labels);
+    if (!l)
+      return fail("labels", l.takeError());
+    labels = std::move(l).get();
+  }
+
+  // Read, resize and normalise every image first: a bad file fails before compiling.
+  const size_t n = f.images.size();
+  const size_t perImage = size_t(shape.channels * shape.height * shape.width);
+  std::vector<float> batchData(n * perImage);
+  for (size_t i = 0; i < n; i++) {
+    Expected<Image> img = tools::readPNG(f.images[i], unsigned(shape.channels));
+    if (!img)
+      return fail("image", img.takeError());
+    Image r = tools::resizeBilinear(*img, unsigned(shape.width), unsigned(shape.height));
+    float *dst = batchData.data() + i * perImage;
+    if (f.layout == "NCHW") {
+      if (Error e = tools::writeCHW(r, norm, dst))
+        return fail("normalisation", e);
+    } else {
+      std::vector<float> chw(perImage);
+      if (Error e = tools::writeCHW(r, norm, chw.data()))
+        return fail("normalisation", e);
+      for (dim_t c = 0; c < shape.channels; c++)
+        for (dim_t y = 0; y < shape.height; y++)
+          for (dim_t x = 0; x < shape.width; x++)
+            dst[(y * shape.width + x) * shape.channels + c] =
+                chw[(c * shape.height + y) * shape.width + x];
+    }
+  }
+
+  // The whole set as one batch; a model whose batch size is baked in (a constant Reshape
+  // after the features, say) runs in chunks of its declared batch instead.
+  Expected<Compiled> compiled = compileAt(f, shape, dim_t(n));
+  if (!compiled && dim_t(n) != shape.batch && shape.batch >= 1) {
+    Error first = compiled.takeError();
+    compiled = compileAt(f, shape, shape.batch);
+    if (!compiled)
+      return fail("compiling for a batch of " + std::to_string(n), first);
+  }
+  if (!compiled)
+    return fail("compiling", compiled.takeError());
+  Compiled &c = *compiled;
+
+  const Type &oty = *c.output->getType();
+  const size_t classes = size_t(oty.numElements() / c.batch);
+  if (!labels.empty() && labels.size() < classes)
+    return fail("labels", makeError(ErrorCode::InvalidArgument, "'", f.labels, "' has ",
+                                    labels.size(), " labels; the model has ", classes,
+                                    " classes"));
+  if (!labels.empty() && labels.size() > classes)
+    std::cerr << "image-classifier: warning: '" << f.labels << "' has " << labels.size()
+              << " labels, the model " << classes << " classes\n";
+
+  std::vector<double> scores(n * classes);
+  PlaceholderBindings b;
+  for (size_t start = 0; start < n; start += c.batch) {
+    Tensor in(*c.input->getType());
+    size_t count = std::min(size_t(c.batch), n - start);
+    float *dst = reinterpret_cast<float *>(in.getUnsafePtr());
+    std::copy(batchData.begin() + start * perImage,
+              batchData.begin() + (start + count) * perImage, dst);
+    b.clear();
+    b.insert(c.input, std::move(in));
+    b.allocate(c.output);
+    if (Error e = c.ee->run(b))
+      return fail("running", e);
+    const Tensor *out = b.get(c.output);
+    for (size_t i = 0; i < count * classes; i++)
+      scores[start * classes + i] = out->getAsDouble(i);
+  }
+  bool normalised = isNormalised(scores, n, classes);
+  if (!normalised)
+    softmaxRows(scores, n, classes);
+
+  std::cout << "model " << f.model << " on " << f.backend << ": " << n << " image"
+            << (n == 1 ? "" : "s") << ", input " << c.input->getType()->toString() << ", "
+            << classes << " classes" << (normalised ? "" : " (softmax applied)") << "\n";
+  const unsigned k = unsigned(std::min<size_t>(f.topK, classes));
+  for (size_t i = 0; i < n; i++) {
+    const double *row = scores.data() + i * classes;
+    std::vector<size_t> order(classes);
+    for (size_t j = 0; j < classes; j++)
+      order[j] = j;
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [&](size_t a, size_t b2) {
+                        return row[a] > row[b2] || (row[a] == row[b2] && a < b2);
+                      });
+    auto name = [&](size_t j) { return labels.empty() ? std::to_string(j) : labels[j]; };
+    std::cout << f.images[i] << ": " << name(order[0]) << "\n";
+    for (unsigned r = 0; r < k; r++)
+      std::cout << "  " << std::fixed << std::setprecision(4) << row[order[r]] << "  "
+                << name(order[r]) << (labels.empty() ? "" : " (" + std::to_string(order[r]) + ")")
+                << "\n";
+    std::cout.unsetf(std::ios::fixed);
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Flags f;
+  std::string err = parseFlags(argc, argv, f);
+  if (!err.empty()) {
+    std::cerr << "image-classifier: " << err << "\n" << kUsage;
+    return 2;
+  }
+  try {
+    return classify(f);
+  } catch (const std::exception &e) {
+    std::cerr << "image-classifier: " << e.what() << "\n";
+    return 2;
+  }
+}
