@@ -269,7 +269,8 @@ uint64_t Emitter::constRaw(const WeightVar *w) {
   const Tensor &t = c->getPayload();
   uint64_t off = alignUp(consts_.size());
   consts_.resize(off + alignUp(std::max<size_t>(t.getSizeInBytes(), 1)));
-  std::memcpy(consts_.data() + off, t.getUnsafePtr(), t.getSizeInBytes());
+  if (t.getSizeInBytes()) // an empty payload has no pointer to copy from
+    std::memcpy(consts_.data() + off, t.getUnsafePtr(), t.getSizeInBytes());
   constCache_[key] = off;
   return off;
 }
@@ -1180,7 +1181,8 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const CodegenO
   std::vector<char> &c = em.constants();
   prog->constantBytes = c.size();
   prog->constants = static_cast<char *>(std::aligned_alloc(64, alignUp(std::max<size_t>(c.size(), 64))));
-  std::memcpy(prog->constants, c.data(), c.size());
+  if (!c.empty()) // an empty vector's data() may be null
+    std::memcpy(prog->constants, c.data(), c.size());
   c = {};
 
   KILN_ASSIGN_OR_RETURN(prog->jit,
