@@ -13,6 +13,7 @@ Function::~Function() {
   for (auto &n : nodes_)
     n->dropInputs();
   nodes_.clear();
+  pos_.clear();
 }
 
 Node *Function::getNodeByName(const std::string &name) const {
@@ -36,35 +37,51 @@ void Function::addNodeImpl(Node *n) {
   n->setParent(this);
   byName_[n->getName()] = n;
   nodes_.emplace_back(n);
+  pos_[n] = std::prev(nodes_.end());
 }
 
-void Function::eraseNode(Node *n) {
-  CHECK(!n->hasUsers()) << "erasing node '" << n->getName() << "' that still has users";
-  auto it = std::find_if(nodes_.begin(), nodes_.end(),
-                         [&](const std::unique_ptr<Node> &p) { return p.get() == n; });
-  CHECK(it != nodes_.end()) << "node '" << n->getName() << "' is not in this function";
+void Function::eraseAt(std::list<std::unique_ptr<Node>>::iterator it) {
+  Node *n = it->get();
   byName_.erase(n->getName());
+  pos_.erase(n);
   n->dropInputs();
   nodes_.erase(it);
 }
 
+void Function::eraseNode(Node *n) {
+  CHECK(!n->hasUsers()) << "erasing node '" << n->getName() << "' that still has users";
+  auto p = pos_.find(n);
+  CHECK(p != pos_.end()) << "node '" << n->getName() << "' is not in this function";
+  eraseAt(p->second);
+}
+
 size_t Function::eraseDeadNodes() {
+  // A node is dead when nothing uses it and it is not a Save. Erasing one can only make
+  // its operands dead, so a worklist seeded with one sweep finds every dead node.
+  // The survivors, their order and the count are those of repeated whole-list sweeps.
+  auto isDead = [](const Node *n) { return !n->hasUsers() && n->getKind() != NodeKind::Save; };
+  std::vector<Node *> work;
+  for (const auto &p : nodes_)
+    if (isDead(p.get()))
+      work.push_back(p.get());
   size_t erased = 0;
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (auto it = nodes_.begin(); it != nodes_.end();) {
-      Node *n = it->get();
-      if (n->hasUsers() || n->getKind() == NodeKind::Save) {
-        ++it;
-        continue;
-      }
-      byName_.erase(n->getName());
-      n->dropInputs();
-      it = nodes_.erase(it);
-      erased++;
-      changed = true;
+  while (!work.empty()) {
+    Node *n = work.back();
+    work.pop_back();
+    auto p = pos_.find(n);
+    if (p == pos_.end() || !isDead(n))
+      continue; // already erased (queued twice), or used again
+    std::vector<Node *> operands;
+    for (unsigned i = 0; i < n->getNumInputs(); i++) {
+      Node *op = n->getNthInput(i).getNode();
+      if (op && op != n && op->getParent() == this)
+        operands.push_back(op);
     }
+    eraseAt(p->second);
+    erased++;
+    for (Node *op : operands)
+      if (pos_.count(op) && isDead(op))
+        work.push_back(op);
   }
   return erased;
 }
@@ -78,6 +95,7 @@ Function *Function::clone(const std::string &newName) const {
     Node *c = n->clone();
     map[n.get()] = c;
     f->nodes_.emplace_back(c);
+    f->pos_[c] = std::prev(f->nodes_.end());
     c->setParent(f);
     f->byName_[c->getName()] = c;
   }
@@ -245,16 +263,21 @@ void Module::eraseConstant(Constant *c) {
 }
 
 size_t Module::eraseUnusedConstants() {
-  size_t n = 0;
-  for (auto it = constants_.begin(); it != constants_.end();) {
-    if ((*it)->hasUsers()) {
-      ++it;
+  // One stable compaction (erasing from the middle of the vector one at a time is
+  // quadratic when most constants go).
+  size_t kept = 0;
+  for (size_t i = 0; i < constants_.size(); i++) {
+    if (constants_[i]->hasUsers()) {
+      if (kept != i)
+        constants_[kept] = std::move(constants_[i]);
+      kept++;
       continue;
     }
-    storageNames_.erase((*it)->getName());
-    it = constants_.erase(it);
-    n++;
+    storageNames_.erase(constants_[i]->getName());
+    constants_[i].reset();
   }
+  size_t n = constants_.size() - kept;
+  constants_.resize(kept);
   return n;
 }
 

@@ -129,8 +129,23 @@ Tensor gatherElements(const Tensor &in, const Dims &outDims,
   size_t es = in.getType().elemBytes();
   const char *s = in.getUnsafePtr();
   char *d = out.getUnsafePtr();
-  for (size_t i = 0, e = out.size(); i < e; i++)
-    std::memcpy(d + i * es, s + src(i) * es, es);
+  size_t e = out.size();
+  auto copy = [&](auto tag) {
+    using T = decltype(tag);
+    const T *st = reinterpret_cast<const T *>(s);
+    T *dt = reinterpret_cast<T *>(d);
+    for (size_t i = 0; i < e; i++)
+      dt[i] = st[src(i)];
+  };
+  switch (es) {
+  case 1: copy(uint8_t()); break;
+  case 2: copy(uint16_t()); break;
+  case 4: copy(uint32_t()); break;
+  case 8: copy(uint64_t()); break;
+  default:
+    for (size_t i = 0; i < e; i++)
+      std::memcpy(d + i * es, s + src(i) * es, es);
+  }
   return out;
 }
 

@@ -295,12 +295,40 @@ Error convertInstanceNorm(Importer &I, const Node &n) {
 
 /// Operand \p i of a Gemm, transposed when \p trans; a constant is transposed in the
 /// importer (the original is never materialised).
+/// The transpose of the 2-D tensor \p t (any kind), copied in cache-sized blocks.
+template <typename T> void transposeBlocks(const T *s, T *d, dim_t r, dim_t k) {
+  // Output rows outer, so that writes stream through a few rows at a time.
+  constexpr dim_t B = 16;
+  for (dim_t j0 = 0; j0 < k; j0 += B)
+    for (dim_t i0 = 0; i0 < r; i0 += B) {
+      dim_t i1 = std::min(r, i0 + B), j1 = std::min(k, j0 + B);
+      for (dim_t j = j0; j < j1; j++)
+        for (dim_t i = i0; i < i1; i++)
+          d[j * r + i] = s[i * k + j];
+    }
+}
+
+Tensor transpose2D(const Tensor &t) {
+  dim_t r = t.dims()[0], k = t.dims()[1];
+  Tensor out(Type::withDims(t.getType(), Dims({k, r})));
+  const char *s = t.getUnsafePtr();
+  char *d = out.getUnsafePtr();
+  switch (t.getType().elemBytes()) {
+  case 1: transposeBlocks(reinterpret_cast<const uint8_t *>(s), reinterpret_cast<uint8_t *>(d), r, k); break;
+  case 2: transposeBlocks(reinterpret_cast<const uint16_t *>(s), reinterpret_cast<uint16_t *>(d), r, k); break;
+  case 4: transposeBlocks(reinterpret_cast<const uint32_t *>(s), reinterpret_cast<uint32_t *>(d), r, k); break;
+  case 8: transposeBlocks(reinterpret_cast<const uint64_t *>(s), reinterpret_cast<uint64_t *>(d), r, k); break;
+  default:
+    return gatherElements(t, Dims({k, r}), [&](size_t j) { return (j % r) * k + j / r; });
+  }
+  return out;
+}
+
 Expected<NodeValue> gemmOperand(Importer &I, const Node &n, int i, bool trans,
                                 const char *part) {
   const Tensor *t = I.constInput(n, i);
   if (trans && t && t->dims().size() == 2) {
-    dim_t r = t->dims()[0], k = t->dims()[1];
-    Tensor tt = gatherElements(*t, Dims({k, r}), [&](size_t j) { return (j % r) * k + j / r; });
+    Tensor tt = transpose2D(*t);
     return I.makeConstant(I.opName(n, part), std::move(tt));
   }
   KILN_ASSIGN_OR_RETURN(NodeValue v, I.input(n, i));

@@ -3,6 +3,9 @@
 
 #include "ONNXImporter.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+
 #include <fstream>
 #include <limits>
 #include <map>
@@ -507,11 +510,104 @@ Expected<ONNXModel> loadONNXFromBuffer(const void *data, size_t size, Function *
   return imp.import(model);
 }
 
+namespace {
+
+using google::protobuf::io::CodedInputStream;
+using WFL = google::protobuf::internal::WireFormatLite;
+
+/// Reads the length-delimited field the stream is at into a sub-range [*p, *p + *n).
+bool readDelimited(CodedInputStream &in, const uint8_t *base, const uint8_t **p, int *n) {
+  uint32_t len;
+  if (!in.ReadVarint32(&len) || len > uint32_t(std::numeric_limits<int>::max()))
+    return false;
+  const void *data;
+  int avail;
+  if (!in.GetDirectBufferPointer(&data, &avail) && len != 0)
+    return false;
+  if (len != 0 && avail < int(len))
+    return false;
+  *p = len ? static_cast<const uint8_t *>(data) : base;
+  *n = int(len);
+  return in.Skip(int(len));
+}
+
+/// The name (field 8) of the TensorProto in [p, p + n), skipping its data unparsed.
+bool scanTensorName(const uint8_t *p, int n, std::string &name) {
+  CodedInputStream in(p, n);
+  while (uint32_t tag = in.ReadTag()) {
+    if (tag == WFL::MakeTag(8, WFL::WIRETYPE_LENGTH_DELIMITED)) {
+      if (!WFL::ReadString(&in, &name))
+        return false;
+    } else if (!WFL::SkipField(&in, tag)) {
+      return false;
+    }
+  }
+  return in.ConsumedEntireMessage();
+}
+
+/// The initializer names and graph inputs of the GraphProto in [p, p + n).
+bool scanGraph(const uint8_t *p, int n, std::vector<std::string> &inits,
+               std::vector<onnx::ValueInfoProto> &inputs) {
+  CodedInputStream in(p, n);
+  while (uint32_t tag = in.ReadTag()) {
+    if (tag == WFL::MakeTag(5, WFL::WIRETYPE_LENGTH_DELIMITED)) { // initializer
+      const uint8_t *q;
+      int m;
+      std::string name;
+      if (!readDelimited(in, p, &q, &m) || !scanTensorName(q, m, name))
+        return false;
+      inits.push_back(std::move(name));
+    } else if (tag == WFL::MakeTag(11, WFL::WIRETYPE_LENGTH_DELIMITED)) { // input
+      const uint8_t *q;
+      int m;
+      inputs.emplace_back();
+      if (!readDelimited(in, p, &q, &m) || !inputs.back().ParseFromArray(q, m))
+        return false;
+    } else if (!WFL::SkipField(&in, tag)) {
+      return false;
+    }
+  }
+  return in.ConsumedEntireMessage();
+}
+
+/// getONNXInputNames without parsing the weights: walks the wire format of the ModelProto
+/// in \p buf for the graph's (field 7) initializer names and inputs. Repeated graph
+/// fields merge, as in a full parse. False when the bytes do not scan.
+bool scanInputNames(const onnximport::FileBytes &buf, std::vector<std::string> &names) {
+  const uint8_t *base = reinterpret_cast<const uint8_t *>(buf.data());
+  CodedInputStream in(base, int(buf.size()));
+  std::vector<std::string> inits;
+  std::vector<onnx::ValueInfoProto> inputs;
+  while (uint32_t tag = in.ReadTag()) {
+    if (tag == WFL::MakeTag(7, WFL::WIRETYPE_LENGTH_DELIMITED)) {
+      const uint8_t *q;
+      int m;
+      if (!readDelimited(in, base, &q, &m) || !scanGraph(q, m, inits, inputs))
+        return false;
+    } else if (!WFL::SkipField(&in, tag)) {
+      return false;
+    }
+  }
+  if (!in.ConsumedEntireMessage())
+    return false;
+  std::set<std::string> initSet(inits.begin(), inits.end());
+  names.clear();
+  for (const auto &vi : inputs)
+    if (!initSet.count(vi.name()))
+      names.push_back(vi.name());
+  return true;
+}
+
+} // namespace
+
 Expected<std::vector<std::string>> getONNXInputNames(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  onnximport::FileBytes buf;
+  if (!buf.open(path))
     return makeError(ErrorCode::NotFound, "cannot open ONNX model '", path, "'");
-  std::string buf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> scanned;
+  if (buf.size() <= size_t(std::numeric_limits<int>::max()) && scanInputNames(buf, scanned))
+    return scanned;
+  // Not well-formed: a full parse reports it (or, should it succeed, gives the names).
   onnx::ModelProto model;
   if (buf.size() > size_t(std::numeric_limits<int>::max()) ||
       !model.ParseFromArray(buf.data(), int(buf.size())))
@@ -528,10 +624,9 @@ Expected<std::vector<std::string>> getONNXInputNames(const std::string &path) {
 
 Expected<ONNXModel> loadONNX(const std::string &path, Function *f,
                              const ONNXLoadOptions &opts) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  onnximport::FileBytes buf;
+  if (!buf.open(path))
     return makeError(ErrorCode::NotFound, "cannot open ONNX model '", path, "'");
-  std::string buf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   Expected<ONNXModel> m = loadONNXFromBuffer(buf.data(), buf.size(), f, opts);
   if (!m)
     return m.takeError().addContext("loading '" + path + "'");

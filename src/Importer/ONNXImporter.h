@@ -47,6 +47,28 @@ int32_t onnxTypeOf(ElemKind k);
 /// \p maxElements; \p what names it in errors.
 Expected<Dims> checkedDims(const std::vector<int64_t> &dims, uint64_t maxElements,
                            const std::string &what);
+/// The bytes of a file: mapped read-only when it is a regular file, else read.
+class FileBytes {
+public:
+  FileBytes() = default;
+  ~FileBytes();
+  FileBytes(const FileBytes &) = delete;
+  FileBytes &operator=(const FileBytes &) = delete;
+  /// False if \p path cannot be opened.
+  bool open(const std::string &path);
+  const char *data() const { return data_; }
+  size_t size() const { return size_; }
+
+private:
+  void *map_ = nullptr;
+  size_t mapSize_ = 0;
+  std::string buf_;
+  const char *data_ = nullptr;
+  size_t size_ = 0;
+};
+
+/// Reads the whole file \p path into \p out; false if it cannot be opened.
+bool readWholeFile(const std::string &path, std::string &out);
 /// Converts a TensorProto (inline data only) into a tensor.
 Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElements);
 

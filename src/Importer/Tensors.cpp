@@ -3,6 +3,10 @@
 #include "ONNXImporter.h"
 
 #include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <fstream>
 #include <limits>
 
@@ -35,31 +39,116 @@ template <typename T> T readLE(const char *p) {
   return v;
 }
 
-/// Stores element \p i of raw bytes of ONNX type \p t into \p out.
-void setFromRaw(Tensor &out, size_t i, int32_t t, const char *p) {
+/// Stores the \p n elements of raw bytes \p p of ONNX type \p t into \p out.
+void setFromRaw(Tensor &out, size_t n, int32_t t, const char *p) {
+  if (n == 0)
+    return;
+  char *d = out.getUnsafePtr();
   switch (t) {
-  case TP::FLOAT: out.getHandle<float>().raw(i) = readLE<float>(p); return;
-  case TP::DOUBLE: out.getHandle<float>().raw(i) = float(readLE<double>(p)); return;
-  case TP::FLOAT16:
-    out.getHandle<float16>().raw(i) = float16::fromBits(readLE<uint16_t>(p));
+  case TP::FLOAT: case TP::INT32: case TP::INT64:
+    // Stored exactly as in raw_data.
+    std::memcpy(d, p, n * onnxElemSize(t));
     return;
-  case TP::BFLOAT16:
-    out.getHandle<bfloat16>().raw(i) = bfloat16::fromBits(readLE<uint16_t>(p));
+  case TP::FLOAT16: case TP::BFLOAT16:
+    static_assert(sizeof(float16) == 2 && sizeof(bfloat16) == 2, "16-bit floats");
+    if (t == TP::FLOAT16) {
+      float16 *o = reinterpret_cast<float16 *>(d);
+      for (size_t i = 0; i < n; i++)
+        o[i] = float16::fromBits(readLE<uint16_t>(p + 2 * i));
+    } else {
+      bfloat16 *o = reinterpret_cast<bfloat16 *>(d);
+      for (size_t i = 0; i < n; i++)
+        o[i] = bfloat16::fromBits(readLE<uint16_t>(p + 2 * i));
+    }
     return;
-  case TP::INT8: out.getHandle<int32_t>().raw(i) = readLE<int8_t>(p); return;
-  case TP::UINT8: out.getHandle<int32_t>().raw(i) = readLE<uint8_t>(p); return;
-  case TP::INT16: out.getHandle<int32_t>().raw(i) = readLE<int16_t>(p); return;
-  case TP::UINT16: out.getHandle<int32_t>().raw(i) = readLE<uint16_t>(p); return;
-  case TP::INT32: out.getHandle<int32_t>().raw(i) = readLE<int32_t>(p); return;
-  case TP::UINT32: out.getHandle<int64_t>().raw(i) = readLE<uint32_t>(p); return;
-  case TP::INT64: out.getHandle<int64_t>().raw(i) = readLE<int64_t>(p); return;
-  case TP::UINT64: out.getHandle<int64_t>().raw(i) = int64_t(readLE<uint64_t>(p)); return;
-  case TP::BOOL: out.getHandle<bool>().raw(i) = readLE<uint8_t>(p) != 0; return;
+  default:
+    break;
+  }
+  auto loop = [&](auto *o, auto srcTag, auto cvt) {
+    using S = decltype(srcTag);
+    for (size_t i = 0; i < n; i++)
+      o[i] = cvt(readLE<S>(p + i * sizeof(S)));
+  };
+  float *f = reinterpret_cast<float *>(d);
+  int32_t *i32 = reinterpret_cast<int32_t *>(d);
+  int64_t *i64 = reinterpret_cast<int64_t *>(d);
+  bool *b = reinterpret_cast<bool *>(d);
+  switch (t) {
+  case TP::DOUBLE: loop(f, double(), [](double v) { return float(v); }); return;
+  case TP::INT8: loop(i32, int8_t(), [](int8_t v) { return int32_t(v); }); return;
+  case TP::UINT8: loop(i32, uint8_t(), [](uint8_t v) { return int32_t(v); }); return;
+  case TP::INT16: loop(i32, int16_t(), [](int16_t v) { return int32_t(v); }); return;
+  case TP::UINT16: loop(i32, uint16_t(), [](uint16_t v) { return int32_t(v); }); return;
+  case TP::UINT32: loop(i64, uint32_t(), [](uint32_t v) { return int64_t(v); }); return;
+  case TP::UINT64: loop(i64, uint64_t(), [](uint64_t v) { return int64_t(v); }); return;
+  case TP::BOOL: loop(b, uint8_t(), [](uint8_t v) { return v != 0; }); return;
   default: return;
   }
 }
 
 } // namespace
+
+FileBytes::~FileBytes() {
+  if (map_)
+    munmap(map_, mapSize_);
+}
+
+bool FileBytes::open(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+      void *m = mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+      if (m != MAP_FAILED) {
+        ::close(fd);
+        map_ = m;
+        mapSize_ = size_t(st.st_size);
+        data_ = static_cast<const char *>(m);
+        size_ = mapSize_;
+        return true;
+      }
+    }
+    ::close(fd);
+  }
+  // Empty, not a regular file, or not mappable: read it.
+  if (!readWholeFile(path, buf_))
+    return false;
+  data_ = buf_.data();
+  size_ = buf_.size();
+  return true;
+}
+
+bool readWholeFile(const std::string &path, std::string &out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f)
+    return false;
+  out.clear();
+  f.seekg(0, std::ios::end);
+  std::streamoff size = f.tellg();
+  if (size > 0 && f) {
+    f.seekg(0, std::ios::beg);
+    out.resize(size_t(size));
+    f.read(&out[0], size);
+    out.resize(size_t(f.gcount()));
+    if (f.gcount() == size) {
+      // Pick up anything appended since the size was taken, as a stream read would.
+      char c;
+      while (f.get(c))
+        out.push_back(c);
+      return true;
+    }
+    f.clear();
+  } else {
+    f.clear();
+    f.seekg(0, std::ios::beg);
+  }
+  // Not seekable (a pipe) or shorter than reported: read the rest in chunks.
+  f.clear();
+  char chunk[1 << 16];
+  while (f.read(chunk, sizeof(chunk)) || f.gcount() > 0)
+    out.append(chunk, size_t(f.gcount()));
+  return true;
+}
 
 Expected<ElemKind> elemKindFromONNX(int32_t t) {
   switch (t) {
@@ -149,9 +238,8 @@ Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElement
 
   if (t.has_raw_data()) {
     size_t es = onnxElemSize(dt);
-    const char *p = t.raw_data().data();
-    for (size_t i = 0; i < n; i++)
-      setFromRaw(out, i, dt, p + i * es);
+    (void)es;
+    setFromRaw(out, n, dt, t.raw_data().data());
     return out;
   }
 
@@ -163,41 +251,48 @@ Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElement
   case TP::FLOAT:
     if (size_t(t.float_data_size()) != n)
       return countError(t.float_data_size());
-    for (size_t i = 0; i < n; i++)
-      out.getHandle<float>().raw(i) = t.float_data(int(i));
+    if (n)
+      std::memcpy(out.getUnsafePtr(), t.float_data().data(), n * sizeof(float));
     break;
   case TP::DOUBLE:
     if (size_t(t.double_data_size()) != n)
       return countError(t.double_data_size());
-    for (size_t i = 0; i < n; i++)
-      out.getHandle<float>().raw(i) = float(t.double_data(int(i)));
+    {
+      float *o = reinterpret_cast<float *>(out.getUnsafePtr());
+      for (size_t i = 0; i < n; i++)
+        o[i] = float(t.double_data(int(i)));
+    }
     break;
   case TP::INT64:
     if (size_t(t.int64_data_size()) != n)
       return countError(t.int64_data_size());
-    for (size_t i = 0; i < n; i++)
-      out.getHandle<int64_t>().raw(i) = t.int64_data(int(i));
+    if (n)
+      std::memcpy(out.getUnsafePtr(), t.int64_data().data(), n * sizeof(int64_t));
     break;
   case TP::UINT32: case TP::UINT64:
     if (size_t(t.uint64_data_size()) != n)
       return countError(t.uint64_data_size());
-    for (size_t i = 0; i < n; i++)
-      out.getHandle<int64_t>().raw(i) = int64_t(t.uint64_data(int(i)));
+    {
+      int64_t *o = reinterpret_cast<int64_t *>(out.getUnsafePtr());
+      for (size_t i = 0; i < n; i++)
+        o[i] = int64_t(t.uint64_data(int(i)));
+    }
     break;
   case TP::INT32: case TP::INT16: case TP::INT8: case TP::UINT16: case TP::UINT8:
   case TP::BOOL: case TP::FLOAT16: case TP::BFLOAT16: {
     if (size_t(t.int32_data_size()) != n)
       return countError(t.int32_data_size());
+    char *o = out.getUnsafePtr();
     for (size_t i = 0; i < n; i++) {
       int32_t v = t.int32_data(int(i));
       if (dt == TP::BOOL)
-        out.getHandle<bool>().raw(i) = v != 0;
+        reinterpret_cast<bool *>(o)[i] = v != 0;
       else if (dt == TP::FLOAT16)
-        out.getHandle<float16>().raw(i) = float16::fromBits(uint16_t(v));
+        reinterpret_cast<float16 *>(o)[i] = float16::fromBits(uint16_t(v));
       else if (dt == TP::BFLOAT16)
-        out.getHandle<bfloat16>().raw(i) = bfloat16::fromBits(uint16_t(v));
+        reinterpret_cast<bfloat16 *>(o)[i] = bfloat16::fromBits(uint16_t(v));
       else
-        out.getHandle<int32_t>().raw(i) = v;
+        reinterpret_cast<int32_t *>(o)[i] = v;
     }
     break;
   }
@@ -225,10 +320,9 @@ Expected<Tensor> loadONNXTensorFromBuffer(const void *data, size_t size, std::st
 }
 
 Expected<Tensor> loadONNXTensor(const std::string &path, std::string *name) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f)
+  std::string buf;
+  if (!onnximport::readWholeFile(path, buf))
     return makeError(ErrorCode::NotFound, "cannot open tensor file '", path, "'");
-  std::string buf((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   Expected<Tensor> t = loadONNXTensorFromBuffer(buf.data(), buf.size(), name);
   if (!t)
     return t.takeError().addContext("'" + path + "'");

@@ -105,7 +105,12 @@ private:
 
   Module *parent_;
   std::string name_;
+  /// Unlinks \p n (at \p it in nodes_) from the function and deletes it.
+  void eraseAt(std::list<std::unique_ptr<Node>>::iterator it);
+
   std::list<std::unique_ptr<Node>> nodes_;
+  /// Where each node lives in nodes_, so that erasing is O(1).
+  std::unordered_map<const Node *, std::list<std::unique_ptr<Node>>::iterator> pos_;
   std::unordered_map<std::string, Node *> byName_;
   std::vector<std::string> recordedErrors_;
 };
