@@ -20,6 +20,8 @@ namespace {
 struct Flags {
   std::string model, data, backend = "Interpreter";
   unsigned threads = 1;
+  unsigned devices = 0;       ///< >0: run through the runtime on this many devices
+  uint64_t deviceMemory = 0;  ///< bytes per device (0: the backend's default)
   unsigned iterations = 10, warmup = 1;
   bool json = false;
   std::string dumpLLVMIR, dumpAsm;
@@ -29,6 +31,8 @@ const char *kUsage =
     "usage: kiln-run --model M.onnx [--data test_data_set_0] [--backend Interpreter]\n"
     "                [--threads 1] [--iterations 10] [--warmup 1] [--json]\n"
     "                [--dump-llvm-ir FILE] [--dump-asm FILE]   (CPU backend; - is stderr)\n"
+    "                [--devices N [--device-memory BYTES]]   (partition over N devices of\n"
+    "                 the backend, e.g. Sim, with the CPU/Interpreter for what it lacks)\n"
     "Runs an ONNX model; with --data, checks it against input_K.pb/output_K.pb with\n"
     "|y - ref| <= 1e-4 * max|ref| + 1e-3 * |ref|. Exit 0 match, 1 mismatch, 2 error.\n";
 
@@ -78,6 +82,18 @@ std::string parseFlags(int argc, char **argv, Flags &f) {
     } else if (a == "--dump-asm") {
       if (!value(f.dumpAsm))
         return "--dump-asm needs a value";
+    } else if (a == "--devices" || a == "--device-memory") {
+      std::string v2;
+      if (!value(v2))
+        return a + " needs a value";
+      char *end = nullptr;
+      unsigned long long n = std::strtoull(v2.c_str(), &end, 10);
+      if (v2.empty() || *end || v2[0] == '-')
+        return a + " needs a non-negative integer, got '" + v2 + "'";
+      if (a == "--devices")
+        f.devices = unsigned(n);
+      else
+        f.deviceMemory = n;
     } else if (a == "--backend") {
       if (!value(f.backend))
         return "--backend needs a value";
@@ -153,6 +169,8 @@ int main(int argc, char **argv) {
   }
 
   tools::ModelRunner runner(f.backend);
+  if (f.devices)
+    runner.setMultiDevice(f.devices, f.deviceMemory);
   auto t0 = std::chrono::steady_clock::now();
   if (Error e = runner.load(f.model, haveData ? &data : nullptr))
     return fail(e, "loading the model");
@@ -197,6 +215,11 @@ int main(int argc, char **argv) {
               << "\n";
   }
 
+  const MultiDeviceNetwork *md = runner.multiDevice();
+  if (md) // the plan goes to stderr so that --json keeps one line on stdout
+    std::cerr << md->planText << "\n" << runner.lastReport().toString() << "\n"
+              << "simulated: " << runner.lastReport().totalCycles() << " cycles, "
+              << runner.lastReport().totalDmaBytes() << " DMA bytes (last run)\n";
   if (!f.json) {
     std::cout << "model:        " << f.model << "\n"
               << "backend:      " << f.backend << " (" << f.threads << " threads)\n"
@@ -229,7 +252,12 @@ int main(int argc, char **argv) {
               << ", \"activation_bytes\": " << actPeak
               << ", \"activation_alloc_bytes\": " << actTotal
               << ", \"constant_bytes\": " << runner.constantBytes()
-              << ", \"peak_rss_bytes\": " << tools::peakRSSBytes() << "}" << std::endl;
+              << ", \"peak_rss_bytes\": " << tools::peakRSSBytes();
+    if (md)
+      std::cout << ", \"devices\": " << f.devices << ", \"partitions\": " << md->numPartitions
+                << ", \"simulated_cycles\": " << runner.lastReport().totalCycles()
+                << ", \"dma_bytes\": " << runner.lastReport().totalDmaBytes();
+    std::cout << "}" << std::endl;
   }
   return cmp.match ? 0 : 1;
 }

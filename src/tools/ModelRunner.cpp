@@ -81,7 +81,7 @@ Comparison compareOutputs(const std::vector<const Tensor *> &got,
 }
 
 ModelRunner::ModelRunner(const std::string &backend)
-    : ee_(std::make_unique<ExecutionEngine>(backend)) {}
+    : backend_(backend), ee_(std::make_unique<ExecutionEngine>(backend)) {}
 
 ModelRunner::~ModelRunner() = default;
 
@@ -101,13 +101,26 @@ Error ModelRunner::load(const std::string &path, const TestDataSet *data,
       }
     }
   }
+  md_.reset(); // it runs functions of the module cleared next
   ee_->clear();
   f_ = ee_->getModule().createFunction("main");
   KILN_ASSIGN_OR_RETURN(model_, loadONNX(path, f_, opts));
   return Error::success();
 }
 
-Error ModelRunner::compile(const CompileOptions &opts) { return ee_->compile(CompilationMode::Infer, opts); }
+Error ModelRunner::compile(const CompileOptions &opts) {
+  if (!devices_)
+    return ee_->compile(CompilationMode::Infer, opts);
+  MultiDeviceOptions o;
+  o.backend = backend_;
+  o.devices = devices_;
+  o.deviceMemory = deviceMemory_;
+  o.compile = opts;
+  md_.reset();
+  KILN_ASSIGN_OR_RETURN(MultiDeviceNetwork md, createMultiDeviceNetwork(f_, o));
+  md_ = std::move(md);
+  return Error::success();
+}
 
 Error ModelRunner::bindInputs(const std::vector<Tensor> &inputs) {
   bindings_.clear();
@@ -153,7 +166,11 @@ Error ModelRunner::bindInputs(const std::vector<Tensor> &inputs) {
   return Error::success();
 }
 
-Error ModelRunner::run() { return ee_->run(bindings_); }
+Error ModelRunner::run() {
+  if (md_)
+    return md_->host->runNetworkBlocking(md_->network, bindings_, {}, &lastReport_);
+  return ee_->run(bindings_);
+}
 
 std::vector<const Tensor *> ModelRunner::outputs() const {
   std::vector<const Tensor *> out;

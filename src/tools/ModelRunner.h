@@ -5,9 +5,11 @@
 #define KILN_SRC_TOOLS_MODELRUNNER_H
 
 #include "kiln/Importer/ONNX.h"
+#include "kiln/Runtime/MultiDevice.h"
 #include "kiln/kiln.h"
 
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -48,6 +50,13 @@ public:
   /// (for models that feed shapes as inputs; the data must outlive compile and runs).
   Error load(const std::string &path, const TestDataSet *data = nullptr,
              bool freezeIntegerInputs = false);
+  /// Runs on \p devices devices of the backend through the runtime (partitioned by backend
+  /// support and device memory, with a CPU/Interpreter fallback for what the backend
+  /// cannot run) instead of one ExecutionEngine device. Call before compile().
+  void setMultiDevice(unsigned devices, uint64_t deviceMemory) {
+    devices_ = devices;
+    deviceMemory_ = deviceMemory;
+  }
   Error compile(const CompileOptions &opts = {});
   /// Binds inputs (copies of \p inputs; random values in [0, 1) when empty).
   Error bindInputs(const std::vector<Tensor> &inputs);
@@ -58,6 +67,10 @@ public:
   const ONNXModel &model() const { return model_; }
   Function *function() const { return f_; }
   ExecutionEngine &engine() { return *ee_; }
+  /// With setMultiDevice: the partition plan, the number of partitions, and the report of
+  /// the last run (simulated cycles and DMA bytes per partition).
+  const MultiDeviceNetwork *multiDevice() const { return md_ ? &*md_ : nullptr; }
+  const RunReport &lastReport() const { return lastReport_; }
   /// Bytes of all constants of the module.
   uint64_t constantBytes() const;
   /// Activation memory of the compiled graph from its low-level IR: the peak of the bytes
@@ -66,7 +79,12 @@ public:
   Expected<std::pair<uint64_t, uint64_t>> activationBytes() const;
 
 private:
-  std::unique_ptr<ExecutionEngine> ee_;
+  std::string backend_;
+  std::unique_ptr<ExecutionEngine> ee_; // owns the module, so declared before md_
+  unsigned devices_ = 0;
+  uint64_t deviceMemory_ = 0;
+  std::optional<MultiDeviceNetwork> md_; // runs functions of ee_'s module
+  RunReport lastReport_;
   Function *f_ = nullptr;
   ONNXModel model_;
   std::vector<std::string> inputNames_;
