@@ -382,6 +382,10 @@ Error convertSplit(Importer &I, const Node &n) {
   for (int64_t s : split) {
     if (s < 0)
       return I.parseError(n, "negative split size ", s);
+    // Each size is at most the dimension, so the running sum cannot overflow.
+    if (s > int64_t(in[axis]) - sum)
+      return I.parseError(n, "split sizes exceed dimension ", axis, " of ", dimsToString(in),
+                          " (", in[axis], ")");
     sum += s;
   }
   if (sum != int64_t(in[axis]))
@@ -456,6 +460,10 @@ Error convertSlice(Importer &I, const Node &n) {
     int64_t d = int64_t(in[ax]), s = starts[i], e = ends[i], p = steps[i];
     if (p == 0)
       return I.parseError(n, "a step is 0");
+    // A step longer than the axis picks at most one element: clamp it, so that no
+    // arithmetic below overflows (steps such as INT64_MIN come from malformed files).
+    int64_t maxStep = std::max<int64_t>(d, 1);
+    p = p > 0 ? std::min(p, maxStep) : std::max(p, -maxStep);
     if (s < 0)
       s = s < -d ? 0 : s + d;
     if (e < 0)
@@ -674,8 +682,10 @@ Error convertRange(Importer &I, const Node &n) {
   } else {
     std::vector<int64_t> v(m);
     int64_t si = tensorToInts(*a)[0], di = tensorToInts(*c)[0];
+    // In unsigned arithmetic: near the int64 limits the count above (computed in double)
+    // may be one too many, and that element must not be signed overflow.
     for (size_t i = 0; i < m; i++)
-      v[i] = si + int64_t(i) * di;
+      v[i] = int64_t(uint64_t(si) + uint64_t(i) * uint64_t(di));
     I.setOutputConst(n, 0, tensorFromInts(k, {dim_t(m)}, v));
   }
   return Error::success();
