@@ -41,7 +41,10 @@ public:
   HostManager *getHostManager() const { return host_.get(); }
 
   /// Verifies and compiles every function of the module (replacing what an earlier
-  /// compile loaded).
+  /// compile loaded). Each Function is optimised and lowered in place by the backend's
+  /// pass pipeline, and a Constant used only by a folded node (e.g. convolution weights
+  /// absorbing a BatchNormalization) is rewritten in place: clone a Function first to keep
+  /// the original graph.
   Error compile(CompilationMode mode = CompilationMode::Infer, const CompileOptions &opts = {});
   /// Runs the compiled function \p name (may be empty when the module has exactly one).
   /// Safe to call from several threads at once with distinct bindings.
