@@ -103,6 +103,12 @@ Converter variadic(FoldOp op, bool mean) {
   return [op, mean](Importer &I, const Node &n) -> Error {
     if (n.input_size() < 1)
       return I.parseError(n, "needs at least one input");
+    // Every input of Sum/Mean/Max/Min is required: the empty name (ONNX's "absent") is
+    // malformed here, not an optional input to skip.
+    for (int i = 0; i < n.input_size(); i++)
+      if (!I.hasInput(n, i))
+        return I.parseError(n, "input " + std::to_string(i) + " is empty; every input of " +
+                                   n.op_type() + " is required");
     bool done;
     KILN_RETURN_IF_ERR(foldedOr(I, n, done, [&](const std::vector<const Tensor *> &t)
                                                 -> Expected<Tensor> {

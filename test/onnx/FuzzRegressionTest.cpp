@@ -89,6 +89,22 @@ TEST(FuzzRegressionTest, RequiredInputEmptyOrMissing) {
   }
 }
 
+// Found by the fuzzer: `Max(s, k, "")` with constant s and k made the constant folder read
+// the absent third input.
+TEST(FuzzRegressionTest, VariadicInputEmpty) {
+  for (const char *op : {"Sum", "Mean", "Max", "Min"}) {
+    for (int empty = 0; empty < 3; empty++) {
+      B m(13);
+      m.init("a", {2}, {1, 2}).init("b", {2}, {3, 4}).output("y");
+      std::vector<std::string> ins = {"a", "b", "a"};
+      ins[size_t(empty)] = "";
+      m.node(op, ins, {"y"}, "bad");
+      Error e = loadBytes(m.bytes());
+      expectParseError(e, "input " + std::to_string(empty) + " is empty");
+    }
+  }
+}
+
 TEST(FuzzRegressionTest, OpsetDependentArity) {
   // Slice and Unsqueeze take their parameters as attributes before opsets 10 and 13: one
   // input is enough there, and required from those opsets on.
