@@ -1,0 +1,324 @@
+// The float32 GEMM engine shared by the GEMM-based kernels (libjit_gemm.cpp and the
+// convolution algorithms built on it): vector helpers, the register-blocked micro-kernel
+// with its fused epilogue, operand sources (packed at compile time, or packed per block
+// from row-major memory), and the blocked, thread-partitioned driver. Internal to the
+// kernel library: everything is a template or inline, so each kernel file that includes
+// it gets its own copy in its bitcode.
+#ifndef KILN_BACKENDS_CPU_LIBJIT_LIBJIT_GEMM_IMPL_H
+#define KILN_BACKENDS_CPU_LIBJIT_LIBJIT_GEMM_IMPL_H
+
+#include "libjit_defs.h"
+#include "libjit_gemm_config.h"
+
+namespace libjit {
+template <int VW> struct VecOf;
+template <> struct VecOf<16> { typedef float T __attribute__((vector_size(64))); };
+template <> struct VecOf<8> { typedef float T __attribute__((vector_size(32))); };
+
+template <class V> LIBJIT_INLINE V loadV(const float *p) {
+  V v;
+  __builtin_memcpy(&v, p, sizeof(V));
+  return v;
+}
+template <class V> LIBJIT_INLINE void storeV(float *p, V v) { __builtin_memcpy(p, &v, sizeof(V)); }
+/// All lanes = s. (Not `(V){} + s`: without fast-math 0 + s does not fold, and the add
+/// costs an instruction per broadcast in the inner loop.)
+template <class V> LIBJIT_INLINE V splatV(float s) {
+  V v;
+  LIBJIT_UNROLL
+  for (unsigned i = 0; i < sizeof(V) / sizeof(float); i++)
+    v[i] = s;
+  return v;
+}
+
+/// What happens to a finished tile: C = (accumulate ? C : 0) + A*B, and on the last K
+/// block + biasRow[r] + biasCol[c] + add[r][c], then clamped to [lo, hi] when act.
+struct Epilogue {
+  const float *biasRow;
+  const float *biasCol;
+  const float *add;
+  int64_t ldadd;
+  int act;
+  float lo, hi;
+};
+
+/// C[0:mr, 0:nr] (+)= A panel x B panel over kc, computed as an MRr-row tile (mr <= MRr;
+/// the packed A panel is zero-padded, so the extra rows are computed and not stored).
+/// a: [kc][Cfg::MR], b: [kc][Cfg::NR].
+template <class Cfg, int MRr>
+LIBJIT_NOINLINE void microKernel(int64_t kc, const float *__restrict a, const float *__restrict b,
+                                 float *__restrict c, int64_t ldc, int64_t mr, int64_t nr,
+                                 int accumulate, int last, const Epilogue *epi) {
+  typedef typename VecOf<Cfg::VW>::T V;
+  constexpr int VW = Cfg::VW, NV = Cfg::NV, MR = Cfg::MR, NR = Cfg::NR;
+  V acc[MRr][NV];
+  LIBJIT_UNROLL
+  for (int r = 0; r < MRr; r++)
+    LIBJIT_UNROLL
+    for (int v = 0; v < NV; v++)
+      acc[r][v] = (V){};
+  for (int64_t k = 0; k < kc; k++) {
+    V bv[NV];
+    LIBJIT_UNROLL
+    for (int v = 0; v < NV; v++)
+      bv[v] = loadV<V>(b + k * NR + v * VW);
+    LIBJIT_UNROLL
+    for (int r = 0; r < MRr; r++) {
+      V av = splatV<V>(a[k * MR + r]);
+      LIBJIT_UNROLL
+      for (int v = 0; v < NV; v++)
+        acc[r][v] += av * bv[v];
+    }
+  }
+  if (nr == NR) {
+    LIBJIT_UNROLL
+    for (int r = 0; r < MRr; r++) {
+      if (r >= mr)
+        break;
+      LIBJIT_UNROLL
+      for (int v = 0; v < NV; v++) {
+        float *p = c + r * ldc + v * VW;
+        V x = acc[r][v];
+        if (accumulate)
+          x += loadV<V>(p);
+        if (last) {
+          if (epi->biasRow)
+            x += epi->biasRow[r];
+          if (epi->biasCol)
+            x += loadV<V>(epi->biasCol + v * VW);
+          if (epi->add)
+            x += loadV<V>(epi->add + r * epi->ldadd + v * VW);
+          if (epi->act) {
+            x = x < epi->lo ? splatV<V>(epi->lo) : x;
+            x = x > epi->hi ? splatV<V>(epi->hi) : x;
+          }
+        }
+        storeV(p, x);
+      }
+    }
+    return;
+  }
+  // A partial tile: the same, one column at a time.
+  for (int r = 0; r < MRr && r < mr; r++) {
+    float row[NR];
+    LIBJIT_UNROLL
+    for (int v = 0; v < NV; v++)
+      storeV(row + v * VW, acc[r][v]);
+    for (int64_t j = 0; j < nr; j++) {
+      float x = row[j];
+      float *p = c + r * ldc + j;
+      if (accumulate)
+        x += *p;
+      if (last) {
+        if (epi->biasRow)
+          x += epi->biasRow[r];
+        if (epi->biasCol)
+          x += epi->biasCol[j];
+        if (epi->add)
+          x += epi->add[r * epi->ldadd + j];
+        if (epi->act) {
+          x = x < epi->lo ? epi->lo : x;
+          x = x > epi->hi ? epi->hi : x;
+        }
+      }
+      *p = x;
+    }
+  }
+}
+
+/// Picks the smallest instantiated tile height that covers mr rows: MR, 8, 4, 2 or 1
+/// (few instantiations keep the kernel library quick to compile).
+template <class Cfg>
+LIBJIT_INLINE void microKernelDispatch(int64_t mr, int64_t kc, const float *a, const float *b,
+                                       float *c, int64_t ldc, int64_t nr, int accumulate,
+                                       int last, const Epilogue *epi) {
+  constexpr int MR = Cfg::MR;
+  constexpr int H8 = MR > 8 ? 8 : MR, H4 = MR > 4 ? 4 : MR, H2 = MR > 2 ? 2 : MR;
+  if (mr > H8)
+    microKernel<Cfg, MR>(kc, a, b, c, ldc, mr, nr, accumulate, last, epi);
+  else if (mr > H4)
+    microKernel<Cfg, H8>(kc, a, b, c, ldc, mr, nr, accumulate, last, epi);
+  else if (mr > H2)
+    microKernel<Cfg, H4>(kc, a, b, c, ldc, mr, nr, accumulate, last, epi);
+  else if (mr > 1)
+    microKernel<Cfg, H2>(kc, a, b, c, ldc, mr, nr, accumulate, last, epi);
+  else
+    microKernel<Cfg, 1>(kc, a, b, c, ldc, mr, nr, accumulate, last, epi);
+}
+
+// ---- Operand sources: already packed (constant weights) or packed per block. ----
+
+/// A operand packed at compile time: panels of MR rows over the full K.
+template <class Cfg> struct PackedA {
+  static constexpr bool packed = true;
+  const float *p;
+  int64_t K;
+  const float *panel(int64_t row, int64_t pc) const { return p + (row / Cfg::MR) * K * Cfg::MR + pc * Cfg::MR; }
+  void pack(float *, int64_t, int64_t, int64_t, int64_t) const {}
+};
+
+/// A operand in row-major memory with leading dimension lda.
+template <class Cfg> struct RawA {
+  static constexpr bool packed = false;
+  const float *p;
+  int64_t lda;
+  const float *panel(int64_t, int64_t) const { return nullptr; }
+  /// Packs rows [i0, i0+mc) x columns [pc, pc+kc) into panels [kc][MR].
+  void pack(float *dst, int64_t i0, int64_t mc, int64_t pc, int64_t kc) const {
+    for (int64_t ip = 0; ip < mc; ip += Cfg::MR) {
+      int64_t rows = minI(Cfg::MR, mc - ip);
+      float *d = dst + (ip / Cfg::MR) * kc * Cfg::MR;
+      for (int64_t r = 0; r < Cfg::MR; r++) {
+        if (r < rows) {
+          const float *s = p + (i0 + ip + r) * lda + pc;
+          for (int64_t k = 0; k < kc; k++)
+            d[k * Cfg::MR + r] = s[k];
+        } else {
+          for (int64_t k = 0; k < kc; k++)
+            d[k * Cfg::MR + r] = 0.0f;
+        }
+      }
+    }
+  }
+};
+
+/// B operand packed at compile time: panels of NR columns over the full K.
+template <class Cfg> struct PackedB {
+  static constexpr bool packed = true;
+  const float *p;
+  int64_t K;
+  const float *panel(int64_t col, int64_t pc) const { return p + (col / Cfg::NR) * K * Cfg::NR + pc * Cfg::NR; }
+  void pack(float *, int64_t, int64_t, int64_t, int64_t) const {}
+};
+
+/// B operand in row-major memory with leading dimension ldb.
+template <class Cfg> struct RawB {
+  static constexpr bool packed = false;
+  const float *p;
+  int64_t ldb;
+  const float *panel(int64_t, int64_t) const { return nullptr; }
+  /// Packs rows [pc, pc+kc) x columns [j0, j0+nc) into panels [kc][NR].
+  void pack(float *dst, int64_t j0, int64_t nc, int64_t pc, int64_t kc) const {
+    for (int64_t jp = 0; jp < nc; jp += Cfg::NR) {
+      int64_t cols = minI(Cfg::NR, nc - jp);
+      float *d = dst + (jp / Cfg::NR) * kc * Cfg::NR;
+      if (cols == Cfg::NR) {
+        for (int64_t k = 0; k < kc; k++) {
+          const float *s = p + (pc + k) * ldb + j0 + jp;
+          for (int64_t c = 0; c < Cfg::NR; c++)
+            d[k * Cfg::NR + c] = s[c];
+        }
+      } else {
+        for (int64_t k = 0; k < kc; k++) {
+          const float *s = p + (pc + k) * ldb + j0 + jp;
+          for (int64_t c = 0; c < Cfg::NR; c++)
+            d[k * Cfg::NR + c] = c < cols ? s[c] : 0.0f;
+        }
+      }
+    }
+  }
+};
+
+/// The thread split of an M x N GEMM: columns when there are enough, else rows.
+template <class Cfg>
+LIBJIT_INLINE void gemmPartition(int64_t M, int64_t N, int64_t tid, int64_t nthreads,
+                                 int64_t *m0, int64_t *m1, int64_t *n0, int64_t *n1) {
+  *m0 = 0, *m1 = M, *n0 = 0, *n1 = N;
+  if (nthreads > 1) {
+    if (N >= nthreads * Cfg::NR * 4 || M < nthreads * Cfg::MR * 2)
+      partition(N, Cfg::NR, tid, nthreads, n0, n1);
+    else
+      partition(M, Cfg::MR, tid, nthreads, m0, m1);
+  }
+}
+
+/// C[m0:m1, n0:n1] (ldc) = A x B + epilogue, using \p scratch (gemmScratchFloats floats).
+template <class Cfg, class ASrc, class BSrc>
+LIBJIT_INLINE void gemmRange(int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t K,
+                             const ASrc &A, const BSrc &B, float *C, int64_t ldc,
+                             const Epilogue &epi, float *scratch) {
+  constexpr int64_t MR = Cfg::MR, NR = Cfg::NR, KC = Cfg::KC, MC = Cfg::MC, NC = Cfg::NC;
+  if (m0 >= m1 || n0 >= n1)
+    return;
+  float *bbuf = scratch;
+  float *abuf = bbuf + KC * (NC + NR);
+  for (int64_t jc = n0; jc < n1; jc += NC) {
+    int64_t nc = minI(NC, n1 - jc);
+    for (int64_t pc = 0; pc < K; pc += KC) {
+      int64_t kc = minI(KC, K - pc);
+      int accumulate = pc > 0;
+      int last = pc + kc == K;
+      if (!BSrc::packed)
+        B.pack(bbuf, jc, nc, pc, kc);
+      for (int64_t ic = m0; ic < m1; ic += MC) {
+        int64_t mc = minI(MC, m1 - ic);
+        if (!ASrc::packed)
+          A.pack(abuf, ic, mc, pc, kc);
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+          int64_t nr = minI(NR, nc - jr);
+          const float *bp = BSrc::packed ? B.panel(jc + jr, pc) : bbuf + (jr / NR) * kc * NR;
+          for (int64_t ir = 0; ir < mc; ir += MR) {
+            int64_t mr = minI(MR, mc - ir);
+            const float *ap = ASrc::packed ? A.panel(ic + ir, pc) : abuf + (ir / MR) * kc * MR;
+            int64_t row = ic + ir, col = jc + jr;
+            Epilogue e;
+            e.biasRow = epi.biasRow ? epi.biasRow + row : nullptr;
+            e.biasCol = epi.biasCol ? epi.biasCol + col : nullptr;
+            e.add = epi.add ? epi.add + row * epi.ldadd + col : nullptr;
+            e.ldadd = epi.ldadd;
+            e.act = epi.act;
+            e.lo = epi.lo;
+            e.hi = epi.hi;
+            microKernelDispatch<Cfg>(mr, kc, ap, bp, C + row * ldc + col, ldc, nr, accumulate,
+                                     last, &e);
+          }
+        }
+      }
+    }
+  }
+}
+
+/// C[M x N] (ldc) = A x B + epilogue, the share of thread tid of nthreads; each thread uses
+/// its own slice of scratch.
+template <class Cfg, class ASrc, class BSrc>
+LIBJIT_INLINE void gemmDriver(int64_t M, int64_t N, int64_t K, const ASrc &A, const BSrc &B,
+                              float *C, int64_t ldc, const Epilogue &epi, float *scratch,
+                              int64_t tid, int64_t nthreads) {
+  int64_t m0, m1, n0, n1;
+  gemmPartition<Cfg>(M, N, tid, nthreads, &m0, &m1, &n0, &n1);
+  gemmRange<Cfg>(m0, m1, n0, n1, K, A, B, C, ldc, epi, scratch + tid * gemmScratchFloats<Cfg>());
+}
+
+/// Packs W [O x K] (row-major) as the B operand W^T [K x O] in NR-column panels.
+template <class Cfg> void packBT(float *dst, const float *Wt, int64_t K, int64_t O) {
+  for (int64_t q = 0; q < ceilDiv(O, Cfg::NR); q++)
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t c = 0; c < Cfg::NR; c++) {
+        int64_t j = q * Cfg::NR + c;
+        dst[(q * K + k) * Cfg::NR + c] = j < O ? Wt[j * K + k] : 0.0f;
+      }
+}
+
+/// Packs row-major A [M x K] (lda) into MR-row panels.
+template <class Cfg> void packA(float *dst, const float *A, int64_t M, int64_t K, int64_t lda) {
+  for (int64_t p = 0; p < ceilDiv(M, Cfg::MR); p++)
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t r = 0; r < Cfg::MR; r++) {
+        int64_t i = p * Cfg::MR + r;
+        dst[(p * K + k) * Cfg::MR + r] = i < M ? A[i * lda + k] : 0.0f;
+      }
+}
+
+/// Packs row-major B [K x N] (ldb) into NR-column panels.
+template <class Cfg> void packB(float *dst, const float *B, int64_t K, int64_t N, int64_t ldb) {
+  for (int64_t q = 0; q < ceilDiv(N, Cfg::NR); q++)
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t c = 0; c < Cfg::NR; c++) {
+        int64_t j = q * Cfg::NR + c;
+        dst[(q * K + k) * Cfg::NR + c] = j < N ? B[k * ldb + j] : 0.0f;
+      }
+}
+
+} // namespace libjit
+
+#endif // KILN_BACKENDS_CPU_LIBJIT_LIBJIT_GEMM_IMPL_H
