@@ -1,5 +1,14 @@
 #include "ThreadPool.h"
 
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define KILN_CPU_RELAX() _mm_pause()
+#else
+#define KILN_CPU_RELAX() std::this_thread::yield()
+#endif
+
 namespace kiln::cpu {
 
 unsigned ThreadPool::hardwareThreads() {
@@ -7,7 +16,8 @@ unsigned ThreadPool::hardwareThreads() {
   return n ? n : 1;
 }
 
-ThreadPool::ThreadPool(unsigned threads) : threads_(threads ? threads : 1) {
+ThreadPool::ThreadPool(unsigned threads, unsigned spinMicros)
+    : threads_(threads ? threads : 1), spinMicros_(spinMicros) {
   for (unsigned t = 1; t < threads_; t++)
     workers_.emplace_back([this, t] { workerLoop(t); });
 }
@@ -22,22 +32,51 @@ ThreadPool::~ThreadPool() {
     w.join();
 }
 
+template <class Pred> bool ThreadPool::spinFor(Pred pred) const {
+  if (spinMicros_ == 0)
+    return pred();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spinMicros_);
+  for (;;) {
+    // Check the clock only every 64 polls: reading it costs more than a poll.
+    for (int i = 0; i < 64; i++) {
+      if (pred())
+        return true;
+      KILN_CPU_RELAX();
+    }
+    if (std::chrono::steady_clock::now() >= deadline)
+      return pred();
+  }
+}
+
 void ThreadPool::workerLoop(unsigned tid) {
   uint64_t seen = 0;
   for (;;) {
+    auto published = [&] { return generation_.load(std::memory_order_acquire) != seen; };
     const std::function<void(unsigned)> *task;
-    {
-      std::unique_lock<std::mutex> l(m_);
-      wake_.wait(l, [&] { return stop_ || generation_ != seen; });
+    if (spinFor(published)) {
+      // task_ was written before the generation bump (under m_); take it under m_ too, so
+      // that a stop published at the same time is seen.
+      std::lock_guard<std::mutex> l(m_);
       if (stop_)
         return;
-      seen = generation_;
+      seen = generation_.load(std::memory_order_relaxed);
+      task = task_;
+    } else {
+      std::unique_lock<std::mutex> l(m_);
+      sleepers_++;
+      wake_.wait(l, [&] { return stop_ || published(); });
+      sleepers_--;
+      if (stop_)
+        return;
+      seen = generation_.load(std::memory_order_relaxed);
       task = task_;
     }
     (*task)(tid);
-    std::lock_guard<std::mutex> l(m_);
-    if (--pending_ == 0)
-      done_.notify_one();
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> l(m_);
+      if (callerWaiting_)
+        done_.notify_one();
+    }
   }
 }
 
@@ -50,14 +89,19 @@ void ThreadPool::run(const std::function<void(unsigned)> &fn) {
   {
     std::lock_guard<std::mutex> l(m_);
     task_ = &fn;
-    pending_ = threads_ - 1;
-    generation_++;
+    pending_.store(threads_ - 1, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
+    if (sleepers_)
+      wake_.notify_all();
   }
-  wake_.notify_all();
   fn(0);
-  std::unique_lock<std::mutex> l(m_);
-  done_.wait(l, [&] { return pending_ == 0; });
-  task_ = nullptr;
+  auto finished = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!spinFor(finished)) {
+    std::unique_lock<std::mutex> l(m_);
+    callerWaiting_ = true;
+    done_.wait(l, finished);
+    callerWaiting_ = false;
+  }
 }
 
 } // namespace kiln::cpu

@@ -1,13 +1,19 @@
 /// \file
-/// The CPU backend's intra-op thread pool: N-1 workers that block on a condition variable
-/// (they never spin for long: on a small machine a spinning pool steals cores from
-/// everything else) plus the calling thread.
+/// The CPU backend's intra-op thread pool: N-1 workers plus the calling thread.
+///
+/// A compiled network is a sequence of stages, most of them parallel, separated by a few
+/// microseconds. Waking a blocked worker costs tens of microseconds on a virtual machine,
+/// paid twice per stage, so workers first spin for a short, bounded time (spinMicros) on
+/// an atomic generation counter and only then block on a condition variable; the caller
+/// does the same while it waits for the workers. Between inferences everybody blocks, so
+/// an idle pool never steals a core from other work for longer than the spin bound.
 #ifndef KILN_BACKENDS_CPU_THREADPOOL_H
 #define KILN_BACKENDS_CPU_THREADPOOL_H
 
+#include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
-#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -16,8 +22,12 @@ namespace kiln::cpu {
 
 class ThreadPool {
 public:
-  /// A pool running tasks on \p threads threads in all (the caller included).
-  explicit ThreadPool(unsigned threads);
+  /// Default bound on spin-waiting, in microseconds.
+  static constexpr unsigned kDefaultSpinMicros = 100;
+
+  /// A pool running tasks on \p threads threads in all (the caller included); waiting
+  /// threads spin for at most \p spinMicros before blocking (0: block at once).
+  explicit ThreadPool(unsigned threads, unsigned spinMicros = kDefaultSpinMicros);
   ~ThreadPool();
   ThreadPool(const ThreadPool &) = delete;
   ThreadPool &operator=(const ThreadPool &) = delete;
@@ -32,16 +42,23 @@ public:
 
 private:
   void workerLoop(unsigned tid);
+  /// Spins until pred() holds or the spin bound passes; returns pred().
+  template <class Pred> bool spinFor(Pred pred) const;
 
   unsigned threads_;
+  unsigned spinMicros_;
   std::vector<std::thread> workers_;
   std::mutex runMutex_; // serialises run()
+
+  // Published task: generation_ is bumped (under m_) each time a task is published.
   std::mutex m_;
   std::condition_variable wake_, done_;
   const std::function<void(unsigned)> *task_ = nullptr;
-  uint64_t generation_ = 0;
-  unsigned pending_ = 0;
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<unsigned> pending_{0};
+  unsigned sleepers_ = 0;     // workers blocked on wake_ (guarded by m_)
+  bool callerWaiting_ = false; // the caller is blocked on done_ (guarded by m_)
+  bool stop_ = false;          // guarded by m_
 };
 
 } // namespace kiln::cpu

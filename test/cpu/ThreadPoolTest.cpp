@@ -1,0 +1,98 @@
+// The CPU backend's thread pool: every thread id runs exactly once per run(), run() returns
+// only after all of them finished, on both the spinning and the blocking paths, and
+// concurrent callers serialise.
+#include "backends/CPU/ThreadPool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+using kiln::cpu::ThreadPool;
+
+namespace {
+
+/// Runs \p runs tasks on \p pool, each recording which thread ids ran, sleeping
+/// \p idleMicros between runs (long idles force the workers onto the blocking path).
+void checkRuns(ThreadPool &pool, int runs, int idleMicros) {
+  unsigned n = pool.size();
+  for (int r = 0; r < runs; r++) {
+    std::vector<std::atomic<int>> hits(n);
+    for (auto &h : hits)
+      h = 0;
+    std::atomic<int> finished{0};
+    pool.run([&](unsigned tid) {
+      ASSERT_LT(tid, n);
+      hits[tid]++;
+      // Uneven work, so that the caller often finishes before the workers.
+      if (tid % 2 == 1)
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      finished++;
+    });
+    // run() returned: every task must have completed, each id exactly once.
+    ASSERT_EQ(finished.load(), int(n)) << "run " << r;
+    for (unsigned t = 0; t < n; t++)
+      ASSERT_EQ(hits[t].load(), 1) << "run " << r << " tid " << t;
+    if (idleMicros)
+      std::this_thread::sleep_for(std::chrono::microseconds(idleMicros));
+  }
+}
+
+} // namespace
+
+TEST(ThreadPoolTest, SingleThreadRunsOnCaller) {
+  ThreadPool pool(1);
+  std::thread::id caller = std::this_thread::get_id(), ran;
+  pool.run([&](unsigned tid) {
+    EXPECT_EQ(tid, 0u);
+    ran = std::this_thread::get_id();
+  });
+  EXPECT_EQ(ran, caller);
+}
+
+TEST(ThreadPoolTest, BackToBackRunsSpin) { // consecutive stages of an inference
+  ThreadPool pool(4);
+  checkRuns(pool, 2000, 0);
+}
+
+TEST(ThreadPoolTest, IdleRunsBlock) { // idle longer than the spin bound between runs
+  ThreadPool pool(3, /*spinMicros=*/20);
+  checkRuns(pool, 50, 2000);
+}
+
+TEST(ThreadPoolTest, NoSpinning) {
+  ThreadPool pool(2, /*spinMicros=*/0);
+  checkRuns(pool, 500, 0);
+  checkRuns(pool, 20, 500);
+}
+
+TEST(ThreadPoolTest, ConcurrentCallersSerialise) {
+  ThreadPool pool(2);
+  std::atomic<int> inside{0}, maxInside{0}, total{0};
+  auto caller = [&] {
+    for (int i = 0; i < 300; i++)
+      pool.run([&](unsigned) {
+        int now = ++inside;
+        int m = maxInside.load();
+        while (now > m && !maxInside.compare_exchange_weak(m, now)) {
+        }
+        total++;
+        --inside;
+      });
+  };
+  std::thread a(caller), b(caller);
+  a.join();
+  b.join();
+  EXPECT_EQ(total.load(), 2 * 300 * 2);
+  // Two tasks of one run may overlap, never tasks of two runs.
+  EXPECT_LE(maxInside.load(), 2);
+}
+
+TEST(ThreadPoolTest, DestroyWhileWorkersSleepOrSpin) {
+  for (int i = 0; i < 20; i++) {
+    ThreadPool pool(3, 50);
+    checkRuns(pool, 3, i % 2 ? 200 : 0);
+  } // destructor must join promptly in both states
+}
