@@ -1,0 +1,237 @@
+// Emitters of the GEMM-based instructions: convolutions (direct GEMM, transposed GEMM for
+// small images, depthwise), FullyConnected, MatMul, BatchMatMul and BatchedAdd.
+#include "Emitter.h"
+
+#include "backends/CPU/libjit/libjit.h"
+#include "backends/CPU/libjit/libjit_gemm_config.h"
+
+#include <cmath>
+
+namespace kiln::cpu {
+
+Error Emitter::planFC(Instruction *I, Value *dest, Value *in, Value *weights, Value *bias,
+                      std::vector<Item> &items, const FusedEpilogue *act) {
+  auto id = dimsOf(in), wd = dimsOf(weights);
+  int64_t N = id[0], K = id[1], M = wd[1];
+  FusedEpilogue epi;
+  auto fit = fused_.find(I);
+  if (fit != fused_.end())
+    epi = fit->second;
+  if (act)
+    epi = *act;
+  // Weights computed at run time (e.g. a transposed input) are packed per run.
+  auto *cw = dyn_cast<WeightVar>(weights);
+  bool constW = cw && cw->isConstant();
+  Value *w = weights;
+  Location wl;
+  if (constW) {
+    KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, 2, 1, K, M));
+    wl = {kConstantBase, off};
+  } else {
+    int64_t floats = avx512_ ? libjit::packedBFloats<libjit::GemmAvx512>(K, M)
+                             : libjit::packedBFloats<libjit::GemmAvx2>(K, M);
+    wl = {kActivationBase, reserveExtra(floats * 4)};
+    items.push_back({false, "pack", [=] {
+                       call("libjit_pack_b_f32_" + isa_, {at(wl), ptr(w), I64(K), I64(M), I64(M)});
+                     }});
+  }
+  usesScratch_ = true;
+  items.push_back({true, "fc " + std::to_string(N) + "x" + std::to_string(K) + "x" + std::to_string(M), [=] {
+                     call("libjit_fc_f32_" + isa_,
+                          {ptr(dest), ptr(in), at(wl), bias ? ptr(bias) : nullPtr(),
+                           epi.add ? ptr(epi.add) : nullPtr(), I64(N), I64(K), I64(M),
+                           I64(epi.act), F32(epi.lo), F32(epi.hi), scratch(), tid_, nth_});
+                   }});
+  return Error::success();
+}
+
+namespace {
+
+/// The activation of a FusedConvolution/FusedFullyConnected as a clamp, or false.
+bool activationClamp(const std::string &act, float alpha, float beta, FusedEpilogue &epi) {
+  if (act == "Relu") {
+    epi.act = true;
+    epi.lo = 0.0f;
+    epi.hi = INFINITY;
+    return true;
+  }
+  if (act == "Clip") {
+    epi.act = true;
+    epi.lo = alpha;
+    epi.hi = beta;
+    return true;
+  }
+  if (act.empty() || act == "None") {
+    epi.act = false;
+    return true;
+  }
+  return false;
+}
+
+} // namespace
+
+Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
+  std::vector<dim_t> kernels, strides, pads, dilations;
+  int64_t G;
+  FusedEpilogue epi;
+  if (auto *c = dyn_cast<ConvolutionInst>(I)) {
+    kernels = c->getKernels(), strides = c->getStrides(), pads = c->getPads();
+    dilations = c->getDilations();
+    G = int64_t(c->getGroup());
+    auto fit = fused_.find(I);
+    if (fit != fused_.end())
+      epi = fit->second;
+  } else {
+    auto *f = cast<FusedConvolutionInst>(I);
+    kernels = f->getKernels(), strides = f->getStrides(), pads = f->getPads();
+    dilations = f->getDilations();
+    G = int64_t(f->getGroup());
+    if (!activationClamp(f->getActivation(), f->getAlpha(), f->getBeta(), epi))
+      return makeError(ErrorCode::Unsupported, "CPU backend: activation ", f->getActivation(),
+                       " of '", I->getName(), "'");
+  }
+  Value *dest = I->getOperand(0).first, *in = I->getOperand(1).first,
+        *filter = I->getOperand(2).first, *bias = I->getOperand(3).first;
+  auto id = dimsOf(in), od = dimsOf(dest);
+  if (id.size() != 4 || kernels.size() != 2)
+    return makeError(ErrorCode::Unsupported, "CPU backend: only 2-D convolutions");
+  int64_t N = id[0], C = id[1], H = id[2], W = id[3], O = od[1], OH = od[2], OW = od[3];
+  int64_t KH = kernels[0], KW = kernels[1];
+  int64_t SH = strides[0], SW = strides[1];
+  int64_t PT = pads[0], PL = pads[1];
+  int64_t DH = dilations.size() ? dilations[0] : 1;
+  int64_t DW = dilations.size() > 1 ? dilations[1] : 1;
+  std::string desc = std::to_string(KH) + "x" + std::to_string(KW) + "/" + std::to_string(SH) +
+                     " " + std::to_string(C) + "->" + std::to_string(O) + " " +
+                     std::to_string(H) + "x" + std::to_string(W) + (G > 1 ? " g" + std::to_string(G) : "") +
+                     (epi.add ? " +add" : "");
+  if (G > 1 && G == C && O == C && !epi.add) {
+    needPoolScratch(libjit_pool_scratch_floats(H, W, OH, OW, KH, KW, SH, SW, DH, DW));
+    items.push_back({true, "conv_dw " + desc, [=] {
+                       call("libjit_conv2d_dw_f32",
+                            {ptr(dest), ptr(in), ptr(filter), ptr(bias), I64(N), I64(C), I64(H),
+                             I64(W), I64(OH), I64(OW), I64(KH), I64(KW), I64(SH), I64(SW),
+                             I64(PT), I64(PL), I64(DH), I64(DW), I64(epi.act), F32(epi.lo),
+                             F32(epi.hi), scratch(), tid_, nth_});
+                     }});
+    return Error::success();
+  }
+  int64_t Og = O / G, K = (C / G) * KH * KW;
+  auto *cw = dyn_cast<WeightVar>(filter);
+  bool constW = cw && cw->isConstant();
+  Value *w = filter;
+  // Small images fill the NR-column panels of the pixel dimension badly: compute those
+  // transposed, pixels as rows (libjit_conv2d_t).
+  int64_t P = OH * OW, NR = avx512_ ? libjit::GemmAvx512::NR : libjit::GemmAvx2::NR;
+  double effN = double(P) / double((P + NR - 1) / NR * NR);
+  if (G == 1 && constW && opts_.transposedConv && effN < 0.92 &&
+      uint64_t(P * O) * 4 <= (8u << 20)) {
+    KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, 3, 1, K, O));
+    Location wtl{kConstantBase, off};
+    tScratchBytes_ = std::max<uint64_t>(tScratchBytes_, alignUp(uint64_t(P * O) * 4));
+    usesScratch_ = true;
+    items.push_back({true, "convT " + desc, [=] {
+                       call("libjit_conv2d_t_f32_" + isa_,
+                            {ptr(dest), ptr(in), at(wtl), ptr(bias),
+                             epi.add ? ptr(epi.add) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
+                             I64(O), I64(OH), I64(OW), I64(KH), I64(KW), I64(SH), I64(SW),
+                             I64(PT), I64(PL), I64(DH), I64(DW), I64(epi.act), F32(epi.lo),
+                             F32(epi.hi), tScratch(), scratch(), tid_, nth_});
+                     }});
+    return Error::success();
+  }
+  Location wl;
+  if (constW) {
+    KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, 1, G, Og, K));
+    wl = {kConstantBase, off};
+  } else {
+    int64_t per = avx512_ ? libjit::packedAFloats<libjit::GemmAvx512>(Og, K)
+                          : libjit::packedAFloats<libjit::GemmAvx2>(Og, K);
+    wl = {kActivationBase, reserveExtra(per * G * 4)};
+    items.push_back({false, "pack", [=] {
+                       for (int64_t g = 0; g < G; g++)
+                         call("libjit_pack_a_f32_" + isa_,
+                              {at({wl.base, wl.offset + uint64_t(g * per * 4)}),
+                               B_.CreateConstInBoundsGEP1_64(i8_, ptr(w), uint64_t(g * Og * K * 4)),
+                               I64(Og), I64(K), I64(K)});
+                     }});
+  }
+  usesScratch_ = true;
+  items.push_back({true, "conv " + desc, [=] {
+                     call("libjit_conv2d_f32_" + isa_,
+                          {ptr(dest), ptr(in), at(wl), ptr(bias),
+                           epi.add ? ptr(epi.add) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
+                           I64(O), I64(OH), I64(OW), I64(KH), I64(KW), I64(SH), I64(SW),
+                           I64(PT), I64(PL), I64(DH), I64(DW), I64(G), I64(epi.act),
+                           F32(epi.lo), F32(epi.hi), scratch(), tid_, nth_});
+                   }});
+  return Error::success();
+}
+
+Error Emitter::planFullyConnected(Instruction *I, std::vector<Item> &items) {
+  auto *fc = cast<FullyConnectedInst>(I);
+  return planFC(I, fc->getDest(), fc->getInput(), fc->getWeights(), fc->getBias(), items);
+}
+
+Error Emitter::planFusedFullyConnected(Instruction *I, std::vector<Item> &items) {
+  auto *fc = cast<FusedFullyConnectedInst>(I);
+  FusedEpilogue epi;
+  if (!activationClamp(fc->getActivation(), fc->getAlpha(), fc->getBeta(), epi))
+    return makeError(ErrorCode::Unsupported, "CPU backend: activation ", fc->getActivation(),
+                     " of '", I->getName(), "'");
+  return planFC(I, fc->getDest(), fc->getInput(), fc->getWeights(), fc->getBias(), items,
+                &epi);
+}
+
+Error Emitter::planMatMul(Instruction *I, std::vector<Item> &items) {
+  auto *mm = cast<MatMulInst>(I);
+  auto *w = dyn_cast<WeightVar>(mm->getRHS());
+  if (w && w->isConstant())
+    return planFC(I, mm->getDest(), mm->getLHS(), mm->getRHS(), nullptr, items);
+  Value *dest = mm->getDest(), *l = mm->getLHS(), *r = mm->getRHS();
+  auto ld = dimsOf(l), rd = dimsOf(r);
+  usesScratch_ = true;
+  items.push_back({true, "matmul", [=] {
+                     call("libjit_batchmatmul_f32_" + isa_,
+                          {ptr(dest), ptr(l), ptr(r), I64(1), I64(ld[0]), I64(ld[1]),
+                           I64(rd[1]), scratch(), tid_, nth_});
+                   }});
+  return Error::success();
+}
+
+Error Emitter::planBatchMatMul(Instruction *I, std::vector<Item> &items) {
+  auto *mm = cast<BatchMatMulInst>(I);
+  Value *dest = mm->getDest(), *l = mm->getLHS(), *r = mm->getRHS();
+  auto ld = dimsOf(l), rd = dimsOf(r);
+  usesScratch_ = true;
+  items.push_back({true, "batchmatmul", [=] {
+                     call("libjit_batchmatmul_f32_" + isa_,
+                          {ptr(dest), ptr(l), ptr(r), I64(ld[0]), I64(ld[1]), I64(ld[2]),
+                           I64(rd[2]), scratch(), tid_, nth_});
+                   }});
+  return Error::success();
+}
+
+Error Emitter::planBatchedAdd(Instruction *I, std::vector<Item> &items) {
+  auto serial = serialTo(items);
+  auto *ba = cast<BatchedAddInst>(I);
+  Value *dest = ba->getDest(), *b = ba->getBatch(), *s = ba->getSlice();
+  auto bd = dimsOf(b);
+  int64_t n = bd.empty() ? 1 : bd[0], sz = product(bd, 1);
+  serial("batchedadd", [=] {
+    call("libjit_batchedadd_f32", {ptr(dest), ptr(b), ptr(s), I64(n), I64(sz)});
+  });
+  return Error::success();
+}
+
+void registerGemmEmitters(EmitterTable &t) {
+  t[InstrKind::Convolution] = &Emitter::planConv;
+  t[InstrKind::FusedConvolution] = &Emitter::planConv;
+  t[InstrKind::FullyConnected] = &Emitter::planFullyConnected;
+  t[InstrKind::FusedFullyConnected] = &Emitter::planFusedFullyConnected;
+  t[InstrKind::MatMul] = &Emitter::planMatMul;
+  t[InstrKind::BatchMatMul] = &Emitter::planBatchMatMul;
+  t[InstrKind::BatchedAdd] = &Emitter::planBatchedAdd;
+}
+
+} // namespace kiln::cpu

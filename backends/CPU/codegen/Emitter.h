@@ -1,0 +1,229 @@
+/// \file
+/// The CPU backend's LLVM IR emitter (internal to codegen/). LLVMIRGen.cpp has the
+/// infrastructure (buffer locations, constants and their packing, stages, the driver);
+/// each instruction kind has an emitter in a family file, registered by kind
+/// (registerGemmEmitters, ...), and element-wise instructions get their default kernel from
+/// the operator table (EmitElementwise.cpp). An emitter turns one instruction into Items.
+#ifndef KILN_BACKENDS_CPU_CODEGEN_EMITTER_H
+#define KILN_BACKENDS_CPU_CODEGEN_EMITTER_H
+
+#include "Codegen.h"
+
+#include "backends/CPU/libjit/libjit_gemm_config.h"
+
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+namespace kiln::cpu {
+
+constexpr uint64_t kAlign = 64;
+inline uint64_t alignUp(uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+/// Byte range of a buffer, for alias checks.
+struct Range {
+  unsigned base;
+  uint64_t begin, end;
+};
+
+/// An element-wise instruction's scalar kernel and its float attributes.
+struct ElemOp {
+  std::string fn;
+  std::vector<float> attrs;
+};
+
+inline std::vector<int64_t> dimsOf(const Value *v) {
+  std::vector<int64_t> d;
+  for (dim_t x : v->getType()->dims)
+    d.push_back(int64_t(x));
+  return d;
+}
+inline std::vector<int64_t> stridesOf(const std::vector<int64_t> &dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (int i = int(dims.size()) - 2; i >= 0; i--)
+    s[i] = s[i + 1] * dims[i + 1];
+  return s;
+}
+inline int64_t product(const std::vector<int64_t> &d, size_t from = 0, size_t to = SIZE_MAX) {
+  int64_t p = 1;
+  for (size_t i = from; i < d.size() && i < to; i++)
+    p *= d[i];
+  return p;
+}
+
+class Emitter {
+public:
+  Emitter(IRFunction &F, const CodegenOptions &opts, const MemoryPlan &plan,
+          const FusionMap &fused, bool avx512, llvm::LLVMContext &ctx, llvm::Module &M,
+          Program &prog)
+      : F_(F), opts_(opts), plan_(plan), fused_(fused), avx512_(avx512), ctx_(ctx), M_(M),
+        prog_(prog), B_(ctx) {
+    isa_ = avx512 ? "avx512" : "avx2";
+    scratchPerThread_ = avx512 ? libjit::gemmScratchFloats<libjit::GemmAvx512>()
+                               : libjit::gemmScratchFloats<libjit::GemmAvx2>();
+    scratchOffset_ = alignUp(plan.size);
+    extrasTop_ = scratchOffset_;
+    i8_ = llvm::Type::getInt8Ty(ctx);
+    i64_ = llvm::Type::getInt64Ty(ctx);
+    f32_ = llvm::Type::getFloatTy(ctx);
+    i8p_ = i8_->getPointerTo();
+  }
+
+  Error run(std::vector<std::string> &entryNames);
+  uint64_t activationBytes() const { return extrasTop_; }
+  std::vector<char> &constants() { return consts_; }
+  unsigned numFusedLoops() const { return fusedLoops_; }
+  unsigned numFusedInstrs() const { return fusedInstrs_; }
+  /// Every kernel the generated code calls.
+  const std::set<std::string> &called() const { return called_; }
+
+  /// One planned step: emit() writes its LLVM IR into the current stage; parallel items
+  /// get a stage of their own, run by every thread of the pool.
+  struct Item {
+    bool parallel;
+    std::string name;
+    std::function<void()> emit;
+  };
+
+  // ---- Emitters by instruction kind (EmitGemm.cpp, EmitPool.cpp, EmitNorm.cpp,
+  // EmitData.cpp; element-wise chains in EmitElementwise.cpp) ----
+  Error planConv(Instruction *I, std::vector<Item> &items);
+  Error planFullyConnected(Instruction *I, std::vector<Item> &items);
+  Error planFusedFullyConnected(Instruction *I, std::vector<Item> &items);
+  Error planMatMul(Instruction *I, std::vector<Item> &items);
+  Error planBatchMatMul(Instruction *I, std::vector<Item> &items);
+  Error planBatchedAdd(Instruction *I, std::vector<Item> &items);
+  Error planPool(Instruction *I, std::vector<Item> &items);
+  Error planAdaptiveAvgPool(Instruction *I, std::vector<Item> &items);
+  Error planBatchNormalization(Instruction *I, std::vector<Item> &items);
+  Error planLayerNormalization(Instruction *I, std::vector<Item> &items);
+  Error planSoftMax(Instruction *I, std::vector<Item> &items);
+  Error planReduceKind(Instruction *I, std::vector<Item> &items);
+  Error planCopy(Instruction *I, std::vector<Item> &items);
+  Error planConcat(Instruction *I, std::vector<Item> &items);
+  Error planSlice(Instruction *I, std::vector<Item> &items);
+  Error planTranspose(Instruction *I, std::vector<Item> &items);
+  Error planBroadcast(Instruction *I, std::vector<Item> &items);
+  Error planTile(Instruction *I, std::vector<Item> &items);
+  Error planPad(Instruction *I, std::vector<Item> &items);
+  Error planSplat(Instruction *I, std::vector<Item> &items);
+  Error planInsertTensor(Instruction *I, std::vector<Item> &items);
+
+private:
+  /// Appends serial items to \p items: serialTo(items)("name", emit).
+  static auto serialTo(std::vector<Item> &items) {
+    return [&items](const char *name, std::function<void()> f) {
+      items.push_back({false, name, std::move(f)});
+    };
+  }
+  static Error unsupported(const Instruction *I) {
+    return makeError(ErrorCode::Unsupported, "CPU backend: no code for ", I->getKindName(),
+                     " '", I->getName(), "'");
+  }
+  /// The element-wise kernel of \p I, if it is an element-wise instruction with one.
+  bool elemOpOf(Instruction *I, ElemOp &op);
+
+  // ---- Buffers ----
+  Expected<Location> loc(const Value *v);
+  Expected<Range> range(const Value *v) {
+    KILN_ASSIGN_OR_RETURN(Location l, loc(v));
+    return Range{l.base, l.offset, l.offset + v->getType()->sizeInBytes()};
+  }
+  uint64_t constRaw(const WeightVar *w);
+  Expected<uint64_t> constPacked(const WeightVar *w, int kind, int64_t groups, int64_t rows,
+                                 int64_t cols);
+  uint64_t reserveExtra(uint64_t bytes) {
+    uint64_t off = extrasTop_;
+    extrasTop_ = alignUp(extrasTop_ + bytes);
+    return off;
+  }
+  llvm::Value *basePtr(unsigned base);
+  llvm::Value *at(Location l) {
+    return B_.CreateConstInBoundsGEP1_64(i8_, basePtr(l.base), l.offset);
+  }
+  llvm::Value *ptr(const Value *v) { return at(*loc(v)); }
+  llvm::Value *scratch() { return at({kActivationBase, scratchOffset_}); }
+  llvm::Value *tScratch() { return at({kActivationBase, tScratchOffset_}); }
+  void needPoolScratch(int64_t floats) {
+    usesScratch_ = true;
+    scratchPerThread_ = std::max(scratchPerThread_, floats);
+  }
+
+  // ---- LLVM helpers ----
+  llvm::Value *I64(int64_t x) { return llvm::ConstantInt::get(i64_, x); }
+  llvm::Value *F32(float x) { return llvm::ConstantFP::get(f32_, x); }
+  llvm::Value *nullPtr() { return llvm::ConstantPointerNull::get(llvm::cast<llvm::PointerType>(i8p_)); }
+  llvm::Value *i64Array(const std::vector<int64_t> &v);
+  llvm::Value *call(const std::string &name, std::vector<llvm::Value *> args);
+  void beginStage(bool parallel, const std::string &name);
+  void endStage();
+
+  // ---- Instructions ----
+  /// Dispatches to the emitter registered for I's kind.
+  Error plan(Instruction *I, std::vector<Item> &items);
+  Error planElementwise(std::vector<Instruction *> &group, std::vector<Item> &items);
+  void emitElementwise(const std::vector<Instruction *> &group, int64_t n, bool parallel);
+  void emitCopy(llvm::Value *dst, llvm::Value *src, std::vector<int64_t> dims,
+                std::vector<int64_t> dstStrides, std::vector<int64_t> srcStrides,
+                unsigned elemSize);
+  Error planFC(Instruction *I, Value *dest, Value *in, Value *weights, Value *bias,
+               std::vector<Item> &items, const FusedEpilogue *act = nullptr);
+  Error planReduce(Instruction *I, const std::vector<dim_t> &axes, const char *op, float init,
+                   bool mean, std::vector<Item> &items);
+
+  IRFunction &F_;
+  const CodegenOptions &opts_;
+  const MemoryPlan &plan_;
+  const FusionMap &fused_;
+  bool avx512_;
+  llvm::LLVMContext &ctx_;
+  llvm::Module &M_;
+  Program &prog_;
+  llvm::IRBuilder<> B_;
+  llvm::Type *i8_, *i64_, *f32_, *i8p_;
+  std::string isa_;
+  int64_t scratchPerThread_;
+  uint64_t scratchOffset_, extrasTop_;
+  bool usesScratch_ = false;
+  /// Scratch of the transposed convolutions (the largest one; stages run one at a time).
+  uint64_t tScratchBytes_ = 0, tScratchOffset_ = 0;
+
+  std::vector<char> consts_;
+  std::map<std::tuple<const WeightVar *, int, int64_t>, uint64_t> constCache_;
+  std::unordered_map<const Placeholder *, unsigned> phIndex_;
+
+  // Current stage function.
+  llvm::Function *fn_ = nullptr;
+  llvm::Value *bufs_ = nullptr, *tid_ = nullptr, *nth_ = nullptr;
+  llvm::BasicBlock *entry_ = nullptr;
+  std::map<unsigned, llvm::Value *> baseCache_;
+  unsigned stageCount_ = 0;
+  std::vector<std::string> *entryNames_ = nullptr;
+  std::vector<bool> stageParallel_;
+  std::vector<std::string> stageDesc_;
+  std::string missing_;
+  unsigned fusedLoops_ = 0, fusedInstrs_ = 0;
+  std::set<std::string> called_;
+};
+
+/// Emitters by instruction kind; kinds without one (and without an element-wise kernel)
+/// are reported unsupported.
+using PlanMethod = Error (Emitter::*)(Instruction *, std::vector<Emitter::Item> &);
+using EmitterTable = std::unordered_map<InstrKind, PlanMethod>;
+void registerGemmEmitters(EmitterTable &t);
+void registerPoolEmitters(EmitterTable &t);
+void registerNormEmitters(EmitterTable &t);
+void registerDataEmitters(EmitterTable &t);
+
+} // namespace kiln::cpu
+
+#endif // KILN_BACKENDS_CPU_CODEGEN_EMITTER_H
