@@ -2,6 +2,7 @@
 // that exercise GEMM-based convolution and FC, fused epilogues, element-wise fusion,
 // data movement, threads, and the AVX2 path on AVX-512 hosts.
 #include "backends/CPU/CPUBackend.h"
+#include "backends/CPU/codegen/Codegen.h"
 #include "kiln/kiln.h"
 
 #include <gtest/gtest.h>
@@ -239,6 +240,60 @@ TEST(CPUBackend, DumpsIRAndAssembly) {
   auto *c = static_cast<cpu::CPUFunction *>(cf->get());
   EXPECT_NE(c->getIR().find("define"), std::string::npos);
   EXPECT_NE(c->getAsm().find("kiln_stage_0"), std::string::npos);
+}
+
+/// A small conv net whose weights come from \p seed and whose input has \p channels.
+void buildConvNet(Net &n, uint64_t seed, dim_t channels = 8) {
+  n.F = n.mod.createFunction("main");
+  Function *F = n.F;
+  auto *x = n.mod.createPlaceholder(ElemKind::Float, {1, channels, 12, 12}, "x");
+  n.inputs = {x};
+  auto *w = randomConstant(n.mod, "c.w", {16, channels, 3, 3}, seed);
+  auto *b = randomConstant(n.mod, "c.b", {16}, seed + 1);
+  NodeValue h = F->createRelu(
+      "r", F->createConvolution("c", x, w, b, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1));
+  NodeValue flat = F->createReshape("flat", h, {1, 16 * 12 * 12});
+  auto *fw = randomConstant(n.mod, "fc.w", {16 * 12 * 12, 5}, seed + 2, 0.05f);
+  auto *fb = randomConstant(n.mod, "fc.b", {5}, seed + 3);
+  n.saves = {F->createSave("y", F->createFullyConnected("fc", flat, fw, fb))};
+}
+
+// A second compile of the same graph reuses the first one's native code, also when the
+// weights differ (code addresses constants through the constant arena); each program
+// still computes with its own weights. A different shape compiles anew.
+TEST(CPUBackend, SecondCompileReusesNativeCode) {
+  auto interp = exitOnError(createBackend("Interpreter"));
+  cpu::CPUBackend cpu;
+  CompileOptions opts;
+  opts.threads = 1;
+  std::vector<std::vector<std::vector<float>>> results;
+  for (uint64_t seed : {500, 700}) {
+    SCOPED_TRACE("weights seed " + std::to_string(seed));
+    Net ref, net;
+    buildConvNet(ref, seed);
+    buildConvNet(net, seed);
+    auto expected = runOn(ref, *interp, {});
+    size_t hitsBefore = cpu::getJitCacheStats().hits;
+    std::string stats;
+    auto got = runOn(net, cpu, opts, &stats);
+    expectClose(got, expected);
+    bool reused = stats.find("native code reused") != std::string::npos;
+    EXPECT_EQ(reused, seed == 700) << stats;
+    EXPECT_EQ(cpu::getJitCacheStats().hits, hitsBefore + (seed == 700 ? 1 : 0));
+    results.push_back(got);
+  }
+  // The two weight sets give different outputs: the reused code did not keep the first
+  // program's constants.
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_NE(results[0][0], results[1][0]);
+
+  Net other;
+  buildConvNet(other, 500, /*channels=*/6);
+  size_t hitsBefore = cpu::getJitCacheStats().hits;
+  std::string stats;
+  runOn(other, cpu, opts, &stats);
+  EXPECT_EQ(stats.find("native code reused"), std::string::npos) << stats;
+  EXPECT_EQ(cpu::getJitCacheStats().hits, hitsBefore);
 }
 
 TEST(CPUBackend, UnboundPlaceholderIsAnError) {

@@ -18,6 +18,7 @@
 #include "kiln/IR/IR.h"
 
 #include <cstdint>
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <string>
@@ -81,7 +82,10 @@ struct CodegenOptions {
 
 /// A compiled function: native code, the constant arena, and the activation arena size.
 struct Program {
-  std::unique_ptr<JitModule> jit;
+  /// Native code; shared with other programs compiled from the same LLVM IR (see
+  /// generateProgram), which differ only in their constants.
+  std::shared_ptr<JitModule> jit;
+  bool jitReused = false; ///< the code came from an earlier compile in this process
   std::vector<Stage> stages;
   std::vector<const Placeholder *> placeholders; ///< bufs[kFirstPlaceholderBase + k]
   std::vector<bool> placeholderWritten;          ///< written by the program
@@ -95,8 +99,19 @@ struct Program {
   ~Program();
 };
 
-/// Compiles \p F (which it may rewrite) for the host.
+/// Compiles \p F (which it may rewrite) for the host. Generated code addresses constants
+/// through the program's constant arena, never by value, so a program whose stages have
+/// the same LLVM IR as one compiled earlier in this process (the same graph, weights
+/// aside, with the same options) reuses that native code instead of running the JIT again;
+/// the 32 most recently compiled modules are kept for reuse.
 Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const CodegenOptions &opts);
+
+/// Modules in the reuse cache, and how many compiles reused one (for tests and stats).
+struct JitCacheStats {
+  size_t entries = 0;
+  size_t hits = 0;
+};
+JitCacheStats getJitCacheStats();
 
 } // namespace kiln::cpu
 

@@ -9,14 +9,84 @@
 
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/MDBuilder.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <sstream>
 
 namespace kiln::cpu {
 
 Program::~Program() { std::free(constants); }
+
+namespace {
+
+/// Native code of recently compiled programs, keyed by everything that determines it: the
+/// LLVM IR of the stages and their constant tables, the host ISA and the JIT options.
+class JitCache {
+public:
+  static constexpr size_t kCapacity = 32;
+
+  std::shared_ptr<JitModule> find(const std::string &key) {
+    std::lock_guard<std::mutex> l(m_);
+    for (auto &e : entries_)
+      if (e.first == key) {
+        hits_++;
+        return e.second;
+      }
+    return nullptr;
+  }
+  void insert(std::string key, std::shared_ptr<JitModule> jm) {
+    std::lock_guard<std::mutex> l(m_);
+    for (auto &e : entries_)
+      if (e.first == key)
+        return; // compiled concurrently by another thread; keep the first
+    if (entries_.size() == kCapacity)
+      entries_.pop_front();
+    entries_.emplace_back(std::move(key), std::move(jm));
+  }
+  JitCacheStats stats() {
+    std::lock_guard<std::mutex> l(m_);
+    return {entries_.size(), hits_};
+  }
+  /// Serialises lookups of entry points in shared modules.
+  std::mutex &lookupMutex() { return lookup_; }
+
+private:
+  std::mutex m_, lookup_;
+  std::deque<std::pair<std::string, std::shared_ptr<JitModule>>> entries_;
+  size_t hits_ = 0;
+};
+
+JitCache &jitCache() {
+  static JitCache c;
+  return c;
+}
+
+/// The reuse key of a module: its stage functions and the constant tables they use (the
+/// kernel library is the same bitcode for the whole process), plus the target and options.
+std::string reuseKey(const llvm::Module &M, const std::vector<std::string> &entries,
+                     const CodegenOptions &o, const HostInfo &host) {
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  os << host.cpu << ' ' << host.features << ' ' << host.avx512 << ' ' << o.threads << ' '
+     << o.jit.preferVectorWidth << ' ' << o.jit.keepIR << ' ' << o.jit.keepAsm << ' '
+     << o.jit.disableAvx512 << ' ' << o.specializeGemm << '\n';
+  for (const llvm::GlobalVariable &g : M.globals())
+    if (g.hasPrivateLinkage())
+      g.print(os);
+  for (const std::string &name : entries)
+    if (const llvm::Function *f = M.getFunction(name))
+      f->print(os);
+  os.flush();
+  return key;
+}
+
+} // namespace
+
+JitCacheStats getJitCacheStats() { return jitCache().stats(); }
 
 Expected<Location> Emitter::loc(const Value *v) {
   if (auto *w = dyn_cast<WeightVar>(v)) {
@@ -406,18 +476,29 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const CodegenO
     std::memcpy(prog->constants, c.data(), c.size());
   c = {};
 
-  KILN_ASSIGN_OR_RETURN(prog->jit,
-                        JitModule::compile(std::move(ctx), std::move(M), entries, o.jit, shared));
-  for (Stage &s : prog->stages) {
-    KILN_ASSIGN_OR_RETURN(void *addr, prog->jit->lookup(s.name));
-    s.fn = reinterpret_cast<StageFn>(addr);
+  std::string key = reuseKey(*M, entries, o, host);
+  prog->jit = jitCache().find(key);
+  prog->jitReused = prog->jit != nullptr;
+  if (!prog->jit) {
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<JitModule> jm,
+                          JitModule::compile(std::move(ctx), std::move(M), entries, o.jit, shared));
+    prog->jit = std::move(jm);
+    jitCache().insert(std::move(key), prog->jit);
+  }
+  {
+    std::lock_guard<std::mutex> l(jitCache().lookupMutex());
+    for (Stage &s : prog->stages) {
+      KILN_ASSIGN_OR_RETURN(void *addr, prog->jit->lookup(s.name));
+      s.fn = reinterpret_cast<StageFn>(addr);
+    }
   }
   std::ostringstream os;
   os << "stages " << prog->stages.size() << ", fused epilogues " << fused.size()
      << ", element-wise loops " << em.numFusedLoops() << " (" << em.numFusedInstrs()
      << " instrs), activations " << plan.size << " B (unshared " << plan.sumOfSizes
      << " B), arena " << prog->activationBytes << " B, constants " << prog->constantBytes
-     << " B, " << (host.avx512 ? "avx512" : "avx2") << ", threads " << prog->threads;
+     << " B, " << (host.avx512 ? "avx512" : "avx2") << ", threads " << prog->threads
+     << (prog->jitReused ? ", native code reused" : "");
   prog->stats = os.str();
   return std::move(prog);
 }
