@@ -603,7 +603,7 @@ Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
                      std::to_string(H) + "x" + std::to_string(W) + (G > 1 ? " g" + std::to_string(G) : "") +
                      (epi.add ? " +add" : "");
   if (G > 1 && G == C && O == C && !epi.add) {
-    needPoolScratch(libjit_pool_scratch_floats(H, W, OH, OW, KH, KW, SH, SW, DH, DW));
+    needPoolScratch(libjit_conv2d_dw_scratch_floats(H, W, OH, OW, KH, KW, SH, SW, DH, DW));
     items.push_back({true, "conv_dw " + desc, [=] {
                        call("libjit_conv2d_dw_f32",
                             {ptr(dest), ptr(in), ptr(filter), ptr(bias), I64(N), I64(C), I64(H),
@@ -791,9 +791,8 @@ Error Emitter::plan(Instruction *I, std::vector<Item> &items) {
     }
     if (id.size() != 4 || k.size() != 2)
       return makeError(ErrorCode::Unsupported, "CPU backend: only 2-D pooling");
-    if (isMax)
-      needPoolScratch(libjit_pool_scratch_floats(id[2], id[3], od[2], od[3], k[0], k[1], s[0],
-                                                 s[1], 1, 1));
+    needPoolScratch(libjit_pool_scratch_floats(id[2], id[3], od[2], od[3], k[0], k[1], s[0],
+                                               s[1], 1, 1));
     items.push_back({true, isMax ? "maxpool" : "avgpool", [=] {
                        std::vector<llvm::Value *> args = {
                            ptr(dest), ptr(in), I64(id[0]), I64(id[1]), I64(id[2]), I64(id[3]),
@@ -801,8 +800,7 @@ Error Emitter::plan(Instruction *I, std::vector<Item> &items) {
                            I64(p[0]), I64(p[1])};
                        if (!isMax)
                          args.push_back(I64(cip));
-                       else
-                         args.push_back(scratch());
+                       args.push_back(scratch());
                        args.push_back(tid_);
                        args.push_back(nth_);
                        call(isMax ? "libjit_maxpool_f32" : "libjit_avgpool_f32", args);
