@@ -144,7 +144,11 @@ TEST_P(LibjitGemm, ConvolutionShapes) {
               P{2, 16, 7, 7, 20, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},
               P{1, 6, 12, 11, 9, 3, 2, 2, 1, 2, 1, 0, 1, 2, 3, 3},
               P{1, 4, 23, 23, 33, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1},
-              P{1, 8, 5, 40, 16, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 2}}) {
+              P{1, 8, 5, 40, 16, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 2},
+              // First layers: 3 input channels, stride 2 (even-column loads), wide rows.
+              P{1, 3, 45, 71, 24, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, 1},
+              P{1, 3, 50, 66, 16, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1},
+              P{1, 3, 40, 97, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1}}) {
     int64_t K = (p.C / p.G) * p.KH * p.KW, Og = p.O / p.G;
     auto in = randomVec(p.N * p.C * p.H * p.W, 7), w = randomVec(p.O * K, 8),
          bias = randomVec(p.O, 9);

@@ -50,6 +50,13 @@ template <class Cfg> struct Im2colB {
               const float *s = row + iw0;
               for (int64_t t = tLo; t < tHi; t++)
                 drow[q + t] = s[t];
+            } else if (SW == 2) {
+              // The even columns of 32 consecutive inputs, while those stay in the row.
+              int64_t t = tLo;
+              for (; t + 16 <= tHi && iw0 + 2 * t + 32 <= W; t += 16)
+                st16(drow + q + t, evens(ld32(row + iw0 + 2 * t)));
+              for (; t < tHi; t++)
+                drow[q + t] = row[iw0 + 2 * t];
             } else {
               for (int64_t t = tLo; t < tHi; t++)
                 drow[q + t] = row[iw0 + t * SW];
