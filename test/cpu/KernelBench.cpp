@@ -73,8 +73,8 @@ void addPool(std::vector<Case> &cases, const Kernels &k, bool isMax, int64_t C, 
   c.bytes = 4.0 * double(C * H * H + C * OH * OH);
   c.run = [=, &k] {
     if (isMax)
-      k.maxpool(out->data(), in->data(), 1, C, H, H, OH, OH, K, K, S, S, P, P, scratch->data(),
-                0, 1);
+      k.maxpool(out->data(), in->data(), 1, C, H, H, OH, OH, K, K, S, S, P, P, scratch->data(), 0,
+                1);
     else
       k.avgpool(out->data(), in->data(), 1, C, H, H, OH, OH, K, K, S, S, P, P, 0, scratch->data(),
                 0, 1);
@@ -91,12 +91,12 @@ void addDw(std::vector<Case> &cases, const Kernels &k, int64_t C, int64_t H, int
   auto scratch = std::make_shared<std::vector<float>>(
       libjit_conv2d_dw_scratch_floats(H, H, OH, OH, 3, 3, S, S, 1, 1) + 64);
   Case c;
-  c.name = "conv_dw 3x3/" + std::to_string(S) + " " + std::to_string(C) + "x" +
-           std::to_string(H) + "x" + std::to_string(H);
+  c.name = "conv_dw 3x3/" + std::to_string(S) + " " + std::to_string(C) + "x" + std::to_string(H) +
+           "x" + std::to_string(H);
   c.bytes = 4.0 * double(C * H * H + C * OH * OH);
   c.run = [=, &k] {
-    k.dw(out->data(), in->data(), w->data(), b->data(), 1, C, H, H, OH, OH, 3, 3, S, S, 1, 1, 1,
-         1, 1, 0.0f, 6.0f, scratch->data(), 0, 1);
+    k.dw(out->data(), in->data(), w->data(), b->data(), 1, C, H, H, OH, OH, 3, 3, S, S, 1, 1, 1, 1,
+         1, 0.0f, 6.0f, scratch->data(), 0, 1);
   };
   cases.push_back(c);
 }
@@ -117,14 +117,14 @@ void addConv(std::vector<Case> &cases, const Kernels &k, bool transposed, int64_
     packed = std::make_shared<std::vector<float>>(
         k.avx512 ? libjit::packedBFloats<libjit::GemmAvx512>(Kd, O)
                  : libjit::packedBFloats<libjit::GemmAvx2>(Kd, O));
-    (k.avx512 ? libjit_pack_bt_f32_avx512 : libjit_pack_bt_f32_avx2)(packed->data(), w.data(),
-                                                                     Kd, O);
+    (k.avx512 ? libjit_pack_bt_f32_avx512 : libjit_pack_bt_f32_avx2)(packed->data(), w.data(), Kd,
+                                                                     O);
   } else {
     packed = std::make_shared<std::vector<float>>(
         k.avx512 ? libjit::packedAFloats<libjit::GemmAvx512>(O, Kd)
                  : libjit::packedAFloats<libjit::GemmAvx2>(O, Kd));
-    (k.avx512 ? libjit_pack_a_f32_avx512 : libjit_pack_a_f32_avx2)(packed->data(), w.data(), O,
-                                                                   Kd, Kd);
+    (k.avx512 ? libjit_pack_a_f32_avx512 : libjit_pack_a_f32_avx2)(packed->data(), w.data(), O, Kd,
+                                                                   Kd);
   }
   Case c;
   c.name = std::string(transposed ? "convT " : "conv ") + std::to_string(KS) + "x" +
@@ -135,11 +135,11 @@ void addConv(std::vector<Case> &cases, const Kernels &k, bool transposed, int64_
   c.run = [=, &k] {
     const float *a = withAdd ? add->data() : nullptr;
     if (transposed)
-      k.convT(out->data(), in->data(), packed->data(), b->data(), a, 1, C, H, H, O, OH, OH, KS,
-              KS, S, S, P, P, 1, 1, 1, 0.0f, 6.0f, t->data(), scratch->data(), 0, 1);
+      k.convT(out->data(), in->data(), packed->data(), b->data(), a, 1, C, H, H, O, OH, OH, KS, KS,
+              S, S, P, P, 1, 1, 1, 0.0f, 6.0f, t->data(), scratch->data(), 0, 1);
     else
-      k.conv(out->data(), in->data(), packed->data(), b->data(), a, 1, C, H, H, O, OH, OH, KS,
-             KS, S, S, P, P, 1, 1, 1, 1, 0.0f, 6.0f, scratch->data(), 0, 1);
+      k.conv(out->data(), in->data(), packed->data(), b->data(), a, 1, C, H, H, O, OH, OH, KS, KS,
+             S, S, P, P, 1, 1, 1, 1, 0.0f, 6.0f, scratch->data(), 0, 1);
   };
   cases.push_back(c);
 }
@@ -215,12 +215,12 @@ int main(int argc, char **argv) {
   opts.disableAvx512 = noAvx512;
   bool avx512 = kiln::cpu::detectHost(opts).avx512;
   std::string isa = avx512 ? "avx512" : "avx2";
-  auto addrs = kiln::exitOnError(
-      kiln::cpu::getSharedKernels({"libjit_maxpool_f32", "libjit_avgpool_f32",
-                                   "libjit_conv2d_dw_f32", "libjit_conv2d_f32_" + isa,
-                                   "libjit_conv2d_t_f32_" + isa},
-                                  opts),
-      "JIT");
+  auto addrs =
+      kiln::exitOnError(kiln::cpu::getSharedKernels(
+                            {"libjit_maxpool_f32", "libjit_avgpool_f32", "libjit_conv2d_dw_f32",
+                             "libjit_conv2d_f32_" + isa, "libjit_conv2d_t_f32_" + isa},
+                            opts),
+                        "JIT");
   Kernels k;
   k.maxpool = reinterpret_cast<MaxPoolFn>(addrs["libjit_maxpool_f32"]);
   k.avgpool = reinterpret_cast<AvgPoolFn>(addrs["libjit_avgpool_f32"]);
@@ -230,8 +230,7 @@ int main(int argc, char **argv) {
   k.avx512 = avx512;
   k.gemmScratch = avx512 ? libjit::gemmScratchFloats<libjit::GemmAvx512>()
                          : libjit::gemmScratchFloats<libjit::GemmAvx2>();
-  std::printf("%-40s %9s %9s %9s\n", ("case (" + isa + ")").c_str(), "min us", "med us",
-              "rate");
+  std::printf("%-40s %9s %9s %9s\n", ("case (" + isa + ")").c_str(), "min us", "med us", "rate");
   for (Case &c : allCases(k)) {
     if (!filter.empty() && c.name.find(filter) == std::string::npos)
       continue;

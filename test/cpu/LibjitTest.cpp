@@ -203,8 +203,8 @@ TEST(Libjit, Pooling) {
   std::vector<float> mx(N * C * OH * OW), av(mx.size());
   std::vector<float> scratch(libjit_pool_scratch_floats(H, W, OH, OW, 3, 3, 2, 2, 1, 1));
   libjit_maxpool_f32(mx.data(), in.data(), N, C, H, W, OH, OW, 3, 3, 2, 2, 1, 1, scratch.data(), 0, 1);
-  libjit_avgpool_f32(av.data(), in.data(), N, C, H, W, OH, OW, 3, 3, 2, 2, 1, 1, 0, scratch.data(), 0,
-                     1);
+  libjit_avgpool_f32(av.data(), in.data(), N, C, H, W, OH, OW, 3, 3, 2, 2, 1, 1, 0,
+                     scratch.data(), 0, 1);
   for (int64_t c = 0; c < C; c++)
     for (int64_t y = 0; y < OH; y++)
       for (int64_t x = 0; x < OW; x++) {

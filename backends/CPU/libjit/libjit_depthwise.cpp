@@ -19,8 +19,8 @@ namespace {
 /// The generic path's padded, column-phase-split plane: Hp rows of Wq cells per phase.
 struct PhaseGeom {
   int64_t Hp, Wq;
-  PhaseGeom(int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW,
-            int64_t DH, int64_t DW) {
+  PhaseGeom(int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t DH,
+            int64_t DW) {
     Hp = (OH - 1) * SH + (KH - 1) * DH + 1;
     Wq = OW + ((KW - 1) * DW) / SW + 1;
   }
@@ -34,8 +34,8 @@ LIBJIT_INLINE int64_t rowCells(int64_t OW, int64_t K, int64_t S) {
 /// Which path a shape takes: 0 generic, 1 rows, 2 flat. Stride 1 runs flat at every size
 /// (its padded copy is a plain row copy and it has no per-row overhead); stride 2 runs
 /// flat only on narrow planes, since its phase split copies element by element.
-LIBJIT_INLINE int dwPath(int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW,
-                         int64_t DH, int64_t DW) {
+LIBJIT_INLINE int dwPath(int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t DH,
+                         int64_t DW) {
   if (KH != KW || (KH != 3 && KH != 5) || DH != 1 || DW != 1 || SW > 2)
     return 0;
   if (SH == SW && (SW == 1 || OW < 16))
@@ -63,8 +63,8 @@ LIBJIT_INLINE void copyRow(float *__restrict d, const float *__restrict s, int64
 /// column phases of `cells` cells each (padded column q lands in phase q % S at q / S).
 /// Only cells below Wq are written, so the padding written once stays zero.
 template <int S>
-LIBJIT_INLINE void loadRow(float *__restrict dst, const float *__restrict xr, int64_t W,
-                           int64_t PL, int64_t Wq, int64_t cells) {
+LIBJIT_INLINE void loadRow(float *__restrict dst, const float *__restrict xr, int64_t W, int64_t PL,
+                           int64_t Wq, int64_t cells) {
   if (S == 1) {
     copyRow(dst + PL, xr, minI(W, Wq - PL));
     return;
@@ -86,18 +86,15 @@ LIBJIT_INLINE void loadRow(float *__restrict dst, const float *__restrict xr, in
 }
 
 /// Padded rows of the row path's plane: every row any output row reads.
-LIBJIT_INLINE int64_t rowPlaneRows(int64_t OH, int64_t K, int64_t SH) {
-  return (OH - 1) * SH + K;
-}
+LIBJIT_INLINE int64_t rowPlaneRows(int64_t OH, int64_t K, int64_t SH) { return (OH - 1) * SH + K; }
 
 /// One plane on the row path: the plane is first copied into buf as zero-padded rows of S
 /// column phases (padded row r, phase f at buf + (r * S + f) * cells; rows outside the
 /// image are never written, so they keep the zeros written once per call).
 template <int K, int S>
-LIBJIT_INLINE void dwRows(float *__restrict y, const float *__restrict x,
-                          const float *__restrict f, float b, int64_t H, int64_t W, int64_t OH,
-                          int64_t OW, int64_t SH, int64_t PT, int64_t PL, int act, float lo,
-                          float hi, float *buf) {
+LIBJIT_INLINE void dwRows(float *__restrict y, const float *__restrict x, const float *__restrict f,
+                          float b, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t SH,
+                          int64_t PT, int64_t PL, int act, float lo, float hi, float *buf) {
   int64_t Wq = OW + (K - 1) / S, cells = rowCells(OW, K, S), pitch = S * cells;
   int64_t rows = rowPlaneRows(OH, K, SH);
   for (int64_t r = maxI(PT, 0); r < minI(rows, H + PT); r++)
@@ -106,16 +103,16 @@ LIBJIT_INLINE void dwRows(float *__restrict y, const float *__restrict x,
   LIBJIT_UNROLL
   for (int kh = 0; kh < K; kh++)
     LIBJIT_UNROLL
-    for (int kw = 0; kw < K; kw++)
-      wv[kh][kw] = splat16(f[kh * K + kw]);
+  for (int kw = 0; kw < K; kw++)
+    wv[kh][kw] = splat16(f[kh * K + kw]);
   F16 bv = splat16(b), lov = splat16(lo), hiv = splat16(hi);
   for (int64_t oh = 0; oh < OH; oh++) {
     const float *rp[K][S];
     LIBJIT_UNROLL
     for (int kh = 0; kh < K; kh++)
       LIBJIT_UNROLL
-      for (int ph = 0; ph < S; ph++)
-        rp[kh][ph] = buf + (oh * SH + kh) * pitch + ph * cells;
+    for (int ph = 0; ph < S; ph++)
+      rp[kh][ph] = buf + (oh * SH + kh) * pitch + ph * cells;
     float *yr = y + oh * OW;
     for (int64_t j0 = 0;; j0 += 16) {
       // The last block overlaps the previous one instead of running past the row.
@@ -156,10 +153,9 @@ struct FlatGeom {
 
 /// One plane on the flat path; buf's padding cells are zero (written once per call).
 template <int K, int S>
-LIBJIT_INLINE void dwFlat(float *__restrict y, const float *__restrict x,
-                          const float *__restrict f, float b, int64_t H, int64_t W, int64_t OH,
-                          int64_t OW, int64_t PT, int64_t PL, int act, float lo, float hi,
-                          float *buf) {
+LIBJIT_INLINE void dwFlat(float *__restrict y, const float *__restrict x, const float *__restrict f,
+                          float b, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t PT,
+                          int64_t PL, int act, float lo, float hi, float *buf) {
   FlatGeom g(OH, OW, K, S);
   // Phase (a, c) cell (i, j) is padded row i * S + a, padded column j * S + c.
   for (int a = 0; a < S; a++)
@@ -188,8 +184,8 @@ LIBJIT_INLINE void dwFlat(float *__restrict y, const float *__restrict x,
   LIBJIT_UNROLL
   for (int kh = 0; kh < K; kh++)
     LIBJIT_UNROLL
-    for (int kw = 0; kw < K; kw++)
-      wv[kh][kw] = splat16(f[kh * K + kw]);
+  for (int kw = 0; kw < K; kw++)
+    wv[kh][kw] = splat16(f[kh * K + kw]);
   for (int64_t i0 = 0; i0 < OH * g.Wq; i0 += 16) {
     F16 acc[K];
     LIBJIT_UNROLL
@@ -197,8 +193,8 @@ LIBJIT_INLINE void dwFlat(float *__restrict y, const float *__restrict x,
       acc[kh] = kh == 0 ? bv : splat16(0.0f);
       LIBJIT_UNROLL
       for (int kw = 0; kw < K; kw++)
-        acc[kh] += wv[kh][kw] * ld16(buf + ((kh % S) * S + kw % S) * g.phase + i0 +
-                                     (kh / S) * g.Wq + kw / S);
+        acc[kh] += wv[kh][kw] *
+                   ld16(buf + ((kh % S) * S + kw % S) * g.phase + i0 + (kh / S) * g.Wq + kw / S);
     }
     F16 v = acc[0];
     LIBJIT_UNROLL
@@ -246,9 +242,9 @@ LIBJIT_INLINE void padPhases(float *dst, const float *x, int64_t H, int64_t W, i
 
 /// One plane on the generic path: every tap is a multiply-add over an output row.
 LIBJIT_INLINE void dwGeneric(float *y, const float *x, const float *f, float b, int64_t H,
-                             int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
-                             int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
-                             int64_t DW, int act, float lo, float hi, float *buf) {
+                             int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
+                             int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int act,
+                             float lo, float hi, float *buf) {
   PhaseGeom g(OH, OW, KH, KW, SH, SW, DH, DW);
   int64_t plane = g.Hp * g.Wq;
   padPhases(buf, x, H, W, PT, PL, g.Hp, g.Wq, SW);
@@ -275,33 +271,32 @@ LIBJIT_INLINE void dwGeneric(float *y, const float *x, const float *f, float b, 
 }
 
 template <int K, int S>
-LIBJIT_INLINE void dwPlanes(float *out, const float *in, const float *filter,
-                            const float *bias, int64_t C, int64_t H, int64_t W, int64_t OH,
-                            int64_t OW, int64_t SH, int64_t PT, int64_t PL, int act, float lo,
-                            float hi, float *buf, int64_t p0, int64_t p1, bool rows) {
+LIBJIT_INLINE void dwPlanes(float *out, const float *in, const float *filter, const float *bias,
+                            int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t SH,
+                            int64_t PT, int64_t PL, int act, float lo, float hi, float *buf,
+                            int64_t p0, int64_t p1, bool rows) {
   // Padding cells are never written by the per-plane copies: zero them once.
-  int64_t n = rows ? rowPlaneRows(OH, K, SH) * S * rowCells(OW, K, S)
-                   : FlatGeom(OH, OW, K, S).floats(S);
+  int64_t n =
+      rows ? rowPlaneRows(OH, K, SH) * S * rowCells(OW, K, S) : FlatGeom(OH, OW, K, S).floats(S);
   for (int64_t i = 0; i < n; i++)
     buf[i] = 0.0f;
   for (int64_t p = p0; p < p1; p++) {
     int64_t c = p % C;
     float b = bias ? bias[c] : 0.0f;
     if (rows)
-      dwRows<K, S>(out + p * OH * OW, in + p * H * W, filter + c * K * K, b, H, W, OH, OW, SH,
-                   PT, PL, act, lo, hi, buf);
-    else
-      dwFlat<K, S>(out + p * OH * OW, in + p * H * W, filter + c * K * K, b, H, W, OH, OW, PT,
+      dwRows<K, S>(out + p * OH * OW, in + p * H * W, filter + c * K * K, b, H, W, OH, OW, SH, PT,
                    PL, act, lo, hi, buf);
+    else
+      dwFlat<K, S>(out + p * OH * OW, in + p * H * W, filter + c * K * K, b, H, W, OH, OW, PT, PL,
+                   act, lo, hi, buf);
   }
 }
 
 } // namespace
 
-LIBJIT_EXPORT int64_t libjit_conv2d_dw_scratch_floats(int64_t H, int64_t W, int64_t OH,
-                                                      int64_t OW, int64_t KH, int64_t KW,
-                                                      int64_t SH, int64_t SW, int64_t DH,
-                                                      int64_t DW) {
+LIBJIT_EXPORT int64_t libjit_conv2d_dw_scratch_floats(int64_t H, int64_t W, int64_t OH, int64_t OW,
+                                                      int64_t KH, int64_t KW, int64_t SH,
+                                                      int64_t SW, int64_t DH, int64_t DW) {
   (void)H, (void)W;
   int64_t n;
   switch (dwPath(OW, KH, KW, SH, SW, DH, DW)) {
@@ -321,11 +316,10 @@ LIBJIT_EXPORT int64_t libjit_conv2d_dw_scratch_floats(int64_t H, int64_t W, int6
 
 LIBJIT_EXPORT void libjit_conv2d_dw_f32(float *out, const float *in, const float *filter,
                                         const float *bias, int64_t N, int64_t C, int64_t H,
-                                        int64_t W, int64_t OH, int64_t OW, int64_t KH,
-                                        int64_t KW, int64_t SH, int64_t SW, int64_t PT,
-                                        int64_t PL, int64_t DH, int64_t DW, int64_t act,
-                                        float lo, float hi, float *scratch, int64_t tid,
-                                        int64_t nthreads) {
+                                        int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                                        int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
+                                        int64_t DW, int64_t act, float lo, float hi, float *scratch,
+                                        int64_t tid, int64_t nthreads) {
   int64_t p0, p1;
   partition(N * C, 1, tid, nthreads, &p0, &p1);
   if (p0 >= p1)
@@ -352,7 +346,7 @@ LIBJIT_EXPORT void libjit_conv2d_dw_f32(float *out, const float *in, const float
   }
   for (int64_t p = p0; p < p1; p++) {
     int64_t c = p % C;
-    dwGeneric(out + p * OH * OW, in + p * H * W, filter + c * KH * KW, bias ? bias[c] : 0.0f, H,
-              W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, a, lo, hi, buf);
+    dwGeneric(out + p * OH * OW, in + p * H * W, filter + c * KH * KW, bias ? bias[c] : 0.0f, H, W,
+              OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, a, lo, hi, buf);
   }
 }

@@ -32,8 +32,8 @@ struct SumOp {
 
 /// t[PL + w] = op over rows [hb, he) of x[.][w], for the columns w < n.
 template <class Op>
-LIBJIT_INLINE void reduceRows(float *__restrict t, const float *__restrict x, int64_t W,
-                              int64_t hb, int64_t he, int64_t n) {
+LIBJIT_INLINE void reduceRows(float *__restrict t, const float *__restrict x, int64_t W, int64_t hb,
+                              int64_t he, int64_t n) {
   float *d = t;
   const float *r0 = x + hb * W;
   if (he <= hb) {
@@ -87,9 +87,9 @@ LIBJIT_INLINE F16 windowBlock(const float *t, int64_t j0, int64_t KW, int64_t SW
 /// row oh, whose window has vcnt valid rows) to outputs.
 template <class Op, class Fin>
 LIBJIT_INLINE void poolPlanes(float *dst, const float *src, int64_t N, int64_t C, int64_t H,
-                              int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
-                              int64_t SH, int64_t SW, int64_t PT, int64_t PL, float *t,
-                              const Fin &fin, int64_t tid, int64_t nthreads) {
+                              int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
+                              int64_t SW, int64_t PT, int64_t PL, float *t, const Fin &fin,
+                              int64_t tid, int64_t nthreads) {
   int64_t p0, p1;
   partition(N * C, 1, tid, nthreads, &p0, &p1);
   if (p0 >= p1)
@@ -151,24 +151,22 @@ LIBJIT_EXPORT int64_t libjit_pool_scratch_floats(int64_t H, int64_t W, int64_t O
   return poolRowCells(OW, KW, SW) + 16 + (OW + 31) / 16 * 16;
 }
 
-LIBJIT_EXPORT void libjit_maxpool_f32(float *dst, const float *src, int64_t N, int64_t C,
-                                      int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
-                                      int64_t KW, int64_t SH, int64_t SW, int64_t PT,
-                                      int64_t PL, float *scratch, int64_t tid,
-                                      int64_t nthreads) {
+LIBJIT_EXPORT void libjit_maxpool_f32(float *dst, const float *src, int64_t N, int64_t C, int64_t H,
+                                      int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                                      int64_t SH, int64_t SW, int64_t PT, int64_t PL,
+                                      float *scratch, int64_t tid, int64_t nthreads) {
   float *t = scratch + tid * libjit_pool_scratch_floats(H, W, OH, OW, KH, KW, SH, SW, 1, 1);
   auto fin = [](F16 &, int64_t, int64_t) {};
-  poolPlanes<MaxOp>(dst, src, N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, t, fin, tid,
-                    nthreads);
+  poolPlanes<MaxOp>(dst, src, N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, t, fin, tid, nthreads);
 }
 
 /// Average pooling: the window sum over KH * KW when countIncludePads, else over the
 /// window's cells inside the image (0 when there are none).
-LIBJIT_EXPORT void libjit_avgpool_f32(float *dst, const float *src, int64_t N, int64_t C,
-                                      int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
-                                      int64_t KW, int64_t SH, int64_t SW, int64_t PT,
-                                      int64_t PL, int64_t countIncludePads, float *scratch,
-                                      int64_t tid, int64_t nthreads) {
+LIBJIT_EXPORT void libjit_avgpool_f32(float *dst, const float *src, int64_t N, int64_t C, int64_t H,
+                                      int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                                      int64_t SH, int64_t SW, int64_t PT, int64_t PL,
+                                      int64_t countIncludePads, float *scratch, int64_t tid,
+                                      int64_t nthreads) {
   float *t = scratch + tid * libjit_pool_scratch_floats(H, W, OH, OW, KH, KW, SH, SW, 1, 1);
   // Valid columns of each output's window, after the row buffer and the tail block.
   float *wcnt = t + poolRowCells(OW, KW, SW) + 16;
@@ -179,8 +177,7 @@ LIBJIT_EXPORT void libjit_avgpool_f32(float *dst, const float *src, int64_t N, i
   if (countIncludePads) {
     F16 d = splat16(float(KH * KW));
     auto fin = [d](F16 &b, int64_t, int64_t) { b = b / d; };
-    poolPlanes<SumOp>(dst, src, N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, t, fin, tid,
-                      nthreads);
+    poolPlanes<SumOp>(dst, src, N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, t, fin, tid, nthreads);
     return;
   }
   auto fin = [wcnt](F16 &b, int64_t j, int64_t vcnt) {
@@ -188,15 +185,14 @@ LIBJIT_EXPORT void libjit_avgpool_f32(float *dst, const float *src, int64_t N, i
     F16 zero = splat16(0.0f);
     b = d > zero ? b / d : zero;
   };
-  poolPlanes<SumOp>(dst, src, N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, t, fin, tid,
-                    nthreads);
+  poolPlanes<SumOp>(dst, src, N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, t, fin, tid, nthreads);
 }
 
 /// Adaptive average pooling; the global case (one output per plane) sums 16 lanes at a
 /// time, so the sum does not wait on one add chain.
-LIBJIT_EXPORT void libjit_adaptive_avgpool_f32(float *dst, const float *src, int64_t N,
-                                               int64_t C, int64_t H, int64_t W, int64_t OH,
-                                               int64_t OW, int64_t tid, int64_t nthreads) {
+LIBJIT_EXPORT void libjit_adaptive_avgpool_f32(float *dst, const float *src, int64_t N, int64_t C,
+                                               int64_t H, int64_t W, int64_t OH, int64_t OW,
+                                               int64_t tid, int64_t nthreads) {
   int64_t p0, p1;
   partition(N * C, 1, tid, nthreads, &p0, &p1);
   for (int64_t p = p0; p < p1; p++) {
