@@ -144,7 +144,11 @@ TEST_P(LibjitGemm, ConvolutionShapes) {
               P{2, 16, 7, 7, 20, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},
               P{1, 6, 12, 11, 9, 3, 2, 2, 1, 2, 1, 0, 1, 2, 3, 3},
               P{1, 4, 23, 23, 33, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1},
-              P{1, 8, 5, 40, 16, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 2}}) {
+              P{1, 8, 5, 40, 16, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 2},
+              // First layers: 3 input channels, stride 2 (even-column loads), wide rows.
+              P{1, 3, 45, 71, 24, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, 1},
+              P{1, 3, 50, 66, 16, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1},
+              P{1, 3, 40, 97, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1}}) {
     int64_t K = (p.C / p.G) * p.KH * p.KW, Og = p.O / p.G;
     auto in = randomVec(p.N * p.C * p.H * p.W, 7), w = randomVec(p.O * K, 8),
          bias = randomVec(p.O, 9);
@@ -184,7 +188,7 @@ TEST(Libjit, DepthwiseConvolution) {
   int64_t OH, OW;
   auto ref = refConv(in, w, bias, N, C, H, W, C, K, K, 2, 1, 1, 1, 1, 1, 1, 2, C, OH, OW);
   std::vector<float> out(ref.size());
-  std::vector<float> scratch(2 * libjit_pool_scratch_floats(H, W, OH, OW, K, K, 2, 1, 1, 2));
+  std::vector<float> scratch(2 * libjit_conv2d_dw_scratch_floats(H, W, OH, OW, K, K, 2, 1, 1, 2));
   for (int64_t t = 0; t < 2; t++)
     libjit_conv2d_dw_f32(out.data(), in.data(), w.data(), bias.data(), N, C, H, W, OH, OW, K, K,
                          2, 1, 1, 1, 1, 2, 1, 0.0f, 6.0f, scratch.data(), t, 2);
@@ -199,7 +203,8 @@ TEST(Libjit, Pooling) {
   std::vector<float> mx(N * C * OH * OW), av(mx.size());
   std::vector<float> scratch(libjit_pool_scratch_floats(H, W, OH, OW, 3, 3, 2, 2, 1, 1));
   libjit_maxpool_f32(mx.data(), in.data(), N, C, H, W, OH, OW, 3, 3, 2, 2, 1, 1, scratch.data(), 0, 1);
-  libjit_avgpool_f32(av.data(), in.data(), N, C, H, W, OH, OW, 3, 3, 2, 2, 1, 1, 0, 0, 1);
+  libjit_avgpool_f32(av.data(), in.data(), N, C, H, W, OH, OW, 3, 3, 2, 2, 1, 1, 0,
+                     scratch.data(), 0, 1);
   for (int64_t c = 0; c < C; c++)
     for (int64_t y = 0; y < OH; y++)
       for (int64_t x = 0; x < OW; x++) {
@@ -274,7 +279,7 @@ TEST(Libjit, DepthwiseConvolutionPaths) {
                        1, 1, C, OH, OW);
     std::vector<float> out(ref.size());
     std::vector<float> scratch(
-        libjit_pool_scratch_floats(H, W, OH, OW, k.K, k.K, k.SH, k.SW, 1, 1));
+        libjit_conv2d_dw_scratch_floats(H, W, OH, OW, k.K, k.K, k.SH, k.SW, 1, 1));
     libjit_conv2d_dw_f32(out.data(), in.data(), w.data(), bias.data(), N, C, H, W, OH, OW, k.K,
                          k.K, k.SH, k.SW, k.PT, k.PL, 1, 1, 0, 0.0f, 0.0f, scratch.data(), 0, 1);
     SCOPED_TRACE("K=" + std::to_string(k.K) + " S=" + std::to_string(k.SH) + "," +
@@ -288,7 +293,10 @@ TEST(Libjit, DepthwiseConvolutionPaths) {
 TEST(Libjit, TransposedConvolution) {
   struct Case {
     int64_t C, H, O, K, S, P;
-  } cases[] = {{40, 7, 72, 3, 1, 1}, {24, 14, 33, 1, 2, 0}, {5, 9, 64, 3, 2, 1}};
+  } cases[] = {{40, 7, 72, 3, 1, 1},  {24, 14, 33, 1, 2, 0}, {5, 9, 64, 3, 2, 1},
+               // Pointwise (packed straight from the planes): 16 x 16 transpose blocks with
+               // ragged pixel and channel edges, and exact multiples of 16.
+               {40, 14, 72, 1, 1, 0}, {19, 13, 50, 1, 1, 0}, {33, 8, 32, 1, 1, 0}};
   for (const Case &k : cases) {
     int64_t N = 2, W = k.H;
     auto in = randomVec(N * k.C * k.H * W, 11), w = randomVec(k.O * k.C * k.K * k.K, 12),
@@ -316,6 +324,199 @@ TEST(Libjit, TransposedConvolution) {
             tid, 2);
       SCOPED_TRACE(std::string(v512 ? "avx512" : "avx2") + " C=" + std::to_string(k.C));
       expectNear(out, ref);
+    }
+  }
+}
+
+namespace {
+
+struct PoolCase {
+  int64_t H, W, KH, KW, SH, SW, PT, PL, PB, PR;
+};
+
+/// Output size of a window sweep over H with pads pb, pe (bottom/right pads may come from
+/// ceil mode: the kernel sees only the output size).
+int64_t sweep(int64_t H, int64_t K, int64_t S, int64_t pb, int64_t pe) {
+  return (H + pb + pe - K) / S + 1;
+}
+
+} // namespace
+
+// Max and average pooling against a direct loop over each window: 3x3/2 and 2x2/2 with and
+// without padding, ceil-mode extents (windows past the bottom/right edge), stride 1 and 3,
+// 5-wide windows, rows of fewer and more than one 16-output block, 1-3 threads.
+TEST(Libjit, PoolingShapes) {
+  const PoolCase cases[] = {
+      {111, 111, 3, 3, 2, 2, 0, 0, 0, 0}, // squeezenet, exact fit
+      {27, 27, 3, 3, 2, 2, 0, 0, 1, 1},   // ceil mode: the last window overhangs
+      {112, 112, 3, 3, 2, 2, 1, 1, 1, 1}, // resnet
+      {56, 57, 2, 2, 2, 2, 0, 0, 0, 1},   // 2x2/2, odd width
+      {13, 40, 3, 3, 1, 1, 1, 1, 1, 1},   // stride 1
+      {9, 11, 2, 3, 1, 2, 0, 1, 1, 1},    // rectangular window
+      {20, 50, 3, 5, 3, 3, 1, 2, 2, 2},   // stride 3 (scalar windows)
+      {7, 7, 5, 5, 2, 2, 2, 2, 2, 2},     // 5x5 on a small plane
+      {33, 70, 3, 4, 2, 2, 1, 0, 1, 3},   // even window, stride 2, wide rows
+  };
+  for (const PoolCase &k : cases) {
+    int64_t N = 2, C = 3;
+    int64_t OH = sweep(k.H, k.KH, k.SH, k.PT, k.PB), OW = sweep(k.W, k.KW, k.SW, k.PL, k.PR);
+    auto in = randomVec(N * C * k.H * k.W, 21);
+    std::vector<float> refMax(N * C * OH * OW), refAvg[2];
+    refAvg[0].resize(refMax.size());
+    refAvg[1].resize(refMax.size());
+    for (int64_t p = 0; p < N * C; p++)
+      for (int64_t y = 0; y < OH; y++)
+        for (int64_t x = 0; x < OW; x++) {
+          float m = -INFINITY;
+          double s = 0;
+          int64_t cnt = 0;
+          for (int64_t i = y * k.SH - k.PT; i < y * k.SH - k.PT + k.KH; i++)
+            for (int64_t j = x * k.SW - k.PL; j < x * k.SW - k.PL + k.KW; j++)
+              if (i >= 0 && i < k.H && j >= 0 && j < k.W) {
+                float v = in[(p * k.H + i) * k.W + j];
+                m = v > m ? v : m;
+                s += v;
+                cnt++;
+              }
+          size_t o = (p * OH + y) * OW + x;
+          refMax[o] = m;
+          refAvg[0][o] = cnt ? float(s / double(cnt)) : 0.0f;
+          refAvg[1][o] = float(s / double(k.KH * k.KW));
+        }
+    for (int64_t nth : {1, 2, 3}) {
+      SCOPED_TRACE(std::to_string(k.H) + "x" + std::to_string(k.W) + " window " +
+                   std::to_string(k.KH) + "x" + std::to_string(k.KW) + "/" +
+                   std::to_string(k.SH) + "," + std::to_string(k.SW) + " threads " +
+                   std::to_string(nth));
+      std::vector<float> scratch(
+          nth * libjit_pool_scratch_floats(k.H, k.W, OH, OW, k.KH, k.KW, k.SH, k.SW, 1, 1));
+      std::vector<float> mx(refMax.size(), 9.0f);
+      for (int64_t t = 0; t < nth; t++)
+        libjit_maxpool_f32(mx.data(), in.data(), N, C, k.H, k.W, OH, OW, k.KH, k.KW, k.SH, k.SW,
+                           k.PT, k.PL, scratch.data(), t, nth);
+      for (size_t i = 0; i < mx.size(); i++)
+        ASSERT_EQ(mx[i], refMax[i]) << "max at " << i; // max pooling is exact
+      for (int cip = 0; cip < 2; cip++) {
+        std::vector<float> av(refMax.size(), 9.0f);
+        for (int64_t t = 0; t < nth; t++)
+          libjit_avgpool_f32(av.data(), in.data(), N, C, k.H, k.W, OH, OW, k.KH, k.KW, k.SH,
+                             k.SW, k.PT, k.PL, cip, scratch.data(), t, nth);
+        expectNear(av, refAvg[cip], 1e-5f);
+      }
+    }
+  }
+}
+
+// Max pooling ignores NaN inputs (as the Interpreter's std::max chain from -inf does) and
+// yields -inf for a window entirely in the padding.
+TEST(Libjit, MaxPoolSpecialValues) {
+  int64_t H = 4, W = 20, OH = 2, OW = 10;
+  std::vector<float> in(H * W);
+  for (int64_t i = 0; i < H * W; i++)
+    in[i] = float(i % 7) - 3.0f;
+  in[0] = NAN;      // first cell of the first window
+  in[W + 3] = NAN;  // inside windows 1 and 2 of row 0
+  std::vector<float> out(OH * OW);
+  std::vector<float> scratch(libjit_pool_scratch_floats(H, W, OH, OW, 2, 2, 2, 2, 1, 1));
+  libjit_maxpool_f32(out.data(), in.data(), 1, 1, H, W, OH, OW, 2, 2, 2, 2, 0, 0,
+                     scratch.data(), 0, 1);
+  for (int64_t y = 0; y < OH; y++)
+    for (int64_t x = 0; x < OW; x++) {
+      float m = -INFINITY;
+      for (int64_t i = 2 * y; i < 2 * y + 2; i++)
+        for (int64_t j = 2 * x; j < 2 * x + 2; j++)
+          m = std::max(m, in[i * W + j]);
+      EXPECT_EQ(out[y * OW + x], m) << y << "," << x;
+    }
+  // Pads of 2 with a 2x2 window: the first output's window holds only padding.
+  std::vector<float> small = {1, 2, 3, 4}, o(9);
+  std::vector<float> s2(libjit_pool_scratch_floats(2, 2, 3, 3, 2, 2, 2, 2, 1, 1));
+  libjit_maxpool_f32(o.data(), small.data(), 1, 1, 2, 2, 3, 3, 2, 2, 2, 2, 2, 2, s2.data(), 0, 1);
+  EXPECT_EQ(o[0], -INFINITY);
+  EXPECT_EQ(o[4], 4.0f);
+}
+
+// Global average pooling (the vectorised sum) and a general adaptive one.
+TEST(Libjit, AdaptiveAvgPool) {
+  int64_t C = 3, H = 13, W = 11;
+  auto in = randomVec(C * H * W, 23);
+  std::vector<float> g(C);
+  libjit_adaptive_avgpool_f32(g.data(), in.data(), 1, C, H, W, 1, 1, 0, 1);
+  for (int64_t c = 0; c < C; c++) {
+    double s = 0;
+    for (int64_t i = 0; i < H * W; i++)
+      s += in[c * H * W + i];
+    EXPECT_NEAR(g[c], s / double(H * W), 1e-6);
+  }
+  std::vector<float> a(C * 4 * 3);
+  for (int64_t t = 0; t < 2; t++)
+    libjit_adaptive_avgpool_f32(a.data(), in.data(), 1, C, H, W, 4, 3, t, 2);
+  for (int64_t c = 0; c < C; c++)
+    for (int64_t i = 0; i < 4; i++)
+      for (int64_t j = 0; j < 3; j++) {
+        int64_t hb = i * H / 4, he = (i * H + H + 3) / 4, wb = j * W / 3, we = (j * W + W + 2) / 3;
+        double s = 0;
+        for (int64_t h = hb; h < he; h++)
+          for (int64_t w = wb; w < we; w++)
+            s += in[(c * H + h) * W + w];
+        EXPECT_NEAR(a[(c * 4 + i) * 3 + j], s / double((he - hb) * (we - wb)), 1e-6);
+      }
+}
+
+// Depthwise convolution on each path: rows (output rows of 16 or more; stride 1 and 2, odd
+// widths, pads 0-2, SH != SW), flat (narrow planes, stride 1 and 2, 3x3 and 5x5) and the
+// generic loop (dilation, stride 3); with and without the clamp, without a bias, 1-3 threads.
+TEST(Libjit, DepthwiseConvolutionAllPaths) {
+  struct Case {
+    int64_t H, W, K, SH, SW, PT, PL, PB, PR, D;
+  } cases[] = {
+      {112, 112, 3, 1, 1, 1, 1, 1, 1, 1}, // rows, stride 1
+      {37, 35, 3, 2, 2, 1, 1, 1, 1, 1},   // rows, stride 2, odd sizes
+      {40, 66, 3, 2, 2, 0, 0, 1, 1, 1},   // rows, stride 2, no left pad (even phase)
+      {21, 40, 5, 1, 1, 2, 2, 2, 2, 1},   // rows, 5x5
+      {30, 71, 5, 2, 2, 2, 2, 2, 2, 1},   // rows, 5x5 stride 2
+      {19, 33, 3, 2, 1, 1, 0, 1, 2, 1},   // rows, SH != SW
+      {14, 14, 3, 1, 1, 1, 1, 1, 1, 1},   // flat, stride 1
+      {7, 7, 3, 1, 1, 1, 1, 1, 1, 1},     // flat, 7x7
+      {14, 13, 3, 2, 2, 1, 1, 1, 1, 1},   // flat, stride 2
+      {15, 9, 5, 2, 2, 2, 2, 2, 2, 1},    // flat, 5x5 stride 2
+      {9, 10, 5, 1, 1, 2, 2, 2, 2, 1},    // flat, 5x5 stride 1
+      {3, 2, 3, 1, 1, 1, 1, 1, 1, 1},     // flat, tiny
+      {16, 18, 3, 1, 1, 2, 2, 2, 2, 2},   // generic: dilation 2
+      {20, 20, 3, 3, 3, 1, 1, 1, 1, 1},   // generic: stride 3
+      {10, 12, 3, 2, 1, 1, 1, 1, 1, 1},   // generic: narrow, SH != SW
+  };
+  for (const Case &k : cases) {
+    int64_t N = 2, C = 3;
+    auto in = randomVec(N * C * k.H * k.W, 31), w = randomVec(C * k.K * k.K, 32),
+         bias = randomVec(C, 33);
+    std::vector<float> zeros(C, 0.0f);
+    for (bool withBias : {true, false}) {
+      int64_t OH, OW;
+      auto ref = refConv(in, w, withBias ? bias : zeros, N, C, k.H, k.W, C, k.K, k.K, k.SH,
+                         k.SW, k.PT, k.PL, k.PB, k.PR, k.D, k.D, C, OH, OW);
+      int64_t per = libjit_conv2d_dw_scratch_floats(k.H, k.W, OH, OW, k.K, k.K, k.SH, k.SW, k.D,
+                                                    k.D);
+      for (int64_t nth : {1, 2, 3}) {
+        for (int act : {0, 1}) {
+          SCOPED_TRACE(std::to_string(k.H) + "x" + std::to_string(k.W) + " K " +
+                       std::to_string(k.K) + " S " + std::to_string(k.SH) + "," +
+                       std::to_string(k.SW) + " D " + std::to_string(k.D) + " threads " +
+                       std::to_string(nth) + " act " + std::to_string(act) +
+                       (withBias ? "" : " no bias"));
+          std::vector<float> out(ref.size(), 7.0f), scratch(nth * per);
+          for (int64_t t = 0; t < nth; t++)
+            libjit_conv2d_dw_f32(out.data(), in.data(), w.data(),
+                                 withBias ? bias.data() : nullptr, N, C, k.H, k.W, OH, OW, k.K,
+                                 k.K, k.SH, k.SW, k.PT, k.PL, k.D, k.D, act, 0.0f, 0.5f,
+                                 scratch.data(), t, nth);
+          std::vector<float> r = ref;
+          if (act)
+            for (float &v : r)
+              v = std::min(0.5f, std::max(0.0f, v));
+          expectNear(out, r);
+        }
+      }
     }
   }
 }

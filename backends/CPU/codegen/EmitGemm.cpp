@@ -106,7 +106,7 @@ Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
                      std::to_string(H) + "x" + std::to_string(W) + (G > 1 ? " g" + std::to_string(G) : "") +
                      (epi.add ? " +add" : "");
   if (G > 1 && G == C && O == C && !epi.add) {
-    needPoolScratch(libjit_pool_scratch_floats(H, W, OH, OW, KH, KW, SH, SW, DH, DW));
+    needPoolScratch(libjit_conv2d_dw_scratch_floats(H, W, OH, OW, KH, KW, SH, SW, DH, DW));
     items.push_back({true, "conv_dw " + desc, [=] {
                        call("libjit_conv2d_dw_f32",
                             {ptr(dest), ptr(in), ptr(filter), ptr(bias), I64(N), I64(C), I64(H),

@@ -22,9 +22,8 @@ Error Emitter::planPool(Instruction *I, std::vector<Item> &items) {
   }
   if (id.size() != 4 || k.size() != 2)
     return makeError(ErrorCode::Unsupported, "CPU backend: only 2-D pooling");
-  if (isMax)
-    needPoolScratch(libjit_pool_scratch_floats(id[2], id[3], od[2], od[3], k[0], k[1], s[0],
-                                               s[1], 1, 1));
+  needPoolScratch(libjit_pool_scratch_floats(id[2], id[3], od[2], od[3], k[0], k[1], s[0],
+                                             s[1], 1, 1));
   items.push_back({true, isMax ? "maxpool" : "avgpool", [=] {
                      std::vector<llvm::Value *> args = {
                          ptr(dest), ptr(in), I64(id[0]), I64(id[1]), I64(id[2]), I64(id[3]),
@@ -32,8 +31,7 @@ Error Emitter::planPool(Instruction *I, std::vector<Item> &items) {
                          I64(p[0]), I64(p[1])};
                      if (!isMax)
                        args.push_back(I64(cip));
-                     else
-                       args.push_back(scratch());
+                     args.push_back(scratch());
                      args.push_back(tid_);
                      args.push_back(nth_);
                      call(isMax ? "libjit_maxpool_f32" : "libjit_avgpool_f32", args);

@@ -117,9 +117,9 @@ LIBJIT_EXPORT void libjit_layernorm_f32(float *dst, const float *src, const floa
 LIBJIT_EXPORT void libjit_batchedadd_f32(float *dst, const float *batch, const float *slice,
                                          int64_t n, int64_t sliceSize);
 
-// Pooling and depthwise convolution (libjit_pool.cpp).
-/// Floats of scratch per thread of libjit_maxpool_f32 and libjit_conv2d_dw_f32 (a padded,
-/// phase-split copy of one input plane).
+// Pooling (libjit_pool.cpp).
+/// Floats of scratch per thread of libjit_maxpool_f32 and libjit_avgpool_f32 (a padded row
+/// and per-column divisors).
 LIBJIT_EXPORT int64_t libjit_pool_scratch_floats(int64_t H, int64_t W, int64_t OH, int64_t OW,
                                                  int64_t KH, int64_t KW, int64_t SH, int64_t SW,
                                                  int64_t DH, int64_t DW);
@@ -131,11 +131,18 @@ LIBJIT_EXPORT void libjit_maxpool_f32(float *dst, const float *src, int64_t N, i
 LIBJIT_EXPORT void libjit_avgpool_f32(float *dst, const float *src, int64_t N, int64_t C,
                                       int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
                                       int64_t KW, int64_t SH, int64_t SW, int64_t PT,
-                                      int64_t PL, int64_t countIncludePads, int64_t tid,
-                                      int64_t nthreads);
+                                      int64_t PL, int64_t countIncludePads, float *scratch,
+                                      int64_t tid, int64_t nthreads);
 LIBJIT_EXPORT void libjit_adaptive_avgpool_f32(float *dst, const float *src, int64_t N,
                                                int64_t C, int64_t H, int64_t W, int64_t OH,
                                                int64_t OW, int64_t tid, int64_t nthreads);
+
+// Depthwise convolution (libjit_depthwise.cpp).
+/// Floats of scratch per thread of libjit_conv2d_dw_f32 (padded rows or a padded plane).
+LIBJIT_EXPORT int64_t libjit_conv2d_dw_scratch_floats(int64_t H, int64_t W, int64_t OH,
+                                                      int64_t OW, int64_t KH, int64_t KW,
+                                                      int64_t SH, int64_t SW, int64_t DH,
+                                                      int64_t DW);
 LIBJIT_EXPORT void libjit_conv2d_dw_f32(float *out, const float *in, const float *filter,
                                         const float *bias, int64_t N, int64_t C, int64_t H,
                                         int64_t W, int64_t OH, int64_t OW, int64_t KH,

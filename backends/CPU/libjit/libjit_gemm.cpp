@@ -5,6 +5,7 @@
 // same code are slower but compute the same values.
 #include "libjit.h"
 #include "libjit_gemm_impl.h"
+#include "libjit_vec.h"
 
 namespace libjit {
 namespace {
@@ -49,6 +50,13 @@ template <class Cfg> struct Im2colB {
               const float *s = row + iw0;
               for (int64_t t = tLo; t < tHi; t++)
                 drow[q + t] = s[t];
+            } else if (SW == 2) {
+              // The even columns of 32 consecutive inputs, while those stay in the row.
+              int64_t t = tLo;
+              for (; t + 16 <= tHi && iw0 + 2 * t + 32 <= W; t += 16)
+                st16(drow + q + t, evens(ld32(row + iw0 + 2 * t)));
+              for (; t < tHi; t++)
+                drow[q + t] = row[iw0 + 2 * t];
             } else {
               for (int64_t t = tLo; t < tHi; t++)
                 drow[q + t] = row[iw0 + t * SW];
@@ -86,6 +94,25 @@ template <class Cfg> struct Im2colA {
   const float *panel(int64_t, int64_t) const { return nullptr; }
   void pack(float *dst, int64_t i0, int64_t mc, int64_t pc, int64_t kc) const {
     constexpr int64_t MR = Cfg::MR;
+    if (KH == 1 && KW == 1 && SH == 1 && SW == 1 && PT == 0 && PL == 0 && OW == W) {
+      // Pointwise: the MR pixels of a panel row are consecutive in their input plane.
+      for (int64_t ip = 0; ip < mc; ip += MR) {
+        int64_t rows = minI(MR, mc - ip);
+        float *d = dst + (ip / MR) * kc * MR;
+        const float *s = in + pc * H * W + i0 + ip;
+        for (int64_t k = 0; k < kc; k++, s += H * W) {
+          if (rows == MR) {
+            LIBJIT_UNROLL
+            for (int64_t r = 0; r < MR; r++)
+              d[k * MR + r] = s[r];
+          } else {
+            for (int64_t r = 0; r < MR; r++)
+              d[k * MR + r] = r < rows ? s[r] : 0.0f;
+          }
+        }
+      }
+      return;
+    }
     for (int64_t ip = 0; ip < mc; ip += MR) {
       int64_t rows = minI(MR, mc - ip);
       float *d = dst + (ip / MR) * kc * MR;
@@ -173,6 +200,51 @@ LIBJIT_INLINE void conv2d(float *out, const float *in, const float *packedW, con
   }
 }
 
+/// y[o][p] = clamp(t[p][o] + a[o][p]) over pixels [m0, m1) and channels [n0, n1) (a and
+/// the clamp optional): 16 x 16 blocks transposed in registers, the ragged edges one value
+/// at a time. Every output is written once, so y may be the same buffer as a.
+LIBJIT_INLINE void transposeOut(float *y, const float *t, const float *a, int64_t P, int64_t O,
+                                int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t act,
+                                float lo, float hi) {
+  F16 lov = splat16(lo), hiv = splat16(hi);
+  int64_t pEnd = m0 + (m1 - m0) / 16 * 16, oEnd = n0 + (n1 - n0) / 16 * 16;
+  auto one = [&](int64_t o, int64_t p) {
+    float v = t[p * O + o];
+    if (a)
+      v += a[o * P + p];
+    if (act) {
+      v = v < lo ? lo : v;
+      v = v > hi ? hi : v;
+    }
+    y[o * P + p] = v;
+  };
+  for (int64_t ob = n0; ob < oEnd; ob += 16) {
+    for (int64_t pb = m0; pb < pEnd; pb += 16) {
+      F16 v[16];
+      LIBJIT_UNROLL
+      for (int i = 0; i < 16; i++)
+        v[i] = ld16(t + (pb + i) * O + ob);
+      transpose16(v);
+      LIBJIT_UNROLL
+      for (int i = 0; i < 16; i++) {
+        float *d = y + (ob + i) * P + pb;
+        F16 x = v[i];
+        if (a)
+          x += ld16(a + (ob + i) * P + pb);
+        if (act)
+          x = clamp16(x, lov, hiv);
+        st16(d, x);
+      }
+    }
+    for (int64_t o = ob; o < ob + 16; o++)
+      for (int64_t p = pEnd; p < m1; p++)
+        one(o, p);
+  }
+  for (int64_t o = oEnd; o < n1; o++)
+    for (int64_t p = m0; p < m1; p++)
+      one(o, p);
+}
+
 /// Convolution computed transposed, for small images: T[P x O] = im2col^T x W^T with the
 /// pixels as GEMM rows (so P need not fill whole NR-column panels), then transposed into
 /// the NCHW output with the residual add and the clamp. packedWT holds W^T [K x O] as
@@ -195,28 +267,9 @@ LIBJIT_INLINE void conv2dT(float *out, const float *in, const float *packedWT,
     const float *a = add ? add + n * O * P : nullptr;
     Im2colA<Cfg> A{x, H, W, KH, KW, OW, SH, SW, PT, PL, DH, DW};
     gemmRange<Cfg>(m0, m1, n0, n1, K, A, PackedB<Cfg>{packedWT, K}, t, O, epi, s);
-    // Transpose this thread's block [m0, m1) x [n0, n1) into y[o][p], 16 x 16 at a time.
-    for (int64_t ob = n0; ob < n1; ob += 16) {
-      int64_t oe = minI(ob + 16, n1);
-      for (int64_t pb = m0; pb < m1; pb += 16) {
-        int64_t pe = minI(pb + 16, m1);
-        for (int64_t o = ob; o < oe; o++) {
-          for (int64_t p = pb; p < pe; p++) {
-            float v = t[p * O + o];
-            if (a)
-              v += a[o * P + p];
-            if (act) {
-              v = v < lo ? lo : v;
-              v = v > hi ? hi : v;
-            }
-            y[o * P + p] = v;
-          }
-        }
-      }
-    }
+    transposeOut(y, t, a, P, O, m0, m1, n0, n1, act, lo, hi);
   }
 }
-
 } // namespace
 } // namespace libjit
 

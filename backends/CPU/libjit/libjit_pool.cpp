@@ -1,153 +1,216 @@
-// Pooling and depthwise convolution on NCHW float32. Work splits over the N*C planes.
+// Pooling on NCHW float32. Work splits over the N*C planes. Every output row is computed in
+// two vectorised passes: the window's input rows are reduced column-wise into a padded row
+// buffer (pad cells hold the reduction's identity, so windows need no bounds checks), then
+// each output takes the reduction of KW buffer cells, 16 outputs at a time; stride 2 reads
+// 32 consecutive cells and splits them into even and odd columns.
 #include "libjit.h"
+#include "libjit_vec.h"
 
 using namespace libjit;
 
-LIBJIT_EXPORT int64_t libjit_pool_scratch_floats(int64_t H, int64_t W, int64_t OH, int64_t OW,
-                                                 int64_t KH, int64_t KW, int64_t SH, int64_t SW,
-                                                 int64_t DH, int64_t DW) {
-  (void)H, (void)W;
-  int64_t Hp = (OH - 1) * SH + (KH - 1) * DH + 1;
-  int64_t Wq = OW + ((KW - 1) * DW) / SW + 1;
-  return (Hp * Wq * SW + 15) / 16 * 16;
-}
-
 namespace {
 
-/// Copies plane x [H x W] into SW column phases of its padded form, for windows read with
-/// column stride SW: phase f holds padded columns f, f + SW, f + 2 SW, ... so that every
-/// window tap reads a contiguous run. Padded row r, padded column q = j * SW + f is
-/// x[r - PT][q - PL] inside the image and `fill` outside. Each phase is Hp x Wq.
-LIBJIT_INLINE void padPhases(float *dst, const float *x, int64_t H, int64_t W, int64_t PT,
-                             int64_t PL, int64_t Hp, int64_t Wq, int64_t SW, float fill) {
-  for (int64_t f = 0; f < SW; f++) {
-    float *d = dst + f * Hp * Wq;
-    // Columns j with 0 <= j * SW + f - PL < W.
-    int64_t off = f - PL;
-    int64_t jLo = off >= 0 ? 0 : ceilDiv(-off, SW);
-    int64_t jHi = W - off <= 0 ? 0 : ceilDiv(W - off, SW);
-    jLo = minI(jLo, Wq);
-    jHi = maxI(minI(jHi, Wq), jLo);
-    for (int64_t r = 0; r < Hp; r++) {
-      float *dr = d + r * Wq;
-      int64_t ih = r - PT;
-      if (ih < 0 || ih >= H) {
-        for (int64_t j = 0; j < Wq; j++)
-          dr[j] = fill;
-        continue;
-      }
-      const float *xr = x + ih * W + off;
-      for (int64_t j = 0; j < jLo; j++)
-        dr[j] = fill;
-      if (SW == 1) {
-        for (int64_t j = jLo; j < jHi; j++)
-          dr[j] = xr[j];
-      } else {
-        for (int64_t j = jLo; j < jHi; j++)
-          dr[j] = xr[j * SW];
-      }
-      for (int64_t j = jHi; j < Wq; j++)
-        dr[j] = fill;
-    }
-  }
+/// Cells of the padded row buffer: every column any window (or a full vector block of
+/// 16 windows) reads, and 32 cells of slack for the stride-2 loads that run past it.
+LIBJIT_INLINE int64_t poolRowCells(int64_t OW, int64_t KW, int64_t SW) {
+  int64_t span = (maxI(OW, 16) - 1) * SW + KW;
+  return (span + 32 + 15) / 16 * 16;
 }
 
-/// One output row of a 3x3 depthwise convolution from nine tap rows (restrict: no
-/// run-time alias checks, so the loop vectorises).
-template <bool Act>
-LIBJIT_INLINE void dw3x3Row(float *__restrict y, const float *__restrict a0,
-                            const float *__restrict a1, const float *__restrict a2,
-                            const float *__restrict b0, const float *__restrict b1,
-                            const float *__restrict b2, const float *__restrict c0,
-                            const float *__restrict c1, const float *__restrict c2, int64_t n,
-                            float w0, float w1, float w2, float w3, float w4, float w5, float w6,
-                            float w7, float w8, float b, float lo, float hi) {
-  for (int64_t i = 0; i < n; i++) {
-    float v = b + w0 * a0[i] + w1 * a1[i] + w2 * a2[i] + w3 * b0[i] + w4 * b1[i] + w5 * b2[i] +
-              w6 * c0[i] + w7 * c1[i] + w8 * c2[i];
-    if (Act) {
-      v = v < lo ? lo : v;
-      v = v > hi ? hi : v;
-    }
-    y[i] = v;
-  }
-}
-
-/// Geometry of a padded, phase-split plane for an OH x OW window sweep.
-struct PhaseGeom {
-  int64_t Hp, Wq;
-  PhaseGeom(int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW,
-            int64_t DH, int64_t DW) {
-    Hp = (OH - 1) * SH + (KH - 1) * DH + 1;
-    Wq = OW + ((KW - 1) * DW) / SW + 1;
-  }
+/// Both reductions start from their identity, so the max drops NaNs like the Interpreter's
+/// std::max(acc, v) chain does.
+struct MaxOp {
+  static float identity() { return -__builtin_inff(); }
+  static inline float apply(float acc, float v) { return v > acc ? v : acc; }
+  static inline F16 apply(F16 acc, F16 v) { return v > acc ? v : acc; }
+};
+struct SumOp {
+  static float identity() { return 0.0f; }
+  static inline float apply(float a, float b) { return a + b; }
+  static inline F16 apply(F16 a, F16 b) { return a + b; }
 };
 
-} // namespace
-
-LIBJIT_EXPORT void libjit_maxpool_f32(float *dst, const float *src, int64_t N, int64_t C,
-                                      int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
-                                      int64_t KW, int64_t SH, int64_t SW, int64_t PT,
-                                      int64_t PL, float *scratch, int64_t tid,
-                                      int64_t nthreads) {
-  int64_t p0, p1;
-  partition(N * C, 1, tid, nthreads, &p0, &p1);
-  PhaseGeom g(OH, OW, KH, KW, SH, SW, 1, 1);
-  float *buf = scratch + tid * libjit_pool_scratch_floats(H, W, OH, OW, KH, KW, SH, SW, 1, 1);
-  for (int64_t p = p0; p < p1; p++) {
-    padPhases(buf, src + p * H * W, H, W, PT, PL, g.Hp, g.Wq, SW, -__builtin_inff());
-    float *y = dst + p * OH * OW;
-    for (int64_t oh = 0; oh < OH; oh++) {
-      float *yr = y + oh * OW;
-      for (int64_t ow = 0; ow < OW; ow++)
-        yr[ow] = -__builtin_inff();
-      for (int64_t kh = 0; kh < KH; kh++) {
-        int64_t r = oh * SH + kh;
-        for (int64_t kw = 0; kw < KW; kw++) {
-          const float *s = buf + (kw % SW) * g.Hp * g.Wq + r * g.Wq + kw / SW;
-          for (int64_t ow = 0; ow < OW; ow++)
-            yr[ow] = s[ow] > yr[ow] ? s[ow] : yr[ow];
-        }
-      }
+/// t[PL + w] = op over rows [hb, he) of x[.][w], for the columns w < n.
+template <class Op>
+LIBJIT_INLINE void reduceRows(float *__restrict t, const float *__restrict x, int64_t W, int64_t hb,
+                              int64_t he, int64_t n) {
+  float *d = t;
+  const float *r0 = x + hb * W;
+  if (he <= hb) {
+    for (int64_t w = 0; w < n; w++)
+      d[w] = Op::identity();
+    return;
+  }
+  if (n >= 16) {
+    for (int64_t w0 = 0;; w0 += 16) {
+      // The last block overlaps the previous one instead of running past the row.
+      int64_t w = minI(w0, n - 16);
+      F16 acc = splat16(Op::identity());
+      for (int64_t h = 0; h < he - hb; h++)
+        acc = Op::apply(acc, ld16(r0 + h * W + w));
+      st16(d + w, acc);
+      if (w0 + 16 >= n)
+        break;
     }
+    return;
+  }
+  for (int64_t w = 0; w < n; w++) {
+    float acc = Op::identity();
+    for (int64_t h = 0; h < he - hb; h++)
+      acc = Op::apply(acc, r0[h * W + w]);
+    d[w] = acc;
   }
 }
 
-LIBJIT_EXPORT void libjit_avgpool_f32(float *dst, const float *src, int64_t N, int64_t C,
-                                      int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
-                                      int64_t KW, int64_t SH, int64_t SW, int64_t PT,
-                                      int64_t PL, int64_t countIncludePads, int64_t tid,
-                                      int64_t nthreads) {
+/// 16 outputs j0 .. j0+15 of the row: op over t[(j0 + i) * SW + kw], kw < KW (SW 1 or 2).
+template <class Op>
+LIBJIT_INLINE F16 windowBlock(const float *t, int64_t j0, int64_t KW, int64_t SW) {
+  if (SW == 1) {
+    const float *s = t + j0;
+    F16 acc = splat16(Op::identity());
+    for (int64_t kw = 0; kw < KW; kw++)
+      acc = Op::apply(acc, ld16(s + kw));
+    return acc;
+  }
+  const float *s = t + 2 * j0;
+  F16 acc = splat16(Op::identity());
+  for (int64_t kw = 0; kw < KW; kw += 2) {
+    F32x v = ld32(s + kw);
+    acc = Op::apply(acc, evens(v));
+    if (kw + 1 < KW)
+      acc = Op::apply(acc, odds(v));
+  }
+  return acc;
+}
+
+/// The shared pooling loop. Fin maps a block of 16 window results (outputs j0..j0+15 of
+/// row oh, whose window has vcnt valid rows) to outputs.
+template <class Op, class Fin>
+LIBJIT_INLINE void poolPlanes(float *dst, const float *src, int64_t N, int64_t C, int64_t H,
+                              int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
+                              int64_t SW, int64_t PT, int64_t PL, float *t, const Fin &fin,
+                              int64_t tid, int64_t nthreads) {
   int64_t p0, p1;
   partition(N * C, 1, tid, nthreads, &p0, &p1);
+  if (p0 >= p1)
+    return;
+  int64_t cells = poolRowCells(OW, KW, SW);
+  for (int64_t i = 0; i < cells; i++)
+    t[i] = Op::identity();
+  // Input columns that land in the buffer: [0, n) at cells [PL, PL + n).
+  int64_t n = maxI(0, minI(W, cells - 32 - PL));
+  float *tail = t + cells; // 16 outputs of a row shorter than one block
+  bool vec = SW <= 2;
   for (int64_t p = p0; p < p1; p++) {
     const float *x = src + p * H * W;
     float *y = dst + p * OH * OW;
     for (int64_t oh = 0; oh < OH; oh++) {
       int64_t h0 = oh * SH - PT;
       int64_t hb = maxI(h0, 0), he = minI(h0 + KH, H);
-      for (int64_t ow = 0; ow < OW; ow++) {
-        int64_t w0 = ow * SW - PL;
-        int64_t wb = maxI(w0, 0), we = minI(w0 + KW, W);
-        float s = 0.0f;
-        for (int64_t h = hb; h < he; h++)
-          for (int64_t w = wb; w < we; w++)
-            s += x[h * W + w];
-        int64_t cnt = countIncludePads ? KH * KW : (he - hb) * (we - wb);
-        y[oh * OW + ow] = cnt > 0 ? s / (float)cnt : 0.0f;
+      reduceRows<Op>(t + PL, x, W, hb, he, n);
+      float *yr = y + oh * OW;
+      int64_t vcnt = maxI(he - hb, 0);
+      if (!vec) {
+        for (int64_t j = 0; j < OW; j++) {
+          float acc = Op::identity();
+          for (int64_t kw = 0; kw < KW; kw++)
+            acc = Op::apply(acc, t[j * SW + kw]);
+          F16 b = splat16(acc);
+          fin(b, j, vcnt);
+          yr[j] = b[0];
+        }
+        continue;
+      }
+      if (OW < 16) {
+        F16 b = windowBlock<Op>(t, 0, KW, SW);
+        fin(b, 0, vcnt);
+        st16(tail, b);
+        for (int64_t j = 0; j < OW; j++)
+          yr[j] = tail[j];
+        continue;
+      }
+      for (int64_t j0 = 0;; j0 += 16) {
+        int64_t j = minI(j0, OW - 16);
+        F16 b = windowBlock<Op>(t, j, KW, SW);
+        fin(b, j, vcnt);
+        st16(yr + j, b);
+        if (j0 + 16 >= OW)
+          break;
       }
     }
   }
 }
 
-LIBJIT_EXPORT void libjit_adaptive_avgpool_f32(float *dst, const float *src, int64_t N,
-                                               int64_t C, int64_t H, int64_t W, int64_t OH,
-                                               int64_t OW, int64_t tid, int64_t nthreads) {
+} // namespace
+
+LIBJIT_EXPORT int64_t libjit_pool_scratch_floats(int64_t H, int64_t W, int64_t OH, int64_t OW,
+                                                 int64_t KH, int64_t KW, int64_t SH, int64_t SW,
+                                                 int64_t DH, int64_t DW) {
+  (void)H, (void)W, (void)OH, (void)KH, (void)SH, (void)DH, (void)DW;
+  // Row buffer, one block of outputs, and the column divisors of average pooling.
+  return poolRowCells(OW, KW, SW) + 16 + (OW + 31) / 16 * 16;
+}
+
+LIBJIT_EXPORT void libjit_maxpool_f32(float *dst, const float *src, int64_t N, int64_t C, int64_t H,
+                                      int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                                      int64_t SH, int64_t SW, int64_t PT, int64_t PL,
+                                      float *scratch, int64_t tid, int64_t nthreads) {
+  float *t = scratch + tid * libjit_pool_scratch_floats(H, W, OH, OW, KH, KW, SH, SW, 1, 1);
+  auto fin = [](F16 &, int64_t, int64_t) {};
+  poolPlanes<MaxOp>(dst, src, N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, t, fin, tid, nthreads);
+}
+
+/// Average pooling: the window sum over KH * KW when countIncludePads, else over the
+/// window's cells inside the image (0 when there are none).
+LIBJIT_EXPORT void libjit_avgpool_f32(float *dst, const float *src, int64_t N, int64_t C, int64_t H,
+                                      int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                                      int64_t SH, int64_t SW, int64_t PT, int64_t PL,
+                                      int64_t countIncludePads, float *scratch, int64_t tid,
+                                      int64_t nthreads) {
+  float *t = scratch + tid * libjit_pool_scratch_floats(H, W, OH, OW, KH, KW, SH, SW, 1, 1);
+  // Valid columns of each output's window, after the row buffer and the tail block.
+  float *wcnt = t + poolRowCells(OW, KW, SW) + 16;
+  for (int64_t j = 0; j < (OW + 31) / 16 * 16; j++) {
+    int64_t w0 = j * SW - PL;
+    wcnt[j] = j < OW ? float(maxI(0, minI(w0 + KW, W) - maxI(w0, 0))) : 1.0f;
+  }
+  if (countIncludePads) {
+    F16 d = splat16(float(KH * KW));
+    auto fin = [d](F16 &b, int64_t, int64_t) { b = b / d; };
+    poolPlanes<SumOp>(dst, src, N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, t, fin, tid, nthreads);
+    return;
+  }
+  auto fin = [wcnt](F16 &b, int64_t j, int64_t vcnt) {
+    F16 d = ld16(wcnt + j) * splat16(float(vcnt));
+    F16 zero = splat16(0.0f);
+    b = d > zero ? b / d : zero;
+  };
+  poolPlanes<SumOp>(dst, src, N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, t, fin, tid, nthreads);
+}
+
+/// Adaptive average pooling; the global case (one output per plane) sums 16 lanes at a
+/// time, so the sum does not wait on one add chain.
+LIBJIT_EXPORT void libjit_adaptive_avgpool_f32(float *dst, const float *src, int64_t N, int64_t C,
+                                               int64_t H, int64_t W, int64_t OH, int64_t OW,
+                                               int64_t tid, int64_t nthreads) {
   int64_t p0, p1;
   partition(N * C, 1, tid, nthreads, &p0, &p1);
   for (int64_t p = p0; p < p1; p++) {
     const float *x = src + p * H * W;
     float *y = dst + p * OH * OW;
+    if (OH == 1 && OW == 1) {
+      int64_t n = H * W, i = 0;
+      F16 acc = splat16(0.0f);
+      for (; i + 16 <= n; i += 16)
+        acc += ld16(x + i);
+      float s = 0.0f;
+      for (int l = 0; l < 16; l++)
+        s += acc[l];
+      for (; i < n; i++)
+        s += x[i];
+      y[0] = s / float(n);
+      continue;
+    }
     for (int64_t i = 0; i < OH; i++) {
       int64_t hb = i * H / OH, he = ceilDiv((i + 1) * H, OH);
       for (int64_t j = 0; j < OW; j++) {
@@ -156,74 +219,8 @@ LIBJIT_EXPORT void libjit_adaptive_avgpool_f32(float *dst, const float *src, int
         for (int64_t h = hb; h < he; h++)
           for (int64_t w = wb; w < we; w++)
             s += x[h * W + w];
-        y[i * OW + j] = s / (float)((he - hb) * (we - wb));
+        y[i * OW + j] = s / float((he - hb) * (we - wb));
       }
-    }
-  }
-}
-
-/// Depthwise convolution (Group == C == O, one input channel per output channel): each
-/// plane is padded and split into column phases (padPhases), then every tap is a
-/// contiguous, vectorised multiply-add over an output row; 3x3 kernels do all nine taps
-/// per output element.
-LIBJIT_EXPORT void libjit_conv2d_dw_f32(float *out, const float *in, const float *filter,
-                                        const float *bias, int64_t N, int64_t C, int64_t H,
-                                        int64_t W, int64_t OH, int64_t OW, int64_t KH,
-                                        int64_t KW, int64_t SH, int64_t SW, int64_t PT,
-                                        int64_t PL, int64_t DH, int64_t DW, int64_t act,
-                                        float lo, float hi, float *scratch, int64_t tid,
-                                        int64_t nthreads) {
-  int64_t p0, p1;
-  partition(N * C, 1, tid, nthreads, &p0, &p1);
-  PhaseGeom g(OH, OW, KH, KW, SH, SW, DH, DW);
-  float *buf = scratch + tid * libjit_pool_scratch_floats(H, W, OH, OW, KH, KW, SH, SW, DH, DW);
-  int64_t plane = g.Hp * g.Wq;
-  for (int64_t p = p0; p < p1; p++) {
-    int64_t c = p % C;
-    padPhases(buf, in + p * H * W, H, W, PT, PL, g.Hp, g.Wq, SW, 0.0f);
-    const float *f = filter + c * KH * KW;
-    float *y = out + p * OH * OW;
-    float b = bias ? bias[c] : 0.0f;
-    if (KH == 3 && KW == 3 && DH == 1 && DW == 1 && SW <= 2) {
-      // Taps kw = 0, 1, 2 read phase kw % SW at column offset kw / SW.
-      const float *ph0 = buf, *ph1 = buf + (1 % SW) * plane, *ph2 = buf + (2 % SW) * plane;
-      int64_t o1 = 1 / SW, o2 = 2 / SW;
-      float w0 = f[0], w1 = f[1], w2 = f[2], w3 = f[3], w4 = f[4], w5 = f[5], w6 = f[6],
-            w7 = f[7], w8 = f[8];
-      for (int64_t oh = 0; oh < OH; oh++) {
-        int64_t r = oh * SH;
-        const float *a0 = ph0 + r * g.Wq, *a1 = ph1 + r * g.Wq + o1, *a2 = ph2 + r * g.Wq + o2;
-        const float *b0 = a0 + g.Wq, *b1 = a1 + g.Wq, *b2 = a2 + g.Wq;
-        const float *c0 = b0 + g.Wq, *c1 = b1 + g.Wq, *c2 = b2 + g.Wq;
-        float *yr = y + oh * OW;
-        if (act)
-          dw3x3Row<true>(yr, a0, a1, a2, b0, b1, b2, c0, c1, c2, OW, w0, w1, w2, w3, w4, w5, w6,
-                         w7, w8, b, lo, hi);
-        else
-          dw3x3Row<false>(yr, a0, a1, a2, b0, b1, b2, c0, c1, c2, OW, w0, w1, w2, w3, w4, w5,
-                          w6, w7, w8, b, lo, hi);
-      }
-      continue;
-    }
-    for (int64_t oh = 0; oh < OH; oh++) {
-      float *yr = y + oh * OW;
-      for (int64_t ow = 0; ow < OW; ow++)
-        yr[ow] = b;
-      for (int64_t kh = 0; kh < KH; kh++) {
-        int64_t r = oh * SH + kh * DH;
-        for (int64_t kw = 0; kw < KW; kw++) {
-          float wv = f[kh * KW + kw];
-          int64_t q = kw * DW;
-          const float *s = buf + (q % SW) * plane + r * g.Wq + q / SW;
-          for (int64_t ow = 0; ow < OW; ow++)
-            yr[ow] += wv * s[ow];
-        }
-      }
-      if (act)
-        for (int64_t ow = 0; ow < OW; ow++) {
-          float v = yr[ow] > lo ? yr[ow] : lo;
-          yr[ow] = v < hi ? v : hi;
-        }
     }
   }
 }

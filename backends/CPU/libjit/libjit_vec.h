@@ -1,0 +1,85 @@
+// 16-float vectors for the row kernels (pooling, depthwise convolution): loads and stores
+// of any alignment, and the even/odd split of 32 consecutive floats that stride-2 windows
+// need. Written with vector extensions: the JIT lowers a 16-float vector to one 512-bit
+// register on AVX-512 hosts and to two 256-bit registers elsewhere. Internal to the kernel
+// library.
+#ifndef KILN_BACKENDS_CPU_LIBJIT_LIBJIT_VEC_H
+#define KILN_BACKENDS_CPU_LIBJIT_LIBJIT_VEC_H
+
+#include "libjit_defs.h"
+
+namespace libjit {
+
+typedef float F16 __attribute__((vector_size(64)));
+typedef float F32x __attribute__((vector_size(128)));
+
+LIBJIT_INLINE F16 ld16(const float *p) {
+  F16 v;
+  __builtin_memcpy(&v, p, sizeof(v));
+  return v;
+}
+LIBJIT_INLINE F32x ld32(const float *p) {
+  F32x v;
+  __builtin_memcpy(&v, p, sizeof(v));
+  return v;
+}
+LIBJIT_INLINE void st16(float *p, F16 v) { __builtin_memcpy(p, &v, sizeof(v)); }
+LIBJIT_INLINE F16 splat16(float s) {
+  F16 v;
+  LIBJIT_UNROLL
+  for (int i = 0; i < 16; i++)
+    v[i] = s;
+  return v;
+}
+/// p[0], p[2], ..., p[30].
+LIBJIT_INLINE F16 evens(F32x v) {
+  return __builtin_shufflevector(v, v, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+}
+/// p[1], p[3], ..., p[31].
+LIBJIT_INLINE F16 odds(F32x v) {
+  return __builtin_shufflevector(v, v, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+}
+LIBJIT_INLINE F16 clamp16(F16 v, F16 lo, F16 hi) {
+  v = v < lo ? lo : v;
+  return v > hi ? hi : v;
+}
+
+/// Transposes the 16 x 16 block v (v[i][j] becomes v[j][i]) in four stages; stage B
+/// swaps the off-diagonal B x B sub-blocks of every 2B x 2B block.
+LIBJIT_INLINE void transpose16(F16 v[16]) {
+  for (int r = 0; r < 16; r += 16)
+    for (int q = r; q < r + 8; q++) {
+      F16 a = v[q], b = v[q + 8];
+      v[q] = __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+      v[q + 8] = __builtin_shufflevector(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29,
+                                         30, 31);
+    }
+  for (int r = 0; r < 16; r += 8)
+    for (int q = r; q < r + 4; q++) {
+      F16 a = v[q], b = v[q + 4];
+      v[q] =
+          __builtin_shufflevector(a, b, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
+      v[q + 4] =
+          __builtin_shufflevector(a, b, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+    }
+  for (int r = 0; r < 16; r += 4)
+    for (int q = r; q < r + 2; q++) {
+      F16 a = v[q], b = v[q + 2];
+      v[q] =
+          __builtin_shufflevector(a, b, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
+      v[q + 2] =
+          __builtin_shufflevector(a, b, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+    }
+  for (int r = 0; r < 16; r += 2)
+    for (int q = r; q < r + 1; q++) {
+      F16 a = v[q], b = v[q + 1];
+      v[q] =
+          __builtin_shufflevector(a, b, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
+      v[q + 1] =
+          __builtin_shufflevector(a, b, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+    }
+}
+
+} // namespace libjit
+
+#endif // KILN_BACKENDS_CPU_LIBJIT_LIBJIT_VEC_H

@@ -1,0 +1,251 @@
+// Microbenchmark of the non-GEMM-bound CPU kernels at the layer shapes of small networks
+// (squeezenet1_1, mobilenet_v2, resnet50 at batch 1): pooling, depthwise convolution and
+// GEMM-based convolutions with few channels, JIT-compiled for this host exactly as the
+// backend's shared kernels are. Prints per case the minimum and median microseconds of one
+// call on one thread, and GB/s (input + output bytes over the minimum) or GFLOP/s.
+//
+//   bazel run -c opt //test/cpu:kernel_bench -- [--filter SUBSTR] [--reps 200] [--no-avx512]
+#include "backends/CPU/jit/Jit.h"
+#include "backends/CPU/libjit/libjit.h"
+#include "backends/CPU/libjit/libjit_gemm_config.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<float> filled(size_t n, unsigned seed) {
+  std::vector<float> v(n);
+  uint32_t s = seed * 2654435761u + 1;
+  for (float &x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = float(int32_t(s >> 8) % 2001 - 1000) / 1000.0f;
+  }
+  return v;
+}
+
+struct Case {
+  std::string name;
+  double bytes = 0, flops = 0;
+  std::function<void()> run;
+};
+
+using MaxPoolFn = decltype(&libjit_maxpool_f32);
+using AvgPoolFn = decltype(&libjit_avgpool_f32);
+using DwFn = decltype(&libjit_conv2d_dw_f32);
+using ConvFn = decltype(&libjit_conv2d_f32_avx512);
+using ConvTFn = decltype(&libjit_conv2d_t_f32_avx512);
+
+struct Kernels {
+  MaxPoolFn maxpool;
+  AvgPoolFn avgpool;
+  DwFn dw;
+  ConvFn conv;
+  ConvTFn convT;
+  bool avx512;
+  int64_t gemmScratch;
+};
+
+int64_t outDim(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe, bool ceil) {
+  int64_t span = in + pb + pe - k;
+  return (ceil ? (span + s - 1) / s : span / s) + 1;
+}
+
+void addPool(std::vector<Case> &cases, const Kernels &k, bool isMax, int64_t C, int64_t H,
+             int64_t K, int64_t S, int64_t P, bool ceil) {
+  int64_t OH = outDim(H, K, S, P, P, ceil);
+  auto in = std::make_shared<std::vector<float>>(filled(C * H * H, 1));
+  auto out = std::make_shared<std::vector<float>>(C * OH * OH);
+  auto scratch = std::make_shared<std::vector<float>>(
+      libjit_pool_scratch_floats(H, H, OH, OH, K, K, S, S, 1, 1) + 64);
+  Case c;
+  c.name = std::string(isMax ? "maxpool " : "avgpool ") + std::to_string(K) + "x" +
+           std::to_string(K) + "/" + std::to_string(S) + " p" + std::to_string(P) + " " +
+           std::to_string(C) + "x" + std::to_string(H) + "x" + std::to_string(H);
+  c.bytes = 4.0 * double(C * H * H + C * OH * OH);
+  c.run = [=, &k] {
+    if (isMax)
+      k.maxpool(out->data(), in->data(), 1, C, H, H, OH, OH, K, K, S, S, P, P, scratch->data(), 0,
+                1);
+    else
+      k.avgpool(out->data(), in->data(), 1, C, H, H, OH, OH, K, K, S, S, P, P, 0, scratch->data(),
+                0, 1);
+  };
+  cases.push_back(c);
+}
+
+void addDw(std::vector<Case> &cases, const Kernels &k, int64_t C, int64_t H, int64_t S) {
+  int64_t OH = outDim(H, 3, S, 1, 1, false);
+  auto in = std::make_shared<std::vector<float>>(filled(C * H * H, 2));
+  auto w = std::make_shared<std::vector<float>>(filled(C * 9, 3));
+  auto b = std::make_shared<std::vector<float>>(filled(C, 4));
+  auto out = std::make_shared<std::vector<float>>(C * OH * OH);
+  auto scratch = std::make_shared<std::vector<float>>(
+      libjit_conv2d_dw_scratch_floats(H, H, OH, OH, 3, 3, S, S, 1, 1) + 64);
+  Case c;
+  c.name = "conv_dw 3x3/" + std::to_string(S) + " " + std::to_string(C) + "x" + std::to_string(H) +
+           "x" + std::to_string(H);
+  c.bytes = 4.0 * double(C * H * H + C * OH * OH);
+  c.run = [=, &k] {
+    k.dw(out->data(), in->data(), w->data(), b->data(), 1, C, H, H, OH, OH, 3, 3, S, S, 1, 1, 1, 1,
+         1, 0.0f, 6.0f, scratch->data(), 0, 1);
+  };
+  cases.push_back(c);
+}
+
+/// A convolution through the GEMM path (transposed: pixels as rows) with packed weights.
+void addConv(std::vector<Case> &cases, const Kernels &k, bool transposed, int64_t C, int64_t H,
+             int64_t O, int64_t KS, int64_t S, int64_t P, bool withAdd) {
+  int64_t OH = outDim(H, KS, S, P, P, false), Kd = C * KS * KS;
+  auto in = std::make_shared<std::vector<float>>(filled(C * H * H, 5));
+  auto w = filled(O * Kd, 6);
+  auto b = std::make_shared<std::vector<float>>(filled(O, 7));
+  auto add = std::make_shared<std::vector<float>>(filled(O * OH * OH, 8));
+  auto out = std::make_shared<std::vector<float>>(O * OH * OH);
+  auto scratch = std::make_shared<std::vector<float>>(k.gemmScratch);
+  auto t = std::make_shared<std::vector<float>>(O * OH * OH);
+  std::shared_ptr<std::vector<float>> packed;
+  if (transposed) {
+    packed = std::make_shared<std::vector<float>>(
+        k.avx512 ? libjit::packedBFloats<libjit::GemmAvx512>(Kd, O)
+                 : libjit::packedBFloats<libjit::GemmAvx2>(Kd, O));
+    (k.avx512 ? libjit_pack_bt_f32_avx512 : libjit_pack_bt_f32_avx2)(packed->data(), w.data(), Kd,
+                                                                     O);
+  } else {
+    packed = std::make_shared<std::vector<float>>(
+        k.avx512 ? libjit::packedAFloats<libjit::GemmAvx512>(O, Kd)
+                 : libjit::packedAFloats<libjit::GemmAvx2>(O, Kd));
+    (k.avx512 ? libjit_pack_a_f32_avx512 : libjit_pack_a_f32_avx2)(packed->data(), w.data(), O, Kd,
+                                                                   Kd);
+  }
+  Case c;
+  c.name = std::string(transposed ? "convT " : "conv ") + std::to_string(KS) + "x" +
+           std::to_string(KS) + "/" + std::to_string(S) + " " + std::to_string(C) + "->" +
+           std::to_string(O) + " " + std::to_string(H) + "x" + std::to_string(H) +
+           (withAdd ? " +add" : "");
+  c.flops = 2.0 * double(O * OH * OH) * double(Kd);
+  c.run = [=, &k] {
+    const float *a = withAdd ? add->data() : nullptr;
+    if (transposed)
+      k.convT(out->data(), in->data(), packed->data(), b->data(), a, 1, C, H, H, O, OH, OH, KS, KS,
+              S, S, P, P, 1, 1, 1, 0.0f, 6.0f, t->data(), scratch->data(), 0, 1);
+    else
+      k.conv(out->data(), in->data(), packed->data(), b->data(), a, 1, C, H, H, O, OH, OH, KS, KS,
+             S, S, P, P, 1, 1, 1, 1, 0.0f, 6.0f, scratch->data(), 0, 1);
+  };
+  cases.push_back(c);
+}
+
+std::vector<Case> allCases(const Kernels &k) {
+  std::vector<Case> cs;
+  // squeezenet1_1 (ceil mode) and resnet50 max pools; an average pool of the same shapes.
+  addPool(cs, k, true, 64, 111, 3, 2, 0, true);
+  addPool(cs, k, true, 128, 55, 3, 2, 0, true);
+  addPool(cs, k, true, 256, 27, 3, 2, 0, true);
+  addPool(cs, k, true, 64, 112, 3, 2, 1, false);
+  addPool(cs, k, true, 64, 56, 2, 2, 0, false);
+  addPool(cs, k, false, 64, 112, 3, 2, 1, false);
+  addPool(cs, k, false, 256, 28, 2, 2, 0, false);
+  // mobilenet_v2 depthwise layers.
+  addDw(cs, k, 32, 112, 1);
+  addDw(cs, k, 96, 112, 2);
+  addDw(cs, k, 144, 56, 1);
+  addDw(cs, k, 144, 56, 2);
+  addDw(cs, k, 192, 28, 1);
+  addDw(cs, k, 192, 28, 2);
+  addDw(cs, k, 384, 14, 1);
+  addDw(cs, k, 576, 14, 1);
+  addDw(cs, k, 576, 14, 2);
+  addDw(cs, k, 960, 7, 1);
+  // First convolutions (few input channels).
+  addConv(cs, k, false, 3, 224, 64, 3, 2, 0, false);
+  addConv(cs, k, false, 3, 224, 32, 3, 2, 1, false);
+  addConv(cs, k, false, 3, 224, 64, 7, 2, 3, false);
+  // mobilenet_v2 and squeezenet 1x1 convolutions (small K or small O).
+  addConv(cs, k, false, 16, 112, 96, 1, 1, 0, false);
+  addConv(cs, k, false, 32, 112, 16, 1, 1, 0, false);
+  addConv(cs, k, false, 96, 56, 24, 1, 1, 0, false);
+  addConv(cs, k, false, 24, 56, 144, 1, 1, 0, false);
+  addConv(cs, k, false, 144, 56, 24, 1, 1, 0, true);
+  addConv(cs, k, false, 144, 28, 32, 1, 1, 0, false);
+  addConv(cs, k, false, 32, 28, 192, 1, 1, 0, false);
+  addConv(cs, k, false, 192, 28, 32, 1, 1, 0, true);
+  addConv(cs, k, false, 128, 55, 16, 1, 1, 0, false);
+  addConv(cs, k, false, 16, 55, 64, 1, 1, 0, false);
+  addConv(cs, k, true, 96, 14, 576, 1, 1, 0, false);
+  addConv(cs, k, true, 576, 14, 96, 1, 1, 0, true);
+  addConv(cs, k, true, 64, 14, 384, 1, 1, 0, false);
+  addConv(cs, k, true, 384, 14, 64, 1, 1, 0, true);
+  addConv(cs, k, true, 160, 7, 960, 1, 1, 0, false);
+  addConv(cs, k, true, 960, 7, 160, 1, 1, 0, true);
+  addConv(cs, k, true, 960, 7, 320, 1, 1, 0, false);
+  addConv(cs, k, true, 320, 7, 1280, 1, 1, 0, false);
+  addConv(cs, k, true, 512, 13, 1000, 1, 1, 0, false);
+  return cs;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string filter;
+  int reps = 200;
+  bool noAvx512 = false;
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    if (a == "--filter" && i + 1 < argc)
+      filter = argv[++i];
+    else if (a == "--reps" && i + 1 < argc)
+      reps = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--no-avx512")
+      noAvx512 = true;
+    else {
+      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  kiln::cpu::JitOptions opts;
+  opts.disableAvx512 = noAvx512;
+  bool avx512 = kiln::cpu::detectHost(opts).avx512;
+  std::string isa = avx512 ? "avx512" : "avx2";
+  auto addrs =
+      kiln::exitOnError(kiln::cpu::getSharedKernels(
+                            {"libjit_maxpool_f32", "libjit_avgpool_f32", "libjit_conv2d_dw_f32",
+                             "libjit_conv2d_f32_" + isa, "libjit_conv2d_t_f32_" + isa},
+                            opts),
+                        "JIT");
+  Kernels k;
+  k.maxpool = reinterpret_cast<MaxPoolFn>(addrs["libjit_maxpool_f32"]);
+  k.avgpool = reinterpret_cast<AvgPoolFn>(addrs["libjit_avgpool_f32"]);
+  k.dw = reinterpret_cast<DwFn>(addrs["libjit_conv2d_dw_f32"]);
+  k.conv = reinterpret_cast<ConvFn>(addrs["libjit_conv2d_f32_" + isa]);
+  k.convT = reinterpret_cast<ConvTFn>(addrs["libjit_conv2d_t_f32_" + isa]);
+  k.avx512 = avx512;
+  k.gemmScratch = avx512 ? libjit::gemmScratchFloats<libjit::GemmAvx512>()
+                         : libjit::gemmScratchFloats<libjit::GemmAvx2>();
+  std::printf("%-40s %9s %9s %9s\n", ("case (" + isa + ")").c_str(), "min us", "med us", "rate");
+  for (Case &c : allCases(k)) {
+    if (!filter.empty() && c.name.find(filter) == std::string::npos)
+      continue;
+    for (int i = 0; i < 3; i++)
+      c.run();
+    std::vector<double> t;
+    for (int i = 0; i < reps; i++) {
+      auto s = Clock::now();
+      c.run();
+      t.push_back(std::chrono::duration<double, std::micro>(Clock::now() - s).count());
+    }
+    std::sort(t.begin(), t.end());
+    double rate = c.flops ? c.flops / (t[0] * 1e3) : c.bytes / (t[0] * 1e3);
+    std::printf("%-40s %9.1f %9.1f %7.1f %s\n", c.name.c_str(), t[0], t[t.size() / 2], rate,
+                c.flops ? "GFLOP/s" : "GB/s");
+  }
+  return 0;
+}
