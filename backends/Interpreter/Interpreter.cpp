@@ -69,14 +69,7 @@ Error InterpreterFunction::executePlanned(PlaceholderBindings &bindings) {
     auto *ph = dyn_cast<Placeholder>(w->getOrigin());
     if (!ph)
       continue;
-    Tensor *t = bindings.get(ph);
-    if (!t)
-      return makeError(ErrorCode::InvalidArgument, "placeholder '", ph->getName(), "' of type ",
-                       ph->getType()->toString(), " is not bound to a tensor");
-    if (t->getType() != *ph->getType())
-      return makeError(ErrorCode::InvalidArgument, "placeholder '", ph->getName(),
-                       "' expects a tensor of type ", ph->getType()->toString(),
-                       " but is bound to ", t->getType().toString());
+    KILN_ASSIGN_OR_RETURN(Tensor * t, bindings.getChecked(ph));
     std::memcpy(mutables.get() + offsets_.at(w.get()), t->getUnsafePtr(), t->getSizeInBytes());
     outputs.push_back({w.get(), t});
   }
@@ -108,14 +101,7 @@ Error InterpreterRun::run(PlaceholderBindings &bindings) {
       continue;
     }
     auto *ph = cast<Placeholder>(s);
-    Tensor *t = bindings.get(ph);
-    if (!t)
-      return makeError(ErrorCode::InvalidArgument, "placeholder '", ph->getName(), "' of type ",
-                       ph->getType()->toString(), " is not bound to a tensor");
-    if (t->getType() != *ph->getType())
-      return makeError(ErrorCode::InvalidArgument, "placeholder '", ph->getName(),
-                       "' expects a tensor of type ", ph->getType()->toString(), " but is bound to ",
-                       t->getType().toString());
+    KILN_ASSIGN_OR_RETURN(Tensor * t, bindings.getChecked(ph));
     tensors_.emplace(w.get(), Tensor::view(t->getType(), t->getUnsafePtr()));
   }
   for (const auto &I : F_.getInstrs())

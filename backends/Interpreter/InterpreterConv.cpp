@@ -128,8 +128,8 @@ void convInt8(const Tensor &in, const Tensor &filter, const Tensor &bias, Tensor
               }
             }
           }
-          double real = accScale * acc + dequantize(b.raw(o), bias.getType());
-          y.at({n, o, oh, ow}) = requantize<int8_t>(real, outTy.scale, outTy.offset);
+          double real = accScale * acc + dequantizeValue(b.raw(o), bias.getType());
+          y.at({n, o, oh, ow}) = quantizeValue<int8_t>(real, outTy.scale, outTy.offset);
         }
       }
     }
@@ -187,7 +187,7 @@ Error maxPool(const Instruction *I, const Tensor &in, Tensor &out, const Window 
       for (dim_t h = r.h0; h < r.h1; h++)
         for (dim_t c = r.w0; c < r.w1; c++)
           m = std::max<int32_t>(m, x.raw(base + h * w.W + c));
-      y.raw(o) = requantize<int8_t>(dequantize(m, in.getType()), outTy.scale, outTy.offset);
+      y.raw(o) = quantizeValue<int8_t>(dequantizeValue(m, in.getType()), outTy.scale, outTy.offset);
     });
     return Error::success();
   }
@@ -221,7 +221,7 @@ Error avgPool(const Instruction *I, const Tensor &in, Tensor &out, const Window 
         for (dim_t c = r.w0; c < r.w1; c++)
           sum += x.raw(base + h * w.W + c) - inTy.offset;
       double real = double(inTy.scale) * sum / double(divisor(r));
-      y.raw(o) = requantize<int8_t>(real, outTy.scale, outTy.offset);
+      y.raw(o) = quantizeValue<int8_t>(real, outTy.scale, outTy.offset);
     });
     return Error::success();
   }

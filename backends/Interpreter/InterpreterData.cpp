@@ -15,25 +15,11 @@ using namespace interp;
 
 namespace {
 
-/// Calls \p f with the storage type of any element kind.
-template <typename F> Error dispatchAll(const Instruction *I, ElemKind k, F &&f) {
-  switch (k) {
-  case ElemKind::Int8Q:
-    return f(KindTag<int8_t>{});
-  case ElemKind::UInt8Q:
-    return f(KindTag<uint8_t>{});
-  case ElemKind::Int32Q:
-    return f(KindTag<int32_t>{});
-  default:
-    return dispatchConvertible(I, k, std::forward<F>(f));
-  }
-}
-
 /// Fills \p t with \p value converted as by ConvertTo: float kinds round it, integer
 /// kinds (quantized ones included: \p value is the raw integer) round it to nearest even
 /// and saturate, Bool is value != 0.
 Error fill(const Instruction *I, Tensor &t, float value) {
-  return dispatchAll(I, t.getElementType(), [&](auto tag) {
+  return dispatchAny(I, t.getElementType(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T v = convertElement<T>(value);
     T *y = elems<T>(t);
@@ -43,24 +29,20 @@ Error fill(const Instruction *I, Tensor &t, float value) {
   });
 }
 
-/// For every index of \p out in row-major order, copies the element of \p in at element
-/// offset \p srcOffset(idx).
-template <typename F> void copyByIndex(Tensor &out, const Tensor &in, F &&srcOffset) {
+/// For every index of \p out in row-major order, copies the element of \p in whose
+/// coordinate along input dimension d is \p inCoord(idx, d).
+template <typename F> void copyByInputCoords(Tensor &out, const Tensor &in, F &&inCoord) {
   const size_t bytes = out.getType().elemBytes();
+  const Dims strides = in.getType().strides();
   char *y = out.getUnsafePtr();
   const char *x = in.getUnsafePtr();
   size_t i = 0;
   forEachIndex(out.dims(), [&](const std::vector<dim_t> &idx) {
-    std::memcpy(y + bytes * i++, x + bytes * srcOffset(idx), bytes);
+    dim_t off = 0;
+    for (size_t d = 0; d < strides.size(); d++)
+      off += inCoord(idx, d) * strides[d];
+    std::memcpy(y + bytes * i++, x + bytes * off, bytes);
   });
-}
-
-/// Product of dims [from, to).
-dim_t product(const Dims &d, size_t from, size_t to) {
-  dim_t p = 1;
-  for (size_t i = from; i < to; i++)
-    p *= d[i];
-  return p;
 }
 
 } // namespace
@@ -72,9 +54,9 @@ Error InterpreterRun::fwdConcat(const ConcatInst *I) {
   if (axis >= ot.rank())
     return operandError(I, "axis ", axis, " is out of range for the result ", ot.toString());
   const size_t bytes = ot.elemBytes();
-  const dim_t outer = product(ot.dims, 0, axis);
-  const dim_t inner = product(ot.dims, axis + 1, ot.rank());
-  const dim_t outRow = ot.dims[axis] * inner; // elements per outer index in the result
+  const AxisSplit split(ot.dims, axis);
+  const dim_t outer = split.outer, inner = split.inner;
+  const dim_t outRow = split.size * inner;    // elements per outer index in the result
   dim_t done = 0;                             // elements of each result row filled so far
   for (Value *v : I->getInputs()) {
     const Tensor &in0 = getTensor(v);
@@ -115,13 +97,8 @@ Error InterpreterRun::fwdSlice(const SliceInst *I) {
                         " inside the input ", it.toString());
   Tensor scratch;
   KILN_ASSIGN_OR_RETURN(const Tensor *in, withQuantParamsOf(I, in0, ot, scratch));
-  const Dims strides = it.strides();
-  copyByIndex(out, *in, [&](const std::vector<dim_t> &idx) {
-    dim_t off = 0;
-    for (size_t d = 0; d < idx.size(); d++)
-      off += (idx[d] + starts[d]) * strides[d];
-    return off;
-  });
+  copyByInputCoords(out, *in,
+                    [&](const std::vector<dim_t> &idx, size_t d) { return idx[d] + starts[d]; });
   return Error::success();
 }
 
@@ -131,26 +108,22 @@ Error InterpreterRun::fwdTranspose(const TransposeInst *I) {
   KILN_RETURN_IF_ERR(checkSameKind(I, out, in0));
   const Type &it = in0.getType(), &ot = out.getType();
   const auto &shuffle = I->getShuffle();
-  bool ok = shuffle.size() == it.rank() && ot.rank() == it.rank();
-  std::vector<bool> seen(it.rank(), false);
-  for (size_t d = 0; ok && d < shuffle.size(); d++) {
-    ok = shuffle[d] < it.rank() && !seen[shuffle[d]] && ot.dims[d] == it.dims[shuffle[d]];
+  const size_t rank = it.rank();
+  bool ok = shuffle.size() == rank && ot.rank() == rank;
+  // Result dim d is input dim shuffle[d]; resultDim inverts that (rank: not yet seen).
+  std::vector<size_t> resultDim(rank, rank);
+  for (size_t d = 0; ok && d < rank; d++) {
+    ok = shuffle[d] < rank && resultDim[shuffle[d]] == rank && ot.dims[d] == it.dims[shuffle[d]];
     if (ok)
-      seen[shuffle[d]] = true;
+      resultDim[shuffle[d]] = d;
   }
   if (!ok)
     return operandError(I, "Shuffle does not permute the input ", it.toString(),
                         " into the result ", ot.toString());
   Tensor scratch;
   KILN_ASSIGN_OR_RETURN(const Tensor *in, withQuantParamsOf(I, in0, ot, scratch));
-  const Dims strides = it.strides();
-  // Result dim d is input dim shuffle[d].
-  copyByIndex(out, *in, [&](const std::vector<dim_t> &idx) {
-    dim_t off = 0;
-    for (size_t d = 0; d < idx.size(); d++)
-      off += idx[d] * strides[shuffle[d]];
-    return off;
-  });
+  copyByInputCoords(out, *in,
+                    [&](const std::vector<dim_t> &idx, size_t d) { return idx[resultDim[d]]; });
   return Error::success();
 }
 
@@ -183,9 +156,8 @@ Error InterpreterRun::fwdGather(const GatherInst *I) {
   Tensor scratch;
   KILN_ASSIGN_OR_RETURN(const Tensor *data, withQuantParamsOf(I, data0, ot, scratch));
   const size_t bytes = ot.elemBytes();
-  const dim_t outer = product(dt.dims, 0, axis);
-  const dim_t size = dt.dims[axis];
-  const dim_t inner = product(dt.dims, axis + 1, dt.rank());
+  const AxisSplit split(dt.dims, axis);
+  const dim_t outer = split.outer, size = split.size, inner = split.inner;
   const dim_t count = indices.size();
   const bool wide = indices.getElementType() == ElemKind::Int64I;
   const int64_t *idx64 = wide ? elems<int64_t>(indices) : nullptr;
@@ -220,13 +192,8 @@ Error InterpreterRun::fwdTile(const TileInst *I) {
                         ot.toString());
   Tensor scratch;
   KILN_ASSIGN_OR_RETURN(const Tensor *in, withQuantParamsOf(I, in0, ot, scratch));
-  const Dims strides = it.strides();
-  copyByIndex(out, *in, [&](const std::vector<dim_t> &idx) {
-    dim_t off = 0;
-    for (size_t d = 0; d < idx.size(); d++)
-      off += (idx[d] % it.dims[d]) * strides[d];
-    return off;
-  });
+  copyByInputCoords(out, *in,
+                    [&](const std::vector<dim_t> &idx, size_t d) { return idx[d] % it.dims[d]; });
   return Error::success();
 }
 
@@ -276,14 +243,9 @@ Error InterpreterRun::fwdBroadcast(const BroadcastInst *I) {
                         ot.toString(), " (TargetDims ", dimsToString(ot.dims), ")");
   Tensor scratch;
   KILN_ASSIGN_OR_RETURN(const Tensor *in, withQuantParamsOf(I, in0, ot, scratch));
-  const Dims strides = it.strides();
   // Input dims are right-aligned with the result's; size-1 input dims repeat.
-  copyByIndex(out, *in, [&](const std::vector<dim_t> &idx) {
-    dim_t off = 0;
-    for (size_t d = 0; d < it.rank(); d++)
-      if (it.dims[d] != 1)
-        off += idx[shift + d] * strides[d];
-    return off;
+  copyByInputCoords(out, *in, [&](const std::vector<dim_t> &idx, size_t d) {
+    return it.dims[d] == 1 ? 0 : idx[shift + d];
   });
   return Error::success();
 }

@@ -51,7 +51,8 @@ void matMulInt8(const Tensor &lhs, const Tensor &rhs, Tensor &out, dim_t batches
     for (dim_t i = 0; i < n; i++)
       for (dim_t c = 0; c < m; c++) {
         int32_t acc = dotInt8(lhs, b * n * k, rhs, b * k * m, i, c, k, m);
-        y.raw((b * n + i) * m + c) = requantize<int8_t>(accScale * acc, outTy.scale, outTy.offset);
+        y.raw((b * n + i) * m + c) =
+            quantizeValue<int8_t>(accScale * acc, outTy.scale, outTy.offset);
       }
 }
 
@@ -113,8 +114,8 @@ Error InterpreterRun::fwdFullyConnected(const FullyConnectedInst *I) {
     for (dim_t i = 0; i < n; i++)
       for (dim_t c = 0; c < m; c++) {
         int32_t acc = dotInt8(in, 0, weights, 0, i, c, k, m);
-        double real = accScale * acc + dequantize(b.raw(c), bias.getType());
-        y.raw(i * m + c) = requantize<int8_t>(real, outTy.scale, outTy.offset);
+        double real = accScale * acc + dequantizeValue(b.raw(c), bias.getType());
+        y.raw(i * m + c) = quantizeValue<int8_t>(real, outTy.scale, outTy.offset);
       }
     return Error::success();
   }
@@ -161,9 +162,9 @@ Error InterpreterRun::fwdBatchedAdd(const BatchedAddInst *I) {
     auto y = out.getHandle<int8_t>();
     const Type &outTy = out.getType();
     for (size_t i = 0; i < out.size(); i++) {
-      double real =
-          dequantize(x.raw(i), batch.getType()) + dequantize(s.raw(i % sliceSize), slice.getType());
-      y.raw(i) = requantize<int8_t>(real, outTy.scale, outTy.offset);
+      double real = dequantizeValue(x.raw(i), batch.getType()) +
+                    dequantizeValue(s.raw(i % sliceSize), slice.getType());
+      y.raw(i) = quantizeValue<int8_t>(real, outTy.scale, outTy.offset);
     }
     return Error::success();
   }

@@ -165,9 +165,10 @@ template <typename InstT> Error argInst(InterpreterRun &run, const InstT *I, boo
                      axis, " and output ", out.getType().toString(), " do not fit input ",
                      in.getType().toString());
   const AxisSplit split(in.dims(), axis);
-  bool known = visitNumericStorage(
-      in.getElementType(), [&](auto tag) { argReduce<decltype(tag)>(in, out, split, isMax); });
-  return known ? Error::success() : unsupportedKinds(I);
+  return dispatchOrdered(I, in.getElementType(), [&](auto tag) {
+    argReduce<typename decltype(tag)::type>(in, out, split, isMax);
+    return Error::success();
+  });
 }
 
 /// TopK along the last axis: per row, a stable sort of the indices by descending value
@@ -231,9 +232,10 @@ Error InterpreterRun::fwdTopK(const TopKInst *I) {
     return makeError(ErrorCode::InvalidArgument, "TopK '", I->getName(), "': K = ", k,
                      " and outputs ", values.getType().toString(), ", ",
                      indices.getType().toString(), " do not fit input ", in.getType().toString());
-  bool known = visitNumericStorage(in.getElementType(),
-                                   [&](auto tag) { topK<decltype(tag)>(in, values, indices, k); });
-  return known ? Error::success() : unsupportedKinds(I);
+  return dispatchOrdered(I, in.getElementType(), [&](auto tag) {
+    topK<typename decltype(tag)::type>(in, values, indices, k);
+    return Error::success();
+  });
 }
 
 } // namespace kiln

@@ -1,9 +1,9 @@
 /// \file
-/// Helpers shared by the Interpreter's element-wise, data-movement and quantization
-/// kernels (InterpreterElementwise.cpp, InterpreterData.cpp, InterpreterQuant.cpp):
-/// dispatch from an element kind to its C++ storage type, typed element access,
-/// quantization arithmetic, and operand checks that turn malformed IR into an Error
-/// instead of an out-of-bounds access. Private to the backend.
+/// Helpers shared by the Interpreter's kernels: dispatch from an element kind to its C++
+/// storage type, typed element access, quantization arithmetic, shape iteration, and
+/// operand checks that turn malformed IR into an Error instead of an out-of-bounds access.
+/// Private to the backend; InterpreterKernels.h adds what the convolution, linear-algebra,
+/// normalization and reduction kernels share.
 #ifndef KILN_BACKENDS_INTERPRETER_INTERPRETERUTIL_H
 #define KILN_BACKENDS_INTERPRETER_INTERPRETERUTIL_H
 
@@ -70,6 +70,21 @@ template <typename F> Error dispatchQuantized(const Instruction *I, ElemKind k, 
   default:
     return unsupportedKinds(I);
   }
+}
+
+/// Calls \p f with the storage type of any element kind.
+template <typename F> Error dispatchAny(const Instruction *I, ElemKind k, F &&f) {
+  if (isQuantized(k))
+    return dispatchQuantized(I, k, std::forward<F>(f));
+  return dispatchConvertible(I, k, std::forward<F>(f));
+}
+
+/// Like dispatchNumeric, and also Int8Q: the kinds whose raw values ArgMax, ArgMin and
+/// TopK order.
+template <typename F> Error dispatchOrdered(const Instruction *I, ElemKind k, F &&f) {
+  if (k == ElemKind::Int8Q)
+    return f(KindTag<int8_t>{});
+  return dispatchNumeric(I, k, std::forward<F>(f));
 }
 
 /// The elements of \p t as T (which must be its storage type).
@@ -204,6 +219,10 @@ template <typename To, typename From> To convertElement(From x) {
 inline double dequantizeValue(int64_t q, float scale, int32_t offset) {
   return double(scale) * double(q - int64_t(offset));
 }
+/// The real value of quantized integer \p q of type \p ty.
+inline double dequantizeValue(int64_t q, const Type &ty) {
+  return dequantizeValue(q, ty.scale, ty.offset);
+}
 
 /// Quantizes real \p r to storage type T under (\p scale, \p offset): round(r / scale) +
 /// offset, rounding half away from zero and saturating; NaN maps to the offset (real 0).
@@ -253,6 +272,24 @@ template <typename F> void forEachIndex(const Dims &dims, F &&f) {
       return;
   }
 }
+
+/// Splits \p dims around \p axis: the product of the dims before it (outer), its size, and
+/// the product of the dims after it (inner). Element (o, a, i) is at (o * size + a) * inner
+/// + i in row-major order.
+struct AxisSplit {
+  size_t outer = 1, size = 1, inner = 1;
+  AxisSplit(const Dims &dims, size_t axis) {
+    for (size_t d = 0; d < dims.size(); d++) {
+      if (d < axis)
+        outer *= dims[d];
+      else if (d == axis)
+        size = dims[d];
+      else
+        inner *= dims[d];
+    }
+  }
+  size_t index(size_t o, size_t a, size_t i) const { return (o * size + a) * inner + i; }
+};
 
 } // namespace kiln::interp
 

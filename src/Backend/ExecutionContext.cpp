@@ -30,6 +30,18 @@ Tensor *PlaceholderBindings::get(const Placeholder *ph) const {
   return it == map_.end() ? nullptr : it->second.get();
 }
 
+Expected<Tensor *> PlaceholderBindings::getChecked(const Placeholder *ph) const {
+  Tensor *t = get(ph);
+  if (!t)
+    return makeError(ErrorCode::InvalidArgument, "placeholder '", ph->getName(), "' of type ",
+                     ph->getType()->toString(), " is not bound to a tensor");
+  if (t->getType() != *ph->getType())
+    return makeError(ErrorCode::InvalidArgument, "placeholder '", ph->getName(),
+                     "' expects a tensor of type ", ph->getType()->toString(), " but is bound to ",
+                     t->getType().toString());
+  return t;
+}
+
 Tensor *PlaceholderBindings::getByName(const std::string &name) const {
   for (const auto &p : map_)
     if (p.first->getName() == name)

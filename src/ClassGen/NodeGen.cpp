@@ -136,6 +136,9 @@ void emitNodeClass(std::ostream &os, const NodeDef &n) {
   for (const std::string &d : n.extraDecls)
     os << "  " << d << "\n";
   os << "  std::string getInputName(unsigned i) const override;\n";
+  os << "  unsigned getNumFixedInputs() const override { return " << n.inputs.size() << "; }\n";
+  os << "  const char *getVariadicInputName() const override { return "
+     << (n.variadicInput.empty() ? "nullptr" : "\"" + n.variadicInput + "\"") << "; }\n";
   os << "  std::string getResultName(unsigned i) const override;\n";
   os << "  bool isDataParallel() const override { return " << (n.dataParallel ? "true" : "false")
      << "; }\n";
@@ -294,6 +297,13 @@ void emitNodesCpp(std::ostream &os, const Table &t) {
     os << "      {\"" << n.name << "\", NodeKind::" << n.name << "},\n";
   os << "  };\n  for (const auto &k : kinds)\n    if (name == k.first) {\n      out = k.second;\n"
      << "      return true;\n    }\n  return false;\n}\n\n";
+  os << "Node *createNodeOfKind(NodeKind k, const std::string &name,\n"
+     << "                      const std::vector<NodeValue> &ops) {\n  switch (k) {\n"
+     << "  case NodeKind::Placeholder:\n  case NodeKind::Constant:\n    return nullptr;\n";
+  for (const NodeDef &n : t.nodes)
+    os << "  case NodeKind::" << n.name << ": {\n    auto *n = new " << n.name
+       << "Node(name);\n    n->initOperands(ops);\n    return n;\n  }\n";
+  os << "  }\n  return nullptr;\n}\n\n";
 
   for (const NodeDef &n : t.nodes) {
     std::string cls = n.name + "Node";

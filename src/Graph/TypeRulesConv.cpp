@@ -89,6 +89,14 @@ Expected<dim_t> windowOutputSize(const Type &in, unsigned dimIdx, dim_t kernel,
 // convolution, pooling
 
 Expected<std::vector<Type>> inferConvolution(const ConvolutionNode &n) {
+  return inferConv2D(n, n.getKernels(), n.getStrides(), n.getPads(), n.getDilations(),
+                     n.getGroup());
+}
+
+Expected<std::vector<Type>> inferConv2D(const Node &n, const std::vector<dim_t> &kernels,
+                                        const std::vector<dim_t> &strides,
+                                        const std::vector<dim_t> &pads,
+                                        const std::vector<dim_t> &dilations, dim_t group) {
   KILN_ASSIGN_OR_RETURN(Type in, operandType(n, ConvolutionNode::InputIdx));
   KILN_ASSIGN_OR_RETURN(Type filter,
                         operandType(n, ConvolutionNode::FilterIdx));
@@ -103,13 +111,8 @@ Expected<std::vector<Type>> inferConvolution(const ConvolutionNode &n) {
   KILN_RETURN_IF_ERR(checkBiasKind(n, ConvolutionNode::BiasIdx, bias,
                                    ConvolutionNode::InputIdx, in));
 
-  const std::vector<dim_t> &kernels = n.getKernels();
-  const std::vector<dim_t> &strides = n.getStrides();
-  const std::vector<dim_t> &pads = n.getPads();
-  const std::vector<dim_t> &dilations = n.getDilations();
   KILN_RETURN_IF_ERR(checkWindowAttrs(kernels, strides, pads, &dilations));
 
-  dim_t group = n.getGroup();
   dim_t c = in.dims[1];
   dim_t o = filter.dims[0];
   if (group == 0)
@@ -169,6 +172,10 @@ Expected<std::vector<Type>> inferAdaptiveAvgPool(const AdaptiveAvgPoolNode &n) {
 // algebra
 
 Expected<std::vector<Type>> inferFullyConnected(const FullyConnectedNode &n) {
+  return inferMatrixLayer(n);
+}
+
+Expected<std::vector<Type>> inferMatrixLayer(const Node &n) {
   KILN_ASSIGN_OR_RETURN(Type in, operandType(n, FullyConnectedNode::InputIdx));
   KILN_ASSIGN_OR_RETURN(Type w, operandType(n, FullyConnectedNode::WeightsIdx));
   KILN_ASSIGN_OR_RETURN(Type bias, operandType(n, FullyConnectedNode::BiasIdx));

@@ -3,6 +3,9 @@
 
 #include "TypeRulesUtil.h"
 
+#include <initializer_list>
+#include <utility>
+
 namespace kiln::typerules {
 
 namespace {
@@ -45,47 +48,33 @@ Expected<std::vector<Type>> inferInsertTensor(const InsertTensorNode &n) {
   return std::vector<Type>{big};
 }
 
+// The fused nodes keep the operands of the node they fuse, at the same indices.
+constexpr bool sameIndices(std::initializer_list<std::pair<unsigned, unsigned>> pairs) {
+  for (const auto &p : pairs)
+    if (p.first != p.second)
+      return false;
+  return true;
+}
+static_assert(sameIndices({{FusedConvolutionNode::InputIdx, ConvolutionNode::InputIdx},
+                           {FusedConvolutionNode::FilterIdx, ConvolutionNode::FilterIdx},
+                           {FusedConvolutionNode::BiasIdx, ConvolutionNode::BiasIdx}}),
+              "FusedConvolution must keep Convolution's operands");
+static_assert(sameIndices({{FusedFullyConnectedNode::InputIdx, FullyConnectedNode::InputIdx},
+                           {FusedFullyConnectedNode::WeightsIdx, FullyConnectedNode::WeightsIdx},
+                           {FusedFullyConnectedNode::BiasIdx, FullyConnectedNode::BiasIdx}}),
+              "FusedFullyConnected must keep FullyConnected's operands");
+
 Expected<std::vector<Type>> inferFusedConvolution(const FusedConvolutionNode &n) {
   KILN_RETURN_IF_ERR(checkFloatOperands(n));
   KILN_RETURN_IF_ERR(checkActivation(n.getActivation()));
-  KILN_ASSIGN_OR_RETURN(Type in, operandType(n, FusedConvolutionNode::InputIdx));
-  KILN_ASSIGN_OR_RETURN(Type filter, operandType(n, FusedConvolutionNode::FilterIdx));
-  KILN_ASSIGN_OR_RETURN(Type bias, operandType(n, FusedConvolutionNode::BiasIdx));
-  KILN_RETURN_IF_ERR(checkRank(n, FusedConvolutionNode::InputIdx, in, 4, "[N,C,H,W]"));
-  KILN_RETURN_IF_ERR(checkRank(n, FusedConvolutionNode::FilterIdx, filter, 4, "[O,C/Group,kH,kW]"));
-  KILN_RETURN_IF_ERR(checkRank(n, FusedConvolutionNode::BiasIdx, bias, 1, "[O]"));
-  const std::vector<dim_t> &kernels = n.getKernels();
-  const std::vector<dim_t> &strides = n.getStrides();
-  const std::vector<dim_t> &pads = n.getPads();
-  const std::vector<dim_t> &dilations = n.getDilations();
-  KILN_RETURN_IF_ERR(checkWindowAttrs(kernels, strides, pads, &dilations));
-  dim_t group = n.getGroup();
-  dim_t o = filter.dims[0];
-  if (group == 0 || in.dims[1] % group || o % group || filter.dims[1] != in.dims[1] / group ||
-      filter.dims[2] != kernels[0] || filter.dims[3] != kernels[1] || bias.dims[0] != o)
-    return invalid("operands Input ", in.toString(), ", Filter ", filter.toString(), ", Bias ",
-                   bias.toString(), " do not form a convolution with Group = ", group,
-                   " and Kernels = ", listToString(kernels));
-  KILN_ASSIGN_OR_RETURN(dim_t oh, windowOutputSize(in, 2, kernels[0], strides[0], pads[0], pads[2],
-                                                   dilations[0], "height"));
-  KILN_ASSIGN_OR_RETURN(dim_t ow, windowOutputSize(in, 3, kernels[1], strides[1], pads[1], pads[3],
-                                                   dilations[1], "width"));
-  return std::vector<Type>{Type::withDims(in, {in.dims[0], o, oh, ow})};
+  return inferConv2D(n, n.getKernels(), n.getStrides(), n.getPads(), n.getDilations(),
+                     n.getGroup());
 }
 
 Expected<std::vector<Type>> inferFusedFullyConnected(const FusedFullyConnectedNode &n) {
   KILN_RETURN_IF_ERR(checkFloatOperands(n));
   KILN_RETURN_IF_ERR(checkActivation(n.getActivation()));
-  KILN_ASSIGN_OR_RETURN(Type in, operandType(n, FusedFullyConnectedNode::InputIdx));
-  KILN_ASSIGN_OR_RETURN(Type w, operandType(n, FusedFullyConnectedNode::WeightsIdx));
-  KILN_ASSIGN_OR_RETURN(Type bias, operandType(n, FusedFullyConnectedNode::BiasIdx));
-  KILN_RETURN_IF_ERR(checkRank(n, FusedFullyConnectedNode::InputIdx, in, 2, "[N,K]"));
-  KILN_RETURN_IF_ERR(checkRank(n, FusedFullyConnectedNode::WeightsIdx, w, 2, "[K,M]"));
-  KILN_RETURN_IF_ERR(checkRank(n, FusedFullyConnectedNode::BiasIdx, bias, 1, "[M]"));
-  if (w.dims[0] != in.dims[1] || bias.dims[0] != w.dims[1])
-    return invalid("operands Input ", in.toString(), ", Weights ", w.toString(), ", Bias ",
-                   bias.toString(), " do not form a fully connected layer");
-  return std::vector<Type>{Type::withDims(in, {in.dims[0], w.dims[1]})};
+  return inferMatrixLayer(n);
 }
 
 } // namespace kiln::typerules

@@ -71,6 +71,17 @@ Error checkWindowAttrs(const std::vector<dim_t> &kernels,
                        const std::vector<dim_t> &pads,
                        const std::vector<dim_t> *dilations);
 
+/// The rule of Convolution, shared with FusedConvolution: operands Input [N,C,H,W],
+/// Filter [O,C/Group,kH,kW] and Bias [O] at ConvolutionNode's indices.
+Expected<std::vector<Type>> inferConv2D(const Node &n, const std::vector<dim_t> &kernels,
+                                        const std::vector<dim_t> &strides,
+                                        const std::vector<dim_t> &pads,
+                                        const std::vector<dim_t> &dilations, dim_t group);
+
+/// The rule of FullyConnected, shared with FusedFullyConnected: operands Input [N,K],
+/// Weights [K,M] and Bias [M] at FullyConnectedNode's indices.
+Expected<std::vector<Type>> inferMatrixLayer(const Node &n);
+
 /// Shared rule of the Reduce* operators.
 Expected<std::vector<Type>>
 inferReduce(const Node &n, const std::vector<dim_t> &axes, bool keepDims);

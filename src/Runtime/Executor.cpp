@@ -93,16 +93,8 @@ struct Executor::Request {
 
 Error Executor::checkBindings(const ExecutableNetwork &net, const PlaceholderBindings &b) {
   for (const auto *list : {&net.plan.inputs, &net.plan.outputs})
-    for (const Placeholder *ph : *list) {
-      const Tensor *t = b.get(ph);
-      if (!t)
-        return makeError(ErrorCode::InvalidArgument, "placeholder '", ph->getName(), "' of type ",
-                         ph->getType()->toString(), " is not bound to a tensor");
-      if (t->getType() != *ph->getType())
-        return makeError(ErrorCode::InvalidArgument, "placeholder '", ph->getName(),
-                         "' expects a tensor of type ", ph->getType()->toString(),
-                         " but is bound to ", t->getType().toString());
-    }
+    for (const Placeholder *ph : *list)
+      KILN_RETURN_IF_ERR(b.getChecked(ph).takeError());
   return Error::success();
 }
 

@@ -11,6 +11,7 @@
 // it). A softmax is applied when the model's output is not already a probability
 // distribution. Exit 0 on success, 2 on any error (message on stderr), never a crash.
 
+#include "Flags.h"
 #include "Image.h"
 
 #include "kiln/Importer/ONNX.h"
@@ -23,6 +24,7 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 namespace {
@@ -30,7 +32,7 @@ namespace {
 using namespace kiln;
 using tools::Image;
 
-struct Flags {
+struct Options {
   std::string model, backend = "Interpreter", labels, layout = "NCHW";
   unsigned topK = 5, channels = 0, threads = 1;
   bool haveMean = false, haveStd = false;
@@ -38,27 +40,6 @@ struct Flags {
   float scale = 1.0f;
   std::vector<std::string> images;
 };
-
-const char *kUsage =
-    "usage: image-classifier --model M.onnx [options] IMAGE.png...\n"
-    "  --backend NAME     Interpreter (default), CPU, ...\n"
-    "  --top-k K          classes printed per image (default 5)\n"
-    "  --labels FILE      class names, one per line (default: class indices)\n"
-    "  --mean A[,B,C]     per-channel mean (default ImageNet's: 0.485,0.456,0.406)\n"
-    "  --std A[,B,C]      per-channel standard deviation (default 0.229,0.224,0.225)\n"
-    "  --scale 1|255      pixel values in [0, 1] (default) or [0, 255] before mean/std\n"
-    "  --layout NCHW|NHWC input layout of the model (default NCHW)\n"
-    "  --channels 1|3     colour channels (default: from the model's input shape)\n"
-    "  --threads N        intra-op threads of backends that use them (default 1)\n"
-    "Each image is resized to the model's input size and normalised as\n"
-    "(pixel * scale - mean) / std; all images run as one batch. Exit 0 ok, 2 on error.\n";
-
-bool parseUnsigned(const std::string &s, unsigned &out) {
-  if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos)
-    return false;
-  out = unsigned(std::stoul(s));
-  return true;
-}
 
 bool parseFloats(const std::string &s, std::vector<float> &out) {
   out.clear();
@@ -74,68 +55,53 @@ bool parseFloats(const std::string &s, std::vector<float> &out) {
   return !out.empty() && out.size() <= 3 && out.size() != 2;
 }
 
-/// Parses the flags; returns an error message or "".
-std::string parseFlags(int argc, char **argv, Flags &f) {
-  for (int i = 1; i < argc; i++) {
-    std::string a = argv[i], v;
-    bool hasValue = false;
-    if (a.rfind("--", 0) != 0) {
-      f.images.push_back(a);
-      continue;
-    }
-    size_t eq = a.find('=');
-    if (eq != std::string::npos) {
-      v = a.substr(eq + 1);
-      a = a.substr(0, eq);
-      hasValue = true;
-    }
-    auto value = [&](std::string &out) -> bool {
-      if (hasValue) {
-        out = v;
-        return true;
-      }
-      if (i + 1 >= argc)
-        return false;
-      out = argv[++i];
-      return true;
-    };
-    std::string s;
-    if (a == "--help") {
-      std::cout << kUsage;
-      std::exit(0);
-    } else if (a == "--model" || a == "--backend" || a == "--labels" || a == "--layout") {
-      std::string &dst = a == "--model" ? f.model : a == "--backend" ? f.backend
-                         : a == "--labels"                          ? f.labels
-                                                                    : f.layout;
-      if (!value(dst) || dst.empty())
-        return a + " needs a value";
-    } else if (a == "--top-k" || a == "--channels" || a == "--threads") {
-      unsigned *dst = a == "--top-k" ? &f.topK : a == "--channels" ? &f.channels : &f.threads;
-      if (!value(s) || !parseUnsigned(s, *dst))
-        return a + " needs a non-negative integer";
-    } else if (a == "--mean" || a == "--std") {
-      if (!value(s) || !parseFloats(s, a == "--mean" ? f.mean : f.std))
-        return a + " needs 1 or 3 comma-separated numbers";
-      (a == "--mean" ? f.haveMean : f.haveStd) = true;
-    } else if (a == "--scale") {
-      if (!value(s) || (s != "1" && s != "255"))
-        return "--scale must be 1 or 255";
-      f.scale = s == "1" ? 1.0f : 255.0f;
-    } else {
-      return "unknown argument '" + std::string(argv[i]) + "'";
-    }
-  }
-  if (f.model.empty())
-    return "--model is required";
+/// Parses the flags into \p f; returns the exit status when the tool should stop.
+std::optional<int> parseOptions(int argc, char **argv, Options &f) {
+  tools::Flags flags("image-classifier",
+                     "usage: image-classifier --model M.onnx [options] IMAGE.png...",
+                     "Each image is resized to the model's input size and normalised as\n"
+                     "(pixel * scale - mean) / std; all images run as one batch. Exit 0 ok, "
+                     "2 on error.\n");
+  flags.add("--model", f.model, "M.onnx", "the ONNX model").required();
+  flags.add("--backend", f.backend, "NAME", "Interpreter, CPU, ...");
+  flags.add("--top-k", f.topK, "K", "classes printed per image");
+  flags.add("--labels", f.labels, "FILE", "class names, one per line (default: class indices)");
+  flags.add("--mean", "A[,B,C]", "per-channel mean", "1 or 3 comma-separated numbers",
+            "ImageNet's: 0.485,0.456,0.406",
+            [&](const std::string &v) { return f.haveMean = parseFloats(v, f.mean); });
+  flags.add("--std", "A[,B,C]", "per-channel standard deviation", "1 or 3 comma-separated numbers",
+            "ImageNet's: 0.229,0.224,0.225",
+            [&](const std::string &v) { return f.haveStd = parseFloats(v, f.std); });
+  flags.add("--scale", "1|255", "pixel values in [0, 1] or [0, 255] before mean and std",
+            "1 or 255", "1", [&](const std::string &v) {
+              if (v != "1" && v != "255")
+                return false;
+              f.scale = v == "1" ? 1.0f : 255.0f;
+              return true;
+            });
+  flags.add("--layout", "NCHW|NHWC", "input layout of the model", "NCHW or NHWC", f.layout,
+            [&](const std::string &v) {
+              if (v != "NCHW" && v != "NHWC")
+                return false;
+              f.layout = v;
+              return true;
+            });
+  flags.add("--channels", "1|3", "colour channels", "1 or 3", "from the model's input shape",
+            [&](const std::string &v) {
+              if (v != "1" && v != "3")
+                return false;
+              f.channels = v == "1" ? 1 : 3;
+              return true;
+            });
+  flags.add("--threads", f.threads, "N", "intra-op threads of backends that use them");
+  flags.positional(f.images);
+  if (std::optional<int> exitCode = flags.parse(argc, argv))
+    return exitCode;
   if (f.images.empty())
-    return "no images given";
+    return flags.fail("no images given");
   if (f.topK == 0)
-    return "--top-k must be at least 1";
-  if (f.layout != "NCHW" && f.layout != "NHWC")
-    return "--layout must be NCHW or NHWC";
-  if (f.channels != 0 && f.channels != 1 && f.channels != 3)
-    return "--channels must be 1 or 3";
-  return "";
+    return flags.fail("--top-k must be at least 1");
+  return std::nullopt;
 }
 
 /// The model's image input: layout-independent sizes read from its declared shape.
@@ -144,14 +110,14 @@ struct InputShape {
   dim_t batch = 1, channels = 0, height = 0, width = 0;
 };
 
-Dims imageDims(const Flags &f, const InputShape &s, dim_t batch) {
+Dims imageDims(const Options &f, const InputShape &s, dim_t batch) {
   if (f.layout == "NCHW")
     return {batch, s.channels, s.height, s.width};
   return {batch, s.height, s.width, s.channels};
 }
 
 /// Loads the model once into a scratch module to learn its image input's shape.
-Expected<InputShape> probeInput(const Flags &f) {
+Expected<InputShape> probeInput(const Options &f) {
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> names, getONNXInputNames(f.model));
   if (names.size() != 1)
     return makeError(ErrorCode::InvalidArgument, "the model has ", names.size(),
@@ -198,7 +164,7 @@ struct Compiled {
   dim_t batch = 0;
 };
 
-Expected<Compiled> compileAt(const Flags &f, const InputShape &s, dim_t batch) {
+Expected<Compiled> compileAt(const Options &f, const InputShape &s, dim_t batch) {
   Compiled c;
   c.batch = batch;
   c.ee = std::make_unique<ExecutionEngine>(f.backend);
@@ -282,7 +248,7 @@ int fail(const std::string &what, const Error &e) {
   return 2;
 }
 
-int classify(const Flags &f) {
+int classify(const Options &f) {
   Expected<InputShape> shapeOr = probeInput(f);
   if (!shapeOr)
     return fail("model '" + f.model + "'", shapeOr.takeError());
@@ -399,12 +365,9 @@ int classify(const Flags &f) {
 } // namespace
 
 int main(int argc, char **argv) {
-  Flags f;
-  std::string err = parseFlags(argc, argv, f);
-  if (!err.empty()) {
-    std::cerr << "image-classifier: " << err << "\n" << kUsage;
-    return 2;
-  }
+  Options f;
+  if (std::optional<int> exitCode = parseOptions(argc, argv, f))
+    return *exitCode;
   try {
     return classify(f);
   } catch (const std::exception &e) {

@@ -5,19 +5,20 @@
 //
 // Exit 0: ran and matched (or no --data); 1: outputs mismatch; 2: any error.
 
+#include "Flags.h"
 #include "ModelRunner.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 namespace {
 
-struct Flags {
+struct Options {
   std::string model, data, backend = "Interpreter";
   unsigned threads = 1;
   unsigned devices = 0;       ///< >0: run through the runtime on this many devices
@@ -27,90 +28,31 @@ struct Flags {
   std::string dumpLLVMIR, dumpAsm;
 };
 
-const char *kUsage =
-    "usage: kiln-run --model M.onnx [--data test_data_set_0] [--backend Interpreter]\n"
-    "                [--threads 1] [--iterations 10] [--warmup 1] [--json]\n"
-    "                [--dump-llvm-ir FILE] [--dump-asm FILE]   (CPU backend; - is stderr)\n"
-    "                [--devices N [--device-memory BYTES]]   (partition over N devices of\n"
-    "                 the backend, e.g. Sim, with the CPU/Interpreter for what it lacks)\n"
-    "Runs an ONNX model; with --data, checks it against input_K.pb/output_K.pb with\n"
-    "|y - ref| <= 1e-4 * max|ref| + 1e-3 * |ref|. Exit 0 match, 1 mismatch, 2 error.\n";
-
-bool parseUnsigned(const std::string &s, unsigned &out) {
-  if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos)
-    return false;
-  out = unsigned(std::stoul(s));
-  return true;
-}
-
-/// Parses `--flag value` and `--flag=value`; returns an error message or "".
-std::string parseFlags(int argc, char **argv, Flags &f) {
-  for (int i = 1; i < argc; i++) {
-    std::string a = argv[i], v;
-    bool hasValue = false;
-    size_t eq = a.find('=');
-    if (eq != std::string::npos) {
-      v = a.substr(eq + 1);
-      a = a.substr(0, eq);
-      hasValue = true;
-    }
-    auto value = [&](std::string &out) -> bool {
-      if (hasValue) {
-        out = v;
-        return true;
-      }
-      if (i + 1 >= argc)
-        return false;
-      out = argv[++i];
-      return true;
-    };
-    std::string s;
-    if (a == "--json") {
-      f.json = true;
-    } else if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
-      std::exit(0);
-    } else if (a == "--model") {
-      if (!value(f.model))
-        return "--model needs a value";
-    } else if (a == "--data") {
-      if (!value(f.data))
-        return "--data needs a value";
-    } else if (a == "--dump-llvm-ir") {
-      if (!value(f.dumpLLVMIR))
-        return "--dump-llvm-ir needs a value";
-    } else if (a == "--dump-asm") {
-      if (!value(f.dumpAsm))
-        return "--dump-asm needs a value";
-    } else if (a == "--devices" || a == "--device-memory") {
-      std::string v2;
-      if (!value(v2))
-        return a + " needs a value";
-      char *end = nullptr;
-      unsigned long long n = std::strtoull(v2.c_str(), &end, 10);
-      if (v2.empty() || *end || v2[0] == '-')
-        return a + " needs a non-negative integer, got '" + v2 + "'";
-      if (a == "--devices")
-        f.devices = unsigned(n);
-      else
-        f.deviceMemory = n;
-    } else if (a == "--backend") {
-      if (!value(f.backend))
-        return "--backend needs a value";
-    } else if (a == "--threads" || a == "--iterations" || a == "--warmup") {
-      unsigned *dst = a == "--threads" ? &f.threads : a == "--iterations" ? &f.iterations
-                                                                         : &f.warmup;
-      if (!value(s) || !parseUnsigned(s, *dst))
-        return a + " needs a non-negative integer";
-    } else {
-      return std::string("unknown argument '") + argv[i] + "'";
-    }
-  }
-  if (f.model.empty())
-    return "--model is required";
-  if (f.iterations == 0)
-    return "--iterations must be at least 1";
-  return "";
+/// Parses the flags into \p o; returns the exit status when the tool should stop.
+std::optional<int> parseOptions(int argc, char **argv, Options &o) {
+  kiln::tools::Flags flags(
+      "kiln-run", "usage: kiln-run --model M.onnx [--data DIR] [options]",
+      "Runs an ONNX model; with --data, checks it against input_K.pb/output_K.pb with\n"
+      "|y - ref| <= 1e-4 * max|ref| + 1e-3 * |ref|. Exit 0 match, 1 mismatch, 2 error.\n");
+  flags.add("--model", o.model, "M.onnx", "the ONNX model").required();
+  flags.add("--data", o.data, "DIR", "a test_data_set_N folder to check the outputs against");
+  flags.add("--backend", o.backend, "NAME", "Interpreter, CPU, Sim, ...");
+  flags.add("--threads", o.threads, "N", "intra-op threads of backends that use them");
+  flags.add("--iterations", o.iterations, "N", "timed runs");
+  flags.add("--warmup", o.warmup, "N", "untimed runs before them");
+  flags.add("--json", o.json, "print one JSON line (BENCH.md's fields) instead of a table");
+  flags.add("--dump-llvm-ir", o.dumpLLVMIR, "FILE", "CPU backend: write the LLVM IR (- is stderr)");
+  flags.add("--dump-asm", o.dumpAsm, "FILE", "CPU backend: write the assembly (- is stderr)");
+  flags.add("--devices", o.devices, "N",
+            "partition over N devices of the backend (e.g. Sim), with the CPU or the "
+            "Interpreter for what it lacks; 0 runs on one device");
+  flags.add("--device-memory", o.deviceMemory, "BYTES",
+            "memory of each device with --devices; 0 is the backend's default");
+  if (std::optional<int> exitCode = flags.parse(argc, argv))
+    return exitCode;
+  if (o.iterations == 0)
+    return flags.fail("--iterations must be at least 1");
+  return std::nullopt;
 }
 
 std::string jsonString(const std::string &s) {
@@ -152,12 +94,9 @@ double msSince(std::chrono::steady_clock::time_point t0) {
 
 int main(int argc, char **argv) {
   using namespace kiln;
-  Flags f;
-  std::string err = parseFlags(argc, argv, f);
-  if (!err.empty()) {
-    std::cerr << "kiln-run: " << err << "\n" << kUsage;
-    return 2;
-  }
+  Options f;
+  if (std::optional<int> exitCode = parseOptions(argc, argv, f))
+    return *exitCode;
 
   tools::TestDataSet data;
   bool haveData = !f.data.empty();

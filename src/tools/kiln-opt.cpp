@@ -1,20 +1,13 @@
 // kiln-opt: reads a module in the graph text form, runs graph passes on its functions, and
 // prints the result.
 //
-//   kiln-opt [options] [FILE | -]
-//     --pass=LIST          passes to run, e.g. cse,dce or (sink-transposes,dce)*
-//     --pipeline=NAME      a named pipeline: default | none; with --backend, the backend's
-//                          own pipeline when it registered one
-//     --backend=NAME       the backend whose shouldLower / isOpSupported drive lowering and
-//                          fusion (default: none, i.e. lower everything, fuse nothing)
-//     --function=NAME      only this function (default: every function)
-//     --dump-after=LIST    print the function after each run of these passes (* = all)
-//     --time-passes        print per-pass times to stderr
-//     --no-verify          do not verify after each pass
-//     --split-input-file   treat `// -----` lines as separating independent modules (as
-//                          in the golden tests); outputs are separated the same way
-//     --list-passes        print the passes and exit
-//     -o FILE              write the result to FILE instead of stdout
+//   kiln-opt --pass=cse,dce [--dump-after=cse] [--time-passes] FILE
+//   kiln-opt --pipeline=default --backend=CPU --split-input-file test/golden/cse.txt
+//
+// `kiln-opt --help` lists the flags. Exit 0 on success, 1 when parsing or a pass fails,
+// 2 on a bad command line.
+
+#include "Flags.h"
 
 #include "kiln/Backend/Backend.h"
 #include "kiln/Graph/Graph.h"
@@ -23,6 +16,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 using namespace kiln;
@@ -32,70 +26,37 @@ namespace {
 struct Options {
   std::string passes, pipeline, backend, function, output, input = "-";
   std::vector<std::string> dumpAfter;
-  bool timePasses = false, verify = true, listPasses = false, split = false;
+  bool timePasses = false, noVerify = false, listPasses = false, split = false;
 };
 
-std::vector<std::string> splitCommas(const std::string &s) {
-  std::vector<std::string> r;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty())
-      r.push_back(item);
-  return r;
-}
-
-int usage(const char *msg) {
-  std::cerr << "kiln-opt: " << msg << "\n"
-            << "usage: kiln-opt [--pass=LIST | --pipeline=NAME] [--backend=NAME] "
-               "[--function=NAME] [--dump-after=LIST] [--time-passes] [--no-verify] "
-               "[--split-input-file] [--list-passes] [-o FILE] [FILE | -]\n";
-  return 2;
-}
-
-Expected<Options> parseArgs(int argc, char **argv) {
-  Options o;
-  bool sawInput = false;
-  for (int i = 1; i < argc; i++) {
-    std::string a = argv[i];
-    auto value = [&](const char *flag, std::string &out) {
-      std::string f = std::string(flag) + "=";
-      if (a.rfind(f, 0) != 0)
-        return false;
-      out = a.substr(f.size());
-      return true;
-    };
-    std::string v;
-    if (value("--pass", o.passes) || value("--pipeline", o.pipeline) ||
-        value("--backend", o.backend) || value("--function", o.function))
-      continue;
-    if (value("--dump-after", v)) {
-      for (const std::string &d : splitCommas(v))
-        o.dumpAfter.push_back(d);
-      continue;
-    }
-    if (a == "--time-passes") {
-      o.timePasses = true;
-    } else if (a == "--no-verify") {
-      o.verify = false;
-    } else if (a == "--split-input-file") {
-      o.split = true;
-    } else if (a == "--list-passes") {
-      o.listPasses = true;
-    } else if (a == "-o" && i + 1 < argc) {
-      o.output = argv[++i];
-    } else if (a == "-" || a[0] != '-') {
-      if (sawInput)
-        return makeError(ErrorCode::InvalidArgument, "more than one input file");
-      o.input = a;
-      sawInput = true;
-    } else {
-      return makeError(ErrorCode::InvalidArgument, "unknown option '", a, "'");
-    }
-  }
+/// Parses the flags into \p o; returns the exit status when the tool should stop.
+std::optional<int> parseOptions(int argc, char **argv, Options &o) {
+  tools::Flags flags("kiln-opt", "usage: kiln-opt [options] [FILE | -]",
+                     "Reads a module in the graph text form (FILE or stdin), runs graph passes "
+                     "on its functions\nand prints the result.\n");
+  flags.add("--pass", o.passes, "LIST", "passes to run, e.g. cse,dce or (sink-transposes,dce)*");
+  flags.add("--pipeline", o.pipeline, "NAME",
+            "a named pipeline: default | none; with --backend, the backend's own pipeline "
+            "when it registered one");
+  flags.add("--backend", o.backend, "NAME",
+            "the backend whose shouldLower / isOpSupported drive lowering and fusion "
+            "(default: none, i.e. lower everything, fuse nothing)");
+  flags.add("--function", o.function, "NAME", "only this function (default: every function)");
+  flags.add("--dump-after", o.dumpAfter, "LIST",
+            "print the function after each run of these passes (* = all)");
+  flags.add("--time-passes", o.timePasses, "print per-pass times to stderr");
+  flags.add("--no-verify", o.noVerify, "do not verify after each pass");
+  flags.add("--split-input-file", o.split,
+            "treat `// -----` lines as separating independent modules (as in the golden "
+            "tests); outputs are separated the same way");
+  flags.add("--list-passes", o.listPasses, "print the passes and exit");
+  flags.add("-o", o.output, "FILE", "write the result to FILE instead of stdout");
+  flags.positional(o.input, "input file");
+  if (std::optional<int> exitCode = flags.parse(argc, argv))
+    return exitCode;
   if (!o.passes.empty() && !o.pipeline.empty())
-    return makeError(ErrorCode::InvalidArgument, "give --pass or --pipeline, not both");
-  return o;
+    return flags.fail("give --pass or --pipeline, not both");
+  return std::nullopt;
 }
 
 Expected<std::string> readInput(const std::string &path) {
@@ -151,7 +112,7 @@ Error run(const Options &o) {
   }
 
   PassManagerOptions pm;
-  pm.verifyEach = o.verify;
+  pm.verifyEach = !o.noVerify;
   pm.dumpAfter = o.dumpAfter;
   pm.dumpStream = &std::cerr;
   std::string out;
@@ -196,10 +157,10 @@ Error run(const Options &o) {
 } // namespace
 
 int main(int argc, char **argv) {
-  Expected<Options> o = parseArgs(argc, argv);
-  if (!o)
-    return usage(o.getError().message().c_str());
-  if (Error e = run(*o)) {
+  Options o;
+  if (std::optional<int> exitCode = parseOptions(argc, argv, o))
+    return *exitCode;
+  if (Error e = run(o)) {
     std::cerr << "kiln-opt: error: " << e.toString() << "\n";
     return 1;
   }

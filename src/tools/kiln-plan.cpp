@@ -1,31 +1,25 @@
 // kiln-plan: schedules a network for memory, lowers it to the low-level IR, runs the IR
 // passes and plans its memory; prints the figures and draws the activation plan.
 //
-//   kiln-plan [options] MODEL
-//     MODEL                resnet50 | mobilenetv2 | transformer (built with the API, batch
-//                          1, random weights), or a file in the graph text form
-//     --function=NAME      the function of a text module to plan (default: the first)
-//     --svg=FILE           write the activation plan as an SVG timeline
-//     --ir-passes=LIST     IR passes to run (default | none | a comma-separated list)
-//     --topological        plain topological order instead of the memory-aware schedule
-//     --dump-ir            print the final IR
-//     --dump-after=LIST    print the IR after each run of these passes (* = all)
-//     --time-passes        print per-pass times
-//     --report             the figures of all three built-in networks, optimised and
-//                          plain (topological order, no IR passes); MODEL is not needed
+//   kiln-plan [options] MODEL     (`kiln-plan --help` lists the flags)
+//   kiln-plan --report            the figures of the three built-in networks
+//
+// MODEL is resnet50, mobilenetv2 or transformer (built with the API, batch 1, random
+// weights), or a file in the graph text form.
 //
 // Example (the picture of ResNet-50's plan):
 //   bazel run -c opt //src/tools:kiln-plan -- resnet50 --svg=/tmp/resnet50-plan.svg
 
+#include "Flags.h"
 #include "Networks.h"
 
 #include "kiln/Graph/TextIR.h"
 #include "kiln/Memory/MemoryPipeline.h"
 
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 using namespace kiln;
@@ -38,13 +32,31 @@ struct Options {
   bool topological = false, dumpIR = false, timePasses = false, report = false;
 };
 
-int usage(const std::string &msg) {
-  std::cerr << "kiln-plan: " << msg << "\n"
-            << "usage: kiln-plan [--svg=FILE] [--ir-passes=LIST] [--topological] [--dump-ir] "
-               "[--dump-after=LIST] [--time-passes] [--function=NAME] MODEL\n"
-               "       kiln-plan --report\n"
-               "MODEL: resnet50 | mobilenetv2 | transformer | FILE (graph text form)\n";
-  return 2;
+/// Parses the flags into \p o; returns the exit status when the tool should stop.
+std::optional<int> parseOptions(int argc, char **argv, Options &o) {
+  tools::Flags flags("kiln-plan", "usage: kiln-plan [options] MODEL\n       kiln-plan --report",
+                     "MODEL: resnet50 | mobilenetv2 | transformer (built with the API, batch 1, "
+                     "random weights),\nor a file in the graph text form.\n");
+  flags.add("--function", o.function, "NAME",
+            "the function of a text module to plan (default: the first)");
+  flags.add("--svg", o.svg, "FILE", "write the activation plan as an SVG timeline");
+  flags.add("--ir-passes", o.irPasses, "LIST",
+            "IR passes to run: default, none or a comma-separated list");
+  flags.add("--topological", o.topological,
+            "plain topological order instead of the memory-aware schedule");
+  flags.add("--dump-ir", o.dumpIR, "print the final IR");
+  flags.add("--dump-after", o.dumpAfter, "LIST",
+            "print the IR after each run of these passes (* = all)");
+  flags.add("--time-passes", o.timePasses, "print per-pass times");
+  flags.add("--report", o.report,
+            "the figures of all three built-in networks, optimised and plain (topological "
+            "order, no IR passes); MODEL is not needed");
+  flags.positional(o.model, "MODEL");
+  if (std::optional<int> exitCode = flags.parse(argc, argv))
+    return exitCode;
+  if (o.model.empty() && !o.report)
+    return flags.fail("no MODEL");
+  return std::nullopt;
 }
 
 double mib(uint64_t b) { return double(b) / (1024.0 * 1024.0); }
@@ -140,46 +152,10 @@ int report() {
 
 int main(int argc, char **argv) {
   Options o;
-  for (int i = 1; i < argc; i++) {
-    std::string a = argv[i];
-    auto val = [&](const char *flag) -> const char * {
-      size_t n = std::strlen(flag);
-      return a.compare(0, n, flag) == 0 ? a.c_str() + n : nullptr;
-    };
-    if (const char *v = val("--svg="))
-      o.svg = v;
-    else if (const char *v = val("--ir-passes="))
-      o.irPasses = v;
-    else if (const char *v = val("--function="))
-      o.function = v;
-    else if (const char *v = val("--dump-after=")) {
-      std::stringstream ss(v);
-      std::string item;
-      while (std::getline(ss, item, ','))
-        o.dumpAfter.push_back(item);
-    } else if (a == "--topological")
-      o.topological = true;
-    else if (a == "--dump-ir")
-      o.dumpIR = true;
-    else if (a == "--time-passes")
-      o.timePasses = true;
-    else if (a == "--report")
-      o.report = true;
-    else if (a == "-h" || a == "--help") {
-      usage("plans a network's memory");
-      return 0;
-    }
-    else if (!a.empty() && a[0] == '-')
-      return usage("unknown option " + a);
-    else if (o.model.empty())
-      o.model = a;
-    else
-      return usage("more than one MODEL");
-  }
+  if (std::optional<int> exitCode = parseOptions(argc, argv, o))
+    return *exitCode;
   if (o.report)
     return report();
-  if (o.model.empty())
-    return usage("no MODEL");
 
   Module m;
   auto f = loadModel(o, m);

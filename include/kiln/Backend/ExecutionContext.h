@@ -26,6 +26,9 @@ public:
   void insert(const Placeholder *ph, Tensor t);
   /// The tensor of \p ph, or null when unbound.
   Tensor *get(const Placeholder *ph) const;
+  /// The tensor of \p ph, checked before a run: an InvalidArgument error when \p ph is
+  /// unbound or bound to a tensor of another type.
+  Expected<Tensor *> getChecked(const Placeholder *ph) const;
   /// The tensor of the placeholder named \p name, or null.
   Tensor *getByName(const std::string &name) const;
   bool count(const Placeholder *ph) const { return map_.count(ph) != 0; }

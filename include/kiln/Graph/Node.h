@@ -79,6 +79,10 @@ enum class NodeKind : uint16_t {
 const char *getNodeKindName(NodeKind k);
 /// Parses a kind name; false if unknown.
 bool parseNodeKind(const std::string &name, NodeKind &out);
+/// A new node of operator kind \p k named \p name, with operands \p ops (not checked
+/// against the table) and untyped results, in no function; null for Placeholder and
+/// Constant. Lets the text parser build any kind generically.
+Node *createNodeOfKind(NodeKind k, const std::string &name, const std::vector<NodeValue> &ops);
 
 class Node {
 public:
@@ -100,6 +104,10 @@ public:
   NodeValue getNthInput(unsigned i) const { return inputs_[i]; }
   /// Name of operand \p i as declared in the table ("Input", "Filter", "Inputs#2").
   virtual std::string getInputName(unsigned i) const { return "Input" + std::to_string(i); }
+  /// Number of operands the table declares by name; a variadic list may follow them.
+  virtual unsigned getNumFixedInputs() const { return 0; }
+  /// Name of the trailing variadic operand list ("Inputs"), or null when there is none.
+  virtual const char *getVariadicInputName() const { return nullptr; }
   /// Replaces operand \p i, keeping user lists current.
   void setNthInput(unsigned i, NodeValue v);
 

@@ -54,19 +54,7 @@ NodeValue identityOf(Node *n) {
 } // namespace
 
 bool dropIdentities(Function *f, const PassContext &) {
-  passutil::Sweeper sweeper;
-  bool changed = false;
-  for (Node *n : passutil::topoOrder(*f)) {
-    if (!n->hasUsers())
-      continue;
-    NodeValue r = identityOf(n);
-    if (!r)
-      continue;
-    passutil::replaceWith(n, r, sweeper);
-    changed = true;
-  }
-  sweeper.sweep(f);
-  return changed;
+  return passutil::rewriteNodes(f, [](Node *n) { return identityOf(n); });
 }
 
 } // namespace kiln

@@ -29,12 +29,10 @@ bool adjacent(const SliceNode *a, const SliceNode *b, dim_t axis) {
 } // namespace
 
 bool flattenConcats(Function *f, const PassContext &) {
-  passutil::Sweeper sweeper;
-  bool changed = false;
-  for (Node *n : passutil::topoOrder(*f)) {
+  return passutil::rewriteNodes(f, [&](Node *n, passutil::Sweeper &sweeper) {
     auto *cat = dyn_cast<ConcatNode>(n);
-    if (!cat || !cat->hasUsers())
-      continue;
+    if (!cat)
+      return NodeValue();
     dim_t axis = cat->getAxis();
     std::vector<NodeValue> flat;
     bool rewrote = false;
@@ -64,16 +62,11 @@ bool flattenConcats(Function *f, const PassContext &) {
       merged.push_back(v);
     }
     if (!rewrote)
-      continue;
-    NodeValue repl =
-        merged.size() == 1
-            ? merged[0]
-            : NodeValue(f->createConcat(cat->getName(), cat->getType(0), merged, int64_t(axis)));
-    passutil::replaceWith(cat, repl, sweeper);
-    changed = true;
-  }
-  sweeper.sweep(f);
-  return changed;
+      return NodeValue();
+    return merged.size() == 1
+               ? merged[0]
+               : NodeValue(f->createConcat(cat->getName(), cat->getType(0), merged, int64_t(axis)));
+  });
 }
 
 } // namespace kiln

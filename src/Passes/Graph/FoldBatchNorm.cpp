@@ -80,12 +80,10 @@ bool foldInto(Function *f, BatchNormalizationNode *bn, Node *producer, unsigned 
 } // namespace
 
 bool foldBatchNorms(Function *f, const PassContext &) {
-  passutil::Sweeper sweeper;
-  bool changed = false;
-  for (Node *n : passutil::topoOrder(*f)) {
+  return passutil::rewriteNodes(f, [&](Node *n) {
     auto *bn = dyn_cast<BatchNormalizationNode>(n);
-    if (!bn || !bn->hasUsers())
-      continue;
+    if (!bn)
+      return NodeValue();
     Node *producer = bn->getInput().node;
     bool folded = false;
     if (auto *conv = dyn_cast<ConvolutionNode>(producer))
@@ -94,13 +92,8 @@ bool foldBatchNorms(Function *f, const PassContext &) {
       folded =
           fc->getResultType()->rank() == 2 &&
           foldInto(f, bn, fc, FullyConnectedNode::WeightsIdx, FullyConnectedNode::BiasIdx, false);
-    if (!folded)
-      continue;
-    passutil::replaceWith(bn, NodeValue(producer), sweeper);
-    changed = true;
-  }
-  sweeper.sweep(f);
-  return changed;
+    return folded ? NodeValue(producer) : NodeValue();
+  });
 }
 
 } // namespace kiln

@@ -60,30 +60,25 @@ Node *fusedNode(Function *f, Node *producer, Node *act, const std::string &name,
 bool fuseActivations(Function *f, const PassContext &ctx) {
   if (!ctx.backend)
     return false;
-  passutil::Sweeper sweeper;
-  bool changed = false;
-  for (Node *n : passutil::topoOrder(*f)) {
+  return passutil::rewriteNodes(f, [&](Node *n) {
     std::string act;
     float alpha, beta;
-    if (!n->hasUsers() || !activationOf(n, act, alpha, beta))
-      continue;
+    if (!activationOf(n, act, alpha, beta))
+      return NodeValue();
     Node *p = n->getNthInput(0).node;
     if (!isa<ConvolutionNode>(p) && !isa<FullyConnectedNode>(p))
-      continue;
+      return NodeValue();
     // Same type in and out (no requantisation), float, and the activation is p's only use.
     if (p->getUsers().size() != 1 || p->getType(0) != n->getType(0) ||
         !isFloatKind(n->getType(0)->kind))
-      continue;
+      return NodeValue();
     Node *fused = fusedNode(f, p, n, act, alpha, beta);
     if (!ctx.backend->isOpSupported(*fused)) {
       f->eraseNode(fused);
-      continue;
+      return NodeValue();
     }
-    passutil::replaceWith(n, NodeValue(fused), sweeper);
-    changed = true;
-  }
-  sweeper.sweep(f);
-  return changed;
+    return NodeValue(fused);
+  });
 }
 
 } // namespace kiln

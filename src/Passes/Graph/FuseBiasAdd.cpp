@@ -77,11 +77,7 @@ bool biasIndexOf(const Node *n, unsigned &idx) {
 } // namespace
 
 bool fuseBiasAdds(Function *f, const PassContext &) {
-  passutil::Sweeper sweeper;
-  bool changed = false;
-  for (Node *n : passutil::topoOrder(*f)) {
-    if (!n->hasUsers())
-      continue;
+  return passutil::rewriteNodes(f, [&](Node *n) {
     if (auto *ba = dyn_cast<BatchedAddNode>(n)) {
       unsigned idx;
       Node *p = ba->getBatch().node;
@@ -90,31 +86,23 @@ bool fuseBiasAdds(Function *f, const PassContext &) {
           slice->getType()->kind == ElemKind::Float &&
           slice->getType()->dims == Dims{p->getType(0)->dims[1]}) {
         auto h = slice->getPayload().getHandle<float>();
-        if (fuse(f, p, idx, std::vector<float>(h.begin(), h.end()))) {
-          passutil::replaceWith(ba, NodeValue(p), sweeper);
-          changed = true;
-        }
+        if (fuse(f, p, idx, std::vector<float>(h.begin(), h.end())))
+          return NodeValue(p);
       }
-      continue;
+      return NodeValue();
     }
     auto *add = dyn_cast<AddNode>(n);
     if (!add)
-      continue;
+      return NodeValue();
     for (unsigned side = 0; side < 2; side++) {
       Node *p = add->getNthInput(side).node;
       NodeValue other = add->getNthInput(1 - side);
       unsigned idx;
-      if (!biasIndexOf(p, idx))
-        continue;
-      if (fuse(f, p, idx, perChannel(other, p->getType(0)->dims))) {
-        passutil::replaceWith(add, NodeValue(p), sweeper);
-        changed = true;
-        break;
-      }
+      if (biasIndexOf(p, idx) && fuse(f, p, idx, perChannel(other, p->getType(0)->dims)))
+        return NodeValue(p);
     }
-  }
-  sweeper.sweep(f);
-  return changed;
+    return NodeValue();
+  });
 }
 
 } // namespace kiln

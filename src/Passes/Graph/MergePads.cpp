@@ -43,52 +43,49 @@ bool fitsKernel(const std::vector<dim_t> &pads, const std::vector<dim_t> &kernel
   return true;
 }
 
+/// \p n with the Pad that feeds it folded into its own padding, or null.
+NodeValue mergedPad(Function *f, Node *n) {
+  if (n->getNumInputs() == 0)
+    return NodeValue();
+  auto *pad = dyn_cast<PadNode>(n->getNthInput(0).node);
+  std::vector<dim_t> extra;
+  if (!pad || pad->getUsers().size() != 1 || !spatialPads(pad, extra))
+    return NodeValue();
+  ElemKind kind = pad->getResultType()->kind;
+  float value = pad->getValue();
+  NodeValue x = pad->getInput();
+  if (auto *conv = dyn_cast<ConvolutionNode>(n)) {
+    if (!isFloatKind(kind) || value != 0.0f)
+      return NodeValue();
+    return f->createConvolution(conv->getName(), conv->getResultType(), x, conv->getFilter(),
+                                conv->getBias(), conv->getKernels(), conv->getStrides(),
+                                added(conv->getPads(), extra), conv->getDilations(),
+                                conv->getGroup());
+  }
+  if (auto *mp = dyn_cast<MaxPoolNode>(n)) {
+    std::vector<dim_t> pads = added(mp->getPads(), extra);
+    if (isQuantized(kind) || !(std::isinf(value) && value < 0) ||
+        !fitsKernel(pads, mp->getKernels()))
+      return NodeValue();
+    return f->createMaxPool(mp->getName(), mp->getResultType(), x, mp->getKernels(),
+                            mp->getStrides(), pads);
+  }
+  if (auto *ap = dyn_cast<AvgPoolNode>(n)) {
+    std::vector<dim_t> pads = added(ap->getPads(), extra);
+    bool ownPads = ap->getPads() != std::vector<dim_t>(4, 0);
+    if (isQuantized(kind) || value != 0.0f || (ownPads && !ap->getCountIncludePads()) ||
+        !fitsKernel(pads, ap->getKernels()))
+      return NodeValue();
+    return f->createAvgPool(ap->getName(), ap->getResultType(), x, ap->getKernels(),
+                            ap->getStrides(), pads, true);
+  }
+  return NodeValue();
+}
+
 } // namespace
 
 bool mergePads(Function *f, const PassContext &) {
-  passutil::Sweeper sweeper;
-  bool changed = false;
-  for (Node *n : passutil::topoOrder(*f)) {
-    if (!n->hasUsers() || n->getNumInputs() == 0)
-      continue;
-    auto *pad = dyn_cast<PadNode>(n->getNthInput(0).node);
-    std::vector<dim_t> extra;
-    if (!pad || pad->getUsers().size() != 1 || !spatialPads(pad, extra))
-      continue;
-    ElemKind kind = pad->getResultType()->kind;
-    float value = pad->getValue();
-    NodeValue x = pad->getInput();
-    Node *repl = nullptr;
-    if (auto *conv = dyn_cast<ConvolutionNode>(n)) {
-      if (!isFloatKind(kind) || value != 0.0f)
-        continue;
-      repl = f->createConvolution(conv->getName(), conv->getResultType(), x, conv->getFilter(),
-                                  conv->getBias(), conv->getKernels(), conv->getStrides(),
-                                  added(conv->getPads(), extra), conv->getDilations(),
-                                  conv->getGroup());
-    } else if (auto *mp = dyn_cast<MaxPoolNode>(n)) {
-      std::vector<dim_t> pads = added(mp->getPads(), extra);
-      if (isQuantized(kind) || !(std::isinf(value) && value < 0) ||
-          !fitsKernel(pads, mp->getKernels()))
-        continue;
-      repl = f->createMaxPool(mp->getName(), mp->getResultType(), x, mp->getKernels(),
-                              mp->getStrides(), pads);
-    } else if (auto *ap = dyn_cast<AvgPoolNode>(n)) {
-      std::vector<dim_t> pads = added(ap->getPads(), extra);
-      bool ownPads = ap->getPads() != std::vector<dim_t>(4, 0);
-      if (isQuantized(kind) || value != 0.0f || (ownPads && !ap->getCountIncludePads()) ||
-          !fitsKernel(pads, ap->getKernels()))
-        continue;
-      repl = f->createAvgPool(ap->getName(), ap->getResultType(), x, ap->getKernels(),
-                              ap->getStrides(), pads, true);
-    } else {
-      continue;
-    }
-    passutil::replaceWith(n, NodeValue(repl), sweeper);
-    changed = true;
-  }
-  sweeper.sweep(f);
-  return changed;
+  return passutil::rewriteNodes(f, [&](Node *n) { return mergedPad(f, n); });
 }
 
 } // namespace kiln

@@ -8,24 +8,16 @@
 namespace kiln {
 
 bool mergeReshapes(Function *f, const PassContext &) {
-  passutil::Sweeper sweeper;
-  bool changed = false;
-  for (Node *n : passutil::topoOrder(*f)) {
+  return passutil::rewriteNodes(f, [&](Node *n) {
     auto *r = dyn_cast<ReshapeNode>(n);
-    if (!r || !r->hasUsers())
-      continue;
-    auto *inner = dyn_cast<ReshapeNode>(r->getInput().node);
+    auto *inner = r ? dyn_cast<ReshapeNode>(r->getInput().node) : nullptr;
     if (!inner)
-      continue;
+      return NodeValue();
     NodeValue x = inner->getInput();
-    NodeValue repl = x.dims() == r->getResultType()->dims
-                         ? x
-                         : NodeValue(f->createReshape(r->getName(), x, r->getDims()));
-    passutil::replaceWith(r, repl, sweeper);
-    changed = true;
-  }
-  sweeper.sweep(f);
-  return changed;
+    return x.dims() == r->getResultType()->dims
+               ? x
+               : NodeValue(f->createReshape(r->getName(), x, r->getDims()));
+  });
 }
 
 } // namespace kiln

@@ -8,6 +8,7 @@
 #include "kiln/Graph/Graph.h"
 #include "kiln/Passes/PassContext.h"
 
+#include <type_traits>
 #include <unordered_set>
 #include <vector>
 
@@ -35,6 +36,31 @@ private:
 
 /// Points every use of result 0 of \p old at \p v and queues \p old for sweeping.
 void replaceWith(Node *old, NodeValue v, Sweeper &sweeper);
+
+/// The loop of a local rewrite pass. Visits the nodes of \p f that have users, operands
+/// before users (a snapshot: rewrites may add nodes); where \p rewrite(n) returns a value,
+/// points the uses of n's result 0 at it and queues n for sweeping. A rewrite that also
+/// replaces other nodes takes the Sweeper too, \p rewrite(n, sweeper), and queues them.
+/// Sweeps what the rewrites left dead at the end; returns whether any node was rewritten.
+template <typename F> bool rewriteNodes(Function *f, F &&rewrite) {
+  Sweeper sweeper;
+  bool changed = false;
+  for (Node *n : topoOrder(*f)) {
+    if (!n->hasUsers())
+      continue;
+    NodeValue r;
+    if constexpr (std::is_invocable_v<F &, Node *, Sweeper &>)
+      r = rewrite(n, sweeper);
+    else
+      r = rewrite(n);
+    if (r) {
+      replaceWith(n, r, sweeper);
+      changed = true;
+    }
+  }
+  sweeper.sweep(f);
+  return changed;
+}
 
 /// The Constant behind \p v, or null.
 inline Constant *asConstant(NodeValue v) { return v.node ? dyn_cast<Constant>(v.node) : nullptr; }

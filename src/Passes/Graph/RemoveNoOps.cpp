@@ -65,20 +65,13 @@ NodeValue passThrough(Node *n) {
 } // namespace
 
 bool removeNoOps(Function *f, const PassContext &) {
-  passutil::Sweeper sweeper;
-  bool changed = false;
-  for (Node *n : passutil::topoOrder(*f)) {
-    if (!n->hasUsers() || n->getNumResults() != 1)
-      continue;
+  return passutil::rewriteNodes(f, [](Node *n) {
+    if (n->getNumResults() != 1)
+      return NodeValue();
     NodeValue in = passThrough(n);
     // Same type (pointer equality of uniqued types): same dims, kind and quantization.
-    if (!in || in.getType() != n->getType(0))
-      continue;
-    passutil::replaceWith(n, in, sweeper);
-    changed = true;
-  }
-  sweeper.sweep(f);
-  return changed;
+    return in && in.getType() == n->getType(0) ? in : NodeValue();
+  });
 }
 
 } // namespace kiln

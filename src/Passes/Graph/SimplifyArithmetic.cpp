@@ -51,19 +51,7 @@ NodeValue simplified(Function *f, Node *n) {
 } // namespace
 
 bool simplifyArithmetic(Function *f, const PassContext &) {
-  passutil::Sweeper sweeper;
-  bool changed = false;
-  for (Node *n : passutil::topoOrder(*f)) {
-    if (!n->hasUsers())
-      continue;
-    NodeValue r = simplified(f, n);
-    if (!r)
-      continue;
-    passutil::replaceWith(n, r, sweeper);
-    changed = true;
-  }
-  sweeper.sweep(f);
-  return changed;
+  return passutil::rewriteNodes(f, [&](Node *n) { return simplified(f, n); });
 }
 
 } // namespace kiln

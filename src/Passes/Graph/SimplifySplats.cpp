@@ -161,20 +161,12 @@ bool simplified(Node *n, float &value) {
 } // namespace
 
 bool simplifySplats(Function *f, const PassContext &) {
-  passutil::Sweeper sweeper;
-  bool changed = false;
-  for (Node *n : passutil::topoOrder(*f)) {
-    if (!n->hasUsers() || isa<SplatNode>(n))
-      continue;
+  return passutil::rewriteNodes(f, [&](Node *n) {
     float value;
-    if (!simplified(n, value))
-      continue;
-    Node *s = f->createSplat(n->getName(), n->getType(0), value);
-    passutil::replaceWith(n, NodeValue(s), sweeper);
-    changed = true;
-  }
-  sweeper.sweep(f);
-  return changed;
+    if (isa<SplatNode>(n) || !simplified(n, value))
+      return NodeValue();
+    return NodeValue(f->createSplat(n->getName(), n->getType(0), value));
+  });
 }
 
 } // namespace kiln

@@ -36,9 +36,10 @@ NodeValue untransposed(Function *f, NodeValue v, const std::vector<dim_t> &shuff
   return NodeValue();
 }
 
-bool sinkBelowElementwise(Function *f, Node *n, passutil::Sweeper &sweeper) {
+/// Element-wise \p n computed on the untransposed operands and transposed once, or null.
+NodeValue sinkBelowElementwise(Function *f, Node *n) {
   if (!n->isDataParallel() || n->getNumResults() != 1 || n->getNumInputs() == 0)
-    return false;
+    return NodeValue();
   // All Transposes among the operands share one shuffle and are used only by n.
   const std::vector<dim_t> *shuffle = nullptr;
   for (unsigned i = 0; i < n->getNumInputs(); i++) {
@@ -46,21 +47,21 @@ bool sinkBelowElementwise(Function *f, Node *n, passutil::Sweeper &sweeper) {
     if (!t)
       continue;
     if (shuffle && t->getShuffle() != *shuffle)
-      return false;
+      return NodeValue();
     for (const NodeUse &u : t->getUsers())
       if (u.user != n)
-        return false;
+        return NodeValue();
     shuffle = &t->getShuffle();
   }
   if (!shuffle)
-    return false;
+    return NodeValue();
   std::vector<dim_t> sh = *shuffle;
   // Rewriting splat or constant operands costs a node each; only worth it when at least
   // one operand is a real Transpose (checked above).
   for (unsigned i = 0; i < n->getNumInputs(); i++) {
     Node *in = n->getNthInput(i).node;
     if (!isa<TransposeNode>(in) && !isa<SplatNode>(in) && !isa<Constant>(in))
-      return false;
+      return NodeValue();
   }
   std::vector<NodeValue> ins;
   for (unsigned i = 0; i < n->getNumInputs(); i++)
@@ -68,15 +69,14 @@ bool sinkBelowElementwise(Function *f, Node *n, passutil::Sweeper &sweeper) {
   Dims inner = ins[0].dims();
   TypeRef ty = passutil::withDims(f, *n->getType(0), inner);
   Node *c = passutil::cloneWith(f, n, ins, {ty});
-  Node *t = f->createTranspose(n->getName() + ".transpose", NodeValue(c), sh);
-  passutil::replaceWith(n, NodeValue(t), sweeper);
-  return true;
+  return f->createTranspose(n->getName() + ".transpose", NodeValue(c), sh);
 }
 
-bool sinkBelowBatchNorm(Function *f, BatchNormalizationNode *bn, passutil::Sweeper &sweeper) {
+/// \p bn moved below the Transpose that feeds it, or null.
+NodeValue sinkBelowBatchNorm(Function *f, BatchNormalizationNode *bn) {
   auto *t = dyn_cast<TransposeNode>(bn->getInput().node);
   if (!t || t->getUsers().size() != 1)
-    return false;
+    return NodeValue();
   const std::vector<dim_t> &sh = t->getShuffle();
   std::vector<NodeValue> ins;
   for (unsigned i = 0; i < bn->getNumInputs(); i++)
@@ -85,50 +85,32 @@ bool sinkBelowBatchNorm(Function *f, BatchNormalizationNode *bn, passutil::Sweep
   auto *c = cast<BatchNormalizationNode>(passutil::cloneWith(
       f, bn, ins, {passutil::withDims(f, *bn->getType(0), t->getInput().dims())}));
   c->setChannelIdx(sh[bn->getChannelIdx()]);
-  Node *nt = f->createTranspose(bn->getName() + ".transpose", NodeValue(c), sh);
-  passutil::replaceWith(bn, NodeValue(nt), sweeper);
-  return true;
+  return f->createTranspose(bn->getName() + ".transpose", NodeValue(c), sh);
 }
 
 } // namespace
 
 bool sinkTransposes(Function *f, const PassContext &) {
-  passutil::Sweeper sweeper;
-  bool changed = false;
-  for (Node *n : passutil::topoOrder(*f)) {
-    if (!n->hasUsers())
-      continue;
+  return passutil::rewriteNodes(f, [&](Node *n) -> NodeValue {
     if (auto *t = dyn_cast<TransposeNode>(n)) {
       if (auto *inner = dyn_cast<TransposeNode>(t->getInput().node)) {
         std::vector<dim_t> composed;
         for (dim_t s : t->getShuffle())
           composed.push_back(inner->getShuffle()[s]);
         NodeValue x = inner->getInput();
-        NodeValue r = passutil::isIdentityPermutation(composed)
-                          ? x
-                          : NodeValue(f->createTranspose(t->getName(), x, composed));
-        passutil::replaceWith(t, r, sweeper);
-        changed = true;
-        continue;
+        return passutil::isIdentityPermutation(composed)
+                   ? x
+                   : NodeValue(f->createTranspose(t->getName(), x, composed));
       }
-      if (auto *c = dyn_cast<Constant>(t->getInput().node)) {
-        Constant *nc =
-            passutil::makeConstant(f, c->getName() + ".transposed",
-                                   passutil::transposeTensor(c->getPayload(), t->getShuffle()));
-        passutil::replaceWith(t, NodeValue(nc), sweeper);
-        changed = true;
-        continue;
-      }
-      continue;
+      if (auto *c = dyn_cast<Constant>(t->getInput().node))
+        return passutil::makeConstant(f, c->getName() + ".transposed",
+                                      passutil::transposeTensor(c->getPayload(), t->getShuffle()));
+      return NodeValue();
     }
-    if (auto *bn = dyn_cast<BatchNormalizationNode>(n)) {
-      changed |= sinkBelowBatchNorm(f, bn, sweeper);
-      continue;
-    }
-    changed |= sinkBelowElementwise(f, n, sweeper);
-  }
-  sweeper.sweep(f);
-  return changed;
+    if (auto *bn = dyn_cast<BatchNormalizationNode>(n))
+      return sinkBelowBatchNorm(f, bn);
+    return sinkBelowElementwise(f, n);
+  });
 }
 
 } // namespace kiln
