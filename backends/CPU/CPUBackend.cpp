@@ -163,14 +163,7 @@ Error CPUFunction::execute(ExecutionContext &ctx) {
   bufs[kConstantBase] = prog_->constants;
   for (size_t k = 0; k < prog_->placeholders.size(); k++) {
     const Placeholder *ph = prog_->placeholders[k];
-    Tensor *t = b->get(ph);
-    if (!t)
-      return makeError(ErrorCode::InvalidArgument, "placeholder '", ph->getName(), "' of type ",
-                       ph->getType()->toString(), " is not bound to a tensor");
-    if (t->getType() != *ph->getType())
-      return makeError(ErrorCode::InvalidArgument, "placeholder '", ph->getName(),
-                       "' expects a tensor of type ", ph->getType()->toString(),
-                       " but is bound to ", t->getType().toString());
+    KILN_ASSIGN_OR_RETURN(Tensor * t, b->getChecked(ph));
     bufs[kFirstPlaceholderBase + k] = t->getUnsafePtr();
   }
   char *arena = takeArena();
