@@ -258,7 +258,7 @@ LIBJIT_INLINE void conv2dT(float *out, const float *in, const float *packedWT,
                            float *scratch, int64_t tid, int64_t nthreads) {
   int64_t K = C * KH * KW, P = OH * OW;
   int64_t m0, m1, n0, n1;
-  gemmPartition<Cfg>(P, O, tid, nthreads, &m0, &m1, &n0, &n1);
+  gemmPartition<Cfg, /*preferRows=*/true>(P, O, tid, nthreads, &m0, &m1, &n0, &n1);
   float *s = scratch + tid * gemmScratchFloats<Cfg>();
   Epilogue epi = {nullptr, bias, nullptr, 0, 0, 0.0f, 0.0f};
   for (int64_t n = 0; n < N; n++) {

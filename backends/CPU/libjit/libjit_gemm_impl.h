@@ -219,17 +219,23 @@ template <class Cfg> struct RawB {
   }
 };
 
-/// The thread split of an M x N GEMM: columns when there are enough, else rows.
-template <class Cfg>
+/// The thread split of an M x N GEMM: by default columns when there are enough, else rows.
+/// Each thread packs the blocks of the run-time operands it reads, so a GEMM whose rows
+/// come from an expensive packing (the im2col rows of a transposed convolution) passes
+/// preferRows, and is split by rows whenever every thread gets two row panels: then no two
+/// threads pack the same rows.
+template <class Cfg, bool preferRows = false>
 LIBJIT_INLINE void gemmPartition(int64_t M, int64_t N, int64_t tid, int64_t nthreads,
                                  int64_t *m0, int64_t *m1, int64_t *n0, int64_t *n1) {
   *m0 = 0, *m1 = M, *n0 = 0, *n1 = N;
-  if (nthreads > 1) {
-    if (N >= nthreads * Cfg::NR * 4 || M < nthreads * Cfg::MR * 2)
-      partition(N, Cfg::NR, tid, nthreads, n0, n1);
-    else
-      partition(M, Cfg::MR, tid, nthreads, m0, m1);
-  }
+  if (nthreads <= 1)
+    return;
+  bool rowsEnough = M >= nthreads * Cfg::MR * 2;
+  bool splitRows = preferRows ? rowsEnough : !(N >= nthreads * Cfg::NR * 4 || !rowsEnough);
+  if (splitRows)
+    partition(M, Cfg::MR, tid, nthreads, m0, m1);
+  else
+    partition(N, Cfg::NR, tid, nthreads, n0, n1);
 }
 
 /// C[m0:m1, n0:n1] (ldc) = A x B + epilogue, using \p scratch (gemmScratchFloats floats).
