@@ -1,7 +1,8 @@
 // What the CPU backend runs: float32 compute, and data movement of every element kind.
 // The switch names every node kind and has no default, so a new operator in the table does
 // not compile until someone decides its support here. Every kind claimed here has a kernel
-// (LLVMIRGen.cpp) and runs in the operator suite against the Interpreter.
+// (an emitter in codegen/Emit*.cpp, or the table-driven element-wise default) and runs in
+// the operator suite against the Interpreter.
 
 #include "CPUBackend.h"
 

@@ -6,9 +6,10 @@
 /// 2. Memory plan (MemoryPlan.cpp): static offsets for activations in one arena, reusing
 ///    memory after deallocs; placeholders are bound per run; constants (raw or packed in
 ///    the GEMM micro-kernel's layout) live in a constant arena owned by the program.
-/// 3. LLVM IR (LLVMIRGen.cpp): one LLVM function per stage, calling the libjit kernels with
-///    constant shapes (specialised by inlining); chains of element-wise instructions become
-///    one loop. A stage is either serial or parallel (run by every thread of the pool with
+/// 3. LLVM IR (LLVMIRGen.cpp drives the emitters of Emitter.h: EmitGemm.cpp, EmitPool.cpp,
+///    EmitNorm.cpp, EmitData.cpp, EmitElementwise.cpp): one LLVM function per stage, calling
+///    the libjit kernels with constant shapes (specialised by inlining); chains of
+///    element-wise instructions become one loop. A stage is either serial or parallel (run by every thread of the pool with
 ///    its thread id); consecutive serial work shares one stage.
 /// 4. JIT (jit/Jit.h) for the host CPU.
 #ifndef KILN_BACKENDS_CPU_CODEGEN_CODEGEN_H
