@@ -43,6 +43,7 @@ using AvgPoolFn = decltype(&libjit_avgpool_f32);
 using DwFn = decltype(&libjit_conv2d_dw_f32);
 using ConvFn = decltype(&libjit_conv2d_f32_avx512);
 using ConvTFn = decltype(&libjit_conv2d_t_f32_avx512);
+using ConvSFn = decltype(&libjit_conv2d_strip_f32_avx512);
 
 struct Kernels {
   MaxPoolFn maxpool;
@@ -50,6 +51,7 @@ struct Kernels {
   DwFn dw;
   ConvFn conv;
   ConvTFn convT;
+  ConvSFn convS;
   bool avx512;
   int64_t gemmScratch;
 };
@@ -101,9 +103,13 @@ void addDw(std::vector<Case> &cases, const Kernels &k, int64_t C, int64_t H, int
   cases.push_back(c);
 }
 
-/// A convolution through the GEMM path (transposed: pixels as rows) with packed weights.
-void addConv(std::vector<Case> &cases, const Kernels &k, bool transposed, int64_t C, int64_t H,
+enum class Algo { Packed, Transposed, Strip };
+
+/// A convolution through the GEMM path with packed weights (transposed: pixels as rows), or
+/// the strip kernel (row-major weights, activations read in column strips).
+void addConv(std::vector<Case> &cases, const Kernels &k, Algo algo, int64_t C, int64_t H,
              int64_t O, int64_t KS, int64_t S, int64_t P, bool withAdd) {
+  bool transposed = algo == Algo::Transposed;
   int64_t OH = outDim(H, KS, S, P, P, false), Kd = C * KS * KS;
   auto in = std::make_shared<std::vector<float>>(filled(C * H * H, 5));
   auto w = filled(O * Kd, 6);
@@ -113,7 +119,9 @@ void addConv(std::vector<Case> &cases, const Kernels &k, bool transposed, int64_
   auto scratch = std::make_shared<std::vector<float>>(k.gemmScratch);
   auto t = std::make_shared<std::vector<float>>(O * OH * OH);
   std::shared_ptr<std::vector<float>> packed;
-  if (transposed) {
+  if (algo == Algo::Strip) {
+    packed = std::make_shared<std::vector<float>>(w);
+  } else if (transposed) {
     packed = std::make_shared<std::vector<float>>(
         k.avx512 ? libjit::packedBFloats<libjit::GemmAvx512>(Kd, O)
                  : libjit::packedBFloats<libjit::GemmAvx2>(Kd, O));
@@ -127,14 +135,17 @@ void addConv(std::vector<Case> &cases, const Kernels &k, bool transposed, int64_
                                                                    Kd);
   }
   Case c;
-  c.name = std::string(transposed ? "convT " : "conv ") + std::to_string(KS) + "x" +
+  c.name = std::string(algo == Algo::Strip ? "convS " : transposed ? "convT " : "conv ") + std::to_string(KS) + "x" +
            std::to_string(KS) + "/" + std::to_string(S) + " " + std::to_string(C) + "->" +
            std::to_string(O) + " " + std::to_string(H) + "x" + std::to_string(H) +
            (withAdd ? " +add" : "");
   c.flops = 2.0 * double(O * OH * OH) * double(Kd);
   c.run = [=, &k] {
     const float *a = withAdd ? add->data() : nullptr;
-    if (transposed)
+    if (algo == Algo::Strip)
+      k.convS(out->data(), in->data(), packed->data(), b->data(), a, 1, C, H, H, O, OH, OH, KS, KS,
+              S, S, P, P, 1, 1, 1, 0.0f, 6.0f, scratch->data(), 0, 1);
+    else if (transposed)
       k.convT(out->data(), in->data(), packed->data(), b->data(), a, 1, C, H, H, O, OH, OH, KS, KS,
               S, S, P, P, 1, 1, 1, 0.0f, 6.0f, t->data(), scratch->data(), 0, 1);
     else
@@ -166,29 +177,56 @@ std::vector<Case> allCases(const Kernels &k) {
   addDw(cs, k, 576, 14, 2);
   addDw(cs, k, 960, 7, 1);
   // First convolutions (few input channels).
-  addConv(cs, k, false, 3, 224, 64, 3, 2, 0, false);
-  addConv(cs, k, false, 3, 224, 32, 3, 2, 1, false);
-  addConv(cs, k, false, 3, 224, 64, 7, 2, 3, false);
+  addConv(cs, k, Algo::Packed, 3, 224, 64, 3, 2, 0, false);
+  addConv(cs, k, Algo::Strip, 3, 224, 64, 3, 2, 0, false);
+  addConv(cs, k, Algo::Packed, 3, 224, 32, 3, 2, 1, false);
+  addConv(cs, k, Algo::Strip, 3, 224, 32, 3, 2, 1, false);
+  addConv(cs, k, Algo::Packed, 3, 224, 64, 7, 2, 3, false);
+  addConv(cs, k, Algo::Strip, 3, 224, 64, 7, 2, 3, false);
   // mobilenet_v2 and squeezenet 1x1 convolutions (small K or small O).
-  addConv(cs, k, false, 16, 112, 96, 1, 1, 0, false);
-  addConv(cs, k, false, 32, 112, 16, 1, 1, 0, false);
-  addConv(cs, k, false, 96, 56, 24, 1, 1, 0, false);
-  addConv(cs, k, false, 24, 56, 144, 1, 1, 0, false);
-  addConv(cs, k, false, 144, 56, 24, 1, 1, 0, true);
-  addConv(cs, k, false, 144, 28, 32, 1, 1, 0, false);
-  addConv(cs, k, false, 32, 28, 192, 1, 1, 0, false);
-  addConv(cs, k, false, 192, 28, 32, 1, 1, 0, true);
-  addConv(cs, k, false, 128, 55, 16, 1, 1, 0, false);
-  addConv(cs, k, false, 16, 55, 64, 1, 1, 0, false);
-  addConv(cs, k, true, 96, 14, 576, 1, 1, 0, false);
-  addConv(cs, k, true, 576, 14, 96, 1, 1, 0, true);
-  addConv(cs, k, true, 64, 14, 384, 1, 1, 0, false);
-  addConv(cs, k, true, 384, 14, 64, 1, 1, 0, true);
-  addConv(cs, k, true, 160, 7, 960, 1, 1, 0, false);
-  addConv(cs, k, true, 960, 7, 160, 1, 1, 0, true);
-  addConv(cs, k, true, 960, 7, 320, 1, 1, 0, false);
-  addConv(cs, k, true, 320, 7, 1280, 1, 1, 0, false);
-  addConv(cs, k, true, 512, 13, 1000, 1, 1, 0, false);
+  addConv(cs, k, Algo::Packed, 16, 112, 96, 1, 1, 0, false);
+  addConv(cs, k, Algo::Strip, 16, 112, 96, 1, 1, 0, false);
+  addConv(cs, k, Algo::Packed, 32, 112, 16, 1, 1, 0, false);
+  addConv(cs, k, Algo::Strip, 32, 112, 16, 1, 1, 0, false);
+  addConv(cs, k, Algo::Packed, 96, 56, 24, 1, 1, 0, false);
+  addConv(cs, k, Algo::Strip, 96, 56, 24, 1, 1, 0, false);
+  addConv(cs, k, Algo::Packed, 24, 56, 144, 1, 1, 0, false);
+  addConv(cs, k, Algo::Strip, 24, 56, 144, 1, 1, 0, false);
+  addConv(cs, k, Algo::Packed, 144, 56, 24, 1, 1, 0, true);
+  addConv(cs, k, Algo::Strip, 144, 56, 24, 1, 1, 0, true);
+  addConv(cs, k, Algo::Packed, 144, 28, 32, 1, 1, 0, false);
+  addConv(cs, k, Algo::Strip, 144, 28, 32, 1, 1, 0, false);
+  addConv(cs, k, Algo::Packed, 32, 28, 192, 1, 1, 0, false);
+  addConv(cs, k, Algo::Strip, 32, 28, 192, 1, 1, 0, false);
+  addConv(cs, k, Algo::Packed, 192, 28, 32, 1, 1, 0, true);
+  addConv(cs, k, Algo::Strip, 192, 28, 32, 1, 1, 0, true);
+  addConv(cs, k, Algo::Packed, 128, 55, 16, 1, 1, 0, false);
+  addConv(cs, k, Algo::Strip, 128, 55, 16, 1, 1, 0, false);
+  addConv(cs, k, Algo::Packed, 16, 55, 64, 1, 1, 0, false);
+  addConv(cs, k, Algo::Strip, 16, 55, 64, 1, 1, 0, false);
+  // resnet50 pointwise and 3x3 layers, squeezenet 3x3 expand: where the packed GEMM is near
+  // peak, for the rule that picks the strip kernel.
+  for (Algo a : {Algo::Packed, Algo::Strip}) {
+    addConv(cs, k, a, 64, 56, 64, 1, 1, 0, false);
+    addConv(cs, k, a, 64, 56, 256, 1, 1, 0, false);
+    addConv(cs, k, a, 256, 56, 64, 1, 1, 0, false);
+    addConv(cs, k, a, 512, 28, 128, 1, 1, 0, false);
+    addConv(cs, k, a, 128, 28, 512, 1, 1, 0, true);
+    addConv(cs, k, a, 64, 56, 64, 3, 1, 1, false);
+    addConv(cs, k, a, 16, 55, 64, 3, 1, 1, false);
+    addConv(cs, k, a, 128, 56, 128, 3, 2, 1, false);
+    addConv(cs, k, a, 96, 14, 576, 1, 1, 0, false);
+    addConv(cs, k, a, 576, 14, 96, 1, 1, 0, true);
+  }
+  addConv(cs, k, Algo::Transposed, 96, 14, 576, 1, 1, 0, false);
+  addConv(cs, k, Algo::Transposed, 576, 14, 96, 1, 1, 0, true);
+  addConv(cs, k, Algo::Transposed, 64, 14, 384, 1, 1, 0, false);
+  addConv(cs, k, Algo::Transposed, 384, 14, 64, 1, 1, 0, true);
+  addConv(cs, k, Algo::Transposed, 160, 7, 960, 1, 1, 0, false);
+  addConv(cs, k, Algo::Transposed, 960, 7, 160, 1, 1, 0, true);
+  addConv(cs, k, Algo::Transposed, 960, 7, 320, 1, 1, 0, false);
+  addConv(cs, k, Algo::Transposed, 320, 7, 1280, 1, 1, 0, false);
+  addConv(cs, k, Algo::Transposed, 512, 13, 1000, 1, 1, 0, false);
   return cs;
 }
 
@@ -218,7 +256,8 @@ int main(int argc, char **argv) {
   auto addrs =
       kiln::exitOnError(kiln::cpu::getSharedKernels(
                             {"libjit_maxpool_f32", "libjit_avgpool_f32", "libjit_conv2d_dw_f32",
-                             "libjit_conv2d_f32_" + isa, "libjit_conv2d_t_f32_" + isa},
+                             "libjit_conv2d_f32_" + isa, "libjit_conv2d_t_f32_" + isa,
+                             "libjit_conv2d_strip_f32_" + isa},
                             opts),
                         "JIT");
   Kernels k;
@@ -227,6 +266,7 @@ int main(int argc, char **argv) {
   k.dw = reinterpret_cast<DwFn>(addrs["libjit_conv2d_dw_f32"]);
   k.conv = reinterpret_cast<ConvFn>(addrs["libjit_conv2d_f32_" + isa]);
   k.convT = reinterpret_cast<ConvTFn>(addrs["libjit_conv2d_t_f32_" + isa]);
+  k.convS = reinterpret_cast<ConvSFn>(addrs["libjit_conv2d_strip_f32_" + isa]);
   k.avx512 = avx512;
   k.gemmScratch = avx512 ? libjit::gemmScratchFloats<libjit::GemmAvx512>()
                          : libjit::gemmScratchFloats<libjit::GemmAvx2>();
