@@ -140,6 +140,23 @@ Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
                      }});
     return Error::success();
   }
+  // Everything else of group 1 with a moderate reduction: the strip kernel reads the filter
+  // as it is and the activations without a packing copy (pointwise) or through a row-wise
+  // im2col. Measured (kernel_bench, AVX-512, 1 thread) faster than the packed GEMM on every
+  // mobilenet_v2, squeezenet1_1 and resnet50 shape tried with K <= 1152: 1.7-2.2x on 1x1
+  // layers with 16-32 output channels, 1.25x on the 7x7 stem, 1.0-1.25x on resnet50's 1x1.
+  if (G == 1 && K <= 1152) {
+    usesScratch_ = true;
+    items.push_back({true, "convS " + desc, [=] {
+                       call("libjit_conv2d_strip_f32_" + isa_,
+                            {ptr(dest), ptr(in), ptr(w), ptr(bias),
+                             epi.add ? ptr(epi.add) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
+                             I64(O), I64(OH), I64(OW), I64(KH), I64(KW), I64(SH), I64(SW),
+                             I64(PT), I64(PL), I64(DH), I64(DW), I64(epi.act), F32(epi.lo),
+                             F32(epi.hi), scratch(), tid_, nth_});
+                     }});
+    return Error::success();
+  }
   Location wl;
   if (constW) {
     KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, 1, G, Og, K));
