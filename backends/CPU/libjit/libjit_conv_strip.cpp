@@ -119,9 +119,13 @@ LIBJIT_INLINE void stripRows(int64_t O, int64_t K, const float *w, const float *
 }
 
 /// d[0:n) = row[iw0 + t*SW] for t in [0, n), zero where the column leaves [0, W) or the row
-/// is outside the image (row == nullptr).
-LIBJIT_INLINE void im2colRun(float *d, const float *row, int64_t W, int64_t iw0, int64_t SW,
+/// is outside the image (row == nullptr). SWc is SW when known at compile time (1 or 2: the
+/// divisions fold and the copies are 16-wide, ending with one overlapping vector rather
+/// than a scalar tail), else 0.
+template <int SWc>
+LIBJIT_INLINE void im2colRun(float *d, const float *row, int64_t W, int64_t iw0, int64_t SWr,
                              int64_t n) {
+  const int64_t SW = SWc ? SWc : SWr;
   if (!row) {
     for (int64_t t = 0; t < n; t++)
       d[t] = 0.0f;
@@ -134,20 +138,32 @@ LIBJIT_INLINE void im2colRun(float *d, const float *row, int64_t W, int64_t iw0,
   for (int64_t t = 0; t < tLo; t++)
     d[t] = 0.0f;
   int64_t t = tLo;
-  if (SW == 1) {
+  if (SWc == 1) {
     for (; t + 16 <= tHi; t += 16)
       st16(d + t, ld16(row + iw0 + t));
-    for (; t < tHi; t++)
-      d[t] = row[iw0 + t];
-  } else if (SW == 2) {
+    if (t < tHi && tHi - 16 >= tLo) {
+      st16(d + tHi - 16, ld16(row + iw0 + tHi - 16));
+      t = tHi;
+    }
+  } else if (SWc == 2) {
     for (; t + 16 <= tHi && iw0 + 2 * t + 32 <= W; t += 16)
       st16(d + t, evens(ld32(row + iw0 + 2 * t)));
-    for (; t < tHi; t++)
-      d[t] = row[iw0 + 2 * t];
-  } else {
-    for (; t < tHi; t++)
-      d[t] = row[iw0 + t * SW];
+    if (t < tHi && tHi - 16 >= tLo) {
+      // The last 16 outputs, overlapping those written (the loop stops at most 16 short).
+      // Their 32-float window ends one past the row when W - iw0 is odd: then load it one
+      // float earlier and keep the odd lanes.
+      int64_t base = iw0 + 2 * (tHi - 16);
+      if (base + 32 <= W) {
+        st16(d + tHi - 16, evens(ld32(row + base)));
+        t = tHi;
+      } else if (base >= 1) {
+        st16(d + tHi - 16, odds(ld32(row + base - 1)));
+        t = tHi;
+      }
+    }
   }
+  for (; t < tHi; t++)
+    d[t] = row[iw0 + t * SW];
   for (t = tHi; t < n; t++)
     d[t] = 0.0f;
 }
@@ -155,6 +171,7 @@ LIBJIT_INLINE void im2colRun(float *d, const float *row, int64_t W, int64_t iw0,
 /// Rows [0, K) of the im2col matrix of one image over output pixels [p0, p0+np), each
 /// written at dst + k*ldd, and zero-filled from np to ldd. Every (k, output row) pair is one
 /// run, so the index arithmetic is paid per row, not per element.
+template <int SWc>
 LIBJIT_INLINE void im2colRows(float *dst, int64_t ldd, const float *x, int64_t p0, int64_t np,
                               int64_t C, int64_t H, int64_t W, int64_t OW, int64_t KH,
                               int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
@@ -169,7 +186,7 @@ LIBJIT_INLINE void im2colRows(float *dst, int64_t ldd, const float *x, int64_t p
           int64_t seg = minI(np - q, OW - ow);
           int64_t ih = oh * SH - PT + kh * DH;
           const float *row = ih >= 0 && ih < H ? plane + ih * W : nullptr;
-          im2colRun(d + q, row, W, ow * SW - PL + kw * DW, SW, seg);
+          im2colRun<SWc>(d + q, row, W, ow * SW - PL + kw * DW, SW, seg);
           q += seg;
           ow = 0;
           oh++;
@@ -219,7 +236,12 @@ LIBJIT_INLINE void conv2dStrip(float *out, const float *in, const float *w, cons
     }
     for (int64_t jb = j0; jb < j1; jb += nbMax) {
       int64_t nb = minI(nbMax, j1 - jb), ld = ceilDiv(nb, NR) * NR;
-      im2colRows(s, ld, x, jb, nb, C, H, W, OW, KH, KW, SH, SW, PT, PL, DH, DW);
+      if (SW == 1)
+        im2colRows<1>(s, ld, x, jb, nb, C, H, W, OW, KH, KW, SH, 1, PT, PL, DH, DW);
+      else if (SW == 2)
+        im2colRows<2>(s, ld, x, jb, nb, C, H, W, OW, KH, KW, SH, 2, PT, PL, DH, DW);
+      else
+        im2colRows<0>(s, ld, x, jb, nb, C, H, W, OW, KH, KW, SH, SW, PT, PL, DH, DW);
       for (int64_t j = 0; j < nb; j += NR)
         stripRows<Cfg>(O, K, w, s + j, ld, y + jb + j, P, minI(NR, nb - j), bias,
                        a ? a + jb + j : nullptr, P, base);
