@@ -217,6 +217,9 @@ std::vector<Case> allCases(const Kernels &k) {
     addConv(cs, k, a, 128, 56, 128, 3, 2, 1, false);
     addConv(cs, k, a, 96, 14, 576, 1, 1, 0, false);
     addConv(cs, k, a, 576, 14, 96, 1, 1, 0, true);
+    addConv(cs, k, a, 160, 7, 960, 1, 1, 0, false);
+    addConv(cs, k, a, 960, 7, 160, 1, 1, 0, true);
+    addConv(cs, k, a, 320, 7, 1280, 1, 1, 0, false);
   }
   addConv(cs, k, Algo::Transposed, 96, 14, 576, 1, 1, 0, false);
   addConv(cs, k, Algo::Transposed, 576, 14, 96, 1, 1, 0, true);
