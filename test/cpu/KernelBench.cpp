@@ -2,25 +2,74 @@
 // (squeezenet1_1, mobilenet_v2, resnet50 at batch 1): pooling, depthwise convolution and
 // GEMM-based convolutions with few channels, JIT-compiled for this host exactly as the
 // backend's shared kernels are. Prints per case the minimum and median microseconds of one
-// call on one thread, and GB/s (input + output bytes over the minimum) or GFLOP/s.
+// call on one thread (or on --threads N spinning threads), and GB/s (input + output bytes
+// over the minimum) or GFLOP/s.
 //
 //   bazel run -c opt //test/cpu:kernel_bench -- [--filter SUBSTR] [--reps 200] [--no-avx512]
+//                                                [--threads N]
 #include "backends/CPU/jit/Jit.h"
 #include "backends/CPU/libjit/libjit.h"
 #include "backends/CPU/libjit/libjit_gemm_config.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr int64_t kMaxThreads = 4;
+
+/// Runs a call's thread shares on nth spinning threads (the caller is share 0), so that a
+/// timing shows how a kernel's partition scales without the thread pool's wake-up cost.
+class Team {
+public:
+  explicit Team(int64_t nth) : nth_(nth) {
+    for (int64_t t = 1; t < nth; t++)
+      workers_.emplace_back([this, t] {
+        uint64_t seen = 0;
+        for (;;) {
+          uint64_t g;
+          while ((g = gen_.load(std::memory_order_acquire)) == seen)
+            ;
+          seen = g;
+          if (stop_)
+            return;
+          (*job_)(t, nth_);
+          done_.fetch_add(1, std::memory_order_acq_rel);
+        }
+      });
+  }
+  ~Team() {
+    stop_ = true;
+    gen_.fetch_add(1, std::memory_order_acq_rel);
+    for (auto &w : workers_)
+      w.join();
+  }
+  void run(const std::function<void(int64_t, int64_t)> &f) {
+    job_ = &f;
+    done_.store(0, std::memory_order_relaxed);
+    gen_.fetch_add(1, std::memory_order_acq_rel);
+    f(0, nth_);
+    while (done_.load(std::memory_order_acquire) != nth_ - 1)
+      ;
+  }
+
+private:
+  int64_t nth_;
+  const std::function<void(int64_t, int64_t)> *job_ = nullptr;
+  std::atomic<uint64_t> gen_{0};
+  std::atomic<int64_t> done_{0};
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> workers_;
+};
 
 std::vector<float> filled(size_t n, unsigned seed) {
   std::vector<float> v(n);
@@ -35,7 +84,7 @@ std::vector<float> filled(size_t n, unsigned seed) {
 struct Case {
   std::string name;
   double bytes = 0, flops = 0;
-  std::function<void()> run;
+  std::function<void(int64_t tid, int64_t nth)> run;
 };
 
 using MaxPoolFn = decltype(&libjit_maxpool_f32);
@@ -66,20 +115,20 @@ void addPool(std::vector<Case> &cases, const Kernels &k, bool isMax, int64_t C, 
   int64_t OH = outDim(H, K, S, P, P, ceil);
   auto in = std::make_shared<std::vector<float>>(filled(C * H * H, 1));
   auto out = std::make_shared<std::vector<float>>(C * OH * OH);
-  auto scratch = std::make_shared<std::vector<float>>(
-      libjit_pool_scratch_floats(H, H, OH, OH, K, K, S, S, 1, 1) + 64);
+  int64_t perThread = libjit_pool_scratch_floats(H, H, OH, OH, K, K, S, S, 1, 1) + 64;
+  auto scratch = std::make_shared<std::vector<float>>(perThread * kMaxThreads);
   Case c;
   c.name = std::string(isMax ? "maxpool " : "avgpool ") + std::to_string(K) + "x" +
            std::to_string(K) + "/" + std::to_string(S) + " p" + std::to_string(P) + " " +
            std::to_string(C) + "x" + std::to_string(H) + "x" + std::to_string(H);
   c.bytes = 4.0 * double(C * H * H + C * OH * OH);
-  c.run = [=, &k] {
+  c.run = [=, &k](int64_t tid, int64_t nth) {
     if (isMax)
-      k.maxpool(out->data(), in->data(), 1, C, H, H, OH, OH, K, K, S, S, P, P, scratch->data(), 0,
-                1);
+      k.maxpool(out->data(), in->data(), 1, C, H, H, OH, OH, K, K, S, S, P, P,
+                scratch->data() + tid * perThread, tid, nth);
     else
-      k.avgpool(out->data(), in->data(), 1, C, H, H, OH, OH, K, K, S, S, P, P, 0, scratch->data(),
-                0, 1);
+      k.avgpool(out->data(), in->data(), 1, C, H, H, OH, OH, K, K, S, S, P, P, 0,
+                scratch->data() + tid * perThread, tid, nth);
   };
   cases.push_back(c);
 }
@@ -90,15 +139,15 @@ void addDw(std::vector<Case> &cases, const Kernels &k, int64_t C, int64_t H, int
   auto w = std::make_shared<std::vector<float>>(filled(C * 9, 3));
   auto b = std::make_shared<std::vector<float>>(filled(C, 4));
   auto out = std::make_shared<std::vector<float>>(C * OH * OH);
-  auto scratch = std::make_shared<std::vector<float>>(
-      libjit_conv2d_dw_scratch_floats(H, H, OH, OH, 3, 3, S, S, 1, 1) + 64);
+  int64_t perThread = libjit_conv2d_dw_scratch_floats(H, H, OH, OH, 3, 3, S, S, 1, 1) + 64;
+  auto scratch = std::make_shared<std::vector<float>>(perThread * kMaxThreads);
   Case c;
   c.name = "conv_dw 3x3/" + std::to_string(S) + " " + std::to_string(C) + "x" + std::to_string(H) +
            "x" + std::to_string(H);
   c.bytes = 4.0 * double(C * H * H + C * OH * OH);
-  c.run = [=, &k] {
+  c.run = [=, &k](int64_t tid, int64_t nth) {
     k.dw(out->data(), in->data(), w->data(), b->data(), 1, C, H, H, OH, OH, 3, 3, S, S, 1, 1, 1, 1,
-         1, 0.0f, 6.0f, scratch->data(), 0, 1);
+         1, 0.0f, 6.0f, scratch->data() + tid * perThread, tid, nth);
   };
   cases.push_back(c);
 }
@@ -116,7 +165,7 @@ void addConv(std::vector<Case> &cases, const Kernels &k, Algo algo, int64_t C, i
   auto b = std::make_shared<std::vector<float>>(filled(O, 7));
   auto add = std::make_shared<std::vector<float>>(filled(O * OH * OH, 8));
   auto out = std::make_shared<std::vector<float>>(O * OH * OH);
-  auto scratch = std::make_shared<std::vector<float>>(k.gemmScratch);
+  auto scratch = std::make_shared<std::vector<float>>(k.gemmScratch * kMaxThreads);
   auto t = std::make_shared<std::vector<float>>(O * OH * OH);
   std::shared_ptr<std::vector<float>> packed;
   if (algo == Algo::Strip) {
@@ -140,17 +189,17 @@ void addConv(std::vector<Case> &cases, const Kernels &k, Algo algo, int64_t C, i
            std::to_string(O) + " " + std::to_string(H) + "x" + std::to_string(H) +
            (withAdd ? " +add" : "");
   c.flops = 2.0 * double(O * OH * OH) * double(Kd);
-  c.run = [=, &k] {
+  c.run = [=, &k](int64_t tid, int64_t nth) {
     const float *a = withAdd ? add->data() : nullptr;
     if (algo == Algo::Strip)
       k.convS(out->data(), in->data(), packed->data(), b->data(), a, 1, C, H, H, O, OH, OH, KS, KS,
-              S, S, P, P, 1, 1, 1, 0.0f, 6.0f, scratch->data(), 0, 1);
+              S, S, P, P, 1, 1, 1, 0.0f, 6.0f, scratch->data(), tid, nth);
     else if (transposed)
       k.convT(out->data(), in->data(), packed->data(), b->data(), a, 1, C, H, H, O, OH, OH, KS, KS,
-              S, S, P, P, 1, 1, 1, 0.0f, 6.0f, t->data(), scratch->data(), 0, 1);
+              S, S, P, P, 1, 1, 1, 0.0f, 6.0f, t->data(), scratch->data(), tid, nth);
     else
       k.conv(out->data(), in->data(), packed->data(), b->data(), a, 1, C, H, H, O, OH, OH, KS, KS,
-             S, S, P, P, 1, 1, 1, 1, 0.0f, 6.0f, scratch->data(), 0, 1);
+             S, S, P, P, 1, 1, 1, 1, 0.0f, 6.0f, scratch->data(), tid, nth);
   };
   cases.push_back(c);
 }
@@ -239,12 +288,15 @@ int main(int argc, char **argv) {
   std::string filter;
   int reps = 200;
   bool noAvx512 = false;
+  int64_t threads = 1;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     if (a == "--filter" && i + 1 < argc)
       filter = argv[++i];
     else if (a == "--reps" && i + 1 < argc)
       reps = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--threads" && i + 1 < argc)
+      threads = std::min<int64_t>(kMaxThreads, std::max(1, std::atoi(argv[++i])));
     else if (a == "--no-avx512")
       noAvx512 = true;
     else {
@@ -273,16 +325,19 @@ int main(int argc, char **argv) {
   k.avx512 = avx512;
   k.gemmScratch = avx512 ? libjit::gemmScratchFloats<libjit::GemmAvx512>()
                          : libjit::gemmScratchFloats<libjit::GemmAvx2>();
-  std::printf("%-40s %9s %9s %9s\n", ("case (" + isa + ")").c_str(), "min us", "med us", "rate");
+  Team team(threads);
+  std::printf("%-40s %9s %9s %9s\n",
+              ("case (" + isa + ", " + std::to_string(threads) + "T)").c_str(), "min us",
+              "med us", "rate");
   for (Case &c : allCases(k)) {
     if (!filter.empty() && c.name.find(filter) == std::string::npos)
       continue;
     for (int i = 0; i < 3; i++)
-      c.run();
+      team.run(c.run);
     std::vector<double> t;
     for (int i = 0; i < reps; i++) {
       auto s = Clock::now();
-      c.run();
+      team.run(c.run);
       t.push_back(std::chrono::duration<double, std::micro>(Clock::now() - s).count());
     }
     std::sort(t.begin(), t.end());
