@@ -269,6 +269,13 @@ std::vector<Case> allCases(const Kernels &k) {
     addConv(cs, k, a, 160, 7, 960, 1, 1, 0, false);
     addConv(cs, k, a, 960, 7, 160, 1, 1, 0, true);
     addConv(cs, k, a, 320, 7, 1280, 1, 1, 0, false);
+    addConv(cs, k, a, 64, 14, 384, 1, 1, 0, false);
+    addConv(cs, k, a, 384, 14, 64, 1, 1, 0, true);
+    addConv(cs, k, a, 48, 13, 192, 3, 1, 1, false);
+    addConv(cs, k, a, 64, 13, 256, 1, 1, 0, false);
+    addConv(cs, k, a, 256, 14, 256, 3, 1, 1, false);
+    addConv(cs, k, a, 1024, 14, 256, 1, 1, 0, false);
+    addConv(cs, k, a, 256, 14, 1024, 1, 1, 0, true);
   }
   addConv(cs, k, Algo::Transposed, 96, 14, 576, 1, 1, 0, false);
   addConv(cs, k, Algo::Transposed, 576, 14, 96, 1, 1, 0, true);
@@ -279,6 +286,11 @@ std::vector<Case> allCases(const Kernels &k) {
   addConv(cs, k, Algo::Transposed, 960, 7, 320, 1, 1, 0, false);
   addConv(cs, k, Algo::Transposed, 320, 7, 1280, 1, 1, 0, false);
   addConv(cs, k, Algo::Transposed, 512, 13, 1000, 1, 1, 0, false);
+  addConv(cs, k, Algo::Transposed, 48, 13, 192, 3, 1, 1, false);
+  addConv(cs, k, Algo::Transposed, 64, 13, 256, 1, 1, 0, false);
+  addConv(cs, k, Algo::Transposed, 256, 14, 256, 3, 1, 1, false);
+  addConv(cs, k, Algo::Transposed, 1024, 14, 256, 1, 1, 0, false);
+  addConv(cs, k, Algo::Transposed, 256, 14, 1024, 1, 1, 0, true);
   return cs;
 }
 

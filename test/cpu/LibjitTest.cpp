@@ -292,9 +292,10 @@ TEST(Libjit, DepthwiseConvolutionPaths) {
 // add, the clamp, both register tiles and a two-thread split.
 // The strip convolution (row-major weights, activations read in column strips) against the
 // double-precision reference: pointwise layers whose pixel count leaves a partial last strip
-// and whose channel counts leave 4-, 2- and 1-row tiles, im2col layers with pads, strides,
-// dilation and 3 input channels (the stems), blocks of several strips per thread, batch 2;
-// bias alone, and bias + residual add + clamp; 1-3 threads; both tile variants.
+// of one, two or three vectors and whose channel counts leave 4-, 2- and 1-row tiles, im2col
+// layers with pads, strides 1-3, dilation and 3 input channels (the stems), blocks of several
+// strips per thread, batch 2; bias alone, and bias + residual add + clamp; 1-3 threads; both
+// tile variants.
 TEST(Libjit, StripConvolution) {
   struct Case {
     int64_t N, C, H, W, O, KH, KW, S, P, D;
@@ -304,7 +305,8 @@ TEST(Libjit, StripConvolution) {
                {1, 3, 45, 71, 27, 3, 3, 2, 1, 1},    {2, 3, 33, 40, 13, 3, 3, 2, 0, 1},
                {1, 64, 20, 20, 12, 3, 3, 1, 1, 1},   {1, 6, 17, 15, 11, 3, 3, 1, 2, 2},
                {1, 4, 23, 29, 9, 5, 5, 3, 2, 1},     {1, 3, 12, 112, 8, 7, 7, 2, 3, 1},
-               {1, 2, 9, 97, 5, 3, 3, 2, 1, 1},      {1, 3, 6, 35, 8, 5, 5, 1, 2, 1}};
+               {1, 2, 9, 97, 5, 3, 3, 2, 1, 1},      {1, 3, 6, 35, 8, 5, 5, 1, 2, 1},
+               {1, 10, 10, 7, 9, 1, 1, 1, 0, 1},     {1, 7, 5, 9, 30, 1, 1, 1, 0, 1}};
   for (const Case &k : cases) {
     int64_t Kd = k.C * k.KH * k.KW;
     auto in = randomVec(k.N * k.C * k.H * k.W, 21), w = randomVec(k.O * Kd, 22),

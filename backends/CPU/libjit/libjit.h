@@ -48,7 +48,11 @@ LIBJIT_DECLARE_GEMM(avx2)
 
 // Convolution with the activations read in column strips (libjit_conv_strip.cpp): w is
 // the row-major filter [O][C*KH*KW] itself (no packing), group 1. Needs C*KH*KW * 48
-// floats <= gemmScratchFloats<Cfg>() (C*KH*KW <= 9900).
+// floats <= gemmScratchFloats<Cfg>() (C*KH*KW <= 9900). A strip is kStripVectors vectors
+// (16 floats on avx512, 8 on avx2); a partial last strip is computed in whole vectors.
+namespace libjit {
+constexpr int kStripVectors = 3;
+} // namespace libjit
 #define LIBJIT_DECLARE_CONV_STRIP(SUFFIX)                                                   \
   LIBJIT_EXPORT void libjit_conv2d_strip_f32_##SUFFIX(                                      \
       float *out, const float *in, const float *w, const float *bias, const float *add,      \

@@ -17,14 +17,14 @@ namespace {
 /// The strip tile of each instruction-set variant: MR output channels x NV vectors.
 template <class Cfg> struct StripTile;
 template <> struct StripTile<GemmAvx512> {
-  static constexpr int MR = 8, NV = 3, VW = 16, NR = 48;
+  static constexpr int MR = 8, NV = kStripVectors, VW = 16, NR = NV * VW;
 };
 template <> struct StripTile<GemmAvx2> {
-  static constexpr int MR = 4, NV = 3, VW = 8, NR = 24;
+  static constexpr int MR = 4, NV = kStripVectors, VW = 8, NR = NV * VW;
 };
 
-/// C[0:MRr, 0:nr] = A[0:MRr, 0:K] (lda) x B[0:K, 0:NR] (ldb) + epilogue. B must be readable
-/// for NR columns even when nr < NR (the caller pads the last strip).
+/// C[0:MRr, 0:nr] = A[0:MRr, 0:K] (lda) x B[0:K, 0:NV*VW] (ldb) + epilogue. B must be
+/// readable for NV*VW columns even when nr is less (the caller pads the last strip).
 template <int VW, int NV, int MRr>
 LIBJIT_NOINLINE void stripKernel(int64_t K, const float *__restrict a, int64_t lda,
                                  const float *__restrict b, int64_t ldb, float *__restrict c,
@@ -88,14 +88,15 @@ LIBJIT_NOINLINE void stripKernel(int64_t K, const float *__restrict a, int64_t l
   }
 }
 
-/// All O output channels of one strip: full MR-row tiles, then the remaining rows in tiles
-/// of 4, 2 and 1 (the weights are not padded, so no tile may run past row O).
-template <class Cfg>
-LIBJIT_INLINE void stripRows(int64_t O, int64_t K, const float *w, const float *b, int64_t ldb,
-                             float *c, int64_t ldc, int64_t nr, const float *bias,
-                             const float *add, int64_t ldadd, const Epilogue &base) {
+/// All O output channels of one strip of NVr vectors: full MR-row tiles, then the remaining
+/// rows in tiles of 4, 2 and 1 (the weights are not padded, so no tile may run past row O).
+template <class Cfg, int NVr>
+LIBJIT_INLINE void stripRowsNV(int64_t O, int64_t K, const float *w, const float *b,
+                               int64_t ldb, float *c, int64_t ldc, int64_t nr,
+                               const float *bias, const float *add, int64_t ldadd,
+                               const Epilogue &base) {
   typedef StripTile<Cfg> T;
-  constexpr int VW = T::VW, NV = T::NV, MR = T::MR;
+  constexpr int VW = T::VW, MR = T::MR;
   Epilogue e = base;
   e.ldadd = ldadd;
   int64_t i = 0;
@@ -105,17 +106,32 @@ LIBJIT_INLINE void stripRows(int64_t O, int64_t K, const float *w, const float *
     return c + row * ldc;
   };
   for (; i + MR <= O; i += MR)
-    stripKernel<VW, NV, MR>(K, w + i * K, K, b, ldb, at(i), ldc, nr, &e);
+    stripKernel<VW, NVr, MR>(K, w + i * K, K, b, ldb, at(i), ldc, nr, &e);
   if (MR > 4 && i + 4 <= O) {
-    stripKernel<VW, NV, 4>(K, w + i * K, K, b, ldb, at(i), ldc, nr, &e);
+    stripKernel<VW, NVr, 4>(K, w + i * K, K, b, ldb, at(i), ldc, nr, &e);
     i += 4;
   }
   if (i + 2 <= O) {
-    stripKernel<VW, NV, 2>(K, w + i * K, K, b, ldb, at(i), ldc, nr, &e);
+    stripKernel<VW, NVr, 2>(K, w + i * K, K, b, ldb, at(i), ldc, nr, &e);
     i += 2;
   }
   if (i < O)
-    stripKernel<VW, NV, 1>(K, w + i * K, K, b, ldb, at(i), ldc, nr, &e);
+    stripKernel<VW, NVr, 1>(K, w + i * K, K, b, ldb, at(i), ldc, nr, &e);
+}
+
+/// One strip of nr <= NR columns: a partial last strip (pixel counts such as 28x28 = 16 x 48
+/// + 16 or 55x55 = 63 x 48 + 1) takes a tile of one or two vectors, not three.
+template <class Cfg>
+LIBJIT_INLINE void stripRows(int64_t O, int64_t K, const float *w, const float *b, int64_t ldb,
+                             float *c, int64_t ldc, int64_t nr, const float *bias,
+                             const float *add, int64_t ldadd, const Epilogue &base) {
+  constexpr int VW = StripTile<Cfg>::VW;
+  if (nr <= VW)
+    stripRowsNV<Cfg, 1>(O, K, w, b, ldb, c, ldc, nr, bias, add, ldadd, base);
+  else if (nr <= 2 * VW)
+    stripRowsNV<Cfg, 2>(O, K, w, b, ldb, c, ldc, nr, bias, add, ldadd, base);
+  else
+    stripRowsNV<Cfg, StripTile<Cfg>::NV>(O, K, w, b, ldb, c, ldc, nr, bias, add, ldadd, base);
 }
 
 /// d[0:n) = row[iw0 + t*SW] for t in [0, n), zero where the column leaves [0, W) or the row
