@@ -227,8 +227,19 @@ LIBJIT_INLINE void conv2dStrip(float *out, const float *in, const float *w, cons
   // Im2col blocks of about 384 KB stay in L2 while their strips are consumed.
   int64_t budget = minI(gemmScratchFloats<Cfg>(), 96 * 1024);
   int64_t nbMax = maxI(NR, budget / K / NR * NR);
-  int64_t j0, j1;
+  int64_t j0, j1, r0 = 0, r1 = O;
   partition(P, NR, tid, nthreads, &j0, &j1);
+  if (pointwise && nthreads > 1) {
+    // Few strips (14x14 = 4 strips + 4 columns) split unevenly by columns; then split the
+    // output channels instead, which costs nothing here since the input is not packed.
+    constexpr int64_t MR = StripTile<Cfg>::MR;
+    int64_t colMax = minI(ceilDiv(ceilDiv(P, NR), nthreads) * NR, P) * O;
+    int64_t rowMax = minI(ceilDiv(ceilDiv(O, MR), nthreads) * MR, O) * P;
+    if (rowMax < colMax) {
+      j0 = 0, j1 = P;
+      partition(O, MR, tid, nthreads, &r0, &r1);
+    }
+  }
   Epilogue base = {nullptr, nullptr, nullptr, 0, (int)act, lo, hi};
   for (int64_t n = 0; n < N; n++) {
     const float *x = in + n * C * H * W;
@@ -246,7 +257,9 @@ LIBJIT_INLINE void conv2dStrip(float *out, const float *in, const float *w, cons
               s[k * NR + t] = t < nr ? x[k * P + j + t] : 0.0f;
           b = s, ldb = NR;
         }
-        stripRows<Cfg>(O, K, w, b, ldb, y + j, P, nr, bias, a ? a + j : nullptr, P, base);
+        if (r0 < r1)
+          stripRows<Cfg>(r1 - r0, K, w + r0 * K, b, ldb, y + r0 * P + j, P, nr,
+                         bias ? bias + r0 : nullptr, a ? a + r0 * P + j : nullptr, P, base);
       }
       continue;
     }
