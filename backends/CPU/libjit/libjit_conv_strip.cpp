@@ -6,7 +6,8 @@
 // mobilenet_v2 and the stem convolutions) that copy and the padded rows cost as much as the
 // FMAs. Here the weights stay row-major [O][K] (no packing at all), the register tile is 8
 // rows x 3 vectors (4 x 3 on AVX2), which divides every channel count that is a multiple of
-// 8, and each B strip [K][3 vectors] is reused from L1 by all row tiles before moving on.
+// 8, and each B strip [K][3 vectors] is reused by all row tiles (from L1 while K is small,
+// from L2 up to the K = 1152 the planner allows) before moving on.
 #include "libjit.h"
 #include "libjit_gemm_impl.h"
 #include "libjit_vec.h"
