@@ -202,8 +202,8 @@ TEST(CPUBackend, StripConvolutions) {
     Function *F = n.F;
     auto *x = n.mod.createPlaceholder(ElemKind::Float, {1, 3, 64, 62}, "x");
     n.inputs = {x};
-    auto conv = [&](const std::string &name, NodeValue in, dim_t c, dim_t o, dim_t k,
-                    dim_t s, dim_t p, uint64_t seed) {
+    auto conv = [&](const std::string &name, NodeValue in, dim_t c, dim_t o, dim_t k, dim_t s,
+                    dim_t p, uint64_t seed) {
       auto *w = randomConstant(n.mod, name + ".w", {o, c, k, k}, seed);
       auto *b = randomConstant(n.mod, name + ".b", {o}, seed + 1);
       return F->createConvolution(name, in, w, b, {k, k}, {s, s}, {p, p, p, p}, {1, 1}, 1);

@@ -156,8 +156,8 @@ enum class Algo { Packed, Transposed, Strip };
 
 /// A convolution through the GEMM path with packed weights (transposed: pixels as rows), or
 /// the strip kernel (row-major weights, activations read in column strips).
-void addConv(std::vector<Case> &cases, const Kernels &k, Algo algo, int64_t C, int64_t H,
-             int64_t O, int64_t KS, int64_t S, int64_t P, bool withAdd) {
+void addConv(std::vector<Case> &cases, const Kernels &k, Algo algo, int64_t C, int64_t H, int64_t O,
+             int64_t KS, int64_t S, int64_t P, bool withAdd) {
   bool transposed = algo == Algo::Transposed;
   int64_t OH = outDim(H, KS, S, P, P, false), Kd = C * KS * KS;
   auto in = std::make_shared<std::vector<float>>(filled(C * H * H, 5));
@@ -184,10 +184,12 @@ void addConv(std::vector<Case> &cases, const Kernels &k, Algo algo, int64_t C, i
                                                                    Kd);
   }
   Case c;
-  c.name = std::string(algo == Algo::Strip ? "convS " : transposed ? "convT " : "conv ") + std::to_string(KS) + "x" +
-           std::to_string(KS) + "/" + std::to_string(S) + " " + std::to_string(C) + "->" +
-           std::to_string(O) + " " + std::to_string(H) + "x" + std::to_string(H) +
-           (withAdd ? " +add" : "");
+  c.name = std::string(algo == Algo::Strip ? "convS "
+                       : transposed        ? "convT "
+                                           : "conv ") +
+           std::to_string(KS) + "x" + std::to_string(KS) + "/" + std::to_string(S) + " " +
+           std::to_string(C) + "->" + std::to_string(O) + " " + std::to_string(H) + "x" +
+           std::to_string(H) + (withAdd ? " +add" : "");
   c.flops = 2.0 * double(O * OH * OH) * double(Kd);
   c.run = [=, &k](int64_t tid, int64_t nth) {
     const float *a = withAdd ? add->data() : nullptr;
@@ -320,13 +322,12 @@ int main(int argc, char **argv) {
   opts.disableAvx512 = noAvx512;
   bool avx512 = kiln::cpu::detectHost(opts).avx512;
   std::string isa = avx512 ? "avx512" : "avx2";
-  auto addrs =
-      kiln::exitOnError(kiln::cpu::getSharedKernels(
-                            {"libjit_maxpool_f32", "libjit_avgpool_f32", "libjit_conv2d_dw_f32",
-                             "libjit_conv2d_f32_" + isa, "libjit_conv2d_t_f32_" + isa,
-                             "libjit_conv2d_strip_f32_" + isa},
-                            opts),
-                        "JIT");
+  auto addrs = kiln::exitOnError(
+      kiln::cpu::getSharedKernels({"libjit_maxpool_f32", "libjit_avgpool_f32",
+                                   "libjit_conv2d_dw_f32", "libjit_conv2d_f32_" + isa,
+                                   "libjit_conv2d_t_f32_" + isa, "libjit_conv2d_strip_f32_" + isa},
+                                  opts),
+      "JIT");
   Kernels k;
   k.maxpool = reinterpret_cast<MaxPoolFn>(addrs["libjit_maxpool_f32"]);
   k.avgpool = reinterpret_cast<AvgPoolFn>(addrs["libjit_avgpool_f32"]);
@@ -339,8 +340,8 @@ int main(int argc, char **argv) {
                          : libjit::gemmScratchFloats<libjit::GemmAvx2>();
   Team team(threads);
   std::printf("%-40s %9s %9s %9s\n",
-              ("case (" + isa + ", " + std::to_string(threads) + "T)").c_str(), "min us",
-              "med us", "rate");
+              ("case (" + isa + ", " + std::to_string(threads) + "T)").c_str(), "min us", "med us",
+              "rate");
   for (Case &c : allCases(k)) {
     if (!filter.empty() && c.name.find(filter) == std::string::npos)
       continue;

@@ -57,7 +57,7 @@ LIBJIT_NOINLINE void stripKernel(int64_t K, const float *__restrict a, int64_t l
   }
   if (nr == NR) {
     LIBJIT_UNROLL
-    for (int r = 0; r < MRr; r++)
+    for (int r = 0; r < MRr; r++) {
       LIBJIT_UNROLL
       for (int v = 0; v < NV; v++) {
         V x = acc[r][v];
@@ -69,6 +69,7 @@ LIBJIT_NOINLINE void stripKernel(int64_t K, const float *__restrict a, int64_t l
         }
         storeV(c + r * ldc + v * VW, x);
       }
+    }
     return;
   }
   for (int r = 0; r < MRr; r++) {
@@ -92,10 +93,9 @@ LIBJIT_NOINLINE void stripKernel(int64_t K, const float *__restrict a, int64_t l
 /// All O output channels of one strip of NVr vectors: full MR-row tiles, then the remaining
 /// rows in tiles of 4, 2 and 1 (the weights are not padded, so no tile may run past row O).
 template <class Cfg, int NVr>
-LIBJIT_INLINE void stripRowsNV(int64_t O, int64_t K, const float *w, const float *b,
-                               int64_t ldb, float *c, int64_t ldc, int64_t nr,
-                               const float *bias, const float *add, int64_t ldadd,
-                               const Epilogue &base) {
+LIBJIT_INLINE void stripRowsNV(int64_t O, int64_t K, const float *w, const float *b, int64_t ldb,
+                               float *c, int64_t ldc, int64_t nr, const float *bias,
+                               const float *add, int64_t ldadd, const Epilogue &base) {
   typedef StripTile<Cfg> T;
   constexpr int VW = T::VW, MR = T::MR;
   Epilogue e = base;
@@ -124,8 +124,8 @@ LIBJIT_INLINE void stripRowsNV(int64_t O, int64_t K, const float *w, const float
 /// + 16 or 55x55 = 63 x 48 + 1) takes a tile of one or two vectors, not three.
 template <class Cfg>
 LIBJIT_INLINE void stripRows(int64_t O, int64_t K, const float *w, const float *b, int64_t ldb,
-                             float *c, int64_t ldc, int64_t nr, const float *bias,
-                             const float *add, int64_t ldadd, const Epilogue &base) {
+                             float *c, int64_t ldc, int64_t nr, const float *bias, const float *add,
+                             int64_t ldadd, const Epilogue &base) {
   constexpr int VW = StripTile<Cfg>::VW;
   if (nr <= VW)
     stripRowsNV<Cfg, 1>(O, K, w, b, ldb, c, ldc, nr, bias, add, ldadd, base);
@@ -190,9 +190,9 @@ LIBJIT_INLINE void im2colRun(float *d, const float *row, int64_t W, int64_t iw0,
 /// run, so the index arithmetic is paid per row, not per element.
 template <int SWc>
 LIBJIT_INLINE void im2colRows(float *dst, int64_t ldd, const float *x, int64_t p0, int64_t np,
-                              int64_t C, int64_t H, int64_t W, int64_t OW, int64_t KH,
-                              int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
-                              int64_t DH, int64_t DW) {
+                              int64_t C, int64_t H, int64_t W, int64_t OW, int64_t KH, int64_t KW,
+                              int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
+                              int64_t DW) {
   float *d = dst;
   for (int64_t c = 0; c < C; c++)
     for (int64_t kh = 0; kh < KH; kh++)
@@ -222,8 +222,8 @@ LIBJIT_INLINE void conv2dStrip(float *out, const float *in, const float *w, cons
                                int64_t tid, int64_t nthreads) {
   constexpr int64_t NR = StripTile<Cfg>::NR;
   int64_t K = C * KH * KW, P = OH * OW;
-  bool pointwise = KH == 1 && KW == 1 && SH == 1 && SW == 1 && PT == 0 && PL == 0 &&
-                   OH == H && OW == W;
+  bool pointwise =
+      KH == 1 && KW == 1 && SH == 1 && SW == 1 && PT == 0 && PL == 0 && OH == H && OW == W;
   float *s = scratch + tid * gemmScratchFloats<Cfg>();
   // Im2col blocks of about 384 KB stay in L2 while their strips are consumed.
   int64_t budget = minI(gemmScratchFloats<Cfg>(), 96 * 1024);
@@ -284,15 +284,14 @@ LIBJIT_INLINE void conv2dStrip(float *out, const float *in, const float *w, cons
 
 using namespace libjit;
 
-#define LIBJIT_STRIP_ENTRY_POINT(SUFFIX, CFG)                                               \
-  LIBJIT_EXPORT void libjit_conv2d_strip_f32_##SUFFIX(                                      \
-      float *out, const float *in, const float *w, const float *bias, const float *add,      \
-      int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW,         \
-      int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,    \
-      int64_t DW, int64_t act, float lo, float hi, float *scratch, int64_t tid,              \
-      int64_t nthreads) {                                                                    \
-    conv2dStrip<CFG>(out, in, w, bias, add, N, C, H, W, O, OH, OW, KH, KW, SH, SW, PT, PL,   \
-                     DH, DW, act, lo, hi, scratch, tid, nthreads);                           \
+#define LIBJIT_STRIP_ENTRY_POINT(SUFFIX, CFG)                                                      \
+  LIBJIT_EXPORT void libjit_conv2d_strip_f32_##SUFFIX(                                             \
+      float *out, const float *in, const float *w, const float *bias, const float *add, int64_t N, \
+      int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW, int64_t KH, int64_t KW,  \
+      int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t act,         \
+      float lo, float hi, float *scratch, int64_t tid, int64_t nthreads) {                         \
+    conv2dStrip<CFG>(out, in, w, bias, add, N, C, H, W, O, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, \
+                     act, lo, hi, scratch, tid, nthreads);                                         \
   }
 
 LIBJIT_STRIP_ENTRY_POINT(avx512, GemmAvx512)
