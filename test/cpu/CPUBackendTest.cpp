@@ -194,6 +194,29 @@ TEST(CPUBackend, SmallImageConvolutions) {
   });
 }
 
+// Larger images take the strip convolution: a 3-channel stride-2 stem, pointwise layers
+// with 12-20 channels (tiles of 8, 4 and fewer rows), a residual add and clamps fused in.
+TEST(CPUBackend, StripConvolutions) {
+  checkAgainstInterpreter([](Net &n) {
+    n.F = n.mod.createFunction("main");
+    Function *F = n.F;
+    auto *x = n.mod.createPlaceholder(ElemKind::Float, {1, 3, 64, 62}, "x");
+    n.inputs = {x};
+    auto conv = [&](const std::string &name, NodeValue in, dim_t c, dim_t o, dim_t k, dim_t s,
+                    dim_t p, uint64_t seed) {
+      auto *w = randomConstant(n.mod, name + ".w", {o, c, k, k}, seed);
+      auto *b = randomConstant(n.mod, name + ".b", {o}, seed + 1);
+      return F->createConvolution(name, in, w, b, {k, k}, {s, s}, {p, p, p, p}, {1, 1}, 1);
+    };
+    NodeValue stem = F->createRelu("r0", conv("stem", x, 3, 12, 3, 2, 1, 90));
+    NodeValue e = F->createClip("r6", conv("expand", stem, 12, 20, 1, 1, 0, 91), 0, 6);
+    NodeValue p = conv("project", e, 20, 12, 1, 1, 0, 92);
+    NodeValue r = F->createRelu("r1", F->createAdd("add", p, stem));
+    NodeValue big = conv("big", r, 12, 7, 5, 1, 2, 93);
+    n.saves = {F->createSave("r", r), F->createSave("big", big)};
+  });
+}
+
 TEST(CPUBackend, GroupedDilatedConv) {
   checkAgainstInterpreter([](Net &n) {
     n.F = n.mod.createFunction("main");

@@ -290,6 +290,57 @@ TEST(Libjit, DepthwiseConvolutionPaths) {
 
 // The transposed convolution (pixels as GEMM rows) against the reference, with the residual
 // add, the clamp, both register tiles and a two-thread split.
+// The strip convolution (row-major weights, activations read in column strips) against the
+// double-precision reference: pointwise layers whose pixel count leaves a partial last strip
+// of one, two or three vectors and whose channel counts leave 4-, 2- and 1-row tiles, im2col
+// layers with pads, strides 1-3, dilation and 3 input channels (the stems), blocks of several
+// strips per thread, batch 2; bias alone, and bias + residual add + clamp; 1-3 threads; both
+// tile variants.
+TEST(Libjit, StripConvolution) {
+  struct Case {
+    int64_t N, C, H, W, O, KH, KW, S, P, D;
+  } cases[] = {{1, 16, 9, 9, 24, 1, 1, 1, 0, 1},   {2, 32, 7, 13, 16, 1, 1, 1, 0, 1},
+               {1, 19, 11, 10, 7, 1, 1, 1, 0, 1},  {1, 5, 20, 20, 1, 1, 1, 1, 0, 1},
+               {1, 144, 8, 8, 40, 1, 1, 1, 0, 1},  {1, 3, 50, 66, 16, 7, 7, 2, 3, 1},
+               {1, 3, 45, 71, 27, 3, 3, 2, 1, 1},  {2, 3, 33, 40, 13, 3, 3, 2, 0, 1},
+               {1, 64, 20, 20, 12, 3, 3, 1, 1, 1}, {1, 6, 17, 15, 11, 3, 3, 1, 2, 2},
+               {1, 4, 23, 29, 9, 5, 5, 3, 2, 1},   {1, 3, 12, 112, 8, 7, 7, 2, 3, 1},
+               {1, 2, 9, 97, 5, 3, 3, 2, 1, 1},    {1, 3, 6, 35, 8, 5, 5, 1, 2, 1},
+               {1, 10, 10, 7, 9, 1, 1, 1, 0, 1},   {1, 7, 5, 9, 30, 1, 1, 1, 0, 1}};
+  for (const Case &k : cases) {
+    int64_t Kd = k.C * k.KH * k.KW;
+    auto in = randomVec(k.N * k.C * k.H * k.W, 21), w = randomVec(k.O * Kd, 22),
+         bias = randomVec(k.O, 23);
+    int64_t OH, OW;
+    auto ref = refConv(in, w, bias, k.N, k.C, k.H, k.W, k.O, k.KH, k.KW, k.S, k.S, k.P, k.P, k.P,
+                       k.P, k.D, k.D, 1, OH, OW);
+    auto add = randomVec(ref.size(), 24);
+    for (int variant = 0; variant < 2; variant++) {
+      bool v512 = variant == 0;
+      auto fn = v512 ? libjit_conv2d_strip_f32_avx512 : libjit_conv2d_strip_f32_avx2;
+      int64_t per = v512 ? libjit::gemmScratchFloats<libjit::GemmAvx512>()
+                         : libjit::gemmScratchFloats<libjit::GemmAvx2>();
+      for (int64_t nth : {1, 2, 3}) {
+        for (bool epi : {false, true}) {
+          SCOPED_TRACE(std::string(v512 ? "avx512" : "avx2") + " C=" + std::to_string(k.C) +
+                       " O=" + std::to_string(k.O) + " K=" + std::to_string(k.KH) +
+                       " threads=" + std::to_string(nth) + (epi ? " add+clamp" : ""));
+          std::vector<float> out(ref.size(), 5.0f), scratch(per * nth, -9.0f);
+          for (int64_t t = 0; t < nth; t++)
+            fn(out.data(), in.data(), w.data(), bias.data(), epi ? add.data() : nullptr, k.N, k.C,
+               k.H, k.W, k.O, OH, OW, k.KH, k.KW, k.S, k.S, k.P, k.P, k.D, k.D, epi, -0.25f, 1.0f,
+               scratch.data(), t, nth);
+          std::vector<float> r = ref;
+          if (epi)
+            for (size_t i = 0; i < r.size(); i++)
+              r[i] = std::min(1.0f, std::max(-0.25f, r[i] + add[i]));
+          expectNear(out, r);
+        }
+      }
+    }
+  }
+}
+
 TEST(Libjit, TransposedConvolution) {
   struct Case {
     int64_t C, H, O, K, S, P;

@@ -453,6 +453,7 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const CodegenO
     std::vector<std::string> candidates = {"libjit_conv2d_f32_" + isa, "libjit_fc_f32_" + isa,
                                       "libjit_batchmatmul_f32_" + isa,
                                       "libjit_conv2d_t_f32_" + isa,
+                                      "libjit_conv2d_strip_f32_" + isa,
                                       // Loop nests that gain little from constant shapes
                                       // and cost much to compile once per call.
                                       "libjit_conv2d_dw_f32", "libjit_maxpool_f32",

@@ -46,6 +46,24 @@
 LIBJIT_DECLARE_GEMM(avx512)
 LIBJIT_DECLARE_GEMM(avx2)
 
+// Convolution with the activations read in column strips (libjit_conv_strip.cpp): w is
+// the row-major filter [O][C*KH*KW] itself (no packing), group 1. Needs C*KH*KW * 48
+// floats <= gemmScratchFloats<Cfg>() (C*KH*KW <= 9900). A strip is kStripVectors vectors
+// (16 floats on avx512, 8 on avx2); a partial last strip is computed in whole vectors.
+namespace libjit {
+constexpr int kStripVectors = 3;
+} // namespace libjit
+#define LIBJIT_DECLARE_CONV_STRIP(SUFFIX)                                                   \
+  LIBJIT_EXPORT void libjit_conv2d_strip_f32_##SUFFIX(                                      \
+      float *out, const float *in, const float *w, const float *bias, const float *add,      \
+      int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW,         \
+      int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,    \
+      int64_t DW, int64_t act, float lo, float hi, float *scratch, int64_t tid,              \
+      int64_t nthreads);
+LIBJIT_DECLARE_CONV_STRIP(avx512)
+LIBJIT_DECLARE_CONV_STRIP(avx2)
+#undef LIBJIT_DECLARE_CONV_STRIP
+
 // Element-wise (libjit_elementwise.cpp).
 #define LIBJIT_DECLARE_UNARY(NAME) LIBJIT_EXPORT float libjit_elem_##NAME##_f32(float x);
 #define LIBJIT_DECLARE_BINARY(NAME) LIBJIT_EXPORT float libjit_elem_##NAME##_f32(float a, float b);

@@ -1,0 +1,298 @@
+// Convolution as a GEMM whose B operand (activations) is read in column strips straight
+// from row-major memory: the pointwise (1x1, stride 1) input [C][H*W] itself, or a block of
+// the im2col matrix built a whole output row at a time. The packed-panel engine
+// (libjit_gemm_impl.h) copies every B element into NR-column panels and pads the output
+// channels to 14-row A panels; with few channels (K or O of 16-144, the first layers of
+// mobilenet_v2 and the stem convolutions) that copy and the padded rows cost as much as the
+// FMAs. Here the weights stay row-major [O][K] (no packing at all), the register tile is 8
+// rows x 3 vectors (4 x 3 on AVX2), which divides every channel count that is a multiple of
+// 8, and each B strip [K][3 vectors] is reused by all row tiles (from L1 while K is small,
+// from L2 up to the K = 1152 the planner allows) before moving on.
+#include "libjit.h"
+#include "libjit_gemm_impl.h"
+#include "libjit_vec.h"
+
+namespace libjit {
+namespace {
+
+/// The strip tile of each instruction-set variant: MR output channels x NV vectors.
+template <class Cfg> struct StripTile;
+template <> struct StripTile<GemmAvx512> {
+  static constexpr int MR = 8, NV = kStripVectors, VW = 16, NR = NV * VW;
+};
+template <> struct StripTile<GemmAvx2> {
+  static constexpr int MR = 4, NV = kStripVectors, VW = 8, NR = NV * VW;
+};
+
+/// C[0:MRr, 0:nr] = A[0:MRr, 0:K] (lda) x B[0:K, 0:NV*VW] (ldb) + epilogue. B must be
+/// readable for NV*VW columns even when nr is less (the caller pads the last strip).
+template <int VW, int NV, int MRr>
+LIBJIT_NOINLINE void stripKernel(int64_t K, const float *__restrict a, int64_t lda,
+                                 const float *__restrict b, int64_t ldb, float *__restrict c,
+                                 int64_t ldc, int64_t nr, const Epilogue *epi) {
+  typedef typename VecOf<VW>::T V;
+  constexpr int NR = VW * NV;
+  // The bias is the accumulators' start value: with K as small as 16, every epilogue
+  // operation saved per output is worth one FMA in sixteen.
+  V acc[MRr][NV];
+  LIBJIT_UNROLL
+  for (int r = 0; r < MRr; r++) {
+    V init = epi->biasRow ? splatV<V>(epi->biasRow[r]) : (V){};
+    LIBJIT_UNROLL
+    for (int v = 0; v < NV; v++)
+      acc[r][v] = init;
+  }
+  for (int64_t k = 0; k < K; k++) {
+    V bv[NV];
+    LIBJIT_UNROLL
+    for (int v = 0; v < NV; v++)
+      bv[v] = loadV<V>(b + k * ldb + v * VW);
+    LIBJIT_UNROLL
+    for (int r = 0; r < MRr; r++) {
+      V av = splatV<V>(a[r * lda + k]);
+      LIBJIT_UNROLL
+      for (int v = 0; v < NV; v++)
+        acc[r][v] += av * bv[v];
+    }
+  }
+  if (nr == NR) {
+    LIBJIT_UNROLL
+    for (int r = 0; r < MRr; r++) {
+      LIBJIT_UNROLL
+      for (int v = 0; v < NV; v++) {
+        V x = acc[r][v];
+        if (epi->add)
+          x += loadV<V>(epi->add + r * epi->ldadd + v * VW);
+        if (epi->act) {
+          x = x < epi->lo ? splatV<V>(epi->lo) : x;
+          x = x > epi->hi ? splatV<V>(epi->hi) : x;
+        }
+        storeV(c + r * ldc + v * VW, x);
+      }
+    }
+    return;
+  }
+  for (int r = 0; r < MRr; r++) {
+    float row[NR];
+    LIBJIT_UNROLL
+    for (int v = 0; v < NV; v++)
+      storeV(row + v * VW, acc[r][v]);
+    for (int64_t j = 0; j < nr; j++) {
+      float x = row[j];
+      if (epi->add)
+        x += epi->add[r * epi->ldadd + j];
+      if (epi->act) {
+        x = x < epi->lo ? epi->lo : x;
+        x = x > epi->hi ? epi->hi : x;
+      }
+      c[r * ldc + j] = x;
+    }
+  }
+}
+
+/// All O output channels of one strip of NVr vectors: full MR-row tiles, then the remaining
+/// rows in tiles of 4, 2 and 1 (the weights are not padded, so no tile may run past row O).
+template <class Cfg, int NVr>
+LIBJIT_INLINE void stripRowsNV(int64_t O, int64_t K, const float *w, const float *b, int64_t ldb,
+                               float *c, int64_t ldc, int64_t nr, const float *bias,
+                               const float *add, int64_t ldadd, const Epilogue &base) {
+  typedef StripTile<Cfg> T;
+  constexpr int VW = T::VW, MR = T::MR;
+  Epilogue e = base;
+  e.ldadd = ldadd;
+  int64_t i = 0;
+  auto at = [&](int64_t row) {
+    e.biasRow = bias ? bias + row : nullptr;
+    e.add = add ? add + row * ldadd : nullptr;
+    return c + row * ldc;
+  };
+  for (; i + MR <= O; i += MR)
+    stripKernel<VW, NVr, MR>(K, w + i * K, K, b, ldb, at(i), ldc, nr, &e);
+  if (MR > 4 && i + 4 <= O) {
+    stripKernel<VW, NVr, 4>(K, w + i * K, K, b, ldb, at(i), ldc, nr, &e);
+    i += 4;
+  }
+  if (i + 2 <= O) {
+    stripKernel<VW, NVr, 2>(K, w + i * K, K, b, ldb, at(i), ldc, nr, &e);
+    i += 2;
+  }
+  if (i < O)
+    stripKernel<VW, NVr, 1>(K, w + i * K, K, b, ldb, at(i), ldc, nr, &e);
+}
+
+/// One strip of nr <= NR columns: a partial last strip (pixel counts such as 28x28 = 16 x 48
+/// + 16 or 55x55 = 63 x 48 + 1) takes a tile of one or two vectors, not three.
+template <class Cfg>
+LIBJIT_INLINE void stripRows(int64_t O, int64_t K, const float *w, const float *b, int64_t ldb,
+                             float *c, int64_t ldc, int64_t nr, const float *bias, const float *add,
+                             int64_t ldadd, const Epilogue &base) {
+  constexpr int VW = StripTile<Cfg>::VW;
+  if (nr <= VW)
+    stripRowsNV<Cfg, 1>(O, K, w, b, ldb, c, ldc, nr, bias, add, ldadd, base);
+  else if (nr <= 2 * VW)
+    stripRowsNV<Cfg, 2>(O, K, w, b, ldb, c, ldc, nr, bias, add, ldadd, base);
+  else
+    stripRowsNV<Cfg, StripTile<Cfg>::NV>(O, K, w, b, ldb, c, ldc, nr, bias, add, ldadd, base);
+}
+
+/// d[0:n) = row[iw0 + t*SW] for t in [0, n), zero where the column leaves [0, W) or the row
+/// is outside the image (row == nullptr). SWc is SW when known at compile time (1 or 2: the
+/// divisions fold and the copies are 16-wide, ending with one overlapping vector rather
+/// than a scalar tail), else 0.
+template <int SWc>
+LIBJIT_INLINE void im2colRun(float *d, const float *row, int64_t W, int64_t iw0, int64_t SWr,
+                             int64_t n) {
+  const int64_t SW = SWc ? SWc : SWr;
+  if (!row) {
+    for (int64_t t = 0; t < n; t++)
+      d[t] = 0.0f;
+    return;
+  }
+  int64_t tLo = iw0 >= 0 ? 0 : ceilDiv(-iw0, SW);
+  int64_t tHi = W - iw0 <= 0 ? 0 : ceilDiv(W - iw0, SW);
+  tLo = minI(tLo, n);
+  tHi = maxI(minI(tHi, n), tLo);
+  for (int64_t t = 0; t < tLo; t++)
+    d[t] = 0.0f;
+  int64_t t = tLo;
+  if (SWc == 1) {
+    for (; t + 16 <= tHi; t += 16)
+      st16(d + t, ld16(row + iw0 + t));
+    if (t < tHi && tHi - 16 >= tLo) {
+      st16(d + tHi - 16, ld16(row + iw0 + tHi - 16));
+      t = tHi;
+    }
+  } else if (SWc == 2) {
+    for (; t + 16 <= tHi && iw0 + 2 * t + 32 <= W; t += 16)
+      st16(d + t, evens(ld32(row + iw0 + 2 * t)));
+    if (t < tHi && tHi - 16 >= tLo) {
+      // The last 16 outputs, overlapping those written (the loop stops at most 16 short).
+      // Their 32-float window ends one past the row when W - iw0 is odd: then load it one
+      // float earlier and keep the odd lanes.
+      int64_t base = iw0 + 2 * (tHi - 16);
+      if (base + 32 <= W) {
+        st16(d + tHi - 16, evens(ld32(row + base)));
+        t = tHi;
+      } else if (base >= 1) {
+        st16(d + tHi - 16, odds(ld32(row + base - 1)));
+        t = tHi;
+      }
+    }
+  }
+  for (; t < tHi; t++)
+    d[t] = row[iw0 + t * SW];
+  for (t = tHi; t < n; t++)
+    d[t] = 0.0f;
+}
+
+/// Rows [0, K) of the im2col matrix of one image over output pixels [p0, p0+np), each
+/// written at dst + k*ldd, and zero-filled from np to ldd. Every (k, output row) pair is one
+/// run, so the index arithmetic is paid per row, not per element.
+template <int SWc>
+LIBJIT_INLINE void im2colRows(float *dst, int64_t ldd, const float *x, int64_t p0, int64_t np,
+                              int64_t C, int64_t H, int64_t W, int64_t OW, int64_t KH, int64_t KW,
+                              int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
+                              int64_t DW) {
+  float *d = dst;
+  for (int64_t c = 0; c < C; c++)
+    for (int64_t kh = 0; kh < KH; kh++)
+      for (int64_t kw = 0; kw < KW; kw++, d += ldd) {
+        const float *plane = x + c * H * W;
+        int64_t q = 0, oh = p0 / OW, ow = p0 % OW;
+        while (q < np) {
+          int64_t seg = minI(np - q, OW - ow);
+          int64_t ih = oh * SH - PT + kh * DH;
+          const float *row = ih >= 0 && ih < H ? plane + ih * W : nullptr;
+          im2colRun<SWc>(d + q, row, W, ow * SW - PL + kw * DW, SW, seg);
+          q += seg;
+          ow = 0;
+          oh++;
+        }
+        for (; q < ldd; q++)
+          d[q] = 0.0f;
+      }
+}
+
+template <class Cfg>
+LIBJIT_INLINE void conv2dStrip(float *out, const float *in, const float *w, const float *bias,
+                               const float *add, int64_t N, int64_t C, int64_t H, int64_t W,
+                               int64_t O, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                               int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
+                               int64_t DW, int64_t act, float lo, float hi, float *scratch,
+                               int64_t tid, int64_t nthreads) {
+  constexpr int64_t NR = StripTile<Cfg>::NR;
+  int64_t K = C * KH * KW, P = OH * OW;
+  bool pointwise =
+      KH == 1 && KW == 1 && SH == 1 && SW == 1 && PT == 0 && PL == 0 && OH == H && OW == W;
+  float *s = scratch + tid * gemmScratchFloats<Cfg>();
+  // Im2col blocks of about 384 KB stay in L2 while their strips are consumed.
+  int64_t budget = minI(gemmScratchFloats<Cfg>(), 96 * 1024);
+  int64_t nbMax = maxI(NR, budget / K / NR * NR);
+  int64_t j0, j1, r0 = 0, r1 = O;
+  partition(P, NR, tid, nthreads, &j0, &j1);
+  if (pointwise && nthreads > 1) {
+    // Few strips (14x14 = 4 strips + 4 columns) split unevenly by columns; then split the
+    // output channels instead, which costs nothing here since the input is not packed.
+    constexpr int64_t MR = StripTile<Cfg>::MR;
+    int64_t colMax = minI(ceilDiv(ceilDiv(P, NR), nthreads) * NR, P) * O;
+    int64_t rowMax = minI(ceilDiv(ceilDiv(O, MR), nthreads) * MR, O) * P;
+    if (rowMax < colMax) {
+      j0 = 0, j1 = P;
+      partition(O, MR, tid, nthreads, &r0, &r1);
+    }
+  }
+  Epilogue base = {nullptr, nullptr, nullptr, 0, (int)act, lo, hi};
+  for (int64_t n = 0; n < N; n++) {
+    const float *x = in + n * C * H * W;
+    float *y = out + n * O * P;
+    const float *a = add ? add + n * O * P : nullptr;
+    if (pointwise) {
+      for (int64_t j = j0; j < j1; j += NR) {
+        int64_t nr = minI(NR, j1 - j);
+        const float *b = x + j;
+        int64_t ldb = P;
+        if (nr < NR) {
+          // The last strip: reading NR columns would run past the input.
+          for (int64_t k = 0; k < K; k++)
+            for (int64_t t = 0; t < NR; t++)
+              s[k * NR + t] = t < nr ? x[k * P + j + t] : 0.0f;
+          b = s, ldb = NR;
+        }
+        if (r0 < r1)
+          stripRows<Cfg>(r1 - r0, K, w + r0 * K, b, ldb, y + r0 * P + j, P, nr,
+                         bias ? bias + r0 : nullptr, a ? a + r0 * P + j : nullptr, P, base);
+      }
+      continue;
+    }
+    for (int64_t jb = j0; jb < j1; jb += nbMax) {
+      int64_t nb = minI(nbMax, j1 - jb), ld = ceilDiv(nb, NR) * NR;
+      if (SW == 1)
+        im2colRows<1>(s, ld, x, jb, nb, C, H, W, OW, KH, KW, SH, 1, PT, PL, DH, DW);
+      else if (SW == 2)
+        im2colRows<2>(s, ld, x, jb, nb, C, H, W, OW, KH, KW, SH, 2, PT, PL, DH, DW);
+      else
+        im2colRows<0>(s, ld, x, jb, nb, C, H, W, OW, KH, KW, SH, SW, PT, PL, DH, DW);
+      for (int64_t j = 0; j < nb; j += NR)
+        stripRows<Cfg>(O, K, w, s + j, ld, y + jb + j, P, minI(NR, nb - j), bias,
+                       a ? a + jb + j : nullptr, P, base);
+    }
+  }
+}
+
+} // namespace
+} // namespace libjit
+
+using namespace libjit;
+
+#define LIBJIT_STRIP_ENTRY_POINT(SUFFIX, CFG)                                                      \
+  LIBJIT_EXPORT void libjit_conv2d_strip_f32_##SUFFIX(                                             \
+      float *out, const float *in, const float *w, const float *bias, const float *add, int64_t N, \
+      int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW, int64_t KH, int64_t KW,  \
+      int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t act,         \
+      float lo, float hi, float *scratch, int64_t tid, int64_t nthreads) {                         \
+    conv2dStrip<CFG>(out, in, w, bias, add, N, C, H, W, O, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, \
+                     act, lo, hi, scratch, tid, nthreads);                                         \
+  }
+
+LIBJIT_STRIP_ENTRY_POINT(avx512, GemmAvx512)
+LIBJIT_STRIP_ENTRY_POINT(avx2, GemmAvx2)
