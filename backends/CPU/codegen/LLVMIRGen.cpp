@@ -296,8 +296,49 @@ Error Emitter::plan(Instruction *I, std::vector<Item> &items) {
   auto it = table.find(I->getKind());
   if (it == table.end())
     return unsupported(I);
-  return (this->*(it->second))(I, items);
+  size_t first = items.size();
+  KILN_RETURN_IF_ERR((this->*(it->second))(I, items));
+  // Handing work to the pool costs microseconds (more when the other cores are busy):
+  // instructions too small to repay it run on the calling thread.
+  if (estimateNanos(I) < kMinParallelNanos)
+    for (size_t i = first; i < items.size(); i++)
+      items[i].parallel = false;
+  return Error::success();
 }
+
+namespace {
+
+/// Rough single-core time in nanoseconds: GEMM-like instructions run at about 100
+/// multiply-adds per ns, depthwise convolutions (memory-bound) about 20, everything else
+/// moves about 8 elements per ns (measured orders of magnitude on AVX-512, not a model).
+uint64_t estimateNanosOf(const Instruction *I) {
+  uint64_t out = I->getNumOperands() ? I->getOperand(0).first->getType()->numElements() : 0;
+  auto in = [&](unsigned k) { return dimsOf(I->getOperand(k).first); };
+  switch (I->getKind()) {
+  case InstrKind::Convolution:
+  case InstrKind::FusedConvolution: {
+    auto x = in(1), w = in(2); // [N, C, H, W], [O, C/G, KH, KW]
+    uint64_t macs = out * uint64_t(product(w, 1));
+    bool depthwise = w.size() == 4 && x.size() == 4 && w[1] == 1 && x[1] > 1;
+    return depthwise ? macs / 20 : macs / 100;
+  }
+  case InstrKind::FullyConnected:
+  case InstrKind::FusedFullyConnected:
+  case InstrKind::MatMul:
+  case InstrKind::BatchMatMul:
+    return out * uint64_t(in(1).back()) / 100;
+  default: {
+    uint64_t n = 0;
+    for (const auto &o : I->getOperands())
+      n += o.first->getType()->numElements();
+    return n / 8;
+  }
+  }
+}
+
+} // namespace
+
+uint64_t Emitter::estimateNanos(const Instruction *I) { return estimateNanosOf(I); }
 
 namespace {
 
