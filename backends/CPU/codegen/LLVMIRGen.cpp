@@ -276,7 +276,8 @@ uint64_t Emitter::constRaw(const WeightVar *w) {
 }
 
 /// kind 1: A panels of each of `groups` row blocks of `rows` x `cols`; kind 2: B panels of
-/// a `rows` (K) x `cols` (N) matrix.
+/// a `rows` (K) x `cols` (N) matrix; kind 4: 3x3 filters [rows = O][cols = C][3][3]
+/// Winograd-transformed (libjit_pack_wino).
 Expected<uint64_t> Emitter::constPacked(const WeightVar *w, int kind, int64_t groups,
                                         int64_t rows, int64_t cols) {
   auto key = std::make_tuple(w, kind, groups);
@@ -292,6 +293,9 @@ Expected<uint64_t> Emitter::constPacked(const WeightVar *w, int kind, int64_t gr
   else if (kind == 3) // W [cols x rows] packed as the B operand W^T [rows x cols]
     floats = avx512_ ? libjit::packedBFloats<libjit::GemmAvx512>(rows, cols)
                      : libjit::packedBFloats<libjit::GemmAvx2>(rows, cols);
+  else if (kind == 4)
+    floats = avx512_ ? libjit_pack_wino_floats_avx512(rows, cols)
+                     : libjit_pack_wino_floats_avx2(rows, cols);
   else
     floats = avx512_ ? libjit::packedBFloats<libjit::GemmAvx512>(rows, cols)
                      : libjit::packedBFloats<libjit::GemmAvx2>(rows, cols);
@@ -311,6 +315,11 @@ Expected<uint64_t> Emitter::constPacked(const WeightVar *w, int kind, int64_t gr
       libjit_pack_bt_f32_avx512(dst, src, rows, cols);
     else
       libjit_pack_bt_f32_avx2(dst, src, rows, cols);
+  } else if (kind == 4) {
+    if (avx512_)
+      libjit_pack_wino_f32_avx512(dst, src, rows, cols);
+    else
+      libjit_pack_wino_f32_avx2(dst, src, rows, cols);
   } else {
     if (avx512_)
       libjit_pack_b_f32_avx512(dst, src, rows, cols, cols);
@@ -567,6 +576,18 @@ bool activationClamp(const std::string &act, float alpha, float beta, FusedEpilo
   return false;
 }
 
+/// Whether Winograd F(4x4, 3x3) beats the GEMM convolutions for a 3x3 stride-1
+/// convolution with T = N ceil(OH / 4) ceil(OW / 4) output tiles (measured with
+/// test/cpu:conv_bench on the layers of ResNet-50, SqueezeNet and VGG-19 and on small
+/// images, AVX-512 and AVX2): from 8 tiles (10x10 images) up, unless each tile has to pay
+/// for reading more than 36 x 8192 weights (they are 4x the direct convolution's: 512
+/// channels lose at 7x7 and 14x14, win at 28x28), and not with fewer than 8 input channels
+/// (the transforms then cost more than the direct sum).
+bool winogradWins(int64_t N, int64_t C, int64_t O, int64_t OH, int64_t OW) {
+  int64_t T = N * ((OH + 3) / 4) * ((OW + 3) / 4);
+  return C >= 8 && T >= 8 && O * C <= 8192 * T;
+}
+
 Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
   std::vector<dim_t> kernels, strides, pads, dilations;
   int64_t G;
@@ -617,6 +638,21 @@ Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
   auto *cw = dyn_cast<WeightVar>(filter);
   bool constW = cw && cw->isConstant();
   Value *w = filter;
+  if (G == 1 && constW && opts_.winograd && KH == 3 && KW == 3 && SH == 1 && SW == 1 &&
+      DH == 1 && DW == 1 && winogradWins(N, C, O, OH, OW)) {
+    KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, 4, 1, O, C));
+    Location wl{kConstantBase, off};
+    needPoolScratch(avx512_ ? libjit_conv2d_wino_scratch_floats_avx512(N, C, H, W, O, OH, OW)
+                            : libjit_conv2d_wino_scratch_floats_avx2(N, C, H, W, O, OH, OW));
+    items.push_back({true, "conv_wino " + desc, [=] {
+                       call("libjit_conv2d_wino_f32_" + isa_,
+                            {ptr(dest), ptr(in), at(wl), ptr(bias),
+                             epi.add ? ptr(epi.add) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
+                             I64(O), I64(OH), I64(OW), I64(PT), I64(PL), I64(epi.act),
+                             F32(epi.lo), F32(epi.hi), scratch(), tid_, nth_});
+                     }});
+    return Error::success();
+  }
   // Small images fill the NR-column panels of the pixel dimension badly: compute those
   // transposed, pixels as rows (libjit_conv2d_t).
   int64_t P = OH * OW, NR = avx512_ ? libjit::GemmAvx512::NR : libjit::GemmAvx2::NR;
@@ -1162,6 +1198,7 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const CodegenO
     std::vector<std::string> candidates = {"libjit_conv2d_f32_" + isa, "libjit_fc_f32_" + isa,
                                       "libjit_batchmatmul_f32_" + isa,
                                       "libjit_conv2d_t_f32_" + isa,
+                                      "libjit_conv2d_wino_f32_" + isa,
                                       // Loop nests that gain little from constant shapes
                                       // and cost much to compile once per call.
                                       "libjit_conv2d_dw_f32", "libjit_maxpool_f32",
