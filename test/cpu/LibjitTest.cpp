@@ -571,3 +571,125 @@ TEST(Libjit, DepthwiseConvolutionAllPaths) {
     }
   }
 }
+
+// Winograd F(4x4, 3x3) against a double-precision direct convolution: ragged and tiny
+// images (one or several tile rows per vector), pads 0 to 3 (asymmetric too), channel
+// counts off the register tiles, batch 2, with and without bias, residual add and clamp,
+// one to three threads (tiles or output channels split), both register-tile variants
+// (and both AVX-512 panel widths). Writes outside the output are caught by guard values.
+namespace {
+
+struct WinoVariant {
+  const char *name;
+  decltype(&libjit_conv2d_wino_f32_avx512) conv;
+  decltype(&libjit_pack_wino_f32_avx512) pack;
+  decltype(&libjit_pack_wino_floats_avx512) packedFloats;
+  decltype(&libjit_conv2d_wino_scratch_floats_avx512) scratchFloats;
+};
+
+const WinoVariant kWinoVariants[] = {
+    {"avx512", libjit_conv2d_wino_f32_avx512, libjit_pack_wino_f32_avx512,
+     libjit_pack_wino_floats_avx512, libjit_conv2d_wino_scratch_floats_avx512},
+    {"avx2", libjit_conv2d_wino_f32_avx2, libjit_pack_wino_f32_avx2, libjit_pack_wino_floats_avx2,
+     libjit_conv2d_wino_scratch_floats_avx2},
+};
+
+struct WinoCase {
+  int64_t N, C, H, W, O, PT, PL, PB, PR;
+};
+
+/// Direct 3x3 stride-1 convolution in double (no bias).
+std::vector<double> refConv3x3(const std::vector<float> &in, const std::vector<float> &w,
+                               const WinoCase &k, int64_t OH, int64_t OW) {
+  std::vector<double> out(k.N * k.O * OH * OW);
+  for (int64_t n = 0; n < k.N; n++)
+    for (int64_t o = 0; o < k.O; o++)
+      for (int64_t y = 0; y < OH; y++)
+        for (int64_t x = 0; x < OW; x++) {
+          double s = 0;
+          for (int64_t c = 0; c < k.C; c++)
+            for (int64_t kh = 0; kh < 3; kh++)
+              for (int64_t kw = 0; kw < 3; kw++) {
+                int64_t ih = y - k.PT + kh, iw = x - k.PL + kw;
+                if (ih < 0 || ih >= k.H || iw < 0 || iw >= k.W)
+                  continue;
+                s += double(in[((n * k.C + c) * k.H + ih) * k.W + iw]) *
+                     double(w[((o * k.C + c) * 3 + kh) * 3 + kw]);
+              }
+          out[((n * k.O + o) * OH + y) * OW + x] = s;
+        }
+  return out;
+}
+
+class LibjitWino : public ::testing::TestWithParam<int> {
+protected:
+  const WinoVariant &v() const { return kWinoVariants[GetParam()]; }
+};
+
+TEST_P(LibjitWino, MatchesDirectConvolution) {
+  const WinoCase cases[] = {
+      {1, 3, 9, 9, 8, 1, 1, 1, 1},      // H, W not multiples of 4
+      {2, 5, 7, 13, 17, 0, 0, 0, 0},    // batch 2, no pads, ragged tiles
+      {1, 16, 1, 1, 16, 1, 1, 1, 1},    // 1x1 image
+      {1, 7, 3, 2, 30, 2, 2, 2, 2},     // tiny image, pad 2
+      {1, 9, 6, 11, 29, 2, 0, 1, 2},    // asymmetric pads
+      {1, 33, 23, 21, 45, 1, 2, 0, 1},  // C, O off every tile size, several panels
+      {2, 20, 18, 70, 15, 1, 1, 1, 1},  // wide rows: several chunks per tile row
+      {1, 64, 28, 28, 40, 1, 1, 1, 1},  // many tiles, blocks over several panels
+      {1, 12, 17, 14, 30, 1, 1, 1, 1},  // 20 tiles: threads split output channels
+      {1, 10, 5, 6, 9, 3, 3, 3, 0},     // pads past the kernel's reach
+      {1, 400, 6, 7, 20, 1, 1, 1, 1},   // C over the GEMM's K block
+  };
+  for (const WinoCase &k : cases) {
+    int64_t OH = k.H + k.PT + k.PB - 2, OW = k.W + k.PL + k.PR - 2;
+    auto in = randomVec(k.N * k.C * k.H * k.W, 21), w = randomVec(k.O * k.C * 9, 22),
+         bias = randomVec(k.O, 23);
+    auto ref = refConv3x3(in, w, k, OH, OW);
+    auto add = randomVec(ref.size(), 24);
+    std::vector<float> packed(v().packedFloats(k.O, k.C));
+    v().pack(packed.data(), w.data(), k.O, k.C);
+    int64_t perThread = v().scratchFloats(k.N, k.C, k.H, k.W, k.O, OH, OW);
+    for (int64_t nth : {1, 2, 3}) {
+      for (int epi = 0; epi < 3; epi++) {
+        // 0: nothing; 1: bias; 2: bias, residual add and clamp to [-0.5, 1.5].
+        SCOPED_TRACE(std::string(v().name) + " N" + std::to_string(k.N) + " C" +
+                     std::to_string(k.C) + " " + std::to_string(k.H) + "x" +
+                     std::to_string(k.W) + " O" + std::to_string(k.O) + " pads " +
+                     std::to_string(k.PT) + std::to_string(k.PL) + std::to_string(k.PB) +
+                     std::to_string(k.PR) + " threads " + std::to_string(nth) + " epilogue " +
+                     std::to_string(epi));
+        const size_t guard = 64;
+        std::vector<float> out(ref.size() + 2 * guard, 7.0f), scratch(perThread * nth);
+        for (int64_t t = 0; t < nth; t++)
+          v().conv(out.data() + guard, in.data(), packed.data(), epi ? bias.data() : nullptr,
+                   epi == 2 ? add.data() : nullptr, k.N, k.C, k.H, k.W, k.O, OH, OW, k.PT,
+                   k.PL, epi == 2, -0.5f, 1.5f, scratch.data(), t, nth);
+        double maxRef = 0;
+        for (double r : ref)
+          maxRef = std::max(maxRef, std::fabs(r));
+        for (size_t i = 0; i < guard; i++) {
+          ASSERT_EQ(out[i], 7.0f) << "wrote before the output";
+          ASSERT_EQ(out[guard + ref.size() + i], 7.0f) << "wrote past the output";
+        }
+        for (size_t i = 0; i < ref.size(); i++) {
+          int64_t o = int64_t(i / (OH * OW)) % k.O;
+          double r = ref[i];
+          if (epi)
+            r += bias[o];
+          if (epi == 2)
+            r = std::min(1.5, std::max(-0.5, r + add[i]));
+          // Float32 Winograd error grows with the sum of |terms|; 2e-5 of the largest
+          // output is four times the worst F(4x4, 3x3) costs here (C = 64).
+          ASSERT_NEAR(out[guard + i], r, 2e-5 * maxRef + 1e-5 * std::fabs(r)) << "at " << i;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, LibjitWino, ::testing::Values(0, 1),
+                         [](const ::testing::TestParamInfo<int> &i) {
+                           return std::string(kWinoVariants[i.param].name);
+                         });
+
+} // namespace

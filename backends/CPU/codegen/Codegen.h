@@ -79,6 +79,9 @@ struct CodegenOptions {
   bool specializeGemm = false;
   /// Convolutions of small images computed with pixels as GEMM rows (libjit_conv2d_t).
   bool transposedConv = true;
+  /// 3x3 stride-1 convolutions computed with Winograd F(4x4, 3x3) (libjit_conv2d_wino)
+  /// where that is faster.
+  bool winograd = true;
 };
 
 /// A compiled function: native code, the constant arena, and the activation arena size.

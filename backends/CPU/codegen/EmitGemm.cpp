@@ -68,6 +68,18 @@ bool activationClamp(const std::string &act, float alpha, float beta, FusedEpilo
   return false;
 }
 
+/// Whether Winograd F(4x4, 3x3) beats the GEMM convolutions for a 3x3 stride-1
+/// convolution with T = N ceil(OH / 4) ceil(OW / 4) output tiles (measured with
+/// test/cpu:conv_bench on the layers of ResNet-50, SqueezeNet and VGG-19 and on small
+/// images, AVX-512 and AVX2): from 8 tiles (10x10 images) up, unless each tile has to pay
+/// for reading more than 36 x 8192 weights (they are 4x the direct convolution's: 512
+/// channels lose at 7x7 and 14x14, win at 28x28), and not with fewer than 8 input channels
+/// (the transforms then cost more than the direct sum).
+bool winogradWins(int64_t N, int64_t C, int64_t O, int64_t OH, int64_t OW) {
+  int64_t T = N * ((OH + 3) / 4) * ((OW + 3) / 4);
+  return C >= 8 && T >= 8 && O * C <= 8192 * T;
+}
+
 } // namespace
 
 Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
@@ -120,6 +132,21 @@ Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
   auto *cw = dyn_cast<WeightVar>(filter);
   bool constW = cw && cw->isConstant();
   Value *w = filter;
+  if (G == 1 && constW && opts_.winograd && KH == 3 && KW == 3 && SH == 1 && SW == 1 &&
+      DH == 1 && DW == 1 && winogradWins(N, C, O, OH, OW)) {
+    KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, 4, 1, O, C));
+    Location wl{kConstantBase, off};
+    needPoolScratch(avx512_ ? libjit_conv2d_wino_scratch_floats_avx512(N, C, H, W, O, OH, OW)
+                            : libjit_conv2d_wino_scratch_floats_avx2(N, C, H, W, O, OH, OW));
+    items.push_back({true, "conv_wino " + desc, [=] {
+                       call("libjit_conv2d_wino_f32_" + isa_,
+                            {ptr(dest), ptr(in), at(wl), ptr(bias),
+                             epi.add ? ptr(epi.add) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
+                             I64(O), I64(OH), I64(OW), I64(PT), I64(PL), I64(epi.act),
+                             F32(epi.lo), F32(epi.hi), scratch(), tid_, nth_});
+                     }});
+    return Error::success();
+  }
   // Pointwise layers whose pixels fill the strip kernel's column vectors well (13x13 and
   // up: 169 = 3 x 48 + 2 x 16) read the input as it is; measured 12-25% faster than the
   // transposed GEMM at 13x13 and 14x14, a tie at K = 1024, slower at 7x7 (49 = 48 + 16).

@@ -63,6 +63,25 @@ constexpr int kStripVectors = 3;
 LIBJIT_DECLARE_CONV_STRIP(avx512)
 LIBJIT_DECLARE_CONV_STRIP(avx2)
 #undef LIBJIT_DECLARE_CONV_STRIP
+// Winograd F(4x4, 3x3) convolution (libjit_winograd.cpp): float32 NCHW, 3x3 kernel,
+// stride 1, dilation 1, group 1, any pads. Weights are transformed at compile time by
+// libjit_pack_wino_f32_* (libjit_pack_wino_floats_* floats, from W [O][C][3][3]); scratch
+// is nthreads * libjit_conv2d_wino_scratch_floats_*(...) floats. Epilogue: + bias[o]
+// (may be null), + add (the output's shape, may be null), then the clamp when act.
+#define LIBJIT_DECLARE_WINO(SUFFIX)                                                         \
+  LIBJIT_EXPORT int64_t libjit_conv2d_wino_scratch_floats_##SUFFIX(                         \
+      int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW);        \
+  LIBJIT_EXPORT int64_t libjit_pack_wino_floats_##SUFFIX(int64_t O, int64_t C);             \
+  LIBJIT_EXPORT void libjit_pack_wino_f32_##SUFFIX(float *dst, const float *w, int64_t O,   \
+                                                   int64_t C);                               \
+  LIBJIT_EXPORT void libjit_conv2d_wino_f32_##SUFFIX(                                       \
+      float *out, const float *in, const float *packedW, const float *bias,                  \
+      const float *add, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,   \
+      int64_t OW, int64_t PT, int64_t PL, int64_t act, float lo, float hi, float *scratch,   \
+      int64_t tid, int64_t nthreads);
+LIBJIT_DECLARE_WINO(avx512)
+LIBJIT_DECLARE_WINO(avx2)
+#undef LIBJIT_DECLARE_WINO
 
 // Element-wise (libjit_elementwise.cpp).
 #define LIBJIT_DECLARE_UNARY(NAME) LIBJIT_EXPORT float libjit_elem_##NAME##_f32(float x);

@@ -1,0 +1,159 @@
+// Convolution benchmark of the CPU backend, one layer at a time: each 3x3 stride-1 layer
+// of ResNet-50, SqueezeNet 1.1 and VGG-19 (batch 1, bias + Relu fused) compiled with and
+// without Winograd (CodegenOptions::winograd), timed in alternating rounds. Prints the
+// kernel each build chose, min and median ms, and the ratio; the data behind the
+// Winograd selection rule in LLVMIRGen.cpp (planConv).
+//
+//   bazel run -c opt //test/cpu:conv_bench -- [--threads 1,2] [--rounds 5] [--iters 10]
+//       [--layers 64,64,56,56;...] [--no-avx512]
+#include "backends/CPU/CPUBackend.h"
+#include "backends/CPU/ThreadPool.h"
+#include "backends/CPU/codegen/Codegen.h"
+#include "kiln/kiln.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+namespace {
+
+using namespace kiln;
+using Clock = std::chrono::steady_clock;
+
+struct Layer {
+  dim_t C, O, H, W;
+};
+
+struct Built {
+  std::unique_ptr<cpu::CPUFunction> fn;
+  std::string kernel;
+};
+
+Built build(Function *F, bool winograd, unsigned threads, bool noAvx512) {
+  auto ir = exitOnError(generateIR(F), "IRGen");
+  cpu::CodegenOptions co;
+  co.threads = threads;
+  co.winograd = winograd;
+  co.jit.disableAvx512 = noAvx512;
+  auto prog = exitOnError(cpu::generateProgram(*ir, co), "codegen");
+  Built b;
+  for (const cpu::Stage &s : prog->stages)
+    if (s.desc.rfind("conv", 0) == 0)
+      b.kernel = s.desc.substr(0, s.desc.find(' '));
+  b.fn = std::make_unique<cpu::CPUFunction>(std::move(prog),
+                                            std::make_shared<cpu::ThreadPool>(threads));
+  return b;
+}
+
+std::vector<std::string> split(const std::string &s, char sep) {
+  std::vector<std::string> r;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, sep))
+    if (!item.empty())
+      r.push_back(item);
+  return r;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::vector<Layer> layers = {// ResNet-50
+                               {64, 64, 56, 56},
+                               {128, 128, 28, 28},
+                               {256, 256, 14, 14},
+                               {512, 512, 7, 7},
+                               // SqueezeNet 1.1
+                               {16, 64, 55, 55},
+                               {32, 128, 27, 27},
+                               {48, 192, 13, 13},
+                               {64, 256, 13, 13},
+                               // VGG-19
+                               {3, 64, 224, 224},
+                               {64, 64, 224, 224},
+                               {64, 128, 112, 112},
+                               {128, 128, 112, 112},
+                               {128, 256, 56, 56},
+                               {256, 256, 56, 56},
+                               {256, 512, 28, 28},
+                               {512, 512, 28, 28},
+                               {512, 512, 14, 14}};
+  std::vector<unsigned> threads = {1, 2};
+  int rounds = 5, iters = 10;
+  bool noAvx512 = false;
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--threads") {
+      threads.clear();
+      for (auto &t : split(next(), ','))
+        threads.push_back(unsigned(std::stoul(t)));
+    } else if (a == "--rounds")
+      rounds = std::stoi(next());
+    else if (a == "--iters")
+      iters = std::stoi(next());
+    else if (a == "--no-avx512")
+      noAvx512 = true;
+    else if (a == "--layers") {
+      layers.clear();
+      for (auto &l : split(next(), ';')) {
+        auto v = split(l, ',');
+        if (v.size() != 4) {
+          std::cerr << "--layers wants C,O,H,W;...\n";
+          return 2;
+        }
+        layers.push_back({std::stoul(v[0]), std::stoul(v[1]), std::stoul(v[2]), std::stoul(v[3])});
+      }
+    } else {
+      std::cerr << "unknown argument " << a << "\n";
+      return 2;
+    }
+  }
+  std::printf("%-22s %3s  %-10s %8s %8s  %-10s %8s %8s  %6s\n", "layer C->O HxW", "thr",
+              "off kernel", "min ms", "med ms", "on kernel", "min ms", "med ms", "on/off");
+  for (const Layer &l : layers) {
+    for (unsigned th : threads) {
+      Module m;
+      Function *F = m.createFunction("main");
+      auto *x = m.createPlaceholder(ElemKind::Float, {1, l.C, l.H, l.W}, "x");
+      PseudoRNG rng(7);
+      Tensor wt(ElemKind::Float, {l.O, l.C, 3, 3}), bt(ElemKind::Float, {l.O});
+      wt.randomize(-0.1f, 0.1f, rng);
+      bt.randomize(-0.1f, 0.1f, rng);
+      auto *w = m.createConstant("w", std::move(wt));
+      auto *b = m.createConstant("b", std::move(bt));
+      auto *c = F->createConvolution("c", x, w, b, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+      F->createSave("y", F->createRelu("r", c));
+      Built off = build(F, false, th, noAvx512), on = build(F, true, th, noAvx512);
+      PlaceholderBindings bind;
+      bind.allocate(m.getPlaceholders());
+      bind.get(x)->randomize(-1, 1, rng);
+      ExecutionContext ctx(&bind);
+      std::vector<double> tOff, tOn;
+      for (int r = 0; r < rounds; r++) {
+        for (int v = 0; v < 2; v++) {
+          cpu::CPUFunction &f = v ? *on.fn : *off.fn;
+          exitOnError(f.execute(ctx), "run"); // warm the caches for this variant
+          for (int i = 0; i < iters; i++) {
+            auto s = Clock::now();
+            exitOnError(f.execute(ctx), "run");
+            (v ? tOn : tOff)
+                .push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
+          }
+        }
+      }
+      std::sort(tOff.begin(), tOff.end());
+      std::sort(tOn.begin(), tOn.end());
+      char name[64];
+      std::snprintf(name, sizeof name, "%lu->%lu %lux%lu", (unsigned long)l.C, (unsigned long)l.O,
+                    (unsigned long)l.H, (unsigned long)l.W);
+      std::printf("%-22s %3u  %-10s %8.3f %8.3f  %-10s %8.3f %8.3f  %6.2f\n", name, th,
+                  off.kernel.c_str(), tOff.front(), tOff[tOff.size() / 2], on.kernel.c_str(),
+                  tOn.front(), tOn[tOn.size() / 2], tOn[tOn.size() / 2] / tOff[tOff.size() / 2]);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
