@@ -22,9 +22,12 @@
 #include "llvm/Transforms/IPO/GlobalDCE.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <unistd.h>
 
 namespace kiln::cpu {
@@ -318,43 +321,74 @@ std::unique_ptr<JitModule> JitModule::loadObject(const std::string &path,
   return jm;
 }
 
+namespace {
+
+/// One shared kernel compiled alone: its module (from the embedded bitcode, everything but
+/// the kernel internalised and dropped) is compiled once per process and host
+/// configuration, and its object code is kept on disk.
+Expected<std::unique_ptr<JitModule>> compileSharedKernel(const std::string &name,
+                                                         const std::string &key,
+                                                         const JitOptions &o) {
+  std::string cachePath;
+  static const std::string dir = kernelCacheDir();
+  if (!dir.empty()) {
+    static const uint64_t bcHash = fnv1a(kLibjitBitcode, kLibjitBitcodeSize);
+    uint64_t h = fnv1a(key.data(), key.size(), bcHash);
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+    cachePath = dir + "/kernel-" + hex + ".o";
+  }
+  if (!cachePath.empty())
+    if (std::unique_ptr<JitModule> jm = JitModule::loadObject(cachePath, {name}, o))
+      return std::move(jm);
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> mod, loadLibjitModule(*ctx));
+  return JitModule::compile(std::move(ctx), std::move(mod), {name}, o, {}, cachePath);
+}
+
+} // namespace
+
 Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::string> &names,
                                                          const JitOptions &opts) {
   static std::mutex m;
-  static std::map<std::string, std::unique_ptr<JitModule>> modules; // by configuration
+  static std::map<std::string, std::unique_ptr<JitModule>> modules; // by kernel and host
   HostInfo host = detectHost(opts);
-  std::string key = host.cpu + "|" + host.features + "|" + std::to_string(opts.preferVectorWidth);
-  for (const auto &n : names)
-    key += "|" + n;
+  std::string prefix =
+      host.cpu + "|" + host.features + "|" + std::to_string(opts.preferVectorWidth) + "|";
+  JitOptions o = opts;
+  o.keepIR = o.keepAsm = false;
   std::lock_guard<std::mutex> l(m);
-  auto it = modules.find(key);
-  if (it == modules.end()) {
-    JitOptions o = opts;
-    o.keepIR = o.keepAsm = false;
-    // The same kernels for the same host compile to the same object: keep it on disk.
-    std::string cachePath;
-    static const std::string dir = kernelCacheDir();
-    if (!dir.empty()) {
-      static const uint64_t bcHash = fnv1a(kLibjitBitcode, kLibjitBitcodeSize);
-      uint64_t h = fnv1a(key.data(), key.size(), bcHash);
-      char hex[17];
-      std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
-      cachePath = dir + "/kernels-" + hex + ".o";
-    }
-    std::unique_ptr<JitModule> jm;
-    if (!cachePath.empty())
-      jm = JitModule::loadObject(cachePath, names, o);
-    if (!jm) {
-      auto ctx = std::make_unique<llvm::LLVMContext>();
-      KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> mod, loadLibjitModule(*ctx));
-      KILN_ASSIGN_OR_RETURN(jm, JitModule::compile(std::move(ctx), std::move(mod), names, o, {},
-                                                   cachePath));
-    }
-    it = modules.emplace(key, std::move(jm)).first;
+  // The kernels not compiled yet in this process: load or compile each on its own thread
+  // (each has its own LLVMContext), as many at once as there are cores.
+  std::vector<std::string> missing;
+  for (const auto &n : names)
+    if (!modules.count(prefix + n) &&
+        std::find(missing.begin(), missing.end(), n) == missing.end())
+      missing.push_back(n);
+  std::vector<Expected<std::unique_ptr<JitModule>>> built;
+  for (size_t i = 0; i < missing.size(); i++)
+    built.emplace_back(std::unique_ptr<JitModule>());
+  size_t workers = std::min<size_t>(missing.size(),
+                                    std::max(1u, std::thread::hardware_concurrency()));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < missing.size();)
+      built[i] = compileSharedKernel(missing[i], prefix + missing[i], o);
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < workers; t++)
+    threads.emplace_back(work);
+  work();
+  for (auto &t : threads)
+    t.join();
+  for (size_t i = 0; i < missing.size(); i++) {
+    if (!built[i])
+      return built[i].takeError();
+    modules.emplace(prefix + missing[i], std::move(*built[i]));
   }
   std::map<std::string, void *> addrs;
   for (const auto &n : names) {
-    KILN_ASSIGN_OR_RETURN(void *a, it->second->lookup(n));
+    KILN_ASSIGN_OR_RETURN(void *a, modules.at(prefix + n)->lookup(n));
     addrs[n] = a;
   }
   return addrs;

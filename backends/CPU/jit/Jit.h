@@ -45,10 +45,11 @@ HostInfo detectHost(const JitOptions &opts);
 /// Parses the embedded kernel bitcode (libjit) into \p ctx.
 Expected<std::unique_ptr<llvm::Module>> loadLibjitModule(llvm::LLVMContext &ctx);
 
-/// The kernels named \p names, JIT-compiled from the embedded bitcode once per process
-/// and host configuration (a cache: later calls return the same addresses). Compiled
-/// functions call these instead of compiling their own copies, which keeps compile times
-/// short for the large GEMM micro-kernels.
+/// The kernels named \p names, each JIT-compiled from the embedded bitcode once per
+/// process and host configuration (a cache: later calls return the same addresses) and kept
+/// on disk as object code; kernels missing from both caches compile in parallel, one
+/// thread each. Compiled functions call these instead of compiling their own copies, which
+/// keeps compile times short for the large GEMM micro-kernels.
 Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::string> &names,
                                                          const JitOptions &opts);
 
