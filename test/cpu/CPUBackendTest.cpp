@@ -33,6 +33,30 @@ Constant *randomConstant(Module &m, const std::string &name, Dims dims, uint64_t
   return m.createConstant(name, randomTensor(dims, seed, -scale, scale));
 }
 
+/// Binds seeded random inputs, runs \p fn \p runs times and returns copies of the saved
+/// tensors.
+std::vector<std::vector<float>> executeOn(Net &net, CompiledFunction &fn, int runs = 1) {
+  PlaceholderBindings b;
+  b.allocate(net.mod.getPlaceholders());
+  for (size_t i = 0; i < net.inputs.size(); i++) {
+    Tensor *t = b.get(net.inputs[i]);
+    Tensor r = randomTensor(t->getType().dims, 100 + i);
+    std::memcpy(t->getUnsafePtr(), r.getUnsafePtr(), r.getSizeInBytes());
+  }
+  for (int r = 0; r < runs; r++) {
+    ExecutionContext ctx(&b);
+    Error e = fn.execute(ctx);
+    EXPECT_FALSE(bool(e)) << e.message();
+  }
+  std::vector<std::vector<float>> outs;
+  for (SaveNode *s : net.saves) {
+    Tensor *t = b.get(s->getPlaceholder());
+    const float *p = reinterpret_cast<const float *>(t->getUnsafePtr());
+    outs.emplace_back(p, p + t->size());
+  }
+  return outs;
+}
+
 /// Runs \p net on \p backend and returns copies of the saved tensors.
 std::vector<std::vector<float>> runOn(Net &net, Backend &backend, const CompileOptions &opts,
                                       std::string *stats = nullptr, int runs = 1) {
@@ -43,25 +67,7 @@ std::vector<std::vector<float>> runOn(Net &net, Backend &backend, const CompileO
   if (stats)
     if (auto *c = dynamic_cast<cpu::CPUFunction *>(cf->get()))
       *stats = c->getStats();
-  PlaceholderBindings b;
-  b.allocate(net.mod.getPlaceholders());
-  for (size_t i = 0; i < net.inputs.size(); i++) {
-    Tensor *t = b.get(net.inputs[i]);
-    Tensor r = randomTensor(t->getType().dims, 100 + i);
-    std::memcpy(t->getUnsafePtr(), r.getUnsafePtr(), r.getSizeInBytes());
-  }
-  for (int r = 0; r < runs; r++) {
-    ExecutionContext ctx(&b);
-    Error e = (*cf)->execute(ctx);
-    EXPECT_FALSE(bool(e)) << e.message();
-  }
-  std::vector<std::vector<float>> outs;
-  for (SaveNode *s : net.saves) {
-    Tensor *t = b.get(s->getPlaceholder());
-    const float *p = reinterpret_cast<const float *>(t->getUnsafePtr());
-    outs.emplace_back(p, p + t->size());
-  }
-  return outs;
+  return executeOn(net, **cf, runs);
 }
 
 void expectClose(const std::vector<std::vector<float>> &a,
@@ -266,23 +272,7 @@ std::vector<std::vector<float>> runWithCodegen(Net &net, const cpu::CodegenOptio
   for (const cpu::Stage &s : (*prog)->stages)
     stages.push_back(s.desc);
   cpu::CPUFunction fn(std::move(*prog), std::make_shared<cpu::ThreadPool>(co.threads));
-  PlaceholderBindings b;
-  b.allocate(net.mod.getPlaceholders());
-  for (size_t i = 0; i < net.inputs.size(); i++) {
-    Tensor *t = b.get(net.inputs[i]);
-    Tensor r = randomTensor(t->getType().dims, 100 + i);
-    std::memcpy(t->getUnsafePtr(), r.getUnsafePtr(), r.getSizeInBytes());
-  }
-  ExecutionContext ctx(&b);
-  Error e = fn.execute(ctx);
-  EXPECT_FALSE(bool(e)) << e.message();
-  std::vector<std::vector<float>> outs;
-  for (SaveNode *s : net.saves) {
-    Tensor *t = b.get(s->getPlaceholder());
-    const float *p = reinterpret_cast<const float *>(t->getUnsafePtr());
-    outs.emplace_back(p, p + t->size());
-  }
-  return outs;
+  return executeOn(net, fn);
 }
 
 // 3x3 stride-1 convolutions with Winograd on and off against the Interpreter: ragged
