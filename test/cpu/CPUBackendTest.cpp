@@ -33,6 +33,20 @@ Constant *randomConstant(Module &m, const std::string &name, Dims dims, uint64_t
   return m.createConstant(name, randomTensor(dims, seed, -scale, scale));
 }
 
+/// A square-kernel convolution of \p in with seeded random weights [o, c / g, k, k] and
+/// bias [o] (seeds \p seed and seed + 1), added to \p n's function.
+NodeValue randomConv(Net &n, const std::string &name, NodeValue in, dim_t c, dim_t o, dim_t k,
+                     dim_t s, std::vector<dim_t> pads, uint64_t seed, dim_t g = 1) {
+  auto *w = randomConstant(n.mod, name + ".w", {o, c / g, k, k}, seed);
+  auto *b = randomConstant(n.mod, name + ".b", {o}, seed + 1);
+  return n.F->createConvolution(name, in, w, b, {k, k}, {s, s}, pads, {1, 1}, g);
+}
+/// The same with the same pad \p p on every side.
+NodeValue randomConv(Net &n, const std::string &name, NodeValue in, dim_t c, dim_t o, dim_t k,
+                     dim_t s, dim_t p, uint64_t seed, dim_t g = 1) {
+  return randomConv(n, name, in, c, o, k, s, {p, p, p, p}, seed, g);
+}
+
 /// Binds seeded random inputs, runs \p fn \p runs times and returns copies of the saved
 /// tensors.
 std::vector<std::vector<float>> executeOn(Net &net, CompiledFunction &fn, int runs = 1) {
@@ -157,17 +171,11 @@ TEST(CPUBackend, ResidualBlock) {
     Function *F = n.F;
     auto *x = n.mod.createPlaceholder(ElemKind::Float, {1, 16, 20, 20}, "x");
     n.inputs = {x};
-    auto conv = [&](const std::string &name, NodeValue in, dim_t c, dim_t o, dim_t k,
-                    dim_t s, dim_t p, uint64_t seed, dim_t g = 1) {
-      auto *w = randomConstant(n.mod, name + ".w", {o, c / g, k, k}, seed);
-      auto *b = randomConstant(n.mod, name + ".b", {o}, seed + 1);
-      return F->createConvolution(name, in, w, b, {k, k}, {s, s}, {p, p, p, p}, {1, 1}, g);
-    };
-    NodeValue h = F->createRelu("r1", conv("c1", x, 16, 16, 3, 1, 1, 10));
-    NodeValue h2 = conv("c2", h, 16, 16, 3, 1, 1, 20);
+    NodeValue h = F->createRelu("r1", randomConv(n, "c1", x, 16, 16, 3, 1, 1, 10));
+    NodeValue h2 = randomConv(n, "c2", h, 16, 16, 3, 1, 1, 20);
     NodeValue r = F->createRelu("r2", F->createAdd("add", h2, x));
-    NodeValue p = conv("proj", r, 16, 40, 1, 2, 0, 30);
-    NodeValue dw = F->createClip("relu6", conv("dw", p, 40, 40, 3, 1, 1, 40, 40), 0, 6);
+    NodeValue p = randomConv(n, "proj", r, 16, 40, 1, 2, 0, 30);
+    NodeValue dw = F->createClip("relu6", randomConv(n, "dw", p, 40, 40, 3, 1, 1, 40, 40), 0, 6);
     NodeValue mp = F->createMaxPool("mp", dw, {3, 3}, {2, 2}, {1, 1, 1, 1});
     NodeValue gp = F->createAdaptiveAvgPool("gap", mp, {1, 1});
     NodeValue flat = F->createReshape("flat", gp, {1, 40});
@@ -186,16 +194,10 @@ TEST(CPUBackend, SmallImageConvolutions) {
     Function *F = n.F;
     auto *x = n.mod.createPlaceholder(ElemKind::Float, {1, 24, 7, 7}, "x");
     n.inputs = {x};
-    auto conv = [&](const std::string &name, NodeValue in, dim_t c, dim_t o, dim_t k,
-                    dim_t s, dim_t p, uint64_t seed, dim_t g = 1) {
-      auto *w = randomConstant(n.mod, name + ".w", {o, c / g, k, k}, seed);
-      auto *b = randomConstant(n.mod, name + ".b", {o}, seed + 1);
-      return F->createConvolution(name, in, w, b, {k, k}, {s, s}, {p, p, p, p}, {1, 1}, g);
-    };
-    NodeValue a = conv("a", x, 24, 40, 3, 1, 1, 60);
-    NodeValue b = conv("b", x, 24, 40, 1, 1, 0, 70);
+    NodeValue a = randomConv(n, "a", x, 24, 40, 3, 1, 1, 60);
+    NodeValue b = randomConv(n, "b", x, 24, 40, 1, 1, 0, 70);
     NodeValue r = F->createRelu("r", F->createAdd("add", a, b));
-    NodeValue d = conv("dw", r, 40, 40, 3, 2, 1, 80, 40);
+    NodeValue d = randomConv(n, "dw", r, 40, 40, 3, 2, 1, 80, 40);
     NodeValue m = F->createMaxPool("mp", r, {3, 3}, {2, 2}, {0, 0, 0, 0});
     n.saves = {F->createSave("r", r), F->createSave("d", d), F->createSave("m", m)};
   });
@@ -209,17 +211,11 @@ TEST(CPUBackend, StripConvolutions) {
     Function *F = n.F;
     auto *x = n.mod.createPlaceholder(ElemKind::Float, {1, 3, 64, 62}, "x");
     n.inputs = {x};
-    auto conv = [&](const std::string &name, NodeValue in, dim_t c, dim_t o, dim_t k, dim_t s,
-                    dim_t p, uint64_t seed) {
-      auto *w = randomConstant(n.mod, name + ".w", {o, c, k, k}, seed);
-      auto *b = randomConstant(n.mod, name + ".b", {o}, seed + 1);
-      return F->createConvolution(name, in, w, b, {k, k}, {s, s}, {p, p, p, p}, {1, 1}, 1);
-    };
-    NodeValue stem = F->createRelu("r0", conv("stem", x, 3, 12, 3, 2, 1, 90));
-    NodeValue e = F->createClip("r6", conv("expand", stem, 12, 20, 1, 1, 0, 91), 0, 6);
-    NodeValue p = conv("project", e, 20, 12, 1, 1, 0, 92);
+    NodeValue stem = F->createRelu("r0", randomConv(n, "stem", x, 3, 12, 3, 2, 1, 90));
+    NodeValue e = F->createClip("r6", randomConv(n, "expand", stem, 12, 20, 1, 1, 0, 91), 0, 6);
+    NodeValue p = randomConv(n, "project", e, 20, 12, 1, 1, 0, 92);
     NodeValue r = F->createRelu("r1", F->createAdd("add", p, stem));
-    NodeValue big = conv("big", r, 12, 7, 5, 1, 2, 93);
+    NodeValue big = randomConv(n, "big", r, 12, 7, 5, 1, 2, 93);
     n.saves = {F->createSave("r", r), F->createSave("big", big)};
   });
 }
@@ -287,9 +283,7 @@ TEST(CPUBackend, WinogradConvolutions) {
     n.inputs = {x};
     auto conv = [&](const std::string &name, NodeValue in, dim_t c, dim_t o,
                     std::vector<dim_t> pads, uint64_t seed) {
-      auto *w = randomConstant(n.mod, name + ".w", {o, c, 3, 3}, seed);
-      auto *b = randomConstant(n.mod, name + ".b", {o}, seed + 1);
-      return F->createConvolution(name, in, w, b, {3, 3}, {1, 1}, pads, {1, 1}, 1);
+      return randomConv(n, name, in, c, o, 3, 1, std::move(pads), seed);
     };
     NodeValue a = F->createRelu("a.relu", conv("a", x, 24, 40, {1, 1, 1, 1}, 10));
     NodeValue b = conv("b", a, 40, 24, {1, 1, 1, 1}, 20);
@@ -348,10 +342,7 @@ void buildConvNet(Net &n, uint64_t seed, dim_t channels = 8) {
   Function *F = n.F;
   auto *x = n.mod.createPlaceholder(ElemKind::Float, {1, channels, 12, 12}, "x");
   n.inputs = {x};
-  auto *w = randomConstant(n.mod, "c.w", {16, channels, 3, 3}, seed);
-  auto *b = randomConstant(n.mod, "c.b", {16}, seed + 1);
-  NodeValue h = F->createRelu(
-      "r", F->createConvolution("c", x, w, b, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1));
+  NodeValue h = F->createRelu("r", randomConv(n, "c", x, channels, 16, 3, 1, 1, seed));
   NodeValue flat = F->createReshape("flat", h, {1, 16 * 12 * 12});
   auto *fw = randomConstant(n.mod, "fc.w", {16 * 12 * 12, 5}, seed + 2, 0.05f);
   auto *fb = randomConstant(n.mod, "fc.b", {5}, seed + 3);
