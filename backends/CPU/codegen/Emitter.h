@@ -169,13 +169,8 @@ private:
 
   // ---- Instructions ----
   /// Dispatches to the emitter registered for I's kind; the items of instructions
-  /// estimated to take less than kMinParallelNanos on one core are made serial.
+  /// estimated under ~10 us of single-core work are made serial (LLVMIRGen.cpp).
   Error plan(Instruction *I, std::vector<Item> &items);
-  /// Rough single-core time of \p I in nanoseconds (an order of magnitude, from its shapes).
-  static uint64_t estimateNanos(const Instruction *I);
-  /// Below about 10 us of work, handing half of it to another thread (a wake-up, then
-  /// waiting for the slower half) costs about what it saves.
-  static constexpr uint64_t kMinParallelNanos = 10000;
   Error planElementwise(std::vector<Instruction *> &group, std::vector<Item> &items);
   void emitElementwise(const std::vector<Instruction *> &group, int64_t n, bool parallel);
   void emitCopy(llvm::Value *dst, llvm::Value *src, std::vector<int64_t> dims,

@@ -293,34 +293,16 @@ void Emitter::endStage() {
   fn_ = nullptr;
 }
 
-Error Emitter::plan(Instruction *I, std::vector<Item> &items) {
-  static const EmitterTable table = [] {
-    EmitterTable t;
-    registerGemmEmitters(t);
-    registerPoolEmitters(t);
-    registerNormEmitters(t);
-    registerDataEmitters(t);
-    return t;
-  }();
-  auto it = table.find(I->getKind());
-  if (it == table.end())
-    return unsupported(I);
-  size_t first = items.size();
-  KILN_RETURN_IF_ERR((this->*(it->second))(I, items));
-  // Handing work to the pool costs microseconds (more when the other cores are busy):
-  // instructions too small to repay it run on the calling thread.
-  if (estimateNanos(I) < kMinParallelNanos)
-    for (size_t i = first; i < items.size(); i++)
-      items[i].parallel = false;
-  return Error::success();
-}
-
 namespace {
+
+/// Below about 10 us of work, handing half of it to another thread (a wake-up, then
+/// waiting for the slower half) costs about what it saves.
+constexpr uint64_t kMinParallelNanos = 10000;
 
 /// Rough single-core time in nanoseconds: GEMM-like instructions run at about 100
 /// multiply-adds per ns, depthwise convolutions (memory-bound) about 20, everything else
 /// moves about 8 elements per ns (measured orders of magnitude on AVX-512, not a model).
-uint64_t estimateNanosOf(const Instruction *I) {
+uint64_t estimateNanos(const Instruction *I) {
   uint64_t out = I->getNumOperands() ? I->getOperand(0).first->getType()->numElements() : 0;
   auto in = [&](unsigned k) { return dimsOf(I->getOperand(k).first); };
   switch (I->getKind()) {
@@ -347,7 +329,27 @@ uint64_t estimateNanosOf(const Instruction *I) {
 
 } // namespace
 
-uint64_t Emitter::estimateNanos(const Instruction *I) { return estimateNanosOf(I); }
+Error Emitter::plan(Instruction *I, std::vector<Item> &items) {
+  static const EmitterTable table = [] {
+    EmitterTable t;
+    registerGemmEmitters(t);
+    registerPoolEmitters(t);
+    registerNormEmitters(t);
+    registerDataEmitters(t);
+    return t;
+  }();
+  auto it = table.find(I->getKind());
+  if (it == table.end())
+    return unsupported(I);
+  size_t first = items.size();
+  KILN_RETURN_IF_ERR((this->*(it->second))(I, items));
+  // Handing work to the pool costs microseconds (more when the other cores are busy):
+  // instructions too small to repay it run on the calling thread.
+  if (estimateNanos(I) < kMinParallelNanos)
+    for (size_t i = first; i < items.size(); i++)
+      items[i].parallel = false;
+  return Error::success();
+}
 
 namespace {
 
