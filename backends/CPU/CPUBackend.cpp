@@ -2,6 +2,8 @@
 
 #include "ThreadPool.h"
 #include "codegen/Codegen.h"
+#include "kiln/Memory/Scheduler.h"
+#include "kiln/Passes/IR/IRPasses.h"
 
 #include <algorithm>
 #include <chrono>
@@ -51,6 +53,27 @@ Error writeDump(const std::string &path, const std::string &fn, const std::strin
   return Error::success();
 }
 
+/// The function's low-level IR: by default in a memory-aware node order and through the
+/// IR pass pipeline (a Concat's operands become views of its result, copies and in-place
+/// element-wise work share buffers), so the static plan has less to hold and less to copy.
+Expected<std::unique_ptr<IRFunction>> lowerToIR(Function *f, const CPUBackendOptions &o) {
+  if (!o.optimizeIR)
+    return generateIR(f);
+  KILN_ASSIGN_OR_RETURN(Schedule sched, scheduleForMemory(f));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<IRFunction> F, generateIR(f, sched.order));
+  // The default pipeline less share-buffers: codegen fuses a convolution's Add and
+  // activation into its epilogue, which needs their results in buffers of their own (an
+  // in-place Add would alias the epilogue's residual operand with the destination that
+  // blocked GEMMs use for partial sums).
+  std::vector<std::string> passes;
+  for (const std::string &p : getDefaultIRPipeline())
+    if (p != "share-buffers")
+      passes.push_back(p);
+  KILN_ASSIGN_OR_RETURN(IRPipelineReport report, runIRPipeline(*F, passes));
+  (void)report;
+  return F;
+}
+
 } // namespace
 
 bool CPUBackend::shouldLower(const Node &node) const {
@@ -80,7 +103,7 @@ bool CPUBackend::shouldLower(const Node &node) const {
 Expected<std::unique_ptr<CompiledFunction>> CPUBackend::compile(Function *f,
                                                                 const CompileOptions &opts) const {
   KILN_RETURN_IF_ERR(checkAllNodesSupported(*f));
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<IRFunction> F, generateIR(f));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<IRFunction> F, lowerToIR(f, opts_));
   CodegenOptions co;
   co.threads = opts.threads ? opts.threads : ThreadPool::hardwareThreads();
   co.jit.keepIR = opts_.keepIR || !opts.dumpLLVMIR.empty();

@@ -28,6 +28,10 @@ struct CPUBackendOptions {
   unsigned preferVectorWidth = 0;
   bool fuseEpilogues = true;
   bool fuseElementwise = true;
+  /// Schedule nodes for low peak memory and run the IR pass pipeline (views for Concat
+  /// operands, copy elimination, buffer sharing) before codegen; off: plain topological
+  /// order and the IR as IRGen wrote it.
+  bool optimizeIR = true;
   /// Inline GEMM/convolution drivers per call (slower compiles; see CodegenOptions).
   bool specializeGemm = false;
 };

@@ -28,7 +28,8 @@ unsigned usesOf(const IRFunction &F, const Value *v) {
 Iter nextWork(IRFunction &F, Iter it) {
   for (++it; it != F.getInstrs().end(); ++it) {
     InstrKind k = (*it)->getKind();
-    if (k != InstrKind::AllocActivation && k != InstrKind::DeallocActivation)
+    if (k != InstrKind::AllocActivation && k != InstrKind::DeallocActivation &&
+        k != InstrKind::TensorView)
       return it;
   }
   return it;
@@ -50,6 +51,32 @@ void eraseAllocAndDealloc(IRFunction &F, const Value *a) {
     else
       ++it;
   }
+}
+
+/// A buffer an instruction can write: an activation, or a view of one (e.g. a Concat's
+/// operand that the IR passes turned into a slice of the Concat's result).
+bool isActivationOrView(const Value *v) {
+  return isa<AllocActivationInst>(v) || isa<TensorViewInst>(v);
+}
+
+/// Moves the instruction that defines \p v (an alloc, or a view and then its source) to
+/// before \p where when it comes later, so the buffer lives across the fused instruction.
+void defineBefore(IRFunction &F, Value *v, Iter where) {
+  auto *def = dyn_cast<Instruction>(v);
+  if (!def || !(isa<AllocActivationInst>(def) || isa<TensorViewInst>(def)))
+    return;
+  auto &L = F.getInstrs();
+  bool later = false;
+  for (auto it = where; it != L.end(); ++it)
+    if (it->get() == def) {
+      later = true;
+      break;
+    }
+  if (!later)
+    return;
+  if (auto *tv = dyn_cast<TensorViewInst>(def))
+    defineBefore(F, tv->getSrc(), where);
+  L.splice(where, L, find(F, def));
 }
 
 bool isFloat(const Value *v) { return v->getType() && v->getType()->kind == ElemKind::Float; }
@@ -85,7 +112,7 @@ FusionMap fuseEpilogues(IRFunction &F, bool fuseAdd) {
                                             : nullptr;
         // cur is named twice: by I (which writes it) and by the Add.
         if (other && other != cur && usesOf(F, cur) == 2 &&
-            isa<AllocActivationInst>(a->getDest()) && isFloat(a->getDest()) &&
+            isActivationOrView(a->getDest()) && isFloat(a->getDest()) &&
             other->getType()->dims == cur->getType()->dims) {
           epi.add = other;
           dead.push_back(cur);
@@ -101,7 +128,7 @@ FusionMap fuseEpilogues(IRFunction &F, bool fuseAdd) {
       auto *relu = dyn_cast<ReluInst>(act);
       auto *clip = dyn_cast<ClipInst>(act);
       if ((relu || clip) && act->getOperand(1).first == cur && usesOf(F, cur) == 2 &&
-          isa<AllocActivationInst>(act->getOperand(0).first) &&
+          isActivationOrView(act->getOperand(0).first) &&
           isFloat(act->getOperand(0).first)) {
         epi.act = true;
         epi.lo = relu ? 0.0f : clip->getMin();
@@ -113,9 +140,8 @@ FusionMap fuseEpilogues(IRFunction &F, bool fuseAdd) {
     }
     if (erased.empty())
       continue;
-    // The final buffer is allocated before I and written by it.
-    Iter allocIt = find(F, cast<Instruction>(cur));
-    L.splice(it, L, allocIt);
+    // The final buffer is allocated (and viewed) before I and written by it.
+    defineBefore(F, cur, it);
     I->setOperand(0, cur);
     for (const Instruction *e : erased)
       L.erase(find(F, e));
