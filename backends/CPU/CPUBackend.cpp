@@ -54,8 +54,9 @@ Error writeDump(const std::string &path, const std::string &fn, const std::strin
 }
 
 /// The function's low-level IR: by default in a memory-aware node order and through the
-/// IR pass pipeline (a Concat's operands become views of its result, copies and in-place
-/// element-wise work share buffers), so the static plan has less to hold and less to copy.
+/// IR pass pipeline (a Concat's operands become views of its result, copies into saved
+/// results disappear), so the static plan has less to hold and less to copy. The generic
+/// CompileOptions::optimizeIR does not apply: this backend always plans statically.
 Expected<std::unique_ptr<IRFunction>> lowerToIR(Function *f, const CPUBackendOptions &o) {
   if (!o.optimizeIR)
     return generateIR(f);
