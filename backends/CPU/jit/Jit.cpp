@@ -147,7 +147,8 @@ PhaseTimer::~PhaseTimer() {
 
 llvm::Error materializeReachable(llvm::Module &m, const std::vector<std::string> &roots,
                                  const std::function<bool(const llvm::Function &)> &stop,
-                                 std::set<std::string> *boundary) {
+                                 std::set<std::string> *boundary,
+                                 const std::function<void(const llvm::Function &)> &visit) {
   std::vector<llvm::Function *> work;
   std::set<llvm::Function *> done;
   for (const std::string &r : roots)
@@ -161,6 +162,8 @@ llvm::Error materializeReachable(llvm::Module &m, const std::vector<std::string>
     if (f->isMaterializable())
       if (llvm::Error e = f->materialize())
         return e;
+    if (visit)
+      visit(*f);
     std::vector<llvm::Function *> callees;
     std::set<const llvm::Value *> seen;
     for (const llvm::BasicBlock &bb : *f)

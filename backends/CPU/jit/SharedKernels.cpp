@@ -62,11 +62,18 @@ std::string objectPath(const std::string &key) {
   return dir + "/kernel-" + hex + ".o";
 }
 
-/// For each unit (kernel or shared helper) of the library, the shared helpers it calls
-/// directly or through its own internal functions. Read once per process, from the bodies
-/// those units reach.
+/// A unit (kernel or shared helper) of the library as its bitcode shows it.
+struct UnitInfo {
+  /// The shared helpers it calls, directly or through its own internal functions.
+  std::vector<std::string> helpers;
+  /// IR instructions of its own (not counting the helpers): about what it costs to compile.
+  size_t size = 0;
+};
+
+/// Fills \p helpers with the UnitInfo of \p units and of the helpers they call. Read once
+/// per process, from the bodies those units reach.
 Error findHelpers(const std::vector<std::string> &units,
-                  std::map<std::string, std::vector<std::string>> &helpers) {
+                  std::map<std::string, UnitInfo> &helpers) {
   std::vector<std::string> unknown;
   for (const std::string &u : units)
     if (!helpers.count(u))
@@ -83,11 +90,14 @@ Error findHelpers(const std::vector<std::string> &units,
       return makeError(ErrorCode::Internal, "CPU backend: kernel '", u,
                        "' is not in the kernel library");
     std::set<std::string> called;
+    size_t size = 0;
     auto stop = [&](const llvm::Function &g) { return isSharedHelper(g) && g.getName() != u; };
-    if (llvm::Error e = materializeReachable(*m, {u}, stop, &called))
+    auto visit = [&](const llvm::Function &g) { size += g.getInstructionCount(); };
+    if (llvm::Error e = materializeReachable(*m, {u}, stop, &called, visit))
       return makeError(ErrorCode::Internal, "CPU backend: cannot read the kernel bitcode: ",
                        errString(std::move(e)));
-    helpers[u].assign(called.begin(), called.end());
+    helpers[u].helpers.assign(called.begin(), called.end());
+    helpers[u].size = size;
     for (const std::string &h : called)
       if (!helpers.count(h) && std::find(unknown.begin(), unknown.end(), h) == unknown.end())
         unknown.push_back(h);
@@ -116,7 +126,7 @@ Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::
                                                          const JitOptions &opts) {
   static std::mutex m;
   static std::map<std::string, std::unique_ptr<JitModule>> modules; // by unit and host
-  static std::map<std::string, std::vector<std::string>> helpersOf;  // by unit
+  static std::map<std::string, UnitInfo> info;                       // by unit
   HostInfo host = detectHost(opts);
   std::string prefix =
       host.cpu + "|" + host.features + "|" + std::to_string(opts.preferVectorWidth) + "|";
@@ -131,7 +141,7 @@ Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::
   for (const std::string &n : names)
     if (!modules.count(prefix + n))
       missing.push_back(n);
-  KILN_RETURN_IF_ERR(findHelpers(missing, helpersOf));
+  KILN_RETURN_IF_ERR(findHelpers(missing, info));
   std::vector<std::string> helpers, kernels;
   std::vector<std::string> work(names.begin(), names.end());
   std::set<std::string> seen;
@@ -145,9 +155,14 @@ Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::
       continue;
     }
     (i < names.size() ? kernels : helpers).push_back(n);
-    for (const std::string &h : helpersOf.at(n))
+    for (const std::string &h : info.at(n).helpers)
       work.push_back(h);
   }
+  // Helpers first (they gate the kernels), then the largest kernels first, so that the
+  // last to finish are small ones and the threads finish together.
+  std::stable_sort(kernels.begin(), kernels.end(), [&](const std::string &a, const std::string &b) {
+    return info.at(a).size > info.at(b).size;
+  });
   std::vector<std::string> order = helpers;
   order.insert(order.end(), kernels.begin(), kernels.end());
 
@@ -159,7 +174,7 @@ Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::
   size_t inFlight = 0;
   Error failure = Error::success();
   auto ready = [&](const std::string &n) {
-    for (const std::string &h : helpersOf[n])
+    for (const std::string &h : info.at(n).helpers)
       if (!addrs.count(h))
         return false;
     return true;
@@ -192,7 +207,7 @@ Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::
       inFlight++;
       const std::string &n = order[next];
       std::map<std::string, void *> helpers;
-      for (const std::string &h : helpersOf[n])
+      for (const std::string &h : info.at(n).helpers)
         helpers[h] = addrs[h];
       bl.unlock();
       Expected<std::unique_ptr<JitModule>> built = buildUnit(n, prefix + n, o, helpers);
