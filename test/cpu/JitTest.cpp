@@ -25,7 +25,8 @@ const std::string kCacheDir = [] {
   if (const char *d = std::getenv("KILN_CPU_CACHE_DIR"))
     return std::string(d);
   const char *tmp = std::getenv("TEST_TMPDIR");
-  std::string dir = std::string(tmp ? tmp : "/tmp") + "/kiln-jit-test-" + std::to_string(::getpid());
+  std::string dir =
+      std::string(tmp ? tmp : "/tmp") + "/kiln-jit-test-" + std::to_string(::getpid());
   ::setenv("KILN_CPU_CACHE_DIR", dir.c_str(), 1);
   return dir;
 }();
@@ -58,8 +59,8 @@ void expectNear(const std::vector<float> &a, const std::vector<float> &b) {
     ASSERT_NEAR(a[i], b[i], 1e-4f * (1 + std::fabs(b[i]))) << "at " << i;
 }
 
-using SgemmFn = void (*)(int64_t, int64_t, int64_t, const float *, int64_t, const float *,
-                         int64_t, float *, int64_t, float *, int64_t, int64_t);
+using SgemmFn = void (*)(int64_t, int64_t, int64_t, const float *, int64_t, const float *, int64_t,
+                         float *, int64_t, float *, int64_t, int64_t);
 using BatchMatMulFn = void (*)(float *, const float *, const float *, int64_t, int64_t, int64_t,
                                int64_t, float *, int64_t, int64_t);
 

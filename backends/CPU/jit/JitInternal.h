@@ -33,10 +33,11 @@ inline bool isSharedHelper(const llvm::Function &f) {
 /// module (all of them when it is not lazy: then this only walks), not entering the
 /// functions \p stop accepts; their names go to \p boundary when given. \p visit, when
 /// given, sees each function reached once.
-llvm::Error materializeReachable(
-    llvm::Module &m, const std::vector<std::string> &roots,
-    const std::function<bool(const llvm::Function &)> &stop, std::set<std::string> *boundary,
-    const std::function<void(const llvm::Function &)> &visit = nullptr);
+llvm::Error
+materializeReachable(llvm::Module &m, const std::vector<std::string> &roots,
+                     const std::function<bool(const llvm::Function &)> &stop,
+                     std::set<std::string> *boundary,
+                     const std::function<void(const llvm::Function &)> &visit = nullptr);
 
 /// Makes a lazily loaded module complete: the bodies not materialised yet are dropped
 /// (those functions become declarations), then the rest of the module is read.

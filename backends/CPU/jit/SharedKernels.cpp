@@ -54,8 +54,7 @@ std::string objectPath(const std::string &key) {
   static const std::string dir = kernelCacheDir();
   if (dir.empty())
     return "";
-  static const uint64_t bcHash =
-      fnv1a(kObjectFormat, 1, fnv1a(kLibjitBitcode, kLibjitBitcodeSize));
+  static const uint64_t bcHash = fnv1a(kObjectFormat, 1, fnv1a(kLibjitBitcode, kLibjitBitcodeSize));
   uint64_t h = fnv1a(key.data(), key.size(), bcHash);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
@@ -72,8 +71,7 @@ struct UnitInfo {
 
 /// Fills \p helpers with the UnitInfo of \p units and of the helpers they call. Read once
 /// per process, from the bodies those units reach.
-Error findHelpers(const std::vector<std::string> &units,
-                  std::map<std::string, UnitInfo> &helpers) {
+Error findHelpers(const std::vector<std::string> &units, std::map<std::string, UnitInfo> &helpers) {
   std::vector<std::string> unknown;
   for (const std::string &u : units)
     if (!helpers.count(u))
@@ -94,8 +92,8 @@ Error findHelpers(const std::vector<std::string> &units,
     auto stop = [&](const llvm::Function &g) { return isSharedHelper(g) && g.getName() != u; };
     auto visit = [&](const llvm::Function &g) { size += g.getInstructionCount(); };
     if (llvm::Error e = materializeReachable(*m, {u}, stop, &called, visit))
-      return makeError(ErrorCode::Internal, "CPU backend: cannot read the kernel bitcode: ",
-                       errString(std::move(e)));
+      return makeError(ErrorCode::Internal,
+                       "CPU backend: cannot read the kernel bitcode: ", errString(std::move(e)));
     helpers[u].helpers.assign(called.begin(), called.end());
     helpers[u].size = size;
     for (const std::string &h : called)
@@ -126,7 +124,7 @@ Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::
                                                          const JitOptions &opts) {
   static std::mutex m;
   static std::map<std::string, std::unique_ptr<JitModule>> modules; // by unit and host
-  static std::map<std::string, UnitInfo> info;                       // by unit
+  static std::map<std::string, UnitInfo> info;                      // by unit
   HostInfo host = detectHost(opts);
   std::string prefix =
       host.cpu + "|" + host.features + "|" + std::to_string(opts.preferVectorWidth) + "|";
