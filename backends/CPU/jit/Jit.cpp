@@ -1,4 +1,5 @@
 #include "Jit.h"
+#include "JitInternal.h"
 
 #include "llvm/Analysis/TargetTransformInfo.h"
 #include "llvm/Bitcode/BitcodeReader.h"
@@ -8,6 +9,7 @@
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
+#include "llvm/IR/Constants.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
@@ -23,17 +25,13 @@
 #include "llvm/Transforms/Utils/Cloning.h"
 
 #include <algorithm>
-#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <set>
-#include <thread>
 #include <unistd.h>
 
 namespace kiln::cpu {
-
-extern const unsigned char kLibjitBitcode[];
-extern const size_t kLibjitBitcodeSize;
 
 namespace {
 
@@ -43,13 +41,6 @@ void initLLVM() {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
   });
-}
-
-std::string errString(llvm::Error e) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << e;
-  return os.str();
 }
 
 /// Host features as a string, with AVX-512 removed when asked.
@@ -103,32 +94,104 @@ private:
   std::string path_;
 };
 
-uint64_t fnv1a(const void *data, size_t n, uint64_t h = 1469598103934665603ull) {
-  const unsigned char *p = static_cast<const unsigned char *>(data);
-  for (size_t i = 0; i < n; i++)
-    h = (h ^ p[i]) * 1099511628211ull;
-  return h;
+/// Calls to the functions named in \p externals go to the given addresses.
+llvm::Error defineExternals(llvm::orc::LLJIT &jit, const std::map<std::string, void *> &externals) {
+  if (externals.empty())
+    return llvm::Error::success();
+  llvm::orc::SymbolMap syms;
+  for (const auto &e : externals)
+    syms[jit.mangleAndIntern(e.first)] = llvm::JITEvaluatedSymbol(
+        llvm::pointerToJITTargetAddress(e.second), llvm::JITSymbolFlags::Exported);
+  return jit.getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(syms)));
 }
 
-/// The directory of the on-disk cache of precompiled kernels, created on demand, or ""
-/// when disabled (KILN_CPU_CACHE_DIR=off) or not writable. KILN_CPU_CACHE_DIR, else
-/// $XDG_CACHE_HOME/kiln-cpu, else $HOME/.cache/kiln-cpu.
-std::string kernelCacheDir() {
-  std::string dir;
-  if (const char *d = std::getenv("KILN_CPU_CACHE_DIR"))
-    dir = d;
-  else if (const char *x = std::getenv("XDG_CACHE_HOME"))
-    dir = std::string(x) + "/kiln-cpu";
-  else if (const char *h = std::getenv("HOME"))
-    dir = std::string(h) + "/.cache/kiln-cpu";
-  if (dir.empty() || dir == "off" || dir == "0")
-    return "";
-  if (llvm::sys::fs::create_directories(dir))
-    return "";
-  return dir;
+/// Adds the functions \p v refers to (itself, or through constant expressions) to \p out.
+void collectFunctions(const llvm::Value *v, std::vector<llvm::Function *> &out,
+                      std::set<const llvm::Value *> &seen) {
+  if (!llvm::isa<llvm::Constant>(v) || !seen.insert(v).second)
+    return;
+  if (auto *f = llvm::dyn_cast<llvm::Function>(v)) {
+    out.push_back(const_cast<llvm::Function *>(f));
+    return;
+  }
+  if (llvm::isa<llvm::GlobalVariable>(v)) {
+    auto *g = llvm::cast<llvm::GlobalVariable>(v);
+    if (g->hasInitializer())
+      collectFunctions(g->getInitializer(), out, seen);
+    return;
+  }
+  for (const llvm::Value *op : llvm::cast<llvm::User>(v)->operands())
+    collectFunctions(op, out, seen);
 }
 
 } // namespace
+
+std::string errString(llvm::Error e) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << e;
+  return os.str();
+}
+
+PhaseTimer::PhaseTimer(std::string what)
+    : what_(std::move(what)), start_(std::chrono::steady_clock::now()) {}
+
+PhaseTimer::~PhaseTimer() {
+  static const bool on = std::getenv("KILN_CPU_JIT_TIMES") != nullptr;
+  if (on)
+    std::fprintf(stderr, "[kiln jit] %-60s %8.1f ms\n", what_.c_str(),
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                           start_)
+                     .count());
+}
+
+llvm::Error materializeReachable(llvm::Module &m, const std::vector<std::string> &roots,
+                                 const std::function<bool(const llvm::Function &)> &stop,
+                                 std::set<std::string> *boundary,
+                                 const std::function<void(const llvm::Function &)> &visit) {
+  std::vector<llvm::Function *> work;
+  std::set<llvm::Function *> done;
+  for (const std::string &r : roots)
+    if (llvm::Function *f = m.getFunction(r))
+      work.push_back(f);
+  while (!work.empty()) {
+    llvm::Function *f = work.back();
+    work.pop_back();
+    if (!done.insert(f).second)
+      continue;
+    if (f->isMaterializable())
+      if (llvm::Error e = f->materialize())
+        return e;
+    if (visit)
+      visit(*f);
+    std::vector<llvm::Function *> callees;
+    std::set<const llvm::Value *> seen;
+    for (const llvm::BasicBlock &bb : *f)
+      for (const llvm::Instruction &i : bb)
+        for (const llvm::Value *op : i.operands())
+          collectFunctions(op, callees, seen);
+    for (llvm::Function *c : callees) {
+      if (done.count(c))
+        continue;
+      if (stop && stop(*c)) {
+        if (boundary)
+          boundary->insert(c->getName().str());
+        continue;
+      }
+      work.push_back(c);
+    }
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error dropUnmaterialized(llvm::Module &m) {
+  for (llvm::Function &f : m)
+    if (f.isMaterializable()) {
+      f.deleteBody(); // reads nothing: the body was never loaded
+      f.setComdat(nullptr);
+    }
+  return m.materializeAll();
+}
 
 HostInfo detectHost(const JitOptions &opts) {
   HostInfo h;
@@ -137,10 +200,12 @@ HostInfo detectHost(const JitOptions &opts) {
 }
 
 Expected<std::unique_ptr<llvm::Module>> loadLibjitModule(llvm::LLVMContext &ctx) {
-  auto buf = llvm::MemoryBuffer::getMemBuffer(
+  // Lazily: the declarations now, a body only when compile() needs it (a module uses a
+  // small part of the library, and reading all of it took tens of ms per module).
+  llvm::MemoryBufferRef buf(
       llvm::StringRef(reinterpret_cast<const char *>(kLibjitBitcode), kLibjitBitcodeSize),
-      "libjit.bc", /*RequiresNullTerminator=*/false);
-  auto m = llvm::parseBitcodeFile(buf->getMemBufferRef(), ctx);
+      "libjit.bc");
+  auto m = llvm::getLazyBitcodeModule(buf, ctx);
   if (!m)
     return makeError(ErrorCode::Internal, "CPU backend: cannot parse the kernel bitcode: ",
                      errString(m.takeError()));
@@ -182,11 +247,23 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
   // TargetMachine, so replace them with the host's.
   unsigned width = opts.preferVectorWidth ? opts.preferVectorWidth : (host.avx512 ? 512 : 256);
   std::set<std::string> keep(entries.begin(), entries.end());
-  for (const auto &e : externals)
-    if (llvm::Function *f = M->getFunction(e.first)) {
-      f->deleteBody();
-      f->setLinkage(llvm::GlobalValue::ExternalLinkage);
-    }
+  {
+    PhaseTimer pt(M->getModuleIdentifier() + " " + entries.front() + ": load");
+    for (const auto &e : externals)
+      if (llvm::Function *f = M->getFunction(e.first)) {
+        f->deleteBody();
+        f->setComdat(nullptr);
+        f->setLinkage(llvm::GlobalValue::ExternalLinkage);
+      }
+    // Read only the bodies the entry points reach (the rest of a lazily loaded library
+    // stays unread).
+    llvm::Error err = materializeReachable(*M, entries, nullptr, nullptr);
+    if (!err)
+      err = dropUnmaterialized(*M);
+    if (err)
+      return makeError(ErrorCode::Internal, "CPU backend: cannot read the kernel bitcode: ",
+                       errString(std::move(err)));
+  }
   for (llvm::Function &f : *M) {
     if (f.isDeclaration())
       continue;
@@ -196,8 +273,13 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
     f.addFnAttr("target-cpu", host.cpu);
     f.addFnAttr("target-features", host.features);
     f.addFnAttr("prefer-vector-width", std::to_string(width));
-    if (!keep.count(f.getName().str()))
+    if (!keep.count(f.getName().str())) {
       f.setLinkage(llvm::GlobalValue::InternalLinkage);
+    } else if (f.hasLinkOnceLinkage() || f.hasWeakLinkage()) {
+      // A shared helper compiled on its own (an entry point like any kernel).
+      f.setLinkage(llvm::GlobalValue::ExternalLinkage);
+      f.setComdat(nullptr);
+    }
   }
   for (llvm::GlobalVariable &g : M->globals())
     if (!g.isDeclaration())
@@ -207,6 +289,7 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
     return makeError(ErrorCode::Internal, "CPU backend: generated LLVM IR does not verify");
 
   {
+    PhaseTimer pt(M->getModuleIdentifier() + " " + entries.front() + ": optimise");
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
@@ -242,7 +325,7 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
 
   llvm::orc::LLJITBuilder builder;
   builder.setJITTargetMachineBuilder(*jtmb);
-  if (!objectCachePath.empty() && externals.empty()) {
+  if (!objectCachePath.empty()) {
     jm->cacheWriter_ = std::make_shared<ObjectFileWriter>(objectCachePath);
     llvm::ObjectCache *cache = static_cast<ObjectFileWriter *>(jm->cacheWriter_.get());
     builder.setCompileFunctionCreator(
@@ -263,23 +346,24 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
   if (!gen)
     return makeError(ErrorCode::Internal, "CPU backend: ", errString(gen.takeError()));
   (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
-  if (!externals.empty()) {
-    llvm::orc::SymbolMap syms;
-    for (const auto &e : externals)
-      syms[(*jit)->mangleAndIntern(e.first)] = llvm::JITEvaluatedSymbol(
-          llvm::pointerToJITTargetAddress(e.second), llvm::JITSymbolFlags::Exported);
-    if (auto err = (*jit)->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(syms))))
-      return makeError(ErrorCode::Internal, "CPU backend: ", errString(std::move(err)));
-  }
+  if (auto err = defineExternals(**jit, externals))
+    return makeError(ErrorCode::Internal, "CPU backend: ", errString(std::move(err)));
+  std::string what = M->getModuleIdentifier() + " " + entries.front() + ": codegen";
   if (auto e = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(std::move(M), std::move(ctx))))
     return makeError(ErrorCode::Internal, "CPU backend: ", errString(std::move(e)));
   jm->impl_->jit = std::move(*jit);
+  {
+    // Code is generated on the first lookup: do it here, where it is timed.
+    PhaseTimer pt(what);
+    KILN_RETURN_IF_ERR(jm->lookup(entries.front()).takeError());
+  }
   return std::move(jm);
 }
 
 std::unique_ptr<JitModule> JitModule::loadObject(const std::string &path,
                                                  const std::vector<std::string> &entries,
-                                                 const JitOptions &opts) {
+                                                 const JitOptions &opts,
+                                                 const std::map<std::string, void *> &externals) {
   initLLVM();
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                          /*RequiresNullTerminator=*/false);
@@ -306,6 +390,10 @@ std::unique_ptr<JitModule> JitModule::loadObject(const std::string &path,
     return nullptr;
   }
   (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
+  if (auto e = defineExternals(**jit, externals)) {
+    llvm::consumeError(std::move(e));
+    return nullptr;
+  }
   if (auto e = (*jit)->addObjectFile(std::move(*buf))) {
     llvm::consumeError(std::move(e));
     return nullptr;
@@ -319,79 +407,6 @@ std::unique_ptr<JitModule> JitModule::loadObject(const std::string &path,
     }
   }
   return jm;
-}
-
-namespace {
-
-/// One shared kernel compiled alone: its module (from the embedded bitcode, everything but
-/// the kernel internalised and dropped) is compiled once per process and host
-/// configuration, and its object code is kept on disk.
-Expected<std::unique_ptr<JitModule>> compileSharedKernel(const std::string &name,
-                                                         const std::string &key,
-                                                         const JitOptions &o) {
-  std::string cachePath;
-  static const std::string dir = kernelCacheDir();
-  if (!dir.empty()) {
-    static const uint64_t bcHash = fnv1a(kLibjitBitcode, kLibjitBitcodeSize);
-    uint64_t h = fnv1a(key.data(), key.size(), bcHash);
-    char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
-    cachePath = dir + "/kernel-" + hex + ".o";
-  }
-  if (!cachePath.empty())
-    if (std::unique_ptr<JitModule> jm = JitModule::loadObject(cachePath, {name}, o))
-      return std::move(jm);
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> mod, loadLibjitModule(*ctx));
-  return JitModule::compile(std::move(ctx), std::move(mod), {name}, o, {}, cachePath);
-}
-
-} // namespace
-
-Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::string> &names,
-                                                         const JitOptions &opts) {
-  static std::mutex m;
-  static std::map<std::string, std::unique_ptr<JitModule>> modules; // by kernel and host
-  HostInfo host = detectHost(opts);
-  std::string prefix =
-      host.cpu + "|" + host.features + "|" + std::to_string(opts.preferVectorWidth) + "|";
-  JitOptions o = opts;
-  o.keepIR = o.keepAsm = false;
-  std::lock_guard<std::mutex> l(m);
-  // The kernels not compiled yet in this process: load or compile each on its own thread
-  // (each has its own LLVMContext), as many at once as there are cores.
-  std::vector<std::string> missing;
-  for (const auto &n : names)
-    if (!modules.count(prefix + n) &&
-        std::find(missing.begin(), missing.end(), n) == missing.end())
-      missing.push_back(n);
-  std::vector<Expected<std::unique_ptr<JitModule>>> built;
-  for (size_t i = 0; i < missing.size(); i++)
-    built.emplace_back(std::unique_ptr<JitModule>());
-  size_t workers = std::min<size_t>(missing.size(),
-                                    std::max(1u, std::thread::hardware_concurrency()));
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next++) < missing.size();)
-      built[i] = compileSharedKernel(missing[i], prefix + missing[i], o);
-  };
-  std::vector<std::thread> threads;
-  for (size_t t = 1; t < workers; t++)
-    threads.emplace_back(work);
-  work();
-  for (auto &t : threads)
-    t.join();
-  for (size_t i = 0; i < missing.size(); i++) {
-    if (!built[i])
-      return built[i].takeError();
-    modules.emplace(prefix + missing[i], std::move(*built[i]));
-  }
-  std::map<std::string, void *> addrs;
-  for (const auto &n : names) {
-    KILN_ASSIGN_OR_RETURN(void *a, modules.at(prefix + n)->lookup(n));
-    addrs[n] = a;
-  }
-  return addrs;
 }
 
 Expected<void *> JitModule::lookup(const std::string &name) {

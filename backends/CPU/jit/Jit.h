@@ -42,14 +42,17 @@ struct HostInfo {
 /// Detects the host CPU (honouring \p opts.disableAvx512).
 HostInfo detectHost(const JitOptions &opts);
 
-/// Parses the embedded kernel bitcode (libjit) into \p ctx.
+/// The embedded kernel bitcode (libjit) in \p ctx, loaded lazily: function bodies are read
+/// when JitModule::compile needs them (those its entry points reach).
 Expected<std::unique_ptr<llvm::Module>> loadLibjitModule(llvm::LLVMContext &ctx);
 
 /// The kernels named \p names, each JIT-compiled from the embedded bitcode once per
 /// process and host configuration (a cache: later calls return the same addresses) and kept
 /// on disk as object code; kernels missing from both caches compile in parallel, one
 /// thread each. Compiled functions call these instead of compiling their own copies, which
-/// keeps compile times short for the large GEMM micro-kernels.
+/// keeps compile times short for the large GEMM micro-kernels. The library's shared
+/// helpers (the GEMM micro-kernels, which several kernels call) are compiled the same way,
+/// once, before the kernels that call them.
 Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::string> &names,
                                                          const JitOptions &opts);
 
@@ -62,17 +65,20 @@ public:
   /// Functions named in \p externals are not compiled again: their bodies are dropped
   /// and calls go to the given addresses (see getSharedKernels).
   /// With \p objectCachePath, the object code is also written to that file (see
-  /// loadObject); for deterministic modules only (getSharedKernels).
+  /// loadObject); for deterministic modules only (getSharedKernels). The module may be
+  /// loaded lazily (loadLibjitModule): only what the entry points reach is read.
   static Expected<std::unique_ptr<JitModule>>
   compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm::Module> module,
           const std::vector<std::string> &entryPoints, const JitOptions &opts,
           const std::map<std::string, void *> &externals = {},
           const std::string &objectCachePath = "");
-  /// Loads object code written by compile() with an objectCachePath; null when the file
-  /// is missing, unreadable or lacks one of \p entryPoints.
+  /// Loads object code written by compile() with an objectCachePath (and the same
+  /// \p externals); null when the file is missing, unreadable or lacks one of
+  /// \p entryPoints.
   static std::unique_ptr<JitModule> loadObject(const std::string &path,
                                                const std::vector<std::string> &entryPoints,
-                                               const JitOptions &opts);
+                                               const JitOptions &opts,
+                                               const std::map<std::string, void *> &externals = {});
   ~JitModule();
   JitModule(const JitModule &) = delete;
   JitModule &operator=(const JitModule &) = delete;

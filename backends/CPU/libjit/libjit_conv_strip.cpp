@@ -76,22 +76,17 @@ LIBJIT_NOINLINE void stripKernel(int64_t K, const float *__restrict a, int64_t l
     }
     return;
   }
-  for (int r = 0; r < MRr; r++) {
-    float row[NR];
+  // A partial strip: out of line (storePartialTile); the bias is in the accumulators.
+  float tile[MRr * NR];
+  LIBJIT_UNROLL
+  for (int r = 0; r < MRr; r++)
     LIBJIT_UNROLL
     for (int v = 0; v < NV; v++)
-      storeV(row + v * VW, acc[r][v]);
-    for (int64_t j = 0; j < nr; j++) {
-      float x = row[j];
-      if (epi->add)
-        x += epi->add[r * epi->ldadd + j];
-      if (epi->act) {
-        x = x < epi->lo ? epi->lo : x;
-        x = x > epi->hi ? epi->hi : x;
-      }
-      c[r * ldc + j] = x;
-    }
-  }
+      storeV(tile + r * NR + v * VW, acc[r][v]);
+  Epilogue tail = *epi;
+  tail.biasRow = nullptr;
+  tail.biasCol = nullptr;
+  storePartialTile(tile, NR, MRr, nr, c, ldc, /*accumulate=*/0, /*last=*/1, &tail);
 }
 
 /// All O output channels of one strip of NVr vectors: full MR-row tiles, then the remaining

@@ -42,6 +42,37 @@ struct Epilogue {
   float lo, hi;
 };
 
+/// C[0:rows, 0:nr] (+)= tile[0:rows, 0:nr] (ldt) with the epilogue, one column at a time:
+/// the finish of a partial tile (nr below the tile width). Out of line and generic in the
+/// tile's shape, so the kernel library has one copy rather than one per tile height and
+/// width: the JIT unswitches each copy on the epilogue flags and vectorises every version,
+/// which made these rarely run lines most of a GEMM kernel's compile time.
+LIBJIT_NOINLINE inline void storePartialTile(const float *tile, int64_t ldt, int64_t rows,
+                                             int64_t nr, float *c, int64_t ldc, int accumulate,
+                                             int last, const Epilogue *epi) {
+  for (int64_t r = 0; r < rows; r++) {
+    for (int64_t j = 0; j < nr; j++) {
+      float x = tile[r * ldt + j];
+      float *p = c + r * ldc + j;
+      if (accumulate)
+        x += *p;
+      if (last) {
+        if (epi->biasRow)
+          x += epi->biasRow[r];
+        if (epi->biasCol)
+          x += epi->biasCol[j];
+        if (epi->add)
+          x += epi->add[r * epi->ldadd + j];
+        if (epi->act) {
+          x = x < epi->lo ? epi->lo : x;
+          x = x > epi->hi ? epi->hi : x;
+        }
+      }
+      *p = x;
+    }
+  }
+}
+
 /// C[0:mr, 0:nr] (+)= A panel x B panel over kc, computed as an MRr-row tile (mr <= MRr;
 /// the packed A panel is zero-padded, so the extra rows are computed and not stored).
 /// a: [kc][Cfg::MR], b: [kc][Cfg::NR].
@@ -98,32 +129,14 @@ LIBJIT_NOINLINE void microKernel(int64_t kc, const float *__restrict a, const fl
     }
     return;
   }
-  // A partial tile: the same, one column at a time.
-  for (int r = 0; r < MRr && r < mr; r++) {
-    float row[NR];
+  // A partial tile (the last panel of a row): out of line, see storePartialTile.
+  float tile[MRr * NR];
+  LIBJIT_UNROLL
+  for (int r = 0; r < MRr; r++)
     LIBJIT_UNROLL
     for (int v = 0; v < NV; v++)
-      storeV(row + v * VW, acc[r][v]);
-    for (int64_t j = 0; j < nr; j++) {
-      float x = row[j];
-      float *p = c + r * ldc + j;
-      if (accumulate)
-        x += *p;
-      if (last) {
-        if (epi->biasRow)
-          x += epi->biasRow[r];
-        if (epi->biasCol)
-          x += epi->biasCol[j];
-        if (epi->add)
-          x += epi->add[r * epi->ldadd + j];
-        if (epi->act) {
-          x = x < epi->lo ? epi->lo : x;
-          x = x > epi->hi ? epi->hi : x;
-        }
-      }
-      *p = x;
-    }
-  }
+      storeV(tile + r * NR + v * VW, acc[r][v]);
+  storePartialTile(tile, NR, minI(mr, MRr), nr, c, ldc, accumulate, last, epi);
 }
 
 /// Picks the smallest instantiated tile height that covers mr rows: MR, 8, 4, 2 or 1
