@@ -112,10 +112,12 @@ void DeviceManager::runFunction(const std::string &name, ExecutionContext *ctx, 
                                 Deadline deadline) {
   pending_++;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     if (started_ && !stopping_) {
       queue_.push_back(RunRequest{name, ctx, std::move(cb), deadline});
-      cv_.notify_one();
+      // Wake the worker after unlocking, or it wakes only to wait for this lock.
+      lock.unlock();
+      cv_.notify_one(); // stop() cannot be waiting yet: stopping_ was false
       return;
     }
   }

@@ -273,10 +273,14 @@ Error HostManager::runNetworkBlocking(const std::string &name, PlaceholderBindin
   auto w = std::make_shared<Waiter>();
   dispatch(net, id, &bindings, nullptr,
            [w](RunResult r) {
-             std::lock_guard<std::mutex> lock(w->mu);
-             w->error = std::move(r.error);
-             w->report = std::move(r.report);
-             w->done = true;
+             {
+               std::lock_guard<std::mutex> lock(w->mu);
+               w->error = std::move(r.error);
+               w->report = std::move(r.report);
+               w->done = true;
+             }
+             // After unlocking, so the waiter does not wake into a held lock; this
+             // callback's copy of w keeps the condition variable alive meanwhile.
              w->cv.notify_all();
            },
            deadline);
