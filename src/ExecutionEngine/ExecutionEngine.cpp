@@ -80,14 +80,12 @@ Error ExecutionEngine::run(PlaceholderBindings &bindings, const std::string &nam
     return makeError(backendError_.code(), backendError_.message());
   if (networks_.empty())
     return makeError(ErrorCode::InvalidArgument, "run: nothing compiled; call compile() first");
-  std::string net = name;
-  if (net.empty()) {
-    if (networks_.size() != 1)
-      return makeError(ErrorCode::InvalidArgument, "run: the module has ", networks_.size(),
-                       " functions; name the one to run");
-    net = networks_.front();
-  }
-  return host_->runNetworkBlocking(net, bindings);
+  if (!name.empty())
+    return host_->runNetworkBlocking(name, bindings);
+  if (networks_.size() != 1)
+    return makeError(ErrorCode::InvalidArgument, "run: the module has ", networks_.size(),
+                     " functions; name the one to run");
+  return host_->runNetworkBlocking(networks_.front(), bindings);
 }
 
 } // namespace kiln

@@ -37,7 +37,9 @@ void DeviceManager::stop() {
   // Without a worker (never started) nobody else drains the queue.
   std::deque<RunRequest> left;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    // A run on a caller's thread uses the hooks too: the device stops after it.
+    cv_.wait(lock, [&] { return !busy_; });
     left.swap(queue_);
   }
   for (RunRequest &r : left) {
@@ -110,10 +112,12 @@ void DeviceManager::runFunction(const std::string &name, ExecutionContext *ctx, 
                                 Deadline deadline) {
   pending_++;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     if (started_ && !stopping_) {
       queue_.push_back(RunRequest{name, ctx, std::move(cb), deadline});
-      cv_.notify_one();
+      // Wake the worker after unlocking, or it wakes only to wait for this lock.
+      lock.unlock();
+      cv_.notify_one(); // stop() cannot be waiting yet: stopping_ was false
       return;
     }
   }
@@ -124,52 +128,87 @@ void DeviceManager::runFunction(const std::string &name, ExecutionContext *ctx, 
      DeviceRunStats{});
 }
 
+std::optional<Error> DeviceManager::tryRunOnCaller(const std::string &name,
+                                                   ExecutionContext &ctx, Deadline deadline,
+                                                   DeviceRunStats &stats) {
+  if (!runsOnCaller())
+    return std::nullopt;
+  CompiledFunction *fn = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Queued runs go first, and one run at a time, as if this one had been queued.
+    if (!started_ || stopping_ || busy_ || !queue_.empty())
+      return std::nullopt;
+    busy_ = true;
+    auto it = networks_.find(name);
+    if (it != networks_.end())
+      fn = it->second.fn;
+  }
+  pending_++;
+  Error err = runLoaded(name, fn, ctx, deadline, stats);
+  std::lock_guard<std::mutex> lock(mu_);
+  busy_ = false;
+  // The worker (runs queued meanwhile) or stop() may wait for this run to end. Without
+  // waiters a notify costs no system call.
+  if (!queue_.empty() || stopping_)
+    cv_.notify_all();
+  return err;
+}
+
 void DeviceManager::workerLoop() {
   for (;;) {
     RunRequest r;
+    CompiledFunction *fn = nullptr;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      cv_.wait(lock, [&] { return stopping_ || (!queue_.empty() && !busy_); });
       if (stopping_)
         return; // stop() fails whatever is still queued
       r = std::move(queue_.front());
       queue_.pop_front();
+      busy_ = true;
+      auto it = networks_.find(r.name);
+      if (it != networks_.end())
+        fn = it->second.fn;
     }
-    execute(r);
+    execute(r, fn);
   }
 }
 
-void DeviceManager::execute(RunRequest &r) {
+void DeviceManager::execute(RunRequest &r, CompiledFunction *fn) {
   DeviceRunStats stats;
-  Error err = Error::success();
-  CompiledFunction *fn = nullptr;
+  Error err = runLoaded(r.name, fn, *r.ctx, r.deadline, stats);
   {
+    // The device is free before the callback, which may start the next run.
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = networks_.find(r.name);
-    if (it != networks_.end())
-      fn = it->second.fn;
+    busy_ = false;
   }
-  auto start = Clock::now();
-  if (!fn)
-    err =
-        makeError(ErrorCode::NotFound, "device '", getName(), "' holds no network '", r.name, "'");
-  else if (start > r.deadline)
-    err = makeError(ErrorCode::Runtime, "deadline exceeded before '", r.name,
-                    "' started on device '", getName(), "'");
-  else if (Error e = runImpl(r.name, *fn, *r.ctx, stats))
-    err = std::move(e).addContext("running '" + r.name + "' on device '" + getName() + "'");
-  auto end = Clock::now();
-  stats.seconds = std::chrono::duration<double>(end - start).count();
-  if (!err && fn && end > r.deadline)
-    err = makeError(ErrorCode::Runtime, "deadline exceeded: '", r.name, "' on device '", getName(),
-                    "' finished ",
-                    std::chrono::duration_cast<std::chrono::milliseconds>(end - r.deadline).count(),
-                    " ms late");
-  // Count the run as done before the callback, which may free the request.
-  pending_--;
-  completed_++;
   RunCallback cb = std::move(r.cb);
   cb(std::move(err), stats);
+}
+
+Error DeviceManager::runLoaded(const std::string &name, CompiledFunction *fn,
+                               ExecutionContext &ctx, Deadline deadline, DeviceRunStats &stats) {
+  Error err = Error::success();
+  auto start = Clock::now();
+  if (!fn)
+    err = makeError(ErrorCode::NotFound, "device '", getName(), "' holds no network '", name, "'");
+  else if (start > deadline)
+    err = makeError(ErrorCode::Runtime, "deadline exceeded before '", name,
+                    "' started on device '", getName(), "'");
+  else if (Error e = runImpl(name, *fn, ctx, stats))
+    err = std::move(e).addContext("running '" + name + "' on device '" + getName() + "'");
+  auto end = Clock::now();
+  stats.seconds = std::chrono::duration<double>(end - start).count();
+  if (!err && fn && end > deadline)
+    err = makeError(ErrorCode::Runtime, "deadline exceeded: '", name, "' on device '", getName(),
+                    "' finished ",
+                    std::chrono::duration_cast<std::chrono::milliseconds>(end - deadline).count(),
+                    " ms late");
+  // Count the run as done before the caller hears of it: its callback may free the request.
+  pending_--;
+  completed_++;
+  return err;
 }
 
 Error DeviceManager::loadNetworkImpl(const std::string &, CompiledFunction &, uint64_t) {
@@ -200,7 +239,7 @@ Expected<std::shared_ptr<DeviceManager>> createDeviceManager(const Backend &back
     return dm;
   if (config.memoryBytes == 0)
     config.memoryBytes = kDefaultHostDeviceMemory;
-  return std::make_shared<DeviceManager>(std::move(config));
+  return std::make_shared<HostDeviceManager>(std::move(config));
 }
 
 } // namespace kiln

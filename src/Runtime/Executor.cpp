@@ -65,6 +65,12 @@ struct Executor::Request {
   /// counts it in flight. Call with mu held.
   ExecutionContext *prepare(unsigned p) {
     const Partition &part = net->plan.partitions[p];
+    inFlight++;
+    if (!readsOrWritesIntermediates(part)) {
+      // Every tensor it touches is the caller's: run on the caller's bindings as they are.
+      contexts[p] = std::make_unique<ExecutionContext>(user);
+      return contexts[p].get();
+    }
     auto b = std::make_unique<PlaceholderBindings>();
     auto bind = [&](const Placeholder *ph, Tensor *t) {
       b->insert(ph, Tensor::view(t->getType(), t->getUnsafePtr()));
@@ -86,8 +92,17 @@ struct Executor::Request {
     }
     bindings[p] = std::move(b);
     contexts[p] = std::make_unique<ExecutionContext>(bindings[p].get());
-    inFlight++;
     return contexts[p].get();
+  }
+
+  bool readsOrWritesIntermediates(const Partition &part) const {
+    if (net->consumers.empty())
+      return false;
+    for (const auto *list : {&part.inputs, &part.outputs})
+      for (const Placeholder *ph : *list)
+        if (net->consumers.count(ph))
+          return true;
+    return false;
   }
 };
 
@@ -149,6 +164,43 @@ void Executor::run(const ExecutableNetwork *net, PlaceholderBindings *bindings, 
   }
   for (unsigned p : roots)
     launch(r, p);
+}
+
+std::optional<Error> Executor::tryRunOnCaller(const ExecutableNetwork &net,
+                                              PlaceholderBindings &bindings, Deadline deadline,
+                                              RunReport *report) {
+  if (net.plan.partitions.size() != 1 || !net.plan.intermediates.empty())
+    return std::nullopt;
+  if (Error e = checkBindings(net, bindings)) {
+    if (report)
+      *report = RunReport{};
+    return std::optional<Error>(std::move(e));
+  }
+  const Partition &part = net.plan.partitions[0];
+  const LoadedPartition &lp = net.loaded[0];
+  size_t n = lp.devices.size();
+  // Replicas take turns, as pickDevice's ties do; a busy one passes to the next.
+  size_t first = n == 1 ? 0 : size_t(roundRobin_++ % n);
+  Clock::time_point start = report ? Clock::now() : Clock::time_point();
+  // A single partition reads and writes only the caller's tensors: no views needed.
+  ExecutionContext ctx(&bindings);
+  for (size_t k = 0; k < n; k++) {
+    DeviceManager *d = lp.devices[(first + k) % n];
+    DeviceRunStats stats;
+    std::optional<Error> e = d->tryRunOnCaller(lp.deviceKey, ctx, deadline, stats);
+    if (!e)
+      continue;
+    if (report) {
+      *report = RunReport{};
+      report->partitions.push_back(PartitionRunReport{part.name, d->getName(), stats});
+      report->seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    }
+    if (*e)
+      return std::optional<Error>(std::move(*e).addContext(
+          "network '" + net.plan.networkName + "', partition '" + part.name + "'"));
+    return e;
+  }
+  return std::nullopt;
 }
 
 void Executor::launch(const std::shared_ptr<Request> &r, unsigned p) {

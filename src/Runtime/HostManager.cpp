@@ -246,21 +246,44 @@ struct Waiter {
   Error error = Error::success();
   RunReport report;
 };
+
+Deadline deadlineOf(const RunOptions &opts) {
+  return opts.timeout.count() > 0 ? Clock::now() + opts.timeout : kNoDeadline;
+}
 } // namespace
 
 Error HostManager::runNetworkBlocking(const std::string &name, PlaceholderBindings &bindings,
                                       const RunOptions &opts, RunReport *report) {
+  RunId id;
+  Expected<Network *> admitted = admit(name, id);
+  if (!admitted) {
+    if (report)
+      *report = RunReport{};
+    return admitted.takeError();
+  }
+  Network *net = *admitted;
+  Deadline deadline = deadlineOf(opts);
+  // The caller waits anyway: where the device is idle, run on this thread and spare the
+  // two thread hand-offs (to the device's worker and back), which cost more than a small
+  // network's whole run.
+  if (std::optional<Error> e = executor_.tryRunOnCaller(*net->exec, bindings, deadline, report)) {
+    release(net);
+    return std::move(*e);
+  }
   auto w = std::make_shared<Waiter>();
-  submit(
-      name, &bindings, nullptr,
-      [w](RunResult r) {
-        std::lock_guard<std::mutex> lock(w->mu);
-        w->error = std::move(r.error);
-        w->report = std::move(r.report);
-        w->done = true;
-        w->cv.notify_all();
-      },
-      opts);
+  dispatch(net, id, &bindings, nullptr,
+           [w](RunResult r) {
+             {
+               std::lock_guard<std::mutex> lock(w->mu);
+               w->error = std::move(r.error);
+               w->report = std::move(r.report);
+               w->done = true;
+             }
+             // After unlocking, so the waiter does not wake into a held lock; this
+             // callback's copy of w keeps the condition variable alive meanwhile.
+             w->cv.notify_all();
+           },
+           deadline);
   std::unique_lock<std::mutex> lock(w->mu);
   w->cv.wait(lock, [&] { return w->done; });
   if (report)
@@ -268,48 +291,55 @@ Error HostManager::runNetworkBlocking(const std::string &name, PlaceholderBindin
   return std::move(w->error);
 }
 
+Expected<HostManager::Network *> HostManager::admit(const std::string &name, RunId &id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  id = nextId_++;
+  Expected<Network *> found = findLocked(name);
+  if (!found)
+    return found.takeError().addContext("run");
+  if (active_ >= config_.maxActiveRequests)
+    return makeError(ErrorCode::QueueFull, "run of '", name, "' refused: ", active_,
+                     " requests are in flight, the limit is ", config_.maxActiveRequests);
+  Network *net = *found;
+  net->inFlight++;
+  active_++;
+  return net;
+}
+
+void HostManager::release(Network *net) {
+  // After this the network may be removed and this HostManager destroyed: notify under
+  // the lock, so the waiter cannot free idle_ first.
+  std::lock_guard<std::mutex> lock(mu_);
+  net->inFlight--;
+  active_--;
+  idle_.notify_all();
+}
+
 RunId HostManager::submit(const std::string &name, PlaceholderBindings *bindings,
                           std::unique_ptr<PlaceholderBindings> owned, ResultCallback cb,
                           const RunOptions &opts) {
   RunId id;
-  Network *net = nullptr;
-  Error refusal = Error::success();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    id = nextId_++;
-    Expected<Network *> found = findLocked(name);
-    if (!found)
-      refusal = found.takeError().addContext("run");
-    else if (active_ >= config_.maxActiveRequests)
-      refusal = makeError(ErrorCode::QueueFull, "run of '", name, "' refused: ", active_,
-                          " requests are in flight, the limit is ", config_.maxActiveRequests);
-    else {
-      net = *found;
-      net->inFlight++;
-      active_++;
-    }
-  }
-  if (refusal) {
+  Expected<Network *> admitted = admit(name, id);
+  if (!admitted) {
     RunResult r;
     r.id = id;
-    r.error = std::move(refusal);
+    r.error = admitted.takeError();
     r.bindings = std::move(owned);
     cb(std::move(r));
     return id;
   }
-  Deadline deadline = opts.timeout.count() > 0 ? Clock::now() + opts.timeout : kNoDeadline;
+  dispatch(*admitted, id, bindings, std::move(owned), std::move(cb), deadlineOf(opts));
+  return id;
+}
+
+void HostManager::dispatch(Network *net, RunId id, PlaceholderBindings *bindings,
+                           std::unique_ptr<PlaceholderBindings> owned, ResultCallback cb,
+                           Deadline deadline) {
   // std::function needs a copyable callable: the owned bindings ride in a shared box.
   auto box = std::make_shared<std::pair<std::unique_ptr<PlaceholderBindings>, ResultCallback>>(
       std::move(owned), std::move(cb));
   executor_.run(net->exec.get(), bindings, deadline, [this, net, id, box](Error e, RunReport rep) {
-    {
-      // After this block the network may be removed and this HostManager destroyed:
-      // touch neither below. Notify under the lock for the same reason.
-      std::lock_guard<std::mutex> lock(mu_);
-      net->inFlight--;
-      active_--;
-      idle_.notify_all();
-    }
+    release(net); // touch neither net nor this below
     RunResult r;
     r.id = id;
     r.error = std::move(e);
@@ -318,7 +348,6 @@ RunId HostManager::submit(const std::string &name, PlaceholderBindings *bindings
     ResultCallback cb = std::move(box->second);
     cb(std::move(r));
   });
-  return id;
 }
 
 } // namespace kiln

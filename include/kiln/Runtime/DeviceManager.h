@@ -5,8 +5,12 @@
 /// The base class is a complete host device (compiled functions run on the worker thread
 /// with host memory); an accelerator subclasses it and overrides the three hooks
 /// (loadNetworkImpl, evictNetworkImpl, runImpl). Backends create theirs through
-/// Backend::createDeviceManager; kiln::createDeviceManager below falls back to the base
-/// class when a backend returns none.
+/// Backend::createDeviceManager; kiln::createDeviceManager below falls back to
+/// HostDeviceManager when a backend returns none.
+///
+/// A device runs one request at a time, in queue order. A device that allows it
+/// (runsOnCaller) may also run a request on the thread that asks, when nothing is running
+/// or queued: a blocking caller then pays no hand-off to the worker and back.
 #ifndef KILN_RUNTIME_DEVICEMANAGER_H
 #define KILN_RUNTIME_DEVICEMANAGER_H
 
@@ -21,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -93,6 +98,14 @@ public:
   /// ends, fails with a Runtime error that says so.
   void runFunction(const std::string &name, ExecutionContext *ctx, RunCallback cb,
                    Deadline deadline = kNoDeadline);
+  /// Runs the network \p name on \p ctx on the calling thread, when this device allows
+  /// it (runsOnCaller), is started, and has no run in progress or queued. The run is
+  /// accounted, checked and reported as runFunction's would be (pending and completed
+  /// counts, deadline, error messages), and the worker starts nothing until it ends.
+  /// Returns nullopt, having done nothing, when the run must go through runFunction;
+  /// otherwise the run's result, with \p stats filled.
+  std::optional<Error> tryRunOnCaller(const std::string &name, ExecutionContext &ctx,
+                                      Deadline deadline, DeviceRunStats &stats);
 
   uint64_t getMaximumMemory() const { return config_.memoryBytes; }
   uint64_t getUsedMemory() const;
@@ -114,6 +127,10 @@ protected:
                         DeviceRunStats &stats);
   /// For initImpl: the device's memory size.
   void setMaximumMemory(uint64_t bytes) { config_.memoryBytes = bytes; }
+  /// True when runImpl may run on any thread, one run at a time, so that tryRunOnCaller
+  /// can use the caller's thread. Off by default: an accelerator's hooks may rely on
+  /// its worker.
+  virtual bool runsOnCaller() const { return false; }
 
 private:
   struct RunRequest {
@@ -123,13 +140,20 @@ private:
     Deadline deadline;
   };
   void workerLoop();
-  void execute(RunRequest &r);
+  void execute(RunRequest &r, CompiledFunction *fn);
+  /// The run itself, shared by the worker and tryRunOnCaller: checks the deadline,
+  /// calls runImpl, times it, and counts it completed. \p fn is null when \p name
+  /// was not loaded.
+  Error runLoaded(const std::string &name, CompiledFunction *fn, ExecutionContext &ctx,
+                  Deadline deadline, DeviceRunStats &stats);
 
   DeviceConfig config_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<RunRequest> queue_;
   bool started_ = false, stopping_ = false;
+  /// A run is in progress (on the worker or on a caller); the other waits for it.
+  bool busy_ = false;
   std::thread worker_;
   struct Loaded {
     CompiledFunction *fn;
@@ -141,8 +165,18 @@ private:
   std::atomic<uint64_t> completed_{0};
 };
 
+/// The generic host device: compiled functions run with host memory, on the worker or,
+/// through tryRunOnCaller, on the thread that asks.
+class HostDeviceManager final : public DeviceManager {
+public:
+  using DeviceManager::DeviceManager;
+
+protected:
+  bool runsOnCaller() const override { return true; }
+};
+
 /// The device manager for \p config: the backend's own (Backend::createDeviceManager), or
-/// the generic host DeviceManager when the backend has none. Names the device
+/// a HostDeviceManager when the backend has none. Names the device
 /// "<backend><index>" when the config has no name, and applies kDefaultHostDeviceMemory
 /// when memoryBytes is 0. The result is not started (call init()).
 Expected<std::shared_ptr<DeviceManager>>

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -63,6 +64,14 @@ public:
   /// last partition of this request has finished.
   void run(const ExecutableNetwork *net, PlaceholderBindings *bindings, Deadline deadline,
            DoneCallback done);
+
+  /// Runs \p net on \p bindings on this thread, with no hand-off to a device worker,
+  /// when it is one partition and one of that partition's devices takes the run now
+  /// (DeviceManager::tryRunOnCaller: an idle host device). Returns nullopt, having done
+  /// nothing, when run() must be used instead; otherwise the error run() would report,
+  /// with \p report (when given) filled as run() would fill it.
+  std::optional<Error> tryRunOnCaller(const ExecutableNetwork &net, PlaceholderBindings &bindings,
+                                      Deadline deadline, RunReport *report);
 
 private:
   struct Request;

@@ -95,7 +95,9 @@ public:
   /// network, QueueFull, bad bindings). Callbacks should be short; they may start runs.
   RunId runNetwork(const std::string &name, std::unique_ptr<PlaceholderBindings> bindings,
                    ResultCallback cb, const RunOptions &opts = {});
-  /// Runs \p name on \p bindings and waits. Fills \p report when given.
+  /// Runs \p name on \p bindings and waits. Fills \p report when given. A network of
+  /// one partition whose host device is idle runs on this thread (no hand-off to the
+  /// device's worker); it is admitted, counted and reported as any other request.
   Error runNetworkBlocking(const std::string &name, PlaceholderBindings &bindings,
                            const RunOptions &opts = {}, RunReport *report = nullptr);
 
@@ -116,6 +118,16 @@ private:
   RunId submit(const std::string &name, PlaceholderBindings *bindings,
                std::unique_ptr<PlaceholderBindings> owned, ResultCallback cb,
                const RunOptions &opts);
+  /// Admits a request of \p name, numbered \p id: counts it active and in flight on its
+  /// network, or says why it is refused (unknown network, QueueFull).
+  Expected<Network *> admit(const std::string &name, RunId &id);
+  /// Ends an admitted request. Afterwards the network may be removed and this
+  /// HostManager destroyed.
+  void release(Network *net);
+  /// Hands an admitted request to the executor; \p cb gets its result.
+  void dispatch(Network *net, RunId id, PlaceholderBindings *bindings,
+                std::unique_ptr<PlaceholderBindings> owned, ResultCallback cb,
+                Deadline deadline);
   /// The ready network \p name (call with mu_ held).
   Expected<Network *> findLocked(const std::string &name) const;
 
