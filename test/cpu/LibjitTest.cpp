@@ -395,7 +395,8 @@ int64_t sweep(int64_t H, int64_t K, int64_t S, int64_t pb, int64_t pe) {
 
 // Max and average pooling against a direct loop over each window: 3x3/2 and 2x2/2 with and
 // without padding, ceil-mode extents (windows past the bottom/right edge), stride 1 and 3,
-// 5-wide windows, rows of fewer and more than one 16-output block, 1-3 threads.
+// 5-wide windows, rows of fewer and more than one 16-output block (on both the row-buffer
+// and the register path), 1-3 threads.
 TEST(Libjit, PoolingShapes) {
   const PoolCase cases[] = {
       {111, 111, 3, 3, 2, 2, 0, 0, 0, 0}, // squeezenet, exact fit
@@ -407,6 +408,8 @@ TEST(Libjit, PoolingShapes) {
       {20, 50, 3, 5, 3, 3, 1, 2, 2, 2},   // stride 3 (scalar windows)
       {7, 7, 5, 5, 2, 2, 2, 2, 2, 2},     // 5x5 on a small plane
       {33, 70, 3, 4, 2, 2, 1, 0, 1, 3},   // even window, stride 2, wide rows
+      {9, 13, 3, 3, 2, 2, 0, 0, 1, 1},    // 3x3/2 in registers: one partial block, ceil mode
+      {20, 70, 3, 3, 2, 2, 0, 0, 0, 1},   // 3x3/2 in registers: three blocks, ragged last
   };
   for (const PoolCase &k : cases) {
     int64_t N = 2, C = 3;

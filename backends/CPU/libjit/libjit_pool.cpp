@@ -1,5 +1,6 @@
-// Pooling on NCHW float32. Work splits over the N*C planes. Every output row is computed in
-// two vectorised passes: the window's input rows are reduced column-wise into a padded row
+// Pooling on NCHW float32. Work splits over the N*C planes. 3-wide stride-2 windows with no
+// left padding are computed in registers (poolRow3x2). Other output rows take two
+// vectorised passes: the window's input rows are reduced column-wise into a padded row
 // buffer (pad cells hold the reduction's identity, so windows need no bounds checks), then
 // each output takes the reduction of KW buffer cells, 16 outputs at a time; stride 2 reads
 // 32 consecutive cells and splits them into even and odd columns.
@@ -83,10 +84,76 @@ LIBJIT_INLINE F16 windowBlock(const float *t, int64_t j0, int64_t KW, int64_t SW
   return acc;
 }
 
-/// The shared pooling loop. Fin maps a block of 16 window results (outputs j0..j0+15 of
-/// row oh, whose window has vcnt valid rows) to outputs.
+/// Columns [c0, c0 + 16) of the reduction of rows [hb, he) of the plane x (W columns,
+/// c0 >= 0), the identity in lanes at or past column W. \p end bounds the readable input:
+/// a vector that would cross it goes through a copy.
+template <class Op>
+LIBJIT_INLINE F16 reducedColumns(const float *x, int64_t W, int64_t hb, int64_t he, int64_t c0,
+                                 const float *end) {
+  typedef int32_t I16 __attribute__((vector_size(64)));
+  F16 acc = splat16(Op::identity());
+  int64_t n = W - c0;
+  if (n <= 0)
+    return acc;
+  F16 id = acc;
+  const I16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  for (int64_t h = hb; h < he; h++) {
+    const float *p = x + h * W + c0;
+    F16 v;
+    if (n >= 16) {
+      v = ld16(p);
+    } else {
+      if (p + 16 <= end) {
+        v = ld16(p);
+      } else {
+        float buf[16];
+        for (int64_t i = 0; i < 16; i++)
+          buf[i] = i < n ? p[i] : 0.0f;
+        v = ld16(buf);
+      }
+      v = lane < (int32_t)n ? v : id;
+    }
+    acc = Op::apply(acc, v);
+  }
+  return acc;
+}
+
+/// One output row of 3-wide stride-2 windows with no left padding (squeezenet's and
+/// alexnet's max pools), in registers: the row-buffer path stores the reduced row and
+/// reloads it at odd offsets, measured 18-33% slower (kernel_bench). The window rows'
+/// column-wise reduction, 16 columns per vector; the even and odd columns of two vectors
+/// are the windows' columns 0 and 1, and the evens moved one lane down, with the next
+/// vector's first column in the last lane, are column 2. (Padded and 2-wide windows
+/// measured slower this way: they keep the row buffer.)
 template <class Op, class Fin>
-LIBJIT_INLINE void poolPlanes(float *dst, const float *src, int64_t N, int64_t C, int64_t H,
+LIBJIT_INLINE void poolRow3x2(float *yr, const float *x, int64_t W, int64_t hb, int64_t he,
+                              int64_t OW, int64_t vcnt, const float *end, const Fin &fin) {
+  F16 a = reducedColumns<Op>(x, W, hb, he, 0, end);
+  for (int64_t j0 = 0; j0 < OW; j0 += 16) {
+    F16 b = reducedColumns<Op>(x, W, hb, he, 2 * j0 + 16, end);
+    F16 c = reducedColumns<Op>(x, W, hb, he, 2 * j0 + 32, end);
+    F16 e = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    F16 o = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    F16 e2 = __builtin_shufflevector(e, c, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+    F16 r = Op::apply(Op::apply(e, o), e2);
+    fin(r, j0, vcnt);
+    if (j0 + 16 <= OW) {
+      st16(yr + j0, r);
+    } else {
+      float buf[16];
+      st16(buf, r);
+      for (int64_t j = j0; j < OW; j++)
+        yr[j] = buf[j - j0];
+    }
+    a = c;
+  }
+}
+
+/// The shared pooling loop. Fin maps a block of 16 window results (outputs j0..j0+15 of
+/// row oh, whose window has vcnt valid rows) to outputs. Regs: every row by poolRow3x2
+/// (a separate instantiation, so that the row-buffer loop compiles as it does alone).
+template <class Op, bool Regs, class Fin>
+LIBJIT_INLINE void poolPlanesImpl(float *dst, const float *src, int64_t N, int64_t C, int64_t H,
                               int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
                               int64_t SW, int64_t PT, int64_t PL, float *t, const Fin &fin,
                               int64_t tid, int64_t nthreads) {
@@ -101,15 +168,20 @@ LIBJIT_INLINE void poolPlanes(float *dst, const float *src, int64_t N, int64_t C
   int64_t n = maxI(0, minI(W, cells - 32 - PL));
   float *tail = t + cells; // 16 outputs of a row shorter than one block
   bool vec = SW <= 2;
+  const float *end = src + N * C * H * W;
   for (int64_t p = p0; p < p1; p++) {
     const float *x = src + p * H * W;
     float *y = dst + p * OH * OW;
     for (int64_t oh = 0; oh < OH; oh++) {
       int64_t h0 = oh * SH - PT;
       int64_t hb = maxI(h0, 0), he = minI(h0 + KH, H);
-      reduceRows<Op>(t + PL, x, W, hb, he, n);
       float *yr = y + oh * OW;
       int64_t vcnt = maxI(he - hb, 0);
+      if (Regs) {
+        poolRow3x2<Op>(yr, x, W, hb, he, OW, vcnt, end, fin);
+        continue;
+      }
+      reduceRows<Op>(t + PL, x, W, hb, he, n);
       if (!vec) {
         for (int64_t j = 0; j < OW; j++) {
           float acc = Op::identity();
@@ -139,6 +211,19 @@ LIBJIT_INLINE void poolPlanes(float *dst, const float *src, int64_t N, int64_t C
       }
     }
   }
+}
+
+template <class Op, class Fin>
+LIBJIT_INLINE void poolPlanes(float *dst, const float *src, int64_t N, int64_t C, int64_t H,
+                              int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
+                              int64_t SW, int64_t PT, int64_t PL, float *t, const Fin &fin,
+                              int64_t tid, int64_t nthreads) {
+  if (SW == 2 && KW == 3 && PL == 0)
+    poolPlanesImpl<Op, true>(dst, src, N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, t, fin, tid,
+                             nthreads);
+  else
+    poolPlanesImpl<Op, false>(dst, src, N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, t, fin, tid,
+                              nthreads);
 }
 
 } // namespace
