@@ -293,6 +293,16 @@ std::vector<Case> allCases(const Kernels &k) {
   addConv(cs, k, Algo::Transposed, 256, 14, 256, 3, 1, 1, false);
   addConv(cs, k, Algo::Transposed, 1024, 14, 256, 1, 1, 0, false);
   addConv(cs, k, Algo::Transposed, 256, 14, 1024, 1, 1, 0, true);
+  // resnet50's strided and 7x7 layers on every algorithm (which one the planner takes).
+  for (Algo a : {Algo::Packed, Algo::Strip, Algo::Transposed}) {
+    addConv(cs, k, a, 128, 56, 128, 3, 2, 1, false);
+    addConv(cs, k, a, 256, 28, 256, 3, 2, 1, false);
+    addConv(cs, k, a, 512, 14, 512, 3, 2, 1, false);
+    addConv(cs, k, a, 512, 7, 512, 3, 1, 1, false);
+    addConv(cs, k, a, 256, 56, 512, 1, 2, 0, true);
+    addConv(cs, k, a, 512, 28, 1024, 1, 2, 0, true);
+    addConv(cs, k, a, 1024, 14, 2048, 1, 2, 0, true);
+  }
   return cs;
 }
 
