@@ -5,6 +5,8 @@
 #include "backends/CPU/jit/Jit.h"
 #include "backends/CPU/libjit/libjit_gemm_config.h"
 
+#include "test/cpu/RandomVec.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -30,15 +32,6 @@ const std::string kCacheDir = [] {
   ::setenv("KILN_CPU_CACHE_DIR", dir.c_str(), 1);
   return dir;
 }();
-
-std::vector<float> randomVec(size_t n, unsigned seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = d(g);
-  return v;
-}
 
 /// C = A x B in double precision, rounded once.
 std::vector<float> refGemm(const float *a, const float *b, int64_t M, int64_t N, int64_t K) {

@@ -5,6 +5,8 @@
 #include "backends/CPU/libjit/libjit.h"
 #include "backends/CPU/libjit/libjit_gemm_config.h"
 
+#include "test/cpu/RandomVec.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,15 +14,6 @@
 #include <vector>
 
 namespace {
-
-std::vector<float> randomVec(size_t n, unsigned seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = d(g);
-  return v;
-}
 
 void expectNear(const std::vector<float> &a, const std::vector<float> &b, float tol = 1e-4f) {
   ASSERT_EQ(a.size(), b.size());
