@@ -18,15 +18,15 @@ KILN_REGISTER_BACKEND(CPUBackend, "CPU");
 
 namespace {
 
-/// Pools are shared by thread count: many compiled functions, few threads.
-std::shared_ptr<ThreadPool> getPool(unsigned threads) {
+/// Pools are shared by thread count and spin bound: many compiled functions, few threads.
+std::shared_ptr<ThreadPool> getPool(unsigned threads, unsigned spinMicros) {
   static std::mutex m;
-  static std::map<unsigned, std::weak_ptr<ThreadPool>> pools;
+  static std::map<std::pair<unsigned, unsigned>, std::weak_ptr<ThreadPool>> pools;
   std::lock_guard<std::mutex> l(m);
-  auto &w = pools[threads];
+  auto &w = pools[{threads, spinMicros}];
   if (auto p = w.lock())
     return p;
-  auto p = std::make_shared<ThreadPool>(threads);
+  auto p = std::make_shared<ThreadPool>(threads, spinMicros);
   w = p;
   return p;
 }
@@ -121,7 +121,7 @@ Expected<std::unique_ptr<CompiledFunction>> CPUBackend::compile(Function *f,
     KILN_RETURN_IF_ERR(writeDump(opts.dumpLLVMIR, f->getName(), (*prog)->jit->getIR()));
   if (!opts.dumpAsm.empty())
     KILN_RETURN_IF_ERR(writeDump(opts.dumpAsm, f->getName(), (*prog)->jit->getAsm()));
-  std::shared_ptr<ThreadPool> pool = getPool(co.threads);
+  std::shared_ptr<ThreadPool> pool = getPool(co.threads, opts_.spinMicros);
   return std::unique_ptr<CompiledFunction>(new CPUFunction(std::move(prog).get(), pool));
 }
 

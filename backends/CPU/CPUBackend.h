@@ -32,6 +32,11 @@ struct CPUBackendOptions {
   /// operands, copy elimination, buffer sharing) before codegen; off: plain topological
   /// order and the IR as IRGen wrote it.
   bool optimizeIR = true;
+  /// How long the pool's threads spin-wait (for the next stage, or for each other) before
+  /// they block, in microseconds. Longer bounds save wake-ups between short stages (small
+  /// networks at several threads run faster) but let an idle pool keep cores busy for up
+  /// to that long after each run; 0 blocks at once.
+  unsigned spinMicros = 100; // ThreadPool::kDefaultSpinMicros
   /// Inline GEMM/convolution drivers per call (slower compiles; see CodegenOptions).
   bool specializeGemm = false;
 };

@@ -281,6 +281,26 @@ TEST(CPUBackend, ConcatOperandsBecomeViews) {
   EXPECT_LT(activationBytes(stats[1]), activationBytes(stats[0])) << stats[1] << "\n" << stats[0];
 }
 
+// The pool's spin bound changes only how threads wait: blocking at once (0) and spinning
+// long (1 ms) both give the Interpreter's results at 2 threads, run after run.
+TEST(CPUBackend, SpinBoundsKeepResults) {
+  auto interp = exitOnError(createBackend("Interpreter"));
+  Net ref;
+  buildFireModule(ref);
+  auto expected = runOn(ref, *interp, {});
+  for (unsigned spin : {0u, 1000u}) {
+    SCOPED_TRACE("spin " + std::to_string(spin));
+    cpu::CPUBackendOptions o;
+    o.spinMicros = spin;
+    cpu::CPUBackend cpu(o);
+    Net net;
+    buildFireModule(net);
+    CompileOptions opts;
+    opts.threads = 2;
+    expectClose(runOn(net, cpu, opts, nullptr, 5), expected);
+  }
+}
+
 TEST(CPUBackend, GroupedDilatedConv) {
   checkAgainstInterpreter([](Net &n) {
     n.F = n.mod.createFunction("main");
