@@ -77,24 +77,25 @@ template bool isStorageOf<int64_t>(ElemKind);
 template bool isStorageOf<bool>(ElemKind);
 
 Dims::Dims(std::initializer_list<dim_t> l) {
-  CHECK_LE(l.size(), kMaxDims) << "too many dimensions";
   for (dim_t v : l)
-    d_[n_++] = v;
+    push_back(v);
 }
 
 Dims::Dims(const std::vector<dim_t> &v) {
-  CHECK_LE(v.size(), kMaxDims) << "too many dimensions";
   for (dim_t x : v)
-    d_[n_++] = x;
+    push_back(x);
 }
 
 void Dims::push_back(dim_t v) {
-  CHECK_LT(n_, kMaxDims) << "too many dimensions";
+  if (n_ == kMaxDims) {
+    overflow_ = true;
+    return;
+  }
   d_[n_++] = v;
 }
 
 bool Dims::operator==(const Dims &o) const {
-  if (n_ != o.n_)
+  if (n_ != o.n_ || overflow_ != o.overflow_)
     return false;
   for (size_t i = 0; i < n_; i++)
     if (d_[i] != o.d_[i])
@@ -131,6 +132,8 @@ std::string dimsToString(const Dims &d) {
   std::ostringstream os;
   for (size_t i = 0; i < d.size(); i++)
     os << (i ? "x" : "") << d[i];
+  if (!d.valid())
+    os << "x... (more than " << kMaxDims << " dimensions)";
   return os.str();
 }
 
@@ -147,6 +150,7 @@ size_t Type::hash() const {
   size_t h = std::hash<int>()(int(kind));
   for (dim_t d : dims)
     h = h * 31 + std::hash<dim_t>()(d);
+  h = h * 31 + (dims.valid() ? 0 : 1);
   if (isQuantized(kind))
     h = h * 31 + std::hash<float>()(scale) * 7 + std::hash<int32_t>()(offset);
   return h;

@@ -88,9 +88,20 @@ Error Function::verify() const {
                               std::to_string(v.resNo) + " of '" + v.node->getName() +
                               "', which has " + std::to_string(v.node->getNumResults()));
     }
-    for (unsigned r = 0; r < n->getNumResults(); r++)
+    for (unsigned i = 0; i < n->getNumInputs(); i++) {
+      NodeValue v = n->getNthInput(i);
+      if (v.node->getType(v.resNo) && !v.node->getType(v.resNo)->dims.valid())
+        return invalid(n, "operand " + n->getInputName(i) + " ('" + v.node->getName() +
+                              "') has more than " + std::to_string(kMaxDims) +
+                              " dimensions, Kiln's maximum rank");
+    }
+    for (unsigned r = 0; r < n->getNumResults(); r++) {
       if (!n->getType(r))
         return invalid(n, "result " + n->getResultName(r) + " has no type");
+      if (!n->getType(r)->dims.valid())
+        return invalid(n, "result " + n->getResultName(r) + " has more than " +
+                              std::to_string(kMaxDims) + " dimensions, Kiln's maximum rank");
+    }
     Expected<std::vector<Type>> types = n->computeResultTypes();
     if (!types)
       return invalid(n, types.takeError().message());

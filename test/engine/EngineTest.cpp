@@ -96,6 +96,20 @@ TEST(ExecutionEngine, UnknownBackendIsAnError) {
   EXPECT_TRUE(contains(e.message(), "Interpreter")) << e.message(); // lists the known ones
 }
 
+// A hand-built shape of seven dimensions is an Error at compile (the verifier's), not an
+// abort where the shape is built.
+TEST(ExecutionEngine, SevenDimensionsAreAnErrorNotACrash) {
+  ExecutionEngine ee;
+  Module &m = ee.getModule();
+  Function *f = m.createFunction("main");
+  Placeholder *x = m.createPlaceholder(ElemKind::Float, {2, 1, 1, 1, 1, 1, 2}, "x7");
+  f->createSave("y", f->createRelu("relu", x));
+  Error e = ee.compile();
+  ASSERT_TRUE(e);
+  EXPECT_TRUE(contains(e.message(), "'x7'")) << e.message();
+  EXPECT_TRUE(contains(e.message(), "more than 6 dimensions")) << e.message();
+}
+
 TEST(ExecutionEngine, MisuseIsAnError) {
   ExecutionEngine ee;
   Error noFunctions = ee.compile();

@@ -62,6 +62,12 @@ TEST_F(VerifierTest, ValidGraphVerifies) {
 // ------------------------------------------------------------------ types and
 // ranks
 
+TEST_F(VerifierTest, SevenDimensionalPlaceholder) {
+  auto *r = f->createRelu("relu", input({1, 2, 1, 2, 1, 2, 3}, ElemKind::Float, "x7"));
+  f->createSave("out", r);
+  expectInvalid({"'relu'", "(Relu)", "'x7'", "more than 6 dimensions"});
+}
+
 TEST_F(VerifierTest, AddOfFloatAndInt8) {
   Placeholder *a = input({2, 3}, ElemKind::Float, "a");
   Placeholder *b =

@@ -65,7 +65,10 @@ template <> struct ElemKindOf<bool> { static constexpr ElemKind value = ElemKind
 /// True when elements of kind \p k are stored as T.
 template <typename T> bool isStorageOf(ElemKind k);
 
-/// A small fixed-capacity list of dimensions.
+/// A small fixed-capacity list of dimensions. Building one with more than kMaxDims entries
+/// keeps the first kMaxDims and marks it overflowed (valid() false) instead of aborting:
+/// a type with such dims never verifies (Function::verify names the node), so code that
+/// builds shapes from user data gets an Error, not a crash.
 class Dims {
 public:
   Dims() = default;
@@ -83,10 +86,13 @@ public:
   bool operator!=(const Dims &o) const { return !(*this == o); }
   /// Product of all dimensions (1 for a scalar).
   dim_t product() const;
+  /// False when more than kMaxDims dimensions were given.
+  bool valid() const { return !overflow_; }
 
 private:
   std::array<dim_t, kMaxDims> d_{};
   size_t n_ = 0;
+  bool overflow_ = false;
 };
 
 /// A tensor type: element kind, shape, and quantization parameters.
