@@ -287,8 +287,8 @@ TEST(Libjit, DepthwiseConvolutionPaths) {
 // double-precision reference: pointwise layers whose pixel count leaves a partial last strip
 // of one, two or three vectors and whose channel counts leave 4-, 2- and 1-row tiles, im2col
 // layers with pads, strides 1-3, dilation and 3 input channels (the stems), blocks of several
-// strips per thread, batch 2; bias alone, and bias + residual add + clamp; 1-3 threads; both
-// tile variants.
+// strips per thread, batch 2; the phase-plane im2col's special cases; bias alone, and bias +
+// residual add + clamp; 1-3 threads; both tile variants.
 TEST(Libjit, StripConvolution) {
   struct Case {
     int64_t N, C, H, W, O, KH, KW, S, P, D;
@@ -299,7 +299,14 @@ TEST(Libjit, StripConvolution) {
                {1, 64, 20, 20, 12, 3, 3, 1, 1, 1}, {1, 6, 17, 15, 11, 3, 3, 1, 2, 2},
                {1, 4, 23, 29, 9, 5, 5, 3, 2, 1},   {1, 3, 12, 112, 8, 7, 7, 2, 3, 1},
                {1, 2, 9, 97, 5, 3, 3, 2, 1, 1},    {1, 3, 6, 35, 8, 5, 5, 1, 2, 1},
-               {1, 10, 10, 7, 9, 1, 1, 1, 0, 1},   {1, 7, 5, 9, 30, 1, 1, 1, 0, 1}};
+               {1, 10, 10, 7, 9, 1, 1, 1, 0, 1},   {1, 7, 5, 9, 30, 1, 1, 1, 0, 1},
+               // Phase planes: 1x1 strided (the planes are the im2col matrix), with a pad;
+               // dilation 2 at stride 2 (one row and one column phase); stride 5 (no phase
+               // planes); planes larger than the scratch (bands of blocks, batch 2); an
+               // im2col block that leaves no room for planes (row-wise im2col).
+               {1, 24, 15, 17, 19, 1, 1, 2, 0, 1}, {2, 9, 14, 11, 10, 1, 1, 2, 1, 1},
+               {1, 5, 21, 19, 7, 3, 3, 2, 2, 2},   {1, 2, 23, 26, 5, 5, 5, 5, 1, 1},
+               {2, 300, 41, 39, 11, 3, 3, 2, 1, 1}, {1, 1000, 12, 13, 9, 3, 3, 2, 1, 1}};
   for (const Case &k : cases) {
     int64_t Kd = k.C * k.KH * k.KW;
     auto in = randomVec(k.N * k.C * k.H * k.W, 21), w = randomVec(k.O * Kd, 22),
