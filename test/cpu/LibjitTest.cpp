@@ -642,6 +642,7 @@ TEST_P(LibjitWino, MatchesDirectConvolution) {
       {1, 12, 17, 14, 30, 1, 1, 1, 1},  // 20 tiles: threads split output channels
       {1, 10, 5, 6, 9, 3, 3, 3, 0},     // pads past the kernel's reach
       {1, 400, 6, 7, 20, 1, 1, 1, 1},   // C over the GEMM's K block
+      {1, 40, 14, 14, 35, 1, 1, 1, 1},  // resnet50's 14x14 shape: 16 tiles, O off the panels
   };
   for (const WinoCase &k : cases) {
     int64_t OH = k.H + k.PT + k.PB - 2, OW = k.W + k.PL + k.PR - 2;
