@@ -287,8 +287,9 @@ TEST(Libjit, DepthwiseConvolutionPaths) {
 // double-precision reference: pointwise layers whose pixel count leaves a partial last strip
 // of one, two or three vectors and whose channel counts leave 4-, 2- and 1-row tiles, im2col
 // layers with pads, strides 1-3, dilation and 3 input channels (the stems), blocks of several
-// strips per thread, batch 2; the phase-plane im2col's special cases; bias alone, and bias +
-// residual add + clamp; 1-3 threads; both tile variants.
+// strips per thread, batch 2; the phase-plane im2col's special cases; strips that read tap
+// planes directly; bias alone, and bias + residual add + clamp; 1-3 threads; both tile
+// variants.
 TEST(Libjit, StripConvolution) {
   struct Case {
     int64_t N, C, H, W, O, KH, KW, S, P, D;
@@ -306,7 +307,15 @@ TEST(Libjit, StripConvolution) {
                // im2col block that leaves no room for planes (row-wise im2col).
                {1, 24, 15, 17, 19, 1, 1, 2, 0, 1}, {2, 9, 14, 11, 10, 1, 1, 2, 1, 1},
                {1, 5, 21, 19, 7, 3, 3, 2, 2, 2},   {1, 2, 23, 26, 5, 5, 5, 5, 1, 1},
-               {2, 300, 41, 39, 11, 3, 3, 2, 1, 1}, {1, 1000, 12, 13, 9, 3, 3, 2, 1, 1}};
+               {2, 300, 41, 39, 11, 3, 3, 2, 1, 1}, {1, 1000, 12, 13, 9, 3, 3, 2, 1, 1},
+               // Tap planes (strips read the planes through an offset table): output rows 28,
+               // 14, 7, 112 and 55 wide, so strips cross rows at every offset; stride 1 and
+               // 2, dilation 2 at stride 1, a 7x7/2 stem, 4/2/1-row tiles; more than 4608
+               // taps with planes that fit (the phase-plane im2col).
+               {1, 8, 56, 56, 21, 3, 3, 2, 1, 1},  {2, 6, 28, 28, 10, 3, 3, 2, 1, 1},
+               {1, 12, 14, 14, 9, 3, 3, 2, 1, 1},  {1, 3, 9, 224, 8, 7, 7, 2, 3, 1},
+               {1, 4, 6, 55, 13, 3, 3, 1, 1, 1},   {1, 5, 13, 16, 7, 3, 3, 1, 2, 2},
+               {1, 520, 8, 9, 6, 3, 3, 2, 1, 1}};
   for (const Case &k : cases) {
     int64_t Kd = k.C * k.KH * k.KW;
     auto in = randomVec(k.N * k.C * k.H * k.W, 21), w = randomVec(k.O * Kd, 22),

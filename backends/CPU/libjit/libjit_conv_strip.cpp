@@ -24,16 +24,19 @@ template <> struct StripTile<GemmAvx2> {
   static constexpr int MR = 4, NV = kStripVectors, VW = 8, NR = NV * VW;
 };
 
-/// C[0:MRr, 0:nr] = A[0:MRr, 0:K] (lda) x B[0:K, 0:NV*VW] (ldb) + epilogue. B must be
-/// readable for NV*VW columns even when nr is less (the caller pads the last strip).
+/// C[0:MRr, 0:nr] = A[0:MRr, 0:K] (lda) x B[0:K, 0:NV*VW] + epilogue, where row k of B is
+/// at b + k*ldb, or at b + off[k] when Indexed (the taps of a convolution read straight
+/// from its tap planes, see conv2dStripDirect). B must be readable for NV*VW columns even
+/// when nr is less (the caller pads the last strip or leaves slack after the planes).
 /// The body has the GEMM micro-kernel's shape (libjit_gemm_impl.h) with strided operands.
 /// One always-inlined tile body shared by both was tried and measured (kernel_bench, min
 /// of 2 x 100 reps): the same hot loop on 14-row GEMM tiles, but 11-18% slower strips at
 /// K = 16-27 (LLVM unrolls and schedules the merged body differently), so both stay.
-template <int VW, int NV, int MRr>
+template <int VW, int NV, int MRr, bool Indexed>
 LIBJIT_NOINLINE void stripKernel(int64_t K, const float *__restrict a, int64_t lda,
-                                 const float *__restrict b, int64_t ldb, float *__restrict c,
-                                 int64_t ldc, int64_t nr, const Epilogue *epi) {
+                                 const float *__restrict b, int64_t ldb,
+                                 const int32_t *__restrict off, float *__restrict c, int64_t ldc,
+                                 int64_t nr, const Epilogue *epi) {
   typedef typename VecOf<VW>::T V;
   constexpr int NR = VW * NV;
   // The bias is the accumulators' start value: with K as small as 16, every epilogue
@@ -48,9 +51,10 @@ LIBJIT_NOINLINE void stripKernel(int64_t K, const float *__restrict a, int64_t l
   }
   for (int64_t k = 0; k < K; k++) {
     V bv[NV];
+    const float *row = Indexed ? b + off[k] : b + k * ldb;
     LIBJIT_UNROLL
     for (int v = 0; v < NV; v++)
-      bv[v] = loadV<V>(b + k * ldb + v * VW);
+      bv[v] = loadV<V>(row + v * VW);
     LIBJIT_UNROLL
     for (int r = 0; r < MRr; r++) {
       V av = splatV<V>(a[r * lda + k]);
@@ -91,10 +95,12 @@ LIBJIT_NOINLINE void stripKernel(int64_t K, const float *__restrict a, int64_t l
 
 /// All O output channels of one strip of NVr vectors: full MR-row tiles, then the remaining
 /// rows in tiles of 4, 2 and 1 (the weights are not padded, so no tile may run past row O).
-template <class Cfg, int NVr>
+/// B rows as in stripKernel: b + k*ldb, or b + off[k] when Ix.
+template <class Cfg, int NVr, bool Ix>
 LIBJIT_INLINE void stripRowsNV(int64_t O, int64_t K, const float *w, const float *b, int64_t ldb,
-                               float *c, int64_t ldc, int64_t nr, const float *bias,
-                               const float *add, int64_t ldadd, const Epilogue &base) {
+                               const int32_t *off, float *c, int64_t ldc, int64_t nr,
+                               const float *bias, const float *add, int64_t ldadd,
+                               const Epilogue &base) {
   typedef StripTile<Cfg> T;
   constexpr int VW = T::VW, MR = T::MR;
   Epilogue e = base;
@@ -106,32 +112,33 @@ LIBJIT_INLINE void stripRowsNV(int64_t O, int64_t K, const float *w, const float
     return c + row * ldc;
   };
   for (; i + MR <= O; i += MR)
-    stripKernel<VW, NVr, MR>(K, w + i * K, K, b, ldb, at(i), ldc, nr, &e);
+    stripKernel<VW, NVr, MR, Ix>(K, w + i * K, K, b, ldb, off, at(i), ldc, nr, &e);
   if (MR > 4 && i + 4 <= O) {
-    stripKernel<VW, NVr, 4>(K, w + i * K, K, b, ldb, at(i), ldc, nr, &e);
+    stripKernel<VW, NVr, 4, Ix>(K, w + i * K, K, b, ldb, off, at(i), ldc, nr, &e);
     i += 4;
   }
   if (i + 2 <= O) {
-    stripKernel<VW, NVr, 2>(K, w + i * K, K, b, ldb, at(i), ldc, nr, &e);
+    stripKernel<VW, NVr, 2, Ix>(K, w + i * K, K, b, ldb, off, at(i), ldc, nr, &e);
     i += 2;
   }
   if (i < O)
-    stripKernel<VW, NVr, 1>(K, w + i * K, K, b, ldb, at(i), ldc, nr, &e);
+    stripKernel<VW, NVr, 1, Ix>(K, w + i * K, K, b, ldb, off, at(i), ldc, nr, &e);
 }
 
 /// One strip of nr <= NR columns: a partial last strip (pixel counts such as 28x28 = 16 x 48
 /// + 16 or 55x55 = 63 x 48 + 1) takes a tile of one or two vectors, not three.
-template <class Cfg>
+template <class Cfg, bool Ix = false>
 LIBJIT_INLINE void stripRows(int64_t O, int64_t K, const float *w, const float *b, int64_t ldb,
                              float *c, int64_t ldc, int64_t nr, const float *bias, const float *add,
-                             int64_t ldadd, const Epilogue &base) {
+                             int64_t ldadd, const Epilogue &base, const int32_t *off = nullptr) {
   constexpr int VW = StripTile<Cfg>::VW;
   if (nr <= VW)
-    stripRowsNV<Cfg, 1>(O, K, w, b, ldb, c, ldc, nr, bias, add, ldadd, base);
+    stripRowsNV<Cfg, 1, Ix>(O, K, w, b, ldb, off, c, ldc, nr, bias, add, ldadd, base);
   else if (nr <= 2 * VW)
-    stripRowsNV<Cfg, 2>(O, K, w, b, ldb, c, ldc, nr, bias, add, ldadd, base);
+    stripRowsNV<Cfg, 2, Ix>(O, K, w, b, ldb, off, c, ldc, nr, bias, add, ldadd, base);
   else
-    stripRowsNV<Cfg, StripTile<Cfg>::NV>(O, K, w, b, ldb, c, ldc, nr, bias, add, ldadd, base);
+    stripRowsNV<Cfg, StripTile<Cfg>::NV, Ix>(O, K, w, b, ldb, off, c, ldc, nr, bias, add, ldadd,
+                                             base);
 }
 
 /// d[0:n) = row[iw0 + t*SW] for t in [0, n), zero where the column leaves [0, W) or the row
@@ -308,6 +315,103 @@ LIBJIT_INLINE void im2colFromPlanes(float *dst, int64_t ldd, const PhasePlanes &
     }
 }
 
+/// The most taps (C*KH*KW) of a convolution whose strips read its tap planes directly:
+/// their offset table lives on the stack (18 KB).
+constexpr int64_t kMaxDirectTaps = 4608;
+
+/// A convolution whose strips read the B rows straight from "tap planes", no im2col copy.
+/// For each channel c, row phase a = kh*DH mod SH in use and kernel column kw, the plane
+/// Q[i][ow] = X[c][(oh0 + i)*SH + a - PT][ow*SW + kw*DW - PL] (zero outside the image) has
+/// rows exactly OW wide, so tap (kh, kw) of output pixel p = oh*OW + ow is
+/// Q(c, a, kw)[p - oh0*OW + (kh*DH/SH)*OW]: for every run of pixels, across output rows
+/// too, row k of the im2col matrix is the plane run at a fixed offset off[k]. Strips are
+/// then whole 48-pixel runs as on the im2col path (no dead lanes at row ends) and the
+/// planes hold KW x nA copies of the input per channel instead of the im2col's KH x KW
+/// (a 3x3/2 kernel: 6 instead of 9; 3x3/1: 3; 7x7/2: 14 instead of 49).
+/// Returns false, leaving the im2col path to run, for more than kMaxDirectTaps taps or
+/// when not one output row's planes fit the scratch.
+template <class Cfg>
+LIBJIT_INLINE bool conv2dStripDirect(float *out, const float *in, const float *w,
+                                     const float *bias, const float *add, int64_t N, int64_t C,
+                                     int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW,
+                                     int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT,
+                                     int64_t PL, int64_t DH, int64_t DW, const Epilogue &base,
+                                     float *s, int64_t tid, int64_t nthreads) {
+  constexpr int64_t NR = StripTile<Cfg>::NR;
+  int64_t K = C * KH * KW, P = OH * OW;
+  // Row phases in use, in the order of the planes.
+  int64_t slotA[PhasePlanes::kMaxStride], nA = 0;
+  if (K > kMaxDirectTaps || SH > PhasePlanes::kMaxStride)
+    return false;
+  for (int64_t a = 0; a < SH; a++) {
+    slotA[a] = -1;
+    for (int64_t kh = 0; kh < KH && slotA[a] < 0; kh++)
+      if (kh * DH % SH == a)
+        slotA[a] = nA++;
+  }
+  int64_t hk = (KH - 1) * DH / SH;
+  // A partial strip reads up to NR floats past the band: from the last plane, into NR
+  // floats of zeroed slack.
+  int64_t perRow = C * nA * KW * OW;
+  int64_t bandRows = (gemmScratchFloats<Cfg>() - NR - 16 - C * nA * KW * 16) / perRow - hk;
+  if (bandRows < 1)
+    return false;
+  int64_t j0, j1;
+  partition(P, NR, tid, nthreads, &j0, &j1);
+  if (j0 >= j1)
+    return true;
+  bandRows = minI(bandRows, (j1 - 1) / OW - j0 / OW + 1);
+  // Planes start on 64-byte boundaries, so every tap without a row shift loads aligned
+  // (with one whose shift is a multiple of 16 floats).
+  int64_t rows = bandRows + hk, planeFloats = ceilDiv(rows * OW, 16) * 16;
+  int32_t off[kMaxDirectTaps];
+  int32_t *o = off;
+  for (int64_t c = 0; c < C; c++)
+    for (int64_t kh = 0; kh < KH; kh++)
+      for (int64_t kw = 0; kw < KW; kw++) {
+        int64_t dh = kh * DH;
+        *o++ = int32_t(((c * nA + slotA[dh % SH]) * KW + kw) * planeFloats + dh / SH * OW);
+      }
+  float *slack = s + 16 + C * nA * KW * planeFloats;
+  for (int64_t t = 0; t < NR; t++)
+    slack[t] = 0.0f;
+  for (int64_t n = 0; n < N; n++) {
+    const float *x = in + n * C * H * W;
+    float *y = out + n * O * P;
+    const float *a = add ? add + n * O * P : nullptr;
+    for (int64_t oh0 = j0 / OW; oh0 * OW < j1; oh0 += bandRows) {
+      int64_t jb = maxI(j0, oh0 * OW), je = minI(j1, (oh0 + bandRows) * OW);
+      // The planes begin up to 15 floats into the scratch, so that the band's strips (every
+      // NR pixels from jb) start on 64-byte boundaries.
+      float *pl = s + (16 - (jb - oh0 * OW) % 16) % 16;
+      // The planes of output rows [oh0, oh0 + bandRows) and the hk rows below them.
+      for (int64_t c = 0; c < C; c++)
+        for (int64_t ph = 0; ph < SH; ph++) {
+          if (slotA[ph] < 0)
+            continue;
+          for (int64_t kw = 0; kw < KW; kw++) {
+            float *q = pl + ((c * nA + slotA[ph]) * KW + kw) * planeFloats;
+            for (int64_t i = 0; i < rows; i++) {
+              int64_t ih = (oh0 + i) * SH + ph - PT;
+              const float *row = ih >= 0 && ih < H ? x + (c * H + ih) * W : nullptr;
+              if (SW == 1)
+                im2colRun<1>(q + i * OW, row, W, kw * DW - PL, 1, OW);
+              else if (SW == 2)
+                im2colRun<2>(q + i * OW, row, W, kw * DW - PL, 2, OW);
+              else
+                im2colRun<0>(q + i * OW, row, W, kw * DW - PL, SW, OW);
+            }
+          }
+        }
+      const float *b = pl - oh0 * OW;
+      for (int64_t j = jb; j < je; j += NR)
+        stripRows<Cfg, true>(O, K, w, b + j, 0, y + j, P, minI(NR, je - j), bias,
+                             a ? a + j : nullptr, P, base, off);
+    }
+  }
+  return true;
+}
+
 template <class Cfg>
 LIBJIT_INLINE void conv2dStrip(float *out, const float *in, const float *w, const float *bias,
                                const float *add, int64_t N, int64_t C, int64_t H, int64_t W,
@@ -336,6 +440,11 @@ LIBJIT_INLINE void conv2dStrip(float *out, const float *in, const float *w, cons
       partition(O, MR, tid, nthreads, &r0, &r1);
     }
   }
+  Epilogue base = {nullptr, nullptr, nullptr, 0, (int)act, lo, hi};
+  if (!pointwise && (KH != 1 || KW != 1) &&
+      conv2dStripDirect<Cfg>(out, in, w, bias, add, N, C, H, W, O, OH, OW, KH, KW, SH, SW, PT, PL,
+                             DH, DW, base, s, tid, nthreads))
+    return;
   // The phase planes of the thread's output rows follow the im2col block in its scratch;
   // when they do not all fit, bands of whole blocks whose rows fit are taken in turn.
   PhasePlanes pp = {};
@@ -357,7 +466,6 @@ LIBJIT_INLINE void conv2dStrip(float *out, const float *in, const float *w, cons
       phased = bandPx > 0;
     }
   }
-  Epilogue base = {nullptr, nullptr, nullptr, 0, (int)act, lo, hi};
   for (int64_t n = 0; n < N; n++) {
     const float *x = in + n * C * H * W;
     float *y = out + n * O * P;
