@@ -155,7 +155,14 @@ Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
   double effS = double(P) / double(P / SN * SN + (P % SN + SV - 1) / SV * SV);
   bool pointwise = KH == 1 && KW == 1 && SH == 1 && SW == 1 && PT == 0 && PL == 0 &&
                    OH == H && OW == W;
-  bool strip = G == 1 && K <= 1152, stripFirst = strip && pointwise && effS >= 0.9;
+  // Strided kernels with taps read the input through the strip kernel's tap planes (no
+  // im2col copy); measured (kernel_bench, 1 thread, min of 3-4 interleaved rounds) on
+  // resnet50's 3x3/2 256->256 28x28 (K = 2304): AVX-512 strip 1154 us, transposed 1207,
+  // packed 1530; AVX2 strip 2309, transposed 2228, so only AVX-512 takes the strip there.
+  // At K = 4608 (3x3/2 512->512 14x14) the transposed GEMM wins, 1147 us against 1546.
+  bool strided = avx512_ && (SH > 1 || SW > 1) && (KH > 1 || KW > 1);
+  bool strip = G == 1 && (K <= 1152 || (strided && K <= 2304));
+  bool stripFirst = strip && ((pointwise && effS >= 0.9) || (strided && K > 1152));
   // Small images fill the NR-column panels of the pixel dimension badly: compute those
   // transposed, pixels as rows (libjit_conv2d_t).
   double effN = double(P) / double((P + NR - 1) / NR * NR);

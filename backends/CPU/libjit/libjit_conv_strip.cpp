@@ -318,6 +318,13 @@ LIBJIT_INLINE void im2colFromPlanes(float *dst, int64_t ldd, const PhasePlanes &
 /// The most taps (C*KH*KW) of a convolution whose strips read its tap planes directly:
 /// their offset table lives on the stack (18 KB).
 constexpr int64_t kMaxDirectTaps = 4608;
+/// The most tap planes per input channel (row phases x kernel columns): each is about one
+/// OW-wide copy of a 1/SH share of the input rows. Measured in network (kiln-run, 1 thread,
+/// per-stage minima of 3-5 interleaved runs), tap planes against the phase-plane im2col:
+/// 3x3/2 (6 planes) 1.29-1.31 -> 1.21-1.23 ms on resnet50's 128->128 56x56, 0.30-0.37 ->
+/// 0.28-0.34 ms on squeezenet1_1's stem; but resnet50's 7x7/2 stem (14 planes, 2.2 MB)
+/// 1.18 -> 1.20-1.24 ms and alexnet's 11x11/4 stem (44) 0.82-0.84 -> 0.89-0.94 ms.
+constexpr int64_t kMaxTapPlanes = 6;
 
 /// A convolution whose strips read the B rows straight from "tap planes", no im2col copy.
 /// For each channel c, row phase a = kh*DH mod SH in use and kernel column kw, the plane
@@ -329,7 +336,7 @@ constexpr int64_t kMaxDirectTaps = 4608;
 /// planes hold KW x nA copies of the input per channel instead of the im2col's KH x KW
 /// (a 3x3/2 kernel: 6 instead of 9; 3x3/1: 3; 7x7/2: 14 instead of 49).
 /// Returns false, leaving the im2col path to run, for more than kMaxDirectTaps taps or
-/// when not one output row's planes fit the scratch.
+/// kMaxTapPlanes planes per channel, and when not one output row's planes fit the scratch.
 template <class Cfg>
 LIBJIT_INLINE bool conv2dStripDirect(float *out, const float *in, const float *w,
                                      const float *bias, const float *add, int64_t N, int64_t C,
@@ -349,6 +356,8 @@ LIBJIT_INLINE bool conv2dStripDirect(float *out, const float *in, const float *w
       if (kh * DH % SH == a)
         slotA[a] = nA++;
   }
+  if (nA * KW > kMaxTapPlanes)
+    return false;
   int64_t hk = (KH - 1) * DH / SH;
   // A partial strip reads up to NR floats past the band: from the last plane, into NR
   // floats of zeroed slack.
