@@ -1,13 +1,15 @@
 // Convolution as a GEMM whose B operand (activations) is read in column strips straight
-// from row-major memory: the pointwise (1x1, stride 1) input [C][H*W] itself, or a block of
-// the im2col matrix copied from the input's phase planes (see PhasePlanes). The packed-panel engine
+// from row-major memory: the pointwise (1x1, stride 1) input [C][H*W] itself, the input's
+// tap planes through a table of row offsets (conv2dStripDirect), or else a block of the
+// im2col matrix copied from its phase planes (see PhasePlanes). The packed-panel engine
 // (libjit_gemm_impl.h) copies every B element into NR-column panels and pads the output
 // channels to 14-row A panels; with few channels (K or O of 16-144, the first layers of
 // mobilenet_v2 and the stem convolutions) that copy and the padded rows cost as much as the
 // FMAs. Here the weights stay row-major [O][K] (no packing at all), the register tile is 8
 // rows x 3 vectors (4 x 3 on AVX2), which divides every channel count that is a multiple of
 // 8, and each B strip [K][3 vectors] is reused by all row tiles (from L1 while K is small,
-// from L2 up to the K = 1152 the planner allows) before moving on.
+// from L2 up to the K = 1152, or 2304 for strided kernels, that the planner allows) before
+// moving on.
 #include "libjit.h"
 #include "libjit_gemm_impl.h"
 #include "libjit_vec.h"
@@ -338,12 +340,12 @@ constexpr int64_t kMaxTapPlanes = 6;
 /// Returns false, leaving the im2col path to run, for more than kMaxDirectTaps taps or
 /// kMaxTapPlanes planes per channel, and when not one output row's planes fit the scratch.
 template <class Cfg>
-LIBJIT_INLINE bool conv2dStripDirect(float *out, const float *in, const float *w,
-                                     const float *bias, const float *add, int64_t N, int64_t C,
-                                     int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW,
-                                     int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT,
-                                     int64_t PL, int64_t DH, int64_t DW, const Epilogue &base,
-                                     float *s, int64_t tid, int64_t nthreads) {
+LIBJIT_INLINE bool conv2dStripDirect(float *out, const float *in, const float *w, const float *bias,
+                                     const float *add, int64_t N, int64_t C, int64_t H, int64_t W,
+                                     int64_t O, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                                     int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
+                                     int64_t DW, const Epilogue &base, float *s, int64_t tid,
+                                     int64_t nthreads) {
   constexpr int64_t NR = StripTile<Cfg>::NR;
   int64_t K = C * KH * KW, P = OH * OW;
   // Row phases in use, in the order of the planes.
