@@ -134,7 +134,13 @@ LIBJIT_INLINE void stripRows(int64_t O, int64_t K, const float *w, const float *
                              float *c, int64_t ldc, int64_t nr, const float *bias, const float *add,
                              int64_t ldadd, const Epilogue &base, const int32_t *off = nullptr) {
   constexpr int VW = StripTile<Cfg>::VW;
-  if (nr <= VW)
+  // Tap planes always have NR floats readable past a strip (see conv2dStripDirect): there a
+  // partial strip takes the full tile, which keeps the indexed kernels to one width (each
+  // width is four more kernels for the JIT to compile).
+  if (Ix)
+    stripRowsNV<Cfg, StripTile<Cfg>::NV, Ix>(O, K, w, b, ldb, off, c, ldc, nr, bias, add, ldadd,
+                                             base);
+  else if (nr <= VW)
     stripRowsNV<Cfg, 1, Ix>(O, K, w, b, ldb, off, c, ldc, nr, bias, add, ldadd, base);
   else if (nr <= 2 * VW)
     stripRowsNV<Cfg, 2, Ix>(O, K, w, b, ldb, off, c, ldc, nr, bias, add, ldadd, base);
@@ -193,10 +199,23 @@ LIBJIT_INLINE void im2colRun(float *d, const float *row, int64_t W, int64_t iw0,
     d[t] = 0.0f;
 }
 
+/// im2colRun out of line, with the stride dispatched inside: one compiled copy per stride
+/// serves the im2col fallback and the planes, where a copy inlined at each call site made
+/// the strip kernel the longest JIT compile (2.8 -> 1.4 s cold). The tap planes of
+/// stride-2 layers keep an inlined copy (buildTapPlanes).
+LIBJIT_NOINLINE void planeRun(float *d, const float *row, int64_t W, int64_t iw0, int64_t SW,
+                              int64_t n) {
+  if (SW == 1)
+    im2colRun<1>(d, row, W, iw0, 1, n);
+  else if (SW == 2)
+    im2colRun<2>(d, row, W, iw0, 2, n);
+  else
+    im2colRun<0>(d, row, W, iw0, SW, n);
+}
+
 /// Rows [0, K) of the im2col matrix of one image over output pixels [p0, p0+np), each
 /// written at dst + k*ldd, and zero-filled from np to ldd. Every (k, output row) pair is one
 /// run, so the index arithmetic is paid per row, not per element.
-template <int SWc>
 LIBJIT_INLINE void im2colRows(float *dst, int64_t ldd, const float *x, int64_t p0, int64_t np,
                               int64_t C, int64_t H, int64_t W, int64_t OW, int64_t KH, int64_t KW,
                               int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
@@ -211,7 +230,7 @@ LIBJIT_INLINE void im2colRows(float *dst, int64_t ldd, const float *x, int64_t p
           int64_t seg = minI(np - q, OW - ow);
           int64_t ih = oh * SH - PT + kh * DH;
           const float *row = ih >= 0 && ih < H ? plane + ih * W : nullptr;
-          im2colRun<SWc>(d + q, row, W, ow * SW - PL + kw * DW, SW, seg);
+          planeRun(d + q, row, W, ow * SW - PL + kw * DW, SW, seg);
           q += seg;
           ow = 0;
           oh++;
@@ -265,7 +284,6 @@ LIBJIT_INLINE bool phaseSlots(PhasePlanes &pp, int64_t KH, int64_t KW, int64_t S
 }
 
 /// Builds the planes of image x for output rows [oh0, oh0 + rows - extra rows of the taps).
-template <int SWc>
 LIBJIT_INLINE void buildPhasePlanes(const PhasePlanes &pp, const float *x, int64_t C, int64_t H,
                                     int64_t W, int64_t SH, int64_t SW, int64_t PT, int64_t PL) {
   for (int64_t c = 0; c < C; c++)
@@ -280,7 +298,7 @@ LIBJIT_INLINE void buildPhasePlanes(const PhasePlanes &pp, const float *x, int64
         for (int64_t i = 0; i < pp.rows; i++) {
           int64_t ih = (pp.oh0 + i) * SH + a - PT;
           const float *row = ih >= 0 && ih < H ? x + (c * H + ih) * W : nullptr;
-          im2colRun<SWc>(plane + i * pp.PW, row, W, b - PL, SW, pp.PW);
+          planeRun(plane + i * pp.PW, row, W, b - PL, SW, pp.PW);
         }
       }
     }
@@ -327,6 +345,32 @@ constexpr int64_t kMaxDirectTaps = 4608;
 /// 0.28-0.34 ms on squeezenet1_1's stem; but resnet50's 7x7/2 stem (14 planes, 2.2 MB)
 /// 1.18 -> 1.20-1.24 ms and alexnet's 11x11/4 stem (44) 0.82-0.84 -> 0.89-0.94 ms.
 constexpr int64_t kMaxTapPlanes = 6;
+
+/// The tap planes of conv2dStripDirect for output rows [oh0, oh0 + rows) of image x. Stride
+/// 2 (Stride2) copies inline: its runs are as short as 7-28 floats, where the out-of-line
+/// planeRun measured 5-30% slower; other strides share planeRun.
+template <bool Stride2>
+LIBJIT_INLINE void buildTapPlanes(float *pl, const float *x, int64_t C, int64_t H, int64_t W,
+                                  int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DW,
+                                  int64_t KW, const int64_t *slotA, int64_t nA, int64_t oh0,
+                                  int64_t rows, int64_t OW, int64_t planeFloats) {
+  for (int64_t c = 0; c < C; c++)
+    for (int64_t ph = 0; ph < SH; ph++) {
+      if (slotA[ph] < 0)
+        continue;
+      for (int64_t kw = 0; kw < KW; kw++) {
+        float *q = pl + ((c * nA + slotA[ph]) * KW + kw) * planeFloats;
+        for (int64_t i = 0; i < rows; i++) {
+          int64_t ih = (oh0 + i) * SH + ph - PT;
+          const float *row = ih >= 0 && ih < H ? x + (c * H + ih) * W : nullptr;
+          if (Stride2)
+            im2colRun<2>(q + i * OW, row, W, kw * DW - PL, 2, OW);
+          else
+            planeRun(q + i * OW, row, W, kw * DW - PL, SW, OW);
+        }
+      }
+    }
+}
 
 /// A convolution whose strips read the B rows straight from "tap planes", no im2col copy.
 /// For each channel c, row phase a = kh*DH mod SH in use and kernel column kw, the plane
@@ -396,24 +440,12 @@ LIBJIT_INLINE bool conv2dStripDirect(float *out, const float *in, const float *w
       // NR pixels from jb) start on 64-byte boundaries.
       float *pl = s + (16 - (jb - oh0 * OW) % 16) % 16;
       // The planes of output rows [oh0, oh0 + bandRows) and the hk rows below them.
-      for (int64_t c = 0; c < C; c++)
-        for (int64_t ph = 0; ph < SH; ph++) {
-          if (slotA[ph] < 0)
-            continue;
-          for (int64_t kw = 0; kw < KW; kw++) {
-            float *q = pl + ((c * nA + slotA[ph]) * KW + kw) * planeFloats;
-            for (int64_t i = 0; i < rows; i++) {
-              int64_t ih = (oh0 + i) * SH + ph - PT;
-              const float *row = ih >= 0 && ih < H ? x + (c * H + ih) * W : nullptr;
-              if (SW == 1)
-                im2colRun<1>(q + i * OW, row, W, kw * DW - PL, 1, OW);
-              else if (SW == 2)
-                im2colRun<2>(q + i * OW, row, W, kw * DW - PL, 2, OW);
-              else
-                im2colRun<0>(q + i * OW, row, W, kw * DW - PL, SW, OW);
-            }
-          }
-        }
+      if (SW == 2)
+        buildTapPlanes<true>(pl, x, C, H, W, SH, 2, PT, PL, DW, KW, slotA, nA, oh0, rows, OW,
+                             planeFloats);
+      else
+        buildTapPlanes<false>(pl, x, C, H, W, SH, SW, PT, PL, DW, KW, slotA, nA, oh0, rows, OW,
+                              planeFloats);
       const float *b = pl - oh0 * OW;
       for (int64_t j = jb; j < je; j += NR)
         stripRows<Cfg, true>(O, K, w, b + j, 0, y + j, P, minI(NR, je - j), bias,
@@ -504,12 +536,7 @@ LIBJIT_INLINE void conv2dStrip(float *out, const float *in, const float *w, cons
         int64_t be = minI(j1, bb + bandPx);
         pp.oh0 = bb / OW;
         pp.rows = (be - 1) / OW - pp.oh0 + 1 + hk;
-        if (SW == 1)
-          buildPhasePlanes<1>(pp, x, C, H, W, SH, 1, PT, PL);
-        else if (SW == 2)
-          buildPhasePlanes<2>(pp, x, C, H, W, SH, 2, PT, PL);
-        else
-          buildPhasePlanes<0>(pp, x, C, H, W, SH, SW, PT, PL);
+        buildPhasePlanes(pp, x, C, H, W, SH, SW, PT, PL);
         if (KH == 1 && KW == 1) {
           // One phase whose plane rows are the output rows: the planes are the im2col
           // matrix itself (a partial last strip reads into the next plane or the slack).
@@ -531,12 +558,7 @@ LIBJIT_INLINE void conv2dStrip(float *out, const float *in, const float *w, cons
     }
     for (int64_t jb = j0; jb < j1; jb += nbMax) {
       int64_t nb = minI(nbMax, j1 - jb), ld = ceilDiv(nb, NR) * NR;
-      if (SW == 1)
-        im2colRows<1>(s, ld, x, jb, nb, C, H, W, OW, KH, KW, SH, 1, PT, PL, DH, DW);
-      else if (SW == 2)
-        im2colRows<2>(s, ld, x, jb, nb, C, H, W, OW, KH, KW, SH, 2, PT, PL, DH, DW);
-      else
-        im2colRows<0>(s, ld, x, jb, nb, C, H, W, OW, KH, KW, SH, SW, PT, PL, DH, DW);
+      im2colRows(s, ld, x, jb, nb, C, H, W, OW, KH, KW, SH, SW, PT, PL, DH, DW);
       for (int64_t j = 0; j < nb; j += NR)
         stripRows<Cfg>(O, K, w, s + j, ld, y + jb + j, P, minI(NR, nb - j), bias,
                        a ? a + jb + j : nullptr, P, base);
