@@ -301,6 +301,19 @@ TEST(CPUBackend, SpinBoundsKeepResults) {
   }
 }
 
+// Reshapes that reorder the dimensions' sizes (2x3x4 as 4x2x3 and 2x6x2) become views of the
+// same memory once the IR passes drop their copies; the backend addresses them as such.
+TEST(CPUBackend, ReshapeViews) {
+  checkAgainstInterpreter([](Net &n) {
+    n.F = n.mod.createFunction("main");
+    auto *x = n.mod.createPlaceholder(ElemKind::Float, {2, 3, 4}, "x");
+    n.inputs = {x};
+    NodeValue a = n.F->createReshape("a", n.F->createRelu("r", x), {4, 2, 3});
+    NodeValue b = n.F->createReshape("b", x, {2, 6, 2});
+    n.saves = {n.F->createSave("ya", a), n.F->createSave("yb", n.F->createTanh("t", b))};
+  });
+}
+
 TEST(CPUBackend, GroupedDilatedConv) {
   checkAgainstInterpreter([](Net &n) {
     n.F = n.mod.createFunction("main");
