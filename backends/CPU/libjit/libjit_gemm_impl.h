@@ -75,11 +75,14 @@ LIBJIT_NOINLINE inline void storePartialTile(const float *tile, int64_t ldt, int
 
 /// C[0:mr, 0:nr] (+)= A panel x B panel over kc, computed as an MRr-row tile (mr <= MRr;
 /// the packed A panel is zero-padded, so the extra rows are computed and not stored).
-/// a: [kc][Cfg::MR], b: [kc][Cfg::NR].
+/// a: [kc][Cfg::MR], b: [kc][Cfg::NR]. The first pfLines (<= kc) steps each prefetch one
+/// 64-byte line of pf into the cache (see gemmRange: the next weight panel, spread over
+/// the calls that use the current one).
 template <class Cfg, int MRr>
 LIBJIT_NOINLINE void microKernel(int64_t kc, const float *__restrict a, const float *__restrict b,
                                  float *__restrict c, int64_t ldc, int64_t mr, int64_t nr,
-                                 int accumulate, int last, const Epilogue *epi) {
+                                 int accumulate, int last, const Epilogue *epi,
+                                 const float *pf, int64_t pfLines) {
   typedef typename VecOf<Cfg::VW>::T V;
   constexpr int VW = Cfg::VW, NV = Cfg::NV, MR = Cfg::MR, NR = Cfg::NR;
   V acc[MRr][NV];
@@ -88,7 +91,7 @@ LIBJIT_NOINLINE void microKernel(int64_t kc, const float *__restrict a, const fl
     LIBJIT_UNROLL
     for (int v = 0; v < NV; v++)
       acc[r][v] = (V){};
-  for (int64_t k = 0; k < kc; k++) {
+  auto step = [&](int64_t k) __attribute__((always_inline)) {
     V bv[NV];
     LIBJIT_UNROLL
     for (int v = 0; v < NV; v++)
@@ -100,7 +103,14 @@ LIBJIT_NOINLINE void microKernel(int64_t kc, const float *__restrict a, const fl
       for (int v = 0; v < NV; v++)
         acc[r][v] += av * bv[v];
     }
+  };
+  int64_t k = 0;
+  for (; k < pfLines; k++) {
+    __builtin_prefetch(pf + k * 16, 0, 2);
+    step(k);
   }
+  for (; k < kc; k++)
+    step(k);
   if (nr == NR) {
     LIBJIT_UNROLL
     for (int r = 0; r < MRr; r++) {
@@ -144,19 +154,20 @@ LIBJIT_NOINLINE void microKernel(int64_t kc, const float *__restrict a, const fl
 template <class Cfg>
 LIBJIT_INLINE void microKernelDispatch(int64_t mr, int64_t kc, const float *a, const float *b,
                                        float *c, int64_t ldc, int64_t nr, int accumulate,
-                                       int last, const Epilogue *epi) {
+                                       int last, const Epilogue *epi, const float *pf,
+                                       int64_t pfLines) {
   constexpr int MR = Cfg::MR;
   constexpr int H8 = MR > 8 ? 8 : MR, H4 = MR > 4 ? 4 : MR, H2 = MR > 2 ? 2 : MR;
   if (mr > H8)
-    microKernel<Cfg, MR>(kc, a, b, c, ldc, mr, nr, accumulate, last, epi);
+    microKernel<Cfg, MR>(kc, a, b, c, ldc, mr, nr, accumulate, last, epi, pf, pfLines);
   else if (mr > H4)
-    microKernel<Cfg, H8>(kc, a, b, c, ldc, mr, nr, accumulate, last, epi);
+    microKernel<Cfg, H8>(kc, a, b, c, ldc, mr, nr, accumulate, last, epi, pf, pfLines);
   else if (mr > H2)
-    microKernel<Cfg, H4>(kc, a, b, c, ldc, mr, nr, accumulate, last, epi);
+    microKernel<Cfg, H4>(kc, a, b, c, ldc, mr, nr, accumulate, last, epi, pf, pfLines);
   else if (mr > 1)
-    microKernel<Cfg, H2>(kc, a, b, c, ldc, mr, nr, accumulate, last, epi);
+    microKernel<Cfg, H2>(kc, a, b, c, ldc, mr, nr, accumulate, last, epi, pf, pfLines);
   else
-    microKernel<Cfg, 1>(kc, a, b, c, ldc, mr, nr, accumulate, last, epi);
+    microKernel<Cfg, 1>(kc, a, b, c, ldc, mr, nr, accumulate, last, epi, pf, pfLines);
 }
 
 // ---- Operand sources: already packed (constant weights) or packed per block. ----
@@ -273,10 +284,32 @@ LIBJIT_INLINE void gemmRange(int64_t m0, int64_t m1, int64_t n0, int64_t n1, int
         int64_t mc = minI(MC, m1 - ic);
         if (!ASrc::packed)
           A.pack(abuf, ic, mc, pc, kc);
+        int64_t nIr = ceilDiv(mc, MR);
         for (int64_t jr = 0; jr < nc; jr += NR) {
           int64_t nr = minI(NR, nc - jr);
           const float *bp = BSrc::packed ? B.panel(jc + jr, pc) : bbuf + (jr / NR) * kc * NR;
+          // Weights packed as B are read from memory once, by the first row tile, and then
+          // from the cache: bursts the hardware prefetcher does not smooth. So the calls on
+          // this panel prefetch the next one (the next column panel, else the first of the
+          // next K block), a share each.
+          const float *pfBase = nullptr;
+          int64_t pfTotal = 0;
+          if (BSrc::packed && nIr > 1 && ic == m0) {
+            if (jr + NR < nc)
+              pfBase = B.panel(jc + jr + NR, pc), pfTotal = kc * NR / 16;
+            else if (pc + KC < K)
+              pfBase = B.panel(jc, pc + KC), pfTotal = minI(KC, K - pc - KC) * NR / 16;
+          }
           for (int64_t ir = 0; ir < mc; ir += MR) {
+            int64_t i = ir / MR, l0 = i * pfTotal / nIr, l1 = (i + 1) * pfTotal / nIr;
+            const float *pf = pfBase ? pfBase + l0 * 16 : nullptr;
+            int64_t pfLines = pfBase ? minI(l1 - l0, kc) : 0;
+            // Weights packed as A (Winograd, the packed convolution) stream in on the first
+            // column panel: each call there prefetches the panel two row tiles ahead.
+            if (ASrc::packed && jr == 0 && ic + ir + 2 * MR < m1) {
+              pf = A.panel(ic + ir + 2 * MR, pc);
+              pfLines = minI(kc * MR / 16, kc);
+            }
             int64_t mr = minI(MR, mc - ir);
             const float *ap = ASrc::packed ? A.panel(ic + ir, pc) : abuf + (ir / MR) * kc * MR;
             int64_t row = ic + ir, col = jc + jr;
@@ -289,7 +322,7 @@ LIBJIT_INLINE void gemmRange(int64_t m0, int64_t m1, int64_t n0, int64_t n1, int
             e.lo = epi.lo;
             e.hi = epi.hi;
             microKernelDispatch<Cfg>(mr, kc, ap, bp, C + row * ldc + col, ldc, nr, accumulate,
-                                     last, &e);
+                                     last, &e, pf, pfLines);
           }
         }
       }
