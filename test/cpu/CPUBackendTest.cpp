@@ -415,6 +415,57 @@ TEST(CPUBackend, WinogradConvolutions) {
       }
 }
 
+// Winograd F(2x2, 3x3) (tiles as GEMM rows), which the planner takes for 14x14 layers with
+// large filters at 2 threads (F(4x4) at 1): a 256->256 layer with a fused residual add and
+// Relu feeding a 256->272 one (channels off the register tile, asymmetric pads), against
+// the Interpreter, on the AVX-512 and AVX2 kernels.
+TEST(CPUBackend, WinogradF2x2Convolutions) {
+  auto build = [](Net &n) {
+    n.F = n.mod.createFunction("main");
+    Function *F = n.F;
+    auto *x = n.mod.createPlaceholder(ElemKind::Float, {1, 256, 14, 14}, "x");
+    n.inputs = {x};
+    NodeValue a = randomConv(n, "a", x, 256, 256, 3, 1, 1, 50);
+    NodeValue r = F->createRelu("r", F->createAdd("add", a, x));
+    NodeValue b = randomConv(n, "b", r, 256, 272, 3, 1, {1, 0, 2, 1}, 60);
+    n.saves = {F->createSave("r", r), F->createSave("b", b)};
+  };
+  auto interp = exitOnError(createBackend("Interpreter"));
+  Net ref;
+  build(ref);
+  ASSERT_FALSE(bool(ref.F->verify()));
+  auto expected = runOn(ref, *interp, {});
+  float maxAbs = 0;
+  for (const auto &v : expected)
+    for (float y : v)
+      maxAbs = std::max(maxAbs, std::fabs(y));
+  ASSERT_GT(maxAbs, 1.0f);
+  for (unsigned threads : {1u, 2u})
+    for (bool noAvx512 : {false, true}) {
+      SCOPED_TRACE("threads " + std::to_string(threads) + (noAvx512 ? " avx2" : ""));
+      cpu::CodegenOptions co;
+      co.threads = threads;
+      co.jit.disableAvx512 = noAvx512;
+      Net net;
+      build(net);
+      std::vector<std::string> stages;
+      auto got = runWithCodegen(net, co, stages);
+      // Serial stages merge their kernels' descriptions: count every occurrence.
+      auto count = [&](const std::string &what) {
+        unsigned k = 0;
+        for (const std::string &s : stages)
+          for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1))
+            k++;
+        return k;
+      };
+      EXPECT_EQ(count("conv_wino2 "), threads > 1 ? 2u : 0u);
+      EXPECT_EQ(count("conv_wino "), threads > 1 ? 0u : 2u);
+      // Sums of 2304 terms reach |y| ~ 30: Winograd's error is a few ulps of the terms,
+      // so the bound scales with the output (as in LibjitTest's Winograd cases).
+      expectClose(got, expected, 2e-5f * maxAbs, 1e-5f);
+    }
+}
+
 TEST(CPUBackend, DumpsIRAndAssembly) {
   Module m;
   Function *F = m.createFunction("main");

@@ -584,11 +584,11 @@ TEST(Libjit, DepthwiseConvolutionAllPaths) {
   }
 }
 
-// Winograd F(4x4, 3x3) against a double-precision direct convolution: ragged and tiny
-// images (one or several tile rows per vector), pads 0 to 3 (asymmetric too), channel
-// counts off the register tiles, batch 2, with and without bias, residual add and clamp,
-// one to three threads (tiles or output channels split), both register-tile variants
-// (and both AVX-512 panel widths). Writes outside the output are caught by guard values.
+// Winograd F(4x4, 3x3) and F(2x2, 3x3) against a double-precision direct convolution:
+// ragged and tiny images (one or several tile rows per vector), pads 0 to 3 (asymmetric
+// too), channel counts off the register tiles, batch 2, with and without bias, residual
+// add and clamp, one to three threads (tiles or output channels split), both register-tile
+// variants (and both AVX-512 panel widths of F(4x4)). Writes outside the output are caught by guard values.
 namespace {
 
 struct WinoVariant {
@@ -600,10 +600,14 @@ struct WinoVariant {
 };
 
 const WinoVariant kWinoVariants[] = {
-    {"avx512", libjit_conv2d_wino_f32_avx512, libjit_pack_wino_f32_avx512,
+    {"F4x4_avx512", libjit_conv2d_wino_f32_avx512, libjit_pack_wino_f32_avx512,
      libjit_pack_wino_floats_avx512, libjit_conv2d_wino_scratch_floats_avx512},
-    {"avx2", libjit_conv2d_wino_f32_avx2, libjit_pack_wino_f32_avx2, libjit_pack_wino_floats_avx2,
-     libjit_conv2d_wino_scratch_floats_avx2},
+    {"F4x4_avx2", libjit_conv2d_wino_f32_avx2, libjit_pack_wino_f32_avx2,
+     libjit_pack_wino_floats_avx2, libjit_conv2d_wino_scratch_floats_avx2},
+    {"F2x2_avx512", libjit_conv2d_wino2_f32_avx512, libjit_pack_wino2_f32_avx512,
+     libjit_pack_wino2_floats_avx512, libjit_conv2d_wino2_scratch_floats_avx512},
+    {"F2x2_avx2", libjit_conv2d_wino2_f32_avx2, libjit_pack_wino2_f32_avx2,
+     libjit_pack_wino2_floats_avx2, libjit_conv2d_wino2_scratch_floats_avx2},
 };
 
 struct WinoCase {
@@ -652,6 +656,7 @@ TEST_P(LibjitWino, MatchesDirectConvolution) {
       {1, 10, 5, 6, 9, 3, 3, 3, 0},     // pads past the kernel's reach
       {1, 400, 6, 7, 20, 1, 1, 1, 1},   // C over the GEMM's K block
       {1, 40, 14, 14, 35, 1, 1, 1, 1},  // resnet50's 14x14 shape: 16 tiles, O off the panels
+      {1, 24, 14, 14, 130, 1, 1, 1, 1}, // F(2x2): 49 tiles, channels split at 2 threads
   };
   for (const WinoCase &k : cases) {
     int64_t OH = k.H + k.PT + k.PB - 2, OW = k.W + k.PL + k.PR - 2;
@@ -700,7 +705,7 @@ TEST_P(LibjitWino, MatchesDirectConvolution) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Variants, LibjitWino, ::testing::Values(0, 1),
+INSTANTIATE_TEST_SUITE_P(Variants, LibjitWino, ::testing::Values(0, 1, 2, 3),
                          [](const ::testing::TestParamInfo<int> &i) {
                            return std::string(kWinoVariants[i.param].name);
                          });

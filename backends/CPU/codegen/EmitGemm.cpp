@@ -80,6 +80,26 @@ bool winogradWins(int64_t N, int64_t C, int64_t O, int64_t OH, int64_t OW) {
   return C >= 8 && T >= 8 && O * C <= 8192 * T;
 }
 
+/// Whether Winograd F(2x2, 3x3) with the tiles as GEMM rows (libjit_conv2d_wino2) beats
+/// F(4x4, 3x3) and the GEMM convolutions: on images of 32-100 F(2x2) tiles (11x11 to 20x20)
+/// with large filters (O C >= 65536). There F(4x4)'s transformed weights, 4x the filter's
+/// bytes for 16 tiles, are a stream memory does not serve at 2 threads, and a GEMM
+/// convolution does 2.25x the multiplies of F(2x2). Measured in network (per-stage minima,
+/// interleaved rounds): resnet50 14x14 256->256 at 2 threads 0.40 -> 0.34 ms per layer
+/// against F(4x4), a tie at 1 thread (0.56 against 0.58, so F(4x4) stays there);
+/// vgg19 14x14 512->512 (F(4x4) excluded) 4.6 ms on the transposed GEMM -> 2.1-2.9 ms at
+/// 1 thread, 2.2 -> 1.7 ms at 2. Not on larger images, where F(4x4) is compute-bound
+/// and does fewer multiplies (vgg19 28x28 512->512: 4.7-4.9 ms against 6.0), nor at 7x7
+/// (resnet50's 512->512: 16 tiles, a tie with the transposed GEMM at 2 threads, which
+/// reads 9/16 of the bytes), nor on squeezenet's 13x13 layers (O C <= 16384: a tie at 2
+/// threads, 5-11% slower at 1).
+bool winograd2Wins(int64_t N, int64_t C, int64_t O, int64_t OH, int64_t OW, unsigned threads) {
+  int64_t T = N * ((OH + 1) / 2) * ((OW + 1) / 2);
+  if (T < 32 || T > 100 || O * C < 65536)
+    return false;
+  return threads > 1 || !winogradWins(N, C, O, OH, OW);
+}
+
 } // namespace
 
 Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
@@ -132,8 +152,23 @@ Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
   auto *cw = dyn_cast<WeightVar>(filter);
   bool constW = cw && cw->isConstant();
   Value *w = filter;
-  if (G == 1 && constW && opts_.winograd && KH == 3 && KW == 3 && SH == 1 && SW == 1 &&
-      DH == 1 && DW == 1 && winogradWins(N, C, O, OH, OW)) {
+  bool wino3x3 = G == 1 && constW && opts_.winograd && KH == 3 && KW == 3 && SH == 1 &&
+                 SW == 1 && DH == 1 && DW == 1;
+  if (wino3x3 && winograd2Wins(N, C, O, OH, OW, opts_.threads)) {
+    KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, 5, 1, O, C));
+    Location wl{kConstantBase, off};
+    needPoolScratch(avx512_ ? libjit_conv2d_wino2_scratch_floats_avx512(N, C, H, W, O, OH, OW)
+                            : libjit_conv2d_wino2_scratch_floats_avx2(N, C, H, W, O, OH, OW));
+    items.push_back({true, "conv_wino2 " + desc, [=] {
+                       call("libjit_conv2d_wino2_f32_" + isa_,
+                            {ptr(dest), ptr(in), at(wl), ptr(bias),
+                             epi.add ? ptr(epi.add) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
+                             I64(O), I64(OH), I64(OW), I64(PT), I64(PL), I64(epi.act),
+                             F32(epi.lo), F32(epi.hi), scratch(), tid_, nth_});
+                     }});
+    return Error::success();
+  }
+  if (wino3x3 && winogradWins(N, C, O, OH, OW)) {
     KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, 4, 1, O, C));
     Location wl{kConstantBase, off};
     needPoolScratch(avx512_ ? libjit_conv2d_wino_scratch_floats_avx512(N, C, H, W, O, OH, OW)

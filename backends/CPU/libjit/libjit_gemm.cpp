@@ -200,51 +200,6 @@ LIBJIT_INLINE void conv2d(float *out, const float *in, const float *packedW, con
   }
 }
 
-/// y[o][p] = clamp(t[p][o] + a[o][p]) over pixels [m0, m1) and channels [n0, n1) (a and
-/// the clamp optional): 16 x 16 blocks transposed in registers, the ragged edges one value
-/// at a time. Every output is written once, so y may be the same buffer as a.
-LIBJIT_INLINE void transposeOut(float *y, const float *t, const float *a, int64_t P, int64_t O,
-                                int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t act,
-                                float lo, float hi) {
-  F16 lov = splat16(lo), hiv = splat16(hi);
-  int64_t pEnd = m0 + (m1 - m0) / 16 * 16, oEnd = n0 + (n1 - n0) / 16 * 16;
-  auto one = [&](int64_t o, int64_t p) {
-    float v = t[p * O + o];
-    if (a)
-      v += a[o * P + p];
-    if (act) {
-      v = v < lo ? lo : v;
-      v = v > hi ? hi : v;
-    }
-    y[o * P + p] = v;
-  };
-  for (int64_t ob = n0; ob < oEnd; ob += 16) {
-    for (int64_t pb = m0; pb < pEnd; pb += 16) {
-      F16 v[16];
-      LIBJIT_UNROLL
-      for (int i = 0; i < 16; i++)
-        v[i] = ld16(t + (pb + i) * O + ob);
-      transpose16(v);
-      LIBJIT_UNROLL
-      for (int i = 0; i < 16; i++) {
-        float *d = y + (ob + i) * P + pb;
-        F16 x = v[i];
-        if (a)
-          x += ld16(a + (ob + i) * P + pb);
-        if (act)
-          x = clamp16(x, lov, hiv);
-        st16(d, x);
-      }
-    }
-    for (int64_t o = ob; o < ob + 16; o++)
-      for (int64_t p = pEnd; p < m1; p++)
-        one(o, p);
-  }
-  for (int64_t o = oEnd; o < n1; o++)
-    for (int64_t p = m0; p < m1; p++)
-      one(o, p);
-}
-
 /// Convolution computed transposed, for small images: T[P x O] = im2col^T x W^T with the
 /// pixels as GEMM rows (so P need not fill whole NR-column panels), then transposed into
 /// the NCHW output with the residual add and the clamp. packedWT holds W^T [K x O] as
@@ -267,7 +222,7 @@ LIBJIT_INLINE void conv2dT(float *out, const float *in, const float *packedWT,
     const float *a = add ? add + n * O * P : nullptr;
     Im2colA<Cfg> A{x, H, W, KH, KW, OW, SH, SW, PT, PL, DH, DW};
     gemmRange<Cfg>(m0, m1, n0, n1, K, A, PackedB<Cfg>{packedWT, K}, t, O, epi, s);
-    transposeOut(y, t, a, P, O, m0, m1, n0, n1, act, lo, hi);
+    transposeOut(y, t + n0, O, a, P, m0, m1, n0, n1, act, lo, hi);
   }
 }
 } // namespace

@@ -1,6 +1,6 @@
-// 16-float vectors for the row kernels (pooling, depthwise convolution): loads and stores
-// of any alignment, and the even/odd split of 32 consecutive floats that stride-2 windows
-// need. Written with vector extensions: the JIT lowers a 16-float vector to one 512-bit
+// 16-float vectors for the row kernels (pooling, depthwise convolution) and the transposed
+// stores of the pixel-major convolutions: loads and stores of any alignment, the even/odd
+// split of 32 consecutive floats that stride-2 windows need, a 16 x 16 transpose. Written with vector extensions: the JIT lowers a 16-float vector to one 512-bit
 // register on AVX-512 hosts and to two 256-bit registers elsewhere. Internal to the kernel
 // library.
 #ifndef KILN_BACKENDS_CPU_LIBJIT_LIBJIT_VEC_H
@@ -78,6 +78,53 @@ LIBJIT_INLINE void transpose16(F16 v[16]) {
       v[q + 1] =
           __builtin_shufflevector(a, b, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
     }
+}
+
+/// y[o][p] = clamp(t[p][o] + a[o][p]) over pixels [m0, m1) and channels [n0, n1) (a and
+/// the clamp optional), where y and a are [channels][P] and t is pixel-major from channel
+/// n0 (t[p][o] at t + p ldt + o - n0): 16 x 16 blocks transposed in registers, the ragged
+/// edges one value at a time. Every output is written once, so y may be the same buffer
+/// as a.
+LIBJIT_INLINE void transposeOut(float *y, const float *t, int64_t ldt, const float *a, int64_t P,
+                                int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t act,
+                                float lo, float hi) {
+  F16 lov = splat16(lo), hiv = splat16(hi);
+  int64_t pEnd = m0 + (m1 - m0) / 16 * 16, oEnd = n0 + (n1 - n0) / 16 * 16;
+  auto one = [&](int64_t o, int64_t p) {
+    float v = t[p * ldt + o - n0];
+    if (a)
+      v += a[o * P + p];
+    if (act) {
+      v = v < lo ? lo : v;
+      v = v > hi ? hi : v;
+    }
+    y[o * P + p] = v;
+  };
+  for (int64_t ob = n0; ob < oEnd; ob += 16) {
+    for (int64_t pb = m0; pb < pEnd; pb += 16) {
+      F16 v[16];
+      LIBJIT_UNROLL
+      for (int i = 0; i < 16; i++)
+        v[i] = ld16(t + (pb + i) * ldt + ob - n0);
+      transpose16(v);
+      LIBJIT_UNROLL
+      for (int i = 0; i < 16; i++) {
+        float *d = y + (ob + i) * P + pb;
+        F16 x = v[i];
+        if (a)
+          x += ld16(a + (ob + i) * P + pb);
+        if (act)
+          x = clamp16(x, lov, hiv);
+        st16(d, x);
+      }
+    }
+    for (int64_t o = ob; o < ob + 16; o++)
+      for (int64_t p = pEnd; p < m1; p++)
+        one(o, p);
+  }
+  for (int64_t o = oEnd; o < n1; o++)
+    for (int64_t p = m0; p < m1; p++)
+      one(o, p);
 }
 
 } // namespace libjit

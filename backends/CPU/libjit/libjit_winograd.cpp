@@ -22,6 +22,7 @@
 // to 8 and 1/24) cost a few more ulps than a direct convolution (see LibjitTest).
 #include "libjit.h"
 #include "libjit_gemm_impl.h"
+#include "libjit_vec.h"
 
 namespace libjit {
 namespace {
@@ -38,6 +39,11 @@ template <int VW> struct Lanes;
 
 template <> struct Lanes<16> {
   typedef VecOf<16>::T V;
+  /// e[l] = x[2 l], o[l] = x[2 l + 1] where x = a0 a1.
+  static WINO_INLINE void deinterleave2(V a0, V a1, V *e, V *o) {
+    *e = __builtin_shufflevector(a0, a1, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    *o = __builtin_shufflevector(a0, a1, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  }
   /// e_j[l] = x[4 l + j] where x = a0 a1 a2 a3.
   static WINO_INLINE void deinterleave4(V a0, V a1, V a2, V a3, V *e) {
 #define EVEN16 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30
@@ -77,6 +83,10 @@ template <> struct Lanes<16> {
 
 template <> struct Lanes<8> {
   typedef VecOf<8>::T V;
+  static WINO_INLINE void deinterleave2(V a0, V a1, V *e, V *o) {
+    *e = __builtin_shufflevector(a0, a1, 0, 2, 4, 6, 8, 10, 12, 14);
+    *o = __builtin_shufflevector(a0, a1, 1, 3, 5, 7, 9, 11, 13, 15);
+  }
   static WINO_INLINE void deinterleave4(V a0, V a1, V a2, V a3, V *e) {
 #define EVEN8 0, 2, 4, 6, 8, 10, 12, 14
 #define ODD8 1, 3, 5, 7, 9, 11, 13, 15
@@ -553,6 +563,294 @@ template <class Cfg> void packWino(float *dst, const float *wt, int64_t O, int64
       }
 }
 
+
+// ---- Winograd F(2x2, 3x3), tiles as GEMM rows ----
+//
+// Every 2x2 output tile from a 4x4 input tile: Y = A^T [ (G g G^T) .* (B^T d B) ] A, so 16
+// GEMMs  M[p] (tiles x O) = V[p] (tiles x C) x U[p] (C x O),  p = 0..15.  U is packed at
+// compile time as B panels (libjit_pack_wino2_f32_*: [16][packed C x O]); the input
+// transform writes V straight into A panels (MR tiles each); the output transform turns
+// the rows of M into a pixel-major block [pixels][channels] with the bias, which
+// transposeOut writes into the NCHW output with the residual add and the clamp.
+//
+// Against F(4x4, 3x3) it does 16/9 of a direct convolution's weight bytes instead of 36/9
+// for 16/4 multiplies per output instead of 36/16: the better trade where the transformed
+// weights of F(4x4) are a larger stream than memory serves (14x14 layers with 256
+// channels and up), and tiles as rows fill the register tile where 14x14 images have 49
+// tiles. Threads split output channels (each transforms every input tile and reads its
+// share of U) while each gets two B panels, else rows of tiles.
+
+template <class Cfg> struct Wino2 {
+  static constexpr int64_t VW = Cfg::VW, NR = Cfg::NR, MR = Cfg::MR;
+  /// Tiles of one input-transform chunk: at most a vector, and at most a panel, so that a
+  /// chunk spans two panels at most.
+  static constexpr int64_t CH = VW < MR ? VW : MR;
+  /// The floats of an input row a chunk loads: three vectors (2 CH + 2 columns used).
+  static constexpr int64_t PW = 3 * VW;
+  static constexpr int64_t kBlockFloats = 128 * 1024, kMaxBlockFloats = 4 * 1024 * 1024;
+
+  int64_t N, C, H, W, O, OH, OW, PT, PL;
+  int64_t TH, TW, TI;                 ///< tile rows and columns per image, tiles per image
+  int64_t Tb;                         ///< tiles per block
+  int64_t panelStride, vStride, mStride, ldy; ///< floats
+  int64_t vOff, mOff, yOff, sOff, pOff, total;
+
+  static WINO_INLINE int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+  WINO_INLINE Wino2(int64_t N_, int64_t C_, int64_t H_, int64_t W_, int64_t O_, int64_t OH_,
+                    int64_t OW_, int64_t PT_, int64_t PL_)
+      : N(N_), C(C_), H(H_), W(W_), O(O_), OH(OH_), OW(OW_), PT(PT_), PL(PL_) {
+    TH = ceilDiv(OH, 2);
+    TW = ceilDiv(OW, 2);
+    TI = TH * TW;
+    // As in F(4x4): blocks whose V and M stay in L2, unless the weights are the larger
+    // stream; then enough tiles that a block reads no more weights than V and M.
+    int64_t perTile = 16 * (C + 2 + O);
+    Tb = minI(maxI(kBlockFloats / perTile, O * C / (C + O)), kMaxBlockFloats / perTile);
+    Tb = minI(maxI(Tb / MR * MR, MR), roundUp(TI, MR));
+    // V: per position, panels of MR tiles over C + 2 channel rows (the last two catch the
+    // lanes a chunk store writes past the last channel's row); M: per position Tb rows of
+    // O; Y: the pixels of one image x O (whole vectors), the output transform's result.
+    panelStride = (C + 2) * MR;
+    vStride = ceilDiv(Tb, MR) * panelStride + 16;
+    mStride = Tb * O + 16;
+    ldy = roundUp(O, VW);
+    vOff = 0;
+    mOff = roundUp(vOff + 16 * vStride, 16);
+    yOff = roundUp(mOff + 16 * mStride + VW, 16);
+    sOff = roundUp(yOff + OH * OW * ldy + VW, 16);
+    pOff = roundUp(sOff + 16 * VW, 16);
+    total = roundUp(pOff + 4 * PW, 16);
+  }
+};
+
+/// Transforms the input tiles [b0, b1) of one image (tile indices within it) for channels
+/// [0, C) into V: tile t - b0 of position p, channel c at V + p vStride + q panelStride +
+/// c MR + j, q = (t - b0) / MR, j = (t - b0) % MR.
+template <class Cfg>
+LIBJIT_NOINLINE void wino2Input(const Wino2<Cfg> &w, const float *in, int64_t b0, int64_t b1,
+                                float *scratch) {
+  typedef typename VecOf<Cfg::VW>::T V;
+  typedef typename IVecOf<Cfg::VW>::T IV;
+  typedef Lanes<Cfg::VW> L;
+  constexpr int64_t VW = Cfg::VW, MR = Cfg::MR, CH = Wino2<Cfg>::CH, PW = Wino2<Cfg>::PW;
+  float *Vb = scratch + w.vOff, *S = scratch + w.sOff, *P = scratch + w.pOff;
+  const float *inEnd = in + w.C * w.H * w.W;
+  int64_t nb = b1 - b0;
+  // Rows of the last panel past the block: zero (they are computed, never stored).
+  if (nb % MR) {
+    float *d = Vb + (nb / MR) * w.panelStride;
+    for (int64_t p = 0; p < 16; p++)
+      for (int64_t c = 0; c < w.C; c++)
+        for (int64_t j = nb % MR; j < MR; j++)
+          d[p * w.vStride + c * MR + j] = 0.0f;
+  }
+  IV lane;
+  for (int l = 0; l < VW; l++)
+    lane[l] = l;
+  for (int64_t c = 0; c < w.C; c++) {
+    const float *plane = in + c * w.H * w.W;
+    // Channel by channel, tiles in ascending order: a store's lanes past the chunk only
+    // touch tiles (or the next channels' rows) written later.
+    for (int64_t t = b0; t < b1;) {
+      int64_t ty = t / w.TW, tx = t % w.TW;
+      int64_t nt = minI(minI(CH, w.TW - tx), b1 - t);
+      // Row r of the chunk is in[2 ty - PT + r][2 tx - PL + x], x in [0, PW), zero outside
+      // the image; vectors wholly inside, outside (none) or across an edge (some: masked).
+      int64_t iw0 = tx * 2 - w.PL;
+      IV m[3];
+      bool some[3], none[3];
+      for (int v = 0; v < 3; v++) {
+        int64_t x0 = iw0 + v * VW;
+        none[v] = x0 + VW <= 0 || x0 >= w.W;
+        some[v] = !none[v] && (x0 < 0 || x0 + VW > w.W);
+        IV x = lane + (int32_t)x0;
+        m[v] = (x >= 0) & (x < (int32_t)w.W);
+      }
+      const float *rows[4];
+      LIBJIT_UNROLL
+      for (int r = 0; r < 4; r++) {
+        int64_t ih = ty * 2 - w.PT + r;
+        rows[r] = nullptr;
+        if (ih < 0 || ih >= w.H)
+          continue;
+        const float *row = plane + ih * w.W + iw0;
+        if (row < in || row + PW > inEnd) {
+          // Loads there could leave the input buffer: go through a padded copy.
+          float *pr = P + r * PW;
+          int64_t xa = minI(maxI(-iw0, 0), PW), xb = maxI(minI(w.W - iw0, PW), xa);
+          for (int64_t x = 0; x < PW; x++)
+            pr[x] = x >= xa && x < xb ? row[x] : 0.0f;
+          row = pr;
+        }
+        rows[r] = row;
+      }
+      // Columns first: u = B^T d on whole row vectors...
+      V u[4][3];
+      LIBJIT_UNROLL
+      for (int v = 0; v < 3; v++) {
+        V a[4];
+        LIBJIT_UNROLL
+        for (int r = 0; r < 4; r++) {
+          a[r] = rows[r] && !none[v] ? loadV<V>(rows[r] + v * VW) : (V){};
+          if (some[v])
+            a[r] = m[v] ? a[r] : (V){};
+        }
+        u[0][v] = a[0] - a[2];
+        u[1][v] = a[1] + a[2];
+        u[2][v] = a[2] - a[1];
+        u[3][v] = a[1] - a[3];
+      }
+      // ... then rows: columns 2 l + j of tile l de-interleaved, (B^T d) B, each position
+      // stored to the chunk's tiles.
+      int64_t col = t - b0, q = col / MR, j = col % MR;
+      int64_t n1 = minI(nt, MR - j);
+      bool split = n1 < nt;
+      float *d1 = Vb + q * w.panelStride + c * MR + j;
+      LIBJIT_UNROLL
+      for (int k = 0; k < 4; k++) {
+        V e, o;
+        L::deinterleave2(u[k][0], u[k][1], &e, &o);
+        V e2 = L::shiftIn0(e, u[k][2]), o2 = L::shiftIn1(o, u[k][2]);
+        V r[4] = {e - e2, o + e2, e2 - o, o - o2};
+        LIBJIT_UNROLL
+        for (int mm = 0; mm < 4; mm++) {
+          storeV(d1 + (k * 4 + mm) * w.vStride, r[mm]);
+          if (split)
+            storeV(S + (k * 4 + mm) * VW, r[mm]);
+        }
+      }
+      if (split) {
+        // The chunk runs into the next panel: its remaining tiles start that panel's row.
+        float *d2 = Vb + (q + 1) * w.panelStride + c * MR;
+        for (int64_t p = 0; p < 16; p++)
+          storeV(d2 + p * w.vStride, loadV<V>(S + p * VW + n1));
+      }
+      t += nt;
+    }
+  }
+}
+
+/// Output transform of tiles [b0, b1) of one image, channels [o0, o1): Y[pixel][o] =
+/// (A^T M A)[pixel] + bias[o], for the pixels of those tiles inside the image.
+template <class Cfg>
+LIBJIT_NOINLINE void wino2Output(const Wino2<Cfg> &w, const float *bias, int64_t b0, int64_t b1,
+                                 int64_t o0, int64_t o1, float *scratch) {
+  typedef typename VecOf<Cfg::VW>::T V;
+  constexpr int64_t VW = Cfg::VW;
+  const float *Mb = scratch + w.mOff;
+  float *Y = scratch + w.yOff;
+  int64_t nO = o1 - o0;
+  for (int64_t t = b0; t < b1; t++) {
+    int64_t ty = t / w.TW, tx = t % w.TW;
+    bool right = 2 * tx + 1 < w.OW, down = 2 * ty + 1 < w.OH;
+    float *y00 = Y + ((2 * ty) * w.OW + 2 * tx) * w.ldy;
+    const float *m = Mb + (t - b0) * nO;
+    for (int64_t o = 0; o < nO; o += VW) {
+      V a[16];
+      LIBJIT_UNROLL
+      for (int p = 0; p < 16; p++)
+        a[p] = loadV<V>(m + p * w.mStride + o);
+      // Rows: z_k = (M A)[k], then columns.
+      V z0[4], z1[4];
+      LIBJIT_UNROLL
+      for (int k = 0; k < 4; k++) {
+        z0[k] = a[4 * k] + a[4 * k + 1] + a[4 * k + 2];
+        z1[k] = a[4 * k + 1] - a[4 * k + 2] - a[4 * k + 3];
+      }
+      // The bias of these channels (a partial last vector through a copy: bias holds O
+      // floats). Lanes past o1 only reach Y's padding columns.
+      V b = (V){};
+      if (bias && o + VW <= nO) {
+        b = loadV<V>(bias + o0 + o);
+      } else if (bias) {
+        LIBJIT_UNROLL
+        for (int l = 0; l < VW; l++)
+          b[l] = o + l < nO ? bias[o0 + o + l] : 0.0f;
+      }
+      storeV(y00 + o, (z0[0] + z0[1] + z0[2]) + b);
+      if (right)
+        storeV(y00 + w.ldy + o, (z1[0] + z1[1] + z1[2]) + b);
+      if (down) {
+        storeV(y00 + w.OW * w.ldy + o, (z0[1] - z0[2] - z0[3]) + b);
+        if (right)
+          storeV(y00 + (w.OW + 1) * w.ldy + o, (z1[1] - z1[2] - z1[3]) + b);
+      }
+    }
+  }
+}
+
+template <class Cfg>
+LIBJIT_INLINE void conv2dWino2(float *out, const float *in, const float *U, const float *bias,
+                               const float *add, int64_t N, int64_t C, int64_t H, int64_t W,
+                               int64_t O, int64_t OH, int64_t OW, int64_t PT, int64_t PL,
+                               int64_t act, float lo, float hi, float *scratch, int64_t tid,
+                               int64_t nthreads) {
+  constexpr int64_t NR = Cfg::NR;
+  Wino2<Cfg> w(N, C, H, W, O, OH, OW, PT, PL);
+  float *s = scratch + tid * w.total;
+  // Output channels split over threads while each gets two B panels (every thread then
+  // transforms all the input tiles, and reads only its share of U); else rows of tiles.
+  int64_t r0 = 0, r1 = w.TH, o0 = 0, o1 = O;
+  if (nthreads > 1) {
+    if (ceilDiv(O, NR) >= 2 * nthreads)
+      partition(O, NR, tid, nthreads, &o0, &o1);
+    else
+      partition(w.TH, 1, tid, nthreads, &r0, &r1);
+  }
+  if (r0 >= r1 || o0 >= o1)
+    return;
+  int64_t nO = o1 - o0, P = OH * OW, t0 = r0 * w.TW, t1 = r1 * w.TW;
+  int64_t len = t1 - t0, blocks = ceilDiv(len, w.Tb);
+  int64_t bs = minI(w.Tb, Wino2<Cfg>::roundUp(ceilDiv(len, blocks), Cfg::MR));
+  int64_t perU = packedBFloats<Cfg>(C, O);
+  Epilogue none = {nullptr, nullptr, nullptr, 0, 0, 0.0f, 0.0f};
+  for (int64_t n = 0; n < N; n++) {
+    const float *x = in + n * C * H * W;
+    for (int64_t b0 = t0; b0 < t1; b0 += bs) {
+      int64_t b1 = minI(b0 + bs, t1);
+      wino2Input<Cfg>(w, x, b0, b1, s);
+      for (int64_t p = 0; p < 16; p++)
+        gemmRange<Cfg>(0, b1 - b0, 0, nO, C, PackedA<Cfg>{s + w.vOff + p * w.vStride, C + 2},
+                       PackedB<Cfg>{U + p * perU + (o0 / NR) * C * NR, C},
+                       s + w.mOff + p * w.mStride, nO, none, s);
+      wino2Output<Cfg>(w, bias, b0, b1, o0, o1, s);
+    }
+    // The pixels of tile rows [r0, r1), pixel-major in Y, into the NCHW output.
+    int64_t p0 = minI(2 * r0 * OW, P), p1 = minI(2 * r1 * OW, P);
+    transposeOut(out + n * O * P, s + w.yOff, w.ldy, add ? add + n * O * P : nullptr, P, p0, p1,
+                 o0, o1, act, lo, hi);
+  }
+}
+
+/// U[p] = (G g G^T)[p / 4][p % 4] for every (c, o), in double, packed as B panels of the
+/// C x O matrix of each position (columns past O zero).
+template <class Cfg> void packWino2(float *dst, const float *wt, int64_t O, int64_t C) {
+  static const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  constexpr int64_t NR = Cfg::NR;
+  int64_t per = packedBFloats<Cfg>(C, O);
+  for (int64_t q = 0; q < ceilDiv(O, NR); q++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t j = 0; j < NR; j++) {
+        int64_t o = q * NR + j;
+        float *d = dst + (q * C + c) * NR + j;
+        if (o >= O) {
+          for (int p = 0; p < 16; p++)
+            d[p * per] = 0.0f;
+          continue;
+        }
+        const float *g = wt + (o * C + c) * 9;
+        double gg[4][3];
+        for (int i = 0; i < 4; i++)
+          for (int k = 0; k < 3; k++)
+            gg[i][k] = G[i][0] * g[0 * 3 + k] + G[i][1] * g[1 * 3 + k] + G[i][2] * g[2 * 3 + k];
+        for (int i = 0; i < 4; i++)
+          for (int k = 0; k < 4; k++)
+            d[(i * 4 + k) * per] =
+                float(gg[i][0] * G[k][0] + gg[i][1] * G[k][1] + gg[i][2] * G[k][2]);
+      }
+}
+
 } // namespace
 } // namespace libjit
 
@@ -588,3 +886,27 @@ using namespace libjit;
 
 LIBJIT_WINO_ENTRY_POINTS(avx512, GemmAvx512)
 LIBJIT_WINO_ENTRY_POINTS(avx2, GemmAvx2)
+
+#define LIBJIT_WINO2_ENTRY_POINTS(SUFFIX, CFG)                                                     \
+  LIBJIT_EXPORT int64_t libjit_conv2d_wino2_scratch_floats_##SUFFIX(                               \
+      int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW) {             \
+    return Wino2<CFG>(N, C, H, W, O, OH, OW, 0, 0).total;                                          \
+  }                                                                                                \
+  LIBJIT_EXPORT int64_t libjit_pack_wino2_floats_##SUFFIX(int64_t O, int64_t C) {                  \
+    return 16 * packedBFloats<CFG>(C, O);                                                          \
+  }                                                                                                \
+  LIBJIT_EXPORT void libjit_pack_wino2_f32_##SUFFIX(float *dst, const float *w, int64_t O,         \
+                                                    int64_t C) {                                   \
+    packWino2<CFG>(dst, w, O, C);                                                                  \
+  }                                                                                                \
+  LIBJIT_EXPORT void libjit_conv2d_wino2_f32_##SUFFIX(                                             \
+      float *out, const float *in, const float *packedW, const float *bias, const float *add,      \
+      int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW, int64_t PT,   \
+      int64_t PL, int64_t act, float lo, float hi, float *scratch, int64_t tid,                    \
+      int64_t nthreads) {                                                                          \
+    conv2dWino2<CFG>(out, in, packedW, bias, add, N, C, H, W, O, OH, OW, PT, PL, act, lo, hi,      \
+                     scratch, tid, nthreads);                                                      \
+  }
+
+LIBJIT_WINO2_ENTRY_POINTS(avx512, GemmAvx512)
+LIBJIT_WINO2_ENTRY_POINTS(avx2, GemmAvx2)
