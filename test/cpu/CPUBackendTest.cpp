@@ -466,6 +466,46 @@ TEST(CPUBackend, WinogradF2x2Convolutions) {
     }
 }
 
+// Winograd F(4x4, 3x3) with the tiles as GEMM rows, which the planner takes where the
+// tiles pad the columns kernel's vectors badly: a 28x28 image (49 tiles), a residual add
+// and Relu, and a second layer on a 27x27 image with asymmetric pads, against the
+// Interpreter; 1 and 2 threads, AVX-512 and AVX2 kernels.
+TEST(CPUBackend, WinogradTilesAsRows) {
+  auto build = [](Net &n) {
+    n.F = n.mod.createFunction("main");
+    Function *F = n.F;
+    auto *x = n.mod.createPlaceholder(ElemKind::Float, {1, 32, 28, 28}, "x");
+    n.inputs = {x};
+    NodeValue a = randomConv(n, "a", x, 32, 32, 3, 1, 1, 70);
+    NodeValue r = F->createRelu("r", F->createAdd("add", a, x));
+    NodeValue b = randomConv(n, "b", r, 32, 45, 3, 1, {0, 1, 1, 0}, 80);
+    n.saves = {F->createSave("r", r), F->createSave("b", b)};
+  };
+  auto interp = exitOnError(createBackend("Interpreter"));
+  Net ref;
+  build(ref);
+  ASSERT_FALSE(bool(ref.F->verify()));
+  auto expected = runOn(ref, *interp, {});
+  for (unsigned threads : {1u, 2u})
+    for (bool noAvx512 : {false, true}) {
+      SCOPED_TRACE("threads " + std::to_string(threads) + (noAvx512 ? " avx2" : ""));
+      cpu::CodegenOptions co;
+      co.threads = threads;
+      co.jit.disableAvx512 = noAvx512;
+      Net net;
+      build(net);
+      std::vector<std::string> stages;
+      auto got = runWithCodegen(net, co, stages);
+      unsigned rows = 0;
+      for (const std::string &s : stages)
+        for (size_t at = s.find("conv_wino4r "); at != std::string::npos;
+             at = s.find("conv_wino4r ", at + 1))
+          rows++;
+      EXPECT_EQ(rows, 2u);
+      expectClose(got, expected, 2e-4f, 2e-4f);
+    }
+}
+
 TEST(CPUBackend, DumpsIRAndAssembly) {
   Module m;
   Function *F = m.createFunction("main");

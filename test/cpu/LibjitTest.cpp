@@ -584,30 +584,53 @@ TEST(Libjit, DepthwiseConvolutionAllPaths) {
   }
 }
 
-// Winograd F(4x4, 3x3) and F(2x2, 3x3) against a double-precision direct convolution:
-// ragged and tiny images (one or several tile rows per vector), pads 0 to 3 (asymmetric
-// too), channel counts off the register tiles, batch 2, with and without bias, residual
-// add and clamp, one to three threads (tiles or output channels split), both register-tile
-// variants (and both AVX-512 panel widths of F(4x4)). Writes outside the output are caught by guard values.
+// Winograd F(4x4, 3x3) (tiles as columns and as rows) and F(2x2, 3x3) (tiles as rows)
+// against a double-precision direct convolution: ragged and tiny images (one or several
+// tile rows per vector), pads 0 to 3 (asymmetric too), channel counts off the register
+// tiles, batch 2, with and without bias, residual add and clamp, one to three threads
+// (tiles or output channels split), both register-tile variants (and both AVX-512 panel
+// widths of the tiles-as-columns kernel). Writes outside the output are caught by guard values.
 namespace {
 
+/// A Winograd kernel: the tiles-as-columns F(4x4) kernel (m = 0) or the tiles-as-rows
+/// kernel with output tiles of m = 2 or 4, on the AVX-512 or AVX2 register tiles.
 struct WinoVariant {
   const char *name;
-  decltype(&libjit_conv2d_wino_f32_avx512) conv;
-  decltype(&libjit_pack_wino_f32_avx512) pack;
-  decltype(&libjit_pack_wino_floats_avx512) packedFloats;
-  decltype(&libjit_conv2d_wino_scratch_floats_avx512) scratchFloats;
+  int64_t m;
+  bool avx512;
+  int64_t packedFloats(int64_t O, int64_t C) const {
+    if (!m)
+      return (avx512 ? libjit_pack_wino_floats_avx512 : libjit_pack_wino_floats_avx2)(O, C);
+    return (avx512 ? libjit_pack_wino_rows_floats_avx512 : libjit_pack_wino_rows_floats_avx2)(
+        m, O, C);
+  }
+  void pack(float *dst, const float *w, int64_t O, int64_t C) const {
+    if (!m)
+      (avx512 ? libjit_pack_wino_f32_avx512 : libjit_pack_wino_f32_avx2)(dst, w, O, C);
+    else
+      (avx512 ? libjit_pack_wino_rows_f32_avx512 : libjit_pack_wino_rows_f32_avx2)(m, dst, w, O,
+                                                                                   C);
+  }
+  int64_t scratchFloats(int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,
+                        int64_t OW) const {
+    if (!m)
+      return (avx512 ? libjit_conv2d_wino_scratch_floats_avx512
+                     : libjit_conv2d_wino_scratch_floats_avx2)(N, C, H, W, O, OH, OW);
+    return (avx512 ? libjit_conv2d_wino_rows_scratch_floats_avx512
+                   : libjit_conv2d_wino_rows_scratch_floats_avx2)(m, N, C, H, W, O, OH, OW);
+  }
+  template <class... Args> void conv(Args... args) const {
+    if (!m)
+      (avx512 ? libjit_conv2d_wino_f32_avx512 : libjit_conv2d_wino_f32_avx2)(args...);
+    else
+      (avx512 ? libjit_conv2d_wino_rows_f32_avx512 : libjit_conv2d_wino_rows_f32_avx2)(m, args...);
+  }
 };
 
 const WinoVariant kWinoVariants[] = {
-    {"F4x4_avx512", libjit_conv2d_wino_f32_avx512, libjit_pack_wino_f32_avx512,
-     libjit_pack_wino_floats_avx512, libjit_conv2d_wino_scratch_floats_avx512},
-    {"F4x4_avx2", libjit_conv2d_wino_f32_avx2, libjit_pack_wino_f32_avx2,
-     libjit_pack_wino_floats_avx2, libjit_conv2d_wino_scratch_floats_avx2},
-    {"F2x2_avx512", libjit_conv2d_wino2_f32_avx512, libjit_pack_wino2_f32_avx512,
-     libjit_pack_wino2_floats_avx512, libjit_conv2d_wino2_scratch_floats_avx512},
-    {"F2x2_avx2", libjit_conv2d_wino2_f32_avx2, libjit_pack_wino2_f32_avx2,
-     libjit_pack_wino2_floats_avx2, libjit_conv2d_wino2_scratch_floats_avx2},
+    {"F4x4_avx512", 0, true},      {"F4x4_avx2", 0, false},
+    {"F2x2_rows_avx512", 2, true}, {"F2x2_rows_avx2", 2, false},
+    {"F4x4_rows_avx512", 4, true}, {"F4x4_rows_avx2", 4, false},
 };
 
 struct WinoCase {
@@ -656,7 +679,7 @@ TEST_P(LibjitWino, MatchesDirectConvolution) {
       {1, 10, 5, 6, 9, 3, 3, 3, 0},     // pads past the kernel's reach
       {1, 400, 6, 7, 20, 1, 1, 1, 1},   // C over the GEMM's K block
       {1, 40, 14, 14, 35, 1, 1, 1, 1},  // resnet50's 14x14 shape: 16 tiles, O off the panels
-      {1, 24, 14, 14, 130, 1, 1, 1, 1}, // F(2x2): 49 tiles, channels split at 2 threads
+      {1, 24, 14, 14, 130, 1, 1, 1, 1}, // tiles as rows: channels split at 2 threads
   };
   for (const WinoCase &k : cases) {
     int64_t OH = k.H + k.PT + k.PB - 2, OW = k.W + k.PL + k.PR - 2;
@@ -705,7 +728,7 @@ TEST_P(LibjitWino, MatchesDirectConvolution) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Variants, LibjitWino, ::testing::Values(0, 1, 2, 3),
+INSTANTIATE_TEST_SUITE_P(Variants, LibjitWino, ::testing::Values(0, 1, 2, 3, 4, 5),
                          [](const ::testing::TestParamInfo<int> &i) {
                            return std::string(kWinoVariants[i.param].name);
                          });

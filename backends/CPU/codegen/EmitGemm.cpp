@@ -100,6 +100,23 @@ bool winograd2Wins(int64_t N, int64_t C, int64_t O, int64_t OH, int64_t OW, unsi
   return threads > 1 || !winogradWins(N, C, O, OH, OW);
 }
 
+/// Whether Winograd F(4x4, 3x3) with the tiles as GEMM rows beats the tiles-as-columns
+/// kernel: where the columns kernel pads the N ceil(OH / 4) ceil(OW / 4) tiles to whole
+/// 16-column vectors by 5% or more (10% on AVX2) and the tiles fill three row tiles.
+/// Measured (conv_bench, min of 3 rounds; vgg19 and squeezenet per-stage minima in
+/// network), AVX-512, columns -> rows: 28x28 512->512 7.4 -> 5.5 ms at 1 thread, 7.0 ->
+/// 3.7 at 2; 56x56 256->256 6.6 -> 5.5 and 4.1 -> 4.1; 27x27 32->128 0.16 -> 0.13 and
+/// 0.15 -> 0.10; 56x56 64->64 0.62 -> 0.46 and 0.33 -> 0.27. Not at 112x112 and up (784
+/// tiles fill the vectors: a tie at 2 threads, and 8.3 against 9.3 ms at 224x224), nor
+/// with 16 tiles (13x13, 14x14: the 2-row remainder tile; resnet50's 14x14 256->256 0.58
+/// -> 0.71 ms at 1 thread). AVX2, 1 thread: 28x28 512->512 12.2 -> 9.9 ms, 27x27 0.24 ->
+/// 0.21, but 56x56 64->64 0.73 -> 0.99 (196 tiles pad only to 208 columns there).
+bool winogradRowsWins(int64_t N, int64_t OH, int64_t OW, int64_t MR, bool avx512) {
+  int64_t T = N * ((OH + 3) / 4) * ((OW + 3) / 4);
+  double fill = double(T) / double((T + 15) / 16 * 16);
+  return T >= 3 * MR && fill < (avx512 ? 0.95 : 0.9);
+}
+
 } // namespace
 
 Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
@@ -154,14 +171,22 @@ Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
   Value *w = filter;
   bool wino3x3 = G == 1 && constW && opts_.winograd && KH == 3 && KW == 3 && SH == 1 &&
                  SW == 1 && DH == 1 && DW == 1;
-  if (wino3x3 && winograd2Wins(N, C, O, OH, OW, opts_.threads)) {
-    KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, 5, 1, O, C));
+  int64_t wm = 0; // Winograd with the tiles as rows, of output tiles wm x wm
+  if (wino3x3 && winograd2Wins(N, C, O, OH, OW, opts_.threads))
+    wm = 2;
+  else if (wino3x3 && winogradWins(N, C, O, OH, OW) &&
+           winogradRowsWins(N, OH, OW, avx512_ ? libjit::GemmAvx512::MR : libjit::GemmAvx2::MR,
+                            avx512_))
+    wm = 4;
+  if (wm) {
+    KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, wm == 2 ? 5 : 6, 1, O, C));
     Location wl{kConstantBase, off};
-    needPoolScratch(avx512_ ? libjit_conv2d_wino2_scratch_floats_avx512(N, C, H, W, O, OH, OW)
-                            : libjit_conv2d_wino2_scratch_floats_avx2(N, C, H, W, O, OH, OW));
-    items.push_back({true, "conv_wino2 " + desc, [=] {
-                       call("libjit_conv2d_wino2_f32_" + isa_,
-                            {ptr(dest), ptr(in), at(wl), ptr(bias),
+    needPoolScratch(avx512_
+                        ? libjit_conv2d_wino_rows_scratch_floats_avx512(wm, N, C, H, W, O, OH, OW)
+                        : libjit_conv2d_wino_rows_scratch_floats_avx2(wm, N, C, H, W, O, OH, OW));
+    items.push_back({true, std::string(wm == 2 ? "conv_wino2 " : "conv_wino4r ") + desc, [=] {
+                       call("libjit_conv2d_wino_rows_f32_" + isa_,
+                            {I64(wm), ptr(dest), ptr(in), at(wl), ptr(bias),
                              epi.add ? ptr(epi.add) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
                              I64(O), I64(OH), I64(OW), I64(PT), I64(PL), I64(epi.act),
                              F32(epi.lo), F32(epi.hi), scratch(), tid_, nth_});

@@ -143,8 +143,10 @@ uint64_t Emitter::constRaw(const WeightVar *w) {
 }
 
 /// kind 1: A panels of each of `groups` row blocks of `rows` x `cols`; kind 2: B panels of
-/// a `rows` (K) x `cols` (N) matrix; kind 4 (5): 3x3 filters [rows = O][cols = C][3][3]
-/// transformed for Winograd F(4x4, 3x3) (libjit_pack_wino), F(2x2, 3x3) (libjit_pack_wino2).
+/// a `rows` (K) x `cols` (N) matrix; kind 3: W [cols x rows] packed as the B operand W^T;
+/// kinds 4-6: 3x3 filters [rows = O][cols = C][3][3] transformed for Winograd F(4x4, 3x3)
+/// (libjit_pack_wino), and with the tiles as rows F(2x2, 3x3) and F(4x4, 3x3)
+/// (libjit_pack_wino_rows).
 Expected<uint64_t> Emitter::constPacked(const WeightVar *w, int kind, int64_t groups,
                                         int64_t rows, int64_t cols) {
   auto key = std::make_tuple(w, kind, groups);
@@ -163,9 +165,9 @@ Expected<uint64_t> Emitter::constPacked(const WeightVar *w, int kind, int64_t gr
   else if (kind == 4)
     floats = avx512_ ? libjit_pack_wino_floats_avx512(rows, cols)
                      : libjit_pack_wino_floats_avx2(rows, cols);
-  else if (kind == 5)
-    floats = avx512_ ? libjit_pack_wino2_floats_avx512(rows, cols)
-                     : libjit_pack_wino2_floats_avx2(rows, cols);
+  else if (kind == 5 || kind == 6)
+    floats = avx512_ ? libjit_pack_wino_rows_floats_avx512(kind == 5 ? 2 : 4, rows, cols)
+                     : libjit_pack_wino_rows_floats_avx2(kind == 5 ? 2 : 4, rows, cols);
   else
     floats = avx512_ ? libjit::packedBFloats<libjit::GemmAvx512>(rows, cols)
                      : libjit::packedBFloats<libjit::GemmAvx2>(rows, cols);
@@ -190,11 +192,11 @@ Expected<uint64_t> Emitter::constPacked(const WeightVar *w, int kind, int64_t gr
       libjit_pack_wino_f32_avx512(dst, src, rows, cols);
     else
       libjit_pack_wino_f32_avx2(dst, src, rows, cols);
-  } else if (kind == 5) {
+  } else if (kind == 5 || kind == 6) {
     if (avx512_)
-      libjit_pack_wino2_f32_avx512(dst, src, rows, cols);
+      libjit_pack_wino_rows_f32_avx512(kind == 5 ? 2 : 4, dst, src, rows, cols);
     else
-      libjit_pack_wino2_f32_avx2(dst, src, rows, cols);
+      libjit_pack_wino_rows_f32_avx2(kind == 5 ? 2 : 4, dst, src, rows, cols);
   } else {
     if (avx512_)
       libjit_pack_b_f32_avx512(dst, src, rows, cols, cols);
@@ -500,7 +502,7 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const CodegenO
                                       "libjit_conv2d_t_f32_" + isa,
                                       "libjit_conv2d_strip_f32_" + isa,
                                       "libjit_conv2d_wino_f32_" + isa,
-                                      "libjit_conv2d_wino2_f32_" + isa,
+                                      "libjit_conv2d_wino_rows_f32_" + isa,
                                       // Loop nests that gain little from constant shapes
                                       // and cost much to compile once per call.
                                       "libjit_conv2d_dw_f32", "libjit_maxpool_f32",
