@@ -352,18 +352,22 @@ TEST(Libjit, StripConvolution) {
 
 TEST(Libjit, TransposedConvolution) {
   struct Case {
-    int64_t C, H, O, K, S, P;
+    int64_t C, H, O, K, S, P, D = 1;
   } cases[] = {{40, 7, 72, 3, 1, 1},  {24, 14, 33, 1, 2, 0}, {5, 9, 64, 3, 2, 1},
                // Pointwise (packed straight from the planes): 16 x 16 transpose blocks with
                // ragged pixel and channel edges, and exact multiples of 16.
-               {40, 14, 72, 1, 1, 0}, {19, 13, 50, 1, 1, 0}, {33, 8, 32, 1, 1, 0}};
+               {40, 14, 72, 1, 1, 0}, {19, 13, 50, 1, 1, 0}, {33, 8, 32, 1, 1, 0},
+               // Taps packed from the padded input: a 7x7/2 stem, dilation, 5x5 with runs
+               // of 11 pixels across panels, no pads; stride 3 packs element by element.
+               {3, 20, 40, 7, 2, 3}, {12, 11, 30, 3, 1, 2, 2}, {9, 11, 20, 5, 1, 2},
+               {16, 10, 24, 3, 1, 0}, {7, 13, 18, 3, 3, 1}};
   for (const Case &k : cases) {
     int64_t N = 2, W = k.H;
     auto in = randomVec(N * k.C * k.H * W, 11), w = randomVec(k.O * k.C * k.K * k.K, 12),
          bias = randomVec(k.O, 13);
     int64_t OH, OW;
     auto ref = refConv(in, w, bias, N, k.C, k.H, W, k.O, k.K, k.K, k.S, k.S, k.P, k.P, k.P, k.P,
-                       1, 1, 1, OH, OW);
+                       k.D, k.D, 1, OH, OW);
     auto add = randomVec(ref.size(), 14);
     for (size_t i = 0; i < ref.size(); i++)
       ref[i] = std::min(1.5f, std::max(0.0f, ref[i] + add[i]));
@@ -376,14 +380,18 @@ TEST(Libjit, TransposedConvolution) {
                                                                    k.O);
       int64_t per = v512 ? libjit::gemmScratchFloats<libjit::GemmAvx512>()
                          : libjit::gemmScratchFloats<libjit::GemmAvx2>();
-      std::vector<float> scratch(2 * per), t(OH * OW * k.O), out(ref.size());
-      for (int64_t tid = 0; tid < 2; tid++)
-        (v512 ? libjit_conv2d_t_f32_avx512 : libjit_conv2d_t_f32_avx2)(
-            out.data(), in.data(), packed.data(), bias.data(), add.data(), N, k.C, k.H, W, k.O,
-            OH, OW, k.K, k.K, k.S, k.S, k.P, k.P, 1, 1, 1, 0.0f, 1.5f, t.data(), scratch.data(),
-            tid, 2);
-      SCOPED_TRACE(std::string(v512 ? "avx512" : "avx2") + " C=" + std::to_string(k.C));
-      expectNear(out, ref);
+      for (int64_t nth : {1, 2, 3}) {
+        std::vector<float> scratch(nth * per, -9.0f), t(OH * OW * k.O), out(ref.size());
+        for (int64_t tid = 0; tid < nth; tid++)
+          (v512 ? libjit_conv2d_t_f32_avx512 : libjit_conv2d_t_f32_avx2)(
+              out.data(), in.data(), packed.data(), bias.data(), add.data(), N, k.C, k.H, W, k.O,
+              OH, OW, k.K, k.K, k.S, k.S, k.P, k.P, k.D, k.D, 1, 0.0f, 1.5f, t.data(),
+              scratch.data(), tid, nth);
+        SCOPED_TRACE(std::string(v512 ? "avx512" : "avx2") + " C=" + std::to_string(k.C) +
+                     " K=" + std::to_string(k.K) + " S=" + std::to_string(k.S) +
+                     " D=" + std::to_string(k.D) + " threads=" + std::to_string(nth));
+        expectNear(out, ref);
+      }
     }
   }
 }
