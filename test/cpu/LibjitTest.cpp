@@ -630,8 +630,10 @@ struct WinoVariant {
   template <class... Args> void conv(Args... args) const {
     if (!m)
       (avx512 ? libjit_conv2d_wino_f32_avx512 : libjit_conv2d_wino_f32_avx2)(args...);
+    else if (m == 2)
+      (avx512 ? libjit_conv2d_wino_rows2_f32_avx512 : libjit_conv2d_wino_rows2_f32_avx2)(args...);
     else
-      (avx512 ? libjit_conv2d_wino_rows_f32_avx512 : libjit_conv2d_wino_rows_f32_avx2)(m, args...);
+      (avx512 ? libjit_conv2d_wino_rows4_f32_avx512 : libjit_conv2d_wino_rows4_f32_avx2)(args...);
   }
 };
 

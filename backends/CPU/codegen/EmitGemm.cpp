@@ -185,8 +185,8 @@ Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
                         ? libjit_conv2d_wino_rows_scratch_floats_avx512(wm, N, C, H, W, O, OH, OW)
                         : libjit_conv2d_wino_rows_scratch_floats_avx2(wm, N, C, H, W, O, OH, OW));
     items.push_back({true, std::string(wm == 2 ? "conv_wino2 " : "conv_wino4r ") + desc, [=] {
-                       call("libjit_conv2d_wino_rows_f32_" + isa_,
-                            {I64(wm), ptr(dest), ptr(in), at(wl), ptr(bias),
+                       call("libjit_conv2d_wino_rows" + std::to_string(wm) + "_f32_" + isa_,
+                            {ptr(dest), ptr(in), at(wl), ptr(bias),
                              epi.add ? ptr(epi.add) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
                              I64(O), I64(OH), I64(OW), I64(PT), I64(PL), I64(epi.act),
                              F32(epi.lo), F32(epi.hi), scratch(), tid_, nth_});

@@ -82,10 +82,10 @@ LIBJIT_DECLARE_CONV_STRIP(avx2)
 LIBJIT_DECLARE_WINO(avx512)
 LIBJIT_DECLARE_WINO(avx2)
 #undef LIBJIT_DECLARE_WINO
-// Winograd with the tiles as GEMM rows, F(m x m, 3x3) for m = 2 or 4: the same shapes,
-// arguments and epilogue as the kernel above, with m first (weights from
-// libjit_pack_wino_rows_f32_*, libjit_pack_wino_rows_floats_* floats; scratch nthreads *
-// libjit_conv2d_wino_rows_scratch_floats_*(...) floats).
+// Winograd with the tiles as GEMM rows, F(m x m, 3x3) for m = 2 (libjit_conv2d_wino_rows2)
+// or 4 (..._rows4): the same shapes, arguments and epilogue as the kernel above (weights
+// from libjit_pack_wino_rows_f32_*(m, ...), libjit_pack_wino_rows_floats_*(m, ...) floats;
+// scratch nthreads * libjit_conv2d_wino_rows_scratch_floats_*(m, ...) floats).
 #define LIBJIT_DECLARE_WINO_ROWS(SUFFIX)                                                    \
   LIBJIT_EXPORT int64_t libjit_conv2d_wino_rows_scratch_floats_##SUFFIX(                    \
       int64_t m, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,          \
@@ -94,8 +94,13 @@ LIBJIT_DECLARE_WINO(avx2)
                                                              int64_t C);                     \
   LIBJIT_EXPORT void libjit_pack_wino_rows_f32_##SUFFIX(int64_t m, float *dst, const float *w, \
                                                         int64_t O, int64_t C);               \
-  LIBJIT_EXPORT void libjit_conv2d_wino_rows_f32_##SUFFIX(                                  \
-      int64_t m, float *out, const float *in, const float *packedW, const float *bias,       \
+  LIBJIT_EXPORT void libjit_conv2d_wino_rows2_f32_##SUFFIX(                                 \
+      float *out, const float *in, const float *packedW, const float *bias,                  \
+      const float *add, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,   \
+      int64_t OW, int64_t PT, int64_t PL, int64_t act, float lo, float hi, float *scratch,   \
+      int64_t tid, int64_t nthreads);                                                        \
+  LIBJIT_EXPORT void libjit_conv2d_wino_rows4_f32_##SUFFIX(                                 \
+      float *out, const float *in, const float *packedW, const float *bias,                  \
       const float *add, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,   \
       int64_t OW, int64_t PT, int64_t PL, int64_t act, float lo, float hi, float *scratch,   \
       int64_t tid, int64_t nthreads);

@@ -853,6 +853,18 @@ LIBJIT_NOINLINE void winoRowsOutput(const WinoRows<Cfg, TM> &w, const float *bia
   }
 }
 
+/// The np GEMMs M[p] (rows x nO, ld nO) = V[p] (A panels over C + 2 rows) x U[p] (B
+/// panels): out of line, one copy for both tile sizes.
+template <class Cfg>
+LIBJIT_NOINLINE void winoRowsGemms(int64_t np, int64_t rows, int64_t nO, int64_t C,
+                                   const float *V, int64_t vStride, const float *U, int64_t perU,
+                                   float *M, int64_t mStride, float *scratch) {
+  Epilogue none = {nullptr, nullptr, nullptr, 0, 0, 0.0f, 0.0f};
+  for (int64_t p = 0; p < np; p++)
+    gemmRange<Cfg>(0, rows, 0, nO, C, PackedA<Cfg>{V + p * vStride, C + 2},
+                   PackedB<Cfg>{U + p * perU, C}, M + p * mStride, nO, none, scratch);
+}
+
 template <class Cfg, int TM>
 LIBJIT_INLINE void conv2dWinoRows(float *out, const float *in, const float *U, const float *bias,
                                   const float *add, int64_t N, int64_t C, int64_t H, int64_t W,
@@ -883,16 +895,13 @@ LIBJIT_INLINE void conv2dWinoRows(float *out, const float *in, const float *U, c
   int64_t len = t1 - t0, blocks = ceilDiv(len, w.Tb);
   int64_t bs = minI(w.Tb, WR::roundUp(ceilDiv(len, blocks), Cfg::MR));
   int64_t perU = packedBFloats<Cfg>(C, O);
-  Epilogue none = {nullptr, nullptr, nullptr, 0, 0, 0.0f, 0.0f};
   for (int64_t n = 0; n < N; n++) {
     const float *x = in + n * C * H * W;
     for (int64_t b0 = t0; b0 < t1; b0 += bs) {
       int64_t b1 = minI(b0 + bs, t1);
       winoRowsInput<Cfg, TM>(w, x, b0, b1, s);
-      for (int64_t p = 0; p < WR::NP; p++)
-        gemmRange<Cfg>(0, b1 - b0, 0, nO, C, PackedA<Cfg>{s + w.vOff + p * w.vStride, C + 2},
-                       PackedB<Cfg>{U + p * perU + (o0 / NR) * C * NR, C},
-                       s + w.mOff + p * w.mStride, nO, none, s);
+      winoRowsGemms<Cfg>(WR::NP, b1 - b0, nO, C, s + w.vOff, w.vStride, U + (o0 / NR) * C * NR,
+                         perU, s + w.mOff, w.mStride, s);
       winoRowsOutput<Cfg, TM>(w, bias, b0, b1, o0, o1, s);
     }
     // The pixels of tile rows [r0, r1), pixel-major in Y, into the NCHW output.
@@ -968,7 +977,8 @@ using namespace libjit;
 LIBJIT_WINO_ENTRY_POINTS(avx512, GemmAvx512)
 LIBJIT_WINO_ENTRY_POINTS(avx2, GemmAvx2)
 
-// The tiles-as-rows kernels take the output tile size m (2 or 4) first.
+// The tiles-as-rows kernels: packing and scratch take the output tile size m (2 or 4)
+// first; the convolutions are one entry point per m (each its own JIT unit).
 #define LIBJIT_WINO_ROWS_ENTRY_POINTS(SUFFIX, CFG)                                                 \
   LIBJIT_EXPORT int64_t libjit_conv2d_wino_rows_scratch_floats_##SUFFIX(                           \
       int64_t m, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW) {  \
@@ -985,17 +995,21 @@ LIBJIT_WINO_ENTRY_POINTS(avx2, GemmAvx2)
     else                                                                                           \
       packWinoRows<CFG, 4>(dst, w, O, C);                                                          \
   }                                                                                                \
-  LIBJIT_EXPORT void libjit_conv2d_wino_rows_f32_##SUFFIX(                                         \
-      int64_t m, float *out, const float *in, const float *packedW, const float *bias,             \
-      const float *add, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,         \
-      int64_t OW, int64_t PT, int64_t PL, int64_t act, float lo, float hi, float *scratch,         \
-      int64_t tid, int64_t nthreads) {                                                             \
-    if (m == 2)                                                                                    \
-      conv2dWinoRows<CFG, 2>(out, in, packedW, bias, add, N, C, H, W, O, OH, OW, PT, PL, act, lo,  \
-                             hi, scratch, tid, nthreads);                                          \
-    else                                                                                           \
-      conv2dWinoRows<CFG, 4>(out, in, packedW, bias, add, N, C, H, W, O, OH, OW, PT, PL, act, lo,  \
-                             hi, scratch, tid, nthreads);                                          \
+  LIBJIT_EXPORT void libjit_conv2d_wino_rows2_f32_##SUFFIX(                                        \
+      float *out, const float *in, const float *packedW, const float *bias, const float *add,      \
+      int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW, int64_t PT,   \
+      int64_t PL, int64_t act, float lo, float hi, float *scratch, int64_t tid,                    \
+      int64_t nthreads) {                                                                          \
+    conv2dWinoRows<CFG, 2>(out, in, packedW, bias, add, N, C, H, W, O, OH, OW, PT, PL, act, lo,    \
+                           hi, scratch, tid, nthreads);                                            \
+  }                                                                                                \
+  LIBJIT_EXPORT void libjit_conv2d_wino_rows4_f32_##SUFFIX(                                        \
+      float *out, const float *in, const float *packedW, const float *bias, const float *add,      \
+      int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW, int64_t PT,   \
+      int64_t PL, int64_t act, float lo, float hi, float *scratch, int64_t tid,                    \
+      int64_t nthreads) {                                                                          \
+    conv2dWinoRows<CFG, 4>(out, in, packedW, bias, add, N, C, H, W, O, OH, OW, PT, PL, act, lo,    \
+                           hi, scratch, tid, nthreads);                                            \
   }
 
 LIBJIT_WINO_ROWS_ENTRY_POINTS(avx512, GemmAvx512)
