@@ -1,5 +1,8 @@
-// Winograd F(4x4, 3x3) convolution: float32 NCHW, 3x3 kernels, stride 1, dilation 1, one
-// group, any pads. Every 4x4 output tile is computed from a 6x6 input tile as
+// Winograd convolutions: float32 NCHW, 3x3 kernels, stride 1, dilation 1, one group, any
+// pads. Two kernels: F(4x4, 3x3) with the output tiles as GEMM columns (this part), and
+// F(2x2, 3x3) or F(4x4, 3x3) with the tiles as GEMM rows (the second part of the file).
+//
+// Tiles as columns, F(4x4, 3x3): every 4x4 output tile is computed from a 6x6 input tile as
 //   Y = A^T [ (G g G^T) .* (B^T d B) ] A
 // summed over input channels, so the 36 element-wise products summed over channels are 36
 // GEMMs:  M[p] (O x tiles) = U[p] (O x C) x V[p] (C x tiles),  p = 0..35,
