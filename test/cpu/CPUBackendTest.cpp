@@ -415,21 +415,12 @@ TEST(CPUBackend, WinogradConvolutions) {
       }
 }
 
-// Winograd F(2x2, 3x3) (tiles as GEMM rows), which the planner takes for 14x14 layers with
-// large filters at 2 threads (F(4x4) at 1): a 256->256 layer with a fused residual add and
-// Relu feeding a 256->272 one (channels off the register tile, asymmetric pads), against
-// the Interpreter, on the AVX-512 and AVX2 kernels.
-TEST(CPUBackend, WinogradF2x2Convolutions) {
-  auto build = [](Net &n) {
-    n.F = n.mod.createFunction("main");
-    Function *F = n.F;
-    auto *x = n.mod.createPlaceholder(ElemKind::Float, {1, 256, 14, 14}, "x");
-    n.inputs = {x};
-    NodeValue a = randomConv(n, "a", x, 256, 256, 3, 1, 1, 50);
-    NodeValue r = F->createRelu("r", F->createAdd("add", a, x));
-    NodeValue b = randomConv(n, "b", r, 256, 272, 3, 1, {1, 0, 2, 1}, 60);
-    n.saves = {F->createSave("r", r), F->createSave("b", b)};
-  };
+/// Runs \p build's net on the CPU backend at 1 and 2 threads, AVX-512 and AVX2 kernels,
+/// against the Interpreter (within \p relTol of the largest output, and 1e-5 of each), and
+/// calls \p checkStages with the thread count and a counter of a kernel's stages (serial
+/// stages merge their kernels' descriptions, so every occurrence counts).
+template <class Build, class Check>
+void checkPlannedConvolutions(Build build, float relTol, Check checkStages) {
   auto interp = exitOnError(createBackend("Interpreter"));
   Net ref;
   build(ref);
@@ -450,7 +441,6 @@ TEST(CPUBackend, WinogradF2x2Convolutions) {
       build(net);
       std::vector<std::string> stages;
       auto got = runWithCodegen(net, co, stages);
-      // Serial stages merge their kernels' descriptions: count every occurrence.
       auto count = [&](const std::string &what) {
         unsigned k = 0;
         for (const std::string &s : stages)
@@ -458,18 +448,36 @@ TEST(CPUBackend, WinogradF2x2Convolutions) {
             k++;
         return k;
       };
-      EXPECT_EQ(count("conv_wino2 "), threads > 1 ? 2u : 0u);
-      EXPECT_EQ(count("conv_wino "), threads > 1 ? 0u : 2u);
-      // Sums of 2304 terms reach |y| ~ 30: Winograd's error is a few ulps of the terms,
-      // so the bound scales with the output (as in LibjitTest's Winograd cases).
-      expectClose(got, expected, 2e-5f * maxAbs, 1e-5f);
+      checkStages(threads, count);
+      expectClose(got, expected, relTol * maxAbs, 1e-5f);
     }
+}
+
+// Winograd F(2x2, 3x3) (tiles as GEMM rows), which the planner takes for 14x14 layers with
+// large filters at 2 threads (F(4x4) at 1): a 256->256 layer with a fused residual add and
+// Relu feeding a 256->272 one (channels off the register tile, asymmetric pads). Sums of
+// 2304 terms reach |y| ~ 30: Winograd's error is a few ulps of the terms, so the bound
+// scales with the output (as in LibjitTest's Winograd cases).
+TEST(CPUBackend, WinogradF2x2Convolutions) {
+  auto build = [](Net &n) {
+    n.F = n.mod.createFunction("main");
+    Function *F = n.F;
+    auto *x = n.mod.createPlaceholder(ElemKind::Float, {1, 256, 14, 14}, "x");
+    n.inputs = {x};
+    NodeValue a = randomConv(n, "a", x, 256, 256, 3, 1, 1, 50);
+    NodeValue r = F->createRelu("r", F->createAdd("add", a, x));
+    NodeValue b = randomConv(n, "b", r, 256, 272, 3, 1, {1, 0, 2, 1}, 60);
+    n.saves = {F->createSave("r", r), F->createSave("b", b)};
+  };
+  checkPlannedConvolutions(build, 2e-5f, [](unsigned threads, auto count) {
+    EXPECT_EQ(count("conv_wino2 "), threads > 1 ? 2u : 0u);
+    EXPECT_EQ(count("conv_wino "), threads > 1 ? 0u : 2u);
+  });
 }
 
 // Winograd F(4x4, 3x3) with the tiles as GEMM rows, which the planner takes where the
 // tiles pad the columns kernel's vectors badly: a 28x28 image (49 tiles), a residual add
-// and Relu, and a second layer on a 27x27 image with asymmetric pads, against the
-// Interpreter; 1 and 2 threads, AVX-512 and AVX2 kernels.
+// and Relu, and a second layer on a 27x27 image with asymmetric pads.
 TEST(CPUBackend, WinogradTilesAsRows) {
   auto build = [](Net &n) {
     n.F = n.mod.createFunction("main");
@@ -481,29 +489,9 @@ TEST(CPUBackend, WinogradTilesAsRows) {
     NodeValue b = randomConv(n, "b", r, 32, 45, 3, 1, {0, 1, 1, 0}, 80);
     n.saves = {F->createSave("r", r), F->createSave("b", b)};
   };
-  auto interp = exitOnError(createBackend("Interpreter"));
-  Net ref;
-  build(ref);
-  ASSERT_FALSE(bool(ref.F->verify()));
-  auto expected = runOn(ref, *interp, {});
-  for (unsigned threads : {1u, 2u})
-    for (bool noAvx512 : {false, true}) {
-      SCOPED_TRACE("threads " + std::to_string(threads) + (noAvx512 ? " avx2" : ""));
-      cpu::CodegenOptions co;
-      co.threads = threads;
-      co.jit.disableAvx512 = noAvx512;
-      Net net;
-      build(net);
-      std::vector<std::string> stages;
-      auto got = runWithCodegen(net, co, stages);
-      unsigned rows = 0;
-      for (const std::string &s : stages)
-        for (size_t at = s.find("conv_wino4r "); at != std::string::npos;
-             at = s.find("conv_wino4r ", at + 1))
-          rows++;
-      EXPECT_EQ(rows, 2u);
-      expectClose(got, expected, 2e-4f, 2e-4f);
-    }
+  checkPlannedConvolutions(build, 2e-5f, [](unsigned, auto count) {
+    EXPECT_EQ(count("conv_wino4r "), 2u);
+  });
 }
 
 TEST(CPUBackend, DumpsIRAndAssembly) {

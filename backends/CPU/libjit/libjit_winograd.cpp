@@ -95,9 +95,8 @@ template <class Cfg>
 LIBJIT_NOINLINE void winoInput(const Wino<Cfg> &w, const float *in, int64_t b0, int64_t b1,
                                float *scratch) {
   typedef typename VecOf<Cfg::VW>::T V;
-  typedef typename IVecOf<Cfg::VW>::T IV;
   typedef Lanes<Cfg::VW> L;
-  constexpr int64_t VW = Cfg::VW, NR = Cfg::NR, PW = Wino<Cfg>::PW;
+  constexpr int64_t VW = Cfg::VW, NR = Cfg::NR;
   float *Vb = scratch + w.vOff, *S = scratch + w.sOff, *P = scratch + w.pOff;
   const float *inEnd = in + w.N * w.C * w.H * w.W;
   int64_t nb = b1 - b0;
@@ -111,9 +110,6 @@ LIBJIT_NOINLINE void winoInput(const Wino<Cfg> &w, const float *in, int64_t b0, 
     for (int64_t v = 0; v < NR / VW; v++)
       storeV(d + p * w.vStride + c * NR + v * VW, (V){});
   }
-  IV lane;
-  for (int l = 0; l < VW; l++)
-    lane[l] = l;
   for (int64_t c = 0; c < w.C; c++) {
     // Channel by channel, tiles in ascending order: a chunk's full-vector store past its
     // last tile only touches columns (or the next channel's row) written later.
@@ -124,48 +120,15 @@ LIBJIT_NOINLINE void winoInput(const Wino<Cfg> &w, const float *in, int64_t b0, 
       const float *plane = in + (n * w.C + c) * w.H * w.W;
       // Row r of the chunk is in[4 ty - PT + r][4 tx - PL + x], x in [0, PW) (columns
       // past 4 nt + 2 only feed lanes that are not stored), zero outside the image.
-      // Vector v of a row covers columns iw0 + v VW + [0, VW): all inside the image (no
-      // mask), none (zero, not loaded), or some (masked).
-      int64_t iw0 = tx * 4 - w.PL;
-      IV m[5];
-      bool some[5], none[5];
-      for (int v = 0; v < 5; v++) {
-        int64_t x0 = iw0 + v * VW;
-        none[v] = x0 + VW <= 0 || x0 >= w.W;
-        some[v] = !none[v] && (x0 < 0 || x0 + VW > w.W);
-        IV x = lane + (int32_t)x0;
-        m[v] = (x >= 0) & (x < (int32_t)w.W);
-      }
-      // The six input rows (null: outside the image, zero).
-      const float *rows[6];
-      LIBJIT_UNROLL
-      for (int r = 0; r < 6; r++) {
-        int64_t ih = ty * 4 - w.PT + r;
-        rows[r] = nullptr;
-        if (ih < 0 || ih >= w.H)
-          continue;
-        const float *row = plane + ih * w.W + iw0;
-        if (row < in || row + PW > inEnd) {
-          // Loads there could leave the input buffer: go through a padded copy.
-          float *pr = P + r * PW;
-          int64_t xa = minI(maxI(-iw0, 0), PW), xb = maxI(minI(w.W - iw0, PW), xa);
-          for (int64_t x = 0; x < PW; x++)
-            pr[x] = x >= xa && x < xb ? row[x] : 0.0f;
-          row = pr;
-        }
-        rows[r] = row;
-      }
+      ChunkRows<VW, 6, 5> cr(plane, in, inEnd, w.H, w.W, ty * 4 - w.PT, tx * 4 - w.PL, P);
       // Columns first (B^T d on whole vectors of the rows), into U[k][v]...
       float U[6 * 5 * VW];
       LIBJIT_UNROLL
       for (int v = 0; v < 5; v++) {
         V a[6], u[6];
         LIBJIT_UNROLL
-        for (int r = 0; r < 6; r++) {
-          a[r] = rows[r] && !none[v] ? loadV<V>(rows[r] + v * VW) : (V){};
-          if (some[v])
-            a[r] = m[v] ? a[r] : (V){};
-        }
+        for (int r = 0; r < 6; r++)
+          a[r] = cr.at(r, v);
         inputT(a, u);
         LIBJIT_UNROLL
         for (int k = 0; k < 6; k++)

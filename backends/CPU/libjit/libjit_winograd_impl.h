@@ -125,6 +125,56 @@ template <class V> LIBJIT_INLINE void outputT(const V *m, V *y) {
 }
 
 
+/// The input rows of one chunk of tiles in one channel plane: rows ih0 + [0, NROWS) from
+/// column iw0, NVEC vectors wide, zero outside the image. Vector v of a row covers columns
+/// iw0 + v VW + [0, VW): all inside the image (no mask), none (zero, not loaded), or some
+/// (masked). Rows whose loads could leave the input buffer [in, inEnd) go through a
+/// padded copy in P (NROWS x NVEC VW floats).
+template <int VW, int NROWS, int NVEC> struct ChunkRows {
+  typedef typename VecOf<VW>::T V;
+  typedef typename IVecOf<VW>::T IV;
+  const float *rows[NROWS]; ///< null: outside the image
+  IV m[NVEC];
+  bool some[NVEC], none[NVEC];
+
+  WINO_INLINE ChunkRows(const float *plane, const float *in, const float *inEnd, int64_t H,
+                        int64_t W, int64_t ih0, int64_t iw0, float *P) {
+    constexpr int64_t PW = NVEC * VW;
+    IV lane;
+    for (int l = 0; l < VW; l++)
+      lane[l] = l;
+    for (int v = 0; v < NVEC; v++) {
+      int64_t x0 = iw0 + v * VW;
+      none[v] = x0 + VW <= 0 || x0 >= W;
+      some[v] = !none[v] && (x0 < 0 || x0 + VW > W);
+      IV x = lane + (int32_t)x0;
+      m[v] = (x >= 0) & (x < (int32_t)W);
+    }
+    LIBJIT_UNROLL
+    for (int r = 0; r < NROWS; r++) {
+      int64_t ih = ih0 + r;
+      rows[r] = nullptr;
+      if (ih < 0 || ih >= H)
+        continue;
+      const float *row = plane + ih * W + iw0;
+      if (row < in || row + PW > inEnd) {
+        float *pr = P + r * PW;
+        int64_t xa = minI(maxI(-iw0, 0), PW), xb = maxI(minI(W - iw0, PW), xa);
+        for (int64_t x = 0; x < PW; x++)
+          pr[x] = x >= xa && x < xb ? row[x] : 0.0f;
+        row = pr;
+      }
+      rows[r] = row;
+    }
+  }
+
+  /// Vector v of row r.
+  WINO_INLINE V at(int r, int v) const {
+    V a = rows[r] && !none[v] ? loadV<V>(rows[r] + v * VW) : (V){};
+    return some[v] ? (m[v] ? a : (V){}) : a;
+  }
+};
+
 } // namespace libjit
 
 #endif // KILN_BACKENDS_CPU_LIBJIT_LIBJIT_WINOGRAD_IMPL_H

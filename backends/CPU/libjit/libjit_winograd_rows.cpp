@@ -154,9 +154,8 @@ LIBJIT_NOINLINE void winoRowsInput(const WinoRows<Cfg, TM> &w, const float *in, 
                                    int64_t b1, float *scratch) {
   typedef WinoRows<Cfg, TM> WR;
   typedef typename VecOf<Cfg::VW>::T V;
-  typedef typename IVecOf<Cfg::VW>::T IV;
   typedef RowsTransform<Cfg, TM> RT;
-  constexpr int64_t VW = Cfg::VW, MR = Cfg::MR, CH = WR::CH, PW = WR::PW, A = WR::A,
+  constexpr int64_t VW = Cfg::VW, MR = Cfg::MR, CH = WR::CH, A = WR::A,
                     NP = WR::NP, NVEC = WR::NVEC;
   float *Vb = scratch + w.vOff, *S = scratch + w.sOff, *P = scratch + w.pOff;
   const float *inEnd = in + w.C * w.H * w.W;
@@ -169,9 +168,6 @@ LIBJIT_NOINLINE void winoRowsInput(const WinoRows<Cfg, TM> &w, const float *in, 
         for (int64_t j = nb % MR; j < MR; j++)
           d[p * w.vStride + c * MR + j] = 0.0f;
   }
-  IV lane;
-  for (int l = 0; l < VW; l++)
-    lane[l] = l;
   for (int64_t c = 0; c < w.C; c++) {
     const float *plane = in + c * w.H * w.W;
     // Channel by channel, tiles in ascending order: a store's lanes past the chunk only
@@ -179,48 +175,16 @@ LIBJIT_NOINLINE void winoRowsInput(const WinoRows<Cfg, TM> &w, const float *in, 
     for (int64_t t = b0; t < b1;) {
       int64_t ty = t / w.TW, tx = t % w.TW;
       int64_t nt = minI(minI(CH, w.TW - tx), b1 - t);
-      // Row r of the chunk is in[TM ty - PT + r][TM tx - PL + x], x in [0, PW), zero
-      // outside the image; vectors wholly inside, outside (none) or across an edge (some:
-      // masked).
-      int64_t iw0 = tx * TM - w.PL;
-      IV m[NVEC];
-      bool some[NVEC], none[NVEC];
-      for (int v = 0; v < NVEC; v++) {
-        int64_t x0 = iw0 + v * VW;
-        none[v] = x0 + VW <= 0 || x0 >= w.W;
-        some[v] = !none[v] && (x0 < 0 || x0 + VW > w.W);
-        IV x = lane + (int32_t)x0;
-        m[v] = (x >= 0) & (x < (int32_t)w.W);
-      }
-      const float *rows[A];
-      LIBJIT_UNROLL
-      for (int r = 0; r < A; r++) {
-        int64_t ih = ty * TM - w.PT + r;
-        rows[r] = nullptr;
-        if (ih < 0 || ih >= w.H)
-          continue;
-        const float *row = plane + ih * w.W + iw0;
-        if (row < in || row + PW > inEnd) {
-          // Loads there could leave the input buffer: go through a padded copy.
-          float *pr = P + r * PW;
-          int64_t xa = minI(maxI(-iw0, 0), PW), xb = maxI(minI(w.W - iw0, PW), xa);
-          for (int64_t x = 0; x < PW; x++)
-            pr[x] = x >= xa && x < xb ? row[x] : 0.0f;
-          row = pr;
-        }
-        rows[r] = row;
-      }
+      // Row r of the chunk is in[TM ty - PT + r][TM tx - PL + x], x in [0, PW).
+      ChunkRows<VW, A, NVEC> cr(plane, in, inEnd, w.H, w.W, ty * TM - w.PT, tx * TM - w.PL, P);
       // Columns first (B^T d on whole row vectors, into U[k][v]), then rows.
       float U[A * NVEC * VW];
       LIBJIT_UNROLL
       for (int v = 0; v < NVEC; v++) {
         V a[A], u[A];
         LIBJIT_UNROLL
-        for (int r = 0; r < A; r++) {
-          a[r] = rows[r] && !none[v] ? loadV<V>(rows[r] + v * VW) : (V){};
-          if (some[v])
-            a[r] = m[v] ? a[r] : (V){};
-        }
+        for (int r = 0; r < A; r++)
+          a[r] = cr.at(r, v);
         RT::columns(a, u);
         LIBJIT_UNROLL
         for (int k = 0; k < A; k++)
