@@ -236,28 +236,11 @@ LIBJIT_NOINLINE void winoOutput(const Wino<Cfg> &w, float *out, const float *bia
         nt = minI((VW / w.TW) * w.TW, b1 - t);
       int64_t n = R / w.TH, ty = R % w.TH;
       const float *m = Mb + o * w.ldm + (t - b0);
-      // Rows: (M A), then columns: A^T (M A).
-      V z[6][4];
+      V a[36], y[4][4];
       LIBJIT_UNROLL
-      for (int k = 0; k < 6; k++) {
-        V a[6];
-        LIBJIT_UNROLL
-        for (int c = 0; c < 6; c++)
-          a[c] = loadV<V>(m + (k * 6 + c) * w.mStride);
-        outputT(a, z[k]);
-      }
-      V y[4][4];
-      LIBJIT_UNROLL
-      for (int j = 0; j < 4; j++) {
-        V a[6], r[4];
-        LIBJIT_UNROLL
-        for (int k = 0; k < 6; k++)
-          a[k] = z[k][j];
-        outputT(a, r);
-        LIBJIT_UNROLL
-        for (int i = 0; i < 4; i++)
-          y[i][j] = r[i];
-      }
+      for (int p = 0; p < 36; p++)
+        a[p] = loadV<V>(m + p * w.mStride);
+      outputTile4(a, y);
       if (nt > w.TW - tx) {
         // Several tile rows: through Y, one row of tiles at a time.
         LIBJIT_UNROLL

@@ -125,6 +125,26 @@ template <class V> LIBJIT_INLINE void outputT(const V *m, V *y) {
 }
 
 
+/// y = A^T m A for one 4x4 output tile from its 36 positions m[k * 6 + c]: rows (m A), then
+/// columns.
+template <class V> LIBJIT_INLINE void outputTile4(const V *m, V y[4][4]) {
+  V z[6][4];
+  LIBJIT_UNROLL
+  for (int k = 0; k < 6; k++)
+    outputT(m + 6 * k, z[k]);
+  LIBJIT_UNROLL
+  for (int j = 0; j < 4; j++) {
+    V a[6], r[4];
+    LIBJIT_UNROLL
+    for (int k = 0; k < 6; k++)
+      a[k] = z[k][j];
+    outputT(a, r);
+    LIBJIT_UNROLL
+    for (int i = 0; i < 4; i++)
+      y[i][j] = r[i];
+  }
+}
+
 /// The input rows of one chunk of tiles in one channel plane: rows ih0 + [0, NROWS) from
 /// column iw0, NVEC vectors wide, zero outside the image. Vector v of a row covers columns
 /// iw0 + v VW + [0, VW): all inside the image (no mask), none (zero, not loaded), or some

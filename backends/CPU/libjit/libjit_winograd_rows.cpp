@@ -121,23 +121,8 @@ template <class Cfg> struct RowsTransform<Cfg, 4> {
     inputT(e, r);
   }
   /// y[i][j] (4 x 4) = A^T m A from the 36 positions.
-  static WINO_INLINE void output(const V *m, V y[4][4]) {
-    V z[6][4];
-    LIBJIT_UNROLL
-    for (int k = 0; k < 6; k++)
-      outputT(m + 6 * k, z[k]);
-    LIBJIT_UNROLL
-    for (int j = 0; j < 4; j++) {
-      V a[6], r[4];
-      LIBJIT_UNROLL
-      for (int k = 0; k < 6; k++)
-        a[k] = z[k][j];
-      outputT(a, r);
-      LIBJIT_UNROLL
-      for (int i = 0; i < 4; i++)
-        y[i][j] = r[i];
-    }
-  }
+  static WINO_INLINE void output(const V *m, V y[4][4]) { outputTile4(m, y); }
+
   static constexpr double G[6][3] = {{1.0 / 4, 0, 0},
                                      {-1.0 / 6, -1.0 / 6, -1.0 / 6},
                                      {-1.0 / 6, 1.0 / 6, -1.0 / 6},
