@@ -367,12 +367,7 @@ LIBJIT_INLINE void conv2dWino(float *out, const float *in, const float *U, const
 /// O x C matrix of each position (rows past O zero). Panel by panel, so that each of the
 /// 36 positions is written sequentially.
 template <class Cfg> void packWino(float *dst, const float *wt, int64_t O, int64_t C) {
-  static const double G[6][3] = {{1.0 / 4, 0, 0},
-                                 {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                 {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                 {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                 {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                                 {0, 0, 1}};
+  const auto &G = WinoG4::G;
   constexpr int64_t MR = Cfg::MR;
   int64_t per = packedAFloats<Cfg>(O, C);
   for (int64_t op = 0; op < ceilDiv(O, MR); op++)

@@ -125,6 +125,16 @@ template <class V> LIBJIT_INLINE void outputT(const V *m, V *y) {
 }
 
 
+/// G of F(4x4, 3x3): the filter transform G g G^T (done in double at compile time).
+struct WinoG4 {
+  static constexpr double G[6][3] = {{1.0 / 4, 0, 0},
+                                     {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                     {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                     {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                     {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                     {0, 0, 1}};
+};
+
 /// y = A^T m A for one 4x4 output tile from its 36 positions m[k * 6 + c]: rows (m A), then
 /// columns.
 template <class V> LIBJIT_INLINE void outputTile4(const V *m, V y[4][4]) {

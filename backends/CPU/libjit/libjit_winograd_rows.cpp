@@ -123,12 +123,7 @@ template <class Cfg> struct RowsTransform<Cfg, 4> {
   /// y[i][j] (4 x 4) = A^T m A from the 36 positions.
   static WINO_INLINE void output(const V *m, V y[4][4]) { outputTile4(m, y); }
 
-  static constexpr double G[6][3] = {{1.0 / 4, 0, 0},
-                                     {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                     {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                     {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                     {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                                     {0, 0, 1}};
+  static constexpr const double (&G)[6][3] = WinoG4::G;
 };
 
 /// Transforms the input tiles [b0, b1) of one image (tile indices within it) for channels
