@@ -471,7 +471,10 @@ LIBJIT_INLINE void conv2dStrip(float *out, const float *in, const float *w, cons
   int64_t budget = minI(gemmScratchFloats<Cfg>(), 96 * 1024);
   int64_t nbMax = maxI(NR, budget / K / NR * NR);
   int64_t j0, j1, r0 = 0, r1 = O;
-  partition(P, NR, tid, nthreads, &j0, &j1);
+  // Pixels split in whole strips for the pointwise path (its reads run NR columns past a
+  // strip's start); the copying paths split in vectors, whose partial strips take a tile of
+  // one or two vectors: 28x28 = 16 strips + 16 pixels goes 400:384 instead of 432:352.
+  partition(P, pointwise ? NR : StripTile<Cfg>::VW, tid, nthreads, &j0, &j1);
   if (pointwise && nthreads > 1) {
     // Few strips (14x14 = 4 strips + 4 columns) split unevenly by columns; then split the
     // output channels instead, which costs nothing here since the input is not packed.
