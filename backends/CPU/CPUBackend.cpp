@@ -170,8 +170,7 @@ char *CPUFunction::takeArena() {
       return a;
     }
   }
-  uint64_t bytes = (std::max<uint64_t>(prog_->activationBytes, 64) + 63) / 64 * 64;
-  return static_cast<char *>(std::aligned_alloc(64, bytes));
+  return allocArena(prog_->activationBytes);
 }
 
 void CPUFunction::returnArena(char *a) {

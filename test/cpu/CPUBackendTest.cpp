@@ -494,6 +494,23 @@ TEST(CPUBackend, WinogradTilesAsRows) {
   });
 }
 
+// Arenas: 64-byte aligned; from 4 MB on 2 MB aligned (transparent huge pages), and the
+// whole requested size writable.
+TEST(CPUBackend, ArenaAlignment) {
+  for (uint64_t bytes : {uint64_t(1), uint64_t(100), uint64_t(3) << 20, (uint64_t(4) << 20) + 5,
+                         uint64_t(9) << 20}) {
+    SCOPED_TRACE(std::to_string(bytes));
+    char *p = cpu::allocArena(bytes);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+    if (bytes >= (uint64_t(4) << 20))
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (uint64_t(2) << 20), 0u);
+    std::memset(p, 0x5a, bytes);
+    EXPECT_EQ(p[bytes - 1], 0x5a);
+    std::free(p);
+  }
+}
+
 TEST(CPUBackend, DumpsIRAndAssembly) {
   Module m;
   Function *F = m.createFunction("main");

@@ -59,6 +59,12 @@ struct MemoryPlan {
 };
 MemoryPlan planActivations(const IRFunction &F);
 
+/// A buffer of at least \p bytes for a program's constants or activations, 64-byte aligned
+/// (free it with std::free), or null. Buffers of 4 MB and more are 2 MB aligned and asked
+/// for transparent huge pages: the weights are streamed once per run, and with 4 KB pages
+/// every page of them costs a TLB miss.
+char *allocArena(uint64_t bytes);
+
 /// One step of a compiled program.
 using StageFn = void (*)(char **bufs, int64_t tid, int64_t nthreads);
 struct Stage {

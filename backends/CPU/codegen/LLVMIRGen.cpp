@@ -522,7 +522,10 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const CodegenO
   prog->activationBytes = em.activationBytes();
   std::vector<char> &c = em.constants();
   prog->constantBytes = c.size();
-  prog->constants = static_cast<char *>(std::aligned_alloc(64, alignUp(std::max<size_t>(c.size(), 64))));
+  prog->constants = allocArena(c.size());
+  if (!prog->constants)
+    return makeError(ErrorCode::OutOfMemory, "CPU backend: cannot allocate ", c.size(),
+                     " bytes of constants");
   if (!c.empty()) // an empty vector's data() may be null
     std::memcpy(prog->constants, c.data(), c.size());
   c = {};

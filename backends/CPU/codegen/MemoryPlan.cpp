@@ -2,7 +2,13 @@
 // alloc/dealloc order, so buffers whose lifetimes do not overlap share memory.
 #include "Codegen.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <map>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 namespace kiln::cpu {
 
@@ -69,6 +75,20 @@ MemoryPlan planActivations(const IRFunction &F) {
     }
   }
   return plan;
+}
+
+char *allocArena(uint64_t bytes) {
+  constexpr uint64_t kHuge = 2u << 20;
+  bytes = std::max<uint64_t>(alignUp(bytes), kAlign);
+  if (bytes < 2 * kHuge)
+    return static_cast<char *>(std::aligned_alloc(kAlign, bytes));
+  bytes = (bytes + kHuge - 1) / kHuge * kHuge;
+  char *p = static_cast<char *>(std::aligned_alloc(kHuge, bytes));
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (p) // advice only: without huge pages the buffer works the same
+    madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+  return p;
 }
 
 } // namespace kiln::cpu
