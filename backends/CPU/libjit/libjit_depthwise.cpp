@@ -16,6 +16,16 @@ using namespace libjit;
 
 namespace {
 
+/// The sum of a window's K row accumulators (kept apart so that their FMA chains overlap),
+/// clamped to [lo, hi] when act.
+template <int K> LIBJIT_INLINE F16 sumRows(const F16 *acc, int64_t act, F16 lo, F16 hi) {
+  F16 v = acc[0];
+  LIBJIT_UNROLL
+  for (int kh = 1; kh < K; kh++)
+    v += acc[kh];
+  return act ? clamp16(v, lo, hi) : v;
+}
+
 /// The generic path's padded, column-phase-split plane: Hp rows of Wq cells per phase.
 struct PhaseGeom {
   int64_t Hp, Wq;
@@ -125,13 +135,7 @@ LIBJIT_INLINE void dwRows(float *__restrict y, const float *__restrict x, const 
         for (int kw = 0; kw < K; kw++)
           acc[kh] += wv[kh][kw] * ld16(rp[kh][kw % S] + j + kw / S);
       }
-      F16 v = acc[0];
-      LIBJIT_UNROLL
-      for (int kh = 1; kh < K; kh++)
-        v += acc[kh];
-      if (act)
-        v = clamp16(v, lov, hiv);
-      st16(yr + j, v);
+      st16(yr + j, sumRows<K>(acc, act, lov, hiv));
       if (j0 + 16 >= OW)
         break;
     }
@@ -196,13 +200,7 @@ LIBJIT_INLINE void dwFlat(float *__restrict y, const float *__restrict x, const 
         acc[kh] += wv[kh][kw] *
                    ld16(buf + ((kh % S) * S + kw % S) * g.phase + i0 + (kh / S) * g.Wq + kw / S);
     }
-    F16 v = acc[0];
-    LIBJIT_UNROLL
-    for (int kh = 1; kh < K; kh++)
-      v += acc[kh];
-    if (act)
-      v = clamp16(v, lov, hiv);
-    st16(o + i0, v);
+    st16(o + i0, sumRows<K>(acc, act, lov, hiv));
   }
   for (int64_t i = 0; i < OH; i++)
     copyRow(y + i * OW, o + i * g.Wq, OW);
