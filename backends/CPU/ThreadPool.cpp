@@ -17,7 +17,10 @@ unsigned ThreadPool::hardwareThreads() {
 }
 
 ThreadPool::ThreadPool(unsigned threads, unsigned spinMicros)
-    : threads_(threads ? threads : 1), spinMicros_(spinMicros) {
+    : threads_(threads ? threads : 1), spinMicros_(spinMicros),
+      claimed_(new std::atomic<uint64_t>[threads ? threads : 1]) {
+  for (unsigned t = 0; t < threads_; t++)
+    claimed_[t].store(0, std::memory_order_relaxed);
   for (unsigned t = 1; t < threads_; t++)
     workers_.emplace_back([this, t] { workerLoop(t); });
 }
@@ -48,6 +51,31 @@ template <class Pred> bool ThreadPool::spinFor(Pred pred) const {
   }
 }
 
+bool ThreadPool::claim(unsigned tid, uint64_t gen) {
+  // Generations only grow: a thread still holding an older one (it read the task before
+  // that run finished) must not claim a share a newer run has claimed.
+  uint64_t seen = claimed_[tid].load(std::memory_order_relaxed);
+  while (seen < gen)
+    if (claimed_[tid].compare_exchange_weak(seen, gen, std::memory_order_acq_rel))
+      return true;
+  return false;
+}
+
+void ThreadPool::runUnclaimed(const std::function<void(unsigned)> *fn, uint64_t gen,
+                              unsigned first) {
+  for (unsigned k = 0; k + 1 < threads_; k++) {
+    unsigned t = 1 + (first - 1 + k) % (threads_ - 1);
+    if (!claim(t, gen))
+      continue;
+    (*fn)(t);
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> l(m_);
+      if (callerWaiting_)
+        done_.notify_one();
+    }
+  }
+}
+
 void ThreadPool::workerLoop(unsigned tid) {
   uint64_t seen = 0;
   for (;;) {
@@ -71,12 +99,9 @@ void ThreadPool::workerLoop(unsigned tid) {
       seen = generation_.load(std::memory_order_relaxed);
       task = task_;
     }
-    (*task)(tid);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard<std::mutex> l(m_);
-      if (callerWaiting_)
-        done_.notify_one();
-    }
+    // Its own share first, then any other nobody has started. A share claimed by another
+    // thread is left alone; so is the task, which may be gone already.
+    runUnclaimed(task, seen, tid);
   }
 }
 
@@ -86,15 +111,17 @@ void ThreadPool::run(const std::function<void(unsigned)> &fn) {
     return;
   }
   std::lock_guard<std::mutex> serial(runMutex_);
+  uint64_t gen;
   {
     std::lock_guard<std::mutex> l(m_);
     task_ = &fn;
     pending_.store(threads_ - 1, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
+    gen = generation_.fetch_add(1, std::memory_order_release) + 1;
     if (sleepers_)
       wake_.notify_all();
   }
   fn(0);
+  runUnclaimed(&fn, gen, 1);
   auto finished = [&] { return pending_.load(std::memory_order_acquire) == 0; };
   if (!spinFor(finished)) {
     std::unique_lock<std::mutex> l(m_);

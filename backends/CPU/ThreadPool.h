@@ -7,6 +7,11 @@
 /// an atomic generation counter and only then block on a condition variable; the caller
 /// does the same while it waits for the workers. Between inferences everybody blocks, so
 /// an idle pool never steals a core from other work for longer than the spin bound.
+///
+/// Every share (thread id) of a task is claimed before it runs, and a thread that has
+/// finished its own share runs the shares nobody has started yet: on a shared host, a
+/// worker whose core is taken by another process when a stage is published no longer holds
+/// the stage up until it gets the core back.
 #ifndef KILN_BACKENDS_CPU_THREADPOOL_H
 #define KILN_BACKENDS_CPU_THREADPOOL_H
 
@@ -14,6 +19,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -33,8 +39,10 @@ public:
   ThreadPool &operator=(const ThreadPool &) = delete;
 
   unsigned size() const { return threads_; }
-  /// Runs fn(tid) for tid in [0, size()) and returns when all are done; tid 0 runs on the
-  /// caller. One call at a time per pool (calls from several threads serialise).
+  /// Runs fn(tid) for tid in [0, size()) and returns when all are done, each share once;
+  /// tid 0 runs on the caller, the others on their worker unless the caller (or another
+  /// worker) finishes first and takes them over, so fn(tid) may run on any thread. One call
+  /// at a time per pool (calls from several threads serialise).
   void run(const std::function<void(unsigned)> &fn);
 
   /// Number of hardware threads (at least 1).
@@ -42,6 +50,12 @@ public:
 
 private:
   void workerLoop(unsigned tid);
+  /// Claims share \p tid of generation \p gen; false if some thread already has, or a
+  /// later generation's share was claimed (then \p gen is over).
+  bool claim(unsigned tid, uint64_t gen);
+  /// Runs every share (but 0) of generation \p gen, from \p first on, that nobody has
+  /// claimed yet; \p fn is only touched for a share this thread claims.
+  void runUnclaimed(const std::function<void(unsigned)> *fn, uint64_t gen, unsigned first);
   /// Spins until pred() holds or the spin bound passes; returns pred().
   template <class Pred> bool spinFor(Pred pred) const;
 
@@ -55,7 +69,8 @@ private:
   std::condition_variable wake_, done_;
   const std::function<void(unsigned)> *task_ = nullptr;
   std::atomic<uint64_t> generation_{0};
-  std::atomic<unsigned> pending_{0};
+  std::atomic<unsigned> pending_{0};                 // shares 1.. not yet finished
+  std::unique_ptr<std::atomic<uint64_t>[]> claimed_; // per share: generation last claimed
   unsigned sleepers_ = 0;     // workers blocked on wake_ (guarded by m_)
   bool callerWaiting_ = false; // the caller is blocked on done_ (guarded by m_)
   bool stop_ = false;          // guarded by m_

@@ -1,6 +1,6 @@
 // The CPU backend's thread pool: every thread id runs exactly once per run(), run() returns
-// only after all of them finished, on both the spinning and the blocking paths, and
-// concurrent callers serialise.
+// only after all of them finished, on both the spinning and the blocking paths, concurrent
+// callers serialise, and shares whose worker has not started are taken over.
 #include "backends/CPU/ThreadPool.h"
 
 #include <gtest/gtest.h>
@@ -95,4 +95,30 @@ TEST(ThreadPoolTest, DestroyWhileWorkersSleepOrSpin) {
     ThreadPool pool(3, 50);
     checkRuns(pool, 3, i % 2 ? 200 : 0);
   } // destructor must join promptly in both states
+}
+
+// Workers that block (no spinning) take microseconds to wake; the caller, done with its own
+// empty share at once, takes theirs over: ids other than 0 then run on the caller's thread,
+// still exactly once each.
+TEST(ThreadPoolTest, LateWorkersSharesRunElsewhere) {
+  ThreadPool pool(3, 0);
+  std::thread::id caller = std::this_thread::get_id();
+  int onCaller = 0;
+  for (int r = 0; r < 200; r++) {
+    std::vector<std::atomic<int>> hits(3);
+    std::vector<std::thread::id> ranOn(3);
+    for (auto &h : hits)
+      h = 0;
+    pool.run([&](unsigned tid) {
+      hits[tid]++;
+      ranOn[tid] = std::this_thread::get_id();
+    });
+    for (unsigned t = 0; t < 3; t++)
+      ASSERT_EQ(hits[t].load(), 1) << "run " << r << " tid " << t;
+    EXPECT_EQ(ranOn[0], caller);
+    onCaller += (ranOn[1] == caller) + (ranOn[2] == caller);
+    // Let the workers block again before the next run.
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  EXPECT_GT(onCaller, 0);
 }
