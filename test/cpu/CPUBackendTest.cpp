@@ -408,8 +408,9 @@ TEST(CPUBackend, WinogradConvolutions) {
         unsigned winoStages = 0;
         for (const std::string &s : stages)
           winoStages += s.find("conv_wino") != std::string::npos;
-        if (threads > 1)
+        if (threads > 1) {
           EXPECT_EQ(winoStages, wino ? 4u : 0u);
+        }
         // Winograd's transforms cost a few ulps more than the direct sum.
         expectClose(got, expected, 2e-4f, 2e-4f);
       }
@@ -503,8 +504,9 @@ TEST(CPUBackend, ArenaAlignment) {
     char *p = cpu::allocArena(bytes);
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
-    if (bytes >= (uint64_t(4) << 20))
+    if (bytes >= (uint64_t(4) << 20)) {
       EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (uint64_t(2) << 20), 0u);
+    }
     std::memset(p, 0x5a, bytes);
     EXPECT_EQ(p[bytes - 1], 0x5a);
     std::free(p);
