@@ -4,6 +4,7 @@
 #include "backends/CPU/CPUBackend.h"
 #include "backends/CPU/ThreadPool.h"
 #include "backends/CPU/codegen/Codegen.h"
+#include "backends/CPU/jit/Jit.h"
 #include "kiln/kiln.h"
 
 #include <gtest/gtest.h>
@@ -418,8 +419,9 @@ TEST(CPUBackend, WinogradConvolutions) {
 
 /// Runs \p build's net on the CPU backend at 1 and 2 threads, AVX-512 and AVX2 kernels,
 /// against the Interpreter (within \p relTol of the largest output, and 1e-5 of each), and
-/// calls \p checkStages with the thread count and a counter of a kernel's stages (serial
-/// stages merge their kernels' descriptions, so every occurrence counts).
+/// calls \p checkStages with the thread count, whether the AVX-512 kernels ran and a
+/// counter of a kernel's stages (serial stages merge their kernels' descriptions, so every
+/// occurrence counts).
 template <class Build, class Check>
 void checkPlannedConvolutions(Build build, float relTol, Check checkStages) {
   auto interp = exitOnError(createBackend("Interpreter"));
@@ -449,7 +451,7 @@ void checkPlannedConvolutions(Build build, float relTol, Check checkStages) {
             k++;
         return k;
       };
-      checkStages(threads, count);
+      checkStages(threads, cpu::detectHost(co.jit).avx512, count);
       expectClose(got, expected, relTol * maxAbs, 1e-5f);
     }
 }
@@ -470,7 +472,7 @@ TEST(CPUBackend, WinogradF2x2Convolutions) {
     NodeValue b = randomConv(n, "b", r, 256, 272, 3, 1, {1, 0, 2, 1}, 60);
     n.saves = {F->createSave("r", r), F->createSave("b", b)};
   };
-  checkPlannedConvolutions(build, 2e-5f, [](unsigned threads, auto count) {
+  checkPlannedConvolutions(build, 2e-5f, [](unsigned threads, bool, auto count) {
     EXPECT_EQ(count("conv_wino2 "), threads > 1 ? 2u : 0u);
     EXPECT_EQ(count("conv_wino "), threads > 1 ? 0u : 2u);
   });
@@ -490,8 +492,23 @@ TEST(CPUBackend, WinogradTilesAsRows) {
     NodeValue b = randomConv(n, "b", r, 32, 45, 3, 1, {0, 1, 1, 0}, 80);
     n.saves = {F->createSave("r", r), F->createSave("b", b)};
   };
-  checkPlannedConvolutions(build, 2e-5f, [](unsigned, auto count) {
+  checkPlannedConvolutions(build, 2e-5f, [](unsigned, bool, auto count) {
     EXPECT_EQ(count("conv_wino4r "), 2u);
+  });
+}
+
+// Stride-1 kernels with taps and K in (1152, 2304] (alexnet's 5x5 64->192 27x27, K = 1600)
+// take the strip kernel's tap planes on AVX-512, the packed GEMM on AVX2.
+TEST(CPUBackend, StripTapsStrideOne) {
+  auto build = [](Net &n) {
+    n.F = n.mod.createFunction("main");
+    auto *x = n.mod.createPlaceholder(ElemKind::Float, {1, 64, 27, 27}, "x");
+    n.inputs = {x};
+    NodeValue a = randomConv(n, "a", x, 64, 40, 5, 1, 2, 90);
+    n.saves = {n.F->createSave("a", n.F->createRelu("r", a))};
+  };
+  checkPlannedConvolutions(build, 1e-5f, [](unsigned, bool avx512, auto count) {
+    EXPECT_EQ(count("convS 5x5/1 "), avx512 ? 1u : 0u);
   });
 }
 

@@ -215,15 +215,17 @@ Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
   double effS = double(P) / double(P / SN * SN + (P % SN + SV - 1) / SV * SV);
   bool pointwise = KH == 1 && KW == 1 && SH == 1 && SW == 1 && PT == 0 && PL == 0 &&
                    OH == H && OW == W;
-  // Strided kernels with taps read the input through the strip kernel's tap planes (no
-  // im2col copy), on AVX-512 up to K = 2304 (on AVX2 the transposed GEMM won at K = 2304,
-  // 2228 us against 2309). Where the transposed GEMM applies (few pixels, below) it comes
-  // first: since it prefetches its weight panels it beats the strip on resnet50's 3x3/2
-  // 256->256 28x28 (K = 2304; kernel_bench, min of 100: 1259 us against 1290 at 1 thread,
-  // 625 against 801 at 2, where 4 strips and a partial one split 3:2), while the strip
-  // stays ahead at 56x56 (3x3/2 128->128: 1178 against 1528 us at 1 thread).
-  bool strided = avx512_ && (SH > 1 || SW > 1) && (KH > 1 || KW > 1);
-  bool strip = G == 1 && (K <= 1152 || (strided && K <= 2304));
+  // Kernels with taps read the input through the strip kernel's tap planes (no im2col
+  // copy), on AVX-512 up to K = 2304 (on AVX2 the transposed GEMM won at K = 2304, 2228 us
+  // against 2309). Where the transposed GEMM applies (few pixels, below) it comes first:
+  // since it prefetches its weight panels it beats the strip on resnet50's 3x3/2 256->256
+  // 28x28 (K = 2304; kernel_bench, min of 100: 1259 us against 1290 at 1 thread, 625
+  // against 801 at 2, where 4 strips and a partial one split 3:2), while the strip stays
+  // ahead at 56x56 (3x3/2 128->128: 1178 against 1528 us at 1 thread) and against the
+  // packed GEMM on alexnet's 5x5/1 64->192 27x27 (K = 1600; in network, per-stage minima of
+  // 4 interleaved rounds: 2.81 -> 2.09 ms at 1 thread, 1.44 -> 1.05 at 2).
+  bool taps = avx512_ && (KH > 1 || KW > 1);
+  bool strip = G == 1 && (K <= 1152 || (taps && K <= 2304));
   bool stripFirst = strip && pointwise && effS >= 0.9;
   // Small images fill the NR-column panels of the pixel dimension badly: compute those
   // transposed, pixels as rows (libjit_conv2d_t).
