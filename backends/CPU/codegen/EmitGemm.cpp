@@ -80,7 +80,7 @@ bool winogradWins(int64_t N, int64_t C, int64_t O, int64_t OH, int64_t OW) {
   return C >= 8 && T >= 8 && O * C <= 8192 * T;
 }
 
-/// Whether Winograd F(2x2, 3x3) with the tiles as GEMM rows (libjit_conv2d_wino2) beats
+/// Whether Winograd F(2x2, 3x3) with the tiles as GEMM rows (libjit_conv2d_wino_rows2) beats
 /// F(4x4, 3x3) and the GEMM convolutions: on images of 32-100 F(2x2) tiles (11x11 to 20x20)
 /// with large filters (O C >= 65536). There F(4x4)'s transformed weights, 4x the filter's
 /// bytes for 16 tiles, are a stream memory does not serve at 2 threads, and a GEMM
