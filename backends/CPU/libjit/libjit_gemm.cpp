@@ -10,6 +10,23 @@
 namespace libjit {
 namespace {
 
+/// The tap of im2col row k = (c KH + kh) KW + kw: channel, kernel row and kernel column,
+/// stepped row by row.
+struct Tap {
+  int64_t c, kh, kw;
+  inline __attribute__((always_inline)) Tap(int64_t k, int64_t KH, int64_t KW)
+      : c(k / (KH * KW)), kh(k % (KH * KW) / KW), kw(k % KW) {}
+  inline __attribute__((always_inline)) void next(int64_t KH, int64_t KW) {
+    if (++kw == KW) {
+      kw = 0;
+      if (++kh == KH) {
+        kh = 0;
+        c++;
+      }
+    }
+  }
+};
+
 /// B operand of a convolution: the im2col matrix [C*KH*KW, OH*OW] of one image and group,
 /// packed straight from the NCHW input.
 template <class Cfg> struct Im2colB {
@@ -23,22 +40,20 @@ template <class Cfg> struct Im2colB {
       int64_t cols = minI(NR, nc - jp);
       float *d = dst + (jp / NR) * kc * NR;
       int64_t oh0 = (j0 + jp) / OW, ow0 = (j0 + jp) % OW;
-      int64_t kk = pc;
-      int64_t c = kk / (KH * KW), rem = kk % (KH * KW);
-      int64_t kh = rem / KW, kw = rem % KW;
+      Tap tap(pc, KH, KW);
       for (int64_t k = 0; k < kc; k++) {
-        const float *plane = in + c * H * W;
+        const float *plane = in + tap.c * H * W;
         float *drow = d + k * NR;
         int64_t q = 0, oh = oh0, ow = ow0;
         while (q < cols) {
           int64_t seg = minI(cols - q, OW - ow);
-          int64_t ih = oh * SH - PT + kh * DH;
+          int64_t ih = oh * SH - PT + tap.kh * DH;
           if (ih < 0 || ih >= H) {
             for (int64_t t = 0; t < seg; t++)
               drow[q + t] = 0.0f;
           } else {
             const float *row = plane + ih * W;
-            int64_t iw0 = ow * SW - PL + kw * DW;
+            int64_t iw0 = ow * SW - PL + tap.kw * DW;
             // t in [tLo, tHi) reads inside the row.
             int64_t tLo = iw0 >= 0 ? 0 : ceilDiv(-iw0, SW);
             int64_t tHi = W - iw0 <= 0 ? 0 : ceilDiv(W - iw0, SW);
@@ -73,13 +88,7 @@ template <class Cfg> struct Im2colB {
         }
         for (; q < NR; q++)
           drow[q] = 0.0f;
-        if (++kw == KW) {
-          kw = 0;
-          if (++kh == KH) {
-            kh = 0;
-            c++;
-          }
-        }
+        tap.next(KH, KW);
       }
     }
   }
@@ -130,23 +139,16 @@ template <class Cfg> struct Im2colA {
         ih0[r] = (p / OW) * SH - PT;
         iw0[r] = r < rows ? (p % OW) * SW - PL : -(int64_t(1) << 40);
       }
-      int64_t c = pc / (KH * KW), rem = pc % (KH * KW);
-      int64_t kh = rem / KW, kw = rem % KW;
+      Tap tap(pc, KH, KW);
       for (int64_t k = 0; k < kc; k++) {
-        const float *plane = in + c * H * W;
+        const float *plane = in + tap.c * H * W;
         float *drow = d + k * MR;
         for (int64_t r = 0; r < MR; r++) {
-          int64_t ih = ih0[r] + kh * DH, iw = iw0[r] + kw * DW;
+          int64_t ih = ih0[r] + tap.kh * DH, iw = iw0[r] + tap.kw * DW;
           bool ok = ih >= 0 && ih < H && iw >= 0 && iw < W;
           drow[r] = ok ? plane[ih * W + iw] : 0.0f;
         }
-        if (++kw == KW) {
-          kw = 0;
-          if (++kh == KH) {
-            kh = 0;
-            c++;
-          }
-        }
+        tap.next(KH, KW);
       }
     }
   }
@@ -168,10 +170,9 @@ template <class Cfg> struct Im2colA {
         runBase[runs] = oh * SH * PWd + ow * SW;
         r += minI(OW - ow, rows - r);
       }
-      int64_t c = pc / (KH * KW), rem = pc % (KH * KW);
-      int64_t kh = rem / KW, kw = rem % KW;
+      Tap tap(pc, KH, KW);
       for (int64_t k = 0; k < kc; k++) {
-        const float *src = padded + (c * PH + kh * DH) * PWd + kw * DW;
+        const float *src = padded + (tap.c * PH + tap.kh * DH) * PWd + tap.kw * DW;
         float *drow = d + k * MR;
         for (int64_t q = 0; q < runs; q++) {
           const float *s = src + runBase[q];
@@ -179,13 +180,7 @@ template <class Cfg> struct Im2colA {
         }
         for (int64_t r = rows; r < MR; r++)
           drow[r] = 0.0f;
-        if (++kw == KW) {
-          kw = 0;
-          if (++kh == KH) {
-            kh = 0;
-            c++;
-          }
-        }
+        tap.next(KH, KW);
       }
     }
   }
