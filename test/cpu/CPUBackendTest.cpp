@@ -456,22 +456,26 @@ void checkPlannedConvolutions(Build build, float relTol, Check checkStages) {
     }
 }
 
+/// x [1, C, S, S] -> r = Relu(3x3 conv C->C, pad 1, + x) -> a 3x3 conv C->O2 with \p pads2;
+/// saves r and the last conv (weights seeded from \p seed).
+void buildResidualThen3x3(Net &n, dim_t C, dim_t S, dim_t O2, std::vector<dim_t> pads2,
+                          uint64_t seed) {
+  n.F = n.mod.createFunction("main");
+  auto *x = n.mod.createPlaceholder(ElemKind::Float, {1, C, S, S}, "x");
+  n.inputs = {x};
+  NodeValue a = randomConv(n, "a", x, C, C, 3, 1, 1, seed);
+  NodeValue r = n.F->createRelu("r", n.F->createAdd("add", a, x));
+  NodeValue b = randomConv(n, "b", r, C, O2, 3, 1, std::move(pads2), seed + 10);
+  n.saves = {n.F->createSave("r", r), n.F->createSave("b", b)};
+}
+
 // Winograd F(2x2, 3x3) (tiles as GEMM rows), which the planner takes for 14x14 layers with
 // large filters at 2 threads (F(4x4) at 1): a 256->256 layer with a fused residual add and
 // Relu feeding a 256->272 one (channels off the register tile, asymmetric pads). Sums of
 // 2304 terms reach |y| ~ 30: Winograd's error is a few ulps of the terms, so the bound
 // scales with the output (as in LibjitTest's Winograd cases).
 TEST(CPUBackend, WinogradF2x2Convolutions) {
-  auto build = [](Net &n) {
-    n.F = n.mod.createFunction("main");
-    Function *F = n.F;
-    auto *x = n.mod.createPlaceholder(ElemKind::Float, {1, 256, 14, 14}, "x");
-    n.inputs = {x};
-    NodeValue a = randomConv(n, "a", x, 256, 256, 3, 1, 1, 50);
-    NodeValue r = F->createRelu("r", F->createAdd("add", a, x));
-    NodeValue b = randomConv(n, "b", r, 256, 272, 3, 1, {1, 0, 2, 1}, 60);
-    n.saves = {F->createSave("r", r), F->createSave("b", b)};
-  };
+  auto build = [](Net &n) { buildResidualThen3x3(n, 256, 14, 272, {1, 0, 2, 1}, 50); };
   checkPlannedConvolutions(build, 2e-5f, [](unsigned threads, bool, auto count) {
     EXPECT_EQ(count("conv_wino2 "), threads > 1 ? 2u : 0u);
     EXPECT_EQ(count("conv_wino "), threads > 1 ? 0u : 2u);
@@ -482,16 +486,7 @@ TEST(CPUBackend, WinogradF2x2Convolutions) {
 // tiles pad the columns kernel's vectors badly: a 28x28 image (49 tiles), a residual add
 // and Relu, and a second layer on a 27x27 image with asymmetric pads.
 TEST(CPUBackend, WinogradTilesAsRows) {
-  auto build = [](Net &n) {
-    n.F = n.mod.createFunction("main");
-    Function *F = n.F;
-    auto *x = n.mod.createPlaceholder(ElemKind::Float, {1, 32, 28, 28}, "x");
-    n.inputs = {x};
-    NodeValue a = randomConv(n, "a", x, 32, 32, 3, 1, 1, 70);
-    NodeValue r = F->createRelu("r", F->createAdd("add", a, x));
-    NodeValue b = randomConv(n, "b", r, 32, 45, 3, 1, {0, 1, 1, 0}, 80);
-    n.saves = {F->createSave("r", r), F->createSave("b", b)};
-  };
+  auto build = [](Net &n) { buildResidualThen3x3(n, 32, 28, 45, {0, 1, 1, 0}, 70); };
   checkPlannedConvolutions(build, 2e-5f, [](unsigned, bool, auto count) {
     EXPECT_EQ(count("conv_wino4r "), 2u);
   });
