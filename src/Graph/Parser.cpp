@@ -2,24 +2,32 @@
 // declarations, function bodies and node construction. Nodes are created generically from
 // the operator table: the kind name selects a generated class (createNodeOfKind), whose
 // generated operand signature checks the operand count; the attributes are assigned by
-// name (ParserTypes.cpp) and the printed result types are set; each function must then
-// pass verify(). The token layer is ParserLexer.cpp.
+// name (src/Text/Values.h) and the printed result types are set; each function must then
+// pass verify(). The token layer is src/Text/Lexer.h.
 //
 // Every failure is an Error with ErrorCode::ModelParse and a `line:column:` prefix; the
 // parser never aborts on its input and never recurses, so deep or huge inputs are safe.
 
-#include "ParserImpl.h"
+#include "src/Text/Values.h"
 
+#include "kiln/Graph/Graph.h"
 #include "kiln/Graph/TextIR.h"
 
 #include <cctype>
+#include <cstring>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace kiln {
 
-namespace textparse {
+namespace text {
 
 namespace {
+
+/// Constants larger than this are rejected rather than allocated.
+constexpr uint64_t kMaxConstantBytes = uint64_t(1) << 32;
 
 /// The operands the table declares for \p n, for messages: "Input, Filter, Bias", or
 /// "Inputs..." for a variadic list.
@@ -43,6 +51,33 @@ Error checkOperandCount(const Node &n, const std::string &kindName, Pos kindPos)
                                  std::to_string(fixed) + " operand(s) (" + operandSignature(n) +
                                  "), found " + std::to_string(found));
 }
+
+/// A parser over the text of a module, adding what it declares to the module it is given.
+class TextParser : public Lexer {
+public:
+  TextParser(Module &m, const std::string &text) : Lexer(text), m_(m) {}
+
+  /// Parses declarations until the end of the text.
+  Error parseAll();
+
+  std::vector<Function *> addedFunctions;
+  std::vector<Constant *> addedConstants;
+
+private:
+  Expected<TypeRef> type();
+  /// Parses element \p i of \p t from the text (quantized kinds: the raw integer).
+  Error element(Tensor &t, size_t i);
+  /// `[v, ...]`, `splat(v)` or `elided(hash)` for a constant of type \p ty.
+  Expected<Tensor> payload(TypeRef ty, Pos declPos);
+  Expected<std::string> storageName();
+  Error parsePlaceholder();
+  Error parseConstant();
+  Error parseFunction(Pos p);
+  Expected<NodeValue> operand(Function *f);
+  Error statement(Function *f);
+
+  Module &m_;
+};
 
 } // namespace
 
@@ -112,6 +147,89 @@ Error TextParser::parseFunction(Pos p) {
   if (Error e = f->verify())
     return parseError(p, "function '" + n + "' is invalid: " + e.message());
   return Error::success();
+}
+
+// ---- Types and data.
+
+Expected<TypeRef> TextParser::type() {
+  KILN_ASSIGN_OR_RETURN(Type t, parseType(*this));
+  return m_.uniqueType(t);
+}
+
+Error TextParser::element(Tensor &t, size_t i) {
+  skipSpace();
+  ElemKind k = t.getElementType();
+  if (k == ElemKind::Bool && (startsWord("true") || startsWord("false"))) {
+    t.getHandle<bool>().raw(i) = ident() == "true";
+    return Error::success();
+  }
+  KILN_ASSIGN_OR_RETURN(Number n, number());
+  int64_t v = 0;
+  if (isFloatKind(k)) {
+    float f;
+    KILN_RETURN_IF_ERR(toFloat(n, f));
+    t.setFromDouble(i, f); // exact for float; one rounding for float16 and bfloat16
+  } else if (k == ElemKind::Int64I) {
+    KILN_RETURN_IF_ERR(toInt64(n, v));
+    t.getHandle<int64_t>().raw(i) = v; // not through double: all 64 bits are kept
+  } else {
+    int64_t lo = k == ElemKind::Int8Q    ? INT8_MIN
+                 : k == ElemKind::UInt8Q ? 0
+                 : k == ElemKind::Bool   ? 0
+                                         : INT32_MIN;
+    int64_t hi = k == ElemKind::Int8Q    ? INT8_MAX
+                 : k == ElemKind::UInt8Q ? UINT8_MAX
+                 : k == ElemKind::Bool   ? 1
+                                         : INT32_MAX;
+    KILN_RETURN_IF_ERR(toInRange(n, lo, hi, v));
+    t.setFromDouble(i, double(v)); // exact within the range
+  }
+  return Error::success();
+}
+
+Expected<Tensor> TextParser::payload(TypeRef ty, Pos declPos) {
+  if (uint64_t(ty->sizeInBytes()) > kMaxConstantBytes)
+    return parseError(declPos, "constant of type " + ty->toString() + " is too large");
+  skipSpace();
+  Pos p = here();
+  Tensor t(*ty);
+  size_t n = t.size();
+  if (consume('[')) {
+    size_t i = 0;
+    KILN_RETURN_IF_ERR(commaList(']', "between values", [&]() -> Error {
+      skipSpace();
+      if (i == n)
+        return parseError(here(), "too many values for " + ty->toString() + " (" +
+                                      std::to_string(n) + " expected)");
+      return element(t, i++);
+    }));
+    if (i != n)
+      return parseError(p, "expected " + std::to_string(n) + " values for " + ty->toString() +
+                               ", found " + std::to_string(i));
+    return t;
+  }
+  std::string w = isIdentStart(peek()) ? ident() : "";
+  if (w == "splat") {
+    KILN_RETURN_IF_ERR(expect('(', "after 'splat'"));
+    if (n == 0)
+      return parseError(p, "splat of an empty type");
+    KILN_RETURN_IF_ERR(element(t, 0));
+    KILN_RETURN_IF_ERR(expect(')', "after the splat value"));
+    size_t sz = ty->elemBytes();
+    char *d = t.getUnsafePtr();
+    for (size_t i = 1; i < n; i++)
+      std::memcpy(d + i * sz, d, sz);
+    return t;
+  }
+  if (w == "elided") {
+    KILN_RETURN_IF_ERR(expect('(', "after 'elided'"));
+    skipSpace();
+    skipIdentChars();
+    KILN_RETURN_IF_ERR(expect(')', "after the elided hash"));
+    return t; // zero-filled
+  }
+  return parseError(p, "expected constant data ('[', 'splat' or 'elided'), found " +
+                           (w.empty() ? describeHere() : "'" + w + "'"));
 }
 
 // ---- Statements.
@@ -192,7 +310,7 @@ Error TextParser::statement(Function *f) {
   node->setName(nodeName);
 
   // Attributes and result types.
-  KILN_ASSIGN_OR_RETURN(AttrList attrs, attrList());
+  KILN_ASSIGN_OR_RETURN(AttrList attrs, parseAttrList(*this));
   Pos typesPos = here();
   std::vector<TypeRef> types;
   if (consume(':')) {
@@ -202,7 +320,8 @@ Error TextParser::statement(Function *f) {
       types.push_back(t);
     } while (consume(','));
   }
-  KILN_RETURN_IF_ERR(assignAttrs(*node, attrs, kindPos));
+  KILN_RETURN_IF_ERR(
+      assignAttrs(attrs, kindName, kindPos, [&](AttrVisitor &v) { node->visitAttrs(v); }));
   if (types.size() != node->getNumResults())
     return parseError(typesPos, kindName + " has " + std::to_string(node->getNumResults()) +
                                     " result(s) but " + std::to_string(types.size()) +
@@ -213,17 +332,17 @@ Error TextParser::statement(Function *f) {
   return Error::success();
 }
 
-} // namespace textparse
+} // namespace text
 
 Expected<std::unique_ptr<Module>> parseModule(const std::string &text) {
   auto m = std::make_unique<Module>();
-  textparse::TextParser p(*m, text);
+  text::TextParser p(*m, text);
   KILN_RETURN_IF_ERR(p.parseAll());
   return m;
 }
 
 Error parseFunctionInto(Module &m, const std::string &text) {
-  textparse::TextParser p(m, text);
+  text::TextParser p(m, text);
   Error e = p.parseAll();
   if (!e)
     return e;

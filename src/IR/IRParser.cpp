@@ -4,16 +4,16 @@
 // has exactly one constructor (name, type, operands..., attributes...), so the parser
 // constructs a blank instance with placeholder arguments (AnyArg), then sets operands with
 // setOperand() and attributes through visitAttrs(). A new kind in the operator table needs
-// no change here.
+// no change here. Tokens, types, attributes and errors are the shared text front end's
+// (src/Text), read in line form: one item per line.
 
 #include "kiln/IR/IRParser.h"
 
+#include "src/Text/Values.h"
+
 #include <cctype>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <set>
-#include <sstream>
 #include <type_traits>
 #include <utility>
 
@@ -70,440 +70,166 @@ Instruction *createBlank(InstrKind k, size_t variadic) {
   return nullptr;
 }
 
-// ---- Lexing one line ----
-
-struct ParseError {
-  size_t line, col;
-  std::string msg;
-};
-
-class Cursor {
-public:
-  Cursor(const std::string &s, size_t line) : s_(s), line_(line) {}
-
-  void skipSpace() {
-    while (p_ < s_.size() && std::isspace((unsigned char)s_[p_]))
-      p_++;
-  }
-  bool atEnd() {
-    skipSpace();
-    return p_ >= s_.size();
-  }
-  char peek() {
-    skipSpace();
-    return p_ < s_.size() ? s_[p_] : '\0';
-  }
-  bool consume(char c) {
-    if (peek() != c)
-      return false;
-    p_++;
-    return true;
-  }
-  void expect(char c, const char *what) {
-    if (!consume(c))
-      fail(std::string("expected '") + c + "' " + what);
-  }
-  /// A bare word of [A-Za-z0-9_.$-+] characters (kinds, keywords, numbers).
-  std::string word() {
-    skipSpace();
-    size_t b = tok_ = p_;
-    while (p_ < s_.size() && (std::isalnum((unsigned char)s_[p_]) || strchr("_.$-+", s_[p_])))
-      p_++;
-    return s_.substr(b, p_ - b);
-  }
-  /// A name: bare or quoted.
-  std::string name(const char *what) {
-    skipSpace();
-    tok_ = p_;
-    if (p_ < s_.size() && s_[p_] == '"') {
-      std::string r;
-      for (p_++; p_ < s_.size() && s_[p_] != '"'; p_++) {
-        if (s_[p_] == '\\' && p_ + 1 < s_.size())
-          p_++;
-        r += s_[p_];
-      }
-      if (p_ >= s_.size())
-        fail(std::string("unterminated quoted ") + what);
-      p_++;
-      return r;
-    }
-    std::string w = word();
-    if (w.empty())
-      fail(std::string("expected ") + what);
-    return w;
-  }
-  /// Characters up to (not including) any of \p stops.
-  std::string until(const char *stops) {
-    skipSpace();
-    size_t b = p_;
-    while (p_ < s_.size() && !strchr(stops, s_[p_]))
-      p_++;
-    return s_.substr(b, p_ - b);
-  }
-  /// Fails at the current position.
-  [[noreturn]] void fail(const std::string &msg) const { throw ParseError{line_, p_ + 1, msg}; }
-  /// Fails at column \p col (1-based).
-  [[noreturn]] void failAt(size_t col, const std::string &msg) const {
-    throw ParseError{line_, col, msg};
-  }
-  /// Column of the start of the last word or name read, and of the next character.
-  size_t tokenCol() const { return tok_ + 1; }
-  size_t col() {
-    skipSpace();
-    return p_ + 1;
-  }
-
-private:
-  const std::string &s_;
-  size_t line_;
-  size_t p_ = 0, tok_ = 0;
-};
-
-bool parseInteger(const std::string &s, int64_t &out) {
-  if (s.empty())
-    return false;
-  char *end = nullptr;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (*end)
-    return false;
-  out = v;
-  return true;
-}
-
-TypeRef parseType(Cursor &c, Module &m) {
-  std::string kindName = c.word();
-  ElemKind kind;
-  if (!parseElemKind(kindName, kind))
-    c.failAt(c.tokenCol(), "unknown element kind '" + kindName + "'");
-  c.expect('<', "after the element kind");
-  Type t;
-  t.kind = kind;
-  std::string dims = c.until(":>");
-  if (!dims.empty()) {
-    std::stringstream ss(dims);
-    std::string d;
-    while (std::getline(ss, d, 'x')) {
-      int64_t v;
-      if (!parseInteger(d, v) || v < 0)
-        c.fail("bad dimension '" + d + "' in type");
-      if (t.dims.size() == kMaxDims)
-        c.fail("type has more than " + std::to_string(kMaxDims) + " dimensions");
-      t.dims.push_back(dim_t(v));
-    }
-  }
-  if (c.consume(':')) {
-    if (!isQuantized(kind))
-      c.fail(std::string("scale and offset given for non-quantized kind ") + elemKindName(kind));
-    std::string scale = c.until(":");
-    c.expect(':', "between scale and offset");
-    std::string off = c.until(">");
-    char *end = nullptr;
-    t.scale = std::strtof(scale.c_str(), &end);
-    int64_t o;
-    if (scale.empty() || *end || !parseInteger(off, o))
-      c.fail("bad quantization parameters '" + scale + ":" + off + "'");
-    t.offset = int32_t(o);
-  } else if (isQuantized(kind)) {
-    c.fail(std::string("quantized kind ") + elemKindName(kind) + " needs :scale:offset");
-  }
-  c.expect('>', "to close the type");
-  return m.uniqueType(t);
-}
-
-// ---- Attributes ----
-
-struct AttrValue {
-  enum Kind { Scalar, List, String } kind = Scalar;
-  std::string scalar;
-  std::vector<std::string> list;
-  size_t col = 0;
-};
-
-AttrValue parseAttrValue(Cursor &c) {
-  AttrValue v;
-  if (c.consume('[')) {
-    v.kind = AttrValue::List;
-    if (!c.consume(']')) {
-      do {
-        std::string w = c.word();
-        if (w.empty())
-          c.fail("expected a number in a list attribute");
-        v.list.push_back(w);
-      } while (c.consume(','));
-      c.expect(']', "to close a list attribute");
-    }
-  } else if (c.peek() == '"') {
-    v.kind = AttrValue::String;
-    v.scalar = c.name("string attribute");
-  } else {
-    v.scalar = c.word();
-    if (v.scalar.empty())
-      c.fail("expected an attribute value");
-  }
-  return v;
-}
-
-/// Sets each attribute of an instruction from the parsed values, by name.
-class AttrSetter : public AttrVisitor {
-public:
-  AttrSetter(std::map<std::string, AttrValue> vals, Cursor &c) : vals_(std::move(vals)), c_(c) {}
-
-  void visit(const char *n, dim_t &v) override {
-    if (const AttrValue *a = get(n, AttrValue::Scalar))
-      v = toDim(n, a->scalar);
-  }
-  void visit(const char *n, int64_t &v) override {
-    if (const AttrValue *a = get(n, AttrValue::Scalar))
-      v = toInt(n, a->scalar);
-  }
-  void visit(const char *n, float &v) override {
-    if (const AttrValue *a = get(n, AttrValue::Scalar)) {
-      char *end = nullptr;
-      v = std::strtof(a->scalar.c_str(), &end);
-      if (*end)
-        c_.fail(std::string("attribute ") + n + ": bad number '" + a->scalar + "'");
-    }
-  }
-  void visit(const char *n, bool &v) override {
-    if (const AttrValue *a = get(n, AttrValue::Scalar)) {
-      if (a->scalar != "true" && a->scalar != "false")
-        c_.fail(std::string("attribute ") + n + ": expected true or false");
-      v = a->scalar == "true";
-    }
-  }
-  void visit(const char *n, std::vector<dim_t> &v) override {
-    if (const AttrValue *a = get(n, AttrValue::List)) {
-      v.clear();
-      for (const std::string &s : a->list)
-        v.push_back(toDim(n, s));
-    }
-  }
-  void visit(const char *n, std::vector<int64_t> &v) override {
-    if (const AttrValue *a = get(n, AttrValue::List)) {
-      v.clear();
-      for (const std::string &s : a->list)
-        v.push_back(toInt(n, s));
-    }
-  }
-  void visit(const char *n, std::string &v) override {
-    if (const AttrValue *a = get(n, AttrValue::String))
-      v = a->scalar;
-  }
-
-  /// Fails on attributes the kind does not have.
-  void checkAllUsed(const Instruction *I) {
-    for (const auto &kv : vals_)
-      if (!used_.count(kv.first))
-        c_.fail(std::string(I->getKindName()) + " has no attribute '" + kv.first + "'");
-  }
-
-private:
-  const AttrValue *get(const char *n, AttrValue::Kind k) {
-    auto it = vals_.find(n);
-    if (it == vals_.end())
-      c_.fail(std::string("missing attribute '") + n + "'");
-    used_.insert(n);
-    if (it->second.kind != k)
-      c_.fail(std::string("attribute ") + n + " expects " +
-              (k == AttrValue::List ? "a list" : k == AttrValue::String ? "a string" : "a scalar"));
-    return &it->second;
-  }
-  int64_t toInt(const char *n, const std::string &s) {
-    int64_t v;
-    if (!parseInteger(s, v))
-      c_.fail(std::string("attribute ") + n + ": bad integer '" + s + "'");
-    return v;
-  }
-  dim_t toDim(const char *n, const std::string &s) {
-    int64_t v = toInt(n, s);
-    if (v < 0)
-      c_.fail(std::string("attribute ") + n + ": negative dimension " + s);
-    return dim_t(v);
-  }
-
-  std::map<std::string, AttrValue> vals_;
-  std::set<std::string> used_;
-  Cursor &c_;
-};
-
 // ---- The function ----
 
-class Parser {
+/// Parses the text line by line with the shared lexer (src/Text) in line form.
+class Parser : public text::Lexer {
 public:
-  Parser(Module &m) : m_(m) {}
+  Parser(Module &m, const std::string &text) : Lexer(text, Lines), m_(m), src_(text) {}
 
-  std::unique_ptr<IRFunction> parse(const std::string &text) {
-    std::vector<std::string> lines;
-    {
-      std::stringstream ss(text);
-      std::string l;
-      while (std::getline(ss, l)) {
-        size_t cm = l.find("//");
-        if (cm != std::string::npos && !insideQuotes(l, cm))
-          l = l.substr(0, cm);
-        lines.push_back(l);
-      }
-    }
-    enum { Header, Weights, Code } section = Header;
-    collectValueNames(lines);
-    for (size_t i = 0; i < lines.size(); i++) {
-      Cursor c(lines[i], i + 1);
-      if (c.atEnd())
-        continue;
-      if (section == Header) {
-        if (c.word() != "function")
-          c.fail("expected 'function <name>'");
-        F_ = std::make_unique<IRFunction>(c.name("function name"));
-        expectEnd(c);
-        section = Weights;
-        if (!nextSection(lines, i, "weights:"))
-          c.fail("expected 'weights:' after the function line");
-        continue;
-      }
-      if (section == Weights) {
-        if (c.peek() == '@') {
-          parseWeight(c);
-          continue;
-        }
-        if (c.word() != "code" || !c.consume(':'))
-          c.fail("expected a weight '@name : type const|mutable' or 'code:'");
-        expectEnd(c);
-        section = Code;
-        continue;
-      }
-      parseInstr(c);
-    }
-    if (section != Code)
-      throw ParseError{lines.size(), 1, "expected 'function', 'weights:' and 'code:'"};
+  Expected<std::unique_ptr<IRFunction>> parse() {
+    collectValueNames();
+    KILN_RETURN_IF_ERR(header());
+    for (skipBlankLines(); !atEnd(); skipBlankLines())
+      KILN_RETURN_IF_ERR(instr());
     return std::move(F_);
   }
 
 private:
-  static bool insideQuotes(const std::string &l, size_t pos) {
-    bool in = false;
-    for (size_t i = 0; i < pos; i++) {
-      if (l[i] == '\\' && in)
-        i++;
-      else if (l[i] == '"')
-        in = !in;
-    }
-    return in;
+  /// Consumes `kw` followed by ':' (a section line such as `weights:`), if next.
+  bool section(const char *kw) {
+    if (!startsWord(kw))
+      return false;
+    ident();
+    return consume(':');
   }
 
-  /// Skips blank lines after \p i; true (advancing \p i) when the next line is \p kw.
-  static bool nextSection(const std::vector<std::string> &lines, size_t &i, const char *kw) {
-    for (size_t j = i + 1; j < lines.size(); j++) {
-      Cursor c(lines[j], j + 1);
-      if (c.atEnd())
+  Error expectLineEnd() {
+    if (!atLineEnd())
+      return text::parseError(here(), "unexpected text at the end of the line");
+    return Error::success();
+  }
+
+  /// `function name`, `weights:`, the weights, `code:`.
+  Error header() {
+    skipBlankLines();
+    text::Pos p = here();
+    if (!startsWord("function"))
+      return text::parseError(p, "expected 'function <name>'");
+    ident();
+    skipSpace();
+    KILN_ASSIGN_OR_RETURN(std::string name, this->name("a function name"));
+    F_ = std::make_unique<IRFunction>(name);
+    KILN_RETURN_IF_ERR(expectLineEnd());
+    skipBlankLines();
+    if (!section("weights"))
+      return text::parseError(here(), "expected 'weights:' after the function line");
+    KILN_RETURN_IF_ERR(expectLineEnd());
+    while (true) {
+      skipBlankLines();
+      if (atEnd())
+        return text::parseError(here(), "expected 'function', 'weights:' and 'code:'");
+      if (peek() == '@') {
+        KILN_RETURN_IF_ERR(weight());
         continue;
-      if (c.until(" \t") != kw)
-        return false;
-      i = j;
-      return true;
+      }
+      if (!section("code"))
+        return text::parseError(here(),
+                                "expected a weight '@name : type const|mutable' or 'code:'");
+      return expectLineEnd();
     }
-    return false;
-  }
-
-  static void expectEnd(Cursor &c) {
-    if (!c.atEnd())
-      c.fail("unexpected text at the end of the line");
   }
 
   /// Names defined with `%name =`, so that instructions without a printed name get names
   /// that cannot collide with them.
-  void collectValueNames(const std::vector<std::string> &lines) {
-    for (size_t i = 0; i < lines.size(); i++) {
-      Cursor c(lines[i], i + 1);
-      if (c.consume('%')) {
-        try {
-          valueNames_.insert(c.name("name"));
-        } catch (const ParseError &) {
-        }
-      }
+  void collectValueNames() {
+    Lexer lx(src_, Lines);
+    for (lx.skipBlankLines(); !lx.atEnd(); lx.skipBlankLines()) {
+      if (lx.consume('%'))
+        if (auto n = lx.name("name"))
+          valueNames_.insert(*n);
+      lx.skipLine();
     }
   }
 
-  void parseWeight(Cursor &c) {
-    c.expect('@', "to start a weight declaration (or 'code:')");
-    std::string name = c.name("weight name");
-    c.expect(':', "after the weight name");
-    TypeRef ty = parseType(c, m_);
-    std::string mut = c.word();
-    if (mut != "const" && mut != "mutable")
-      c.fail("expected 'const' or 'mutable' after the weight type");
-    expectEnd(c);
+  Expected<TypeRef> type() {
+    KILN_ASSIGN_OR_RETURN(Type t, text::parseType(*this));
+    return m_.uniqueType(t);
+  }
+
+  Error weight() {
+    KILN_RETURN_IF_ERR(expect('@', "to start a weight declaration (or 'code:')"));
+    text::Pos p = here();
+    KILN_ASSIGN_OR_RETURN(std::string name, this->name("a weight name"));
+    KILN_RETURN_IF_ERR(expect(':', "after the weight name"));
+    KILN_ASSIGN_OR_RETURN(TypeRef ty, type());
+    skipSpace();
+    bool isConst = startsWord("const");
+    if (!isConst && !startsWord("mutable"))
+      return text::parseError(here(), "expected 'const' or 'mutable' after the weight type");
+    ident();
+    KILN_RETURN_IF_ERR(expectLineEnd());
     if (weights_.count(name))
-      c.fail("weight @" + name + " declared twice");
-    bool isConst = mut == "const";
+      return text::parseError(p, "weight @" + name + " declared twice");
     Storage *origin = nullptr;
     if (isConst)
       origin = m_.getConstantByName(name);
     else
       origin = m_.getPlaceholderByName(name);
     if (origin && *origin->getType() != *ty)
-      c.fail("weight @" + name + " : " + ty->toString() + " does not match the module's " +
-             origin->getType()->toString());
+      return text::parseError(p, "weight @" + name + " : " + ty->toString() +
+                                     " does not match the module's " +
+                                     origin->getType()->toString());
     weights_[name] = F_->createWeightVar(
         name, ty, isConst ? WeightVar::Mutability::Constant : WeightVar::Mutability::Mutable,
         origin);
+    return Error::success();
   }
 
-  void parseInstr(Cursor &c) {
+  /// `@in|@out|@inout (%name | @name)`.
+  Error operand(std::vector<std::pair<Value *, OperandKind>> &ops, std::vector<text::Pos> &pos) {
+    skipSpace();
+    pos.push_back(here());
+    KILN_RETURN_IF_ERR(expect('@', "to start an operand kind"));
+    std::string k = text::isIdentStart(peek()) ? ident() : "";
+    OperandKind ok;
+    if (k == "in")
+      ok = OperandKind::In;
+    else if (k == "out")
+      ok = OperandKind::Out;
+    else if (k == "inout")
+      ok = OperandKind::InOut;
+    else
+      return text::parseError(here(), "expected @in, @out or @inout, got @" + k);
+    KILN_ASSIGN_OR_RETURN(Value *v, valueRef());
+    ops.push_back({v, ok});
+    return Error::success();
+  }
+
+  Error instr() {
     std::string result;
-    if (c.consume('%')) {
-      result = c.name("result name");
-      c.expect('=', "after the result name");
+    if (consume('%')) {
+      KILN_ASSIGN_OR_RETURN(result, name("a result name"));
+      KILN_RETURN_IF_ERR(expect('=', "after the result name"));
     }
-    std::string kindName = c.word();
-    size_t kindCol = c.tokenCol();
+    skipSpace();
+    text::Pos kindPos = here();
+    KILN_ASSIGN_OR_RETURN(std::string kindName, expectIdent("an instruction"));
     InstrKind kind;
     if (!parseInstrKind(kindName, kind))
-      c.failAt(kindCol, "unknown instruction '" + kindName + "'");
+      return text::parseError(kindPos, "unknown instruction '" + kindName + "'");
     bool definesValue = kind == InstrKind::AllocActivation || kind == InstrKind::TensorView;
     if (definesValue != !result.empty())
-      c.fail(definesValue ? kindName + " needs a result: '%name = " + kindName + " ...'"
-                          : kindName + " defines no result");
+      return text::parseError(here(), definesValue ? kindName + " needs a result: '%name = " +
+                                                         kindName + " ...'"
+                                                   : kindName + " defines no result");
 
     std::vector<std::pair<Value *, OperandKind>> ops;
-    std::vector<size_t> opCols;
-    if (c.peek() == '@') {
-      do {
-        opCols.push_back(c.col());
-        c.expect('@', "to start an operand kind");
-        std::string k = c.word();
-        OperandKind ok;
-        if (k == "in")
-          ok = OperandKind::In;
-        else if (k == "out")
-          ok = OperandKind::Out;
-        else if (k == "inout")
-          ok = OperandKind::InOut;
-        else
-          c.fail("expected @in, @out or @inout, got @" + k);
-        ops.push_back({parseValueRef(c), ok});
-      } while (c.consume(','));
+    std::vector<text::Pos> opPos;
+    skipSpace();
+    if (peek() == '@') {
+      do
+        KILN_RETURN_IF_ERR(operand(ops, opPos));
+      while (consume(','));
     }
-    std::map<std::string, AttrValue> attrs;
-    if (c.consume('{')) {
-      if (!c.consume('}')) {
-        do {
-          std::string an = c.word();
-          if (an.empty())
-            c.fail("expected an attribute name");
-          c.expect('=', "after the attribute name");
-          if (attrs.count(an))
-            c.fail("attribute '" + an + "' given twice");
-          attrs[an] = parseAttrValue(c);
-        } while (c.consume(','));
-        c.expect('}', "to close the attributes");
-      }
-    }
+    KILN_ASSIGN_OR_RETURN(text::AttrList attrs, text::parseAttrList(*this));
     TypeRef ty = nullptr;
-    if (c.consume(':'))
-      ty = parseType(c, m_);
-    expectEnd(c);
+    if (consume(':')) {
+      KILN_ASSIGN_OR_RETURN(ty, type());
+    }
+    KILN_RETURN_IF_ERR(expectLineEnd());
     if (definesValue && !ty)
-      c.fail(kindName + " needs its buffer type: '... : float<...>'");
+      return text::parseError(here(), kindName + " needs its buffer type: '... : float<...>'");
 
     std::unique_ptr<Instruction> I(createBlank(kind, 0));
     unsigned fixed = I->getNumOperands();
@@ -511,24 +237,23 @@ private:
       // Variadic kinds: rebuild with the extra operands.
       std::unique_ptr<Instruction> J(createBlank(kind, ops.size() > fixed ? ops.size() - fixed : 0));
       if (J->getNumOperands() != ops.size())
-        c.failAt(kindCol, kindName + " takes " + std::to_string(fixed) + " operands, got " +
-               std::to_string(ops.size()));
+        return text::parseError(kindPos, kindName + " takes " + std::to_string(fixed) +
+                                             " operands, got " + std::to_string(ops.size()));
       I = std::move(J);
     }
     for (unsigned i = 0; i < ops.size(); i++) {
       if (I->getOperand(i).second != ops[i].second)
-        c.failAt(opCols[i], kindName + " operand " + I->getOperandName(i) + " is " +
-               operandKindName(I->getOperand(i).second) + ", not " +
-               operandKindName(ops[i].second));
+        return text::parseError(opPos[i], kindName + " operand " + I->getOperandName(i) +
+                                              " is " + operandKindName(I->getOperand(i).second) +
+                                              ", not " + operandKindName(ops[i].second));
       I->setOperand(i, ops[i].first);
     }
-    AttrSetter setter(std::move(attrs), c);
-    I->visitAttrs(setter);
-    setter.checkAllUsed(I.get());
+    KILN_RETURN_IF_ERR(text::assignAttrs(attrs, kindName, kindPos,
+                                         [&](AttrVisitor &v) { I->visitAttrs(v); }));
     I->setType(ty);
     if (definesValue) {
       if (values_.count(result))
-        c.fail("%" + result + " defined twice");
+        return text::parseError(here(), "%" + result + " defined twice");
       I->setName(result);
     } else if (kind == InstrKind::DeallocActivation && ops.size() == 1) {
       I->setName(freshName("dealloc." + ops[0].first->getName()));
@@ -540,9 +265,10 @@ private:
     Instruction *raw = F_->push_back(I.release());
     if (definesValue) {
       if (raw->getName() != result)
-        c.fail("%" + result + " clashes with another instruction's name");
+        return text::parseError(here(), "%" + result + " clashes with another instruction's name");
       values_[result] = raw;
     }
+    return Error::success();
   }
 
   std::string freshName(const std::string &base) {
@@ -553,26 +279,28 @@ private:
     return n;
   }
 
-  Value *parseValueRef(Cursor &c) {
-    size_t at = c.col();
-    if (c.consume('%')) {
-      std::string n = c.name("buffer name");
+  Expected<Value *> valueRef() {
+    skipSpace();
+    text::Pos at = here();
+    if (consume('%')) {
+      KILN_ASSIGN_OR_RETURN(std::string n, name("a buffer name"));
       auto it = values_.find(n);
       if (it == values_.end())
-        c.failAt(at, "%" + n + " is not defined before this use");
+        return text::parseError(at, "%" + n + " is not defined before this use");
       return it->second;
     }
-    if (c.consume('@')) {
-      std::string n = c.name("weight name");
+    if (consume('@')) {
+      KILN_ASSIGN_OR_RETURN(std::string n, name("a weight name"));
       auto it = weights_.find(n);
       if (it == weights_.end())
-        c.failAt(at, "@" + n + " is not a declared weight");
+        return text::parseError(at, "@" + n + " is not a declared weight");
       return it->second;
     }
-    c.fail("expected %buffer or @weight");
+    return text::parseError(at, "expected %buffer or @weight" + found());
   }
 
   Module &m_;
+  const std::string &src_;
   std::unique_ptr<IRFunction> F_;
   std::map<std::string, WeightVar *> weights_;
   std::map<std::string, Value *> values_;
@@ -582,13 +310,7 @@ private:
 } // namespace
 
 Expected<std::unique_ptr<IRFunction>> parseIR(const std::string &text, Module &m) {
-  std::unique_ptr<IRFunction> F;
-  try {
-    Parser p(m);
-    F = p.parse(text);
-  } catch (const ParseError &e) {
-    return makeError(ErrorCode::ModelParse, e.line, ":", e.col, ": ", e.msg);
-  }
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<IRFunction> F, Parser(m, text).parse());
   if (Error e = F->verify())
     return makeError(ErrorCode::ModelParse, "parsed IR does not verify: ", e.message());
   return F;

@@ -11,8 +11,9 @@
 ///   attrs      := '{' Attr '=' value (',' Attr '=' value)* '}'
 ///   value      := number | 'true' | 'false' | '[' (number (',' number)*)? ']' | string
 ///   type       := kind '<' (dim ('x' dim)*)? (':' scale ':' offset)? '>'
-///   name       := [A-Za-z0-9_.$-]+ | '"' chars with \" and \\ escaped '"'
+///   name       := [A-Za-z0-9_.$-]+ | '"' chars with \" \\ \n \t \xHH escapes '"'
 /// \endcode
+/// Tokens, types and attribute values are those of the graph IR's text form (src/Text).
 /// AllocActivation and TensorView define `%name` and carry their buffer type after `:`;
 /// other instructions name no result. Every attribute of the kind must be given, and the
 /// operand markers must match the kind's declared operand kinds. `%x` refers to a buffer

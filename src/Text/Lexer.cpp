@@ -1,8 +1,8 @@
-// The token layer of the graph IR's text parser: characters, whitespace and comments,
+// The token layer of both IRs' text parsers: characters, whitespace and comments,
 // identifiers, names, string and numeric literals, and the range-checked conversions of
-// numeric literals (see ParserLexer.h).
+// numeric literals (see Lexer.h).
 
-#include "ParserLexer.h"
+#include "src/Text/Lexer.h"
 
 #include <cctype>
 #include <cfloat>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <limits>
 
-namespace kiln::textparse {
+namespace kiln::text {
 
 namespace {
 
@@ -80,7 +80,7 @@ void Lexer::advance() {
 void Lexer::skipSpace() {
   while (!atEnd()) {
     char c = peek();
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+    if (c == ' ' || c == '\t' || c == '\r' || (c == '\n' && form_ == Free)) {
       advance();
     } else if (c == '/' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '/') {
       while (!atEnd() && peek() != '\n')
@@ -89,6 +89,28 @@ void Lexer::skipSpace() {
       break;
     }
   }
+}
+
+void Lexer::skipBlankLines() {
+  for (skipSpace(); peek() == '\n'; skipSpace())
+    advance();
+}
+
+bool Lexer::atLineEnd() {
+  skipSpace();
+  return atEnd() || peek() == '\n';
+}
+
+void Lexer::skipLine() {
+  while (!atEnd() && peek() != '\n')
+    advance();
+  advance();
+}
+
+std::string Lexer::found() const {
+  if (form_ == Lines && (atEnd() || peek() == '\n'))
+    return "";
+  return ", found " + describeHere();
 }
 
 std::string Lexer::describeHere() const {
@@ -111,8 +133,7 @@ bool Lexer::consume(char c) {
 Error Lexer::expect(char c, const char *context) {
   if (consume(c))
     return Error::success();
-  return parseError(here(),
-                    std::string("expected '") + c + "' " + context + ", found " + describeHere());
+  return parseError(here(), std::string("expected '") + c + "' " + context + found());
 }
 
 // ---- Tokens.
@@ -137,7 +158,7 @@ bool Lexer::startsWord(const char *w) const {
 Expected<std::string> Lexer::expectIdent(const char *what) {
   skipSpace();
   if (!isIdentStart(peek()))
-    return parseError(here(), std::string("expected ") + what + ", found " + describeHere());
+    return parseError(here(), std::string("expected ") + what + found());
   return ident();
 }
 
@@ -187,7 +208,7 @@ Expected<std::string> Lexer::name(const char *what) {
       advance();
     s = text_.substr(b, pos_ - b);
     if (s.empty())
-      return parseError(p, std::string("expected ") + what + ", found " + describeHere());
+      return parseError(p, std::string("expected ") + what + found());
   }
   if (s.empty())
     return parseError(p, "a name must not be empty");
@@ -234,16 +255,16 @@ Expected<Number> Lexer::number() {
     if (peek() == '-' || peek() == '+')
       advance();
     if (!isDigit(peek()))
-      return parseError(here(), "expected exponent digits, found " + describeHere());
+      return parseError(here(), "expected exponent digits" + found());
     while (isDigit(peek()))
       advance();
   }
   n.text = text_.substr(b, pos_ - b);
   if (!digits)
-    return parseError(n.pos, "expected a number, found " +
-                                 (n.text.empty() ? describeHere() : "'" + n.text + "'"));
+    return parseError(n.pos, "expected a number" +
+                                 (n.text.empty() ? found() : ", found '" + n.text + "'"));
   n.value = std::strtod(n.text.c_str(), nullptr);
   return n;
 }
 
-} // namespace kiln::textparse
+} // namespace kiln::text
