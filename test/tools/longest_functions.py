@@ -2,7 +2,7 @@
 """Lists the longest C++ function bodies in the tree.
 
 Usage (from the repository root):
-    python3 test/tools/longest_functions.py [-n 15] [DIR ...]   # default: src backends include
+    python3 test/tools/longest_functions.py [-n 15] [DIR|FILE ...]  # default: src backends include
 
 A brace-counting scan, no compiler needed: comments, string and character literals and
 preprocessor lines are blanked, then every `{` whose header (the text since the previous
@@ -140,10 +140,14 @@ def scan(path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('-n', type=int, default=15, help='how many functions to list')
-    ap.add_argument('dirs', nargs='*', default=['src', 'backends', 'include'])
+    ap.add_argument('dirs', nargs='*', default=['src', 'backends', 'include'],
+                    help='folders or files to scan')
     args = ap.parse_args()
     found = []
     for d in args.dirs:
+        if os.path.isfile(d):
+            found += [(length, d, start, fname) for start, length, fname in scan(d)]
+            continue
         for root, dirs, files in os.walk(d):
             dirs[:] = sorted(x for x in dirs if not x.startswith('bazel-'))
             for name in sorted(files):
