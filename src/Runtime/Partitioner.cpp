@@ -194,6 +194,252 @@ assignUser(const std::vector<Node *> &order, const PartitionConfig &user,
   return parts;
 }
 
+using LiveUses = std::unordered_map<NodeValue, unsigned, NodeValueHash>;
+using ByName = std::map<std::string, const PartitionerBackend *>;
+
+/// Uses of each value by the live nodes \p order (storage is not counted).
+LiveUses countLiveUses(const std::vector<Node *> &order) {
+  LiveUses liveUses;
+  for (Node *n : order)
+    for (unsigned i = 0; i < n->getNumInputs(); i++)
+      if (!isa<Storage>(n->getNthInput(i).node))
+        liveUses[n->getNthInput(i)]++;
+  return liveUses;
+}
+
+/// The nodes of each partition in topological order, with its backend and (for a user
+/// partition) its name, partitions parents-first.
+struct Cut {
+  std::vector<std::vector<Node *>> parts;
+  std::vector<std::string> backends;
+  std::vector<std::string> names;
+};
+
+/// The user's partition, checked and ordered parents-first; empty partitions are dropped.
+Expected<Cut> cutUserPartition(const std::vector<Node *> &order, const PartitionConfig &user,
+                               const ByName &byName) {
+  std::vector<std::string> backendOf;
+  KILN_ASSIGN_OR_RETURN(std::vector<std::vector<Node *>> userParts,
+                        assignUser(order, user, byName, backendOf));
+  std::unordered_map<const Node *, unsigned> partOf;
+  for (unsigned p = 0; p < userParts.size(); p++)
+    for (Node *n : userParts[p])
+      partOf[n] = p;
+  std::vector<std::set<unsigned>> parents(userParts.size());
+  for (Node *n : order)
+    for (unsigned i = 0; i < n->getNumInputs(); i++) {
+      Node *in = n->getNthInput(i).node;
+      if (!isa<Storage>(in) && partOf[in] != partOf[n])
+        parents[partOf[n]].insert(partOf[in]);
+    }
+  KILN_ASSIGN_OR_RETURN(std::vector<unsigned> porder, orderPartitions(parents, user));
+  Cut cut;
+  for (unsigned p : porder) {
+    if (userParts[p].empty())
+      continue;
+    cut.parts.push_back(userParts[p]);
+    cut.backends.push_back(backendOf[p]);
+    cut.names.push_back(user.partitions[p].name);
+  }
+  return cut;
+}
+
+/// The backend of each node: the first that supports it and could hold it alone. A Save
+/// stays with the value it saves when that backend can save. The error lists every node
+/// that no backend can take.
+Expected<std::unordered_map<const Node *, unsigned>>
+placeNodes(const Function &f, const std::vector<Node *> &order,
+           const std::vector<PartitionerBackend> &backends, const LiveUses &liveUses) {
+  std::unordered_map<const Node *, unsigned> backendOf;
+  std::string unplaceable;
+  for (Node *n : order) {
+    bool placed = false;
+    std::string why;
+    if (auto *s = dyn_cast<SaveNode>(n)) {
+      auto it = backendOf.find(s->getInput().node);
+      if (it != backendOf.end() && backends[it->second].backend->isOpSupported(*n)) {
+        backendOf[n] = it->second;
+        placed = true;
+      }
+    }
+    for (unsigned b = 0; b < backends.size() && !placed; b++) {
+      if (!backends[b].backend->isOpSupported(*n))
+        continue;
+      Footprint alone(liveUses);
+      uint64_t need = alone.bytesWith(n);
+      if (need > backends[b].deviceMemory) {
+        why += " (" + backends[b].backend->getName() + " supports it but it needs " +
+               std::to_string(need) + " bytes, its device has " +
+               std::to_string(backends[b].deviceMemory) + ")";
+        continue;
+      }
+      backendOf[n] = b;
+      placed = true;
+    }
+    if (!placed)
+      unplaceable += (unplaceable.empty() ? "" : "; ") + n->describe() + why;
+  }
+  if (unplaceable.empty())
+    return backendOf;
+  std::string list;
+  for (const PartitionerBackend &b : backends)
+    list += (list.empty() ? "" : ", ") + b.backend->getName();
+  bool oom = unplaceable.find(" bytes, its device has ") != std::string::npos;
+  return makeError(oom ? ErrorCode::OutOfMemory : ErrorCode::Unsupported, "partitioning '",
+                   f.getName(), "': no backend among [", list, "] can run ", unplaceable);
+}
+
+/// Nodes grouped by (stage, backend), each group in topological order. An edge between
+/// backends raises the stage, so the groups form a DAG.
+std::map<std::pair<unsigned, unsigned>, std::vector<Node *>>
+groupByStage(const std::vector<Node *> &order,
+             std::unordered_map<const Node *, unsigned> &backendOf) {
+  std::unordered_map<const Node *, unsigned> stage;
+  std::map<std::pair<unsigned, unsigned>, std::vector<Node *>> groups;
+  for (Node *n : order) {
+    unsigned s = 0;
+    for (unsigned i = 0; i < n->getNumInputs(); i++) {
+      Node *in = n->getNthInput(i).node;
+      if (isa<Storage>(in))
+        continue;
+      s = std::max(s, stage[in] + (backendOf[in] != backendOf[n] ? 1u : 0u));
+    }
+    stage[n] = s;
+    groups[{s, backendOf[n]}].push_back(n);
+  }
+  return groups;
+}
+
+/// Cuts each group, in topological order, into pieces that fit its backend's device.
+Cut cutToFit(std::map<std::pair<unsigned, unsigned>, std::vector<Node *>> groups,
+             const std::vector<PartitionerBackend> &backends, const LiveUses &liveUses) {
+  Cut cut;
+  for (auto &g : groups) {
+    const PartitionerBackend &b = backends[g.first.second];
+    Footprint fp(liveUses);
+    std::vector<Node *> cur;
+    for (Node *n : g.second) {
+      if (!cur.empty() && fp.bytesWith(n) > b.deviceMemory) {
+        cut.parts.push_back(std::move(cur));
+        cut.backends.push_back(b.backend->getName());
+        cur.clear();
+        fp = Footprint(liveUses);
+      }
+      fp.add(n);
+      cur.push_back(n);
+    }
+    cut.parts.push_back(std::move(cur));
+    cut.backends.push_back(b.backend->getName());
+  }
+  return cut;
+}
+
+bool nameLess(const Placeholder *a, const Placeholder *b) { return a->getName() < b->getName(); }
+
+/// The placeholders \p p's function reads (inputs) and saves to (outputs), by name.
+void collectIO(Partition &p) {
+  std::set<Placeholder *> in, out;
+  for (const auto &np : p.function->getNodes()) {
+    Node *n = np.get();
+    for (unsigned i = 0; i < n->getNumInputs(); i++) {
+      auto *ph = dyn_cast<Placeholder>(n->getNthInput(i).node);
+      if (!ph)
+        continue;
+      if (isa<SaveNode>(n) && i == SaveNode::OutputIdx)
+        out.insert(ph);
+      else
+        in.insert(ph);
+    }
+  }
+  p.inputs.assign(in.begin(), in.end());
+  p.outputs.assign(out.begin(), out.end());
+  std::sort(p.inputs.begin(), p.inputs.end(), nameLess);
+  std::sort(p.outputs.begin(), p.outputs.end(), nameLess);
+}
+
+/// Creates a function per part of \p cut with clones of its nodes; a value that crosses
+/// into another part is saved to a new placeholder (one of plan.intermediates) that the
+/// consumer reads. Sets each partition's parents, children, inputs and outputs.
+Error createPartitions(Function &f, const std::string &networkName, const Cut &cut,
+                       PartitionPlan &plan) {
+  const auto &parts = cut.parts;
+  std::unordered_map<const Node *, unsigned> partOf;
+  for (unsigned p = 0; p < parts.size(); p++)
+    for (Node *n : parts[p])
+      partOf[n] = p;
+  Module *m = f.getParent();
+  std::unordered_map<const Node *, Node *> cloneOf;
+  for (unsigned i = 0; i < parts.size(); i++) {
+    Partition p;
+    std::string suffix =
+        i < cut.names.size() && !cut.names[i].empty() ? cut.names[i] : "p" + std::to_string(i);
+    p.function = m->createFunction(networkName + "." + suffix);
+    p.name = p.function->getName();
+    p.backendName = cut.backends[i];
+    p.numNodes = parts[i].size();
+    for (Node *n : parts[i])
+      cloneOf[n] = p.function->addNode(n->clone());
+    plan.partitions.push_back(std::move(p));
+  }
+  std::unordered_map<NodeValue, Placeholder *, NodeValueHash> carrier;
+  std::vector<std::set<unsigned>> parents(parts.size()), children(parts.size());
+  for (unsigned i = 0; i < parts.size(); i++) {
+    for (Node *n : parts[i]) {
+      Node *c = cloneOf[n];
+      for (unsigned k = 0; k < n->getNumInputs(); k++) {
+        NodeValue v = n->getNthInput(k);
+        if (isa<Storage>(v.node))
+          continue;
+        unsigned q = partOf[v.node];
+        if (q == i) {
+          c->setNthInput(k, NodeValue(cloneOf[v.node], v.resNo));
+          continue;
+        }
+        Placeholder *&ph = carrier[v];
+        if (!ph) {
+          std::string nm = networkName + "." + v.node->getName();
+          if (v.node->getNumResults() > 1)
+            nm += "." + v.node->getResultName(v.resNo);
+          ph = m->createPlaceholder(v.getType(), nm);
+          plan.intermediates.push_back(ph);
+          plan.partitions[q].function->createSave(
+              ph->getName() + ".save", NodeValue(cloneOf[v.node], v.resNo), NodeValue(ph));
+        }
+        c->setNthInput(k, NodeValue(ph));
+        parents[i].insert(q);
+        children[q].insert(i);
+      }
+    }
+  }
+  for (unsigned i = 0; i < parts.size(); i++) {
+    Partition &p = plan.partitions[i];
+    p.parents.assign(parents[i].begin(), parents[i].end());
+    p.children.assign(children[i].begin(), children[i].end());
+    collectIO(p);
+    if (Error e = p.function->verify())
+      return std::move(e).addContext("internal: partition '" + p.name + "' is invalid");
+  }
+  return Error::success();
+}
+
+/// Network I/O: placeholders of the original that partitions read or write.
+void setNetworkIO(PartitionPlan &plan) {
+  std::set<Placeholder *> inter(plan.intermediates.begin(), plan.intermediates.end());
+  std::set<Placeholder *> ins, outs;
+  for (Partition &p : plan.partitions) {
+    for (Placeholder *ph : p.inputs)
+      if (!inter.count(ph))
+        ins.insert(ph);
+    for (Placeholder *ph : p.outputs)
+      if (!inter.count(ph))
+        outs.insert(ph);
+  }
+  plan.inputs.assign(ins.begin(), ins.end());
+  plan.outputs.assign(outs.begin(), outs.end());
+  std::sort(plan.inputs.begin(), plan.inputs.end(), nameLess);
+  std::sort(plan.outputs.begin(), plan.outputs.end(), nameLess);
+}
+
 } // namespace
 
 uint64_t estimateMemory(const Function &f) {
@@ -301,229 +547,40 @@ Expected<PartitionPlan> partitionFunction(Function *f, const std::string &networ
   if (order.empty())
     return makeError(ErrorCode::InvalidArgument, "partitioning '", f->getName(),
                      "': the function saves nothing");
-  std::unordered_set<const Node *> live(order.begin(), order.end());
-  std::unordered_map<NodeValue, unsigned, NodeValueHash> liveUses;
-  for (Node *n : order)
-    for (unsigned i = 0; i < n->getNumInputs(); i++)
-      if (!isa<Storage>(n->getNthInput(i).node))
-        liveUses[n->getNthInput(i)]++;
   std::map<std::string, const PartitionerBackend *> byName;
   for (const PartitionerBackend &b : backends)
     byName.emplace(b.backend->getName(), &b);
 
-  // Each element: the nodes of one partition in topological order, and its backend.
-  std::vector<std::vector<Node *>> parts;
-  std::vector<std::string> partBackend;
-  std::vector<std::string> partNames;
-
+  // 1. Which nodes go together, on which backend.
+  Cut cut;
   if (user) {
-    std::vector<std::string> backendOf;
-    KILN_ASSIGN_OR_RETURN(std::vector<std::vector<Node *>> userParts,
-                          assignUser(order, *user, byName, backendOf));
-    std::unordered_map<const Node *, unsigned> partOf;
-    for (unsigned p = 0; p < userParts.size(); p++)
-      for (Node *n : userParts[p])
-        partOf[n] = p;
-    std::vector<std::set<unsigned>> parents(userParts.size());
-    for (Node *n : order)
-      for (unsigned i = 0; i < n->getNumInputs(); i++) {
-        Node *in = n->getNthInput(i).node;
-        if (!isa<Storage>(in) && partOf[in] != partOf[n])
-          parents[partOf[n]].insert(partOf[in]);
-      }
-    KILN_ASSIGN_OR_RETURN(std::vector<unsigned> porder, orderPartitions(parents, *user));
-    for (unsigned p : porder) {
-      if (userParts[p].empty())
-        continue;
-      parts.push_back(userParts[p]);
-      partBackend.push_back(backendOf[p]);
-      partNames.push_back(user->partitions[p].name);
-    }
+    KILN_ASSIGN_OR_RETURN(cut, cutUserPartition(order, *user, byName));
   } else {
-    // 1. Backend per node: the first that supports it and could hold it alone.
-    std::unordered_map<const Node *, unsigned> backendOf, stage;
-    std::string unplaceable;
-    for (Node *n : order) {
-      bool placed = false;
-      std::string why;
-      // A Save stays with the value it saves when that backend can save.
-      if (auto *s = dyn_cast<SaveNode>(n)) {
-        auto it = backendOf.find(s->getInput().node);
-        if (it != backendOf.end() && backends[it->second].backend->isOpSupported(*n)) {
-          backendOf[n] = it->second;
-          placed = true;
-        }
-      }
-      for (unsigned b = 0; b < backends.size() && !placed; b++) {
-        if (!backends[b].backend->isOpSupported(*n))
-          continue;
-        Footprint alone(liveUses);
-        uint64_t need = alone.bytesWith(n);
-        if (need > backends[b].deviceMemory) {
-          why += " (" + backends[b].backend->getName() + " supports it but it needs " +
-                 std::to_string(need) + " bytes, its device has " +
-                 std::to_string(backends[b].deviceMemory) + ")";
-          continue;
-        }
-        backendOf[n] = b;
-        placed = true;
-      }
-      if (!placed)
-        unplaceable += (unplaceable.empty() ? "" : "; ") + n->describe() + why;
-    }
-    if (!unplaceable.empty()) {
-      std::string list;
-      for (const PartitionerBackend &b : backends)
-        list += (list.empty() ? "" : ", ") + b.backend->getName();
-      bool oom = unplaceable.find(" bytes, its device has ") != std::string::npos;
-      return makeError(oom ? ErrorCode::OutOfMemory : ErrorCode::Unsupported, "partitioning '",
-                       f->getName(), "': no backend among [", list, "] can run ", unplaceable);
-    }
-    // Stages: edges between backends raise the stage, so (stage, backend) groups form a DAG.
-    std::map<std::pair<unsigned, unsigned>, std::vector<Node *>> groups;
-    for (Node *n : order) {
-      unsigned s = 0;
-      for (unsigned i = 0; i < n->getNumInputs(); i++) {
-        Node *in = n->getNthInput(i).node;
-        if (isa<Storage>(in))
-          continue;
-        s = std::max(s, stage[in] + (backendOf[in] != backendOf[n] ? 1u : 0u));
-      }
-      stage[n] = s;
-      groups[{s, backendOf[n]}].push_back(n);
-    }
-    // 2. Memory: cut each group, in topological order, into pieces that fit.
-    for (auto &g : groups) {
-      const PartitionerBackend &b = backends[g.first.second];
-      Footprint fp(liveUses);
-      std::vector<Node *> cur;
-      for (Node *n : g.second) {
-        if (!cur.empty() && fp.bytesWith(n) > b.deviceMemory) {
-          parts.push_back(std::move(cur));
-          partBackend.push_back(b.backend->getName());
-          cur.clear();
-          fp = Footprint(liveUses);
-        }
-        fp.add(n);
-        cur.push_back(n);
-      }
-      parts.push_back(std::move(cur));
-      partBackend.push_back(b.backend->getName());
-    }
+    LiveUses liveUses = countLiveUses(order);
+    KILN_ASSIGN_OR_RETURN(auto backendOf, placeNodes(*f, order, backends, liveUses));
+    cut = cutToFit(groupByStage(order, backendOf), backends, liveUses);
   }
 
+  // 2. A function per partition (or the original, when nothing is split), and the network's
+  // inputs and outputs.
   PartitionPlan plan;
   plan.networkName = networkName;
   plan.original = f;
-  std::unordered_map<const Node *, unsigned> partOf;
-  for (unsigned p = 0; p < parts.size(); p++)
-    for (Node *n : parts[p])
-      partOf[n] = p;
-
-  auto collectIO = [](Partition &p) {
-    std::set<Placeholder *> in, out;
-    for (const auto &np : p.function->getNodes()) {
-      Node *n = np.get();
-      for (unsigned i = 0; i < n->getNumInputs(); i++) {
-        auto *ph = dyn_cast<Placeholder>(n->getNthInput(i).node);
-        if (!ph)
-          continue;
-        if (isa<SaveNode>(n) && i == SaveNode::OutputIdx)
-          out.insert(ph);
-        else
-          in.insert(ph);
-      }
-    }
-    p.inputs.assign(in.begin(), in.end());
-    p.outputs.assign(out.begin(), out.end());
-    auto nameLess = [](Placeholder *a, Placeholder *b) { return a->getName() < b->getName(); };
-    std::sort(p.inputs.begin(), p.inputs.end(), nameLess);
-    std::sort(p.outputs.begin(), p.outputs.end(), nameLess);
-  };
-
-  if (parts.size() == 1 && !user) {
-    // Nothing to split: run the original function.
+  if (cut.parts.size() == 1 && !user) {
     Partition p;
     p.name = f->getName();
-    p.backendName = partBackend[0];
+    p.backendName = cut.backends[0];
     p.function = f;
-    p.numNodes = parts[0].size();
+    p.numNodes = cut.parts[0].size();
     collectIO(p);
     plan.partitions.push_back(std::move(p));
   } else {
     plan.created_ = true;
-    Module *m = f->getParent();
-    std::unordered_map<const Node *, Node *> cloneOf;
-    for (unsigned i = 0; i < parts.size(); i++) {
-      Partition p;
-      std::string suffix =
-          i < partNames.size() && !partNames[i].empty() ? partNames[i] : "p" + std::to_string(i);
-      p.function = m->createFunction(networkName + "." + suffix);
-      p.name = p.function->getName();
-      p.backendName = partBackend[i];
-      p.numNodes = parts[i].size();
-      for (Node *n : parts[i])
-        cloneOf[n] = p.function->addNode(n->clone());
-      plan.partitions.push_back(std::move(p));
-    }
-    std::unordered_map<NodeValue, Placeholder *, NodeValueHash> carrier;
-    std::vector<std::set<unsigned>> parents(parts.size()), children(parts.size());
-    for (unsigned i = 0; i < parts.size(); i++) {
-      for (Node *n : parts[i]) {
-        Node *c = cloneOf[n];
-        for (unsigned k = 0; k < n->getNumInputs(); k++) {
-          NodeValue v = n->getNthInput(k);
-          if (isa<Storage>(v.node))
-            continue;
-          unsigned q = partOf[v.node];
-          if (q == i) {
-            c->setNthInput(k, NodeValue(cloneOf[v.node], v.resNo));
-            continue;
-          }
-          Placeholder *&ph = carrier[v];
-          if (!ph) {
-            std::string nm = networkName + "." + v.node->getName();
-            if (v.node->getNumResults() > 1)
-              nm += "." + v.node->getResultName(v.resNo);
-            ph = m->createPlaceholder(v.getType(), nm);
-            plan.intermediates.push_back(ph);
-            plan.partitions[q].function->createSave(
-                ph->getName() + ".save", NodeValue(cloneOf[v.node], v.resNo), NodeValue(ph));
-          }
-          c->setNthInput(k, NodeValue(ph));
-          parents[i].insert(q);
-          children[q].insert(i);
-        }
-      }
-    }
-    for (unsigned i = 0; i < parts.size(); i++) {
-      Partition &p = plan.partitions[i];
-      p.parents.assign(parents[i].begin(), parents[i].end());
-      p.children.assign(children[i].begin(), children[i].end());
-      collectIO(p);
-      if (Error e = p.function->verify())
-        return std::move(e).addContext("internal: partition '" + p.name + "' is invalid");
-    }
+    KILN_RETURN_IF_ERR(createPartitions(*f, networkName, cut, plan));
   }
+  setNetworkIO(plan);
 
-  // Network I/O: placeholders of the original that partitions read or write.
-  std::set<Placeholder *> inter(plan.intermediates.begin(), plan.intermediates.end());
-  std::set<Placeholder *> ins, outs;
-  for (Partition &p : plan.partitions) {
-    for (Placeholder *ph : p.inputs)
-      if (!inter.count(ph))
-        ins.insert(ph);
-    for (Placeholder *ph : p.outputs)
-      if (!inter.count(ph))
-        outs.insert(ph);
-  }
-  auto nameLess = [](Placeholder *a, Placeholder *b) { return a->getName() < b->getName(); };
-  plan.inputs.assign(ins.begin(), ins.end());
-  plan.outputs.assign(outs.begin(), outs.end());
-  std::sort(plan.inputs.begin(), plan.inputs.end(), nameLess);
-  std::sort(plan.outputs.begin(), plan.outputs.end(), nameLess);
-
-  // Final sizes, checked against the devices (a user partition is not cut to fit).
+  // 3. Final sizes, checked against the devices (a user partition is not cut to fit).
   for (Partition &p : plan.partitions) {
     p.memoryBytes = estimateMemory(*p.function);
     uint64_t cap = byName.at(p.backendName)->deviceMemory;
