@@ -30,16 +30,14 @@ bool isExpansion(const Node *n) {
   return n->getKind() == NodeKind::Broadcast || n->getKind() == NodeKind::Tile;
 }
 
-} // namespace
+using FoldMap = std::unordered_map<const Node *, FoldInfo>;
 
-bool foldConstants(Function *f, const PassContext &ctx) {
-  const PassOptions &opts = ctx.options;
-  std::vector<Node *> order = passutil::topoOrder(*f);
-
-  // Which nodes compute a compile-time value. Cheap checks first; the backend is created
-  // only when there is a candidate.
-  std::unordered_map<const Node *, FoldInfo> info;
-  std::unique_ptr<Backend> interp;
+/// Which nodes of \p order compute a compile-time value. Cheap checks first; the
+/// Interpreter (\p interp) is created only when there is a candidate, and stays null when
+/// there is none.
+FoldMap findFoldable(const std::vector<Node *> &order, const PassOptions &opts,
+                     std::unique_ptr<Backend> &interp) {
+  FoldMap info;
   bool triedBackend = false;
   for (Node *n : order) {
     FoldInfo fi;
@@ -74,10 +72,13 @@ bool foldConstants(Function *f, const PassContext &ctx) {
     fi.foldable = ok;
     info[n] = fi;
   }
-  if (!interp)
-    return false;
+  return info;
+}
 
-  // Roots: foldable nodes with a user outside the foldable set.
+/// The nodes to fold: foldable nodes with a user outside the foldable set, within the
+/// size limit.
+std::vector<Node *> findRoots(const std::vector<Node *> &order, FoldMap &info,
+                              const PassOptions &opts) {
   std::vector<Node *> roots;
   for (Node *n : order) {
     const FoldInfo &fi = info[n];
@@ -103,17 +104,18 @@ bool foldConstants(Function *f, const PassContext &ctx) {
       continue;
     roots.push_back(n);
   }
-  if (roots.empty())
-    return false;
+  return roots;
+}
 
-  // Copy the subgraphs of the roots into a scratch module.
-  Module scratch;
-  Function *sf = scratch.createFunction("constant_fold");
+/// Copies the subgraphs of \p roots into \p sf of \p scratch (Constants as views of the
+/// originals' payloads) and saves each used result of each root. Returns, per root and
+/// result, its scratch placeholder (null for a result without users).
+std::vector<std::vector<Placeholder *>> copyToScratch(const std::vector<Node *> &order,
+                                                      const std::vector<Node *> &roots,
+                                                      Module &scratch, Function *sf) {
   std::unordered_map<const Node *, Node *> map;
-  std::vector<Node *> stack;
+  std::vector<Node *> stack(roots.begin(), roots.end());
   std::unordered_set<const Node *> needed;
-  for (Node *r : roots)
-    stack.push_back(r);
   while (!stack.empty()) {
     Node *n = stack.back();
     stack.pop_back();
@@ -158,21 +160,14 @@ bool foldConstants(Function *f, const PassContext &ctx) {
                               ->getPlaceholder());
       else
         outs[i].push_back(nullptr);
+  return outs;
+}
 
-  if (Error e = sf->verify())
-    return false; // cannot happen for a verified input; fold nothing rather than fail
-  Expected<std::unique_ptr<CompiledFunction>> cf = interp->compile(sf, CompileOptions());
-  if (!cf) {
-    (void)cf.takeError();
-    return false;
-  }
-  PlaceholderBindings bindings;
-  bindings.allocate(scratch.getPlaceholders());
-  ExecutionContext ectx(&bindings);
-  if (Error e = (*cf)->execute(ectx))
-    return false;
-
-  passutil::Sweeper sweeper;
+/// Replaces each used result of each root by a new Constant holding its computed value
+/// (taken from \p bindings); the roots are left to \p sweeper.
+void replaceRoots(Function *f, const std::vector<Node *> &roots,
+                  const std::vector<std::vector<Placeholder *>> &outs,
+                  PlaceholderBindings &bindings, passutil::Sweeper &sweeper) {
   for (size_t i = 0; i < roots.size(); i++) {
     Node *root = roots[i];
     for (unsigned r = 0; r < root->getNumResults(); r++) {
@@ -188,6 +183,38 @@ bool foldConstants(Function *f, const PassContext &ctx) {
     }
     sweeper.add(root);
   }
+}
+
+} // namespace
+
+bool foldConstants(Function *f, const PassContext &ctx) {
+  std::vector<Node *> order = passutil::topoOrder(*f);
+  std::unique_ptr<Backend> interp;
+  FoldMap info = findFoldable(order, ctx.options, interp);
+  if (!interp)
+    return false;
+  std::vector<Node *> roots = findRoots(order, info, ctx.options);
+  if (roots.empty())
+    return false;
+
+  Module scratch;
+  Function *sf = scratch.createFunction("constant_fold");
+  std::vector<std::vector<Placeholder *>> outs = copyToScratch(order, roots, scratch, sf);
+  if (Error e = sf->verify())
+    return false; // cannot happen for a verified input; fold nothing rather than fail
+  Expected<std::unique_ptr<CompiledFunction>> cf = interp->compile(sf, CompileOptions());
+  if (!cf) {
+    (void)cf.takeError();
+    return false;
+  }
+  PlaceholderBindings bindings;
+  bindings.allocate(scratch.getPlaceholders());
+  ExecutionContext ectx(&bindings);
+  if (Error e = (*cf)->execute(ectx))
+    return false;
+
+  passutil::Sweeper sweeper;
+  replaceRoots(f, roots, outs, bindings, sweeper);
   cf->reset(); // compiled code refers to the scratch module: drop it first
   sweeper.sweep(f);
   return true;
