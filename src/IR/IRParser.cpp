@@ -74,6 +74,8 @@ Instruction *createBlank(InstrKind k, size_t variadic) {
 
 /// Parses the text line by line with the shared lexer (src/Text) in line form.
 class Parser : public text::Lexer {
+  using Operands = std::vector<std::pair<Value *, OperandKind>>;
+
 public:
   Parser(Module &m, const std::string &text) : Lexer(text, Lines), m_(m), src_(text) {}
 
@@ -177,7 +179,7 @@ private:
   }
 
   /// `@in|@out|@inout (%name | @name)`.
-  Error operand(std::vector<std::pair<Value *, OperandKind>> &ops, std::vector<text::Pos> &pos) {
+  Error operand(Operands &ops, std::vector<text::Pos> &pos) {
     skipSpace();
     pos.push_back(here());
     KILN_RETURN_IF_ERR(expect('@', "to start an operand kind"));
@@ -194,6 +196,31 @@ private:
     KILN_ASSIGN_OR_RETURN(Value *v, valueRef());
     ops.push_back({v, ok});
     return Error::success();
+  }
+
+  /// A new instruction of kind \p kind (named \p kindName at \p kindPos) with operands
+  /// \p ops, whose markers (at \p opPos) must match the kind's operand kinds.
+  Expected<std::unique_ptr<Instruction>> withOperands(InstrKind kind, const std::string &kindName,
+                                                      text::Pos kindPos, const Operands &ops,
+                                                      const std::vector<text::Pos> &opPos) {
+    std::unique_ptr<Instruction> I(createBlank(kind, 0));
+    unsigned fixed = I->getNumOperands();
+    if (ops.size() != fixed) {
+      // Variadic kinds: rebuild with the extra operands.
+      std::unique_ptr<Instruction> J(createBlank(kind, ops.size() > fixed ? ops.size() - fixed : 0));
+      if (J->getNumOperands() != ops.size())
+        return text::parseError(kindPos, kindName + " takes " + std::to_string(fixed) +
+                                             " operands, got " + std::to_string(ops.size()));
+      I = std::move(J);
+    }
+    for (unsigned i = 0; i < ops.size(); i++) {
+      if (I->getOperand(i).second != ops[i].second)
+        return text::parseError(opPos[i], kindName + " operand " + I->getOperandName(i) +
+                                              " is " + operandKindName(I->getOperand(i).second) +
+                                              ", not " + operandKindName(ops[i].second));
+      I->setOperand(i, ops[i].first);
+    }
+    return I;
   }
 
   Error instr() {
@@ -214,7 +241,7 @@ private:
                                                          kindName + " ...'"
                                                    : kindName + " defines no result");
 
-    std::vector<std::pair<Value *, OperandKind>> ops;
+    Operands ops;
     std::vector<text::Pos> opPos;
     skipSpace();
     if (peek() == '@') {
@@ -231,23 +258,8 @@ private:
     if (definesValue && !ty)
       return text::parseError(here(), kindName + " needs its buffer type: '... : float<...>'");
 
-    std::unique_ptr<Instruction> I(createBlank(kind, 0));
-    unsigned fixed = I->getNumOperands();
-    if (ops.size() != fixed) {
-      // Variadic kinds: rebuild with the extra operands.
-      std::unique_ptr<Instruction> J(createBlank(kind, ops.size() > fixed ? ops.size() - fixed : 0));
-      if (J->getNumOperands() != ops.size())
-        return text::parseError(kindPos, kindName + " takes " + std::to_string(fixed) +
-                                             " operands, got " + std::to_string(ops.size()));
-      I = std::move(J);
-    }
-    for (unsigned i = 0; i < ops.size(); i++) {
-      if (I->getOperand(i).second != ops[i].second)
-        return text::parseError(opPos[i], kindName + " operand " + I->getOperandName(i) +
-                                              " is " + operandKindName(I->getOperand(i).second) +
-                                              ", not " + operandKindName(ops[i].second));
-      I->setOperand(i, ops[i].first);
-    }
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<Instruction> I,
+                          withOperands(kind, kindName, kindPos, ops, opPos));
     KILN_RETURN_IF_ERR(text::assignAttrs(attrs, kindName, kindPos,
                                          [&](AttrVisitor &v) { I->visitAttrs(v); }));
     I->setType(ty);
