@@ -18,7 +18,9 @@ namespace kiln {
 class InterpreterBackend final : public Backend {
 public:
   std::string getName() const override { return "Interpreter"; }
-  bool isOpSupported(const Node &node) const override;
+  // isOpSupported: Backend's default, the Interpreter column of the operator table
+  // (src/ClassGen/NodeTable.cpp, docs/Operators.md): every kind it claims has a kernel here
+  // and a test in the operator suite.
   /// The Interpreter runs every node as it is; it lowers nothing by itself.
   bool shouldLower(const Node &) const override { return false; }
   Expected<std::unique_ptr<CompiledFunction>> compile(Function *f,

@@ -1,5 +1,7 @@
 #include "kiln/Backend/Backend.h"
 
+#include "src/ClassGen/OpTable.h"
+
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -44,6 +46,10 @@ std::vector<std::string> getRegisteredBackends() {
   for (const auto &f : r.factories)
     names.push_back(f.first);
   return names;
+}
+
+bool Backend::isOpSupported(const Node &node) const {
+  return optable::kindsSupported(node, getName());
 }
 
 Error Backend::checkAllNodesSupported(const Function &f) const {

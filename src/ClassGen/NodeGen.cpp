@@ -1,11 +1,14 @@
 // nodegen: writes the C++ generated from the operator table (NodeTable.cpp).
 //   nodegen <out-dir>
-// writes AutoGenNodes.{def,h,cpp}, AutoGenBuilders.h, AutoGenInstrs.{def,h,cpp} and
-// AutoGenIRGen.inc into <out-dir>.
+// writes AutoGenNodes.{def,h,cpp}, AutoGenBuilders.h, AutoGenInstrs.{def,h,cpp},
+// AutoGenIRGen.inc, AutoGenLower.inc and AutoGenOpTable.cpp into <out-dir>;
+//   nodegen --docs <file>
+// writes the operator reference (docs/Operators.md).
 
 #include "NodeGen.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -519,6 +522,420 @@ void emitIRGen(std::ostream &os, const Table &t) {
       os << "case NodeKind::" << n.name << ":\n  emitCustom(node);\n  break;\n";
 }
 
+// ---------------------------------------------------------------- operator facts
+
+/// Element kinds in ElemKind order (include/kiln/Base/Type.h), with their names in the
+/// support notation and the constants the generated code uses.
+const char *const kKindNames[] = {"f32", "f16", "bf16", "i8q", "u8q", "i32q", "i32", "i64", "bool"};
+const char *const kKindEnums[] = {"Float",  "Float16", "BFloat16", "Int8Q", "UInt8Q",
+                                  "Int32Q", "Int32I",  "Int64I",   "Bool"};
+const char *const kKindConsts[] = {"F32", "F16", "BF16", "I8Q", "U8Q", "I32Q", "I32", "I64", "BOOL"};
+constexpr unsigned kNumKinds = 9;
+constexpr unsigned kAllKinds = (1u << kNumKinds) - 1;
+const char *const kBackendNames[kNumBackendCols] = {"Interpreter", "CPU", "Sim"};
+
+[[noreturn]] void fail(const NodeDef &n, const std::string &msg) {
+  std::fprintf(stderr, "nodegen: operator %s: %s\n", n.name.c_str(), msg.c_str());
+  std::exit(1);
+}
+
+std::string trim(const std::string &s) {
+  size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+std::vector<std::string> split(const std::string &s, char sep) {
+  std::vector<std::string> r;
+  size_t start = 0;
+  for (;;) {
+    size_t p = s.find(sep, start);
+    r.push_back(trim(s.substr(start, p == std::string::npos ? std::string::npos : p - start)));
+    if (p == std::string::npos)
+      return r;
+    start = p + 1;
+  }
+}
+
+/// One operand or result constraint of a signature.
+struct KindTerm {
+  enum Form { Set, Any, SameAsFirst } form = Any;
+  unsigned mask = 0;
+};
+
+/// One alternative of a backend's support.
+struct KindAlt {
+  enum Form { None, Uniform, UniformType, Signature } form = None;
+  unsigned mask = 0;               ///< Uniform
+  std::vector<KindTerm> operands;  ///< Signature
+  bool hasResult = false;
+  KindTerm result;
+};
+
+unsigned parseSet(const NodeDef &n, const std::string &text) {
+  unsigned m = 0;
+  for (const std::string &name : split(text, '|')) {
+    unsigned bit = 0;
+    for (unsigned k = 0; k < kNumKinds; k++)
+      if (name == kKindNames[k])
+        bit = 1u << k;
+    const unsigned floats = 0x7, quantized = 0x38, index = 0xC0, boolean = 0x100;
+    if (name == "floats")
+      bit = floats;
+    else if (name == "quantized")
+      bit = quantized;
+    else if (name == "index")
+      bit = index;
+    else if (name == "numeric")
+      bit = floats | index;
+    else if (name == "plain")
+      bit = floats | index | boolean;
+    else if (name == "all")
+      bit = kAllKinds;
+    if (!bit)
+      fail(n, "unknown element kind set '" + name + "' in '" + text + "'");
+    m |= bit;
+  }
+  return m;
+}
+
+KindTerm parseTerm(const NodeDef &n, const std::string &text) {
+  KindTerm t;
+  if (text == "*")
+    t.form = KindTerm::Any;
+  else if (text == "=")
+    t.form = KindTerm::SameAsFirst;
+  else {
+    t.form = KindTerm::Set;
+    t.mask = parseSet(n, text);
+  }
+  return t;
+}
+
+std::vector<KindAlt> parseSupport(const NodeDef &n, const std::string &text) {
+  std::vector<KindAlt> alts;
+  for (const std::string &a : split(text, ';')) {
+    KindAlt alt;
+    if (a == "none") {
+      alt.form = KindAlt::None;
+    } else if (a == "uniform type") {
+      alt.form = KindAlt::UniformType;
+    } else if (a.rfind("uniform(", 0) == 0 && a.back() == ')') {
+      alt.form = KindAlt::Uniform;
+      alt.mask = parseSet(n, a.substr(8, a.size() - 9));
+    } else {
+      alt.form = KindAlt::Signature;
+      size_t arrow = a.find("->");
+      std::string ops = trim(a.substr(0, arrow));
+      if (!ops.empty())
+        for (const std::string &op : split(ops, ','))
+          alt.operands.push_back(parseTerm(n, op));
+      if (arrow != std::string::npos) {
+        alt.hasResult = true;
+        alt.result = parseTerm(n, trim(a.substr(arrow + 2)));
+      }
+      size_t maxOps = n.inputs.size() + (n.variadicInput.empty() ? 0 : 1);
+      if (alt.operands.size() > maxOps)
+        fail(n, "'" + a + "' names more operands than the operator has");
+      if (alt.hasResult && n.results.empty())
+        fail(n, "'" + a + "' constrains a result the operator does not have");
+    }
+    if (alt.form == KindAlt::None && text != "none")
+      fail(n, "'none' must be the only alternative");
+    alts.push_back(alt);
+  }
+  return alts;
+}
+
+/// Every operator must decide its lowering and its support on every backend: a new entry
+/// without them stops the build (the generated switches then need no default).
+void checkTable(const Table &t) {
+  for (const NodeDef &n : t.nodes) {
+    if (!n.loweringStated)
+      fail(n, "state .lowering(fn, what) or .noLowering()");
+    for (unsigned b = 0; b < kNumBackendCols; b++) {
+      if (!n.support[b].stated)
+        fail(n, std::string("state the element kinds the ") + kBackendNames[b] +
+                    " backend supports (\"none\" if it does not run it)");
+      parseSupport(n, n.support[b].kinds);
+    }
+  }
+}
+
+std::string maskExpr(unsigned m) {
+  std::string r;
+  for (unsigned k = 0; k < kNumKinds; k++)
+    if (m & (1u << k))
+      r += (r.empty() ? "" : " | ") + std::string(kKindConsts[k]);
+  return r;
+}
+
+std::string termExpr(const KindTerm &t, const std::string &kind) {
+  switch (t.form) {
+  case KindTerm::Any:
+    return "";
+  case KindTerm::SameAsFirst:
+    return kind + " == kindOf(n, 0)";
+  case KindTerm::Set:
+    return t.mask == kAllKinds ? "in(" + kind + ", ALL)" : "in(" + kind + ", " + maskExpr(t.mask) + ")";
+  }
+  return "";
+}
+
+/// The C++ condition of one backend's support of \p n.
+std::string supportExpr(const NodeDef &n, const std::string &text) {
+  std::string r;
+  for (const KindAlt &a : parseSupport(n, text)) {
+    std::string e;
+    switch (a.form) {
+    case KindAlt::None:
+      e = "false";
+      break;
+    case KindAlt::Uniform:
+      e = "uniformKind(n, " + maskExpr(a.mask) + ")";
+      break;
+    case KindAlt::UniformType:
+      e = "uniformType(n)";
+      break;
+    case KindAlt::Signature: {
+      std::vector<std::string> parts;
+      for (size_t i = 0; i < a.operands.size(); i++) {
+        std::string p = termExpr(a.operands[i], "kindOf(n, " + std::to_string(i) + ")");
+        if (!p.empty())
+          parts.push_back(p);
+      }
+      if (a.hasResult) {
+        std::string p = termExpr(a.result, "resultKind(n)");
+        if (!p.empty())
+          parts.push_back(p);
+      }
+      for (size_t i = 0; i < parts.size(); i++)
+        e += (i ? " && " : "") + parts[i];
+      if (parts.empty())
+        e = "true";
+      else if (parts.size() > 1)
+        e = "(" + e + ")";
+      break;
+    }
+    }
+    r += (r.empty() ? "" : " || ") + e;
+  }
+  return r;
+}
+
+/// The lowering dispatch: cases of the switch in src/Lower/Lower.cpp's lowerNode.
+void emitLower(std::ostream &os, const Table &t) {
+  os << "// Generated by nodegen from src/ClassGen/NodeTable.cpp. Do not edit.\n";
+  os << "// Cases of the switch over node kinds in src/Lower/Lower.cpp (lowerNode): each\n"
+     << "// operator's .lowering(fn) calls lower::fn; .noLowering() returns no replacement.\n";
+  for (const NodeDef &n : t.nodes)
+    if (!n.loweringFn.empty())
+      os << "case NodeKind::" << n.name << ":\n  return lower::" << n.loweringFn << "(f, cast<"
+         << n.name << "Node>(n));\n";
+  os << "case NodeKind::Placeholder:\ncase NodeKind::Constant:\n";
+  for (const NodeDef &n : t.nodes)
+    if (n.loweringFn.empty())
+      os << "case NodeKind::" << n.name << ":\n";
+  os << "  return NodeValue();\n";
+}
+
+/// The operator facts other layers read at run time (src/ClassGen/OpTable.h): element
+/// kinds per backend, ONNX op names, lowering functions.
+void emitOpTable(std::ostream &os, const Table &t) {
+  os << "// Generated by nodegen from src/ClassGen/NodeTable.cpp. Do not edit.\n";
+  os << "#include \"src/ClassGen/OpTable.h\"\n\n";
+  os << "namespace kiln::optable {\n\nnamespace {\n\n";
+  for (unsigned k = 0; k < kNumKinds; k++)
+    os << "constexpr unsigned " << kKindConsts[k] << " = 1u << unsigned(ElemKind::"
+       << kKindEnums[k] << ");\n";
+  os << "constexpr unsigned ALL = " << maskExpr(kAllKinds) << ";\n\n";
+  os << "bool in(ElemKind k, unsigned mask) { return (mask >> unsigned(k)) & 1u; }\n";
+  os << "ElemKind kindOf(const Node &n, unsigned i) { return n.getNthInput(i).getElementType(); }\n";
+  os << "ElemKind resultKind(const Node &n) { return n.getType(0)->kind; }\n\n";
+  os << "/// Every operand and result has one element kind, from \\p mask.\n"
+     << "bool uniformKind(const Node &n, unsigned mask) {\n"
+     << "  const Type &first = n.getNumResults() ? *n.getType(0) : *n.getNthInput(0).getType();\n"
+     << "  if (!in(first.kind, mask))\n    return false;\n"
+     << "  for (unsigned i = 0; i < n.getNumInputs(); i++)\n"
+     << "    if (kindOf(n, i) != first.kind)\n      return false;\n"
+     << "  for (unsigned i = 0; i < n.getNumResults(); i++)\n"
+     << "    if (n.getType(i)->kind != first.kind)\n      return false;\n"
+     << "  return true;\n}\n\n";
+  os << "/// Same element kind, and same scale and offset when quantized.\n"
+     << "bool sameElemType(const Type &a, const Type &b) {\n"
+     << "  return a.kind == b.kind &&\n"
+     << "         (!a.isQuantizedType() || (a.scale == b.scale && a.offset == b.offset));\n}\n\n";
+  os << "/// Every operand and result has one element type.\n"
+     << "bool uniformType(const Node &n) {\n"
+     << "  const Type &first = n.getNumResults() ? *n.getType(0) : *n.getNthInput(0).getType();\n"
+     << "  for (unsigned i = 0; i < n.getNumInputs(); i++)\n"
+     << "    if (!sameElemType(*n.getNthInput(i).getType(), first))\n      return false;\n"
+     << "  for (unsigned i = 0; i < n.getNumResults(); i++)\n"
+     << "    if (!sameElemType(*n.getType(i), first))\n      return false;\n"
+     << "  return true;\n}\n\n";
+  os << "} // namespace\n\n";
+
+  os << "bool kindsSupported(const Node &n, TableBackend b) {\n";
+  os << "  switch (n.getKind()) {\n  case NodeKind::Placeholder:\n  case NodeKind::Constant:\n"
+     << "    return true;\n";
+  for (const NodeDef &n : t.nodes) {
+    os << "  case NodeKind::" << n.name << ":\n    switch (b) {\n";
+    for (unsigned b = 0; b < kNumBackendCols; b++)
+      os << "    case TableBackend::" << kBackendNames[b] << ":\n      return "
+         << supportExpr(n, n.support[b].kinds) << ";\n";
+    os << "    }\n    return false;\n";
+  }
+  os << "  }\n  return false;\n}\n\n";
+
+  os << "bool kindsSupported(const Node &n, const std::string &backendName) {\n";
+  for (unsigned b = 0; b < kNumBackendCols; b++)
+    os << "  if (backendName == \"" << kBackendNames[b] << "\")\n    return kindsSupported(n, "
+       << "TableBackend::" << kBackendNames[b] << ");\n";
+  os << "  return false;\n}\n\n";
+
+  os << "const std::vector<std::string> &onnxOpsOf(NodeKind k) {\n"
+     << "  static const std::vector<std::string> none;\n";
+  for (const NodeDef &n : t.nodes) {
+    if (n.onnxOps.empty())
+      continue;
+    os << "  static const std::vector<std::string> " << lowerFirst(n.name) << "Ops = {";
+    for (size_t i = 0; i < n.onnxOps.size(); i++)
+      os << (i ? ", " : "") << "\"" << n.onnxOps[i] << "\"";
+    os << "};\n";
+  }
+  os << "  switch (k) {\n";
+  for (const NodeDef &n : t.nodes)
+    if (!n.onnxOps.empty())
+      os << "  case NodeKind::" << n.name << ":\n    return " << lowerFirst(n.name) << "Ops;\n";
+  os << "  default:\n    return none;\n  }\n}\n\n";
+
+  os << "const char *loweringOf(NodeKind k) {\n  switch (k) {\n";
+  for (const NodeDef &n : t.nodes)
+    if (!n.loweringFn.empty())
+      os << "  case NodeKind::" << n.name << ":\n    return \"" << n.loweringFn << "\";\n";
+  os << "  default:\n    return \"\";\n  }\n}\n\n";
+  os << "} // namespace kiln::optable\n";
+}
+
+const char *typeRuleDoc(const NodeDef &n) {
+  switch (n.rule) {
+  case TypeRule::Custom:
+    return "hand-written (`typerules::infer%s`, src/Graph/TypeRules*.cpp)";
+  case TypeRule::SameAsInput:
+    return "the type of the first operand";
+  case TypeRule::SameAsInputs:
+    return "all operands of one kind and shape; the result has their type";
+  case TypeRule::BoolOfInputs:
+    return "operands of one kind and shape; a Bool result of that shape";
+  case TypeRule::Explicit:
+    return "the builder takes the result type; `typerules::infer%s` checks it";
+  case TypeRule::NoResult:
+    return "no result; `typerules::check%s` checks the operands";
+  }
+  return "?";
+}
+
+const char *attrKindName(AttrKind k) {
+  switch (k) {
+  case AttrKind::Dim: return "Dim";
+  case AttrKind::Dims: return "Dims";
+  case AttrKind::Int: return "Int";
+  case AttrKind::Ints: return "Ints";
+  case AttrKind::Float: return "Float";
+  case AttrKind::Bool: return "Bool";
+  case AttrKind::String: return "String";
+  case AttrKind::Axis: return "Axis";
+  case AttrKind::Axes: return "Axes";
+  }
+  return "?";
+}
+
+std::string supportDoc(const Support &s) {
+  std::string r = "`" + s.kinds + "`";
+  if (!s.note.empty())
+    r += "; " + s.note;
+  return r;
+}
+
+std::string join(const std::vector<std::string> &v, const std::string &sep) {
+  std::string r;
+  for (size_t i = 0; i < v.size(); i++)
+    r += (i ? sep : "") + v[i];
+  return r;
+}
+
+/// \p s with "|" escaped, for a Markdown table cell.
+std::string tableCell(const std::string &s) {
+  std::string r;
+  for (char c : s)
+    r += c == '|' ? std::string("\\|") : std::string(1, c);
+  return r;
+}
+
+/// docs/Operators.md.
+void emitDocs(std::ostream &os, const Table &t) {
+  os << "# Operators\n\n"
+     << "<!-- Generated by nodegen from src/ClassGen/NodeTable.cpp. Do not edit: regenerate "
+        "with\n     bazel run //src/ClassGen:nodegen -- --docs $PWD/docs/Operators.md -->\n\n"
+     << "Every graph operator of Kiln, from the operator table (`src/ClassGen/NodeTable.cpp`). "
+        "For each: its operands, attributes and type rule; its lowering (a function of "
+        "`src/Lower`, called by the `lower` pass when the backend's `shouldLower` says yes; "
+        "see [Lowering.md](Lowering.md)); the element kinds each backend runs; and the ONNX "
+        "operators whose converter (`src/Importer`) produces it.\n\n"
+     << "## Element kinds\n\n"
+     << "A backend's `isOpSupported` starts from its column (the generated "
+        "`optable::kindsSupported`, `src/ClassGen/OpTable.h`) and adds only the conditions "
+        "written after the kinds (ranks, attribute values): `backends/CPU/CPUSupport.cpp`; "
+        "the Sim chip also needs the Interpreter to run the node "
+        "(`backends/Sim/SimSupport.cpp`). The notation, alternatives separated by `;`:\n\n"
+     << "- `none`: the backend does not run the operator;\n"
+     << "- `uniform(SET)`: every operand and result has one element kind, from SET;\n"
+     << "- `uniform type`: every operand and result has one element type (kind, and scale and "
+        "offset when quantized);\n"
+     << "- `OP0, OP1, ... -> RES`: operand i's kind is in OPi (later operands are free), "
+        "result 0's kind in RES (no `->`: free); `*` is any kind, `=` the kind of operand 0.\n\n"
+     << "Kinds: `f32 f16 bf16 i8q u8q i32q i32 i64 bool`; sets: `floats` (f32|f16|bf16), "
+        "`quantized` (i8q|u8q|i32q), `index` (i32|i64), `numeric` (floats|index), `plain` "
+        "(numeric|bool), `all`; `|` joins them.\n\n";
+  os << "## Summary\n\n| Operator | Lowering | Interpreter | CPU | Sim | ONNX |\n"
+     << "|---|---|---|---|---|---|\n";
+  for (const NodeDef &n : t.nodes) {
+    std::string anchor = n.name;
+    for (char &c : anchor)
+      c = char(std::tolower(c));
+    os << "| [" << n.name << "](#" << anchor << ") | "
+       << (n.loweringFn.empty() ? "-" : "`" + n.loweringFn + "`");
+    for (unsigned b = 0; b < kNumBackendCols; b++)
+      os << " | `" << tableCell(n.support[b].kinds) << "`"
+         << (n.support[b].note.empty() ? "" : " *");
+    os << " | " << (n.onnxOps.empty() ? "-" : join(n.onnxOps, ", ")) << " |\n";
+  }
+  os << "\n`*`: with further conditions, given in the operator's section.\n";
+  for (const NodeDef &n : t.nodes) {
+    os << "\n## " << n.name << "\n\n" << n.doc << "\n\n";
+    std::vector<std::string> ops(n.inputs);
+    if (!n.variadicInput.empty())
+      ops.push_back(n.variadicInput + "... (any number)");
+    os << "- Operands: " << (ops.empty() ? "none" : join(ops, ", ")) << "\n";
+    os << "- Results: " << (n.results.empty() ? "none" : join(n.results, ", ")) << "\n";
+    if (!n.attrs.empty()) {
+      std::vector<std::string> as;
+      for (const Attr &a : n.attrs)
+        as.push_back(a.name + " (" + attrKindName(a.kind) + ")");
+      os << "- Attributes: " << join(as, ", ") << "\n";
+    }
+    char rule[256];
+    std::snprintf(rule, sizeof rule, typeRuleDoc(n), n.name.c_str());
+    os << "- Type rule: " << rule << "\n";
+    if (n.loweringFn.empty())
+      os << "- Lowering: none\n";
+    else
+      os << "- Lowering: `lower::" << n.loweringFn << "`: " << n.loweringDoc << "\n";
+    for (unsigned b = 0; b < kNumBackendCols; b++)
+      os << "- " << kBackendNames[b] << ": " << supportDoc(n.support[b]) << "\n";
+    os << "- ONNX: " << (n.onnxOps.empty() ? "none" : join(n.onnxOps, ", ")) << "\n";
+  }
+}
+
 bool writeFile(const std::string &path, const std::string &text) {
   std::ofstream f(path);
   f << text;
@@ -530,13 +947,23 @@ bool writeFile(const std::string &path, const std::string &text) {
 
 int main(int argc, char **argv) {
   using namespace kiln::classgen;
+  Table t;
+  defineOperators(t);
+  checkTable(t);
+  if (argc == 3 && std::string(argv[1]) == "--docs") {
+    std::ostringstream os;
+    emitDocs(os, t);
+    if (!writeFile(argv[2], os.str())) {
+      std::fprintf(stderr, "nodegen: cannot write %s\n", argv[2]);
+      return 1;
+    }
+    return 0;
+  }
   if (argc != 2) {
-    std::fprintf(stderr, "usage: nodegen <out-dir>\n");
+    std::fprintf(stderr, "usage: nodegen <out-dir>\n       nodegen --docs <Operators.md>\n");
     return 2;
   }
   std::string dir = argv[1];
-  Table t;
-  defineOperators(t);
   struct Out {
     const char *file;
     void (*emit)(std::ostream &, const Table &);
@@ -545,6 +972,7 @@ int main(int argc, char **argv) {
       {"AutoGenBuilders.h", emitBuildersHeader}, {"AutoGenNodes.cpp", emitNodesCpp},
       {"AutoGenInstrs.def", emitInstrsDef},   {"AutoGenInstrs.h", emitInstrsHeader},
       {"AutoGenInstrs.cpp", emitInstrsCpp},   {"AutoGenIRGen.inc", emitIRGen},
+      {"AutoGenLower.inc", emitLower},        {"AutoGenOpTable.cpp", emitOpTable},
   };
   for (const Out &o : outs) {
     std::ostringstream os;

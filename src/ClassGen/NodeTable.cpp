@@ -28,27 +28,49 @@ void defineConvolutionsAndPooling(Table &t) {
       .result("Result")
       .describe("2-D convolution of Input [N,C,H,W] with Filter [O,C/Group,kH,kW] plus Bias [O]; "
                 "Group divides C and O (Group == C == O is depthwise). Quantized: int8 input and "
-                "filter, int32 bias with scale inScale*filterScale and offset 0.");
+                "filter, int32 bias with scale inScale*filterScale and offset 0.")
+      .lowering("lowerGroupedConvolution",
+                "Group > 1: per group g, Convolution(Slice_g input channels, Slice_g filter, "
+                "Slice_g bias, Group = 1), joined by Concat on the channel axis")
+      .onnx({"Conv"})
+      .interpreter("uniform(floats); i8q, i8q, i32q -> i8q")
+      .cpu("uniform(f32)", "rank-4 Input and Filter")
+      .sim("uniform(f32|f16); i8q, i8q, i32q -> i8q");
   t.node("MaxPool")
       .input("Input")
       .attr(AttrKind::Dims, "Kernels").attr(AttrKind::Dims, "Strides").attr(AttrKind::Dims, "Pads")
       .result("Result")
       .describe("Maximum over each window of Input [N,C,H,W]; padding never wins. Quantized "
-                "input and output must share scale and offset.");
+                "input and output must share scale and offset.")
+      .noLowering()
+      .onnx({"MaxPool"})
+      .interpreter("floats|i8q -> =")
+      .cpu("uniform(f32)", "rank-4 Input")
+      .sim("f32|f16|i8q -> =");
   t.node("AvgPool")
       .input("Input")
       .attr(AttrKind::Dims, "Kernels").attr(AttrKind::Dims, "Strides").attr(AttrKind::Dims, "Pads")
       .attr(AttrKind::Bool, "CountIncludePads")
       .result("Result")
       .describe("Mean over each window of Input [N,C,H,W]. With CountIncludePads the divisor is "
-                "kH*kW, otherwise the number of in-bounds elements.");
+                "kH*kW, otherwise the number of in-bounds elements.")
+      .noLowering()
+      .onnx({"AveragePool"})
+      .interpreter("floats|i8q -> =")
+      .cpu("uniform(f32)", "rank-4 Input")
+      .sim("f32|f16|i8q -> =");
   t.node("AdaptiveAvgPool")
       .input("Input")
       .attr(AttrKind::Dims, "OutputSize")
       .result("Result")
       .describe("Average pooling of Input [N,C,H,W] to [N,C,oH,oW]; output cell (i,j) averages "
                 "rows floor(i*H/oH)..ceil((i+1)*H/oH)-1 and likewise columns (PyTorch rule). "
-                "OutputSize [1,1] is global average pooling.");
+                "OutputSize [1,1] is global average pooling.")
+      .noLowering()
+      .onnx({"GlobalAveragePool"})
+      .interpreter("floats|i8q -> =")
+      .cpu("uniform(f32)", "rank-4 Input")
+      .sim("none");
 }
 
 void defineLinearAlgebra(Table &t) {
@@ -56,19 +78,40 @@ void defineLinearAlgebra(Table &t) {
       .input("Input").input("Weights").input("Bias")
       .result("Result")
       .describe("Input [N,K] times Weights [K,M] plus Bias [M] -> [N,M]. Quantized: int8 input "
-                "and weights, int32 bias (scale inScale*wScale, offset 0).");
+                "and weights, int32 bias (scale inScale*wScale, offset 0).")
+      .lowering("lowerFullyConnected", "BatchedAdd(MatMul(Input, Weights), Bias)")
+      .onnx({"Gemm"})
+      .interpreter("uniform(floats); i8q, i8q, i32q -> i8q")
+      .cpu("uniform(f32)", "rank-2 Input and Weights")
+      .sim("uniform(f32|f16); i8q, i8q, i32q -> i8q");
   t.node("MatMul")
       .input("LHS").input("RHS")
       .result("Result")
-      .describe("Matrix product LHS [N,K] x RHS [K,M] -> [N,M].");
+      .describe("Matrix product LHS [N,K] x RHS [K,M] -> [N,M].")
+      .noLowering()
+      .onnx({"MatMul", "Gemm"})
+      .interpreter("uniform(floats); i8q, i8q -> i8q")
+      .cpu("uniform(f32)", "rank-2 LHS and RHS")
+      .sim("uniform(f32|f16); i8q, i8q -> i8q");
   t.node("BatchMatMul")
       .input("LHS").input("RHS")
       .result("Result")
-      .describe("Batched matrix product LHS [B,N,K] x RHS [B,K,M] -> [B,N,M].");
+      .describe("Batched matrix product LHS [B,N,K] x RHS [B,K,M] -> [B,N,M].")
+      .lowering("lowerBatchMatMul",
+                "per batch i: Reshape(MatMul(Reshape(Slice_i LHS), Reshape(Slice_i RHS))), "
+                "joined by Concat on axis 0")
+      .onnx({"MatMul"})
+      .interpreter("uniform(floats); i8q, i8q -> i8q")
+      .cpu("uniform(f32)", "rank-3 LHS and RHS")
+      .sim("none");
   t.node("BatchedAdd")
       .input("Batch").input("Slice")
       .result("Result")
-      .describe("Adds Slice to every batch of Batch: Batch [N, d1..dk] + Slice [d1..dk].");
+      .describe("Adds Slice to every batch of Batch: Batch [N, d1..dk] + Slice [d1..dk].")
+      .noLowering()
+      .interpreter("uniform(floats); i8q, i8q -> i8q")
+      .cpu("uniform(f32)")
+      .sim("none");
 }
 
 void defineNormalization(Table &t) {
@@ -78,7 +121,14 @@ void defineNormalization(Table &t) {
       .attr(AttrKind::Axis, "ChannelIdx")
       .result("Result")
       .describe("Inference batch normalization: (x - Mean) / sqrt(Var + Epsilon) * Scale + Bias, "
-                "the four vectors indexed along ChannelIdx.");
+                "the four vectors indexed along ChannelIdx.")
+      .lowering("lowerBatchNormalization",
+                "x * A + B with A = Scale / Sqrt(Var + Epsilon), B = Bias - Mean * A, the "
+                "vectors reshaped to 1s but at ChannelIdx and broadcast")
+      .onnx({"BatchNormalization"})
+      .interpreter("uniform(floats)")
+      .cpu("uniform(f32)")
+      .sim("none");
   t.node("LayerNormalization")
       .input("Input").input("Scale").input("Bias")
       .attr(AttrKind::Axis, "Axis")
@@ -86,151 +136,274 @@ void defineNormalization(Table &t) {
       .result("Result")
       .describe("Normalizes over dimensions Axis..rank-1 (biased variance): "
                 "(x - mean) / sqrt(var + Epsilon) * Scale + Bias; Scale and Bias have the "
-                "shape of those dimensions.");
+                "shape of those dimensions.")
+      .lowering("lowerLayerNormalization",
+                "R = ReduceSum over Axis..rank-1 (kept dims), n = elements reduced: "
+                "mean = R(x) / n, d = x - mean, var = R(d * d) / n, "
+                "y = d * Rsqrt(var + Epsilon) * Scale + Bias (broadcast to x)")
+      .onnx({"LayerNormalization"})
+      .interpreter("uniform(floats)")
+      .cpu("uniform(f32)")
+      .sim("none");
   t.node("SoftMax")
       .input("Input").attr(AttrKind::Axis, "Axis").result("Result")
-      .describe("exp(x - max) / sum(exp(x - max)) along Axis.");
+      .describe("exp(x - max) / sum(exp(x - max)) along Axis.")
+      .noLowering()
+      .onnx({"Softmax"})
+      .interpreter("uniform(floats)")
+      .cpu("uniform(f32)")
+      .sim("none");
   t.node("LogSoftMax")
       .input("Input").attr(AttrKind::Axis, "Axis").result("Result")
-      .describe("x - max - log(sum(exp(x - max))) along Axis.");
+      .describe("x - max - log(sum(exp(x - max))) along Axis.")
+      .lowering("lowerLogSoftMax",
+                "d = x - ReduceMax(x, Axis), y = d - Log(ReduceSum(Exp(d), Axis)) "
+                "(kept dims, broadcast)")
+      .onnx({"LogSoftmax"})
+      .interpreter("uniform(floats)")
+      .cpu("uniform(f32)")
+      .sim("none");
 }
 
 void defineActivations(Table &t) {
+  // Unary element-wise operators: no lowering, run by the CPU backend on float32 and not
+  // by the Sim chip, unless stated after.
   auto unary = [&](const char *name, const char *doc) -> NodeDef & {
     return t.node(name).input("Input").result("Result").typeRule(TypeRule::SameAsInput)
-        .dataParallelOp().describe(doc);
+        .dataParallelOp().describe(doc)
+        .noLowering().interpreter("uniform(floats)").cpu("uniform(f32)").sim("none");
   };
-  unary("Relu", "max(x, 0). Quantized: output may have its own scale and offset.");
-  unary("Sigmoid", "1 / (1 + exp(-x)).");
-  unary("Tanh", "Hyperbolic tangent.");
+  unary("Relu", "max(x, 0). Quantized: output may have its own scale and offset.")
+      .onnx({"Relu"}).interpreter("floats|i8q -> =").sim("f32|f16|i8q -> =");
+  unary("Sigmoid", "1 / (1 + exp(-x)).").onnx({"Sigmoid"});
+  unary("Tanh", "Hyperbolic tangent.").onnx({"Tanh"});
   unary("Gelu", "x * Phi(x); with Approximate, the tanh form "
                 "0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))).")
-      .attr(AttrKind::Bool, "Approximate");
-  unary("HardSwish", "x * min(max(x + 3, 0), 6) / 6.");
-  unary("Swish", "x * sigmoid(x) (SiLU).");
+      .attr(AttrKind::Bool, "Approximate")
+      .lowering("lowerGelu", "0.5 * x * (1 + Erf(x / sqrt 2)); with Approximate "
+                             "0.5 * x * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 * x * x * x)))");
+  unary("HardSwish", "x * min(max(x + 3, 0), 6) / 6.")
+      .lowering("lowerHardSwish", "x * Min(Max(x + 3, 0), 6) / 6")
+      .onnx({"HardSwish"});
+  unary("Swish", "x * sigmoid(x) (SiLU).").lowering("lowerSwish", "x * Sigmoid(x)");
   unary("Clip", "min(max(x, Min), Max).")
-      .attr(AttrKind::Float, "Min").attr(AttrKind::Float, "Max");
-  unary("LeakyRelu", "x if x >= 0, else Alpha * x.").attr(AttrKind::Float, "Alpha");
+      .attr(AttrKind::Float, "Min").attr(AttrKind::Float, "Max")
+      .lowering("lowerClip", "Min(Max(x, Min), Max); an infinite bound is dropped")
+      .onnx({"Clip", "HardSigmoid"});
+  unary("LeakyRelu", "x if x >= 0, else Alpha * x.").attr(AttrKind::Float, "Alpha")
+      .lowering("lowerLeakyRelu", "Max(x, 0) + Min(x, 0) * Alpha")
+      .onnx({"LeakyRelu"});
   t.node("PRelu")
       .input("Input").input("Slope").result("Result")
       .typeRule(TypeRule::SameAsInputs).dataParallelOp()
-      .describe("x if x >= 0, else Slope * x; Slope has the shape of Input.");
-  unary("Neg", "-x.");
-  unary("Abs", "|x|.");
-  unary("Exp", "e^x.");
-  unary("Log", "Natural logarithm (NaN below 0, -inf at 0).");
-  unary("Sqrt", "Square root.");
+      .describe("x if x >= 0, else Slope * x; Slope has the shape of Input.")
+      .lowering("lowerPRelu", "Max(x, 0) + Min(x, 0) * Slope")
+      .onnx({"PRelu"})
+      .interpreter("uniform(floats)")
+      .cpu("uniform(f32)")
+      .sim("none");
+  unary("Neg", "-x.").onnx({"Neg"}).interpreter("numeric");
+  unary("Abs", "|x|.").onnx({"Abs"}).interpreter("numeric");
+  unary("Exp", "e^x.").onnx({"Exp"});
+  unary("Log", "Natural logarithm (NaN below 0, -inf at 0).").onnx({"Log", "Softplus"});
+  unary("Sqrt", "Square root.").onnx({"Sqrt"});
   unary("Rsqrt", "1 / sqrt(x).");
-  unary("Reciprocal", "1 / x.");
-  unary("Erf", "The error function.");
-  unary("Floor", "Largest integer not above x.");
-  unary("Ceil", "Smallest integer not below x.");
-  unary("Round", "Nearest integer, halves to even (ONNX Round).");
+  unary("Reciprocal", "1 / x.").onnx({"Reciprocal"});
+  unary("Erf", "The error function.").onnx({"Erf"});
+  unary("Floor", "Largest integer not above x.").onnx({"Floor"});
+  unary("Ceil", "Smallest integer not below x.").onnx({"Ceil"});
+  unary("Round", "Nearest integer, halves to even (ONNX Round).").onnx({"Round"});
 }
 
 void defineArithmetic(Table &t) {
+  // Binary element-wise operators: no lowering, float32 on the CPU backend, not on Sim,
+  // unless stated after.
   auto binary = [&](const char *name, const char *doc) -> NodeDef & {
     return t.node(name).input("LHS").input("RHS").result("Result")
-        .typeRule(TypeRule::SameAsInputs).dataParallelOp().describe(doc);
+        .typeRule(TypeRule::SameAsInputs).dataParallelOp().describe(doc)
+        .noLowering().cpu("uniform(f32)").sim("none");
   };
-  binary("Add", "LHS + RHS. Quantized operands may have different scales; so may the result.");
-  binary("Sub", "LHS - RHS.");
-  binary("Mul", "LHS * RHS.");
-  binary("Div", "LHS / RHS (IEEE for floats; integers truncate toward zero).");
-  binary("Max", "max(LHS, RHS).");
-  binary("Min", "min(LHS, RHS).");
-  binary("Pow", "LHS raised to RHS.");
-  auto cmp = [&](const char *name, const char *doc) {
-    t.node(name).input("LHS").input("RHS").result("Result")
-        .typeRule(TypeRule::BoolOfInputs).dataParallelOp().describe(doc);
+  binary("Add", "LHS + RHS. Quantized operands may have different scales; so may the result.")
+      .onnx({"Add", "Sum"}).interpreter("numeric|i8q -> =").sim("f32|f16|i8q -> =");
+  binary("Sub", "LHS - RHS.").onnx({"Sub"}).interpreter("numeric|i8q -> =");
+  binary("Mul", "LHS * RHS.").onnx({"Mul"}).interpreter("numeric|i8q -> =");
+  binary("Div", "LHS / RHS (IEEE for floats; integers truncate toward zero).")
+      .onnx({"Div"}).interpreter("numeric");
+  binary("Max", "max(LHS, RHS).").onnx({"Max"}).interpreter("numeric|i8q -> =");
+  binary("Min", "min(LHS, RHS).").onnx({"Min"}).interpreter("numeric|i8q -> =");
+  binary("Pow", "LHS raised to RHS.").onnx({"Pow"}).interpreter("uniform(floats)");
+  auto cmp = [&](const char *name, const char *doc) -> NodeDef & {
+    return t.node(name).input("LHS").input("RHS").result("Result")
+        .typeRule(TypeRule::BoolOfInputs).dataParallelOp().describe(doc)
+        .noLowering().interpreter("numeric").cpu("none").sim("none");
   };
-  cmp("CmpEQ", "LHS == RHS, a Bool tensor.");
-  cmp("CmpLT", "LHS < RHS, a Bool tensor.");
-  cmp("CmpLTE", "LHS <= RHS, a Bool tensor.");
+  cmp("CmpEQ", "LHS == RHS, a Bool tensor.").onnx({"Equal", "Not"});
+  cmp("CmpLT", "LHS < RHS, a Bool tensor.").onnx({"Less", "Greater"});
+  cmp("CmpLTE", "LHS <= RHS, a Bool tensor.").onnx({"LessOrEqual", "GreaterOrEqual"});
   t.node("Select")
       .input("Cond").input("LHS").input("RHS").result("Result").dataParallelOp()
-      .describe("Cond ? LHS : RHS element-wise; Cond is Bool of the same shape.");
+      .describe("Cond ? LHS : RHS element-wise; Cond is Bool of the same shape.")
+      .noLowering()
+      .onnx({"Where"})
+      .interpreter("bool, all")
+      .cpu("none")
+      .sim("none");
 }
 
 void defineReductions(Table &t) {
-  auto reduce = [&](const char *name, const char *doc) {
-    t.node(name).input("Input")
+  auto reduce = [&](const char *name, const char *doc) -> NodeDef & {
+    return t.node(name).input("Input")
         .attr(AttrKind::Axes, "Axes").attr(AttrKind::Bool, "KeepDims")
-        .result("Result").describe(doc);
+        .result("Result").describe(doc)
+        .noLowering().interpreter("numeric").cpu("uniform(f32)", "Input rank at most 16")
+        .sim("none");
   };
-  reduce("ReduceSum", "Sum over Axes (distinct); KeepDims keeps them as size 1.");
-  reduce("ReduceMean", "Mean over Axes.");
-  reduce("ReduceMax", "Maximum over Axes.");
-  reduce("ReduceMin", "Minimum over Axes.");
-  reduce("ReduceProd", "Product over Axes.");
+  reduce("ReduceSum", "Sum over Axes (distinct); KeepDims keeps them as size 1.")
+      .onnx({"ReduceSum"});
+  reduce("ReduceMean", "Mean over Axes.")
+      .lowering("lowerReduceMean", "ReduceSum(x, Axes) / Splat(count)")
+      .onnx({"ReduceMean"})
+      .interpreter("floats");
+  reduce("ReduceMax", "Maximum over Axes.").onnx({"ReduceMax", "GlobalMaxPool"});
+  reduce("ReduceMin", "Minimum over Axes.").onnx({"ReduceMin"});
+  reduce("ReduceProd", "Product over Axes.").onnx({"ReduceProd"});
   t.node("ArgMax")
       .input("Input").attr(AttrKind::Axis, "Axis").attr(AttrKind::Bool, "KeepDims")
       .result("Result")
-      .describe("Int64 index of the largest element along Axis (first one on ties).");
+      .describe("Int64 index of the largest element along Axis (first one on ties).")
+      .noLowering().onnx({"ArgMax"}).interpreter("numeric|i8q").cpu("none").sim("none");
   t.node("ArgMin")
       .input("Input").attr(AttrKind::Axis, "Axis").attr(AttrKind::Bool, "KeepDims")
       .result("Result")
-      .describe("Int64 index of the smallest element along Axis (first one on ties).");
+      .describe("Int64 index of the smallest element along Axis (first one on ties).")
+      .noLowering().onnx({"ArgMin"}).interpreter("numeric|i8q").cpu("none").sim("none");
   t.node("TopK")
       .input("Input").attr(AttrKind::Dim, "K")
       .result("Values").result("Indices")
       .describe("The K largest elements along the last axis, in descending order, and their "
-                "Int64 indices (lower index first on ties).");
+                "Int64 indices (lower index first on ties).")
+      .noLowering().onnx({"TopK"}).interpreter("numeric|i8q").cpu("none").sim("none");
 }
 
 void defineDataMovement(Table &t) {
   t.node("Concat")
       .variadic("Inputs").attr(AttrKind::Axis, "Axis").result("Result")
-      .describe("Joins Inputs along Axis; all other dimensions and the type must agree.");
+      .describe("Joins Inputs along Axis; all other dimensions and the type must agree.")
+      .noLowering()
+      .onnx({"Concat"})
+      .interpreter("all")
+      .cpu("uniform type")
+      .sim("f32|f16|i8q -> =");
   t.node("Slice")
       .input("Input").attr(AttrKind::Dims, "Starts").attr(AttrKind::Dims, "Ends")
       .result("Result")
-      .describe("Elements Starts[i] <= idx < Ends[i] in every dimension.");
+      .describe("Elements Starts[i] <= idx < Ends[i] in every dimension.")
+      .noLowering()
+      .onnx({"Slice", "Split"})
+      .interpreter("all")
+      .cpu("uniform type")
+      .sim("none");
   t.node("Reshape")
       .input("Input").attr(AttrKind::Dims, "Dims").result("Result").customIRGen()
-      .describe("Same elements, row-major, new shape of the same element count.");
+      .describe("Same elements, row-major, new shape of the same element count.")
+      .noLowering()
+      .onnx({"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
+      .interpreter("all")
+      .cpu("uniform type")
+      .sim("f32|f16|i8q");
   t.node("Transpose")
       .input("Input").attr(AttrKind::Dims, "Shuffle").result("Result")
-      .describe("Permutes dimensions: result dim i is input dim Shuffle[i].");
+      .describe("Permutes dimensions: result dim i is input dim Shuffle[i].")
+      .noLowering()
+      .onnx({"Transpose"})
+      .interpreter("all")
+      .cpu("uniform type")
+      .sim("none");
   t.node("Gather")
       .input("Data").input("Indices").attr(AttrKind::Axis, "Axis").result("Result")
       .describe("Takes slices of Data along Axis at Indices (Int32I or Int64I; negative "
-                "indices count from the end); result dims: Data[:Axis] + Indices + Data[Axis+1:].");
+                "indices count from the end); result dims: Data[:Axis] + Indices + Data[Axis+1:].")
+      .noLowering()
+      .onnx({"Gather"})
+      .interpreter("all, index")
+      .cpu("none")
+      .sim("none");
   t.node("Tile")
       .input("Input").attr(AttrKind::Dims, "Repeats").result("Result")
-      .describe("Repeats the input Repeats[i] times along dimension i.");
+      .describe("Repeats the input Repeats[i] times along dimension i.")
+      .lowering("lowerTile", "for each dimension with repeat r > 1: Concat of r copies")
+      .onnx({"Tile"})
+      .interpreter("all")
+      .cpu("uniform type", "Input rank at most 8")
+      .sim("none");
   t.node("Pad")
       .input("Input").attr(AttrKind::Dims, "Pads").attr(AttrKind::Float, "Value")
       .result("Result")
-      .describe("Constant padding: Pads holds rank begin counts then rank end counts.");
+      .describe("Constant padding: Pads holds rank begin counts then rank end counts.")
+      .lowering("lowerPad", "InsertTensor(Splat(Value, result type), x, Offsets = begin pads)")
+      .onnx({"Pad"})
+      .interpreter("all")
+      .cpu("uniform(f32)")
+      .sim("none");
   t.node("Broadcast")
       .input("Input").attr(AttrKind::Dims, "TargetDims").result("Result")
       .describe("Numpy broadcasting to TargetDims: input dims are right-aligned and each must "
-                "be 1 or equal to the target.");
+                "be 1 or equal to the target.")
+      .lowering("lowerBroadcast",
+                "Tile(Reshape(x, dims of x left-padded with 1s), TargetDims / those)")
+      .onnx({"Expand"})
+      .interpreter("all")
+      .cpu("uniform type")
+      .sim("none");
   t.node("Splat")
       .attr(AttrKind::Float, "Value").result("Result").typeRule(TypeRule::Explicit)
-      .describe("A tensor of the given type filled with Value (quantized: the raw value).");
+      .describe("A tensor of the given type filled with Value (quantized: the raw value).")
+      .noLowering()
+      .interpreter("-> all")
+      .cpu("-> f32|i32|i64|bool")
+      .sim("none");
   t.node("ConvertTo")
       .input("Input").result("Result").typeRule(TypeRule::Explicit).dataParallelOp()
       .describe("Converts element kinds (Cast): floats round to nearest even into integers "
-                "and saturate; Bool is x != 0.");
+                "and saturate; Bool is x != 0.")
+      .noLowering()
+      .onnx({"Cast", "CastLike"})
+      .interpreter("plain -> plain")
+      .cpu("none")
+      .sim("none");
   t.node("Save")
       .input("Input").input("Output").typeRule(TypeRule::NoResult).customIRGen()
       .extraMethod("/// The placeholder written (null if Output is not a placeholder).\n"
                    "  Placeholder *getPlaceholder() const;")
-      .describe("Writes Input into the placeholder Output.");
+      .describe("Writes Input into the placeholder Output.")
+      .noLowering()
+      .interpreter("all")
+      .cpu("uniform type")
+      .sim("f32|f16|i8q");
 }
 
 void defineQuantization(Table &t) {
   t.node("Quantize")
       .input("Input").result("Result").typeRule(TypeRule::Explicit).dataParallelOp()
-      .describe("Float to quantized: q = clamp(round(x / scale) + offset).");
+      .describe("Float to quantized: q = clamp(round(x / scale) + offset).")
+      .noLowering()
+      .interpreter("f32 -> quantized")
+      .cpu("none")
+      .sim("f32 -> i8q");
   t.node("Dequantize")
       .input("Input").result("Result").typeRule(TypeRule::Explicit).dataParallelOp()
-      .describe("Quantized to float: scale * (q - offset).");
+      .describe("Quantized to float: scale * (q - offset).")
+      .noLowering()
+      .interpreter("quantized -> f32")
+      .cpu("none")
+      .sim("i8q -> f32");
   t.node("RescaleQuantized")
       .input("Input").result("Result").typeRule(TypeRule::Explicit).dataParallelOp()
-      .describe("Quantized to quantized with a new scale and offset.");
+      .describe("Quantized to quantized with a new scale and offset.")
+      .noLowering()
+      .interpreter("quantized -> =")
+      .cpu("none")
+      .sim("none");
 }
 
 /// Nodes that exist as targets of lowering and fusion (src/Lower, src/Passes/Graph); their
@@ -241,7 +414,11 @@ void defineLoweringTargets(Table &t) {
       .input("Big").input("Small").attr(AttrKind::Dims, "Offsets").result("Result")
       .describe("Big with Small written over it starting at Offsets (one per dimension); "
                 "Small has Big's kind and rank and must fit. Pad lowers to InsertTensor "
-                "into a Splat.");
+                "into a Splat.")
+      .noLowering()
+      .interpreter("all, =")
+      .cpu("uniform type")
+      .sim("none");
   t.node("FusedConvolution")
       .input("Input").input("Filter").input("Bias")
       .attr(AttrKind::Dims, "Kernels").attr(AttrKind::Dims, "Strides")
@@ -252,13 +429,21 @@ void defineLoweringTargets(Table &t) {
       .result("Result")
       .describe("A Convolution followed by an activation applied to each output element "
                 "before it is stored: Activation is Relu, Clip (min(max(x, Alpha), Beta)), "
-                "LeakyRelu (x >= 0 ? x : Alpha * x), Sigmoid or Tanh.");
+                "LeakyRelu (x >= 0 ? x : Alpha * x), Sigmoid or Tanh.")
+      .noLowering()
+      .interpreter("uniform(floats)")
+      .cpu("uniform(f32)", "rank-4 Input and Filter; Activation Relu or Clip")
+      .sim("none");
   t.node("FusedFullyConnected")
       .input("Input").input("Weights").input("Bias")
       .attr(AttrKind::String, "Activation").attr(AttrKind::Float, "Alpha")
       .attr(AttrKind::Float, "Beta")
       .result("Result")
-      .describe("A FullyConnected followed by an activation, as for FusedConvolution.");
+      .describe("A FullyConnected followed by an activation, as for FusedConvolution.")
+      .noLowering()
+      .interpreter("uniform(floats)")
+      .cpu("uniform(f32)", "rank-2 Input and Weights; Activation Relu or Clip")
+      .sim("none");
 }
 
 void defineIRInstructions(Table &t) {

@@ -1,6 +1,7 @@
-// The `lower` pass: asks the backend about each node, dispatches to the family files, and
-// repeats, because a lowering may produce nodes the backend also wants lowered (Broadcast
-// from BatchNormalization, Tile from Broadcast, Concat from Tile).
+// The `lower` pass: asks the backend about each node, dispatches to the family files (the
+// dispatch is generated from the operator table, src/ClassGen/NodeTable.cpp), and repeats,
+// because a lowering may produce nodes the backend also wants lowered (Broadcast from
+// BatchNormalization, Tile from Broadcast, Concat from Tile).
 
 #include "Lower.h"
 
@@ -14,45 +15,14 @@ namespace kiln {
 
 namespace {
 
-/// The replacement of \p n, or null when no lowering applies.
+/// The replacement of \p n, or null when no lowering applies. The cases are generated
+/// from the operator table: each operator names its lowering function (`.lowering`) or
+/// has none (`.noLowering`), and the switch has no default.
 NodeValue lowerNode(Function *f, Node *n) {
-  using namespace lower;
   switch (n->getKind()) {
-  case NodeKind::FullyConnected:
-    return lowerFullyConnected(f, cast<FullyConnectedNode>(n));
-  case NodeKind::BatchMatMul:
-    return lowerBatchMatMul(f, cast<BatchMatMulNode>(n));
-  case NodeKind::Convolution:
-    return lowerGroupedConvolution(f, cast<ConvolutionNode>(n));
-  case NodeKind::BatchNormalization:
-    return lowerBatchNormalization(f, cast<BatchNormalizationNode>(n));
-  case NodeKind::LayerNormalization:
-    return lowerLayerNormalization(f, cast<LayerNormalizationNode>(n));
-  case NodeKind::LogSoftMax:
-    return lowerLogSoftMax(f, cast<LogSoftMaxNode>(n));
-  case NodeKind::Gelu:
-    return lowerGelu(f, cast<GeluNode>(n));
-  case NodeKind::Swish:
-    return lowerSwish(f, cast<SwishNode>(n));
-  case NodeKind::HardSwish:
-    return lowerHardSwish(f, cast<HardSwishNode>(n));
-  case NodeKind::LeakyRelu:
-    return lowerLeakyRelu(f, cast<LeakyReluNode>(n));
-  case NodeKind::PRelu:
-    return lowerPRelu(f, cast<PReluNode>(n));
-  case NodeKind::Clip:
-    return lowerClip(f, cast<ClipNode>(n));
-  case NodeKind::Pad:
-    return lowerPad(f, cast<PadNode>(n));
-  case NodeKind::Tile:
-    return lowerTile(f, cast<TileNode>(n));
-  case NodeKind::Broadcast:
-    return lowerBroadcast(f, cast<BroadcastNode>(n));
-  case NodeKind::ReduceMean:
-    return lowerReduceMean(f, cast<ReduceMeanNode>(n));
-  default: // every other kind is a primitive: nothing to lower
-    return NodeValue();
+#include "src/ClassGen/AutoGenLower.inc"
   }
+  return NodeValue();
 }
 
 } // namespace

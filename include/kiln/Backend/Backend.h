@@ -55,7 +55,11 @@ public:
   /// The registry name ("Interpreter", "CPU", "Sim").
   virtual std::string getName() const = 0;
   /// True when this backend can run \p node with its operand and result element kinds.
-  virtual bool isOpSupported(const Node &node) const = 0;
+  /// The default is the backend's column of the operator table (docs/Operators.md),
+  /// found by getName(); a backend overrides it to add the conditions the table cannot
+  /// state (ranks, attribute values). A backend the table has no column for supports
+  /// nothing by default.
+  virtual bool isOpSupported(const Node &node) const;
   /// True when \p node should be lowered to simpler nodes before compile (default: yes,
   /// whenever a lowering exists).
   virtual bool shouldLower(const Node &node) const {
