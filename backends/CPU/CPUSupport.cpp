@@ -54,14 +54,21 @@ bool CPUBackend::isOpSupported(const Node &n) const {
   case NodeKind::Convolution:
     return allFloat(n) && rankOf(n, 0) == 4 && rankOf(n, 1) == 4;
   case NodeKind::FusedConvolution: {
-    const std::string &act = cast<FusedConvolutionNode>(&n)->getActivation();
-    return allFloat(n) && rankOf(n, 0) == 4 && rankOf(n, 1) == 4 &&
-           (act == "Relu" || act == "Clip");
+    // The GEMM kernels' epilogue: a residual and/or a clamp. The depthwise kernel has the
+    // clamp only.
+    auto *c = cast<FusedConvolutionNode>(&n);
+    const std::string &act = c->getActivation();
+    const Type &in = *c->getInput().getType(), &out = *c->getType(0);
+    bool depthwise = rankOf(n, 0) == 4 && c->getGroup() > 1 && c->getGroup() == in.dims[1] &&
+                     out.dims[1] == in.dims[1];
+    return opts_.fuseEpilogues && allFloat(n) && rankOf(n, 0) == 4 && rankOf(n, 1) == 4 &&
+           (act == "None" || act == "Relu" || act == "Clip") &&
+           !(depthwise && !c->getResidual().empty());
   }
   case NodeKind::FusedFullyConnected: {
     const std::string &act = cast<FusedFullyConnectedNode>(&n)->getActivation();
-    return allFloat(n) && rankOf(n, 0) == 2 && rankOf(n, 1) == 2 &&
-           (act == "Relu" || act == "Clip");
+    return opts_.fuseEpilogues && allFloat(n) && rankOf(n, 0) == 2 && rankOf(n, 1) == 2 &&
+           (act == "None" || act == "Relu" || act == "Clip");
   }
   case NodeKind::MaxPool:
   case NodeKind::AvgPool:

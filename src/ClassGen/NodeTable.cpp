@@ -243,22 +243,24 @@ void defineLoweringTargets(Table &t) {
                 "Small has Big's kind and rank and must fit. Pad lowers to InsertTensor "
                 "into a Splat.");
   t.node("FusedConvolution")
-      .input("Input").input("Filter").input("Bias")
+      .input("Input").input("Filter").input("Bias").variadic("Residual")
       .attr(AttrKind::Dims, "Kernels").attr(AttrKind::Dims, "Strides")
       .attr(AttrKind::Dims, "Pads").attr(AttrKind::Dims, "Dilations")
       .attr(AttrKind::Dim, "Group")
       .attr(AttrKind::String, "Activation").attr(AttrKind::Float, "Alpha")
       .attr(AttrKind::Float, "Beta")
       .result("Result")
-      .describe("A Convolution followed by an activation applied to each output element "
-                "before it is stored: Activation is Relu, Clip (min(max(x, Alpha), Beta)), "
-                "LeakyRelu (x >= 0 ? x : Alpha * x), Sigmoid or Tanh.");
+      .describe("A Convolution, then the Add of an optional Residual (none or one tensor of "
+                "the result's type), then an activation, applied to each output element "
+                "before it is stored: Activation is None, Relu, Clip (min(max(x, Alpha), "
+                "Beta)), LeakyRelu (x >= 0 ? x : Alpha * x), Sigmoid or Tanh.");
   t.node("FusedFullyConnected")
-      .input("Input").input("Weights").input("Bias")
+      .input("Input").input("Weights").input("Bias").variadic("Residual")
       .attr(AttrKind::String, "Activation").attr(AttrKind::Float, "Alpha")
       .attr(AttrKind::Float, "Beta")
       .result("Result")
-      .describe("A FullyConnected followed by an activation, as for FusedConvolution.");
+      .describe("A FullyConnected, then an optional Residual Add and an activation, as for "
+                "FusedConvolution.");
 }
 
 void defineIRInstructions(Table &t) {

@@ -501,8 +501,6 @@ Expected<PartitionPlan> partitionFunction(Function *f, const std::string &networ
       p.parents.assign(parents[i].begin(), parents[i].end());
       p.children.assign(children[i].begin(), children[i].end());
       collectIO(p);
-      if (Error e = p.function->verify())
-        return std::move(e).addContext("internal: partition '" + p.name + "' is invalid");
     }
   }
 
