@@ -2,8 +2,9 @@
 
 #include "ThreadPool.h"
 #include "codegen/Codegen.h"
-#include "kiln/Memory/Scheduler.h"
+#include "kiln/Memory/MemoryPipeline.h"
 #include "kiln/Passes/IR/IRPasses.h"
+#include "kiln/Passes/Pipeline.h"
 
 #include <algorithm>
 #include <chrono>
@@ -15,6 +16,15 @@
 namespace kiln::cpu {
 
 KILN_REGISTER_BACKEND(CPUBackend, "CPU");
+
+namespace {
+/// The CPU's graph pipeline fuses residual Adds and activations into the GEMM-based nodes
+/// (fuse-activations; which ones is decided by isOpSupported).
+[[maybe_unused]] const bool kPipelineRegistered = [] {
+  registerBackendPipeline("CPU", getFusingPipeline);
+  return true;
+}();
+} // namespace
 
 namespace {
 
@@ -53,28 +63,6 @@ Error writeDump(const std::string &path, const std::string &fn, const std::strin
   return Error::success();
 }
 
-/// The function's low-level IR: by default in a memory-aware node order and through the
-/// IR pass pipeline (a Concat's operands become views of its result, copies into saved
-/// results disappear), so the static plan has less to hold and less to copy. The generic
-/// CompileOptions::optimizeIR does not apply: this backend always plans statically.
-Expected<std::unique_ptr<IRFunction>> lowerToIR(Function *f, const CPUBackendOptions &o) {
-  if (!o.optimizeIR)
-    return generateIR(f);
-  KILN_ASSIGN_OR_RETURN(Schedule sched, scheduleForMemory(f));
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<IRFunction> F, generateIR(f, sched.order));
-  // The default pipeline less share-buffers: codegen fuses a convolution's Add and
-  // activation into its epilogue, which needs their results in buffers of their own (an
-  // in-place Add would alias the epilogue's residual operand with the destination that
-  // blocked GEMMs use for partial sums).
-  std::vector<std::string> passes;
-  for (const std::string &p : getDefaultIRPipeline())
-    if (p != "share-buffers")
-      passes.push_back(p);
-  KILN_ASSIGN_OR_RETURN(IRPipelineReport report, runIRPipeline(*F, passes));
-  (void)report;
-  return F;
-}
-
 } // namespace
 
 bool CPUBackend::shouldLower(const Node &node) const {
@@ -101,20 +89,46 @@ bool CPUBackend::shouldLower(const Node &node) const {
   }
 }
 
-Expected<std::unique_ptr<CompiledFunction>> CPUBackend::compile(Function *f,
-                                                                const CompileOptions &opts) const {
-  KILN_RETURN_IF_ERR(checkAllNodesSupported(*f));
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<IRFunction> F, lowerToIR(f, opts_));
+BackendCompileSpec CPUBackend::getCompileSpec(const CompileOptions &opts) const {
+  (void)opts;
+  BackendCompileSpec spec;
+  // By default a memory-aware node order and the default IR pipeline (a Concat's operands
+  // become views of its result, copies into saved results disappear, element-wise results
+  // share dead buffers), so the plan has less to hold and less to copy; off: topological
+  // order and the IR as IRGen wrote it. The generic CompileOptions::optimizeIR does not
+  // apply. The plan is always static.
+  spec.memoryAwareSchedule = opts_.optimizeIR;
+  if (opts_.optimizeIR)
+    spec.irPasses = getDefaultIRPipeline();
+  spec.staticPlan = true;
+  spec.alignment = 64; // the kernels' vector alignment (codegen's kAlign)
+  // A fused epilogue reads its residual while blocked GEMMs write partial sums to the
+  // destination: the two must not share bytes.
+  spec.needsOwnBuffer = [](const Instruction &I) {
+    return isa<FusedConvolutionInst>(&I) || isa<FusedFullyConnectedInst>(&I);
+  };
+  return spec;
+}
+
+Expected<std::unique_ptr<CompiledFunction>>
+CPUBackend::generateCode(Function *f, PlannedIR &P, const CompileOptions &opts) const {
+  IRFunction &F = *P.F;
+  if (!P.planned)
+    return makeError(ErrorCode::InvalidArgument, "CPU backend: function '", f->getName(),
+                     "' comes without a memory plan");
+  // The compile driver verified the plan it made; one handed in another way is checked
+  // here, so every plan the CPU compiles from has passed the verifier.
+  if (Error e = verifyMemoryPlan(F, P.plan))
+    return std::move(e).addContext("CPU backend compiling '" + f->getName() + "'");
   CodegenOptions co;
   co.threads = opts.threads ? opts.threads : ThreadPool::hardwareThreads();
   co.jit.keepIR = opts_.keepIR || !opts.dumpLLVMIR.empty();
   co.jit.keepAsm = opts_.keepAsm || !opts.dumpAsm.empty();
   co.jit.disableAvx512 = opts_.disableAvx512;
   co.jit.preferVectorWidth = opts_.preferVectorWidth;
-  co.fuseEpilogues = opts_.fuseEpilogues;
   co.fuseElementwise = opts_.fuseElementwise;
   co.specializeGemm = opts_.specializeGemm;
-  Expected<std::unique_ptr<Program>> prog = generateProgram(*F, co);
+  Expected<std::unique_ptr<Program>> prog = generateProgram(F, P.plan, co);
   if (!prog)
     return prog.takeError().addContext("CPU backend compiling '" + f->getName() + "'");
   if (!opts.dumpLLVMIR.empty())

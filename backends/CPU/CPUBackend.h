@@ -26,11 +26,13 @@ struct CPUBackendOptions {
   bool disableAvx512 = false;
   /// Preferred vector width for auto-vectorised loops (0: 512 on AVX-512 hosts).
   unsigned preferVectorWidth = 0;
+  /// Run FusedConvolution/FusedFullyConnected (the graph pass fuse-activations folds a
+  /// residual Add and Relu/Clip into them); off: isOpSupported refuses them, nothing fuses.
   bool fuseEpilogues = true;
   bool fuseElementwise = true;
-  /// Schedule nodes for low peak memory and run the IR pass pipeline (views for Concat
-  /// operands, copy elimination, buffer sharing) before codegen; off: plain topological
-  /// order and the IR as IRGen wrote it.
+  /// Schedule nodes for low peak memory and run the default IR pass pipeline (views for
+  /// Concat operands, copy elimination, buffer sharing) before the static plan; off: plain
+  /// topological order and the IR as IRGen wrote it.
   bool optimizeIR = true;
   /// How long the pool's threads spin-wait (for the next stage, or for each other) before
   /// they block, in microseconds. Longer bounds save wake-ups between short stages (small
@@ -49,8 +51,11 @@ public:
   /// The CPU backend runs FullyConnected, BatchNormalization and the activations as they
   /// are (its kernels fuse them better than their lowered forms).
   bool shouldLower(const Node &node) const override;
-  Expected<std::unique_ptr<CompiledFunction>> compile(Function *f,
-                                                      const CompileOptions &opts) const override;
+  /// A memory-aware schedule and the IR passes (CPUBackendOptions::optimizeIR), always a
+  /// static plan; fused epilogues need buffers of their own.
+  BackendCompileSpec getCompileSpec(const CompileOptions &opts) const override;
+  Expected<std::unique_ptr<CompiledFunction>> generateCode(Function *f, PlannedIR &ir,
+                                                           const CompileOptions &opts) const override;
 
 private:
   CPUBackendOptions opts_;

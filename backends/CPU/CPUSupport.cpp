@@ -17,17 +17,26 @@ unsigned rankOf(const Node &n, unsigned i) { return unsigned(n.getNthInput(i).di
 
 /// Rank and attribute conditions of the CPU kernels, for a node whose kinds the table
 /// accepts. A new operator needs no case here unless its kernel has such a limit.
-bool shapeSupported(const Node &n) {
+bool shapeSupported(const Node &n, bool fuseEpilogues) {
   switch (n.getKind()) {
   case NodeKind::Convolution:
     return rankOf(n, 0) == 4 && rankOf(n, 1) == 4;
   case NodeKind::FusedConvolution: {
-    const std::string &act = cast<FusedConvolutionNode>(&n)->getActivation();
-    return rankOf(n, 0) == 4 && rankOf(n, 1) == 4 && (act == "Relu" || act == "Clip");
+    // The GEMM kernels' epilogue: a residual and/or a clamp. The depthwise kernel has the
+    // clamp only.
+    auto *c = cast<FusedConvolutionNode>(&n);
+    const std::string &act = c->getActivation();
+    const Type &in = *c->getInput().getType(), &out = *c->getType(0);
+    bool depthwise = rankOf(n, 0) == 4 && c->getGroup() > 1 && c->getGroup() == in.dims[1] &&
+                     out.dims[1] == in.dims[1];
+    return fuseEpilogues && rankOf(n, 0) == 4 && rankOf(n, 1) == 4 &&
+           (act == "None" || act == "Relu" || act == "Clip") &&
+           !(depthwise && !c->getResidual().empty());
   }
   case NodeKind::FusedFullyConnected: {
     const std::string &act = cast<FusedFullyConnectedNode>(&n)->getActivation();
-    return rankOf(n, 0) == 2 && rankOf(n, 1) == 2 && (act == "Relu" || act == "Clip");
+    return fuseEpilogues && rankOf(n, 0) == 2 && rankOf(n, 1) == 2 &&
+           (act == "None" || act == "Relu" || act == "Clip");
   }
   case NodeKind::MaxPool:
   case NodeKind::AvgPool:
@@ -54,7 +63,7 @@ bool shapeSupported(const Node &n) {
 } // namespace
 
 bool CPUBackend::isOpSupported(const Node &n) const {
-  return optable::kindsSupported(n, optable::TableBackend::CPU) && shapeSupported(n);
+  return optable::kindsSupported(n, optable::TableBackend::CPU) && shapeSupported(n, opts_.fuseEpilogues);
 }
 
 } // namespace kiln::cpu

@@ -8,19 +8,21 @@ namespace kiln {
 
 KILN_REGISTER_BACKEND(InterpreterBackend, "Interpreter");
 
+BackendCompileSpec InterpreterBackend::getCompileSpec(const CompileOptions &opts) const {
+  BackendCompileSpec spec;
+  spec.memoryAwareSchedule = opts.optimizeIR;
+  if (opts.optimizeIR)
+    spec.irPasses = getDefaultIRPipeline();
+  spec.staticPlan = opts.staticMemoryPlan;
+  return spec;
+}
+
 Expected<std::unique_ptr<CompiledFunction>>
-InterpreterBackend::compile(Function *f, const CompileOptions &opts) const {
-  KILN_RETURN_IF_ERR(checkAllNodesSupported(*f));
-  if (!opts.optimizeIR && !opts.staticMemoryPlan) {
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<IRFunction> F, generateIR(f));
-    return std::unique_ptr<CompiledFunction>(new InterpreterFunction(std::move(F)));
-  }
-  MemoryPipelineOptions mo;
-  mo.memoryAwareSchedule = opts.optimizeIR;
-  mo.runIRPasses = opts.optimizeIR;
-  KILN_ASSIGN_OR_RETURN(PlannedIR P, generatePlannedIR(f, mo));
+InterpreterBackend::generateCode(Function *f, PlannedIR &P, const CompileOptions &opts) const {
+  (void)f;
+  (void)opts;
   std::unique_ptr<MemoryPlan> plan;
-  if (opts.staticMemoryPlan)
+  if (P.planned)
     plan = std::make_unique<MemoryPlan>(std::move(P.plan));
   return std::unique_ptr<CompiledFunction>(new InterpreterFunction(std::move(P.F), std::move(plan)));
 }

@@ -23,8 +23,11 @@ public:
   // and a test in the operator suite.
   /// The Interpreter runs every node as it is; it lowers nothing by itself.
   bool shouldLower(const Node &) const override { return false; }
-  Expected<std::unique_ptr<CompiledFunction>> compile(Function *f,
-                                                      const CompileOptions &opts) const override;
+  /// Plain IRGen by default; CompileOptions::optimizeIR adds the memory-aware schedule and
+  /// the default IR pipeline, staticMemoryPlan runs from the static plan.
+  BackendCompileSpec getCompileSpec(const CompileOptions &opts) const override;
+  Expected<std::unique_ptr<CompiledFunction>> generateCode(Function *f, PlannedIR &ir,
+                                                           const CompileOptions &opts) const override;
 };
 
 /// Bytes aligned for a memory plan, freed with std::free.

@@ -1,7 +1,8 @@
 // Kernels of the instructions that lowering and fusion produce: InsertTensor, and the
-// Convolution / FullyConnected with a fused activation. The fused ones run the plain
-// kernel and then apply the activation to each stored element, computed in float and
-// rounded once for 16-bit kinds, exactly as the unfused pair would.
+// Convolution / FullyConnected with a fused epilogue. The fused ones run the plain kernel,
+// then add the residual (if any) and apply the activation to each stored element,
+// computed in float and rounded after each step for 16-bit kinds, exactly as the unfused
+// Add and activation would.
 
 #include "Interpreter.h"
 
@@ -14,6 +15,8 @@ namespace kiln {
 namespace {
 
 float activate(const std::string &act, float x, float alpha, float beta) {
+  if (act == "None")
+    return x;
   if (act == "Relu")
     return x > 0 ? x : 0.0f;
   if (act == "Clip")
@@ -25,19 +28,38 @@ float activate(const std::string &act, float x, float alpha, float beta) {
   return std::tanh(x); // "Tanh"; the type rule admits nothing else
 }
 
-Error applyActivation(const Instruction *I, Tensor &t, const std::string &act, float alpha,
-                      float beta) {
-  if (!isFloatKind(t.getElementType()))
+/// The epilogue of a fused instruction on its result \p t: the residual \p res (null for
+/// none) added, then the activation.
+Error applyEpilogue(const Instruction *I, Tensor &t, const Tensor *res, const std::string &act,
+                    float alpha, float beta) {
+  if (!isFloatKind(t.getElementType()) || (res && res->getType() != t.getType()))
     return unsupportedKinds(I);
   if (t.getElementType() == ElemKind::Float) {
-    for (float &x : t.getHandle<float>())
-      x = activate(act, x, alpha, beta);
+    auto h = t.getHandle<float>();
+    if (res) {
+      auto r = res->getHandle<float>();
+      for (size_t i = 0, e = t.size(); i < e; i++)
+        h.raw(i) = activate(act, h.raw(i) + r.raw(i), alpha, beta);
+    } else {
+      for (size_t i = 0, e = t.size(); i < e; i++)
+        h.raw(i) = activate(act, h.raw(i), alpha, beta);
+    }
     return Error::success();
   }
-  // 16-bit kinds: computed in float, rounded once when stored.
-  for (size_t i = 0, e = t.size(); i < e; i++)
+  // 16-bit kinds: computed in float and rounded when stored, after the Add and after the
+  // activation, as the unfused Add and activation would.
+  for (size_t i = 0, e = t.size(); i < e; i++) {
+    if (res)
+      t.setFromDouble(i, float(t.getAsDouble(i)) + float(res->getAsDouble(i)));
     t.setFromDouble(i, activate(act, float(t.getAsDouble(i)), alpha, beta));
+  }
   return Error::success();
+}
+
+/// The residual operand of a fused instruction, or null.
+template <typename InstT> const Value *residualOf(const InstT *I) {
+  std::vector<Value *> r = I->getResidual();
+  return r.empty() ? nullptr : r.front();
 }
 
 } // namespace
@@ -93,16 +115,18 @@ Error InterpreterRun::fwdFusedConvolution(const FusedConvolutionInst *I) {
                        I->getBias(), I->getKernels(), I->getStrides(), I->getPads(),
                        I->getDilations(), I->getGroup());
   KILN_RETURN_IF_ERR(fwdConvolution(&conv));
-  return applyActivation(I, getTensor(I->getDest()), I->getActivation(), I->getAlpha(),
-                         I->getBeta());
+  const Value *res = residualOf(I);
+  return applyEpilogue(I, getTensor(I->getDest()), res ? &getTensor(res) : nullptr,
+                       I->getActivation(), I->getAlpha(), I->getBeta());
 }
 
 Error InterpreterRun::fwdFusedFullyConnected(const FusedFullyConnectedInst *I) {
   FullyConnectedInst fc(I->getName(), I->getType(), I->getDest(), I->getInput(), I->getWeights(),
                         I->getBias());
   KILN_RETURN_IF_ERR(fwdFullyConnected(&fc));
-  return applyActivation(I, getTensor(I->getDest()), I->getActivation(), I->getAlpha(),
-                         I->getBeta());
+  const Value *res = residualOf(I);
+  return applyEpilogue(I, getTensor(I->getDest()), res ? &getTensor(res) : nullptr,
+                       I->getActivation(), I->getAlpha(), I->getBeta());
 }
 
 } // namespace kiln

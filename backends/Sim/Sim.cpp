@@ -18,14 +18,18 @@ const Backend *SimBackend::interpreter() const {
   return interpreter_.get();
 }
 
-Expected<std::unique_ptr<CompiledFunction>> SimBackend::compile(Function *f,
-                                                                const CompileOptions &opts) const {
+BackendCompileSpec SimBackend::getCompileSpec(const CompileOptions &opts) const {
+  const Backend *interp = interpreter();
+  return interp ? interp->getCompileSpec(opts) : BackendCompileSpec();
+}
+
+Expected<std::unique_ptr<CompiledFunction>>
+SimBackend::generateCode(Function *f, PlannedIR &P, const CompileOptions &opts) const {
   const Backend *interp = interpreter();
   if (!interp)
     return makeError(ErrorCode::NotFound, "Sim executes through the Interpreter's kernels; "
                                           "link //backends/Interpreter");
-  KILN_RETURN_IF_ERR(checkAllNodesSupported(*f));
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<CompiledFunction> inner, interp->compile(f, opts));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<CompiledFunction> inner, interp->generateCode(f, P, opts));
   return std::unique_ptr<CompiledFunction>(new SimFunction(std::move(inner), countWork(*f)));
 }
 

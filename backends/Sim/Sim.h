@@ -53,8 +53,10 @@ public:
   bool isOpSupported(const Node &node) const override;
   /// The MAC array runs FullyConnected and Convolution whole: nothing is lowered.
   bool shouldLower(const Node &) const override { return false; }
-  Expected<std::unique_ptr<CompiledFunction>> compile(Function *f,
-                                                      const CompileOptions &opts) const override;
+  /// The Interpreter's: Sim programs run on its kernels.
+  BackendCompileSpec getCompileSpec(const CompileOptions &opts) const override;
+  Expected<std::unique_ptr<CompiledFunction>> generateCode(Function *f, PlannedIR &ir,
+                                                           const CompileOptions &opts) const override;
   /// A SimDeviceManager configured from config.parameters (see SimConfig).
   std::shared_ptr<DeviceManager> createDeviceManager(const DeviceConfig &config) const override;
 

@@ -420,29 +420,31 @@ void defineLoweringTargets(Table &t) {
       .cpu("uniform type")
       .sim("none");
   t.node("FusedConvolution")
-      .input("Input").input("Filter").input("Bias")
+      .input("Input").input("Filter").input("Bias").variadic("Residual")
       .attr(AttrKind::Dims, "Kernels").attr(AttrKind::Dims, "Strides")
       .attr(AttrKind::Dims, "Pads").attr(AttrKind::Dims, "Dilations")
       .attr(AttrKind::Dim, "Group")
       .attr(AttrKind::String, "Activation").attr(AttrKind::Float, "Alpha")
       .attr(AttrKind::Float, "Beta")
       .result("Result")
-      .describe("A Convolution followed by an activation applied to each output element "
-                "before it is stored: Activation is Relu, Clip (min(max(x, Alpha), Beta)), "
-                "LeakyRelu (x >= 0 ? x : Alpha * x), Sigmoid or Tanh.")
+      .describe("A Convolution, then the Add of an optional Residual (none or one tensor of "
+                "the result's type), then an activation, applied to each output element "
+                "before it is stored: Activation is None, Relu, Clip (min(max(x, Alpha), "
+                "Beta)), LeakyRelu (x >= 0 ? x : Alpha * x), Sigmoid or Tanh.")
       .noLowering()
       .interpreter("uniform(floats)")
-      .cpu("uniform(f32)", "rank-4 Input and Filter; Activation Relu or Clip")
+      .cpu("uniform(f32)", "rank-4 Input and Filter; Activation None, Relu or Clip; no Residual on depthwise")
       .sim("none");
   t.node("FusedFullyConnected")
-      .input("Input").input("Weights").input("Bias")
+      .input("Input").input("Weights").input("Bias").variadic("Residual")
       .attr(AttrKind::String, "Activation").attr(AttrKind::Float, "Alpha")
       .attr(AttrKind::Float, "Beta")
       .result("Result")
-      .describe("A FullyConnected followed by an activation, as for FusedConvolution.")
+      .describe("A FullyConnected, then an optional Residual Add and an activation, as for "
+                "FusedConvolution.")
       .noLowering()
       .interpreter("uniform(floats)")
-      .cpu("uniform(f32)", "rank-2 Input and Weights; Activation Relu or Clip")
+      .cpu("uniform(f32)", "rank-2 Input and Weights; Activation None, Relu or Clip")
       .sim("none");
 }
 

@@ -1,5 +1,4 @@
 #include "kiln/ExecutionEngine/ExecutionEngine.h"
-#include "kiln/Passes/Pipeline.h"
 
 #include "kiln/Runtime/HostManager.h"
 
@@ -58,14 +57,9 @@ Error ExecutionEngine::compile(CompilationMode mode, const CompileOptions &opts)
   no.backends = {backendName_};
   no.replicas = numDevices_;
   no.compile = opts;
+  no.prepare = true; // the compile driver's front half (kiln/Backend/Compiler.h)
   for (Function *f : fns) {
     std::string ctx = "compiling function '" + f->getName() + "' for " + backendName_;
-    if (Error e = f->verify())
-      return std::move(e).addContext(ctx);
-    if (Error e = optimizeFunction(f, *backend_))
-      return std::move(e).addContext(ctx);
-    if (Error e = backend_->checkAllNodesSupported(*f))
-      return std::move(e).addContext(ctx);
     if (Error e = host_->addNetwork(f, no)) {
       unload();
       return std::move(e).addContext(ctx);

@@ -11,10 +11,25 @@ namespace kiln::typerules {
 namespace {
 
 Error checkActivation(const std::string &act) {
-  if (act == "Relu" || act == "Clip" || act == "LeakyRelu" || act == "Sigmoid" || act == "Tanh")
+  if (act == "None" || act == "Relu" || act == "Clip" || act == "LeakyRelu" || act == "Sigmoid" ||
+      act == "Tanh")
     return Error::success();
   return invalid("attribute Activation = \"", act,
-                 "\" must be one of Relu, Clip, LeakyRelu, Sigmoid, Tanh");
+                 "\" must be one of None, Relu, Clip, LeakyRelu, Sigmoid, Tanh");
+}
+
+/// A fused node's Residual: none, or one operand of exactly the result's type.
+Expected<std::vector<Type>> checkResidual(const Node &n, unsigned first,
+                                          Expected<std::vector<Type>> result) {
+  if (!result || n.getNumInputs() == first)
+    return result;
+  if (n.getNumInputs() > first + 1)
+    return invalid("takes at most one Residual operand, not ", n.getNumInputs() - first);
+  KILN_ASSIGN_OR_RETURN(Type r, operandType(n, first));
+  if (r != result->front())
+    return invalid("operand ", n.getInputName(first), " ", r.toString(),
+                   " must have the result's type ", result->front().toString());
+  return result;
 }
 
 /// The fused nodes take float operands of one kind (quantized fusion would also need a
@@ -67,14 +82,15 @@ static_assert(sameIndices({{FusedFullyConnectedNode::InputIdx, FullyConnectedNod
 Expected<std::vector<Type>> inferFusedConvolution(const FusedConvolutionNode &n) {
   KILN_RETURN_IF_ERR(checkFloatOperands(n));
   KILN_RETURN_IF_ERR(checkActivation(n.getActivation()));
-  return inferConv2D(n, n.getKernels(), n.getStrides(), n.getPads(), n.getDilations(),
-                     n.getGroup());
+  return checkResidual(n, FusedConvolutionNode::BiasIdx + 1,
+                       inferConv2D(n, n.getKernels(), n.getStrides(), n.getPads(),
+                                   n.getDilations(), n.getGroup()));
 }
 
 Expected<std::vector<Type>> inferFusedFullyConnected(const FusedFullyConnectedNode &n) {
   KILN_RETURN_IF_ERR(checkFloatOperands(n));
   KILN_RETURN_IF_ERR(checkActivation(n.getActivation()));
-  return inferMatrixLayer(n);
+  return checkResidual(n, FusedFullyConnectedNode::BiasIdx + 1, inferMatrixLayer(n));
 }
 
 } // namespace kiln::typerules

@@ -1,4 +1,5 @@
 #include "kiln/Runtime/HostManager.h"
+#include "kiln/Backend/Compiler.h"
 
 #include <algorithm>
 #include <limits>
@@ -129,9 +130,6 @@ Error HostManager::addNetworkImpl(Function *f, std::shared_ptr<Module> owner,
       return makeError(ErrorCode::InvalidArgument, "adding network '", name,
                        "': a network of that name exists");
   }
-  if (Error e = f->verify())
-    return ctx(std::move(e));
-
   std::vector<PartitionerBackend> pbs;
   for (const std::string &b : opts.backends.empty() ? backendOrder_ : opts.backends) {
     const Backend *backend = getBackend(b);
@@ -143,6 +141,13 @@ Error HostManager::addNetworkImpl(Function *f, std::shared_ptr<Module> owner,
         mem = std::min(mem, d->getMaximumMemory());
     pbs.push_back(PartitionerBackend{backend, mem});
   }
+  if (pbs.empty())
+    return ctx(makeError(ErrorCode::NotFound, "no backend to place network '", name, "' on"));
+  // Verified once here: by the compile driver's front half, or alone.
+  PrepareOptions prep;
+  prep.checkSupport = pbs.size() == 1; // with several, the partitioner places every node
+  if (Error e = opts.prepare ? prepareFunction(f, *pbs.front().backend, prep) : f->verify())
+    return ctx(std::move(e));
   Expected<PartitionPlan> plan =
       partitionFunction(f, name, pbs, opts.partition ? &*opts.partition : nullptr);
   if (!plan)

@@ -1,5 +1,4 @@
 #include "kiln/Runtime/MultiDevice.h"
-#include "kiln/Passes/Pipeline.h"
 
 #include <algorithm>
 
@@ -36,10 +35,7 @@ Expected<MultiDeviceNetwork> createMultiDeviceNetwork(Function *f, const MultiDe
   net.compile = opts.compile;
   MultiDeviceNetwork r;
   KILN_ASSIGN_OR_RETURN(r.host, HostManager::create(std::move(devs), opts.host));
-  if (opts.optimize) {
-    KILN_RETURN_IF_ERR(f->verify());
-    KILN_RETURN_IF_ERR(optimizeFunction(f, *r.host->getBackend(opts.backend)));
-  }
+  net.prepare = opts.optimize; // verify and the graph pipeline of opts.backend
   KILN_RETURN_IF_ERR(r.host->addNetwork(f, net));
   r.network = f->getName();
   KILN_ASSIGN_OR_RETURN(r.planText, r.host->getPlanText(r.network));

@@ -416,8 +416,6 @@ Error createPartitions(Function &f, const std::string &networkName, const Cut &c
     p.parents.assign(parents[i].begin(), parents[i].end());
     p.children.assign(children[i].begin(), children[i].end());
     collectIO(p);
-    if (Error e = p.function->verify())
-      return std::move(e).addContext("internal: partition '" + p.name + "' is invalid");
   }
   return Error::success();
 }

@@ -3,6 +3,9 @@
 //
 //   kiln-plan [options] MODEL     (`kiln-plan --help` lists the flags)
 //   kiln-plan --report            the figures of the three built-in networks
+//   kiln-plan --backend CPU MODEL the plan that backend compiles from: the function goes
+//                                 through the compile driver (kiln/Backend/Compiler.h),
+//                                 with the backend's graph pipeline, schedule and IR passes
 //
 // MODEL is resnet50, mobilenetv2 or transformer (built with the API, batch 1, random
 // weights), or a file in the graph text form.
@@ -13,6 +16,7 @@
 #include "Flags.h"
 #include "Networks.h"
 
+#include "kiln/Backend/Compiler.h"
 #include "kiln/Graph/TextIR.h"
 #include "kiln/Memory/MemoryPipeline.h"
 
@@ -27,7 +31,7 @@ using namespace kiln;
 namespace {
 
 struct Options {
-  std::string model, function, svg, irPasses = "default";
+  std::string model, function, svg, irPasses = "default", backend;
   std::vector<std::string> dumpAfter;
   bool topological = false, dumpIR = false, timePasses = false, report = false;
 };
@@ -42,6 +46,9 @@ std::optional<int> parseOptions(int argc, char **argv, Options &o) {
   flags.add("--svg", o.svg, "FILE", "write the activation plan as an SVG timeline");
   flags.add("--ir-passes", o.irPasses, "LIST",
             "IR passes to run: default, none or a comma-separated list");
+  flags.add("--backend", o.backend, "NAME",
+            "plan as backend NAME compiles: its graph pipeline, schedule, IR passes and "
+            "alignment (--ir-passes, --topological and --dump-after do not apply)");
   flags.add("--topological", o.topological,
             "plain topological order instead of the memory-aware schedule");
   flags.add("--dump-ir", o.dumpIR, "print the final IR");
@@ -148,6 +155,25 @@ int report() {
   return status;
 }
 
+/// Prints (and draws) the plan \p P of function \p what ("name'" or "name' for B").
+int finish(const Options &o, const PlannedIR &P, const std::string &what) {
+  if (o.dumpIR)
+    std::cout << P.F->toString();
+  printPlan("plan of '" + what, P);
+  if (o.timePasses)
+    std::cout << P.passes.timingTable();
+  if (!o.svg.empty()) {
+    std::ofstream out(o.svg);
+    out << renderMemoryPlanSVG(*P.F, P.plan, P.F->getName());
+    if (!out) {
+      std::cerr << "kiln-plan: cannot write " << o.svg << "\n";
+      return 1;
+    }
+    std::printf("  wrote %s\n", o.svg.c_str());
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -161,6 +187,31 @@ int main(int argc, char **argv) {
   auto f = loadModel(o, m);
   if (!f) {
     std::cerr << "kiln-plan: " << f.getError().toString() << "\n";
+    return 1;
+  }
+  if (!o.backend.empty()) {
+    Expected<std::unique_ptr<Backend>> b = createBackend(o.backend);
+    if (!b) {
+      std::cerr << "kiln-plan: " << b.getError().toString() << "\n";
+      return 2;
+    }
+    CompileOptions co;
+    // Backends whose static plan is optional (the Interpreter) plan with their optimised IR.
+    co.optimizeIR = co.staticMemoryPlan = true;
+    Error e = prepareFunction(*f, **b);
+    Expected<PlannedIR> P = e ? Expected<PlannedIR>(std::move(e)) : (*b)->planIR(*f, co);
+    if (!P) {
+      std::cerr << "kiln-plan: " << P.getError().toString() << "\n";
+      return 1;
+    }
+    if (!P->planned) {
+      std::cerr << "kiln-plan: backend " << o.backend << " does not plan memory statically\n";
+      return 1;
+    }
+    return finish(o, *P, (*f)->getName() + "' for " + o.backend);
+  }
+  if (Error e = (*f)->verify()) {
+    std::cerr << "kiln-plan: " << e.toString() << "\n";
     return 1;
   }
   MemoryPipelineOptions mo;
@@ -182,19 +233,5 @@ int main(int argc, char **argv) {
     std::cerr << "kiln-plan: " << P.getError().toString() << "\n";
     return 1;
   }
-  if (o.dumpIR)
-    std::cout << P->F->toString();
-  printPlan("plan of '" + (*f)->getName() + "'", *P);
-  if (o.timePasses)
-    std::cout << P->passes.timingTable();
-  if (!o.svg.empty()) {
-    std::ofstream out(o.svg);
-    out << renderMemoryPlanSVG(*P->F, P->plan, (*f)->getName());
-    if (!out) {
-      std::cerr << "kiln-plan: cannot write " << o.svg << "\n";
-      return 1;
-    }
-    std::printf("  wrote %s\n", o.svg.c_str());
-  }
-  return 0;
+  return finish(o, *P, (*f)->getName() + "'");
 }

@@ -5,6 +5,8 @@
 #include "backends/CPU/ThreadPool.h"
 #include "backends/CPU/codegen/Codegen.h"
 #include "backends/CPU/jit/Jit.h"
+#include "kiln/Backend/Compiler.h"
+#include "kiln/Memory/MemoryPipeline.h"
 #include "kiln/kiln.h"
 
 #include <gtest/gtest.h>
@@ -75,7 +77,7 @@ std::vector<std::vector<float>> executeOn(Net &net, CompiledFunction &fn, int ru
 /// Runs \p net on \p backend and returns copies of the saved tensors.
 std::vector<std::vector<float>> runOn(Net &net, Backend &backend, const CompileOptions &opts,
                                       std::string *stats = nullptr, int runs = 1) {
-  auto cf = backend.compile(net.F, opts);
+  auto cf = compileFunction(net.F, backend, opts);
   EXPECT_TRUE(bool(cf)) << cf.getError().message();
   if (!cf)
     return {};
@@ -266,7 +268,7 @@ TEST(CPUBackend, ConcatOperandsBecomeViews) {
     buildFireModule(net);
     CompileOptions opts;
     opts.threads = 1;
-    auto cf = cpu.compile(net.F, opts);
+    auto cf = compileFunction(net.F, cpu, opts);
     ASSERT_TRUE(bool(cf)) << cf.getError().message();
     auto *c = dynamic_cast<cpu::CPUFunction *>(cf->get());
     ASSERT_NE(c, nullptr);
@@ -281,6 +283,76 @@ TEST(CPUBackend, ConcatOperandsBecomeViews) {
   EXPECT_EQ(copies(ir[0]), 4u) << ir[0];
   EXPECT_LT(activationBytes(stats[1]), activationBytes(stats[0])) << stats[1] << "\n" << stats[0];
 }
+
+/// A residual block whose Add and Relu fuse into the second convolution.
+void buildResidualPair(Net &n) {
+  n.F = n.mod.createFunction("main");
+  Function *F = n.F;
+  auto *x = n.mod.createPlaceholder(ElemKind::Float, {1, 8, 10, 10}, "x");
+  n.inputs = {x};
+  NodeValue h = F->createRelu("r1", randomConv(n, "c1", x, 8, 8, 3, 1, 1, 60));
+  NodeValue h2 = randomConv(n, "c2", h, 8, 8, 3, 1, 1, 61);
+  NodeValue r = F->createRelu("r2", F->createAdd("add", h2, h));
+  n.saves = {F->createSave("y", F->createMaxPool("mp", r, {2, 2}, {2, 2}, {0, 0, 0, 0}))};
+}
+
+// The CPU compiles from the shared static plan (kiln/Memory): the arena the compiled code
+// reports is the plan's, the fused epilogue's residual and destination are apart, and the
+// plan verifier rejects a plan whose buffers overlap while both are live.
+TEST(CPUBackend, CompilesFromTheVerifiedSharedPlan) {
+  cpu::CPUBackend cpu;
+  Net net;
+  buildResidualPair(net);
+  ASSERT_FALSE(bool(prepareFunction(net.F, cpu)));
+  auto P = cpu.planIR(net.F, {});
+  ASSERT_TRUE(bool(P)) << P.getError().message();
+  ASSERT_TRUE(P->planned);
+  EXPECT_FALSE(bool(verifyMemoryPlan(*P->F, P->plan)));
+  // c2 + h, then Relu: one fused instruction whose residual (h) lives apart from its
+  // destination.
+  const FusedConvolutionInst *fused = nullptr;
+  for (const auto &I : P->F->getInstrs())
+    if (auto *fc = dyn_cast<FusedConvolutionInst>(I.get()))
+      if (!fc->getResidual().empty())
+        fused = fc;
+  ASSERT_NE(fused, nullptr) << P->F->toString();
+  EXPECT_EQ(fused->getActivation(), "Relu");
+  MemoryRegion rr, rd;
+  uint64_t offRes = 0, offDest = 0;
+  ASSERT_TRUE(P->plan.locate(fused->getResidual().front(), rr, offRes));
+  ASSERT_TRUE(P->plan.locate(fused->getDest(), rd, offDest));
+  uint64_t bytes = fused->getDest()->getType()->sizeInBytes();
+  EXPECT_TRUE(rr != rd || offRes + bytes <= offDest || offDest + bytes <= offRes)
+      << "residual at " << offRes << ", destination at " << offDest;
+  uint64_t planned = P->plan.activationBytes;
+  auto cf = cpu.generateCode(net.F, *P, {});
+  ASSERT_TRUE(bool(cf)) << cf.getError().message();
+  std::string stats = static_cast<cpu::CPUFunction *>(cf->get())->getStats();
+  EXPECT_NE(stats.find("activations " + std::to_string(planned) + " B"), std::string::npos)
+      << stats;
+
+  // Two activations live at once placed on the same bytes: the CPU refuses the plan.
+  auto broken = cpu.planIR(net.F, {});
+  ASSERT_TRUE(bool(broken));
+  PlannedBuffer *a = nullptr, *b = nullptr;
+  for (PlannedBuffer &x : broken->plan.buffers)
+    for (PlannedBuffer &y : broken->plan.buffers)
+      if (!a && &x != &y && x.region == MemoryRegion::Activation &&
+          y.region == MemoryRegion::Activation && x.size && y.size && x.start < y.end &&
+          y.start < x.end)
+        a = &x, b = &y;
+  ASSERT_NE(a, nullptr);
+  b->offset = a->offset;
+  auto bad = cpu.generateCode(net.F, *broken, {});
+  ASSERT_FALSE(bool(bad));
+  Error e = bad.takeError();
+  EXPECT_EQ(e.code(), ErrorCode::Internal);
+  EXPECT_NE(e.message().find("memory plan"), std::string::npos) << e.message();
+  EXPECT_NE(e.message().find(b->value->getName()), std::string::npos) << e.message();
+}
+
+// Compiled whole (fused, planned, verified) the pair matches the Interpreter.
+TEST(CPUBackend, ResidualPair) { checkAgainstInterpreter(buildResidualPair); }
 
 // The pool's spin bound changes only how threads wait: blocking at once (0) and spinning
 // long (1 ms) both give the Interpreter's results at 2 threads, run after run.
@@ -352,11 +424,18 @@ TEST(CPUBackend, ElementwiseChainAndData) {
 /// returns the outputs and the stage descriptions.
 std::vector<std::vector<float>> runWithCodegen(Net &net, const cpu::CodegenOptions &co,
                                                std::vector<std::string> &stages) {
+  cpu::CPUBackend cpu;
+  Error prep = prepareFunction(net.F, cpu); // fuses the residual adds and activations
+  EXPECT_FALSE(bool(prep)) << prep.message();
   auto ir = generateIR(net.F);
   EXPECT_TRUE(bool(ir)) << ir.getError().message();
   if (!ir)
     return {};
-  auto prog = cpu::generateProgram(**ir, co);
+  auto plan = planMemory(**ir);
+  EXPECT_TRUE(bool(plan)) << plan.getError().message();
+  if (!plan)
+    return {};
+  auto prog = cpu::generateProgram(**ir, *plan, co);
   EXPECT_TRUE(bool(prog)) << prog.getError().message();
   if (!prog)
     return {};
@@ -533,7 +612,7 @@ TEST(CPUBackend, DumpsIRAndAssembly) {
   cpu::CPUBackendOptions o;
   o.keepIR = o.keepAsm = true;
   cpu::CPUBackend cpu(o);
-  auto cf = cpu.compile(F, {});
+  auto cf = compileFunction(F, cpu);
   ASSERT_TRUE(bool(cf)) << cf.getError().message();
   auto *c = static_cast<cpu::CPUFunction *>(cf->get());
   EXPECT_NE(c->getIR().find("define"), std::string::npos);
@@ -597,7 +676,7 @@ TEST(CPUBackend, UnboundPlaceholderIsAnError) {
   auto *x = m.createPlaceholder(ElemKind::Float, {4}, "x");
   F->createSave("y", F->createRelu("r", x));
   cpu::CPUBackend cpu;
-  auto cf = cpu.compile(F, {});
+  auto cf = compileFunction(F, cpu);
   ASSERT_TRUE(bool(cf));
   PlaceholderBindings b;
   ExecutionContext ctx(&b);

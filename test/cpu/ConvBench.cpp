@@ -9,6 +9,7 @@
 #include "backends/CPU/CPUBackend.h"
 #include "backends/CPU/ThreadPool.h"
 #include "backends/CPU/codegen/Codegen.h"
+#include "kiln/Backend/Compiler.h"
 #include "kiln/kiln.h"
 
 #include <algorithm>
@@ -32,12 +33,14 @@ struct Built {
 };
 
 Built build(Function *F, bool winograd, unsigned threads, bool noAvx512) {
+  exitOnError(prepareFunction(F, cpu::CPUBackend()), "prepare");
   auto ir = exitOnError(generateIR(F), "IRGen");
+  auto plan = exitOnError(planMemory(*ir), "plan");
   cpu::CodegenOptions co;
   co.threads = threads;
   co.winograd = winograd;
   co.jit.disableAvx512 = noAvx512;
-  auto prog = exitOnError(cpu::generateProgram(*ir, co), "codegen");
+  auto prog = exitOnError(cpu::generateProgram(*ir, plan, co), "codegen");
   Built b;
   for (const cpu::Stage &s : prog->stages)
     if (s.desc.rfind("conv", 0) == 0)

@@ -7,6 +7,7 @@
 //       [--iters 20] [--check] [--dump-ir FILE] [--dump-asm FILE] [--no-avx512]
 //       [--specialize]
 #include "backends/CPU/CPUBackend.h"
+#include "kiln/Backend/Compiler.h"
 #include "kiln/kiln.h"
 
 #include <algorithm>
@@ -180,7 +181,7 @@ int main(int argc, char **argv) {
       CompileOptions co;
       co.threads = th;
       auto t0 = Clock::now();
-      auto cf = exitOnError(cpu.compile(b.F, co), "compile");
+      auto cf = exitOnError(compileFunction(b.F, cpu, co), "compile");
       double compileMs = ms(Clock::now() - t0);
       auto *c = static_cast<cpu::CPUFunction *>(cf.get());
       if (!dumpIR.empty())

@@ -97,9 +97,13 @@ public:
     return interpreter().isOpSupported(node);
   }
   bool shouldLower(const Node &node) const override { return interpreter().shouldLower(node); }
-  Expected<std::unique_ptr<CompiledFunction>> compile(Function *f,
-                                                      const CompileOptions &opts) const override {
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<CompiledFunction> inner, interpreter().compile(f, opts));
+  BackendCompileSpec getCompileSpec(const CompileOptions &opts) const override {
+    return interpreter().getCompileSpec(opts);
+  }
+  Expected<std::unique_ptr<CompiledFunction>> generateCode(Function *f, PlannedIR &ir,
+                                                           const CompileOptions &opts) const override {
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<CompiledFunction> inner,
+                          interpreter().generateCode(f, ir, opts));
     return std::unique_ptr<CompiledFunction>(new ProbeFunction(std::move(inner)));
   }
 };

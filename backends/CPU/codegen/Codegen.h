@@ -1,29 +1,34 @@
 /// \file
-/// The CPU backend's code generator: from the low-level IR of one function to native code.
+/// The CPU backend's code generator: from the planned low-level IR of one function to
+/// native code. The IR comes from the compile driver (kiln/Backend/Compiler.h): the graph
+/// pipeline has fused each Convolution/FullyConnected's residual Add and activation into a
+/// FusedConvolution/FusedFullyConnected (fuse-activations), the IR passes have run, and
+/// the shared static planner (kiln/Memory/MemoryPlanner.h) has placed every activation.
 ///
-/// 1. Fusion (Fusion.cpp): a Convolution or FullyConnected followed by an Add of its
-///    result and/or a Relu writes the final result itself (fused epilogue).
-/// 2. Memory plan (MemoryPlan.cpp): static offsets for activations in one arena, reusing
-///    memory after deallocs; placeholders are bound per run; constants (raw or packed in
-///    the GEMM micro-kernel's layout) live in a constant arena owned by the program.
-/// 3. LLVM IR (LLVMIRGen.cpp drives the emitters of Emitter.h: EmitGemm.cpp, EmitPool.cpp,
+/// 1. Buffers: activations at their planned offsets in one arena (a view inside its
+///    buffer), followed by the kernels' scratch; placeholders are bound per run; constants
+///    (raw or packed in the GEMM micro-kernel's layout) live in a constant arena owned by
+///    the program.
+/// 2. LLVM IR (LLVMIRGen.cpp drives the emitters of Emitter.h: EmitGemm.cpp, EmitPool.cpp,
 ///    EmitNorm.cpp, EmitData.cpp, EmitElementwise.cpp): one LLVM function per stage, calling
-///    the libjit kernels with constant shapes (specialised by inlining); chains of
-///    element-wise instructions become one loop. A stage is either serial or parallel (run by every thread of the pool with
-///    its thread id); consecutive serial work shares one stage.
-/// 4. JIT (jit/Jit.h) for the host CPU.
+///    the libjit kernels with constant shapes (specialised by inlining); a fused
+///    instruction's residual and activation become the GEMM kernels' epilogue; chains of
+///    element-wise instructions become one loop. A stage is either serial or parallel (run
+///    by every thread of the pool with its thread id); consecutive serial work shares one
+///    stage.
+/// 3. JIT (jit/Jit.h) for the host CPU.
 #ifndef KILN_BACKENDS_CPU_CODEGEN_CODEGEN_H
 #define KILN_BACKENDS_CPU_CODEGEN_CODEGEN_H
 
 #include "backends/CPU/jit/Jit.h"
 #include "kiln/IR/IR.h"
+#include "kiln/Memory/MemoryPlanner.h"
 
 #include <cstdint>
 #include <cstddef>
 #include <map>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace kiln::cpu {
@@ -38,26 +43,6 @@ struct Location {
 constexpr unsigned kConstantBase = 0;
 constexpr unsigned kActivationBase = 1;
 constexpr unsigned kFirstPlaceholderBase = 2;
-
-/// An epilogue folded into a Convolution/FullyConnected by the fusion pass.
-struct FusedEpilogue {
-  Value *add = nullptr; ///< residual added after the bias (same shape as the result)
-  bool act = false;     ///< then clamp to [lo, hi]
-  float lo = 0.0f, hi = 0.0f;
-};
-using FusionMap = std::unordered_map<const Instruction *, FusedEpilogue>;
-
-/// Rewrites \p F so that a GEMM-based instruction followed by an Add of its result and/or
-/// a Relu writes the final result with a fused epilogue. Returns what was fused.
-FusionMap fuseEpilogues(IRFunction &F, bool fuseAdd);
-
-/// Static offsets of all activations (AllocActivation) in one arena.
-struct MemoryPlan {
-  std::unordered_map<const Value *, uint64_t> offsets;
-  uint64_t size = 0;      ///< arena bytes (peak)
-  uint64_t sumOfSizes = 0; ///< bytes if nothing were shared
-};
-MemoryPlan planActivations(const IRFunction &F);
 
 /// A buffer of at least \p bytes for a program's constants or activations, 64-byte aligned
 /// (free it with std::free), or null. Buffers of 4 MB and more are 2 MB aligned and asked
@@ -77,7 +62,6 @@ struct Stage {
 struct CodegenOptions {
   unsigned threads = 1; ///< intra-op threads the program is compiled for (>= 1)
   JitOptions jit;
-  bool fuseEpilogues = true;
   bool fuseElementwise = true;
   /// Inline the GEMM/convolution drivers into each call (constant shapes everywhere);
   /// off by default: the register-blocked micro-kernels are not specialised either way,
@@ -109,12 +93,14 @@ struct Program {
   ~Program();
 };
 
-/// Compiles \p F (which it may rewrite) for the host. Generated code addresses constants
+/// Compiles \p F, with activations where \p plan puts them (a plan of F that
+/// verifyMemoryPlan accepted), for the host. Generated code addresses constants
 /// through the program's constant arena, never by value, so a program whose stages have
 /// the same LLVM IR as one compiled earlier in this process (the same graph, weights
 /// aside, with the same options) reuses that native code instead of running the JIT again;
 /// the 32 most recently compiled modules are kept for reuse.
-Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const CodegenOptions &opts);
+Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPlan &plan,
+                                                   const CodegenOptions &opts);
 
 /// Modules in the reuse cache, and how many compiles reused one (for tests and stats).
 struct JitCacheStats {

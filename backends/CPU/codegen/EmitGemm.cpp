@@ -14,9 +14,6 @@ Error Emitter::planFC(Instruction *I, Value *dest, Value *in, Value *weights, Va
   auto id = dimsOf(in), wd = dimsOf(weights);
   int64_t N = id[0], K = id[1], M = wd[1];
   FusedEpilogue epi;
-  auto fit = fused_.find(I);
-  if (fit != fused_.end())
-    epi = fit->second;
   if (act)
     epi = *act;
   // Weights computed at run time (e.g. a transposed input) are packed per run.
@@ -47,8 +44,13 @@ Error Emitter::planFC(Instruction *I, Value *dest, Value *in, Value *weights, Va
 
 namespace {
 
-/// The activation of a FusedConvolution/FusedFullyConnected as a clamp, or false.
-bool activationClamp(const std::string &act, float alpha, float beta, FusedEpilogue &epi) {
+/// The epilogue of a FusedConvolution/FusedFullyConnected: its residual, and its
+/// activation as a clamp; false for an activation the kernels do not have.
+template <typename InstT> bool epilogueOf(const InstT *I, FusedEpilogue &epi) {
+  std::vector<Value *> residual = I->getResidual();
+  epi.add = residual.empty() ? nullptr : residual.front();
+  const std::string &act = I->getActivation();
+  float alpha = I->getAlpha(), beta = I->getBeta();
   if (act == "Relu") {
     epi.act = true;
     epi.lo = 0.0f;
@@ -127,15 +129,12 @@ Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
     kernels = c->getKernels(), strides = c->getStrides(), pads = c->getPads();
     dilations = c->getDilations();
     G = int64_t(c->getGroup());
-    auto fit = fused_.find(I);
-    if (fit != fused_.end())
-      epi = fit->second;
   } else {
     auto *f = cast<FusedConvolutionInst>(I);
     kernels = f->getKernels(), strides = f->getStrides(), pads = f->getPads();
     dilations = f->getDilations();
     G = int64_t(f->getGroup());
-    if (!activationClamp(f->getActivation(), f->getAlpha(), f->getBeta(), epi))
+    if (!epilogueOf(f, epi))
       return makeError(ErrorCode::Unsupported, "CPU backend: activation ", f->getActivation(),
                        " of '", I->getName(), "'");
   }
@@ -300,7 +299,7 @@ Error Emitter::planFullyConnected(Instruction *I, std::vector<Item> &items) {
 Error Emitter::planFusedFullyConnected(Instruction *I, std::vector<Item> &items) {
   auto *fc = cast<FusedFullyConnectedInst>(I);
   FusedEpilogue epi;
-  if (!activationClamp(fc->getActivation(), fc->getAlpha(), fc->getBeta(), epi))
+  if (!epilogueOf(fc, epi))
     return makeError(ErrorCode::Unsupported, "CPU backend: activation ", fc->getActivation(),
                      " of '", I->getName(), "'");
   return planFC(I, fc->getDest(), fc->getInput(), fc->getWeights(), fc->getBias(), items,

@@ -35,6 +35,13 @@ struct Range {
   uint64_t begin, end;
 };
 
+/// The epilogue of a GEMM-based kernel: the residual added after the bias, then a clamp.
+struct FusedEpilogue {
+  Value *add = nullptr; ///< residual (same shape as the result), or null
+  bool act = false;     ///< then clamp to [lo, hi]
+  float lo = 0.0f, hi = 0.0f;
+};
+
 /// An element-wise instruction's scalar kernel and its float attributes.
 struct ElemOp {
   std::string fn;
@@ -62,15 +69,16 @@ inline int64_t product(const std::vector<int64_t> &d, size_t from = 0, size_t to
 
 class Emitter {
 public:
-  Emitter(IRFunction &F, const CodegenOptions &opts, const MemoryPlan &plan,
-          const FusionMap &fused, bool avx512, llvm::LLVMContext &ctx, llvm::Module &M,
-          Program &prog)
-      : F_(F), opts_(opts), plan_(plan), fused_(fused), avx512_(avx512), ctx_(ctx), M_(M),
-        prog_(prog), B_(ctx) {
+  Emitter(IRFunction &F, const CodegenOptions &opts, const MemoryPlan &plan, bool avx512,
+          llvm::LLVMContext &ctx, llvm::Module &M, Program &prog)
+      : F_(F), opts_(opts), avx512_(avx512), ctx_(ctx), M_(M), prog_(prog), B_(ctx) {
+    for (const PlannedBuffer &b : plan.buffers)
+      if (b.region == MemoryRegion::Activation)
+        activationOffsets_[b.value] = b.offset;
     isa_ = avx512 ? "avx512" : "avx2";
     scratchPerThread_ = avx512 ? libjit::gemmScratchFloats<libjit::GemmAvx512>()
                                : libjit::gemmScratchFloats<libjit::GemmAvx2>();
-    scratchOffset_ = alignUp(plan.size);
+    scratchOffset_ = alignUp(plan.activationBytes);
     extrasTop_ = scratchOffset_;
     i8_ = llvm::Type::getInt8Ty(ctx);
     i64_ = llvm::Type::getInt64Ty(ctx);
@@ -183,8 +191,8 @@ private:
 
   IRFunction &F_;
   const CodegenOptions &opts_;
-  const MemoryPlan &plan_;
-  const FusionMap &fused_;
+  /// Planned offset of every activation (AllocActivation) in the arena.
+  std::unordered_map<const Value *, uint64_t> activationOffsets_;
   bool avx512_;
   llvm::LLVMContext &ctx_;
   llvm::Module &M_;

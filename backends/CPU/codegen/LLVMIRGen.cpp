@@ -121,9 +121,10 @@ Expected<Location> Emitter::loc(const Value *v) {
     l.offset += off * st.elemBytes();
     return l;
   }
-  auto it = plan_.offsets.find(v);
-  if (it == plan_.offsets.end())
-    return makeError(ErrorCode::Internal, "CPU backend: no memory for '", v->getName(), "'");
+  auto it = activationOffsets_.find(v);
+  if (it == activationOffsets_.end())
+    return makeError(ErrorCode::Internal, "CPU backend: the memory plan has no place for '",
+                     v->getName(), "'");
   return Location{kActivationBase, it->second};
 }
 
@@ -472,7 +473,8 @@ Error Emitter::run(std::vector<std::string> &entryNames) {
   return Error::success();
 }
 
-Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const CodegenOptions &opts) {
+Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPlan &plan,
+                                                   const CodegenOptions &opts) {
   auto prog = std::make_unique<Program>();
   prog->threads = std::max(1u, opts.threads);
   CodegenOptions o = opts;
@@ -482,15 +484,10 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const CodegenO
   HostInfo host = detectHost(opts.jit);
   prog->avx512 = host.avx512;
 
-  FusionMap fused;
-  if (o.fuseEpilogues)
-    fused = fuseEpilogues(F, /*fuseAdd=*/true);
-  MemoryPlan plan = planActivations(F);
-
   auto ctx = std::make_unique<llvm::LLVMContext>();
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> M, loadLibjitModule(*ctx));
   M->setModuleIdentifier("kiln_" + F.getName());
-  Emitter em(F, o, plan, fused, host.avx512, *ctx, *M, *prog);
+  Emitter em(F, o, plan, host.avx512, *ctx, *M, *prog);
   std::vector<std::string> entries;
   KILN_RETURN_IF_ERR(em.run(entries));
   // The GEMM-based kernels come precompiled (once per process) unless specialised.
@@ -518,7 +515,7 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const CodegenO
     }
   }
 
-  prog->activationPeakBytes = plan.size;
+  prog->activationPeakBytes = plan.activationBytes;
   prog->activationBytes = em.activationBytes();
   std::vector<char> &c = em.constants();
   prog->constantBytes = c.size();
@@ -546,10 +543,17 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const CodegenO
       s.fn = reinterpret_cast<StageFn>(addr);
     }
   }
+  unsigned fused = 0;
+  uint64_t unshared = 0;
+  for (const auto &I : F.getInstrs())
+    fused += isa<FusedConvolutionInst>(I.get()) || isa<FusedFullyConnectedInst>(I.get());
+  for (const PlannedBuffer &b : plan.buffers)
+    if (b.region == MemoryRegion::Activation)
+      unshared += alignUp(b.size);
   std::ostringstream os;
-  os << "stages " << prog->stages.size() << ", fused epilogues " << fused.size()
+  os << "stages " << prog->stages.size() << ", fused epilogues " << fused
      << ", element-wise loops " << em.numFusedLoops() << " (" << em.numFusedInstrs()
-     << " instrs), activations " << plan.size << " B (unshared " << plan.sumOfSizes
+     << " instrs), activations " << plan.activationBytes << " B (unshared " << unshared
      << " B), arena " << prog->activationBytes << " B, constants " << prog->constantBytes
      << " B, " << (host.avx512 ? "avx512" : "avx2") << ", threads " << prog->threads
      << (prog->jitReused ? ", native code reused" : "");

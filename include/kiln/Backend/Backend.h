@@ -1,8 +1,10 @@
 /// \file
 /// The backend interface. A backend implements a small core (name, isOpSupported,
-/// shouldLower, compile; createDeviceManager for accelerators) and gets everything else
-/// (graph passes, memory planning, runtime, the operator test-suite) from Kiln. Backends
-/// register themselves by name.
+/// shouldLower, getCompileSpec, generateCode; createDeviceManager for accelerators) and gets
+/// everything else (graph passes, scheduling, IRGen, IR passes, memory planning, runtime,
+/// the operator test-suite) from Kiln: the compile driver (kiln/Backend/Compiler.h) runs
+/// the shared steps and hands the backend a planned IR. Backends register themselves by
+/// name.
 #ifndef KILN_BACKEND_BACKEND_H
 #define KILN_BACKEND_BACKEND_H
 
@@ -18,6 +20,7 @@ namespace kiln {
 
 class DeviceManager;
 struct DeviceConfig;
+struct PlannedIR;
 
 /// Options of one compilation; passed in, never global.
 struct CompileOptions {
@@ -49,6 +52,26 @@ public:
   virtual std::string getBackendName() const = 0;
 };
 
+/// What the compile driver does for a backend between the graph and its code generation
+/// (kiln/Backend/Compiler.h): a backend describes itself by this data rather than by
+/// running the steps itself.
+struct BackendCompileSpec {
+  /// Order nodes for low peak memory (kiln/Memory/Scheduler.h); otherwise topologically.
+  bool memoryAwareSchedule = false;
+  /// The IR passes to run after IRGen, in order (names of kiln/Passes/IR/IRPasses.h).
+  std::vector<std::string> irPasses;
+  /// Give every buffer a static place (kiln/Memory/MemoryPlanner.h); the plan is always
+  /// checked by verifyMemoryPlan. Off: PlannedIR::plan stays empty and the backend
+  /// allocates buffers itself.
+  bool staticPlan = false;
+  /// Alignment of every planned offset, in bytes.
+  uint64_t alignment = 64;
+  /// In-place rule: true for an instruction whose results must each have a buffer of their
+  /// own, never shared with one of its inputs (e.g. a fused epilogue that reads a residual
+  /// while partial sums are written to its destination). The IR passes respect it.
+  std::function<bool(const Instruction &)> needsOwnBuffer;
+};
+
 class Backend {
 public:
   virtual ~Backend() = default;
@@ -66,9 +89,26 @@ public:
     (void)node;
     return true;
   }
-  /// Compiles a verified function. Errors name the unsupported nodes.
-  virtual Expected<std::unique_ptr<CompiledFunction>> compile(Function *f,
-                                                              const CompileOptions &opts) const = 0;
+  /// How the compile driver prepares this backend's IR under \p opts (default: plain IRGen
+  /// in topological order, no IR passes, no static plan).
+  virtual BackendCompileSpec getCompileSpec(const CompileOptions &opts) const {
+    (void)opts;
+    return {};
+  }
+  /// Generates the code of \p f from its IR, scheduled, optimised and planned as
+  /// getCompileSpec() asked (kiln/Memory/MemoryPipeline.h); may take the IR and plan over.
+  /// \p f is the graph the IR came from (for backends that also read it).
+  virtual Expected<std::unique_ptr<CompiledFunction>>
+  generateCode(Function *f, PlannedIR &ir, const CompileOptions &opts) const = 0;
+
+  /// The back half of the compile driver for a function already prepared for this backend
+  /// (verified, optimised by its pipeline, every node supported; see
+  /// kiln/Backend/Compiler.h, compileFunction does it all): schedule, IRGen, the
+  /// backend's IR passes, the memory plan and its verifier, then generateCode().
+  Expected<std::unique_ptr<CompiledFunction>> compile(Function *f,
+                                                      const CompileOptions &opts) const;
+  /// The same without the code generation: the IR and plan generateCode() would get.
+  Expected<PlannedIR> planIR(Function *f, const CompileOptions &opts) const;
 
   /// Creates the manager of one device of this backend (kiln/Runtime/DeviceManager.h).
   /// The default, null, selects the runtime's generic host device manager, which runs

@@ -1,7 +1,8 @@
 /// \file
 /// Graph to planned low-level IR in one call: a memory-aware schedule, IRGen in that
-/// order, the IR pass pipeline, then the static memory plan (checked by its verifier).
-/// Backends that run with static memory call this instead of generateIR().
+/// order, the IR pass pipeline, then the static memory plan (always checked by its
+/// verifier). The compile driver (kiln/Backend/Compiler.h) runs it with the options a
+/// backend's BackendCompileSpec asks for and hands the result to the backend.
 #ifndef KILN_MEMORY_MEMORYPIPELINE_H
 #define KILN_MEMORY_MEMORYPIPELINE_H
 
@@ -9,6 +10,7 @@
 #include "kiln/Memory/Scheduler.h"
 #include "kiln/Passes/IR/IRPasses.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,7 +25,13 @@ struct MemoryPipelineOptions {
   std::vector<std::string> irPasses;
   bool runIRPasses = true;
   IRPassManagerOptions passManager;
+  /// Plan memory (and verify the plan); off: PlannedIR::plan stays empty.
+  bool staticPlan = true;
   PlannerOptions planner;
+  /// In-place rule (BackendCompileSpec::needsOwnBuffer): after the IR passes, an
+  /// instruction it names must not write a buffer that one of its inputs lives in; a pass
+  /// that broke this is reported as an Internal error.
+  std::function<bool(const Instruction &)> needsOwnBuffer;
 };
 
 /// The IR of a function with its schedule, pass report and memory plan.
@@ -32,9 +40,11 @@ struct PlannedIR {
   Schedule schedule;
   IRPipelineReport passes;
   MemoryPlan plan;
+  bool planned = false; ///< plan was computed (MemoryPipelineOptions::staticPlan)
 };
 
-/// Schedules, lowers, optimises and plans \p f.
+/// Schedules, lowers, optimises and plans \p f (which must be valid: the compile driver
+/// verifies it once, before the graph passes).
 Expected<PlannedIR> generatePlannedIR(Function *f, const MemoryPipelineOptions &opts = {});
 
 } // namespace kiln

@@ -39,6 +39,10 @@ struct NetworkOptions {
   unsigned replicas = 1;
   /// A user-given partition, honoured exactly (see PartitionConfig).
   std::optional<PartitionConfig> partition;
+  /// Prepare the function with the compile driver before partitioning
+  /// (kiln/Backend/Compiler.h: verify, the graph pipeline of the first backend, and with
+  /// one backend the support check); off: the function is only verified.
+  bool prepare = false;
   CompileOptions compile;
 };
 
@@ -71,7 +75,8 @@ public:
   HostManager(const HostManager &) = delete;
   HostManager &operator=(const HostManager &) = delete;
 
-  /// Adds \p f as network f->getName(): verifies, partitions, compiles and loads it. The
+  /// Adds \p f as network f->getName(): verifies (or prepares, NetworkOptions::prepare),
+  /// partitions, compiles (Backend::compile, the compile driver's back half) and loads it. The
   /// function's Module must outlive the network (until removeNetwork or destruction);
   /// partition functions and placeholders for values crossing partitions are added to it.
   Error addNetwork(Function *f, const NetworkOptions &opts = {});

@@ -1,6 +1,7 @@
 /// \file
-/// Graph pass `fuse-activations` (Passes.def): Fuses Relu, Clip, LeakyRelu, Sigmoid or Tanh into
-/// the Convolution or FullyConnected that feeds it, where the backend supports the fused node.
+/// Graph pass `fuse-activations` (Passes.def): Fuses an Add of a residual and/or Relu, Clip,
+/// LeakyRelu, Sigmoid or Tanh into the Convolution or FullyConnected that feeds it, where the
+/// backend supports the fused node.
 #ifndef KILN_SRC_PASSES_GRAPH_FUSEACTIVATIONS_H
 #define KILN_SRC_PASSES_GRAPH_FUSEACTIVATIONS_H
 
@@ -10,8 +11,9 @@ namespace kiln {
 
 class Function;
 
-/// Fuses Relu, Clip, LeakyRelu, Sigmoid or Tanh into the Convolution or FullyConnected that feeds
-/// it, where the backend supports the fused node. Returns true when it changed \p f.
+/// Fuses an Add of a residual and/or Relu, Clip, LeakyRelu, Sigmoid or Tanh into the
+/// Convolution or FullyConnected that feeds it, where the backend supports the fused node.
+/// Returns true when it changed \p f.
 bool fuseActivations(Function *f, const PassContext &ctx);
 
 } // namespace kiln

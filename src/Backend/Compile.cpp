@@ -1,0 +1,29 @@
+// The back half of the compile driver (kiln/Backend/Compiler.h): from a prepared function
+// to the backend's code, through the shared schedule, IRGen, IR passes and memory plan.
+#include "kiln/Backend/Backend.h"
+#include "kiln/Memory/MemoryPipeline.h"
+
+namespace kiln {
+
+Expected<PlannedIR> Backend::planIR(Function *f, const CompileOptions &opts) const {
+  BackendCompileSpec spec = getCompileSpec(opts);
+  MemoryPipelineOptions mo;
+  mo.memoryAwareSchedule = spec.memoryAwareSchedule;
+  mo.irPasses = spec.irPasses;
+  mo.runIRPasses = !spec.irPasses.empty();
+  mo.staticPlan = spec.staticPlan;
+  mo.planner.alignment = spec.alignment;
+  mo.needsOwnBuffer = spec.needsOwnBuffer;
+  Expected<PlannedIR> P = generatePlannedIR(f, mo);
+  if (!P)
+    return P.takeError().addContext(getName() + " backend planning '" + f->getName() + "'");
+  return P;
+}
+
+Expected<std::unique_ptr<CompiledFunction>> Backend::compile(Function *f,
+                                                             const CompileOptions &opts) const {
+  KILN_ASSIGN_OR_RETURN(PlannedIR P, planIR(f, opts));
+  return generateCode(f, P, opts);
+}
+
+} // namespace kiln
