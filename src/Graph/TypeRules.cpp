@@ -1,8 +1,7 @@
 // Operator type rules: the shared helpers, the generic checks the generated
 // rules call (checkSameShapeAndKind, checkSave), element-wise Select, and the
-// Explicit-type operators. Convolution, pooling, linear algebra and
-// normalization are in TypeRulesConv.cpp; shape and data-movement operators in
-// TypeRulesTensor.cpp.
+// Explicit-type operators (ConvertTo and the quantization family). The other
+// families have a file each: TypeRules{Conv,Linalg,Norm,Reduce,Data}.cpp.
 
 #include "TypeRulesUtil.h"
 
@@ -64,6 +63,16 @@ Error checkSameKind(const Node &n, unsigned i, const Type &t, unsigned other,
   return invalid("operand ", n.getInputName(i), " ", t.toString(),
                  " must have the element kind of ", n.getInputName(other), " ",
                  otherTy.toString(), " (", elemKindName(otherTy.kind), ")");
+}
+
+Error checkBiasKind(const Node &n, unsigned biasIdx, const Type &bias,
+                    unsigned inIdx, const Type &in) {
+  if (bias.kind == in.kind ||
+      (isQuantized(in.kind) && bias.kind == ElemKind::Int32Q))
+    return Error::success();
+  return invalid("operand ", n.getInputName(biasIdx), " ", bias.toString(),
+                 " must have the element kind of ", n.getInputName(inIdx), " ",
+                 in.toString(), isQuantized(in.kind) ? " or i32q" : "");
 }
 
 Error checkAttrLength(const char *attr, const std::vector<dim_t> &v,

@@ -64,6 +64,11 @@ Expected<dim_t> windowOutputSize(const Type &in, unsigned dimIdx, dim_t kernel,
                                  dim_t stride, dim_t padBegin, dim_t padEnd,
                                  dim_t dilation, const char *dimName);
 
+/// Bias operands share the input's kind, except that quantized operators take an Int32Q
+/// bias.
+Error checkBiasKind(const Node &n, unsigned biasIdx, const Type &bias, unsigned inIdx,
+                    const Type &in);
+
 /// Checks the Kernels/Strides/Pads(/Dilations) attributes of a 2-D window
 /// operator. \p dilations may be null for pooling.
 Error checkWindowAttrs(const std::vector<dim_t> &kernels,

@@ -63,9 +63,11 @@ int requiredInputs(const std::string &op, int64_t opset) {
 } // namespace
 
 Importer::Importer(Function *f, const ONNXLoadOptions &o) : F(f), M(f->getParent()), opts(o) {
-  registerNNConverters(converters_);
+  registerConvConverters(converters_);
+  registerLinalgConverters(converters_);
+  registerNormConverters(converters_);
   registerElementwiseConverters(converters_);
-  registerShapeConverters(converters_);
+  registerDataConverters(converters_);
   registerReduceConverters(converters_);
 }
 

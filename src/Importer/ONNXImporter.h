@@ -31,9 +31,11 @@ class Importer;
 using Converter = std::function<Error(Importer &, const onnx::NodeProto &)>;
 using ConverterMap = std::unordered_map<std::string, Converter>;
 
-void registerNNConverters(ConverterMap &m);
+void registerConvConverters(ConverterMap &m);
+void registerLinalgConverters(ConverterMap &m);
+void registerNormConverters(ConverterMap &m);
 void registerElementwiseConverters(ConverterMap &m);
-void registerShapeConverters(ConverterMap &m);
+void registerDataConverters(ConverterMap &m);
 void registerReduceConverters(ConverterMap &m);
 
 

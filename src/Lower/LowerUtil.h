@@ -37,23 +37,23 @@ private:
 
 // ---- One function per lowered operator, grouped by family file. ----
 
-// LowerLinear.cpp
+// LowerLinalg.cpp
 NodeValue lowerFullyConnected(Function *f, FullyConnectedNode *n);
 NodeValue lowerBatchMatMul(Function *f, BatchMatMulNode *n);
 // LowerConv.cpp
 NodeValue lowerGroupedConvolution(Function *f, ConvolutionNode *n);
-// LowerNormalization.cpp
+// LowerNorm.cpp
 NodeValue lowerBatchNormalization(Function *f, BatchNormalizationNode *n);
 NodeValue lowerLayerNormalization(Function *f, LayerNormalizationNode *n);
 NodeValue lowerLogSoftMax(Function *f, LogSoftMaxNode *n);
-// LowerActivations.cpp
+// LowerElementwise.cpp
 NodeValue lowerGelu(Function *f, GeluNode *n);
 NodeValue lowerSwish(Function *f, SwishNode *n);
 NodeValue lowerHardSwish(Function *f, HardSwishNode *n);
 NodeValue lowerLeakyRelu(Function *f, LeakyReluNode *n);
 NodeValue lowerPRelu(Function *f, PReluNode *n);
 NodeValue lowerClip(Function *f, ClipNode *n);
-// LowerTensor.cpp
+// LowerData.cpp
 NodeValue lowerPad(Function *f, PadNode *n);
 NodeValue lowerTile(Function *f, TileNode *n);
 NodeValue lowerBroadcast(Function *f, BroadcastNode *n);

@@ -1,6 +1,7 @@
-// Converters of tensor-manipulation operators: constants, shapes, reshapes, slicing,
-// gathering, padding, broadcasting. Each one evaluates its node in the importer when the
-// data input is a small known constant (shape subgraphs), and builds graph nodes otherwise.
+// Converters of the data-movement family: constants, shapes, reshapes, slicing,
+// gathering, padding, broadcasting, depth/space rearrangement and resizing. The shape
+// operators evaluate their node in the importer when the data input is a small known
+// constant (shape subgraphs), and build graph nodes otherwise.
 
 #include "ONNXImporter.h"
 
@@ -691,9 +692,106 @@ Error convertRange(Importer &I, const Node &n) {
   return Error::success();
 }
 
+/// DepthToSpace / SpaceToDepth as reshape, transpose, reshape.
+Error convertDepthSpace(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  const Dims &d = x.dims();
+  int64_t bs = I.attrInt(n, "blocksize", 0);
+  if (d.size() != 4 || bs <= 0)
+    return I.parseError(n, "needs a 4-D input and a positive blocksize");
+  dim_t b = dim_t(bs), N = d[0], C = d[1], H = d[2], W = d[3];
+  Function *F = I.F;
+  NodeValue y;
+  if (n.op_type() == "DepthToSpace") {
+    if (C % (b * b))
+      return I.parseError(n, "channels ", C, " are not divisible by blocksize^2");
+    bool crd = I.attrString(n, "mode", "DCR") == "CRD";
+    dim_t c = C / (b * b);
+    y = crd ? I.reshape(I.opName(n, "split"), x, Dims({N, c, b, b, H, W}))
+            : I.reshape(I.opName(n, "split"), x, Dims({N, b, b, c, H, W}));
+    y = crd ? F->createTranspose(I.opName(n, "perm"), y, {0, 1, 4, 2, 5, 3})
+            : F->createTranspose(I.opName(n, "perm"), y, {0, 3, 4, 1, 5, 2});
+    y = I.reshape(I.opName(n), y, Dims({N, c, H * b, W * b}));
+  } else {
+    if (H % b || W % b)
+      return I.parseError(n, "spatial dims are not divisible by blocksize");
+    y = I.reshape(I.opName(n, "split"), x, Dims({N, C, H / b, b, W / b, b}));
+    y = F->createTranspose(I.opName(n, "perm"), y, {0, 3, 5, 1, 2, 4});
+    y = I.reshape(I.opName(n), y, Dims({N, C * b * b, H / b, W / b}));
+  }
+  I.setOutput(n, 0, y);
+  return Error::success();
+}
+
+/// Resize and Upsample in nearest mode with integer scales: every element repeats s times
+/// along each scaled dimension (Reshape, Broadcast, Reshape). Other modes are unsupported.
+Error convertResize(Importer &I, const Node &n) {
+  bool isUpsample = n.op_type() == "Upsample";
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  const Dims &d = x.dims();
+  std::string mode = I.attrString(n, "mode", "nearest");
+  if (mode != "nearest")
+    return I.unsupported(n, "mode '", mode, "' is not supported (only nearest)");
+  std::string ctm = I.attrString(n, "coordinate_transformation_mode",
+                                 isUpsample || I.opset < 11 ? "asymmetric" : "half_pixel");
+  std::string nm = I.attrString(n, "nearest_mode", isUpsample || I.opset < 11
+                                                      ? "floor" : "round_prefer_floor");
+  // With an integer scale s, output j*s..j*s+s-1 maps to source j under these modes.
+  bool ok = ((ctm == "half_pixel" || ctm == "pytorch_half_pixel") &&
+             (nm == "round_prefer_floor" || nm == "round_prefer_ceil")) ||
+            (ctm == "asymmetric" && (nm == "floor" || nm == "round_prefer_floor"));
+  if (!ok)
+    return I.unsupported(n, "coordinate_transformation_mode '", ctm, "' with nearest_mode '",
+                         nm, "' is not supported");
+  std::vector<double> scales;
+  if (isUpsample && I.opset < 9) {
+    const onnx::AttributeProto *a = I.attr(n, "scales");
+    if (a)
+      scales.assign(a->floats().begin(), a->floats().end());
+  } else {
+    int si = isUpsample || I.opset < 11 ? 1 : 2;
+    const Tensor *s = I.hasInput(n, si) ? I.constInput(n, si) : nullptr;
+    if (I.hasInput(n, si) && !s)
+      return I.unsupported(n, "the scales input is computed at run time; kiln needs it "
+                           "constant at load time");
+    if (s && s->size())
+      scales = tensorToDoubles(*s);
+    if (scales.empty() && !isUpsample && I.hasInput(n, 3)) {
+      KILN_ASSIGN_OR_RETURN(const Tensor *sz, I.requireConstInput(n, 3, "sizes"));
+      std::vector<int64_t> sizes = tensorToInts(*sz);
+      if (sizes.size() != d.size())
+        return I.parseError(n, "sizes has ", sizes.size(), " entries for rank ", d.size());
+      for (size_t i = 0; i < d.size(); i++)
+        scales.push_back(double(sizes[i]) / double(d[i]));
+    }
+  }
+  if (scales.size() != d.size())
+    return I.parseError(n, "scales has ", scales.size(), " entries for rank ", d.size());
+  std::vector<dim_t> expanded, target, out;
+  for (size_t i = 0; i < d.size(); i++) {
+    double s = scales[i];
+    if (s < 1 || s != std::floor(s))
+      return I.unsupported(n, "scale ", s, " is not supported (only integer upscaling)");
+    expanded.push_back(d[i]);
+    target.push_back(d[i]);
+    out.push_back(d[i] * dim_t(s));
+    if (s > 1) {
+      expanded.push_back(1);
+      target.push_back(dim_t(s));
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(Dims ed, I.toDims(n, expanded));
+  KILN_ASSIGN_OR_RETURN(Dims td, I.toDims(n, target));
+  KILN_ASSIGN_OR_RETURN(Dims od, I.toDims(n, out));
+  NodeValue y = I.reshape(I.opName(n, "expand"), x, ed);
+  y = I.F->createBroadcastTo(I.opName(n, "repeat"), y, td);
+  I.setOutput(n, 0, I.reshape(I.opName(n), y, od));
+  return Error::success();
+}
+
 } // namespace
 
-void registerShapeConverters(ConverterMap &m) {
+void registerDataConverters(ConverterMap &m) {
   m["Constant"] = convertConstant;
   m["ConstantOfShape"] = convertConstantOfShape;
   m["Shape"] = convertShape;
@@ -713,6 +811,10 @@ void registerShapeConverters(ConverterMap &m) {
   m["Expand"] = convertExpand;
   m["Tile"] = convertTile;
   m["Range"] = convertRange;
+  m["DepthToSpace"] = convertDepthSpace;
+  m["SpaceToDepth"] = convertDepthSpace;
+  m["Resize"] = convertResize;
+  m["Upsample"] = convertResize;
 }
 
 } // namespace kiln::onnximport
