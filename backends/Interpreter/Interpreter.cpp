@@ -10,6 +10,7 @@ KILN_REGISTER_BACKEND(InterpreterBackend, "Interpreter");
 
 Expected<std::unique_ptr<CompiledFunction>>
 InterpreterBackend::compile(Function *f, const CompileOptions &opts) const {
+  KILN_RETURN_IF_ERR(checkBackendOptions("Interpreter", opts, getParameters()));
   KILN_RETURN_IF_ERR(checkAllNodesSupported(*f));
   if (!opts.optimizeIR && !opts.staticMemoryPlan) {
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<IRFunction> F, generateIR(f));

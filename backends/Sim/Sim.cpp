@@ -24,6 +24,7 @@ Expected<std::unique_ptr<CompiledFunction>> SimBackend::compile(Function *f,
   if (!interp)
     return makeError(ErrorCode::NotFound, "Sim executes through the Interpreter's kernels; "
                                           "link //backends/Interpreter");
+  KILN_RETURN_IF_ERR(checkBackendOptions("Sim", opts, getParameters()));
   KILN_RETURN_IF_ERR(checkAllNodesSupported(*f));
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<CompiledFunction> inner, interp->compile(f, opts));
   return std::unique_ptr<CompiledFunction>(new SimFunction(std::move(inner), countWork(*f)));

@@ -356,7 +356,9 @@ std::vector<std::vector<float>> runWithCodegen(Net &net, const cpu::CodegenOptio
   EXPECT_TRUE(bool(ir)) << ir.getError().message();
   if (!ir)
     return {};
-  auto prog = cpu::generateProgram(**ir, co);
+  cpu::CodegenOptions withCache = co;
+  withCache.jit.cacheDir = cpu::CPUBackendOptions::defaultKernelCacheDir();
+  auto prog = cpu::generateProgram(**ir, withCache);
   EXPECT_TRUE(bool(prog)) << prog.getError().message();
   if (!prog)
     return {};

@@ -444,7 +444,7 @@ Error Emitter::run(std::vector<std::string> &entryNames) {
   // Pass 2: stages.
   bool open = false;
   // Profiles (CPUBackend.cpp) time every item on its own.
-  static const bool profile = std::getenv("KILN_CPU_PROFILE") != nullptr;
+  const bool profile = opts_.profile;
   for (Item &it : items) {
     bool par = it.parallel && opts_.threads > 1;
     if (par || profile) {

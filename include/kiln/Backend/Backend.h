@@ -20,6 +20,13 @@ namespace kiln {
 class DeviceManager;
 struct DeviceConfig;
 
+/// The run times of one step of a compiled function, over the runs after the first.
+struct StageTiming {
+  std::string name;
+  uint64_t runs = 0;
+  double meanMs = 0, minMs = 0;
+};
+
 /// The result of compiling one Function for one backend.
 class CompiledFunction {
 public:
@@ -29,6 +36,9 @@ public:
   virtual Error execute(ExecutionContext &ctx) = 0;
   /// Name of the backend that compiled it.
   virtual std::string getBackendName() const = 0;
+  /// Per-stage timings, in program order, for backends that profile when asked to (the
+  /// CPU backend with `profile=1`); empty otherwise.
+  virtual std::vector<StageTiming> getProfile() const { return {}; }
 };
 
 class Backend {
@@ -44,6 +54,9 @@ public:
     (void)node;
     return true;
   }
+  /// The parameters this backend takes in CompileOptions::backendOptions ("threads" is
+  /// generic and not listed); compile rejects any other (checkBackendOptions).
+  virtual std::vector<BackendParameter> getParameters() const { return {}; }
   /// Compiles a verified function. Errors name the unsupported nodes.
   virtual Expected<std::unique_ptr<CompiledFunction>> compile(Function *f,
                                                               const CompileOptions &opts) const = 0;
