@@ -27,7 +27,7 @@ int main(int argc, char **argv) {
   v = f->createFullyConnected("fc3", v, 10);
   SaveNode *probs = f->createSave("probs", f->createSoftMax("softmax", v, 1));
 
-  exitOnError(ee.compile(CompilationMode::Infer), "compile");
+  exitOnError(ee.compile(), "compile");
 
   PlaceholderBindings bindings;
   bindings.allocate(m.getPlaceholders());

@@ -30,7 +30,7 @@ int main(int argc, char **argv) {
       "out", f->createFullyConnected("fc2", NodeValue(h), NodeValue(w2), NodeValue(b2)));
   SaveNode *save = f->createSave("y", NodeValue(y));
 
-  exitOnError(ee.compile(CompilationMode::Infer), "compile");
+  exitOnError(ee.compile(), "compile");
 
   PlaceholderBindings bindings;
   bindings.allocate(m.getPlaceholders());

@@ -65,6 +65,89 @@ Error writeDump(const std::string &path, const std::string &fn, const std::strin
 
 } // namespace
 
+std::string CPUBackendOptions::defaultKernelCacheDir() {
+  static const std::string dir = [] {
+    if (const char *d = std::getenv("KILN_CPU_CACHE_DIR"))
+      return std::string(d);
+    if (const char *x = std::getenv("XDG_CACHE_HOME"))
+      return std::string(x) + "/kiln-cpu";
+    if (const char *h = std::getenv("HOME"))
+      return std::string(h) + "/.cache/kiln-cpu";
+    return std::string();
+  }();
+  return dir;
+}
+
+std::vector<BackendParameter> getCPUBackendParameters() {
+  return {
+      {"spin-us", "N", "microseconds the pool's threads spin before they block"},
+      {"avx512", "0|1", "0: the AVX2 kernels and target even on an AVX-512 host"},
+      {"vector-width", "N", "preferred bits per auto-vectorised loop (0: the host's)"},
+      {"fuse-elementwise", "0|1", "fuse chains of element-wise instructions into one loop"},
+      {"optimize-ir", "0|1", "memory-aware order and the IR passes before codegen"},
+      {"specialize-gemm", "0|1", "inline the GEMM/convolution drivers per call"},
+      {"winograd", "0|1", "Winograd 3x3 convolutions where they pay"},
+      {"transposed-conv", "0|1", "pixels-as-rows GEMM convolutions for small images"},
+      {"dump-llvm-ir", "PATH", "write the optimised LLVM IR (- is stderr)"},
+      {"dump-asm", "PATH", "write the host assembly (- is stderr)"},
+      {"keep-ir", "0|1", "keep the LLVM IR and assembly in the compiled function"},
+      {"profile", "0|1", "time every stage (CompiledFunction::getProfile)"},
+      {"jit-times", "0|1", "print the JIT's time per module and phase to stderr"},
+      {"cache-dir", "PATH", "on-disk kernel cache (off: none)"},
+  };
+}
+
+Expected<CPUBackendOptions> parseCPUBackendOptions(const CompileOptions &opts,
+                                                   CPUBackendOptions o) {
+  KILN_RETURN_IF_ERR(checkBackendOptions("CPU", opts, getCPUBackendParameters()));
+  for (const auto &[k, v] : opts.backendOptions) {
+    auto flag = [&, k = k, v = v](bool &out) -> Error {
+      KILN_ASSIGN_OR_RETURN(out, parseBoolParameter(k, v));
+      return Error::success();
+    };
+    auto number = [&, k = k, v = v](unsigned &out) -> Error {
+      KILN_ASSIGN_OR_RETURN(out, parseUnsignedParameter(k, v));
+      return Error::success();
+    };
+    if (k == "spin-us") {
+      KILN_RETURN_IF_ERR(number(o.spinMicros));
+    } else if (k == "avx512") {
+      bool on = true;
+      KILN_RETURN_IF_ERR(flag(on));
+      o.disableAvx512 = !on;
+    } else if (k == "vector-width") {
+      KILN_RETURN_IF_ERR(number(o.preferVectorWidth));
+      if (o.preferVectorWidth && o.preferVectorWidth != 128 && o.preferVectorWidth != 256 &&
+          o.preferVectorWidth != 512)
+        return makeError(ErrorCode::InvalidArgument, "backend option 'vector-width': bad value '",
+                         v, "' (expected 0, 128, 256 or 512)");
+    } else if (k == "fuse-elementwise") {
+      KILN_RETURN_IF_ERR(flag(o.fuseElementwise));
+    } else if (k == "optimize-ir") {
+      KILN_RETURN_IF_ERR(flag(o.optimizeIR));
+    } else if (k == "specialize-gemm") {
+      KILN_RETURN_IF_ERR(flag(o.specializeGemm));
+    } else if (k == "winograd") {
+      KILN_RETURN_IF_ERR(flag(o.winograd));
+    } else if (k == "transposed-conv") {
+      KILN_RETURN_IF_ERR(flag(o.transposedConv));
+    } else if (k == "keep-ir") {
+      KILN_RETURN_IF_ERR(flag(o.keepIR));
+      o.keepAsm = o.keepIR;
+    } else if (k == "profile") {
+      KILN_RETURN_IF_ERR(flag(o.profile));
+    } else if (k == "jit-times") {
+      KILN_RETURN_IF_ERR(flag(o.jitTimes));
+    } else if (k == "dump-llvm-ir" || k == "dump-asm" || k == "cache-dir") {
+      if (v.empty())
+        return makeError(ErrorCode::InvalidArgument, "backend option '", k,
+                         "': expected a path");
+      (k == "dump-llvm-ir" ? o.dumpLLVMIR : k == "dump-asm" ? o.dumpAsm : o.cacheDir) = v;
+    }
+  }
+  return o;
+}
+
 bool CPUBackend::shouldLower(const Node &node) const {
   switch (node.getKind()) {
   case NodeKind::FullyConnected:
@@ -90,15 +173,17 @@ bool CPUBackend::shouldLower(const Node &node) const {
 }
 
 BackendCompileSpec CPUBackend::getCompileSpec(const CompileOptions &opts) const {
-  (void)opts;
+  // A bad parameter is reported by generateCode; the spec then follows the defaults.
+  Expected<CPUBackendOptions> parsed = parseCPUBackendOptions(opts, opts_);
+  bool optimizeIR = parsed ? parsed->optimizeIR : opts_.optimizeIR;
   BackendCompileSpec spec;
   // By default a memory-aware node order and the default IR pipeline (a Concat's operands
   // become views of its result, copies into saved results disappear, element-wise results
   // share dead buffers), so the plan has less to hold and less to copy; off: topological
   // order and the IR as IRGen wrote it. The generic CompileOptions::optimizeIR does not
   // apply. The plan is always static.
-  spec.memoryAwareSchedule = opts_.optimizeIR;
-  if (opts_.optimizeIR)
+  spec.memoryAwareSchedule = optimizeIR;
+  if (optimizeIR)
     spec.irPasses = getDefaultIRPipeline();
   spec.staticPlan = true;
   spec.alignment = 64; // the kernels' vector alignment (codegen's kAlign)
@@ -112,6 +197,7 @@ BackendCompileSpec CPUBackend::getCompileSpec(const CompileOptions &opts) const 
 
 Expected<std::unique_ptr<CompiledFunction>>
 CPUBackend::generateCode(Function *f, PlannedIR &P, const CompileOptions &opts) const {
+  KILN_ASSIGN_OR_RETURN(CPUBackendOptions o, parseCPUBackendOptions(opts, opts_));
   IRFunction &F = *P.F;
   if (!P.planned)
     return makeError(ErrorCode::InvalidArgument, "CPU backend: function '", f->getName(),
@@ -122,51 +208,51 @@ CPUBackend::generateCode(Function *f, PlannedIR &P, const CompileOptions &opts) 
     return std::move(e).addContext("CPU backend compiling '" + f->getName() + "'");
   CodegenOptions co;
   co.threads = opts.threads ? opts.threads : ThreadPool::hardwareThreads();
-  co.jit.keepIR = opts_.keepIR || !opts.dumpLLVMIR.empty();
-  co.jit.keepAsm = opts_.keepAsm || !opts.dumpAsm.empty();
-  co.jit.disableAvx512 = opts_.disableAvx512;
-  co.jit.preferVectorWidth = opts_.preferVectorWidth;
-  co.fuseElementwise = opts_.fuseElementwise;
-  co.specializeGemm = opts_.specializeGemm;
+  co.jit.keepIR = o.keepIR || !o.dumpLLVMIR.empty();
+  co.jit.keepAsm = o.keepAsm || !o.dumpAsm.empty();
+  co.jit.disableAvx512 = o.disableAvx512;
+  co.jit.preferVectorWidth = o.preferVectorWidth;
+  co.jit.times = o.jitTimes;
+  co.jit.cacheDir = o.cacheDir == "off" || o.cacheDir == "0" ? "" : o.cacheDir;
+  co.fuseElementwise = o.fuseElementwise;
+  co.specializeGemm = o.specializeGemm;
+  co.winograd = o.winograd;
+  co.transposedConv = o.transposedConv;
+  co.profile = o.profile;
   Expected<std::unique_ptr<Program>> prog = generateProgram(F, P.plan, co);
   if (!prog)
     return prog.takeError().addContext("CPU backend compiling '" + f->getName() + "'");
-  if (!opts.dumpLLVMIR.empty())
-    KILN_RETURN_IF_ERR(writeDump(opts.dumpLLVMIR, f->getName(), (*prog)->jit->getIR()));
-  if (!opts.dumpAsm.empty())
-    KILN_RETURN_IF_ERR(writeDump(opts.dumpAsm, f->getName(), (*prog)->jit->getAsm()));
-  std::shared_ptr<ThreadPool> pool = getPool(co.threads, opts_.spinMicros);
-  return std::unique_ptr<CompiledFunction>(new CPUFunction(std::move(prog).get(), pool));
+  if (!o.dumpLLVMIR.empty())
+    KILN_RETURN_IF_ERR(writeDump(o.dumpLLVMIR, f->getName(), (*prog)->jit->getIR()));
+  if (!o.dumpAsm.empty())
+    KILN_RETURN_IF_ERR(writeDump(o.dumpAsm, f->getName(), (*prog)->jit->getAsm()));
+  std::shared_ptr<ThreadPool> pool = getPool(co.threads, o.spinMicros);
+  return std::unique_ptr<CompiledFunction>(
+      new CPUFunction(std::move(prog).get(), pool, o.profile));
 }
 
-CPUFunction::CPUFunction(std::unique_ptr<Program> prog, std::shared_ptr<ThreadPool> pool)
-    : prog_(std::move(prog)), pool_(std::move(pool)) {}
+CPUFunction::CPUFunction(std::unique_ptr<Program> prog, std::shared_ptr<ThreadPool> pool,
+                         bool profile)
+    : prog_(std::move(prog)), pool_(std::move(pool)), profile_(profile) {}
 
 CPUFunction::~CPUFunction() {
   for (char *a : arenas_)
     std::free(a);
-  if (!profile_.empty()) {
-    double total = 0;
-    for (double t : profile_)
-      total += t;
-    std::vector<size_t> order(profile_.size());
-    for (size_t i = 0; i < order.size(); i++)
-      order[i] = i;
-    std::sort(order.begin(), order.end(),
-              [&](size_t a, size_t b) { return profileMin_[a] > profileMin_[b]; });
-    double minTotal = 0;
-    for (double t : profileMin_)
-      minTotal += t;
-    std::fprintf(stderr, "CPU profile: %zu stages, %llu runs, %.3f ms per run (sum of minima %.3f ms)\n",
-                 profile_.size(), (unsigned long long)profileRuns_,
-                 total / double(std::max<uint64_t>(profileRuns_, 1)), minTotal);
-    std::fprintf(stderr, "   mean ms    min ms\n");
-    for (size_t i : order)
-      std::fprintf(stderr, "  %8.3f  %8.3f %5.1f%%  %s %s\n",
-                   profile_[i] / double(std::max<uint64_t>(profileRuns_, 1)), profileMin_[i],
-                   100.0 * profileMin_[i] / std::max(minTotal, 1e-9),
-                   prog_->stages[i].parallel ? "P" : "S", prog_->stages[i].desc.c_str());
+}
+
+std::vector<StageTiming> CPUFunction::getProfile() const {
+  std::lock_guard<std::mutex> l(arenasMutex_);
+  std::vector<StageTiming> out;
+  for (size_t i = 0; i < profileSum_.size(); i++) {
+    const Stage &s = prog_->stages[i];
+    StageTiming t;
+    t.name = std::string(s.parallel ? "P " : "S ") + s.desc;
+    t.runs = profileRuns_;
+    t.meanMs = profileRuns_ ? profileSum_[i] / double(profileRuns_) : 0.0;
+    t.minMs = profileRuns_ ? profileMin_[i] : 0.0;
+    out.push_back(std::move(t));
   }
+  return out;
 }
 
 const std::string &CPUFunction::getIR() const { return prog_->jit->getIR(); }
@@ -210,7 +296,7 @@ Error CPUFunction::execute(ExecutionContext &ctx) {
   bufs[kActivationBase] = arena;
   char **bp = bufs.data();
   unsigned nth = pool_->size();
-  static const bool profile = std::getenv("KILN_CPU_PROFILE") != nullptr;
+  const bool profile = profile_;
   std::vector<double> times;
   if (profile)
     times.resize(prog_->stages.size());
@@ -228,12 +314,12 @@ Error CPUFunction::execute(ExecutionContext &ctx) {
   }
   if (profile) {
     std::lock_guard<std::mutex> l(arenasMutex_);
-    if (profile_.empty()) {
-      profile_.assign(times.size(), 0.0);
+    if (profileSum_.empty()) {
+      profileSum_.assign(times.size(), 0.0);
       profileMin_.assign(times.size(), 1e300);
     } else {
       for (size_t i = 0; i < times.size(); i++) {
-        profile_[i] += times[i];
+        profileSum_[i] += times[i];
         profileMin_[i] = std::min(profileMin_[i], times[i]);
       }
       profileRuns_++;

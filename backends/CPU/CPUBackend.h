@@ -1,7 +1,8 @@
 /// \file
 /// The CPU backend: compiles a function's low-level IR to native code with LLVM (ORC JIT)
 /// over the libjit kernels, and runs it with an intra-op thread pool. Registered as "CPU".
-/// Tools that want dumps or other CPU-only settings construct CPUBackend with options.
+/// Its settings come from CompileOptions::backendOptions (`--backend-opt spin-us=0`; see
+/// getParameters), over the defaults the backend was constructed with.
 #ifndef KILN_BACKENDS_CPU_CPUBACKEND_H
 #define KILN_BACKENDS_CPU_CPUBACKEND_H
 
@@ -17,7 +18,8 @@ namespace kiln::cpu {
 struct Program;
 class ThreadPool;
 
-/// CPU-only settings (the registered backend uses the defaults).
+/// CPU-only settings: the registered backend starts from the defaults; the backend
+/// parameters of each compile override them (parseCPUBackendOptions).
 struct CPUBackendOptions {
   /// Keep the optimised LLVM IR / assembly of each compiled function (CPUFunction::getIR).
   bool keepIR = false;
@@ -28,6 +30,8 @@ struct CPUBackendOptions {
   unsigned preferVectorWidth = 0;
   /// Run FusedConvolution/FusedFullyConnected (the graph pass fuse-activations folds a
   /// residual Add and Relu/Clip into them); off: isOpSupported refuses them, nothing fuses.
+  /// A constructor option, not a backend parameter: fusion happens in the graph pipeline,
+  /// before the compile options reach the backend.
   bool fuseEpilogues = true;
   bool fuseElementwise = true;
   /// Schedule nodes for low peak memory and run the default IR pass pipeline (views for
@@ -41,7 +45,34 @@ struct CPUBackendOptions {
   unsigned spinMicros = 100; // ThreadPool::kDefaultSpinMicros
   /// Inline GEMM/convolution drivers per call (slower compiles; see CodegenOptions).
   bool specializeGemm = false;
+  /// Winograd and transposed-GEMM convolutions where they pay (see CodegenOptions).
+  bool winograd = true;
+  bool transposedConv = true;
+  /// Write the optimised LLVM IR / the host assembly of each compiled function to this
+  /// file ("-": stderr; empty: no dump). The first dump to a path in a process truncates
+  /// it, later ones append.
+  std::string dumpLLVMIR;
+  std::string dumpAsm;
+  /// Time every instruction's stage on its own (CPUFunction::getProfile).
+  bool profile = false;
+  /// Print the load, optimise and codegen time of every JIT module to stderr.
+  bool jitTimes = false;
+  /// The on-disk cache of precompiled kernels ("" or "off": none); by default
+  /// defaultKernelCacheDir().
+  std::string cacheDir = defaultKernelCacheDir();
+
+  /// The directory named by KILN_CPU_CACHE_DIR, else $XDG_CACHE_HOME/kiln-cpu, else
+  /// $HOME/.cache/kiln-cpu, read once per process.
+  static std::string defaultKernelCacheDir();
 };
+
+/// The parameters the CPU backend takes in CompileOptions::backendOptions.
+std::vector<BackendParameter> getCPUBackendParameters();
+
+/// \p base with the backend parameters of \p opts applied; InvalidArgument naming the
+/// parameter for an unknown one or a bad value.
+Expected<CPUBackendOptions> parseCPUBackendOptions(const CompileOptions &opts,
+                                                   CPUBackendOptions base);
 
 class CPUBackend final : public Backend {
 public:
@@ -56,6 +87,9 @@ public:
   BackendCompileSpec getCompileSpec(const CompileOptions &opts) const override;
   Expected<std::unique_ptr<CompiledFunction>> generateCode(Function *f, PlannedIR &ir,
                                                            const CompileOptions &opts) const override;
+  std::vector<BackendParameter> getParameters() const override {
+    return getCPUBackendParameters();
+  }
 
 private:
   CPUBackendOptions opts_;
@@ -66,10 +100,14 @@ private:
 /// threads at once (each run takes its own activation arena).
 class CPUFunction final : public CompiledFunction {
 public:
-  CPUFunction(std::unique_ptr<Program> prog, std::shared_ptr<ThreadPool> pool);
+  CPUFunction(std::unique_ptr<Program> prog, std::shared_ptr<ThreadPool> pool,
+              bool profile = false);
   ~CPUFunction() override;
   Error execute(ExecutionContext &ctx) override;
   std::string getBackendName() const override { return "CPU"; }
+  /// Per-stage timings when compiled with `profile=1` (one stage per instruction; the
+  /// first run is not counted), else empty.
+  std::vector<StageTiming> getProfile() const override;
 
   /// Optimised LLVM IR and assembly (empty unless asked for in CPUBackendOptions).
   const std::string &getIR() const;
@@ -85,11 +123,11 @@ private:
 
   std::unique_ptr<Program> prog_;
   std::shared_ptr<ThreadPool> pool_;
-  std::mutex arenasMutex_;
+  mutable std::mutex arenasMutex_; ///< also guards the profile
   std::vector<char *> arenas_;
-  /// Per-stage milliseconds summed over runs after the first (KILN_CPU_PROFILE=1), printed
-  /// to stderr on destruction.
-  std::vector<double> profile_, profileMin_;
+  bool profile_ = false;
+  /// Per-stage milliseconds summed over runs after the first, and their minima.
+  std::vector<double> profileSum_, profileMin_;
   uint64_t profileRuns_ = 0;
 };
 

@@ -22,6 +22,7 @@ Expected<PlannedIR> Backend::planIR(Function *f, const CompileOptions &opts) con
 
 Expected<std::unique_ptr<CompiledFunction>> Backend::compile(Function *f,
                                                              const CompileOptions &opts) const {
+  KILN_RETURN_IF_ERR(checkBackendOptions(getName(), opts, getParameters()));
   KILN_ASSIGN_OR_RETURN(PlannedIR P, planIR(f, opts));
   return generateCode(f, P, opts);
 }

@@ -43,8 +43,7 @@ void ExecutionEngine::clear() {
   module_ = std::make_unique<Module>();
 }
 
-Error ExecutionEngine::compile(CompilationMode mode, const CompileOptions &opts) {
-  (void)mode;
+Error ExecutionEngine::compile(const CompileOptions &opts) {
   if (!host_)
     return makeError(backendError_.code(), backendError_.message());
   unload();

@@ -234,6 +234,19 @@ Expected<size_t> HostManager::getNumPartitions(const std::string &name) const {
   return net->exec->plan.partitions.size();
 }
 
+Expected<std::vector<StageTiming>> HostManager::getProfile(const std::string &name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_ASSIGN_OR_RETURN(Network * net, findLocked(name));
+  std::vector<StageTiming> out;
+  for (const LoadedPartition &p : net->exec->loaded)
+    for (StageTiming t : p.compiled->getProfile()) {
+      if (net->exec->loaded.size() > 1)
+        t.name = p.deviceKey + ": " + t.name;
+      out.push_back(std::move(t));
+    }
+  return out;
+}
+
 RunId HostManager::runNetwork(const std::string &name,
                               std::unique_ptr<PlaceholderBindings> bindings, ResultCallback cb,
                               const RunOptions &opts) {

@@ -3,7 +3,8 @@
 //
 //   image-classifier --model M.onnx [--backend Interpreter] [--top-k 5] [--labels FILE]
 //                    [--mean 0.485,0.456,0.406] [--std 0.229,0.224,0.225] [--scale 1|255]
-//                    [--layout NCHW|NHWC] [--channels 1|3] [--threads N] IMAGE.png...
+//                    [--layout NCHW|NHWC] [--channels 1|3] [--threads N]
+//                    [--backend-opt NAME=VALUE]... IMAGE.png...
 //
 // Images are read with libpng (any colour type and bit depth), resized (bilinear) to the
 // model's input size, normalised as (p * scale - mean) / std per channel with p in [0, 1],
@@ -39,6 +40,8 @@ struct Options {
   std::vector<float> mean, std;
   float scale = 1.0f;
   std::vector<std::string> images;
+  /// --backend-opt items (threads=N sets compile.threads, overriding --threads).
+  CompileOptions compile;
 };
 
 bool parseFloats(const std::string &s, std::vector<float> &out) {
@@ -94,9 +97,17 @@ std::optional<int> parseOptions(int argc, char **argv, Options &f) {
               return true;
             });
   flags.add("--threads", f.threads, "N", "intra-op threads of backends that use them");
+  f.compile.threads = 0;
+  flags.add("--backend-opt", "NAME=VALUE",
+            "a backend parameter, repeatable (e.g. CPU spin-us=N; an unknown name lists the "
+            "known ones)",
+            "NAME=VALUE", "none",
+            [&f](const std::string &v) { return !bool(f.compile.setBackendOption(v)); });
   flags.positional(f.images);
   if (std::optional<int> exitCode = flags.parse(argc, argv))
     return exitCode;
+  if (f.compile.threads) // threads=N among the backend options
+    f.threads = f.compile.threads;
   if (f.images.empty())
     return flags.fail("no images given");
   if (f.topK == 0)
@@ -188,9 +199,9 @@ Expected<Compiled> compileAt(const Options &f, const InputShape &s, dim_t batch)
     return makeError(ErrorCode::InvalidArgument, "the model's output '", m.outputNames[0],
                      "' is ", oty.toString(), " for a batch of ", batch,
                      "; expected [batch, classes]");
-  CompileOptions copts;
+  CompileOptions copts = f.compile;
   copts.threads = f.threads;
-  KILN_RETURN_IF_ERR(c.ee->compile(CompilationMode::Infer, copts));
+  KILN_RETURN_IF_ERR(c.ee->compile(copts));
   return c;
 }
 

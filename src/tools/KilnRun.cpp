@@ -25,7 +25,8 @@ struct Options {
   uint64_t deviceMemory = 0;  ///< bytes per device (0: the backend's default)
   unsigned iterations = 10, warmup = 1;
   bool json = false;
-  std::string dumpLLVMIR, dumpAsm;
+  /// --backend-opt items (threads=N sets compile.threads, overriding --threads).
+  kiln::CompileOptions compile;
 };
 
 /// Parses the flags into \p o; returns the exit status when the tool should stop.
@@ -41,8 +42,12 @@ std::optional<int> parseOptions(int argc, char **argv, Options &o) {
   flags.add("--iterations", o.iterations, "N", "timed runs");
   flags.add("--warmup", o.warmup, "N", "untimed runs before them");
   flags.add("--json", o.json, "print one JSON line (BENCH.md's fields) instead of a table");
-  flags.add("--dump-llvm-ir", o.dumpLLVMIR, "FILE", "CPU backend: write the LLVM IR (- is stderr)");
-  flags.add("--dump-asm", o.dumpAsm, "FILE", "CPU backend: write the assembly (- is stderr)");
+  o.compile.threads = 0;
+  flags.add("--backend-opt", "NAME=VALUE",
+            "a backend parameter, repeatable (CPU: spin-us=N, profile=1, dump-asm=FILE, ...; "
+            "an unknown name lists the known ones)",
+            "NAME=VALUE", "none",
+            [&o](const std::string &v) { return !bool(o.compile.setBackendOption(v)); });
   flags.add("--devices", o.devices, "N",
             "partition over N devices of the backend (e.g. Sim), with the CPU or the "
             "Interpreter for what it lacks; 0 runs on one device");
@@ -50,6 +55,8 @@ std::optional<int> parseOptions(int argc, char **argv, Options &o) {
             "memory of each device with --devices; 0 is the backend's default");
   if (std::optional<int> exitCode = flags.parse(argc, argv))
     return exitCode;
+  if (o.compile.threads) // threads=N among the backend options
+    o.threads = o.compile.threads;
   if (o.iterations == 0)
     return flags.fail("--iterations must be at least 1");
   return std::nullopt;
@@ -115,10 +122,8 @@ int main(int argc, char **argv) {
     return fail(e, "loading the model");
   double loadMs = msSince(t0);
 
-  CompileOptions copts;
+  CompileOptions copts = f.compile;
   copts.threads = f.threads;
-  copts.dumpLLVMIR = f.dumpLLVMIR;
-  copts.dumpAsm = f.dumpAsm;
   t0 = std::chrono::steady_clock::now();
   if (Error e = runner.compile(copts))
     return fail(e, "compiling");
@@ -173,6 +178,25 @@ int main(int argc, char **argv) {
               << " allocated)\n"
               << "constants:    " << runner.constantBytes() << " bytes\n"
               << "peak RSS:     " << tools::peakRSSBytes() << " bytes\n";
+  }
+  // Per-stage timings of backends asked to profile (CPU: --backend-opt profile=1), on
+  // stderr so that --json keeps one line on stdout.
+  std::vector<StageTiming> profile = runner.profile();
+  if (!profile.empty()) {
+    double sumMin = 0;
+    for (const StageTiming &t : profile)
+      sumMin += t.minMs;
+    std::vector<const StageTiming *> order;
+    for (const StageTiming &t : profile)
+      order.push_back(&t);
+    std::stable_sort(order.begin(), order.end(),
+                     [](const StageTiming *a, const StageTiming *b) { return a->minMs > b->minMs; });
+    std::fprintf(stderr, "profile: %zu stages, %llu runs, sum of minima %.3f ms\n",
+                 profile.size(), (unsigned long long)profile.front().runs, sumMin);
+    std::fprintf(stderr, "   mean ms    min ms\n");
+    for (const StageTiming *t : order)
+      std::fprintf(stderr, "  %8.3f  %8.3f %5.1f%%  %s\n", t->meanMs, t->minMs,
+                   100.0 * t->minMs / std::max(sumMin, 1e-9), t->name.c_str());
   }
   if (haveData && !cmp.match && f.json)
     std::cerr << "kiln-run: mismatch: " << cmp.detail << "\n";

@@ -1,5 +1,7 @@
 #include "ModelRunner.h"
 
+#include "kiln/Runtime/HostManager.h"
+
 #include <cmath>
 #include <fstream>
 #include <sys/stat.h>
@@ -110,7 +112,7 @@ Error ModelRunner::load(const std::string &path, const TestDataSet *data,
 
 Error ModelRunner::compile(const CompileOptions &opts) {
   if (!devices_)
-    return ee_->compile(CompilationMode::Infer, opts);
+    return ee_->compile(opts);
   MultiDeviceOptions o;
   o.backend = backend_;
   o.devices = devices_;
@@ -120,6 +122,14 @@ Error ModelRunner::compile(const CompileOptions &opts) {
   KILN_ASSIGN_OR_RETURN(MultiDeviceNetwork md, createMultiDeviceNetwork(f_, o));
   md_ = std::move(md);
   return Error::success();
+}
+
+std::vector<StageTiming> ModelRunner::profile() const {
+  HostManager *hm = ee_->getHostManager();
+  if (md_ || !hm || !f_)
+    return {};
+  Expected<std::vector<StageTiming>> p = hm->getProfile(f_->getName());
+  return p ? std::move(p).get() : std::vector<StageTiming>();
 }
 
 Error ModelRunner::bindInputs(const std::vector<Tensor> &inputs) {

@@ -71,6 +71,9 @@ public:
   /// the last run (simulated cycles and DMA bytes per partition).
   const MultiDeviceNetwork *multiDevice() const { return md_ ? &*md_ : nullptr; }
   const RunReport &lastReport() const { return lastReport_; }
+  /// Per-stage timings of the compiled partitions (CompiledFunction::getProfile), empty
+  /// unless the backend was asked to profile; one device only (not with setMultiDevice).
+  std::vector<StageTiming> profile() const;
   /// Bytes of all constants of the module.
   uint64_t constantBytes() const;
   /// Activation memory of the compiled graph from its low-level IR: the peak of the bytes

@@ -435,7 +435,9 @@ std::vector<std::vector<float>> runWithCodegen(Net &net, const cpu::CodegenOptio
   EXPECT_TRUE(bool(plan)) << plan.getError().message();
   if (!plan)
     return {};
-  auto prog = cpu::generateProgram(**ir, *plan, co);
+  cpu::CodegenOptions withCache = co;
+  withCache.jit.cacheDir = cpu::CPUBackendOptions::defaultKernelCacheDir();
+  auto prog = cpu::generateProgram(**ir, *plan, withCache);
   EXPECT_TRUE(bool(prog)) << prog.getError().message();
   if (!prog)
     return {};

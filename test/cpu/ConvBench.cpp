@@ -40,6 +40,7 @@ Built build(Function *F, bool winograd, unsigned threads, bool noAvx512) {
   co.threads = threads;
   co.winograd = winograd;
   co.jit.disableAvx512 = noAvx512;
+  co.jit.cacheDir = cpu::CPUBackendOptions::defaultKernelCacheDir();
   auto prog = exitOnError(cpu::generateProgram(*ir, plan, co), "codegen");
   Built b;
   for (const cpu::Stage &s : prog->stages)

@@ -22,7 +22,7 @@
 namespace {
 
 // Every process of this test gets the same fresh kernel cache (a child inherits the
-// parent's through the environment), read by the JIT once per process.
+// parent's through the environment), given to the JIT in JitOptions::cacheDir.
 const std::string kCacheDir = [] {
   if (const char *d = std::getenv("KILN_CPU_CACHE_DIR"))
     return std::string(d);
@@ -98,6 +98,7 @@ TEST(CpuJit, SharedKernelsShareHelpers) {
     SCOPED_TRACE(isa.suffix);
     kiln::cpu::JitOptions opts;
     opts.disableAvx512 = isa.disableAvx512;
+    opts.cacheDir = kCacheDir;
     std::string sg = "libjit_sgemm_f32_" + isa.suffix, bmm = "libjit_batchmatmul_f32_" + isa.suffix;
     auto k = kiln::cpu::getSharedKernels({sg, bmm}, opts);
     ASSERT_TRUE(bool(k)) << k.getError().toString();

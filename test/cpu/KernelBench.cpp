@@ -7,6 +7,7 @@
 //
 //   bazel run -c opt //test/cpu:kernel_bench -- [--filter SUBSTR] [--reps 200] [--no-avx512]
 //                                                [--threads N]
+#include "backends/CPU/CPUBackend.h"
 #include "backends/CPU/jit/Jit.h"
 #include "backends/CPU/libjit/libjit.h"
 #include "backends/CPU/libjit/libjit_gemm_config.h"
@@ -330,6 +331,7 @@ int main(int argc, char **argv) {
   }
   kiln::cpu::JitOptions opts;
   opts.disableAvx512 = noAvx512;
+  opts.cacheDir = kiln::cpu::CPUBackendOptions::defaultKernelCacheDir();
   bool avx512 = kiln::cpu::detectHost(opts).avx512;
   std::string isa = avx512 ? "avx512" : "avx2";
   auto addrs = kiln::exitOnError(

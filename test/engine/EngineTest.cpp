@@ -31,7 +31,7 @@ TEST(ExecutionEngine, CompilesAndRunsRepeatedly) {
   ExecutionEngine ee("Interpreter");
   Placeholder *x;
   SaveNode *y = buildSmallNet(ee.getModule(), x);
-  ASSERT_FALSE(ee.compile(CompilationMode::Infer));
+  ASSERT_FALSE(ee.compile());
   PlaceholderBindings b;
   b.allocate(ee.getModule().getPlaceholders());
   // Row 0: [1, 2] -> [1*1 + 2*2 + 0.5, 1*-1 + 2*0.5 - 1] = [5.5, -1] -> relu [5.5, 0]

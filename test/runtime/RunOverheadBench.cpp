@@ -86,7 +86,7 @@ int benchBackend(const std::string &backendName, unsigned batches, unsigned runs
   ExecutionEngine ee(backendName);
   Placeholder *x = nullptr;
   build(ee.getModule(), x);
-  if (Error e = ee.compile(CompilationMode::Infer, co)) {
+  if (Error e = ee.compile(co)) {
     std::fprintf(stderr, "%s\n", e.message().c_str());
     return 1;
   }

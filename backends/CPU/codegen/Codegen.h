@@ -56,7 +56,7 @@ struct Stage {
   StageFn fn = nullptr;
   bool parallel = false;
   std::string name;
-  std::string desc; ///< what the stage computes, for profiles (KILN_CPU_PROFILE=1)
+  std::string desc; ///< what the stage computes, for profiles (CodegenOptions::profile)
 };
 
 struct CodegenOptions {
@@ -72,6 +72,8 @@ struct CodegenOptions {
   /// 3x3 stride-1 convolutions computed with Winograd F(4x4, 3x3) (libjit_conv2d_wino)
   /// where that is faster.
   bool winograd = true;
+  /// One stage per instruction, so that a profile times each on its own.
+  bool profile = false;
 };
 
 /// A compiled function: native code, the constant arena, and the activation arena size.

@@ -8,6 +8,7 @@
 #define KILN_BACKENDS_CPU_CODEGEN_EMITTER_H
 
 #include "Codegen.h"
+#include "ConvPlan.h"
 
 #include "backends/CPU/libjit/libjit_gemm_config.h"
 
@@ -105,6 +106,9 @@ public:
   // ---- Emitters by instruction kind (EmitGemm.cpp, EmitPool.cpp, EmitNorm.cpp,
   // EmitData.cpp; element-wise chains in EmitElementwise.cpp) ----
   Error planConv(Instruction *I, std::vector<Item> &items);
+  /// The items of a convolution of shape \p s computed as \p plan says.
+  Error emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpilogue &epi, Value *dest,
+                 Value *in, Value *filter, Value *bias, std::vector<Item> &items);
   Error planFullyConnected(Instruction *I, std::vector<Item> &items);
   Error planFusedFullyConnected(Instruction *I, std::vector<Item> &items);
   Error planMatMul(Instruction *I, std::vector<Item> &items);
@@ -147,8 +151,8 @@ private:
     return Range{l.base, l.offset, l.offset + v->getType()->sizeInBytes()};
   }
   uint64_t constRaw(const WeightVar *w);
-  Expected<uint64_t> constPacked(const WeightVar *w, int kind, int64_t groups, int64_t rows,
-                                 int64_t cols);
+  Expected<uint64_t> constPacked(const WeightVar *w, WeightPacking packing, int64_t groups,
+                                 int64_t rows, int64_t cols);
   uint64_t reserveExtra(uint64_t bytes) {
     uint64_t off = extrasTop_;
     extrasTop_ = alignUp(extrasTop_ + bytes);
@@ -207,7 +211,7 @@ private:
   uint64_t tScratchBytes_ = 0, tScratchOffset_ = 0;
 
   std::vector<char> consts_;
-  std::map<std::tuple<const WeightVar *, int, int64_t>, uint64_t> constCache_;
+  std::map<std::tuple<const WeightVar *, WeightPacking, int64_t>, uint64_t> constCache_;
   std::unordered_map<const Placeholder *, unsigned> phIndex_;
 
   // Current stage function.

@@ -129,7 +129,7 @@ Expected<Location> Emitter::loc(const Value *v) {
 }
 
 uint64_t Emitter::constRaw(const WeightVar *w) {
-  auto key = std::make_tuple(w, 0, int64_t(0));
+  auto key = std::make_tuple(w, WeightPacking::None, int64_t(0));
   auto it = constCache_.find(key);
   if (it != constCache_.end())
     return it->second;
@@ -148,7 +148,7 @@ uint64_t Emitter::constRaw(const WeightVar *w) {
 /// kinds 4-6: 3x3 filters [rows = O][cols = C][3][3] transformed for Winograd F(4x4, 3x3)
 /// (libjit_pack_wino), and with the tiles as rows F(2x2, 3x3) and F(4x4, 3x3)
 /// (libjit_pack_wino_rows).
-Expected<uint64_t> Emitter::constPacked(const WeightVar *w, int kind, int64_t groups,
+Expected<uint64_t> Emitter::constPacked(const WeightVar *w, WeightPacking kind, int64_t groups,
                                         int64_t rows, int64_t cols) {
   auto key = std::make_tuple(w, kind, groups);
   auto it = constCache_.find(key);
@@ -157,25 +157,25 @@ Expected<uint64_t> Emitter::constPacked(const WeightVar *w, int kind, int64_t gr
   auto *c = cast<Constant>(w->getOrigin());
   const float *src = reinterpret_cast<const float *>(c->getPayload().getUnsafePtr());
   int64_t floats;
-  if (kind == 1)
+  if (kind == WeightPacking::GemmA)
     floats = groups * (avx512_ ? libjit::packedAFloats<libjit::GemmAvx512>(rows, cols)
                                : libjit::packedAFloats<libjit::GemmAvx2>(rows, cols));
-  else if (kind == 3) // W [cols x rows] packed as the B operand W^T [rows x cols]
+  else if (kind == WeightPacking::GemmBTransposed) // W [cols x rows] packed as the B operand W^T [rows x cols]
     floats = avx512_ ? libjit::packedBFloats<libjit::GemmAvx512>(rows, cols)
                      : libjit::packedBFloats<libjit::GemmAvx2>(rows, cols);
-  else if (kind == 4)
+  else if (kind == WeightPacking::Winograd4x4)
     floats = avx512_ ? libjit_pack_wino_floats_avx512(rows, cols)
                      : libjit_pack_wino_floats_avx2(rows, cols);
-  else if (kind == 5 || kind == 6)
-    floats = avx512_ ? libjit_pack_wino_rows_floats_avx512(kind == 5 ? 2 : 4, rows, cols)
-                     : libjit_pack_wino_rows_floats_avx2(kind == 5 ? 2 : 4, rows, cols);
-  else
+  else if (kind == WeightPacking::WinogradRows2x2 || kind == WeightPacking::WinogradRows4x4)
+    floats = avx512_ ? libjit_pack_wino_rows_floats_avx512(kind == WeightPacking::WinogradRows2x2 ? 2 : 4, rows, cols)
+                     : libjit_pack_wino_rows_floats_avx2(kind == WeightPacking::WinogradRows2x2 ? 2 : 4, rows, cols);
+  else // GemmB
     floats = avx512_ ? libjit::packedBFloats<libjit::GemmAvx512>(rows, cols)
                      : libjit::packedBFloats<libjit::GemmAvx2>(rows, cols);
   uint64_t off = alignUp(consts_.size());
   consts_.resize(off + alignUp(floats * 4));
   float *dst = reinterpret_cast<float *>(consts_.data() + off);
-  if (kind == 1) {
+  if (kind == WeightPacking::GemmA) {
     int64_t per = floats / groups;
     for (int64_t g = 0; g < groups; g++) {
       if (avx512_)
@@ -183,21 +183,21 @@ Expected<uint64_t> Emitter::constPacked(const WeightVar *w, int kind, int64_t gr
       else
         libjit_pack_a_f32_avx2(dst + g * per, src + g * rows * cols, rows, cols, cols);
     }
-  } else if (kind == 3) {
+  } else if (kind == WeightPacking::GemmBTransposed) {
     if (avx512_)
       libjit_pack_bt_f32_avx512(dst, src, rows, cols);
     else
       libjit_pack_bt_f32_avx2(dst, src, rows, cols);
-  } else if (kind == 4) {
+  } else if (kind == WeightPacking::Winograd4x4) {
     if (avx512_)
       libjit_pack_wino_f32_avx512(dst, src, rows, cols);
     else
       libjit_pack_wino_f32_avx2(dst, src, rows, cols);
-  } else if (kind == 5 || kind == 6) {
+  } else if (kind == WeightPacking::WinogradRows2x2 || kind == WeightPacking::WinogradRows4x4) {
     if (avx512_)
-      libjit_pack_wino_rows_f32_avx512(kind == 5 ? 2 : 4, dst, src, rows, cols);
+      libjit_pack_wino_rows_f32_avx512(kind == WeightPacking::WinogradRows2x2 ? 2 : 4, dst, src, rows, cols);
     else
-      libjit_pack_wino_rows_f32_avx2(kind == 5 ? 2 : 4, dst, src, rows, cols);
+      libjit_pack_wino_rows_f32_avx2(kind == WeightPacking::WinogradRows2x2 ? 2 : 4, dst, src, rows, cols);
   } else {
     if (avx512_)
       libjit_pack_b_f32_avx512(dst, src, rows, cols, cols);
@@ -445,7 +445,7 @@ Error Emitter::run(std::vector<std::string> &entryNames) {
   // Pass 2: stages.
   bool open = false;
   // Profiles (CPUBackend.cpp) time every item on its own.
-  static const bool profile = std::getenv("KILN_CPU_PROFILE") != nullptr;
+  const bool profile = opts_.profile;
   for (Item &it : items) {
     bool par = it.parallel && opts_.threads > 1;
     if (par || profile) {

@@ -133,12 +133,11 @@ std::string errString(llvm::Error e) {
   return os.str();
 }
 
-PhaseTimer::PhaseTimer(std::string what)
-    : what_(std::move(what)), start_(std::chrono::steady_clock::now()) {}
+PhaseTimer::PhaseTimer(std::string what, bool on)
+    : what_(std::move(what)), on_(on), start_(std::chrono::steady_clock::now()) {}
 
 PhaseTimer::~PhaseTimer() {
-  static const bool on = std::getenv("KILN_CPU_JIT_TIMES") != nullptr;
-  if (on)
+  if (on_)
     std::fprintf(stderr, "[kiln jit] %-60s %8.1f ms\n", what_.c_str(),
                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
                                                            start_)
@@ -248,7 +247,7 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
   unsigned width = opts.preferVectorWidth ? opts.preferVectorWidth : (host.avx512 ? 512 : 256);
   std::set<std::string> keep(entries.begin(), entries.end());
   {
-    PhaseTimer pt(M->getModuleIdentifier() + " " + entries.front() + ": load");
+    PhaseTimer pt(M->getModuleIdentifier() + " " + entries.front() + ": load", opts.times);
     for (const auto &e : externals)
       if (llvm::Function *f = M->getFunction(e.first)) {
         f->deleteBody();
@@ -289,7 +288,7 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
     return makeError(ErrorCode::Internal, "CPU backend: generated LLVM IR does not verify");
 
   {
-    PhaseTimer pt(M->getModuleIdentifier() + " " + entries.front() + ": optimise");
+    PhaseTimer pt(M->getModuleIdentifier() + " " + entries.front() + ": optimise", opts.times);
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
@@ -354,7 +353,7 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
   jm->impl_->jit = std::move(*jit);
   {
     // Code is generated on the first lookup: do it here, where it is timed.
-    PhaseTimer pt(what);
+    PhaseTimer pt(what, opts.times);
     KILN_RETURN_IF_ERR(jm->lookup(entries.front()).takeError());
   }
   return std::move(jm);

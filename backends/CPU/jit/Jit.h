@@ -29,6 +29,11 @@ struct JitOptions {
   bool keepAsm = false;
   /// Pretend the host has no AVX-512 (for testing the AVX2 paths on an AVX-512 host).
   bool disableAvx512 = false;
+  /// Print the wall time of each JIT phase to stderr.
+  bool times = false;
+  /// Where getSharedKernels keeps compiled kernels across processes, created on demand;
+  /// "" keeps them in the process only.
+  std::string cacheDir;
 };
 
 /// The host as the JIT sees it.

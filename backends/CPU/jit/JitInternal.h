@@ -43,14 +43,15 @@ materializeReachable(llvm::Module &m, const std::vector<std::string> &roots,
 /// (those functions become declarations), then the rest of the module is read.
 llvm::Error dropUnmaterialized(llvm::Module &m);
 
-/// KILN_CPU_JIT_TIMES=1 prints the wall time of each JIT phase to stderr.
+/// Prints the wall time of a JIT phase to stderr when \p on (JitOptions::times).
 class PhaseTimer {
 public:
-  explicit PhaseTimer(std::string what);
+  PhaseTimer(std::string what, bool on);
   ~PhaseTimer();
 
 private:
   std::string what_;
+  bool on_;
   std::chrono::steady_clock::time_point start_;
 };
 

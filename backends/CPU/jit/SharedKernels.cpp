@@ -31,17 +31,9 @@ uint64_t fnv1a(const void *data, size_t n, uint64_t h = 1469598103934665603ull) 
   return h;
 }
 
-/// The directory of the on-disk cache of precompiled kernels, created on demand, or ""
-/// when disabled (KILN_CPU_CACHE_DIR=off) or not writable. KILN_CPU_CACHE_DIR, else
-/// $XDG_CACHE_HOME/kiln-cpu, else $HOME/.cache/kiln-cpu.
-std::string kernelCacheDir() {
-  std::string dir;
-  if (const char *d = std::getenv("KILN_CPU_CACHE_DIR"))
-    dir = d;
-  else if (const char *x = std::getenv("XDG_CACHE_HOME"))
-    dir = std::string(x) + "/kiln-cpu";
-  else if (const char *h = std::getenv("HOME"))
-    dir = std::string(h) + "/.cache/kiln-cpu";
+/// \p dir, created on demand, or "" when it is disabled ("", "off", "0") or cannot be
+/// created.
+std::string usableCacheDir(const std::string &dir) {
   if (dir.empty() || dir == "off" || dir == "0")
     return "";
   if (llvm::sys::fs::create_directories(dir))
@@ -49,9 +41,9 @@ std::string kernelCacheDir() {
   return dir;
 }
 
-/// The object file of the unit with reuse key \p key, or "" without a disk cache.
-std::string objectPath(const std::string &key) {
-  static const std::string dir = kernelCacheDir();
+/// The object file of the unit with reuse key \p key in cache directory \p dir, or ""
+/// without one.
+std::string objectPath(const std::string &dir, const std::string &key) {
   if (dir.empty())
     return "";
   static const uint64_t bcHash = fnv1a(kObjectFormat, 1, fnv1a(kLibjitBitcode, kLibjitBitcodeSize));
@@ -71,14 +63,15 @@ struct UnitInfo {
 
 /// Fills \p helpers with the UnitInfo of \p units and of the helpers they call. Read once
 /// per process, from the bodies those units reach.
-Error findHelpers(const std::vector<std::string> &units, std::map<std::string, UnitInfo> &helpers) {
+Error findHelpers(const std::vector<std::string> &units, std::map<std::string, UnitInfo> &helpers,
+                  bool times) {
   std::vector<std::string> unknown;
   for (const std::string &u : units)
     if (!helpers.count(u))
       unknown.push_back(u);
   if (unknown.empty())
     return Error::success();
-  PhaseTimer pt("find the shared helpers");
+  PhaseTimer pt("find the shared helpers", times);
   llvm::LLVMContext ctx;
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> m, loadLibjitModule(ctx));
   for (size_t i = 0; i < unknown.size(); i++) {
@@ -108,7 +101,7 @@ Error findHelpers(const std::vector<std::string> &units, std::map<std::string, U
 Expected<std::unique_ptr<JitModule>> buildUnit(const std::string &name, const std::string &key,
                                                const JitOptions &o,
                                                const std::map<std::string, void *> &helpers) {
-  std::string cachePath = objectPath(key);
+  std::string cachePath = objectPath(o.cacheDir, key);
   if (!cachePath.empty())
     if (std::unique_ptr<JitModule> jm = JitModule::loadObject(cachePath, {name}, o, helpers))
       return std::move(jm);
@@ -130,6 +123,7 @@ Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::
       host.cpu + "|" + host.features + "|" + std::to_string(opts.preferVectorWidth) + "|";
   JitOptions o = opts;
   o.keepIR = o.keepAsm = false;
+  o.cacheDir = usableCacheDir(opts.cacheDir);
   std::lock_guard<std::mutex> l(m);
 
   // The units to build: the kernels not compiled yet in this process and the helpers
@@ -139,7 +133,7 @@ Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::
   for (const std::string &n : names)
     if (!modules.count(prefix + n))
       missing.push_back(n);
-  KILN_RETURN_IF_ERR(findHelpers(missing, info));
+  KILN_RETURN_IF_ERR(findHelpers(missing, info, opts.times));
   std::vector<std::string> helpers, kernels;
   std::vector<std::string> work(names.begin(), names.end());
   std::set<std::string> seen;

@@ -201,7 +201,8 @@ LIBJIT_INLINE void im2colRun(float *d, const float *row, int64_t W, int64_t iw0,
 
 /// im2colRun out of line, with the stride dispatched inside: one compiled copy per stride
 /// serves the im2col fallback and the planes, where a copy inlined at each call site made
-/// the strip kernel the longest JIT compile (2.8 -> 1.4 s cold). The tap planes of
+/// the strip kernel the longest JIT compile (halved its cold compile, see the README's
+/// Measurements). The tap planes of
 /// stride-2 layers keep an inlined copy (buildTapPlanes).
 LIBJIT_NOINLINE void planeRun(float *d, const float *row, int64_t W, int64_t iw0, int64_t SW,
                               int64_t n) {
@@ -247,10 +248,9 @@ LIBJIT_INLINE void im2colRows(float *dst, int64_t ldd, const float *x, int64_t p
 /// P[oh - oh0 + kh*DH/SH][ow + kw*DW/SW]: a run of output pixels along a row reads a
 /// contiguous run of a plane, so the im2col rows are plain copies without bounds checks,
 /// and the stride-2 gathers happen once per input element instead of once per tap.
-/// Measured (kernel_bench, 1 thread, AVX-512) against gathering every tap's row from the
-/// input: 3x3/2 128->128 56x56 1.30 -> 1.21-1.23 ms, the 7x7/2 stem 1.21 -> 1.12-1.15 ms,
-/// 3x3/1 48->192 13x13 194 -> 142 us; the 3x3/2 stems with 3 channels are 2-3% slower
-/// (long output rows made the gathers cheap there). Bands of planes capped to stay in L2
+/// Measured faster (kernel_bench, README's Measurements) than gathering every tap's row
+/// from the input on strided and 3x3/1 layers; the 3x3/2 stems with 3 channels are
+/// slightly slower (long output rows made the gathers cheap there). Bands of planes capped to stay in L2
 /// were not measurably faster.
 struct PhasePlanes {
   static constexpr int kMaxStride = 4;
@@ -339,11 +339,9 @@ LIBJIT_INLINE void im2colFromPlanes(float *dst, int64_t ldd, const PhasePlanes &
 /// their offset table lives on the stack (18 KB).
 constexpr int64_t kMaxDirectTaps = 4608;
 /// The most tap planes per input channel (row phases x kernel columns): each is about one
-/// OW-wide copy of a 1/SH share of the input rows. Measured in network (kiln-run, 1 thread,
-/// per-stage minima of 3-5 interleaved runs), tap planes against the phase-plane im2col:
-/// 3x3/2 (6 planes) 1.29-1.31 -> 1.21-1.23 ms on resnet50's 128->128 56x56, 0.30-0.37 ->
-/// 0.28-0.34 ms on squeezenet1_1's stem; but resnet50's 7x7/2 stem (14 planes, 2.2 MB)
-/// 1.18 -> 1.20-1.24 ms and alexnet's 11x11/4 stem (44) 0.82-0.84 -> 0.89-0.94 ms.
+/// OW-wide copy of a 1/SH share of the input rows. Measured in network against the
+/// phase-plane im2col (README's Measurements): faster with 6 planes (3x3/2), slower with
+/// resnet50's 7x7/2 stem (14 planes, 2.2 MB) and alexnet's 11x11/4 stem (44).
 constexpr int64_t kMaxTapPlanes = 6;
 
 /// The tap planes of conv2dStripDirect for output rows [oh0, oh0 + rows) of image x. Stride

@@ -8,6 +8,7 @@
 #ifndef KILN_BACKEND_BACKEND_H
 #define KILN_BACKEND_BACKEND_H
 
+#include "kiln/Backend/CompileOptions.h"
 #include "kiln/Backend/ExecutionContext.h"
 #include "kiln/IR/IR.h"
 
@@ -22,23 +23,11 @@ class DeviceManager;
 struct DeviceConfig;
 struct PlannedIR;
 
-/// Options of one compilation; passed in, never global.
-struct CompileOptions {
-  /// Intra-op threads for backends that use them; 0 means all cores.
-  unsigned threads = 0;
-  /// Optimise the low-level IR for memory: a memory-aware node order
-  /// (kiln/Memory/Scheduler.h) and the IR passes (kiln/Passes/IR/IRPasses.h: buffer
-  /// sharing, copy elimination...).
-  bool optimizeIR = false;
-  /// Run from a static memory plan (kiln/Memory/MemoryPlanner.h): weights, inputs/outputs
-  /// and activations at planned offsets of three preallocated regions, no allocation per
-  /// activation. Backends without such a mode ignore it.
-  bool staticMemoryPlan = false;
-  /// For backends that generate code (CPU): write the optimised LLVM IR / the host
-  /// assembly of each compiled function to this file ("-": stderr; empty: no dump). The
-  /// first dump to a path in a process truncates it, later ones append. Others ignore it.
-  std::string dumpLLVMIR;
-  std::string dumpAsm;
+/// The run times of one step of a compiled function, over the runs after the first.
+struct StageTiming {
+  std::string name;
+  uint64_t runs = 0;
+  double meanMs = 0, minMs = 0;
 };
 
 /// The result of compiling one Function for one backend.
@@ -50,6 +39,9 @@ public:
   virtual Error execute(ExecutionContext &ctx) = 0;
   /// Name of the backend that compiled it.
   virtual std::string getBackendName() const = 0;
+  /// Per-stage timings, in program order, for backends that profile when asked to (the
+  /// CPU backend with `profile=1`); empty otherwise.
+  virtual std::vector<StageTiming> getProfile() const { return {}; }
 };
 
 /// What the compile driver does for a backend between the graph and its code generation
@@ -89,6 +81,9 @@ public:
     (void)node;
     return true;
   }
+  /// The parameters this backend takes in CompileOptions::backendOptions ("threads" is
+  /// generic and not listed); Backend::compile rejects any other (checkBackendOptions).
+  virtual std::vector<BackendParameter> getParameters() const { return {}; }
   /// How the compile driver prepares this backend's IR under \p opts (default: plain IRGen
   /// in topological order, no IR passes, no static plan).
   virtual BackendCompileSpec getCompileSpec(const CompileOptions &opts) const {

@@ -18,8 +18,6 @@ namespace kiln {
 
 class HostManager; // kiln/Runtime/HostManager.h
 
-enum class CompilationMode { Infer };
-
 class ExecutionEngine {
 public:
   /// An engine for the backend registered as \p backendName, over \p numDevices devices
@@ -45,7 +43,9 @@ public:
   /// pass pipeline, and a Constant used only by a folded node (e.g. convolution weights
   /// absorbing a BatchNormalization) is rewritten in place: clone a Function first to keep
   /// the original graph.
-  Error compile(CompilationMode mode = CompilationMode::Infer, const CompileOptions &opts = {});
+  /// Backend parameters in \p opts reach the backend (e.g. the CPU's `spin-us`); an
+  /// unknown one fails the compile.
+  Error compile(const CompileOptions &opts = {});
   /// Runs the compiled function \p name (may be empty when the module has exactly one).
   /// Safe to call from several threads at once with distinct bindings.
   Error run(PlaceholderBindings &bindings, const std::string &name = "");

@@ -94,6 +94,10 @@ public:
   Expected<std::string> getPlanDot(const std::string &name) const;
   /// Number of partitions of the network.
   Expected<size_t> getNumPartitions(const std::string &name) const;
+  /// The per-stage timings of the network's compiled partitions, in partition order
+  /// (CompiledFunction::getProfile; names prefixed "<partition>: " when there are
+  /// several); empty unless their backend was asked to profile.
+  Expected<std::vector<StageTiming>> getProfile(const std::string &name) const;
 
   /// Runs \p name on \p bindings and calls \p cb exactly once with the result: on a
   /// device worker thread, or on this thread when the request is refused (unknown

@@ -1,0 +1,75 @@
+/// \file
+/// How the CPU backend computes a 2-D convolution: the choice of kernel and weight layout
+/// from the shape alone (no IR, no LLVM), so that the rules can be read and tested on
+/// their own. Emitter::planConv (EmitGemm.cpp) emits the call the plan names. The rules
+/// and the measurements behind them are in backends/CPU/README.md.
+#ifndef KILN_BACKENDS_CPU_CODEGEN_CONVPLAN_H
+#define KILN_BACKENDS_CPU_CODEGEN_CONVPLAN_H
+
+#include <cstdint>
+
+namespace kiln::cpu {
+
+/// The instruction set the kernels are compiled for.
+enum class Isa { Avx2, Avx512 };
+
+/// A convolution in NCHW: input N x C x H x W, output N x O x OH x OW.
+struct ConvShape {
+  int64_t N = 1, C = 1, H = 1, W = 1;
+  int64_t O = 1, OH = 1, OW = 1;
+  int64_t KH = 1, KW = 1; ///< kernel
+  int64_t SH = 1, SW = 1; ///< strides
+  int64_t PT = 0, PL = 0; ///< top and left padding
+  int64_t DH = 1, DW = 1; ///< dilations
+  int64_t group = 1;
+  /// The weights are a constant (they can be transformed at compile time).
+  bool constantWeights = true;
+  /// The fused epilogue adds a residual operand.
+  bool residualAdd = false;
+};
+
+/// The kernel that computes a convolution; the profile name of each in brackets.
+enum class ConvAlgorithm {
+  Depthwise,     ///< [conv_dw] one filter per channel (libjit_conv2d_dw)
+  WinogradRows2, ///< [conv_wino2] F(2x2, 3x3), tiles as GEMM rows
+  WinogradRows4, ///< [conv_wino4r] F(4x4, 3x3), tiles as GEMM rows
+  Winograd,      ///< [conv_wino] F(4x4, 3x3), tiles as GEMM columns
+  Transposed,    ///< [convT] GEMM with the pixels as rows (libjit_conv2d_t)
+  Strip,         ///< [convS] strip kernel over the unpacked filter (libjit_conv2d_strip)
+  PackedGemm,    ///< [conv] packed GEMM over im2col (libjit_conv2d)
+};
+
+/// How weights are laid out for their kernel; all but None are packed at compile time
+/// for constant weights.
+enum class WeightPacking {
+  None,            ///< as they are
+  GemmA,           ///< GEMM A panels (MR rows), per group
+  GemmB,           ///< GEMM B panels (NR columns)
+  GemmBTransposed, ///< W [cols x rows] packed as the B operand W^T
+  Winograd4x4,     ///< F(4x4, 3x3) transformed, for the tiles-as-columns kernel
+  WinogradRows2x2, ///< F(2x2, 3x3) transformed, for the tiles-as-rows kernel
+  WinogradRows4x4, ///< F(4x4, 3x3) transformed, for the tiles-as-rows kernel
+};
+
+/// Algorithms that may be switched off (CodegenOptions::winograd, transposedConv).
+struct ConvAlgorithmSet {
+  bool winograd = true;
+  bool transposed = true;
+};
+
+struct ConvPlan {
+  ConvAlgorithm algorithm = ConvAlgorithm::PackedGemm;
+  WeightPacking packing = WeightPacking::GemmA;
+};
+
+/// The kernel for \p s on \p isa compiled for \p threads threads: the first rule of the
+/// README's table that applies.
+ConvPlan chooseConvAlgorithm(const ConvShape &s, Isa isa, unsigned threads,
+                             const ConvAlgorithmSet &allowed = {});
+
+/// The profile name of \p a ("conv_dw", "convS", ...).
+const char *convAlgorithmName(ConvAlgorithm a);
+
+} // namespace kiln::cpu
+
+#endif // KILN_BACKENDS_CPU_CODEGEN_CONVPLAN_H

@@ -1,0 +1,132 @@
+// CompileOptions' backend parameters: parsing "name=value" items, the CPU backend taking
+// them through ExecutionEngine::compile, and the errors for unknown names and bad values.
+#include "kiln/Runtime/HostManager.h"
+#include "kiln/kiln.h"
+
+#include <gtest/gtest.h>
+
+using namespace kiln;
+
+namespace {
+
+bool contains(const std::string &s, const std::string &part) {
+  return s.find(part) != std::string::npos;
+}
+
+/// y = relu(x W + b) with W = [[1, -1], [2, 0.5]], b = [0.5, -1].
+SaveNode *buildSmallNet(Module &m, Placeholder *&x) {
+  Function *f = m.createFunction("main");
+  x = m.createPlaceholder(ElemKind::Float, {2, 2}, "x");
+  auto *w = m.createConstant("w", Tensor(ElemKind::Float, {2, 2}, {1, -1, 2, 0.5}));
+  auto *b = m.createConstant("b", Tensor(ElemKind::Float, {2}, {0.5, -1}));
+  auto *fc = f->createFullyConnected("fc", NodeValue(x), NodeValue(w), NodeValue(b));
+  return f->createSave("y", NodeValue(f->createRelu("relu", NodeValue(fc))));
+}
+
+CompileOptions withItems(std::initializer_list<const char *> items) {
+  CompileOptions o;
+  for (const char *i : items) {
+    Error e = o.setBackendOption(i);
+    EXPECT_FALSE(bool(e)) << i << ": " << e.message();
+  }
+  return o;
+}
+
+} // namespace
+
+TEST(BackendOptions, ParsesItems) {
+  CompileOptions o;
+  ASSERT_FALSE(bool(o.setBackendOption("threads=3")));
+  EXPECT_EQ(o.threads, 3u);
+  EXPECT_TRUE(o.backendOptions.empty()); // threads is generic
+  ASSERT_FALSE(bool(o.setBackendOption("spin-us=0")));
+  ASSERT_FALSE(bool(o.setBackendOption("dump-asm=/tmp/a=b.s"))); // the first '=' splits
+  ASSERT_FALSE(bool(o.setBackendOption("spin-us=250")));          // the last one wins
+  EXPECT_EQ(o.backendOptions.at("spin-us"), "250");
+  EXPECT_EQ(o.backendOptions.at("dump-asm"), "/tmp/a=b.s");
+  // Each error names the item or the parameter and the bad value.
+  for (auto [bad, named] : {std::pair{"spin-us", "'spin-us'"}, {"=1", "'=1'"},
+                            {"threads=two", "'two'"}, {"threads=-1", "'-1'"}}) {
+    Error e = o.setBackendOption(bad);
+    ASSERT_TRUE(bool(e)) << bad;
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_TRUE(contains(e.message(), named)) << e.message();
+  }
+  EXPECT_EQ(o.threads, 3u); // unchanged by the bad items
+}
+
+TEST(BackendOptions, CheckNamesTheUnknownOneAndTheKnown) {
+  CompileOptions o = withItems({"spin-us=1", "colour=blue"});
+  Error e = checkBackendOptions("Demo", o, {{"spin-us", "N", "spin"}, {"dump", "PATH", "x"}});
+  ASSERT_TRUE(bool(e));
+  EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+  EXPECT_TRUE(contains(e.message(), "Demo")) << e.message();
+  EXPECT_TRUE(contains(e.message(), "'colour'")) << e.message();
+  EXPECT_TRUE(contains(e.message(), "spin-us=N")) << e.message();
+  EXPECT_TRUE(contains(e.message(), "dump=PATH")) << e.message();
+  EXPECT_FALSE(bool(checkBackendOptions("Demo", withItems({"dump=x"}), {{"dump", "PATH", ""}})));
+}
+
+TEST(BackendOptions, ValueParsers) {
+  EXPECT_TRUE(*parseBoolParameter("p", "1"));
+  EXPECT_TRUE(*parseBoolParameter("p", "on"));
+  EXPECT_FALSE(*parseBoolParameter("p", "false"));
+  EXPECT_TRUE(bool(parseBoolParameter("p", "yes").getError()));
+  EXPECT_EQ(*parseUnsignedParameter("n", "4294967295"), 4294967295u);
+  EXPECT_TRUE(bool(parseUnsignedParameter("n", "4294967296").getError()));
+  EXPECT_TRUE(bool(parseUnsignedParameter("n", "").getError()));
+}
+
+// The CPU backend through ExecutionEngine: parameters change how it runs, never what it
+// computes; profile=1 gives per-stage timings of the runs after the first.
+TEST(BackendOptions, CPUParametersThroughExecutionEngine) {
+  ExecutionEngine ee("CPU");
+  Placeholder *x;
+  SaveNode *y = buildSmallNet(ee.getModule(), x);
+  ASSERT_FALSE(bool(ee.compile(withItems({"threads=2", "spin-us=0", "avx512=0", "winograd=0",
+                                          "fuse-elementwise=0", "profile=1"}))));
+  PlaceholderBindings b;
+  b.allocate(ee.getModule().getPlaceholders());
+  // Row 0: [1, 2] -> [5.5, -1] -> relu [5.5, 0]; row 1: [-1, 1] -> [1.5, 0.5].
+  b.get(x)->getHandle<float>().set({1, 2, -1, 1});
+  for (int i = 0; i < 3; i++)
+    ASSERT_FALSE(bool(ee.run(b)));
+  auto out = b.get(y->getPlaceholder())->getHandle<float>();
+  EXPECT_FLOAT_EQ(out.at({0, 0}), 5.5f);
+  EXPECT_FLOAT_EQ(out.at({0, 1}), 0.0f);
+  EXPECT_FLOAT_EQ(out.at({1, 0}), 1.5f);
+  EXPECT_FLOAT_EQ(out.at({1, 1}), 0.5f);
+  Expected<std::vector<StageTiming>> p = ee.getHostManager()->getProfile("main");
+  ASSERT_TRUE(bool(p)) << p.getError().message();
+  ASSERT_FALSE(p->empty());
+  for (const StageTiming &t : *p) {
+    EXPECT_EQ(t.runs, 2u) << t.name; // 3 runs, the first not counted
+    EXPECT_GE(t.minMs, 0.0);
+    EXPECT_LE(t.minMs, t.meanMs + 1e-9) << t.name;
+    EXPECT_FALSE(t.name.empty());
+  }
+  // Without profile=1 there is no profile.
+  ASSERT_FALSE(bool(ee.compile()));
+  ASSERT_FALSE(bool(ee.run(b)));
+  EXPECT_TRUE(ee.getHostManager()->getProfile("main")->empty());
+}
+
+TEST(BackendOptions, UnknownOrBadParametersFailTheCompile) {
+  struct Case {
+    const char *backend, *item, *named, *listed;
+  };
+  for (Case c : {Case{"CPU", "colour=blue", "'colour'", "spin-us=N"},
+                 Case{"CPU", "winograd=maybe", "'winograd'", "maybe"},
+                 Case{"CPU", "vector-width=100", "'vector-width'", "100"},
+                 Case{"Interpreter", "spin-us=1", "'spin-us'", "threads=N"}}) {
+    SCOPED_TRACE(std::string(c.backend) + " " + c.item);
+    ExecutionEngine ee(c.backend);
+    Placeholder *x;
+    buildSmallNet(ee.getModule(), x);
+    Error e = ee.compile(withItems({c.item}));
+    ASSERT_TRUE(bool(e));
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_TRUE(contains(e.message(), c.named)) << e.message();
+    EXPECT_TRUE(contains(e.message(), c.listed)) << e.message();
+  }
+}
