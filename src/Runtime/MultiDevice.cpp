@@ -1,4 +1,5 @@
 #include "kiln/Runtime/MultiDevice.h"
+#include "kiln/Backend/Backend.h"
 #include "kiln/Passes/Pipeline.h"
 
 #include <algorithm>

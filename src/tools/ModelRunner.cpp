@@ -1,5 +1,7 @@
 #include "ModelRunner.h"
 
+#include "kiln/IR/IR.h"
+
 #include <cmath>
 #include <fstream>
 #include <sys/stat.h>
