@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include <glog/logging.h>
+
 namespace kiln {
 
 KILN_REGISTER_BACKEND(InterpreterBackend, "Interpreter");

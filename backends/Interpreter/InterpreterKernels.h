@@ -18,6 +18,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <glog/logging.h>
+
 namespace kiln::interp {
 
 /// The elements of a Float, Float16 or BFloat16 tensor, converted to float.

@@ -5,6 +5,8 @@
 #include <limits>
 #include <sstream>
 
+#include <glog/logging.h>
+
 namespace kiln {
 
 namespace {

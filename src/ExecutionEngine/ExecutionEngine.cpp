@@ -1,4 +1,5 @@
 #include "kiln/ExecutionEngine/ExecutionEngine.h"
+#include "kiln/Backend/Backend.h"
 
 #include "kiln/Runtime/HostManager.h"
 

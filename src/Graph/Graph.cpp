@@ -4,6 +4,8 @@
 #include <fstream>
 #include <unordered_set>
 
+#include <glog/logging.h>
+
 namespace kiln {
 
 // ------------------------------------------------------------------ Function

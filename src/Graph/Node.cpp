@@ -4,6 +4,8 @@
 #include <functional>
 #include <sstream>
 
+#include <glog/logging.h>
+
 namespace kiln {
 
 TypeRef NodeValue::getType() const { return node->getType(resNo); }

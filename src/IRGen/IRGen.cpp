@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <glog/logging.h>
+
 namespace kiln {
 
 namespace {

@@ -11,6 +11,8 @@
 
 #include "kiln/Backend/Backend.h"
 
+#include <glog/logging.h>
+
 namespace kiln {
 
 namespace {

@@ -10,6 +10,8 @@
 #include <functional>
 #include <unordered_map>
 
+#include <glog/logging.h>
+
 namespace kiln {
 
 namespace {

@@ -1,5 +1,6 @@
 #include "kiln/Runtime/HostManager.h"
 #include "kiln/Backend/Compiler.h"
+#include "kiln/Runtime/Executor.h"
 
 #include <algorithm>
 #include <limits>
@@ -16,6 +17,9 @@ struct HostManager::Network {
   bool removing = false; ///< removeNetwork waits for inFlight to reach zero.
   size_t inFlight = 0;
 };
+
+HostManager::HostManager(const HostConfig &config)
+    : config_(config), executor_(std::make_unique<Executor>()) {}
 
 Expected<std::unique_ptr<HostManager>> HostManager::create(std::vector<DeviceConfig> devices,
                                                            const HostConfig &config) {
@@ -284,7 +288,7 @@ Error HostManager::runNetworkBlocking(const std::string &name, PlaceholderBindin
   // The caller waits anyway: where the device is idle, run on this thread and spare the
   // two thread hand-offs (to the device's worker and back), which cost more than a small
   // network's whole run.
-  if (std::optional<Error> e = executor_.tryRunOnCaller(*net->exec, bindings, deadline, report)) {
+  if (std::optional<Error> e = executor_->tryRunOnCaller(*net->exec, bindings, deadline, report)) {
     release(net);
     return std::move(*e);
   }
@@ -356,7 +360,7 @@ void HostManager::dispatch(Network *net, RunId id, PlaceholderBindings *bindings
   // std::function needs a copyable callable: the owned bindings ride in a shared box.
   auto box = std::make_shared<std::pair<std::unique_ptr<PlaceholderBindings>, ResultCallback>>(
       std::move(owned), std::move(cb));
-  executor_.run(net->exec.get(), bindings, deadline, [this, net, id, box](Error e, RunReport rep) {
+  executor_->run(net->exec.get(), bindings, deadline, [this, net, id, box](Error e, RunReport rep) {
     release(net); // touch neither net nor this below
     RunResult r;
     r.id = id;

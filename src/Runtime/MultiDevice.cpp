@@ -1,4 +1,5 @@
 #include "kiln/Runtime/MultiDevice.h"
+#include "kiln/Backend/Backend.h"
 
 #include <algorithm>
 

@@ -3,6 +3,8 @@
 
 #include "kiln/Runtime/Partitioner.h"
 
+#include "kiln/IR/IR.h"
+
 #include <algorithm>
 #include <functional>
 #include <set>

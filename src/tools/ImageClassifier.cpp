@@ -15,6 +15,7 @@
 #include "Flags.h"
 #include "Image.h"
 
+#include "kiln/Backend/Backend.h"
 #include "kiln/Importer/ONNX.h"
 #include "kiln/kiln.h"
 

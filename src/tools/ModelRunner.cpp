@@ -1,6 +1,7 @@
 #include "ModelRunner.h"
 
 #include "kiln/Runtime/HostManager.h"
+#include "kiln/IR/IR.h"
 
 #include <cmath>
 #include <fstream>

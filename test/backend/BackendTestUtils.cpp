@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <glog/logging.h>
+
 namespace kiln::test {
 
 Placeholder *BackendTest::input(const std::string &name, ElemKind k, Dims dims,

@@ -9,6 +9,7 @@
 #ifndef KILN_TEST_BACKEND_BACKENDTESTUTILS_H
 #define KILN_TEST_BACKEND_BACKENDTESTUTILS_H
 
+#include "kiln/Backend/Backend.h"
 #include "kiln/kiln.h"
 
 #include <gtest/gtest.h>

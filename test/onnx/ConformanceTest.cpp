@@ -10,6 +10,8 @@
 
 #include "src/tools/ModelRunner.h"
 
+#include "kiln/Backend/Backend.h"
+
 #include <gtest/gtest.h>
 
 #include <dirent.h>

@@ -15,6 +15,8 @@
 #include <set>
 #include <thread>
 
+#include <glog/logging.h>
+
 using namespace kiln;
 using namespace kiln::test;
 

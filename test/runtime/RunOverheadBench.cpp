@@ -8,6 +8,7 @@
 // Prints the median and minimum microseconds per run over batches.
 //
 //   bazel run -c opt //test/runtime:run_overhead_bench -- [--runs 2000] [--batches 15]
+#include "kiln/Backend/Backend.h"
 #include "kiln/Passes/Pipeline.h"
 #include "kiln/Runtime/HostManager.h"
 #include "kiln/kiln.h"

@@ -4,6 +4,7 @@
 #ifndef KILN_TEST_RUNTIME_RUNTIMETESTUTILS_H
 #define KILN_TEST_RUNTIME_RUNTIMETESTUTILS_H
 
+#include "kiln/Runtime/DeviceManager.h"
 #include "kiln/Runtime/HostManager.h"
 #include "kiln/kiln.h"
 

@@ -10,7 +10,6 @@
 
 #include "kiln/Backend/CompileOptions.h"
 #include "kiln/Backend/ExecutionContext.h"
-#include "kiln/IR/IR.h"
 
 #include <functional>
 #include <memory>

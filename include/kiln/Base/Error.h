@@ -1,8 +1,9 @@
 /// \file
 /// Error handling for everything a caller can get wrong: a malformed model, an unsupported
 /// operator, a shape mismatch, a device out of memory, a full queue. Library code returns
-/// `Error` or `Expected<T>`; it never aborts on user input. glog CHECK is reserved for
-/// internal invariants (bugs in Kiln itself).
+/// `Error` or `Expected<T>`; it never aborts on user input. KILN_CHECK (kiln/Base/Check.h)
+/// in headers, and glog CHECK in .cpp files, are reserved for internal invariants (bugs in
+/// Kiln itself).
 #ifndef KILN_BASE_ERROR_H
 #define KILN_BASE_ERROR_H
 

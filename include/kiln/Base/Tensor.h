@@ -4,6 +4,7 @@
 #ifndef KILN_BASE_TENSOR_H
 #define KILN_BASE_TENSOR_H
 
+#include "kiln/Base/Check.h"
 #include "kiln/Base/Type.h"
 
 #include <cassert>
@@ -12,8 +13,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <glog/logging.h>
 
 namespace kiln {
 
@@ -108,10 +107,10 @@ public:
   size_t size() const { return type_.numElements(); }
   /// Flat, row-major index of an index list (one index per dimension).
   size_t flatIndex(std::initializer_list<dim_t> idx) const {
-    DCHECK_EQ(idx.size(), type_.dims.size());
+    KILN_DCHECK(idx.size() == type_.dims.size());
     size_t off = 0, i = 0;
     for (dim_t v : idx) {
-      DCHECK_LT(v, type_.dims[i]);
+      KILN_DCHECK(v < type_.dims[i]);
       off += v * strides_[i++];
     }
     return off;
@@ -131,7 +130,8 @@ public:
   T *end() { return data_ + size(); }
   /// Copies \p values in, row-major; their count must equal size().
   void set(std::initializer_list<Raw> values) {
-    CHECK_EQ(values.size(), size());
+    KILN_CHECK(values.size() == size())
+        << "Handle::set: " << values.size() << " values for " << size() << " elements";
     size_t i = 0;
     for (const Raw &v : values)
       data_[i++] = v;
@@ -163,13 +163,13 @@ private:
 };
 
 template <typename T> Handle<T> Tensor::getHandle() {
-  CHECK(isStorageOf<T>(type_.kind)) << "getHandle: tensor of " << type_.toString()
-                                    << " is not stored as the requested C++ type";
+  KILN_CHECK(isStorageOf<T>(type_.kind)) << "getHandle: tensor of " << type_.toString()
+                                         << " is not stored as the requested C++ type";
   return Handle<T>(reinterpret_cast<T *>(data_), type_);
 }
 template <typename T> Handle<const T> Tensor::getHandle() const {
-  CHECK(isStorageOf<T>(type_.kind)) << "getHandle: tensor of " << type_.toString()
-                                    << " is not stored as the requested C++ type";
+  KILN_CHECK(isStorageOf<T>(type_.kind)) << "getHandle: tensor of " << type_.toString()
+                                         << " is not stored as the requested C++ type";
   return Handle<const T>(reinterpret_cast<const T *>(data_), type_);
 }
 

@@ -7,7 +7,8 @@
 #ifndef KILN_EXECUTIONENGINE_EXECUTIONENGINE_H
 #define KILN_EXECUTIONENGINE_EXECUTIONENGINE_H
 
-#include "kiln/Backend/Backend.h"
+#include "kiln/Backend/CompileOptions.h"
+#include "kiln/Backend/ExecutionContext.h"
 
 #include <map>
 #include <memory>
@@ -16,6 +17,7 @@
 
 namespace kiln {
 
+class Backend;     // kiln/Backend/Backend.h
 class HostManager; // kiln/Runtime/HostManager.h
 
 class ExecutionEngine {

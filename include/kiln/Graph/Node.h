@@ -6,10 +6,9 @@
 #ifndef KILN_GRAPH_NODE_H
 #define KILN_GRAPH_NODE_H
 
+#include "kiln/Base/Check.h"
 #include "kiln/Base/Error.h"
 #include "kiln/Base/Type.h"
-
-#include <glog/logging.h>
 
 #include <cstdint>
 #include <string>
@@ -173,11 +172,11 @@ template <typename To, typename From> const To *dyn_cast(const From *n) {
   return isa<To>(n) ? static_cast<const To *>(n) : nullptr;
 }
 template <typename To, typename From> To *cast(From *n) {
-  CHECK(isa<To>(n)) << "invalid cast";
+  KILN_CHECK(isa<To>(n)) << "invalid cast";
   return static_cast<To *>(n);
 }
 template <typename To, typename From> const To *cast(const From *n) {
-  CHECK(isa<To>(n)) << "invalid cast";
+  KILN_CHECK(isa<To>(n)) << "invalid cast";
   return static_cast<const To *>(n);
 }
 

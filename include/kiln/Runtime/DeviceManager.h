@@ -15,6 +15,7 @@
 #define KILN_RUNTIME_DEVICEMANAGER_H
 
 #include "kiln/Backend/Backend.h"
+#include "kiln/Runtime/RuntimeTypes.h"
 
 #include <atomic>
 #include <chrono>
@@ -34,31 +35,6 @@ namespace kiln {
 /// Memory of a device whose config leaves memoryBytes at 0 and whose backend sets no
 /// default of its own: 16 GiB of host memory.
 constexpr uint64_t kDefaultHostDeviceMemory = uint64_t(16) << 30;
-
-/// Describes one device. Options are passed in, never global.
-struct DeviceConfig {
-  /// The backend whose compiled functions this device runs ("Sim", "Interpreter", "CPU").
-  std::string backendName;
-  /// A unique name for messages and plans ("sim0"); empty: the runtime names it.
-  std::string name;
-  /// Memory available to loaded networks, in bytes; 0: the backend's default.
-  uint64_t memoryBytes = 0;
-  /// Backend-specific settings as text (the Sim reads "config_file" and its config keys).
-  std::map<std::string, std::string> parameters;
-};
-
-/// What a device reports about one run. Host devices report only wall time; simulated or
-/// real accelerators also fill the counters they have.
-struct DeviceRunStats {
-  uint64_t cycles = 0;   ///< Device clock cycles (simulated on the Sim).
-  uint64_t dmaBytes = 0; ///< Bytes moved between host and device memory.
-  double seconds = 0;    ///< Wall time the worker spent in the run.
-};
-
-using Clock = std::chrono::steady_clock;
-/// A point after which a run is no longer wanted; kNoDeadline means never.
-using Deadline = Clock::time_point;
-constexpr Deadline kNoDeadline = Deadline::max();
 
 class DeviceManager {
 public:

@@ -34,23 +34,6 @@ struct ExecutableNetwork {
   void index();
 };
 
-/// What one partition of a request did.
-struct PartitionRunReport {
-  std::string partition;
-  std::string device;
-  DeviceRunStats stats;
-};
-
-/// What one request did: the partitions it ran, in completion order.
-struct RunReport {
-  std::vector<PartitionRunReport> partitions;
-  double seconds = 0; ///< Wall time from start to the last partition's end.
-  uint64_t totalCycles() const;
-  uint64_t totalDmaBytes() const;
-  /// One line per partition: name, device, cycles, DMA bytes, wall time.
-  std::string toString() const;
-};
-
 class Executor {
 public:
   using DoneCallback = std::function<void(Error, RunReport)>;

@@ -13,10 +13,13 @@
 #ifndef KILN_RUNTIME_HOSTMANAGER_H
 #define KILN_RUNTIME_HOSTMANAGER_H
 
-#include "kiln/Runtime/Executor.h"
+#include "kiln/Backend/CompileOptions.h"
+#include "kiln/Backend/ExecutionContext.h"
+#include "kiln/Runtime/RuntimeTypes.h"
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,6 +28,12 @@
 #include <vector>
 
 namespace kiln {
+
+// Runtime internals (kiln/Runtime/*.h, the backend-author layer).
+class Backend;
+class DeviceManager;
+class Executor;
+class Provisioner;
 
 struct HostConfig {
   /// Requests admitted and not yet finished; one more is refused with QueueFull.
@@ -120,7 +129,7 @@ public:
   size_t getActiveRequests() const;
 
 private:
-  explicit HostManager(const HostConfig &config) : config_(config) {}
+  explicit HostManager(const HostConfig &config);
   struct Network;
   Error addNetworkImpl(Function *f, std::shared_ptr<Module> owner, const NetworkOptions &opts);
   /// Admits a request (or answers it), then hands it to the executor.
@@ -145,7 +154,7 @@ private:
   std::map<std::string, std::unique_ptr<Backend>> backends_;
   std::vector<std::string> backendOrder_;
   std::unique_ptr<Provisioner> provisioner_;
-  Executor executor_;
+  std::unique_ptr<Executor> executor_;
 
   /// Serialises adding and removing networks (they share device memory and may share a
   /// module's graph).

@@ -21,6 +21,7 @@
 #define KILN_RUNTIME_PARTITIONER_H
 
 #include "kiln/Backend/Backend.h"
+#include "kiln/Runtime/RuntimeTypes.h"
 
 #include <cstdint>
 #include <map>
@@ -34,18 +35,6 @@ namespace kiln {
 struct PartitionerBackend {
   const Backend *backend = nullptr;
   uint64_t deviceMemory = 0;
-};
-
-/// A partition chosen by the user: partition i holds the nodes (of the original function,
-/// by name) that nodeToPartition maps to i, and runs on partitions[i].backendName. A Save
-/// left unmapped follows the node it saves; every other node must be mapped.
-struct PartitionConfig {
-  struct Part {
-    std::string name;
-    std::string backendName;
-  };
-  std::vector<Part> partitions;
-  std::map<std::string, unsigned> nodeToPartition;
 };
 
 /// One partition of a plan.

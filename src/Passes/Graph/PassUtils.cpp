@@ -3,6 +3,8 @@
 #include <cstring>
 #include <unordered_map>
 
+#include <glog/logging.h>
+
 namespace kiln::passutil {
 
 std::vector<Node *> topoOrder(const Function &f) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <glog/logging.h>
+
 namespace kiln::irutil {
 
 Value *getRoot(Value *v) {

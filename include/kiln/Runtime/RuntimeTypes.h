@@ -1,0 +1,72 @@
+/// \file
+/// The runtime's plain data types that embedders see through HostManager: device
+/// configurations, user-given partitions, deadlines and run reports. The classes that use
+/// them (DeviceManager, Partitioner, Executor) are in the backend-author headers.
+#ifndef KILN_RUNTIME_RUNTIMETYPES_H
+#define KILN_RUNTIME_RUNTIMETYPES_H
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// Describes one device. Options are passed in, never global.
+struct DeviceConfig {
+  /// The backend whose compiled functions this device runs ("Sim", "Interpreter", "CPU").
+  std::string backendName;
+  /// A unique name for messages and plans ("sim0"); empty: the runtime names it.
+  std::string name;
+  /// Memory available to loaded networks, in bytes; 0: the backend's default.
+  uint64_t memoryBytes = 0;
+  /// Backend-specific settings as text (the Sim reads "config_file" and its config keys).
+  std::map<std::string, std::string> parameters;
+};
+
+/// What a device reports about one run. Host devices report only wall time; simulated or
+/// real accelerators also fill the counters they have.
+struct DeviceRunStats {
+  uint64_t cycles = 0;   ///< Device clock cycles (simulated on the Sim).
+  uint64_t dmaBytes = 0; ///< Bytes moved between host and device memory.
+  double seconds = 0;    ///< Wall time the worker spent in the run.
+};
+
+using Clock = std::chrono::steady_clock;
+/// A point after which a run is no longer wanted; kNoDeadline means never.
+using Deadline = Clock::time_point;
+constexpr Deadline kNoDeadline = Deadline::max();
+
+/// A partition chosen by the user: partition i holds the nodes (of the original function,
+/// by name) that nodeToPartition maps to i, and runs on partitions[i].backendName. A Save
+/// left unmapped follows the node it saves; every other node must be mapped.
+struct PartitionConfig {
+  struct Part {
+    std::string name;
+    std::string backendName;
+  };
+  std::vector<Part> partitions;
+  std::map<std::string, unsigned> nodeToPartition;
+};
+
+/// What one partition of a request did.
+struct PartitionRunReport {
+  std::string partition;
+  std::string device;
+  DeviceRunStats stats;
+};
+
+/// What one request did: the partitions it ran, in completion order.
+struct RunReport {
+  std::vector<PartitionRunReport> partitions;
+  double seconds = 0; ///< Wall time from start to the last partition's end.
+  uint64_t totalCycles() const;
+  uint64_t totalDmaBytes() const;
+  /// One line per partition: name, device, cycles, DMA bytes, wall time.
+  std::string toString() const;
+};
+
+} // namespace kiln
+
+#endif // KILN_RUNTIME_RUNTIMETYPES_H
