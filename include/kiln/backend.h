@@ -2,7 +2,8 @@
 /// Kiln's API for backend and pass authors: the embedder API (kiln/kiln.h) plus the
 /// compiler's internals.
 ///
-///  - kiln::Backend, CompiledFunction and KILN_REGISTER_BACKEND (kiln/Backend/Backend.h);
+///  - kiln::Backend, CompiledFunction and KILN_REGISTER_BACKEND (kiln/Backend/Backend.h),
+///    and the compile driver (kiln/Backend/Compiler.h);
 ///  - the low-level IR, its generated instruction classes and its text parser
 ///    (kiln/IR);
 ///  - the graph text form (kiln/Graph/TextIR.h);
@@ -21,6 +22,7 @@
 #include "kiln/kiln.h"
 
 #include "kiln/Backend/Backend.h"
+#include "kiln/Backend/Compiler.h"
 #include "kiln/Graph/TextIR.h"
 #include "kiln/IR/IR.h"
 #include "kiln/IR/IRParser.h"

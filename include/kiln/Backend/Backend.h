@@ -20,6 +20,7 @@ namespace kiln {
 
 class DeviceManager;
 struct DeviceConfig;
+class Instruction;
 struct PlannedIR;
 
 /// The run times of one step of a compiled function, over the runs after the first.
