@@ -2,7 +2,8 @@
 // im2col plus one Eigen GEMM per image and group, so whole models run in seconds; every
 // other path is a direct loop nest. Float16 and BFloat16 run the float kernels on converted
 // copies and round once when storing. Quantized kernels accumulate int8 products in int32
-// and requantize each output once.
+// and requantize each output once. FusedConvolution runs the plain kernel, then the fused
+// epilogue (applyEpilogue, InterpreterElementwise.cpp).
 
 #include "InterpreterKernels.h"
 
@@ -298,6 +299,16 @@ Error InterpreterRun::fwdAdaptiveAvgPool(const AdaptiveAvgPoolInst *I) {
                 ((ow + 1) * w.W + w.OW - 1) / w.OW};
   };
   return avgPool(I, in, out, w, rectOf, [](Rect r) { return std::max<dim_t>(r.area(), 1); });
+}
+
+Error InterpreterRun::fwdFusedConvolution(const FusedConvolutionInst *I) {
+  ConvolutionInst conv(I->getName(), I->getType(), I->getDest(), I->getInput(), I->getFilter(),
+                       I->getBias(), I->getKernels(), I->getStrides(), I->getPads(),
+                       I->getDilations(), I->getGroup());
+  KILN_RETURN_IF_ERR(fwdConvolution(&conv));
+  const Value *res = residualOf(I);
+  return applyEpilogue(I, getTensor(I->getDest()), res ? &getTensor(res) : nullptr,
+                       I->getActivation(), I->getAlpha(), I->getBeta());
 }
 
 } // namespace kiln

@@ -1,5 +1,5 @@
 // Data-movement kernels of the Interpreter: Concat, Slice, Transpose, Gather, Tile, Pad,
-// Broadcast, Splat and ConvertTo. Moving data copies whole elements as bytes, so every
+// Broadcast, Splat, ConvertTo and InsertTensor (what Pad lowers to). Moving data copies whole elements as bytes, so every
 // element kind takes the same path; a quantized input whose scale or offset differs from
 // the result's is requantized first, so that real values are preserved. Every kernel
 // checks the shapes it relies on and returns an Error rather than read out of bounds.
@@ -270,6 +270,52 @@ Error InterpreterRun::fwdConvertTo(const ConvertToInst *I) {
       return Error::success();
     });
   });
+}
+
+Error InterpreterRun::fwdInsertTensor(const InsertTensorInst *I) {
+  Tensor &dst = getTensor(I->getDest());
+  const Tensor &big = getTensor(I->getBig());
+  const Tensor &small = getTensor(I->getSmall());
+  const Type &dt = dst.getType();
+  const Type &st = small.getType();
+  const std::vector<dim_t> &offsets = I->getOffsets();
+  if (big.getSizeInBytes() != dst.getSizeInBytes() || st.rank() != dt.rank() ||
+      offsets.size() != dt.rank() || st.kind != dt.kind)
+    return makeError(ErrorCode::Internal, "InsertTensor '", I->getName(), "': ", st.toString(),
+                     " into ", dt.toString());
+  for (size_t d = 0; d < dt.rank(); d++)
+    if (offsets[d] + st.dims[d] > dt.dims[d])
+      return makeError(ErrorCode::Internal, "InsertTensor '", I->getName(), "': ", st.toString(),
+                       " does not fit in ", dt.toString());
+  if (dst.getUnsafePtr() != big.getUnsafePtr())
+    std::memmove(dst.getUnsafePtr(), big.getUnsafePtr(), big.getSizeInBytes());
+  size_t rank = dt.rank();
+  size_t es = dt.elemBytes();
+  if (st.numElements() == 0)
+    return Error::success();
+  if (rank == 0) {
+    std::memcpy(dst.getUnsafePtr(), small.getUnsafePtr(), es);
+    return Error::success();
+  }
+  // Copy rows of the innermost dimension.
+  Dims dStrides = dt.strides();
+  size_t row = st.dims[rank - 1] * es;
+  size_t rows = st.numElements() / st.dims[rank - 1];
+  std::vector<dim_t> idx(rank, 0);
+  const char *src = small.getUnsafePtr();
+  char *out = dst.getUnsafePtr();
+  for (size_t r = 0; r < rows; r++) {
+    size_t off = 0;
+    for (size_t d = 0; d < rank; d++)
+      off += (idx[d] + offsets[d]) * dStrides[d];
+    std::memcpy(out + off * es, src + r * row, row);
+    for (size_t d = rank - 1; d-- > 0;) {
+      if (++idx[d] < st.dims[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  return Error::success();
 }
 
 } // namespace kiln

@@ -430,4 +430,54 @@ Error InterpreterRun::fwdSelect(const SelectInst *I) {
   return Error::success();
 }
 
+namespace interp {
+
+namespace {
+
+float activate(const std::string &act, float x, float alpha, float beta) {
+  if (act == "None")
+    return x;
+  if (act == "Relu")
+    return x > 0 ? x : 0.0f;
+  if (act == "Clip")
+    return std::min(std::max(x, alpha), beta);
+  if (act == "LeakyRelu")
+    return x >= 0 ? x : alpha * x;
+  if (act == "Sigmoid")
+    return 1.0f / (1.0f + std::exp(-x));
+  return std::tanh(x); // "Tanh"; the type rule admits nothing else
+}
+
+} // namespace
+
+/// The epilogue of a fused instruction on its result \p t: the residual \p res (null for
+/// none) added, then the activation.
+Error applyEpilogue(const Instruction *I, Tensor &t, const Tensor *res, const std::string &act,
+                    float alpha, float beta) {
+  if (!isFloatKind(t.getElementType()) || (res && res->getType() != t.getType()))
+    return unsupportedKinds(I);
+  if (t.getElementType() == ElemKind::Float) {
+    auto h = t.getHandle<float>();
+    if (res) {
+      auto r = res->getHandle<float>();
+      for (size_t i = 0, e = t.size(); i < e; i++)
+        h.raw(i) = activate(act, h.raw(i) + r.raw(i), alpha, beta);
+    } else {
+      for (size_t i = 0, e = t.size(); i < e; i++)
+        h.raw(i) = activate(act, h.raw(i), alpha, beta);
+    }
+    return Error::success();
+  }
+  // 16-bit kinds: computed in float and rounded when stored, after the Add and after the
+  // activation, as the unfused Add and activation would.
+  for (size_t i = 0, e = t.size(); i < e; i++) {
+    if (res)
+      t.setFromDouble(i, float(t.getAsDouble(i)) + float(res->getAsDouble(i)));
+    t.setFromDouble(i, activate(act, float(t.getAsDouble(i)), alpha, beta));
+  }
+  return Error::success();
+}
+
+} // namespace interp
+
 } // namespace kiln

@@ -2,6 +2,8 @@
 // BatchMatMul and BatchedAdd. Float products use Eigen on float copies of the operands
 // (Float16 and BFloat16 round once when storing); Int8Q products are direct loops that
 // accumulate (a - aOffset) * (b - bOffset) in int32 and requantize each output once.
+// FusedFullyConnected runs the plain kernel, then the fused epilogue (applyEpilogue,
+// InterpreterElementwise.cpp).
 
 #include "InterpreterKernels.h"
 
@@ -169,6 +171,15 @@ Error InterpreterRun::fwdBatchedAdd(const BatchedAddInst *I) {
     return Error::success();
   }
   return unsupportedKinds(I);
+}
+
+Error InterpreterRun::fwdFusedFullyConnected(const FusedFullyConnectedInst *I) {
+  FullyConnectedInst fc(I->getName(), I->getType(), I->getDest(), I->getInput(), I->getWeights(),
+                        I->getBias());
+  KILN_RETURN_IF_ERR(fwdFullyConnected(&fc));
+  const Value *res = residualOf(I);
+  return applyEpilogue(I, getTensor(I->getDest()), res ? &getTensor(res) : nullptr,
+                       I->getActivation(), I->getAlpha(), I->getBeta());
 }
 
 } // namespace kiln

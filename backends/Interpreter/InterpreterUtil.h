@@ -291,6 +291,20 @@ struct AxisSplit {
   size_t index(size_t o, size_t a, size_t i) const { return (o * size + a) * inner + i; }
 };
 
+/// The epilogue of a fused Convolution / FullyConnected (InterpreterElementwise.cpp): adds
+/// the residual \p res (null for none) to the result \p t, then applies the activation
+/// \p act (None, Relu, Clip, LeakyRelu, Sigmoid, Tanh) with \p alpha / \p beta; 16-bit
+/// kinds are computed in float and rounded after each step, as the unfused Add and
+/// activation would.
+Error applyEpilogue(const Instruction *I, Tensor &t, const Tensor *res, const std::string &act,
+                    float alpha, float beta);
+
+/// The residual operand of a fused instruction, or null.
+template <typename InstT> const Value *residualOf(const InstT *I) {
+  std::vector<Value *> r = I->getResidual();
+  return r.empty() ? nullptr : r.front();
+}
+
 } // namespace kiln::interp
 
 #endif // KILN_BACKENDS_INTERPRETER_INTERPRETERUTIL_H

@@ -407,8 +407,8 @@ void defineQuantization(Table &t) {
 }
 
 /// Nodes that exist as targets of lowering and fusion (src/Lower, src/Passes/Graph); their
-/// type rules are in src/Graph/TypeRulesLowered.cpp and their Interpreter kernels in
-/// backends/Interpreter/InterpreterLowered.cpp.
+/// type rules and Interpreter kernels are with their families: InsertTensor with Data,
+/// FusedConvolution with Conv, FusedFullyConnected with Linalg.
 void defineLoweringTargets(Table &t) {
   t.node("InsertTensor")
       .input("Big").input("Small").attr(AttrKind::Dims, "Offsets").result("Result")

@@ -75,6 +75,42 @@ Error checkBiasKind(const Node &n, unsigned biasIdx, const Type &bias,
                  in.toString(), isQuantized(in.kind) ? " or i32q" : "");
 }
 
+Error checkActivation(const std::string &act) {
+  if (act == "None" || act == "Relu" || act == "Clip" || act == "LeakyRelu" || act == "Sigmoid" ||
+      act == "Tanh")
+    return Error::success();
+  return invalid("attribute Activation = \"", act,
+                 "\" must be one of None, Relu, Clip, LeakyRelu, Sigmoid, Tanh");
+}
+
+/// A fused node's Residual: none, or one operand of exactly the result's type.
+Expected<std::vector<Type>> checkResidual(const Node &n, unsigned first,
+                                          Expected<std::vector<Type>> result) {
+  if (!result || n.getNumInputs() == first)
+    return result;
+  if (n.getNumInputs() > first + 1)
+    return invalid("takes at most one Residual operand, not ", n.getNumInputs() - first);
+  KILN_ASSIGN_OR_RETURN(Type r, operandType(n, first));
+  if (r != result->front())
+    return invalid("operand ", n.getInputName(first), " ", r.toString(),
+                   " must have the result's type ", result->front().toString());
+  return result;
+}
+
+/// The fused nodes take float operands of one kind (quantized fusion would also need a
+/// requantisation rule).
+Error checkFloatOperands(const Node &n) {
+  KILN_ASSIGN_OR_RETURN(Type in, operandType(n, 0));
+  if (!isFloatKind(in.kind))
+    return invalid("operand ", n.getInputName(0), " ", in.toString(),
+                   " must have a float element kind");
+  for (unsigned i = 1; i < n.getNumInputs(); i++) {
+    KILN_ASSIGN_OR_RETURN(Type t, operandType(n, i));
+    KILN_RETURN_IF_ERR(checkSameKind(n, i, t, 0, in));
+  }
+  return Error::success();
+}
+
 Error checkAttrLength(const char *attr, const std::vector<dim_t> &v,
                       size_t len) {
   if (v.size() == len)

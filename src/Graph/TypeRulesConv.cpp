@@ -1,5 +1,5 @@
-// Type rules of the convolution family: convolution and pooling, and the window
-// helpers they share.
+// Type rules of the convolution family: convolution (and FusedConvolution), pooling, and
+// the window helpers they share.
 
 #include "TypeRulesUtil.h"
 
@@ -146,6 +146,20 @@ Expected<std::vector<Type>> inferAdaptiveAvgPool(const AdaptiveAvgPoolNode &n) {
   KILN_RETURN_IF_ERR(checkAttrNonZero("OutputSize", size));
   return std::vector<Type>{
       Type::withDims(in, {in.dims[0], in.dims[1], size[0], size[1]})};
+}
+
+// FusedConvolution keeps Convolution's operands at the same indices.
+static_assert(FusedConvolutionNode::InputIdx == ConvolutionNode::InputIdx &&
+                  FusedConvolutionNode::FilterIdx == ConvolutionNode::FilterIdx &&
+                  FusedConvolutionNode::BiasIdx == ConvolutionNode::BiasIdx,
+              "FusedConvolution must keep Convolution's operands");
+
+Expected<std::vector<Type>> inferFusedConvolution(const FusedConvolutionNode &n) {
+  KILN_RETURN_IF_ERR(checkFloatOperands(n));
+  KILN_RETURN_IF_ERR(checkActivation(n.getActivation()));
+  return checkResidual(n, FusedConvolutionNode::BiasIdx + 1,
+                       inferConv2D(n, n.getKernels(), n.getStrides(), n.getPads(),
+                                   n.getDilations(), n.getGroup()));
 }
 
 } // namespace kiln::typerules

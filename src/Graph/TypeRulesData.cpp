@@ -1,5 +1,5 @@
 // Type rules of the data-movement family: Concat, Slice, Reshape, Transpose, Gather,
-// Tile, Pad and Broadcast.
+// Tile, Pad, Broadcast and InsertTensor (what Pad lowers to).
 
 #include "TypeRulesUtil.h"
 
@@ -142,6 +142,21 @@ Expected<std::vector<Type>> inferBroadcast(const BroadcastNode &n) {
                      " but must be 1 or ", target[shift + i]);
   }
   return std::vector<Type>{Type::withDims(in, Dims(target))};
+}
+
+Expected<std::vector<Type>> inferInsertTensor(const InsertTensorNode &n) {
+  KILN_ASSIGN_OR_RETURN(Type big, operandType(n, InsertTensorNode::BigIdx));
+  KILN_ASSIGN_OR_RETURN(Type small, operandType(n, InsertTensorNode::SmallIdx));
+  KILN_RETURN_IF_ERR(
+      checkSameKind(n, InsertTensorNode::SmallIdx, small, InsertTensorNode::BigIdx, big));
+  KILN_RETURN_IF_ERR(checkRank(n, InsertTensorNode::SmallIdx, small, big.rank()));
+  const std::vector<dim_t> &offsets = n.getOffsets();
+  KILN_RETURN_IF_ERR(checkAttrLength("Offsets", offsets, big.rank()));
+  for (size_t i = 0; i < big.rank(); i++)
+    if (offsets[i] + small.dims[i] > big.dims[i])
+      return invalid("operand Small ", small.toString(), " at Offsets = ", listToString(offsets),
+                     " does not fit in Big ", big.toString(), " (dimension ", i, ")");
+  return std::vector<Type>{big};
 }
 
 } // namespace kiln::typerules

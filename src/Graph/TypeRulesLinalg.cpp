@@ -1,5 +1,5 @@
-// Type rules of the linear-algebra family: FullyConnected, MatMul, BatchMatMul and
-// BatchedAdd.
+// Type rules of the linear-algebra family: FullyConnected (and FusedFullyConnected),
+// MatMul, BatchMatMul and BatchedAdd.
 
 #include "TypeRulesUtil.h"
 
@@ -80,6 +80,18 @@ Expected<std::vector<Type>> inferBatchedAdd(const BatchedAddNode &n) {
                    dimsToString(expected), "], those of Batch ",
                    batch.toString(), " without the first");
   return std::vector<Type>{batch};
+}
+
+// FusedFullyConnected keeps FullyConnected's operands at the same indices.
+static_assert(FusedFullyConnectedNode::InputIdx == FullyConnectedNode::InputIdx &&
+                  FusedFullyConnectedNode::WeightsIdx == FullyConnectedNode::WeightsIdx &&
+                  FusedFullyConnectedNode::BiasIdx == FullyConnectedNode::BiasIdx,
+              "FusedFullyConnected must keep FullyConnected's operands");
+
+Expected<std::vector<Type>> inferFusedFullyConnected(const FusedFullyConnectedNode &n) {
+  KILN_RETURN_IF_ERR(checkFloatOperands(n));
+  KILN_RETURN_IF_ERR(checkActivation(n.getActivation()));
+  return checkResidual(n, FusedFullyConnectedNode::BiasIdx + 1, inferMatrixLayer(n));
 }
 
 } // namespace kiln::typerules

@@ -64,6 +64,15 @@ Expected<dim_t> windowOutputSize(const Type &in, unsigned dimIdx, dim_t kernel,
                                  dim_t stride, dim_t padBegin, dim_t padEnd,
                                  dim_t dilation, const char *dimName);
 
+/// The rules shared by FusedConvolution and FusedFullyConnected: the activation is one of
+/// None, Relu, Clip, LeakyRelu, Sigmoid, Tanh; the operands are of one float kind (quantized
+/// fusion would also need a requantisation rule); the Residual operands from index \p first
+/// are none, or one of exactly the result's type.
+Error checkActivation(const std::string &act);
+Error checkFloatOperands(const Node &n);
+Expected<std::vector<Type>> checkResidual(const Node &n, unsigned first,
+                                          Expected<std::vector<Type>> result);
+
 /// Bias operands share the input's kind, except that quantized operators take an Int32Q
 /// bias.
 Error checkBiasKind(const Node &n, unsigned biasIdx, const Type &bias, unsigned inIdx,

@@ -9,7 +9,7 @@
 ///    buffer), followed by the kernels' scratch; placeholders are bound per run; constants
 ///    (raw or packed in the GEMM micro-kernel's layout) live in a constant arena owned by
 ///    the program.
-/// 2. LLVM IR (LLVMIRGen.cpp drives the emitters of Emitter.h: EmitGemm.cpp, EmitPool.cpp,
+/// 2. LLVM IR (LLVMIRGen.cpp drives the emitters of Emitter.h: EmitConv.cpp, EmitLinalg.cpp,
 ///    EmitNorm.cpp, EmitData.cpp, EmitElementwise.cpp): one LLVM function per stage, calling
 ///    the libjit kernels with constant shapes (specialised by inlining); a fused
 ///    instruction's residual and activation become the GEMM kernels' epilogue; chains of

@@ -1,7 +1,7 @@
 /// \file
 /// How the CPU backend computes a 2-D convolution: the choice of kernel and weight layout
 /// from the shape alone (no IR, no LLVM), so that the rules can be read and tested on
-/// their own. Emitter::planConv (EmitGemm.cpp) emits the call the plan names. The rules
+/// their own. Emitter::planConv (EmitConv.cpp) emits the call the plan names. The rules
 /// and the measurements behind them are in backends/CPU/README.md.
 #ifndef KILN_BACKENDS_CPU_CODEGEN_CONVPLAN_H
 #define KILN_BACKENDS_CPU_CODEGEN_CONVPLAN_H

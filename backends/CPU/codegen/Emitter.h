@@ -2,7 +2,7 @@
 /// The CPU backend's LLVM IR emitter (internal to codegen/). LLVMIRGen.cpp has the
 /// infrastructure (buffer locations, constants and their packing, stages, the driver);
 /// each instruction kind has an emitter in a family file, registered by kind
-/// (registerGemmEmitters, ...), and element-wise instructions get their default kernel from
+/// (registerConvEmitters, ...), and element-wise instructions get their default kernel from
 /// the operator table (EmitElementwise.cpp). An emitter turns one instruction into Items.
 #ifndef KILN_BACKENDS_CPU_CODEGEN_EMITTER_H
 #define KILN_BACKENDS_CPU_CODEGEN_EMITTER_H
@@ -16,6 +16,7 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -103,7 +104,7 @@ public:
     std::function<void()> emit;
   };
 
-  // ---- Emitters by instruction kind (EmitGemm.cpp, EmitPool.cpp, EmitNorm.cpp,
+  // ---- Emitters by instruction kind (EmitConv.cpp, EmitLinalg.cpp, EmitNorm.cpp,
   // EmitData.cpp; element-wise chains in EmitElementwise.cpp) ----
   Error planConv(Instruction *I, std::vector<Item> &items);
   /// The items of a convolution of shape \p s computed as \p plan says.
@@ -228,12 +229,38 @@ private:
   std::set<std::string> called_;
 };
 
+/// The epilogue of a FusedConvolution/FusedFullyConnected: its residual, and its
+/// activation as a clamp; false for an activation the kernels do not have.
+template <typename InstT> bool epilogueOf(const InstT *I, FusedEpilogue &epi) {
+  std::vector<Value *> residual = I->getResidual();
+  epi.add = residual.empty() ? nullptr : residual.front();
+  const std::string &act = I->getActivation();
+  float alpha = I->getAlpha(), beta = I->getBeta();
+  if (act == "Relu") {
+    epi.act = true;
+    epi.lo = 0.0f;
+    epi.hi = INFINITY;
+    return true;
+  }
+  if (act == "Clip") {
+    epi.act = true;
+    epi.lo = alpha;
+    epi.hi = beta;
+    return true;
+  }
+  if (act.empty() || act == "None") {
+    epi.act = false;
+    return true;
+  }
+  return false;
+}
+
 /// Emitters by instruction kind; kinds without one (and without an element-wise kernel)
 /// are reported unsupported.
 using PlanMethod = Error (Emitter::*)(Instruction *, std::vector<Emitter::Item> &);
 using EmitterTable = std::unordered_map<InstrKind, PlanMethod>;
-void registerGemmEmitters(EmitterTable &t);
-void registerPoolEmitters(EmitterTable &t);
+void registerConvEmitters(EmitterTable &t);
+void registerLinalgEmitters(EmitterTable &t);
 void registerNormEmitters(EmitterTable &t);
 void registerDataEmitters(EmitterTable &t);
 

@@ -328,8 +328,8 @@ uint64_t estimateNanos(const Instruction *I) {
 Error Emitter::plan(Instruction *I, std::vector<Item> &items) {
   static const EmitterTable table = [] {
     EmitterTable t;
-    registerGemmEmitters(t);
-    registerPoolEmitters(t);
+    registerConvEmitters(t);
+    registerLinalgEmitters(t);
     registerNormEmitters(t);
     registerDataEmitters(t);
     return t;

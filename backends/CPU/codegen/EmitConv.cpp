@@ -1,76 +1,12 @@
-// Emitters of the GEMM-based instructions: convolutions (direct GEMM, transposed GEMM for
-// small images, depthwise), FullyConnected, MatMul, BatchMatMul and BatchedAdd.
+// Emitters of the convolution family: convolutions (the algorithm chosen by ConvPlan.cpp:
+// direct or transposed GEMM, strips, Winograd, depthwise) with their fused epilogues, and
+// pooling (MaxPool, AvgPool, AdaptiveAvgPool).
 #include "Emitter.h"
 
 #include "backends/CPU/libjit/libjit.h"
 #include "backends/CPU/libjit/libjit_gemm_config.h"
 
-#include <cmath>
-
 namespace kiln::cpu {
-
-Error Emitter::planFC(Instruction *I, Value *dest, Value *in, Value *weights, Value *bias,
-                      std::vector<Item> &items, const FusedEpilogue *act) {
-  auto id = dimsOf(in), wd = dimsOf(weights);
-  int64_t N = id[0], K = id[1], M = wd[1];
-  FusedEpilogue epi;
-  if (act)
-    epi = *act;
-  // Weights computed at run time (e.g. a transposed input) are packed per run.
-  auto *cw = dyn_cast<WeightVar>(weights);
-  bool constW = cw && cw->isConstant();
-  Value *w = weights;
-  Location wl;
-  if (constW) {
-    KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, WeightPacking::GemmB, 1, K, M));
-    wl = {kConstantBase, off};
-  } else {
-    int64_t floats = avx512_ ? libjit::packedBFloats<libjit::GemmAvx512>(K, M)
-                             : libjit::packedBFloats<libjit::GemmAvx2>(K, M);
-    wl = {kActivationBase, reserveExtra(floats * 4)};
-    items.push_back({false, "pack", [=] {
-                       call("libjit_pack_b_f32_" + isa_, {at(wl), ptr(w), I64(K), I64(M), I64(M)});
-                     }});
-  }
-  usesScratch_ = true;
-  items.push_back({true, "fc " + std::to_string(N) + "x" + std::to_string(K) + "x" + std::to_string(M), [=] {
-                     call("libjit_fc_f32_" + isa_,
-                          {ptr(dest), ptr(in), at(wl), bias ? ptr(bias) : nullPtr(),
-                           epi.add ? ptr(epi.add) : nullPtr(), I64(N), I64(K), I64(M),
-                           I64(epi.act), F32(epi.lo), F32(epi.hi), scratch(), tid_, nth_});
-                   }});
-  return Error::success();
-}
-
-namespace {
-
-/// The epilogue of a FusedConvolution/FusedFullyConnected: its residual, and its
-/// activation as a clamp; false for an activation the kernels do not have.
-template <typename InstT> bool epilogueOf(const InstT *I, FusedEpilogue &epi) {
-  std::vector<Value *> residual = I->getResidual();
-  epi.add = residual.empty() ? nullptr : residual.front();
-  const std::string &act = I->getActivation();
-  float alpha = I->getAlpha(), beta = I->getBeta();
-  if (act == "Relu") {
-    epi.act = true;
-    epi.lo = 0.0f;
-    epi.hi = INFINITY;
-    return true;
-  }
-  if (act == "Clip") {
-    epi.act = true;
-    epi.lo = alpha;
-    epi.hi = beta;
-    return true;
-  }
-  if (act.empty() || act == "None") {
-    epi.act = false;
-    return true;
-  }
-  return false;
-}
-
-} // namespace
 
 Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
   // The fused epilogue and the convolution's attributes.
@@ -227,70 +163,57 @@ Error Emitter::emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpi
   return Error::success();
 }
 
-Error Emitter::planFullyConnected(Instruction *I, std::vector<Item> &items) {
-  auto *fc = cast<FullyConnectedInst>(I);
-  return planFC(I, fc->getDest(), fc->getInput(), fc->getWeights(), fc->getBias(), items);
-}
-
-Error Emitter::planFusedFullyConnected(Instruction *I, std::vector<Item> &items) {
-  auto *fc = cast<FusedFullyConnectedInst>(I);
-  FusedEpilogue epi;
-  if (!epilogueOf(fc, epi))
-    return makeError(ErrorCode::Unsupported, "CPU backend: activation ", fc->getActivation(),
-                     " of '", I->getName(), "'");
-  return planFC(I, fc->getDest(), fc->getInput(), fc->getWeights(), fc->getBias(), items,
-                &epi);
-}
-
-Error Emitter::planMatMul(Instruction *I, std::vector<Item> &items) {
-  auto *mm = cast<MatMulInst>(I);
-  auto *w = dyn_cast<WeightVar>(mm->getRHS());
-  if (w && w->isConstant())
-    return planFC(I, mm->getDest(), mm->getLHS(), mm->getRHS(), nullptr, items);
-  Value *dest = mm->getDest(), *l = mm->getLHS(), *r = mm->getRHS();
-  auto ld = dimsOf(l), rd = dimsOf(r);
-  usesScratch_ = true;
-  items.push_back({true, "matmul", [=] {
-                     call("libjit_batchmatmul_f32_" + isa_,
-                          {ptr(dest), ptr(l), ptr(r), I64(1), I64(ld[0]), I64(ld[1]),
-                           I64(rd[1]), scratch(), tid_, nth_});
+/// MaxPool and AvgPool.
+Error Emitter::planPool(Instruction *I, std::vector<Item> &items) {
+  bool isMax = I->getKind() == InstrKind::MaxPool;
+  Value *dest = I->getOperand(0).first, *in = I->getOperand(1).first;
+  auto id = dimsOf(in), od = dimsOf(dest);
+  std::vector<dim_t> k, s, p;
+  bool cip = false;
+  if (isMax) {
+    auto *mp = cast<MaxPoolInst>(I);
+    k = mp->getKernels(), s = mp->getStrides(), p = mp->getPads();
+  } else {
+    auto *ap = cast<AvgPoolInst>(I);
+    k = ap->getKernels(), s = ap->getStrides(), p = ap->getPads();
+    cip = ap->getCountIncludePads();
+  }
+  if (id.size() != 4 || k.size() != 2)
+    return makeError(ErrorCode::Unsupported, "CPU backend: only 2-D pooling");
+  needPoolScratch(libjit_pool_scratch_floats(id[2], id[3], od[2], od[3], k[0], k[1], s[0],
+                                             s[1], 1, 1));
+  items.push_back({true, isMax ? "maxpool" : "avgpool", [=] {
+                     std::vector<llvm::Value *> args = {
+                         ptr(dest), ptr(in), I64(id[0]), I64(id[1]), I64(id[2]), I64(id[3]),
+                         I64(od[2]), I64(od[3]), I64(k[0]), I64(k[1]), I64(s[0]), I64(s[1]),
+                         I64(p[0]), I64(p[1])};
+                     if (!isMax)
+                       args.push_back(I64(cip));
+                     args.push_back(scratch());
+                     args.push_back(tid_);
+                     args.push_back(nth_);
+                     call(isMax ? "libjit_maxpool_f32" : "libjit_avgpool_f32", args);
                    }});
   return Error::success();
 }
 
-Error Emitter::planBatchMatMul(Instruction *I, std::vector<Item> &items) {
-  auto *mm = cast<BatchMatMulInst>(I);
-  Value *dest = mm->getDest(), *l = mm->getLHS(), *r = mm->getRHS();
-  auto ld = dimsOf(l), rd = dimsOf(r);
-  usesScratch_ = true;
-  items.push_back({true, "batchmatmul", [=] {
-                     call("libjit_batchmatmul_f32_" + isa_,
-                          {ptr(dest), ptr(l), ptr(r), I64(ld[0]), I64(ld[1]), I64(ld[2]),
-                           I64(rd[2]), scratch(), tid_, nth_});
+Error Emitter::planAdaptiveAvgPool(Instruction *I, std::vector<Item> &items) {
+  Value *dest = I->getOperand(0).first, *in = I->getOperand(1).first;
+  auto id = dimsOf(in), od = dimsOf(dest);
+  items.push_back({true, "adaptiveavgpool", [=] {
+                     call("libjit_adaptive_avgpool_f32",
+                          {ptr(dest), ptr(in), I64(id[0]), I64(id[1]), I64(id[2]), I64(id[3]),
+                           I64(od[2]), I64(od[3]), tid_, nth_});
                    }});
   return Error::success();
 }
 
-Error Emitter::planBatchedAdd(Instruction *I, std::vector<Item> &items) {
-  auto serial = serialTo(items);
-  auto *ba = cast<BatchedAddInst>(I);
-  Value *dest = ba->getDest(), *b = ba->getBatch(), *s = ba->getSlice();
-  auto bd = dimsOf(b);
-  int64_t n = bd.empty() ? 1 : bd[0], sz = product(bd, 1);
-  serial("batchedadd", [=] {
-    call("libjit_batchedadd_f32", {ptr(dest), ptr(b), ptr(s), I64(n), I64(sz)});
-  });
-  return Error::success();
-}
-
-void registerGemmEmitters(EmitterTable &t) {
+void registerConvEmitters(EmitterTable &t) {
   t[InstrKind::Convolution] = &Emitter::planConv;
   t[InstrKind::FusedConvolution] = &Emitter::planConv;
-  t[InstrKind::FullyConnected] = &Emitter::planFullyConnected;
-  t[InstrKind::FusedFullyConnected] = &Emitter::planFusedFullyConnected;
-  t[InstrKind::MatMul] = &Emitter::planMatMul;
-  t[InstrKind::BatchMatMul] = &Emitter::planBatchMatMul;
-  t[InstrKind::BatchedAdd] = &Emitter::planBatchedAdd;
+  t[InstrKind::MaxPool] = &Emitter::planPool;
+  t[InstrKind::AvgPool] = &Emitter::planPool;
+  t[InstrKind::AdaptiveAvgPool] = &Emitter::planAdaptiveAvgPool;
 }
 
 } // namespace kiln::cpu

@@ -1,0 +1,107 @@
+// Emitters of the linear-algebra family: FullyConnected (plain and with a fused epilogue),
+// MatMul, BatchMatMul and BatchedAdd, on the packed GEMM engine.
+#include "Emitter.h"
+
+#include "backends/CPU/libjit/libjit.h"
+#include "backends/CPU/libjit/libjit_gemm_config.h"
+
+namespace kiln::cpu {
+
+Error Emitter::planFC(Instruction *I, Value *dest, Value *in, Value *weights, Value *bias,
+                      std::vector<Item> &items, const FusedEpilogue *act) {
+  auto id = dimsOf(in), wd = dimsOf(weights);
+  int64_t N = id[0], K = id[1], M = wd[1];
+  FusedEpilogue epi;
+  if (act)
+    epi = *act;
+  // Weights computed at run time (e.g. a transposed input) are packed per run.
+  auto *cw = dyn_cast<WeightVar>(weights);
+  bool constW = cw && cw->isConstant();
+  Value *w = weights;
+  Location wl;
+  if (constW) {
+    KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, WeightPacking::GemmB, 1, K, M));
+    wl = {kConstantBase, off};
+  } else {
+    int64_t floats = avx512_ ? libjit::packedBFloats<libjit::GemmAvx512>(K, M)
+                             : libjit::packedBFloats<libjit::GemmAvx2>(K, M);
+    wl = {kActivationBase, reserveExtra(floats * 4)};
+    items.push_back({false, "pack", [=] {
+                       call("libjit_pack_b_f32_" + isa_, {at(wl), ptr(w), I64(K), I64(M), I64(M)});
+                     }});
+  }
+  usesScratch_ = true;
+  items.push_back({true, "fc " + std::to_string(N) + "x" + std::to_string(K) + "x" + std::to_string(M), [=] {
+                     call("libjit_fc_f32_" + isa_,
+                          {ptr(dest), ptr(in), at(wl), bias ? ptr(bias) : nullPtr(),
+                           epi.add ? ptr(epi.add) : nullPtr(), I64(N), I64(K), I64(M),
+                           I64(epi.act), F32(epi.lo), F32(epi.hi), scratch(), tid_, nth_});
+                   }});
+  return Error::success();
+}
+
+Error Emitter::planFullyConnected(Instruction *I, std::vector<Item> &items) {
+  auto *fc = cast<FullyConnectedInst>(I);
+  return planFC(I, fc->getDest(), fc->getInput(), fc->getWeights(), fc->getBias(), items);
+}
+
+Error Emitter::planFusedFullyConnected(Instruction *I, std::vector<Item> &items) {
+  auto *fc = cast<FusedFullyConnectedInst>(I);
+  FusedEpilogue epi;
+  if (!epilogueOf(fc, epi))
+    return makeError(ErrorCode::Unsupported, "CPU backend: activation ", fc->getActivation(),
+                     " of '", I->getName(), "'");
+  return planFC(I, fc->getDest(), fc->getInput(), fc->getWeights(), fc->getBias(), items,
+                &epi);
+}
+
+Error Emitter::planMatMul(Instruction *I, std::vector<Item> &items) {
+  auto *mm = cast<MatMulInst>(I);
+  auto *w = dyn_cast<WeightVar>(mm->getRHS());
+  if (w && w->isConstant())
+    return planFC(I, mm->getDest(), mm->getLHS(), mm->getRHS(), nullptr, items);
+  Value *dest = mm->getDest(), *l = mm->getLHS(), *r = mm->getRHS();
+  auto ld = dimsOf(l), rd = dimsOf(r);
+  usesScratch_ = true;
+  items.push_back({true, "matmul", [=] {
+                     call("libjit_batchmatmul_f32_" + isa_,
+                          {ptr(dest), ptr(l), ptr(r), I64(1), I64(ld[0]), I64(ld[1]),
+                           I64(rd[1]), scratch(), tid_, nth_});
+                   }});
+  return Error::success();
+}
+
+Error Emitter::planBatchMatMul(Instruction *I, std::vector<Item> &items) {
+  auto *mm = cast<BatchMatMulInst>(I);
+  Value *dest = mm->getDest(), *l = mm->getLHS(), *r = mm->getRHS();
+  auto ld = dimsOf(l), rd = dimsOf(r);
+  usesScratch_ = true;
+  items.push_back({true, "batchmatmul", [=] {
+                     call("libjit_batchmatmul_f32_" + isa_,
+                          {ptr(dest), ptr(l), ptr(r), I64(ld[0]), I64(ld[1]), I64(ld[2]),
+                           I64(rd[2]), scratch(), tid_, nth_});
+                   }});
+  return Error::success();
+}
+
+Error Emitter::planBatchedAdd(Instruction *I, std::vector<Item> &items) {
+  auto serial = serialTo(items);
+  auto *ba = cast<BatchedAddInst>(I);
+  Value *dest = ba->getDest(), *b = ba->getBatch(), *s = ba->getSlice();
+  auto bd = dimsOf(b);
+  int64_t n = bd.empty() ? 1 : bd[0], sz = product(bd, 1);
+  serial("batchedadd", [=] {
+    call("libjit_batchedadd_f32", {ptr(dest), ptr(b), ptr(s), I64(n), I64(sz)});
+  });
+  return Error::success();
+}
+
+void registerLinalgEmitters(EmitterTable &t) {
+  t[InstrKind::FullyConnected] = &Emitter::planFullyConnected;
+  t[InstrKind::FusedFullyConnected] = &Emitter::planFusedFullyConnected;
+  t[InstrKind::MatMul] = &Emitter::planMatMul;
+  t[InstrKind::BatchMatMul] = &Emitter::planBatchMatMul;
+  t[InstrKind::BatchedAdd] = &Emitter::planBatchedAdd;
+}
+
+} // namespace kiln::cpu
