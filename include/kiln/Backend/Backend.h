@@ -23,13 +23,6 @@ struct DeviceConfig;
 class Instruction;
 struct PlannedIR;
 
-/// The run times of one step of a compiled function, over the runs after the first.
-struct StageTiming {
-  std::string name;
-  uint64_t runs = 0;
-  double meanMs = 0, minMs = 0;
-};
-
 /// The result of compiling one Function for one backend.
 class CompiledFunction {
 public:

@@ -1,5 +1,6 @@
 /// \file
-/// PlaceholderBindings (the tensors of a run's inputs and outputs) and ExecutionContext.
+/// PlaceholderBindings (the tensors of a run's inputs and outputs), ExecutionContext, and
+/// StageTiming (what a profiled run reports per step).
 #ifndef KILN_BACKEND_EXECUTIONCONTEXT_H
 #define KILN_BACKEND_EXECUTIONCONTEXT_H
 
@@ -7,8 +8,17 @@
 
 #include <map>
 #include <memory>
+#include <string>
 
 namespace kiln {
+
+/// The run times of one step of a compiled function, over the runs after the first
+/// (CompiledFunction::getProfile, HostManager::getProfile).
+struct StageTiming {
+  std::string name;
+  uint64_t runs = 0;
+  double meanMs = 0, minMs = 0;
+};
 
 /// Maps placeholders to tensors. Allocated tensors are zero-filled and owned here.
 class PlaceholderBindings {
