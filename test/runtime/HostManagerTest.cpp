@@ -6,6 +6,7 @@
 
 #include "backends/Sim/SimDeviceManager.h"
 #include "kiln/Runtime/MultiDevice.h"
+#include "kiln/Runtime/Partitioner.h"
 
 #include <gtest/gtest.h>
 
