@@ -1,27 +1,16 @@
 // CompileOptions' backend parameters: parsing "name=value" items, the CPU backend taking
 // them through ExecutionEngine::compile, and the errors for unknown names and bad values.
+#include "test/engine/SmallNet.h"
 #include "kiln/Runtime/HostManager.h"
 #include "kiln/kiln.h"
 
 #include <gtest/gtest.h>
 
 using namespace kiln;
+using kiln::test::buildSmallNet;
+using kiln::test::contains;
 
 namespace {
-
-bool contains(const std::string &s, const std::string &part) {
-  return s.find(part) != std::string::npos;
-}
-
-/// y = relu(x W + b) with W = [[1, -1], [2, 0.5]], b = [0.5, -1].
-SaveNode *buildSmallNet(Module &m, Placeholder *&x) {
-  Function *f = m.createFunction("main");
-  x = m.createPlaceholder(ElemKind::Float, {2, 2}, "x");
-  auto *w = m.createConstant("w", Tensor(ElemKind::Float, {2, 2}, {1, -1, 2, 0.5}));
-  auto *b = m.createConstant("b", Tensor(ElemKind::Float, {2}, {0.5, -1}));
-  auto *fc = f->createFullyConnected("fc", NodeValue(x), NodeValue(w), NodeValue(b));
-  return f->createSave("y", NodeValue(f->createRelu("relu", NodeValue(fc))));
-}
 
 CompileOptions withItems(std::initializer_list<const char *> items) {
   CompileOptions o;

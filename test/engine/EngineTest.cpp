@@ -1,6 +1,7 @@
 // ExecutionEngine: the public one-object API, end to end on the Interpreter, and the
 // errors a caller can cause.
 
+#include "test/engine/SmallNet.h"
 #include "kiln/kiln.h"
 
 #include <gtest/gtest.h>
@@ -8,24 +9,8 @@
 #include <cmath>
 
 using namespace kiln;
-
-namespace {
-
-bool contains(const std::string &s, const std::string &part) {
-  return s.find(part) != std::string::npos;
-}
-
-/// y = relu(x W + b) with W = [[1, -1], [2, 0.5]], b = [0.5, -1].
-SaveNode *buildSmallNet(Module &m, Placeholder *&x) {
-  Function *f = m.createFunction("main");
-  x = m.createPlaceholder(ElemKind::Float, {2, 2}, "x");
-  auto *w = m.createConstant("w", Tensor(ElemKind::Float, {2, 2}, {1, -1, 2, 0.5}));
-  auto *b = m.createConstant("b", Tensor(ElemKind::Float, {2}, {0.5, -1}));
-  auto *fc = f->createFullyConnected("fc", NodeValue(x), NodeValue(w), NodeValue(b));
-  return f->createSave("y", NodeValue(f->createRelu("relu", NodeValue(fc))));
-}
-
-} // namespace
+using kiln::test::buildSmallNet;
+using kiln::test::contains;
 
 TEST(ExecutionEngine, CompilesAndRunsRepeatedly) {
   ExecutionEngine ee("Interpreter");

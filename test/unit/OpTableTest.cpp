@@ -130,8 +130,8 @@ class NamedBackend : public Backend {
 public:
   explicit NamedBackend(std::string name) : name_(std::move(name)) {}
   std::string getName() const override { return name_; }
-  Expected<std::unique_ptr<CompiledFunction>> compile(Function *,
-                                                      const CompileOptions &) const override {
+  Expected<std::unique_ptr<CompiledFunction>> generateCode(Function *, PlannedIR &,
+                                                           const CompileOptions &) const override {
     return Error(ErrorCode::Unsupported, "not a real backend");
   }
 
