@@ -18,15 +18,13 @@ namespace kiln::cpu {
 KILN_REGISTER_BACKEND(CPUBackend, "CPU");
 
 namespace {
+
 /// The CPU's graph pipeline fuses residual Adds and activations into the GEMM-based nodes
 /// (fuse-activations; which ones is decided by isOpSupported).
 [[maybe_unused]] const bool kPipelineRegistered = [] {
   registerBackendPipeline("CPU", getFusingPipeline);
   return true;
 }();
-} // namespace
-
-namespace {
 
 /// Pools are shared by thread count and spin bound: many compiled functions, few threads.
 std::shared_ptr<ThreadPool> getPool(unsigned threads, unsigned spinMicros) {

@@ -143,11 +143,11 @@ uint64_t Emitter::constRaw(const WeightVar *w) {
   return off;
 }
 
-/// kind 1: A panels of each of `groups` row blocks of `rows` x `cols`; kind 2: B panels of
-/// a `rows` (K) x `cols` (N) matrix; kind 3: W [cols x rows] packed as the B operand W^T;
-/// kinds 4-6: 3x3 filters [rows = O][cols = C][3][3] transformed for Winograd F(4x4, 3x3)
-/// (libjit_pack_wino), and with the tiles as rows F(2x2, 3x3) and F(4x4, 3x3)
-/// (libjit_pack_wino_rows).
+/// GemmA: A panels of each of `groups` row blocks of `rows` x `cols`; GemmB: B panels of a
+/// `rows` (K) x `cols` (N) matrix; GemmBTransposed: W [cols x rows] packed as the B operand
+/// W^T; Winograd4x4, WinogradRows2x2/4x4: 3x3 filters [rows = O][cols = C][3][3]
+/// transformed for Winograd F(4x4, 3x3) (libjit_pack_wino), and with the tiles as rows
+/// F(2x2, 3x3) and F(4x4, 3x3) (libjit_pack_wino_rows).
 Expected<uint64_t> Emitter::constPacked(const WeightVar *w, WeightPacking kind, int64_t groups,
                                         int64_t rows, int64_t cols) {
   auto key = std::make_tuple(w, kind, groups);
@@ -156,19 +156,23 @@ Expected<uint64_t> Emitter::constPacked(const WeightVar *w, WeightPacking kind, 
     return it->second;
   auto *c = cast<Constant>(w->getOrigin());
   const float *src = reinterpret_cast<const float *>(c->getPayload().getUnsafePtr());
+  // Output tile of the tiles-as-rows Winograd packings (0: another packing).
+  const int winoRowsTile = kind == WeightPacking::WinogradRows2x2   ? 2
+                           : kind == WeightPacking::WinogradRows4x4 ? 4
+                                                                    : 0;
   int64_t floats;
   if (kind == WeightPacking::GemmA)
     floats = groups * (avx512_ ? libjit::packedAFloats<libjit::GemmAvx512>(rows, cols)
                                : libjit::packedAFloats<libjit::GemmAvx2>(rows, cols));
-  else if (kind == WeightPacking::GemmBTransposed) // W [cols x rows] packed as the B operand W^T [rows x cols]
+  else if (kind == WeightPacking::GemmBTransposed) // W [cols x rows] as the B operand W^T
     floats = avx512_ ? libjit::packedBFloats<libjit::GemmAvx512>(rows, cols)
                      : libjit::packedBFloats<libjit::GemmAvx2>(rows, cols);
   else if (kind == WeightPacking::Winograd4x4)
     floats = avx512_ ? libjit_pack_wino_floats_avx512(rows, cols)
                      : libjit_pack_wino_floats_avx2(rows, cols);
-  else if (kind == WeightPacking::WinogradRows2x2 || kind == WeightPacking::WinogradRows4x4)
-    floats = avx512_ ? libjit_pack_wino_rows_floats_avx512(kind == WeightPacking::WinogradRows2x2 ? 2 : 4, rows, cols)
-                     : libjit_pack_wino_rows_floats_avx2(kind == WeightPacking::WinogradRows2x2 ? 2 : 4, rows, cols);
+  else if (winoRowsTile)
+    floats = avx512_ ? libjit_pack_wino_rows_floats_avx512(winoRowsTile, rows, cols)
+                     : libjit_pack_wino_rows_floats_avx2(winoRowsTile, rows, cols);
   else // GemmB
     floats = avx512_ ? libjit::packedBFloats<libjit::GemmAvx512>(rows, cols)
                      : libjit::packedBFloats<libjit::GemmAvx2>(rows, cols);
@@ -193,11 +197,11 @@ Expected<uint64_t> Emitter::constPacked(const WeightVar *w, WeightPacking kind, 
       libjit_pack_wino_f32_avx512(dst, src, rows, cols);
     else
       libjit_pack_wino_f32_avx2(dst, src, rows, cols);
-  } else if (kind == WeightPacking::WinogradRows2x2 || kind == WeightPacking::WinogradRows4x4) {
+  } else if (winoRowsTile) {
     if (avx512_)
-      libjit_pack_wino_rows_f32_avx512(kind == WeightPacking::WinogradRows2x2 ? 2 : 4, dst, src, rows, cols);
+      libjit_pack_wino_rows_f32_avx512(winoRowsTile, dst, src, rows, cols);
     else
-      libjit_pack_wino_rows_f32_avx2(kind == WeightPacking::WinogradRows2x2 ? 2 : 4, dst, src, rows, cols);
+      libjit_pack_wino_rows_f32_avx2(winoRowsTile, dst, src, rows, cols);
   } else {
     if (avx512_)
       libjit_pack_b_f32_avx512(dst, src, rows, cols, cols);

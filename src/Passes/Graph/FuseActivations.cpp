@@ -63,27 +63,41 @@ const std::string &activationOfFused(const Node *p) {
   return cast<FusedFullyConnectedNode>(p)->getActivation();
 }
 
+/// A FusedConvolution with \p c's operands and attributes (\p c a Convolution or a
+/// FusedConvolution), \p residual and activation \p act.
+template <typename ConvT>
+Node *fusedConvolution(Function *f, const std::string &name, TypeRef ty, const ConvT *c,
+                       const std::vector<NodeValue> &residual, const std::string &act,
+                       float alpha, float beta) {
+  return f->createFusedConvolution(name, ty, c->getInput(), c->getFilter(), c->getBias(),
+                                   residual, c->getKernels(), c->getStrides(), c->getPads(),
+                                   c->getDilations(), c->getGroup(), act, alpha, beta);
+}
+
+/// The same for a FullyConnected or a FusedFullyConnected.
+template <typename FCT>
+Node *fusedFullyConnected(Function *f, const std::string &name, TypeRef ty, const FCT *fc,
+                          const std::vector<NodeValue> &residual, const std::string &act,
+                          float alpha, float beta) {
+  return f->createFusedFullyConnected(name, ty, fc->getInput(), fc->getWeights(), fc->getBias(),
+                                      residual, act, alpha, beta);
+}
+
 /// The fused node of \p producer (a Convolution, a FullyConnected, or a fused node whose
 /// operands it keeps) with \p residual and activation \p act, named "producer.last" after
 /// the node it replaces.
 Node *fusedNode(Function *f, Node *producer, Node *last, const std::vector<NodeValue> &residual,
                 const std::string &act, float alpha, float beta) {
   TypeRef ty = last->getType(0);
-  std::string fusedName = producer->getName() + "." + last->getName();
+  std::string name = producer->getName() + "." + last->getName();
   if (auto *c = dyn_cast<ConvolutionNode>(producer))
-    return f->createFusedConvolution(fusedName, ty, c->getInput(), c->getFilter(), c->getBias(),
-                                     residual, c->getKernels(), c->getStrides(), c->getPads(),
-                                     c->getDilations(), c->getGroup(), act, alpha, beta);
+    return fusedConvolution(f, name, ty, c, residual, act, alpha, beta);
   if (auto *c = dyn_cast<FusedConvolutionNode>(producer))
-    return f->createFusedConvolution(fusedName, ty, c->getInput(), c->getFilter(), c->getBias(),
-                                     residual, c->getKernels(), c->getStrides(), c->getPads(),
-                                     c->getDilations(), c->getGroup(), act, alpha, beta);
+    return fusedConvolution(f, name, ty, c, residual, act, alpha, beta);
   if (auto *fc = dyn_cast<FusedFullyConnectedNode>(producer))
-    return f->createFusedFullyConnected(fusedName, ty, fc->getInput(), fc->getWeights(),
-                                        fc->getBias(), residual, act, alpha, beta);
-  auto *fc = cast<FullyConnectedNode>(producer);
-  return f->createFusedFullyConnected(fusedName, ty, fc->getInput(), fc->getWeights(),
-                                      fc->getBias(), residual, act, alpha, beta);
+    return fusedFullyConnected(f, name, ty, fc, residual, act, alpha, beta);
+  return fusedFullyConnected(f, name, ty, cast<FullyConnectedNode>(producer), residual, act,
+                             alpha, beta);
 }
 
 bool isGemm(const Node *p) { return isa<ConvolutionNode>(p) || isa<FullyConnectedNode>(p); }
