@@ -79,8 +79,8 @@ public:
   explicit CPUBackend(CPUBackendOptions opts = {}) : opts_(opts) {}
   std::string getName() const override { return "CPU"; }
   bool isOpSupported(const Node &node) const override;
-  /// The CPU backend runs FullyConnected, BatchNormalization and the activations as they
-  /// are (its kernels fuse them better than their lowered forms).
+  /// Lowers only the nodes isOpSupported refuses: whatever the CPU claims, it runs as it
+  /// is (its kernels fuse better than the lowered forms).
   bool shouldLower(const Node &node) const override;
   /// A memory-aware schedule and the IR passes (CPUBackendOptions::optimizeIR), always a
   /// static plan; fused epilogues need buffers of their own.

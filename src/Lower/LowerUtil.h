@@ -1,8 +1,8 @@
 /// \file
 /// Private to src/Lower: the per-family lowering functions the dispatcher (Lower.cpp)
-/// calls, and a small builder they share. Each lowering returns the value that replaces
-/// result 0 of the node, or a null NodeValue when it does not lower that instance (an
-/// element kind it has no rule for, say).
+/// calls (declared from the operator table), and a small builder they share. Each
+/// lowering returns the value that replaces result 0 of the node, or a null NodeValue
+/// when it does not lower that instance (an element kind it has no rule for, say).
 #ifndef KILN_SRC_LOWER_LOWERUTIL_H
 #define KILN_SRC_LOWER_LOWERUTIL_H
 
@@ -35,30 +35,9 @@ private:
   std::string base_;
 };
 
-// ---- One function per lowered operator, grouped by family file. ----
-
-// LowerLinalg.cpp
-NodeValue lowerFullyConnected(Function *f, FullyConnectedNode *n);
-NodeValue lowerBatchMatMul(Function *f, BatchMatMulNode *n);
-// LowerConv.cpp
-NodeValue lowerGroupedConvolution(Function *f, ConvolutionNode *n);
-// LowerNorm.cpp
-NodeValue lowerBatchNormalization(Function *f, BatchNormalizationNode *n);
-NodeValue lowerLayerNormalization(Function *f, LayerNormalizationNode *n);
-NodeValue lowerLogSoftMax(Function *f, LogSoftMaxNode *n);
-// LowerElementwise.cpp
-NodeValue lowerGelu(Function *f, GeluNode *n);
-NodeValue lowerSwish(Function *f, SwishNode *n);
-NodeValue lowerHardSwish(Function *f, HardSwishNode *n);
-NodeValue lowerLeakyRelu(Function *f, LeakyReluNode *n);
-NodeValue lowerPRelu(Function *f, PReluNode *n);
-NodeValue lowerClip(Function *f, ClipNode *n);
-// LowerData.cpp
-NodeValue lowerPad(Function *f, PadNode *n);
-NodeValue lowerTile(Function *f, TileNode *n);
-NodeValue lowerBroadcast(Function *f, BroadcastNode *n);
-// LowerReduce.cpp
-NodeValue lowerReduceMean(Function *f, ReduceMeanNode *n);
+// One function per lowered operator, declared from the operator table (its `.lowering(fn)`)
+// and defined in the operator's family file, Lower<Family>.cpp.
+#include "src/ClassGen/AutoGenLowerDecls.inc"
 
 /// True for Float, Float16 and BFloat16 results: arithmetic lowerings are float-only
 /// (quantized arithmetic would need a scale for every intermediate).
