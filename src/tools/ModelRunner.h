@@ -47,9 +47,10 @@ public:
 
   /// Loads \p path. When \p data is given, the graph inputs take the shapes of its
   /// inputs (input K binds the K-th graph input that is not an initializer); the shapes
-  /// of setInputShapes apply too. Every shape is checked against the model first
+  /// of setInputShapes apply too. Those are checked against the model first
   /// (checkONNXInputShapes): a mismatch names the input, the model's shape and the given
-  /// one. With \p freezeIntegerInputs, integer inputs become constants holding the data's
+  /// one; so is a data set's shape the model contradicts, when the model does not load
+  /// at it. With \p freezeIntegerInputs, integer inputs become constants holding the data's
   /// values (for models that feed shapes as inputs; the data must outlive compile and
   /// runs).
   Error load(const std::string &path, const TestDataSet *data = nullptr,
