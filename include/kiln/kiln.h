@@ -8,6 +8,8 @@
 ///  - kiln::Tensor, kiln::PlaceholderBindings, kiln::CompileOptions;
 ///  - kiln::Error / kiln::Expected<T>: every failure a caller can cause;
 ///  - kiln::loadONNX / loadONNXFromBuffer: ONNX import into a Function.
+///  - kiln::ONNXSession: an ONNX model run with inputs of any shape it allows (one
+///    compiled specialization per shape tuple, cached).
 ///
 /// This layer pulls in no low-level IR, no generated instruction header, no logging
 /// library, no LLVM, and none of the memory planner, passes or runtime internals
@@ -22,6 +24,7 @@
 #include "kiln/Base/Tensor.h"
 #include "kiln/Base/Type.h"
 #include "kiln/ExecutionEngine/ExecutionEngine.h"
+#include "kiln/ExecutionEngine/ONNXSession.h"
 #include "kiln/Graph/Graph.h"
 #include "kiln/Importer/ONNX.h"
 #include "kiln/Runtime/HostManager.h"

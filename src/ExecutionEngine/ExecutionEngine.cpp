@@ -3,6 +3,8 @@
 
 #include "kiln/Runtime/HostManager.h"
 
+#include <iostream>
+
 namespace kiln {
 
 ExecutionEngine::ExecutionEngine(const std::string &backendName, unsigned numDevices,
@@ -58,6 +60,10 @@ Error ExecutionEngine::compile(const CompileOptions &opts) {
   no.replicas = numDevices_;
   no.compile = opts;
   no.prepare = true; // the compile driver's front half (kiln/Backend/Compiler.h)
+  no.strictBackend = strict_;
+  // One warning for the whole compile, however many functions fell back.
+  std::string warnings;
+  no.onWarning = [&warnings](const std::string &w) { warnings += (warnings.empty() ? "" : "\n") + w; };
   for (Function *f : fns) {
     std::string ctx = "compiling function '" + f->getName() + "' for " + backendName_;
     if (Error e = host_->addNetwork(f, no)) {
@@ -66,20 +72,38 @@ Error ExecutionEngine::compile(const CompileOptions &opts) {
     }
     networks_.push_back(f->getName());
   }
+  if (!warnings.empty()) {
+    if (onWarning_)
+      onWarning_(warnings);
+    else
+      std::cerr << "kiln: warning: " << warnings << std::endl;
+  }
   return Error::success();
 }
 
-Error ExecutionEngine::run(PlaceholderBindings &bindings, const std::string &name) {
+Expected<std::string> ExecutionEngine::networkName(const std::string &name) const {
   if (!host_)
     return makeError(backendError_.code(), backendError_.message());
   if (networks_.empty())
-    return makeError(ErrorCode::InvalidArgument, "run: nothing compiled; call compile() first");
+    return makeError(ErrorCode::InvalidArgument, "nothing compiled; call compile() first");
   if (!name.empty())
-    return host_->runNetworkBlocking(name, bindings);
+    return name;
   if (networks_.size() != 1)
-    return makeError(ErrorCode::InvalidArgument, "run: the module has ", networks_.size(),
-                     " functions; name the one to run");
-  return host_->runNetworkBlocking(networks_.front(), bindings);
+    return makeError(ErrorCode::InvalidArgument, "the module has ", networks_.size(),
+                     " functions; name one");
+  return networks_.front();
+}
+
+Expected<NetworkSplit> ExecutionEngine::getNetworkSplit(const std::string &name) const {
+  KILN_ASSIGN_OR_RETURN(std::string n, networkName(name));
+  return host_->getNetworkSplit(n);
+}
+
+Error ExecutionEngine::run(PlaceholderBindings &bindings, const std::string &name) {
+  Expected<std::string> n = networkName(name);
+  if (!n)
+    return n.takeError().addContext("run");
+  return host_->runNetworkBlocking(*n, bindings);
 }
 
 } // namespace kiln

@@ -6,6 +6,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/wire_format_lite.h>
 
+#include <algorithm>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -256,6 +257,27 @@ Expected<int64_t> Importer::normAxis(const onnx::NodeProto &n, int64_t axis, int
   return axis < 0 ? axis + rank : axis;
 }
 
+Error Importer::bindSymbols(const onnx::GraphProto &g) {
+  symbols_.clear();
+  for (const auto &kv : opts.symbolicDims)
+    symbols_[kv.first] = kv.second;
+  // Shapes the caller fixed give their symbols' values (the first one given wins; the
+  // shapes replace the model's, so checkONNXInputShapes is where they are checked).
+  for (const auto &vi : g.input()) {
+    auto fixed = opts.inputShapes.find(vi.name());
+    if (fixed == opts.inputShapes.end() || !vi.type().has_tensor_type() ||
+        !vi.type().tensor_type().has_shape())
+      continue;
+    const onnx::TensorShapeProto &shape = vi.type().tensor_type().shape();
+    if (size_t(shape.dim_size()) != fixed->second.size())
+      continue;
+    for (int i = 0; i < shape.dim_size(); i++)
+      if (shape.dim(i).has_dim_param() && !shape.dim(i).dim_param().empty())
+        symbols_.emplace(shape.dim(i).dim_param(), fixed->second[i]);
+  }
+  return Error::success();
+}
+
 Expected<Dims> Importer::inputShape(const onnx::ValueInfoProto &vi) {
   const std::string &name = vi.name();
   auto fixed = opts.inputShapes.find(name);
@@ -282,8 +304,8 @@ Expected<Dims> Importer::inputShape(const onnx::ValueInfoProto &vi) {
       continue;
     }
     std::string sym = d.has_dim_param() ? d.dim_param() : "";
-    auto s = opts.symbolicDims.find(sym);
-    if (!sym.empty() && s != opts.symbolicDims.end()) {
+    auto s = symbols_.find(sym);
+    if (!sym.empty() && s != symbols_.end()) {
       v.push_back(int64_t(s->second));
     } else if (opts.defaultSymbolicDim) {
       v.push_back(int64_t(opts.defaultSymbolicDim));
@@ -381,6 +403,7 @@ Error Importer::importGraph(const onnx::GraphProto &g, ONNXModel &out) {
   for (const auto &o : g.output())
     uses_[o.name()]++;
 
+  KILN_RETURN_IF_ERR(bindSymbols(g)); // a shape the model refuses, before anything else
   KILN_RETURN_IF_ERR(collectUnsupported(g));
   if (g.sparse_initializer_size())
     return makeError(ErrorCode::Unsupported, "sparse initializers are not supported");
@@ -547,9 +570,11 @@ bool scanTensorName(const uint8_t *p, int n, std::string &name) {
   return in.ConsumedEntireMessage();
 }
 
-/// The initializer names and graph inputs of the GraphProto in [p, p + n).
+/// The initializer names, graph inputs and (when \p outputs is given) graph outputs of the
+/// GraphProto in [p, p + n).
 bool scanGraph(const uint8_t *p, int n, std::vector<std::string> &inits,
-               std::vector<onnx::ValueInfoProto> &inputs) {
+               std::vector<onnx::ValueInfoProto> &inputs,
+               std::vector<onnx::ValueInfoProto> *outputs = nullptr) {
   CodedInputStream in(p, n);
   while (uint32_t tag = in.ReadTag()) {
     if (tag == WFL::MakeTag(5, WFL::WIRETYPE_LENGTH_DELIMITED)) { // initializer
@@ -565,6 +590,12 @@ bool scanGraph(const uint8_t *p, int n, std::vector<std::string> &inits,
       inputs.emplace_back();
       if (!readDelimited(in, p, &q, &m) || !inputs.back().ParseFromArray(q, m))
         return false;
+    } else if (outputs && tag == WFL::MakeTag(12, WFL::WIRETYPE_LENGTH_DELIMITED)) { // output
+      const uint8_t *q;
+      int m;
+      outputs->emplace_back();
+      if (!readDelimited(in, p, &q, &m) || !outputs->back().ParseFromArray(q, m))
+        return false;
     } else if (!WFL::SkipField(&in, tag)) {
       return false;
     }
@@ -572,19 +603,23 @@ bool scanGraph(const uint8_t *p, int n, std::vector<std::string> &inits,
   return in.ConsumedEntireMessage();
 }
 
-/// getONNXInputNames without parsing the weights: walks the wire format of the ModelProto
-/// in \p buf for the graph's (field 7) initializer names and inputs. Repeated graph
-/// fields merge, as in a full parse. False when the bytes do not scan.
-bool scanInputNames(const onnximport::FileBytes &buf, std::vector<std::string> &names) {
-  const uint8_t *base = reinterpret_cast<const uint8_t *>(buf.data());
-  CodedInputStream in(base, int(buf.size()));
+/// The graph inputs that are not initializers, without parsing the weights: walks the
+/// wire format of the ModelProto in [data, data + size) for the graph's (field 7)
+/// initializer names and inputs. Repeated graph fields merge, as in a full parse. False
+/// when the bytes do not scan.
+bool scanInputs(const char *data, size_t size, std::vector<onnx::ValueInfoProto> &out,
+                std::vector<onnx::ValueInfoProto> *outputs = nullptr) {
+  if (size > size_t(std::numeric_limits<int>::max()))
+    return false;
+  const uint8_t *base = reinterpret_cast<const uint8_t *>(data);
+  CodedInputStream in(base, int(size));
   std::vector<std::string> inits;
   std::vector<onnx::ValueInfoProto> inputs;
   while (uint32_t tag = in.ReadTag()) {
     if (tag == WFL::MakeTag(7, WFL::WIRETYPE_LENGTH_DELIMITED)) {
       const uint8_t *q;
       int m;
-      if (!readDelimited(in, base, &q, &m) || !scanGraph(q, m, inits, inputs))
+      if (!readDelimited(in, base, &q, &m) || !scanGraph(q, m, inits, inputs, outputs))
         return false;
     } else if (!WFL::SkipField(&in, tag)) {
       return false;
@@ -593,14 +628,145 @@ bool scanInputNames(const onnximport::FileBytes &buf, std::vector<std::string> &
   if (!in.ConsumedEntireMessage())
     return false;
   std::set<std::string> initSet(inits.begin(), inits.end());
-  names.clear();
-  for (const auto &vi : inputs)
+  out.clear();
+  for (auto &vi : inputs)
     if (!initSet.count(vi.name()))
-      names.push_back(vi.name());
+      out.push_back(std::move(vi));
   return true;
 }
 
+bool scanInputNames(const onnximport::FileBytes &buf, std::vector<std::string> &names) {
+  std::vector<onnx::ValueInfoProto> inputs;
+  if (!scanInputs(buf.data(), buf.size(), inputs))
+    return false;
+  names.clear();
+  for (const auto &vi : inputs)
+    names.push_back(vi.name());
+  return true;
+}
+
+/// What the model declares of each input in \p inputs.
+std::vector<ONNXInputInfo> inputInfo(const std::vector<onnx::ValueInfoProto> &inputs) {
+  std::vector<ONNXInputInfo> out;
+  for (const auto &vi : inputs) {
+    ONNXInputInfo info;
+    info.name = vi.name();
+    if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape()) {
+      info.hasShape = true;
+      for (const auto &d : vi.type().tensor_type().shape().dim()) {
+        // Some exporters write 0 for an unknown dimension.
+        info.dims.push_back(d.has_dim_value() && d.dim_value() > 0 ? d.dim_value() : -1);
+        info.symbols.push_back(d.has_dim_value() ? "" : d.dim_param());
+      }
+    }
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+std::string shapeList(const std::vector<dim_t> &dims) {
+  std::string out = "[";
+  for (size_t i = 0; i < dims.size(); i++)
+    out += (i ? ", " : "") + std::to_string(dims[i]);
+  return out + "]";
+}
+
 } // namespace
+
+bool ONNXInputInfo::isStatic() const {
+  return hasShape && std::none_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; });
+}
+
+std::string ONNXInputInfo::shapeString() const {
+  if (!hasShape)
+    return "[any shape]";
+  std::string out = "[";
+  for (size_t i = 0; i < dims.size(); i++) {
+    out += i ? ", " : "";
+    if (dims[i] >= 0)
+      out += std::to_string(dims[i]);
+    else
+      out += symbols[i].empty() ? "?" : symbols[i];
+  }
+  return out + "]";
+}
+
+Expected<ONNXSignature> getONNXSignatureFromBuffer(const void *data, size_t size) {
+  std::vector<onnx::ValueInfoProto> inputs, outputs;
+  if (!scanInputs(static_cast<const char *>(data), size, inputs, &outputs)) {
+    // Not well-formed: a full parse reports it (or, should it succeed, gives the inputs).
+    onnx::ModelProto model;
+    if (size > size_t(std::numeric_limits<int>::max()) || !model.ParseFromArray(data, int(size)))
+      return makeError(ErrorCode::ModelParse,
+                       "cannot parse the ONNX model (the file is truncated or not an ONNX model)");
+    std::set<std::string> inits;
+    for (const auto &t : model.graph().initializer())
+      inits.insert(t.name());
+    inputs.clear();
+    for (const auto &vi : model.graph().input())
+      if (!inits.count(vi.name()))
+        inputs.push_back(vi);
+    outputs.assign(model.graph().output().begin(), model.graph().output().end());
+  }
+  ONNXSignature sig;
+  sig.inputs = inputInfo(inputs);
+  for (const auto &vi : outputs)
+    sig.outputNames.push_back(vi.name());
+  return sig;
+}
+
+Expected<ONNXSignature> getONNXSignature(const std::string &path) {
+  onnximport::FileBytes buf;
+  if (!buf.open(path))
+    return makeError(ErrorCode::NotFound, "cannot open ONNX model '", path, "'");
+  Expected<ONNXSignature> sig = getONNXSignatureFromBuffer(buf.data(), buf.size());
+  if (!sig)
+    return sig.takeError().addContext("reading '" + path + "'");
+  return sig;
+}
+
+Error checkONNXInputShapes(const std::vector<ONNXInputInfo> &inputs,
+                           const std::map<std::string, std::vector<dim_t>> &shapes) {
+  std::map<std::string, std::pair<dim_t, std::string>> symbols; // value, the input that set it
+  for (const auto &kv : shapes)
+    if (std::none_of(inputs.begin(), inputs.end(),
+                     [&](const ONNXInputInfo &i) { return i.name == kv.first; })) {
+      std::string known;
+      for (const ONNXInputInfo &i : inputs)
+        known += (known.empty() ? "" : ", ") + ("'" + i.name + "'");
+      return makeError(ErrorCode::InvalidArgument, "the model has no input '", kv.first,
+                       "'; its inputs: ", known.empty() ? "none" : known);
+    }
+  for (const ONNXInputInfo &in : inputs) {
+    auto it = shapes.find(in.name);
+    if (it == shapes.end() || !in.hasShape)
+      continue;
+    const std::vector<dim_t> &given = it->second;
+    auto mismatch = [&](const std::string &why) {
+      return makeError(ErrorCode::InvalidArgument, "input '", in.name, "': the model expects shape ",
+                       in.shapeString(), ", given ", shapeList(given), " (", why, ")");
+    };
+    if (given.size() != in.dims.size())
+      return mismatch("rank " + std::to_string(given.size()) + " instead of " +
+                      std::to_string(in.dims.size()));
+    for (size_t d = 0; d < given.size(); d++) {
+      if (in.dims[d] >= 0) {
+        if (uint64_t(in.dims[d]) != uint64_t(given[d]))
+          return mismatch("dimension " + std::to_string(d) + " is fixed at " +
+                          std::to_string(in.dims[d]));
+        continue;
+      }
+      if (in.symbols[d].empty())
+        continue;
+      auto bound = symbols.emplace(in.symbols[d], std::make_pair(given[d], in.name));
+      if (!bound.second && bound.first->second.first != given[d])
+        return mismatch("dimension " + std::to_string(d) + " is '" + in.symbols[d] + "', which is " +
+                        std::to_string(bound.first->second.first) + " in input '" +
+                        bound.first->second.second + "'");
+    }
+  }
+  return Error::success();
+}
 
 Expected<std::vector<std::string>> getONNXInputNames(const std::string &path) {
   onnximport::FileBytes buf;

@@ -13,6 +13,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -199,6 +200,10 @@ private:
   Error convertNode(const onnx::NodeProto &n);
   Error checkOutputs(const onnx::NodeProto &n);
   Expected<Dims> inputShape(const onnx::ValueInfoProto &vi);
+  /// Values of the symbolic dimensions (dim_param): ONNXLoadOptions::symbolicDims, then
+  /// those the shapes of ONNXLoadOptions::inputShapes give, so that inputs left symbolic
+  /// take them too (symbols_).
+  Error bindSymbols(const onnx::GraphProto &g);
 
   ConverterMap converters_;
   std::unordered_map<std::string, NodeValue> values_;
@@ -206,6 +211,8 @@ private:
   std::unordered_map<std::string, unsigned> uses_;
   const onnx::GraphProto *graph_ = nullptr;
   std::unordered_map<const onnx::NodeProto *, int> nodeIndex_;
+  /// Values of symbolic dimensions by dim_param.
+  std::map<std::string, dim_t> symbols_;
 };
 
 } // namespace kiln::onnximport

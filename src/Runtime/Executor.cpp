@@ -106,10 +106,37 @@ struct Executor::Request {
   }
 };
 
+namespace {
+/// "[2, 3, 4]".
+std::string shapeText(const Type &t) {
+  std::string s = "[";
+  for (size_t i = 0; i < t.dims.size(); i++)
+    s += (i ? ", " : "") + std::to_string(t.dims[i]);
+  return s + "]";
+}
+} // namespace
+
 Error Executor::checkBindings(const ExecutableNetwork &net, const PlaceholderBindings &b) {
   for (const auto *list : {&net.plan.inputs, &net.plan.outputs})
-    for (const Placeholder *ph : *list)
-      KILN_RETURN_IF_ERR(b.getChecked(ph).takeError());
+    for (const Placeholder *ph : *list) {
+      const char *role = list == &net.plan.inputs ? "input" : "output";
+      const Tensor *t = b.get(ph);
+      const Type &want = *ph->getType();
+      if (!t)
+        return makeError(ErrorCode::InvalidArgument, role, " '", ph->getName(), "' of type ",
+                         want.toString(), " is not bound to a tensor");
+      const Type &got = t->getType();
+      if (got == want)
+        continue;
+      if (got.dims != want.dims)
+        return makeError(ErrorCode::InvalidArgument, role, " '", ph->getName(),
+                         "' expects shape ", shapeText(want), " (", want.toString(),
+                         ") but is bound to a tensor of shape ", shapeText(got), " (",
+                         got.toString(), ")");
+      return makeError(ErrorCode::InvalidArgument, role, " '", ph->getName(),
+                       "' expects a tensor of type ", want.toString(), " but is bound to ",
+                       got.toString());
+    }
   return Error::success();
 }
 

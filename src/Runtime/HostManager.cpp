@@ -3,9 +3,66 @@
 #include "kiln/Runtime/Executor.h"
 
 #include <algorithm>
+#include <cctype>
+#include <iostream>
 #include <limits>
+#include <sstream>
 
 namespace kiln {
+
+std::string FallbackNode::toString() const {
+  return "node '" + name + "' (" + kind + "): " + types;
+}
+
+std::string NetworkSplit::toString() const {
+  std::ostringstream os;
+  for (size_t i = 0; i < backends.size(); i++) {
+    const BackendShare &b = backends[i];
+    os << (i ? "; " : "") << b.backend << ": " << b.partitions
+       << (b.partitions == 1 ? " partition, " : " partitions, ") << b.nodes
+       << (b.nodes == 1 ? " node" : " nodes");
+  }
+  return os.str();
+}
+
+namespace {
+
+/// "float<2x3>, i64<4> -> float<2x4>": a node's operand and result types.
+std::string typesOf(const Node &n) {
+  std::string s;
+  for (unsigned i = 0; i < n.getNumInputs(); i++)
+    s += (i ? ", " : "") + n.getNthInput(i).getType()->toString();
+  s += " ->";
+  for (unsigned r = 0; r < n.getNumResults(); r++)
+    s += (r ? ", " : " ") + n.getType(r)->toString();
+  return s;
+}
+
+/// Partitions and nodes per backend of \p plan, in the order of \p backends.
+NetworkSplit splitOf(const PartitionPlan &plan, const std::vector<PartitionerBackend> &backends) {
+  NetworkSplit split;
+  for (const PartitionerBackend &b : backends) {
+    BackendShare share;
+    share.backend = b.backend->getName();
+    for (const Partition &p : plan.partitions)
+      if (p.backendName == share.backend) {
+        share.partitions++;
+        share.nodes += p.numNodes;
+      }
+    if (share.partitions)
+      split.backends.push_back(std::move(share));
+  }
+  return split;
+}
+
+std::string joinNames(const std::vector<PartitionerBackend> &backends) {
+  std::string s;
+  for (const PartitionerBackend &b : backends)
+    s += (s.empty() ? "" : ", ") + b.backend->getName();
+  return s;
+}
+
+} // namespace
 
 /// A network and the requests running it. Lifetime: requests pin it through inFlight
 /// (under mu_), never through a reference count, so that it is always destroyed on the
@@ -13,6 +70,7 @@ namespace kiln {
 /// caller may be using.
 struct HostManager::Network {
   std::shared_ptr<ExecutableNetwork> exec;
+  NetworkSplit split;
   bool ready = false;    ///< Loaded; runs are admitted.
   bool removing = false; ///< removeNetwork waits for inFlight to reach zero.
   size_t inFlight = 0;
@@ -65,6 +123,8 @@ HostManager::~HostManager() {
       provisioner_->unprovision(kv.second->exec->loaded);
   // Join the workers before dropping networks: nothing on them may still hold a request.
   for (auto &d : devices_)
+    d->stop();
+  for (auto &d : fallbackDevices_)
     d->stop();
   networks_.clear();
 }
@@ -147,15 +207,60 @@ Error HostManager::addNetworkImpl(Function *f, std::shared_ptr<Module> owner,
   }
   if (pbs.empty())
     return ctx(makeError(ErrorCode::NotFound, "no backend to place network '", name, "' on"));
-  // Verified once here: by the compile driver's front half, or alone.
+  // Verified once here: by the compile driver's front half, or alone. Support is checked
+  // below, over all the backends, so that what none of them runs can fall back.
   PrepareOptions prep;
-  prep.checkSupport = pbs.size() == 1; // with several, the partitioner places every node
+  prep.checkSupport = false;
   if (Error e = opts.prepare ? prepareFunction(f, *pbs.front().backend, prep) : f->verify())
     return ctx(std::move(e));
+  std::vector<const Node *> orphans; // nodes none of the backends runs
+  if (!opts.partition) // a user partition names each node's backend; the partitioner checks
+    for (const auto &n : f->getNodes())
+      if (std::none_of(pbs.begin(), pbs.end(),
+                       [&](const PartitionerBackend &b) { return b.backend->isOpSupported(*n); }))
+        orphans.push_back(n.get());
+  std::vector<FallbackNode> fellBack;
+  if (!orphans.empty()) {
+    // Today's error, every unsupported node in one message: the support check of the
+    // compile driver for one backend, the partitioner's for several.
+    auto unsupported = [&]() -> Error {
+      if (pbs.size() > 1) {
+        std::string list;
+        for (const Node *n : orphans)
+          list += (list.empty() ? "" : "; ") + n->describe();
+        return makeError(ErrorCode::Unsupported, "partitioning '", name,
+                         "': no backend among [", joinNames(pbs), "] can run ", list);
+      }
+      Error e = pbs.front().backend->checkAllNodesSupported(*f);
+      if (opts.prepare)
+        e = std::move(e).addContext("preparing function '" + name + "' for " +
+                                    pbs.front().backend->getName());
+      return e;
+    };
+    bool listed = std::any_of(pbs.begin(), pbs.end(), [&](const PartitionerBackend &b) {
+      return b.backend->getName() == opts.fallbackBackend;
+    });
+    if (opts.strictBackend || opts.fallbackBackend.empty() || listed)
+      return ctx(unsupported());
+    Expected<PartitionerBackend> fb = fallbackFor(opts.fallbackBackend);
+    if (!fb) {
+      Error e = unsupported();
+      return ctx(makeError(e.code(), e.message(), "; and the fallback backend ",
+                           opts.fallbackBackend, " is unavailable: ", fb.getError().message()));
+    }
+    for (const Node *n : orphans)
+      fellBack.push_back(FallbackNode{n->getName(), n->getKindName(), typesOf(*n)});
+    pbs.push_back(*fb);
+  }
   Expected<PartitionPlan> plan =
       partitionFunction(f, name, pbs, opts.partition ? &*opts.partition : nullptr);
   if (!plan)
     return ctx(plan.takeError());
+  NetworkSplit split = splitOf(*plan, pbs);
+  if (!fellBack.empty()) {
+    split.fallbackBackend = opts.fallbackBackend;
+    split.fallbackNodes = std::move(fellBack);
+  }
   std::shared_ptr<ExecutableNetwork> exec(
       new ExecutableNetwork{std::move(owner), std::move(plan).get(), {}, {}});
   ProvisionOptions po;
@@ -166,12 +271,60 @@ Error HostManager::addNetworkImpl(Function *f, std::shared_ptr<Module> owner,
     return ctx(loaded.takeError()); // exec erases its partition functions here
   exec->loaded = std::move(loaded).get();
   exec->index();
+  if (!split.fallbackNodes.empty()) {
+    // One warning per network, once it runs: the nodes, and where they went.
+    std::vector<PartitionerBackend> chosen(pbs.begin(), pbs.end() - 1);
+    std::ostringstream w;
+    size_t k = split.fallbackNodes.size();
+    w << (chosen.size() == 1 ? "backend " : "backends ") << joinNames(chosen) << " cannot run "
+      << k << (k == 1 ? " node" : " nodes") << " of network '" << name << "'; "
+      << (k == 1 ? "it runs" : "they run") << " on " << split.fallbackBackend
+      << " on the host (" << split.toString() << "):";
+    for (const FallbackNode &n : split.fallbackNodes)
+      w << "\n  " << n.toString();
+    if (opts.onWarning)
+      opts.onWarning(w.str());
+    else
+      std::cerr << "kiln: warning: " << w.str() << std::endl;
+  }
   auto net = std::make_shared<Network>();
   net->exec = std::move(exec);
+  net->split = std::move(split);
   net->ready = true;
   std::lock_guard<std::mutex> lock(mu_);
   networks_[name] = std::move(net);
   return Error::success();
+}
+
+Expected<PartitionerBackend> HostManager::fallbackFor(const std::string &backendName) {
+  auto deviceMemory = [](const std::vector<std::shared_ptr<DeviceManager>> &devs,
+                         const std::string &b) {
+    uint64_t mem = std::numeric_limits<uint64_t>::max();
+    for (const auto &d : devs)
+      if (d->getBackendName() == b)
+        mem = std::min(mem, d->getMaximumMemory());
+    return mem;
+  };
+  if (const Backend *b = getBackend(backendName))
+    return PartitionerBackend{b, deviceMemory(devices_, backendName)};
+  auto it = fallbackBackends_.find(backendName);
+  if (it == fallbackBackends_.end()) {
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<Backend> b, createBackend(backendName));
+    DeviceConfig cfg;
+    cfg.backendName = backendName;
+    cfg.name = "host-" + backendName;
+    for (char &c : cfg.name)
+      c = char(std::tolower(static_cast<unsigned char>(c)));
+    while (getDevice(cfg.name))
+      cfg.name += "-fallback";
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceManager> dm, createDeviceManager(*b, cfg));
+    if (Error e = dm->init())
+      return std::move(e).addContext("starting device '" + dm->getName() + "'");
+    provisioner_->addDevice(dm.get(), b.get());
+    fallbackDevices_.push_back(std::move(dm));
+    it = fallbackBackends_.emplace(backendName, std::move(b)).first;
+  }
+  return PartitionerBackend{it->second.get(), deviceMemory(fallbackDevices_, backendName)};
 }
 
 Error HostManager::removeNetwork(const std::string &name) {
@@ -236,6 +389,12 @@ Expected<size_t> HostManager::getNumPartitions(const std::string &name) const {
   std::lock_guard<std::mutex> lock(mu_);
   KILN_ASSIGN_OR_RETURN(Network * net, findLocked(name));
   return net->exec->plan.partitions.size();
+}
+
+Expected<NetworkSplit> HostManager::getNetworkSplit(const std::string &name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_ASSIGN_OR_RETURN(Network * net, findLocked(name));
+  return net->split;
 }
 
 Expected<std::vector<StageTiming>> HostManager::getProfile(const std::string &name) const {

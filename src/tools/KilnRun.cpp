@@ -4,6 +4,10 @@
 //   kiln-run --model M.onnx --data DIR --backend CPU --threads 1 --iterations 20 --json
 //
 // Exit 0: ran and matched (or no --data); 1: outputs mismatch; 2: any error.
+//
+// --shape NAME=8x3x224x224 fixes an input's shape (models with symbolic dimensions); nodes
+// the backend cannot run fall back to the Interpreter with a warning unless --no-fallback;
+// the split (partitions and nodes per backend) is printed, and is in the JSON line.
 
 #include "Flags.h"
 #include "ModelRunner.h"
@@ -13,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -25,9 +30,32 @@ struct Options {
   uint64_t deviceMemory = 0;  ///< bytes per device (0: the backend's default)
   unsigned iterations = 10, warmup = 1;
   bool json = false;
+  bool noFallback = false;
+  /// --shape items, by input name.
+  std::map<std::string, std::vector<kiln::dim_t>> shapes;
   /// --backend-opt items (threads=N sets compile.threads, overriding --threads).
   kiln::CompileOptions compile;
 };
+
+/// Parses "NAME=8x3x224x224" into \p shapes; false when malformed or given twice.
+bool parseShape(const std::string &v, std::map<std::string, std::vector<kiln::dim_t>> &shapes) {
+  size_t eq = v.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+    return false;
+  std::vector<kiln::dim_t> dims;
+  std::stringstream ss(v.substr(eq + 1));
+  std::string d;
+  while (std::getline(ss, d, 'x')) {
+    if (d.empty() || d.size() > 12 || d.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    dims.push_back(std::stoull(d));
+    if (dims.back() == 0)
+      return false;
+  }
+  if (v.back() == 'x')
+    return false;
+  return shapes.emplace(v.substr(0, eq), std::move(dims)).second;
+}
 
 /// Parses the flags into \p o; returns the exit status when the tool should stop.
 std::optional<int> parseOptions(int argc, char **argv, Options &o) {
@@ -53,6 +81,13 @@ std::optional<int> parseOptions(int argc, char **argv, Options &o) {
             "Interpreter for what it lacks; 0 runs on one device");
   flags.add("--device-memory", o.deviceMemory, "BYTES",
             "memory of each device with --devices; 0 is the backend's default");
+  flags.add("--shape", "NAME=DxDx...",
+            "the shape of input NAME, repeatable (for inputs with symbolic dimensions; a "
+            "dimension the model fixes must match)",
+            "NAME=DxD... with positive sizes", "the model's, symbolic dimensions 1",
+            [&o](const std::string &v) { return parseShape(v, o.shapes); });
+  flags.add("--no-fallback", o.noFallback,
+            "fail on nodes the backend cannot run instead of running them on the Interpreter");
   if (std::optional<int> exitCode = flags.parse(argc, argv))
     return exitCode;
   if (o.compile.threads) // threads=N among the backend options
@@ -115,6 +150,8 @@ int main(int argc, char **argv) {
   }
 
   tools::ModelRunner runner(f.backend);
+  runner.setInputShapes(f.shapes);
+  runner.setStrictBackend(f.noFallback);
   if (f.devices)
     runner.setMultiDevice(f.devices, f.deviceMemory);
   auto t0 = std::chrono::steady_clock::now();
@@ -159,6 +196,9 @@ int main(int argc, char **argv) {
               << "\n";
   }
 
+  Expected<NetworkSplit> split = runner.split();
+  if (!split)
+    return fail(split.getError(), "reading the partition plan");
   const MultiDeviceNetwork *md = runner.multiDevice();
   if (md) // the plan goes to stderr so that --json keeps one line on stdout
     std::cerr << md->planText << "\n" << runner.lastReport().toString() << "\n"
@@ -167,10 +207,20 @@ int main(int argc, char **argv) {
   if (!f.json) {
     std::cout << "model:        " << f.model << "\n"
               << "backend:      " << f.backend << " (" << f.threads << " threads)\n"
+              << "inputs:       " << runner.inputShapesText() << "\n"
               << "load:         " << loadMs << " ms\n"
               << "compile:      " << compileMs << " ms\n"
               << "run:          median " << median << " ms, min " << times.front() << " ms over "
-              << f.iterations << " iterations\n";
+              << f.iterations << " iterations\n"
+              << "split:        " << split->toString() << "\n";
+    if (!split->fallbackNodes.empty()) {
+      std::cout << "fallback:     " << split->fallbackNodes.size() << " node"
+                << (split->fallbackNodes.size() == 1 ? "" : "s") << " on "
+                << split->fallbackBackend << ":";
+      for (const FallbackNode &n : split->fallbackNodes)
+        std::cout << " " << n.name << " (" << n.kind << ")";
+      std::cout << "\n";
+    }
     if (haveData)
       std::cout << "errors:       max abs " << cmp.maxAbsErr << ", max rel " << cmp.maxRelErr
                 << (cmp.match ? " (match)" : " (MISMATCH: " + cmp.detail + ")") << "\n";
@@ -215,7 +265,21 @@ int main(int argc, char **argv) {
               << ", \"activation_bytes\": " << actPeak
               << ", \"activation_alloc_bytes\": " << actTotal
               << ", \"constant_bytes\": " << runner.constantBytes()
-              << ", \"peak_rss_bytes\": " << tools::peakRSSBytes();
+              << ", \"peak_rss_bytes\": " << tools::peakRSSBytes() << ", \"split\": [";
+    for (size_t i = 0; i < split->backends.size(); i++) {
+      const BackendShare &b = split->backends[i];
+      std::cout << (i ? ", " : "") << "{\"backend\": " << jsonString(b.backend)
+                << ", \"partitions\": " << b.partitions << ", \"nodes\": " << b.nodes << "}";
+    }
+    std::cout << "], \"fallback_nodes\": " << split->fallbackNodes.size() << ", \"inputs\": {";
+    const std::vector<std::pair<std::string, Type>> ins = runner.inputTypes();
+    for (size_t i = 0; i < ins.size(); i++) {
+      std::cout << (i ? ", " : "") << jsonString(ins[i].first) << ": [";
+      for (size_t d = 0; d < ins[i].second.dims.size(); d++)
+        std::cout << (d ? ", " : "") << ins[i].second.dims[d];
+      std::cout << "]";
+    }
+    std::cout << "}";
     if (md)
       std::cout << ", \"devices\": " << f.devices << ", \"partitions\": " << md->numPartitions
                 << ", \"simulated_cycles\": " << runner.lastReport().totalCycles()

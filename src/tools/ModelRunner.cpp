@@ -90,13 +90,22 @@ ModelRunner::~ModelRunner() = default;
 
 Error ModelRunner::load(const std::string &path, const TestDataSet *data,
                         bool freezeIntegerInputs) {
-  KILN_ASSIGN_OR_RETURN(inputNames_, getONNXInputNames(path));
+  KILN_ASSIGN_OR_RETURN(ONNXSignature sig, getONNXSignature(path));
+  inputNames_.clear();
+  for (const ONNXInputInfo &in : sig.inputs)
+    inputNames_.push_back(in.name);
   ONNXLoadOptions opts;
+  opts.inputShapes = shapes_;
   frozen_.clear();
   if (data) {
     // Input K of the data set binds the K-th graph input; fix the shapes to the data's.
     for (size_t k = 0; k < data->inputs.size() && k < inputNames_.size(); k++) {
       const Tensor &t = data->inputs[k];
+      auto given = shapes_.find(inputNames_[k]);
+      if (given != shapes_.end() && given->second != t.dims().vec())
+        return makeError(ErrorCode::InvalidArgument, "input '", inputNames_[k], "' is given shape ",
+                         dimsToString(Dims(given->second)), " but the data set's input_", k,
+                         ".pb has shape ", dimsToString(t.dims()));
       opts.inputShapes[inputNames_[k]] = t.dims().vec();
       if (freezeIntegerInputs && isIndexKind(t.getElementType())) {
         opts.constantInputs[inputNames_[k]] = &t;
@@ -104,14 +113,30 @@ Error ModelRunner::load(const std::string &path, const TestDataSet *data,
       }
     }
   }
+  // A shape given with setInputShapes must fit the model: say so before importing.
+  KILN_RETURN_IF_ERR(checkONNXInputShapes(sig.inputs, shapes_));
+  // The data set's shapes are what the model runs at; a few of ONNX's own backend tests
+  // declare other shapes for inputs whose shape does not matter (CastLike's 'like'), so a
+  // contradiction is reported only when the model does not load at the data's shapes,
+  // first, since it is then the likely cause (an image model given a flat vector).
+  Error contradiction = checkONNXInputShapes(sig.inputs, opts.inputShapes);
   md_.reset(); // it runs functions of the module cleared next
   ee_->clear();
   f_ = ee_->getModule().createFunction("main");
-  KILN_ASSIGN_OR_RETURN(model_, loadONNX(path, f_, opts));
+  Expected<ONNXModel> m = loadONNX(path, f_, opts);
+  if (!m) {
+    Error e = m.takeError();
+    if (!contradiction)
+      return e;
+    return makeError(contradiction.code(), contradiction.message(),
+                     "; at the data set's shapes the model does not load: ", e.message());
+  }
+  model_ = std::move(m).get();
   return Error::success();
 }
 
 Error ModelRunner::compile(const CompileOptions &opts) {
+  ee_->setStrictBackend(strict_);
   if (!devices_)
     return ee_->compile(opts);
   MultiDeviceOptions o;
@@ -123,6 +148,14 @@ Error ModelRunner::compile(const CompileOptions &opts) {
   KILN_ASSIGN_OR_RETURN(MultiDeviceNetwork md, createMultiDeviceNetwork(f_, o));
   md_ = std::move(md);
   return Error::success();
+}
+
+Expected<NetworkSplit> ModelRunner::split() const {
+  if (md_)
+    return md_->host->getNetworkSplit(md_->network);
+  if (!f_)
+    return makeError(ErrorCode::InvalidArgument, "no model loaded");
+  return ee_->getNetworkSplit(f_->getName());
 }
 
 std::vector<StageTiming> ModelRunner::profile() const {
@@ -181,6 +214,21 @@ Error ModelRunner::run() {
   if (md_)
     return md_->host->runNetworkBlocking(md_->network, bindings_, {}, &lastReport_);
   return ee_->run(bindings_);
+}
+
+std::vector<std::pair<std::string, Type>> ModelRunner::inputTypes() const {
+  std::vector<std::pair<std::string, Type>> out;
+  for (const std::string &name : inputNames_)
+    if (Placeholder *ph = model_.getInput(name))
+      out.emplace_back(name, *ph->getType());
+  return out;
+}
+
+std::string ModelRunner::inputShapesText() const {
+  std::string s;
+  for (const auto &in : inputTypes())
+    s += (s.empty() ? "" : ", ") + in.first + " " + in.second.toString();
+  return s.empty() ? "none" : s;
 }
 
 std::vector<const Tensor *> ModelRunner::outputs() const {

@@ -8,6 +8,7 @@
 #include "kiln/Runtime/MultiDevice.h"
 #include "kiln/kiln.h"
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -45,11 +46,27 @@ public:
   ~ModelRunner();
 
   /// Loads \p path. When \p data is given, the graph inputs take the shapes of its
-  /// inputs (input K binds the K-th graph input that is not an initializer). With
-  /// \p freezeIntegerInputs, integer inputs become constants holding the data's values
-  /// (for models that feed shapes as inputs; the data must outlive compile and runs).
+  /// inputs (input K binds the K-th graph input that is not an initializer); the shapes
+  /// of setInputShapes apply too. Those are checked against the model first
+  /// (checkONNXInputShapes): a mismatch names the input, the model's shape and the given
+  /// one; so is a data set's shape the model contradicts, when the model does not load
+  /// at it. With \p freezeIntegerInputs, integer inputs become constants holding the data's
+  /// values (for models that feed shapes as inputs; the data must outlive compile and
+  /// runs).
   Error load(const std::string &path, const TestDataSet *data = nullptr,
              bool freezeIntegerInputs = false);
+  /// Shapes of graph inputs by name (kiln-run --shape), for models with symbolic
+  /// dimensions. Call before load().
+  void setInputShapes(std::map<std::string, std::vector<dim_t>> shapes) {
+    shapes_ = std::move(shapes);
+  }
+  /// On (the default, so that the conformance test measures the backend itself): nodes the
+  /// backend cannot run fail the compile. Off: they fall back to the Interpreter with a
+  /// warning (ExecutionEngine::setStrictBackend). Call before compile().
+  void setStrictBackend(bool strict) { strict_ = strict; }
+  /// Where the compiled network's nodes run: partitions and nodes per backend, and those
+  /// that fell back.
+  Expected<NetworkSplit> split() const;
   /// Runs on \p devices devices of the backend through the runtime (partitioned by backend
   /// support and device memory, with a CPU/Interpreter fallback for what the backend
   /// cannot run) instead of one ExecutionEngine device. Call before compile().
@@ -61,6 +78,10 @@ public:
   /// Binds inputs (copies of \p inputs; random values in [0, 1) when empty).
   Error bindInputs(const std::vector<Tensor> &inputs);
   Error run();
+  /// The graph inputs (placeholders, not those frozen into constants) and their types,
+  /// in graph order, and as text: "x float<8x3>, mask i64<8x128>".
+  std::vector<std::pair<std::string, Type>> inputTypes() const;
+  std::string inputShapesText() const;
   /// Output tensors in graph order (valid after run()).
   std::vector<const Tensor *> outputs() const;
 
@@ -92,6 +113,8 @@ private:
   ONNXModel model_;
   std::vector<std::string> inputNames_;
   std::set<std::string> frozen_;
+  std::map<std::string, std::vector<dim_t>> shapes_;
+  bool strict_ = true;
   PlaceholderBindings bindings_;
 };
 

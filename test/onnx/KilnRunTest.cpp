@@ -7,9 +7,11 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace kiln::test {
@@ -114,6 +116,107 @@ TEST_F(KilnRunTest, WithoutDataRunsOnRandomInputs) {
   RunResult r = kilnRun("--model " + dir_ + "/model.onnx");
   EXPECT_EQ(r.exitCode, 0) << r.out;
   EXPECT_NE(r.out.find("median"), std::string::npos) << r.out;
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+// An image model given a flat input: the error names the input, the model's shape and
+// the given one, before anything is imported.
+TEST_F(KilnRunTest, AnInputOfTheWrongShapeNamesTheInputAndBothShapes) {
+  B m(13);
+  m.input("image", {1, 1, 4, 4}).init("w", {1, 1, 3, 3}, std::vector<float>(9, 1)).output("y");
+  m.node("Conv", {"image", "w"}, {"y"});
+  writeFile(dir_ + "/conv.onnx", m.bytes());
+  mkdir((dir_ + "/flat").c_str(), 0755);
+  writeFile(dir_ + "/flat/input_0.pb",
+            B::floatTensor("image", {1, 16}, std::vector<float>(16, 1)).SerializeAsString());
+  const std::string want =
+      "input 'image': the model expects shape [1, 1, 4, 4], given [1, 16] (rank 2 instead of 4)";
+  RunResult r = kilnRun("--model " + dir_ + "/conv.onnx --data " + dir_ + "/flat --json");
+  EXPECT_EQ(r.exitCode, 2) << r.out;
+  std::string err = readFile(tmpDir() + "/stderr.txt");
+  // First, before the loader's own complaint.
+  EXPECT_NE(err.find("kiln-run: loading the model: invalid-argument: " + want), std::string::npos)
+      << err;
+  // The same through --shape, and a dimension the model fixes.
+  r = kilnRun("--model " + dir_ + "/conv.onnx --shape image=1x16");
+  EXPECT_EQ(r.exitCode, 2) << r.out;
+  err = readFile(tmpDir() + "/stderr.txt");
+  EXPECT_NE(err.find(want), std::string::npos) << err;
+  r = kilnRun("--model " + dir_ + "/conv.onnx --shape image=2x1x4x4");
+  EXPECT_EQ(r.exitCode, 2) << r.out;
+  err = readFile(tmpDir() + "/stderr.txt");
+  EXPECT_NE(err.find("input 'image': the model expects shape [1, 1, 4, 4], given [2, 1, 4, 4] "
+                     "(dimension 0 is fixed at 1)"),
+            std::string::npos)
+      << err;
+  // An input the model does not have, and a malformed --shape.
+  EXPECT_EQ(kilnRun("--model " + dir_ + "/conv.onnx --shape x=1x1x4x4").exitCode, 2);
+  EXPECT_NE(readFile(tmpDir() + "/stderr.txt").find("no input 'x'"), std::string::npos);
+  EXPECT_EQ(kilnRun("--model " + dir_ + "/conv.onnx --shape image=1x0x4").exitCode, 2);
+}
+
+// The model's x is [N, 3]: --shape picks N, without data (random inputs) and with data of
+// that shape; a data set of another shape than --shape is an error.
+TEST_F(KilnRunTest, ShapeFixesSymbolicDimensions) {
+  RunResult r = kilnRun("--model " + dir_ + "/model.onnx --shape x=8x3 --iterations 2 --json");
+  EXPECT_EQ(r.exitCode, 0) << r.out;
+  EXPECT_NE(lastLine(r.out).find("\"inputs\": {\"x\": [8, 3]}"), std::string::npos) << r.out;
+  r = kilnRun("--model " + dir_ + "/model.onnx --shape x=8x3 --iterations 1");
+  EXPECT_NE(r.out.find("inputs:       x float<8x3>"), std::string::npos) << r.out;
+  r = kilnRun("--model " + dir_ + "/model.onnx --data " + dir_ +
+              "/test_data_set_0 --shape x=2x3 --json");
+  EXPECT_EQ(r.exitCode, 0) << r.out;
+  EXPECT_NE(lastLine(r.out).find("\"match\": true"), std::string::npos) << r.out;
+  r = kilnRun("--model " + dir_ + "/model.onnx --data " + dir_ + "/test_data_set_0 --shape x=4x3");
+  EXPECT_EQ(r.exitCode, 2) << r.out;
+  EXPECT_NE(readFile(tmpDir() + "/stderr.txt").find("input 'x' is given shape 4x3"),
+            std::string::npos);
+}
+
+// The Sim backend has no Tanh: it falls back to the Interpreter with a warning, the split
+// is reported (text and JSON) and the result matches; --no-fallback is today's error.
+TEST_F(KilnRunTest, ReportsTheSplitAndFallsBackUnlessTold) {
+  B m(13);
+  m.input("x", {2, 3}).init("w", {2, 3}, {1, 0, -1, 0.5f, 0.5f, 0.5f}).output("y");
+  auto &g = m.node("Gemm", {"x", "w"}, {"g"}, "gemm");
+  B::attrInt(g, "transB", 1);
+  m.node("Tanh", {"g"}, {"y"}, "tanh");
+  writeFile(dir_ + "/tanh.onnx", m.bytes());
+  mkdir((dir_ + "/tanh_data").c_str(), 0755);
+  writeFile(dir_ + "/tanh_data/input_0.pb",
+            B::floatTensor("x", {2, 3}, {1, 2, 3, 4, 5, 6}).SerializeAsString());
+  // tanh([1-3, 0.5*6], [4-6, 0.5*15]) = tanh([-2, 3, -2, 7.5]).
+  writeFile(dir_ + "/tanh_data/output_0.pb",
+            B::floatTensor("y", {2, 2},
+                           {std::tanh(-2.0f), std::tanh(3.0f), std::tanh(-2.0f), std::tanh(7.5f)})
+                .SerializeAsString());
+  std::string args = "--model " + dir_ + "/tanh.onnx --data " + dir_ + "/tanh_data --backend Sim";
+  RunResult r = kilnRun(args + " --json");
+  EXPECT_EQ(r.exitCode, 0) << r.out;
+  std::string j = lastLine(r.out);
+  EXPECT_NE(j.find("\"split\": [{\"backend\": \"Sim\", \"partitions\": 1, \"nodes\": 1}, "
+                   "{\"backend\": \"Interpreter\", \"partitions\": 1, \"nodes\": 2}]"),
+            std::string::npos)
+      << j;
+  EXPECT_NE(j.find("\"fallback_nodes\": 1"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"match\": true"), std::string::npos) << j;
+  std::string err = readFile(tmpDir() + "/stderr.txt");
+  EXPECT_NE(err.find("kiln: warning: backend Sim cannot run 1 node"), std::string::npos) << err;
+  EXPECT_NE(err.find("node 'tanh' (Tanh): float<2x2> -> float<2x2>"), std::string::npos) << err;
+  r = kilnRun(args);
+  EXPECT_NE(r.out.find("split:        Sim: 1 partition, 1 node; Interpreter: 1 partition, 2 nodes"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("fallback:     1 node on Interpreter: tanh (Tanh)"), std::string::npos)
+      << r.out;
+  r = kilnRun(args + " --no-fallback");
+  EXPECT_EQ(r.exitCode, 2) << r.out;
+  err = readFile(tmpDir() + "/stderr.txt");
+  EXPECT_NE(err.find("backend Sim does not support 1 node(s)"), std::string::npos) << err;
 }
 
 } // namespace

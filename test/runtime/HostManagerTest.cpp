@@ -123,6 +123,84 @@ TEST(HostManager, OperatorsTheSimLacksRunOnTheHost) {
   EXPECT_GT(sim(*hm, "sim0").getStats().runs + sim(*hm, "sim1").getStats().runs, 0u);
 }
 
+// With Sim devices only, what the Sim lacks falls back to an Interpreter host device the
+// HostManager starts on first need, with one warning; strictBackend keeps the error.
+TEST(HostManager, WithoutAHostDeviceWhatTheSimLacksFallsBackToTheInterpreter) {
+  Module m;
+  Net n = buildMixed(m, "mixed");
+  auto hm = exitOnError(HostManager::create(simDevices(2, 1 << 20, /*withHost=*/false)));
+  NetworkOptions strict;
+  strict.strictBackend = true;
+  Error e = hm->addNetwork(n.f, strict);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e.code(), ErrorCode::Unsupported);
+  EXPECT_TRUE(contains(e.message(), "(Sigmoid)")) << e.message();
+  EXPECT_TRUE(contains(e.message(), "(Tanh)")) << e.message();
+
+  NetworkOptions opts;
+  std::vector<std::string> warnings;
+  opts.onWarning = [&](const std::string &w) { warnings.push_back(w); };
+  ASSERT_FALSE(hm->addNetwork(n.f, opts));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_TRUE(contains(warnings[0], "backend Sim cannot run")) << warnings[0];
+  EXPECT_TRUE(contains(warnings[0], "(Sigmoid)")) << warnings[0];
+  EXPECT_TRUE(contains(warnings[0], "(Tanh)")) << warnings[0];
+  EXPECT_EQ(hm->getNumDevices(), 2u);
+  std::string plan = exitOnError(hm->getPlanText("mixed"));
+  EXPECT_TRUE(contains(plan, "on Interpreter [host-interpreter]")) << plan;
+  NetworkSplit split = exitOnError(hm->getNetworkSplit("mixed"));
+  ASSERT_EQ(split.backends.size(), 2u) << split.toString();
+  EXPECT_EQ(split.backends[0].backend, "Sim");
+  EXPECT_EQ(split.backends[1].backend, "Interpreter");
+  EXPECT_EQ(split.fallbackBackend, "Interpreter");
+  EXPECT_FALSE(split.fallbackNodes.empty());
+  for (unsigned i = 0; i < 3; i++) {
+    Tensor x = makeInput(n.input, i);
+    auto b = makeBindings(n, x);
+    ASSERT_FALSE(hm->runNetworkBlocking("mixed", *b));
+    std::string why;
+    EXPECT_TRUE(sameOutputs(n, *b, reference(n, x), &why)) << why;
+  }
+}
+
+// Networks added from several threads at once, each needing the fallback: one host device
+// is started, every network runs (TSan checks the sharing).
+TEST(HostManager, ConcurrentAddsShareOneFallbackDevice) {
+  auto hm = exitOnError(HostManager::create(simDevices(2, 1 << 20, /*withHost=*/false)));
+  std::vector<std::unique_ptr<Module>> mods(4);
+  std::vector<Net> nets(4);
+  for (unsigned k = 0; k < 4; k++) {
+    mods[k] = std::make_unique<Module>();
+    nets[k] = buildMixed(*mods[k], "mixed" + std::to_string(k));
+  }
+  std::vector<std::thread> ts;
+  std::atomic<unsigned> failures{0};
+  for (unsigned k = 0; k < 4; k++)
+    ts.emplace_back([&, k] {
+      NetworkOptions opts;
+      opts.onWarning = [](const std::string &) {};
+      if (hm->addNetwork(nets[k].f, opts)) {
+        failures++;
+        return;
+      }
+      Tensor x = makeInput(nets[k].input, k);
+      auto b = makeBindings(nets[k], x);
+      if (hm->runNetworkBlocking(nets[k].f->getName(), *b) ||
+          !sameOutputs(nets[k], *b, reference(nets[k], x)))
+        failures++;
+    });
+  for (auto &t : ts)
+    t.join();
+  EXPECT_EQ(failures.load(), 0u);
+  std::set<std::string> devices;
+  for (unsigned k = 0; k < 4; k++)
+    for (const std::string &d : devicesOf(exitOnError(hm->getPlanText(nets[k].f->getName()))))
+      devices.insert(d);
+  EXPECT_EQ(devices.count("host-interpreter"), 1u);
+  for (unsigned k = 0; k < 4; k++)
+    ASSERT_FALSE(hm->removeNetwork(nets[k].f->getName()));
+}
+
 TEST(HostManager, AThousandConcurrentRequestsOnFourDevices) {
   Module m;
   Net n = buildMixed(m, "mixed");
@@ -423,6 +501,28 @@ TEST(HostManager, BadBindingsAreReportedToTheCaller) {
   Error e = hm->runNetworkBlocking("mlp", missing);
   EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
   EXPECT_TRUE(contains(e.message(), "'mlp.x'")) << e.message();
+  EXPECT_EQ(hm->getActiveRequests(), 0u);
+}
+
+// A bound input whose shape is not the network's: the error names the input and both
+// shapes, for blocking and asynchronous runs.
+TEST(HostManager, AnInputOfAnotherShapeNamesTheInputAndBothShapes) {
+  Module m;
+  Net n = buildMLP(m, "mlp", 1, 8);
+  auto hm = exitOnError(HostManager::create(simDevices(1, 1 << 20)));
+  ASSERT_FALSE(hm->addNetwork(n.f));
+  auto check = [](const Error &e) {
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_TRUE(contains(e.message(), "input 'mlp.x' expects shape [1, 8] (float<1x8>) but "
+                                      "is bound to a tensor of shape [2, 8] (float<2x8>)"))
+        << e.message();
+  };
+  auto b = makeBindings(n, Tensor(ElemKind::Float, {2, 8}));
+  check(hm->runNetworkBlocking("mlp", *b));
+  Results results;
+  hm->runNetwork("mlp", makeBindings(n, Tensor(ElemKind::Float, {2, 8})), results.callback());
+  check(results.wait(1)[0].error);
   EXPECT_EQ(hm->getActiveRequests(), 0u);
 }
 

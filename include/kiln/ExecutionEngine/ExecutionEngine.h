@@ -4,12 +4,18 @@
 /// devices of its backend: each function becomes a network, split over the devices when
 /// it does not fit one, and loaded on every device with room so that runs from several
 /// threads proceed in parallel.
+///
+/// Nodes the backend cannot run fall back to the Interpreter on the host: compile() puts
+/// them in partitions of their own (kiln/Runtime/Partitioner.h), prints one warning
+/// listing them, and run() runs the pieces in order. setStrictBackend(true) makes them an
+/// error instead, listing every one.
 #ifndef KILN_EXECUTIONENGINE_EXECUTIONENGINE_H
 #define KILN_EXECUTIONENGINE_EXECUTIONENGINE_H
 
 #include "kiln/Backend/CompileOptions.h"
 #include "kiln/Backend/ExecutionContext.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -19,6 +25,7 @@ namespace kiln {
 
 class Backend;     // kiln/Backend/Backend.h
 class HostManager; // kiln/Runtime/HostManager.h
+struct NetworkSplit; // kiln/Runtime/RuntimeTypes.h
 
 class ExecutionEngine {
 public:
@@ -55,9 +62,24 @@ public:
   /// Drops the module and everything compiled, starting afresh.
   void clear();
 
+  /// Off (the default): nodes the backend cannot run fall back to the Interpreter, with
+  /// one warning per compile(). On: compile() fails with an Unsupported error listing
+  /// every such node. Takes effect at the next compile().
+  void setStrictBackend(bool strict) { strict_ = strict; }
+  bool getStrictBackend() const { return strict_; }
+  /// Receives compile()'s fallback warning instead of stderr ("kiln: warning: ...").
+  void setWarningHandler(std::function<void(const std::string &)> handler) {
+    onWarning_ = std::move(handler);
+  }
+  /// Partitions and nodes per backend of the compiled function \p name (may be empty
+  /// when there is one), and the nodes that fell back.
+  Expected<NetworkSplit> getNetworkSplit(const std::string &name = "") const;
+
 private:
   /// Removes every network of an earlier compile.
   void unload();
+  /// The network \p name, or the only one when empty.
+  Expected<std::string> networkName(const std::string &name) const;
 
   std::string backendName_;
   unsigned numDevices_;
@@ -69,6 +91,8 @@ private:
   std::unique_ptr<HostManager> host_;
   /// The functions compile() added as networks, in module order.
   std::vector<std::string> networks_;
+  bool strict_ = false;
+  std::function<void(const std::string &)> onWarning_;
 };
 
 } // namespace kiln

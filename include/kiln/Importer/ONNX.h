@@ -76,6 +76,42 @@ Expected<ONNXModel> loadONNXFromBuffer(const void *data, size_t size, Function *
 /// The graph inputs of the model at \p path that are not initializers, in graph order.
 Expected<std::vector<std::string>> getONNXInputNames(const std::string &path);
 
+/// A graph input (not an initializer) as the model declares it.
+struct ONNXInputInfo {
+  std::string name;
+  /// False when the model declares no shape for it (any shape is accepted).
+  bool hasShape = false;
+  /// Per dimension: its size where the model fixes it, -1 where it is symbolic or unknown.
+  std::vector<int64_t> dims;
+  /// Per dimension: its ONNX dim_param ("batch"), empty where fixed or unnamed.
+  std::vector<std::string> symbols;
+  /// True when the model fixes every dimension.
+  bool isStatic() const;
+  /// "[batch, 3, 224, 224]"; "?" for an unnamed unknown dimension.
+  std::string shapeString() const;
+};
+
+/// What a model declares of its inputs and outputs.
+struct ONNXSignature {
+  /// Graph inputs that are not initializers, in graph order.
+  std::vector<ONNXInputInfo> inputs;
+  /// Graph outputs, in graph order.
+  std::vector<std::string> outputNames;
+};
+
+/// The signature of a model, without parsing its weights.
+Expected<ONNXSignature> getONNXSignature(const std::string &path);
+Expected<ONNXSignature> getONNXSignatureFromBuffer(const void *data, size_t size);
+
+/// Checks shapes for a model's inputs (\p shapes by input name; inputs missing from it are
+/// not checked) against what the model declares: the rank and every fixed dimension must
+/// match, and each symbolic dimension must take one value in all inputs. The
+/// InvalidArgument error names the input, the model's shape and the given one, e.g.
+/// "input 'x': the model expects shape [N, 1, 28, 28], given [1, 784] (rank 2 instead of 4)";
+/// a name that is no input of the model is an error too.
+Error checkONNXInputShapes(const std::vector<ONNXInputInfo> &inputs,
+                           const std::map<std::string, std::vector<dim_t>> &shapes);
+
 /// Reads a serialized ONNX TensorProto (such as test_data_set_0/input_0.pb) into a tensor.
 /// Element types are mapped as the importer maps them (double becomes float, small
 /// integers widen to int32). \p name, when given, receives the proto's name.

@@ -34,6 +34,7 @@ class Backend;
 class DeviceManager;
 class Executor;
 class Provisioner;
+struct PartitionerBackend;
 
 struct HostConfig {
   /// Requests admitted and not yet finished; one more is refused with QueueFull.
@@ -49,10 +50,19 @@ struct NetworkOptions {
   /// A user-given partition, honoured exactly (see PartitionConfig).
   std::optional<PartitionConfig> partition;
   /// Prepare the function with the compile driver before partitioning
-  /// (kiln/Backend/Compiler.h: verify, the graph pipeline of the first backend, and with
-  /// one backend the support check); off: the function is only verified.
+  /// (kiln/Backend/Compiler.h: verify and the graph pipeline of the first backend); off:
+  /// the function is only verified.
   bool prepare = false;
   CompileOptions compile;
+  /// Nodes that none of the backends can run go to fallbackBackend on a host device (one
+  /// is started the first time it is needed, unless a device of that backend exists), and
+  /// one warning lists them (onWarning). With strictBackend they are an error instead,
+  /// listing every such node, as is the case when the fallback is among the backends, is
+  /// empty, or a user partition is given.
+  bool strictBackend = false;
+  std::string fallbackBackend = "Interpreter";
+  /// Receives the fallback warning; null prints it on stderr ("kiln: warning: ...").
+  std::function<void(const std::string &)> onWarning;
 };
 
 struct RunOptions {
@@ -103,6 +113,8 @@ public:
   Expected<std::string> getPlanDot(const std::string &name) const;
   /// Number of partitions of the network.
   Expected<size_t> getNumPartitions(const std::string &name) const;
+  /// Partitions and nodes per backend, and the nodes that fell back.
+  Expected<NetworkSplit> getNetworkSplit(const std::string &name) const;
   /// The per-stage timings of the network's compiled partitions, in partition order
   /// (CompiledFunction::getProfile; names prefixed "<partition>: " when there are
   /// several); empty unless their backend was asked to profile.
@@ -119,6 +131,8 @@ public:
   Error runNetworkBlocking(const std::string &name, PlaceholderBindings &bindings,
                            const RunOptions &opts = {}, RunReport *report = nullptr);
 
+  /// The devices given to create(); host devices started for a fallback backend are not
+  /// among them.
   size_t getNumDevices() const { return devices_.size(); }
   DeviceManager *getDevice(size_t i) const { return devices_[i].get(); }
   /// The device named \p name, or null.
@@ -148,11 +162,18 @@ private:
                 Deadline deadline);
   /// The ready network \p name (call with mu_ held).
   Expected<Network *> findLocked(const std::string &name) const;
+  /// The fallback backend \p name with a device: a device backend of that name, else one
+  /// started here on first use (call with addRemoveMu_ held).
+  Expected<PartitionerBackend> fallbackFor(const std::string &name);
 
   HostConfig config_;
   std::vector<std::shared_ptr<DeviceManager>> devices_;
   std::map<std::string, std::unique_ptr<Backend>> backends_;
   std::vector<std::string> backendOrder_;
+  /// Backends and host devices started for fallbacks (guarded by addRemoveMu_; stopped
+  /// with the others).
+  std::map<std::string, std::unique_ptr<Backend>> fallbackBackends_;
+  std::vector<std::shared_ptr<DeviceManager>> fallbackDevices_;
   std::unique_ptr<Provisioner> provisioner_;
   std::unique_ptr<Executor> executor_;
 

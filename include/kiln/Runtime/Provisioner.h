@@ -42,6 +42,12 @@ public:
   /// error.
   Expected<std::vector<LoadedPartition>> provision(PartitionPlan &plan,
                                                    const ProvisionOptions &opts);
+  /// Adds a device of \p backend (both outlive the provisioner). Not concurrently with
+  /// provision().
+  void addDevice(DeviceManager *device, const Backend *backend) {
+    devices_.push_back(device);
+    backends_[backend->getName()] = backend;
+  }
   /// Unloads every partition from its devices.
   void unprovision(std::vector<LoadedPartition> &loaded);
 

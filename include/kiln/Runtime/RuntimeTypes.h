@@ -50,6 +50,34 @@ struct PartitionConfig {
   std::map<std::string, unsigned> nodeToPartition;
 };
 
+/// A node that runs on the fallback backend because none of the backends a network was
+/// given can run it (HostManager::addNetwork without NetworkOptions::strictBackend).
+struct FallbackNode {
+  std::string name;
+  std::string kind;  ///< The node kind ("Gather").
+  std::string types; ///< Operand and result types: "float<4x8>, i64<2> -> float<2x8>".
+  /// "node 'g' (Gather): float<4x8>, i64<2> -> float<2x8>".
+  std::string toString() const;
+};
+
+/// How many partitions and nodes of a network one backend runs.
+struct BackendShare {
+  std::string backend;
+  size_t partitions = 0;
+  size_t nodes = 0; ///< Nodes of the network's function (Saves included).
+};
+
+/// Where a network's nodes run: one share per backend, in priority order (the backends
+/// the network was given first, the fallback last), and the nodes that fell back.
+struct NetworkSplit {
+  std::vector<BackendShare> backends;
+  /// The backend that runs fallbackNodes; empty when nothing fell back.
+  std::string fallbackBackend;
+  std::vector<FallbackNode> fallbackNodes;
+  /// "CPU: 2 partitions, 5 nodes; Interpreter: 1 partition, 1 node".
+  std::string toString() const;
+};
+
 /// What one partition of a request did.
 struct PartitionRunReport {
   std::string partition;
