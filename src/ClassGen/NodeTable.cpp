@@ -255,7 +255,7 @@ void defineReductions(Table &t) {
     return t.node(name).input("Input")
         .attr(AttrKind::Axes, "Axes").attr(AttrKind::Bool, "KeepDims")
         .result("Result").describe(doc)
-        .noLowering().interpreter("numeric").cpu("uniform(f32)", "Input rank at most 16")
+        .noLowering().interpreter("numeric").cpu("uniform(f32|index)", "Input rank at most 16")
         .sim("none");
   };
   reduce("ReduceSum", "Sum over Axes (distinct); KeepDims keeps them as size 1.")
@@ -263,7 +263,8 @@ void defineReductions(Table &t) {
   reduce("ReduceMean", "Mean over Axes.")
       .lowering("lowerReduceMean", "ReduceSum(x, Axes) / Splat(count)")
       .onnx({"ReduceMean"})
-      .interpreter("floats");
+      .interpreter("floats")
+      .cpu("uniform(f32)", "Input rank at most 16");
   reduce("ReduceMax", "Maximum over Axes.").onnx({"ReduceMax", "GlobalMaxPool"});
   reduce("ReduceMin", "Minimum over Axes.").onnx({"ReduceMin"});
   reduce("ReduceProd", "Product over Axes.").onnx({"ReduceProd"});
@@ -271,18 +272,21 @@ void defineReductions(Table &t) {
       .input("Input").attr(AttrKind::Axis, "Axis").attr(AttrKind::Bool, "KeepDims")
       .result("Result")
       .describe("Int64 index of the largest element along Axis (first one on ties).")
-      .noLowering().onnx({"ArgMax"}).interpreter("numeric|i8q").cpu("none").sim("none");
+      .noLowering().onnx({"ArgMax"}).interpreter("numeric|i8q").cpu("f32|index|i8q -> i64")
+      .sim("none");
   t.node("ArgMin")
       .input("Input").attr(AttrKind::Axis, "Axis").attr(AttrKind::Bool, "KeepDims")
       .result("Result")
       .describe("Int64 index of the smallest element along Axis (first one on ties).")
-      .noLowering().onnx({"ArgMin"}).interpreter("numeric|i8q").cpu("none").sim("none");
+      .noLowering().onnx({"ArgMin"}).interpreter("numeric|i8q").cpu("f32|index|i8q -> i64")
+      .sim("none");
   t.node("TopK")
       .input("Input").attr(AttrKind::Dim, "K")
       .result("Values").result("Indices")
       .describe("The K largest elements along the last axis, in descending order, and their "
                 "Int64 indices (lower index first on ties).")
-      .noLowering().onnx({"TopK"}).interpreter("numeric|i8q").cpu("none").sim("none");
+      .noLowering().onnx({"TopK"}).interpreter("numeric|i8q").cpu("f32|index|i8q -> =")
+      .sim("none");
 }
 
 void defineDataMovement(Table &t) {
@@ -326,7 +330,7 @@ void defineDataMovement(Table &t) {
       .noLowering()
       .onnx({"Gather"})
       .interpreter("all, index")
-      .cpu("none")
+      .cpu("all, index -> =", "Data and Result with the same scale and offset when quantized")
       .sim("none");
   t.node("Tile")
       .input("Input").attr(AttrKind::Dims, "Repeats").result("Result")
@@ -343,7 +347,7 @@ void defineDataMovement(Table &t) {
       .lowering("lowerPad", "InsertTensor(Splat(Value, result type), x, Offsets = begin pads)")
       .onnx({"Pad"})
       .interpreter("all")
-      .cpu("uniform(f32)")
+      .cpu("uniform type")
       .sim("none");
   t.node("Broadcast")
       .input("Input").attr(AttrKind::Dims, "TargetDims").result("Result")
@@ -360,7 +364,7 @@ void defineDataMovement(Table &t) {
       .describe("A tensor of the given type filled with Value (quantized: the raw value).")
       .noLowering()
       .interpreter("-> all")
-      .cpu("-> f32|i32|i64|bool")
+      .cpu("-> all")
       .sim("none");
   t.node("ConvertTo")
       .input("Input").result("Result").typeRule(TypeRule::Explicit).dataParallelOp()
@@ -388,21 +392,21 @@ void defineQuantization(Table &t) {
       .describe("Float to quantized: q = clamp(round(x / scale) + offset).")
       .noLowering()
       .interpreter("f32 -> quantized")
-      .cpu("none")
+      .cpu("f32 -> quantized")
       .sim("f32 -> i8q");
   t.node("Dequantize")
       .input("Input").result("Result").typeRule(TypeRule::Explicit).dataParallelOp()
       .describe("Quantized to float: scale * (q - offset).")
       .noLowering()
       .interpreter("quantized -> f32")
-      .cpu("none")
+      .cpu("quantized -> f32")
       .sim("i8q -> f32");
   t.node("RescaleQuantized")
       .input("Input").result("Result").typeRule(TypeRule::Explicit).dataParallelOp()
       .describe("Quantized to quantized with a new scale and offset.")
       .noLowering()
       .interpreter("quantized -> =")
-      .cpu("none")
+      .cpu("quantized -> =")
       .sim("none");
 }
 
