@@ -55,11 +55,12 @@ bool shapeSupported(const Node &n, bool fuseEpilogues) {
     return rankOf(n, 0) <= 16;
   case NodeKind::Tile:
     return rankOf(n, 0) <= 8;
-  case NodeKind::Gather: {
-    // The kernel moves raw elements: no requantization between Data and Result.
-    const Type &data = *n.getNthInput(0).getType(), &out = *n.getType(0);
-    return !data.isQuantizedType() || (data.scale == out.scale && data.offset == out.offset);
-  }
+  case NodeKind::Concat:
+    // The table checks the first input's kind; the kernels need every input's.
+    for (unsigned i = 0; i < n.getNumInputs(); i++)
+      if (n.getNthInput(i).getElementType() != n.getType(0)->kind)
+        return false;
+    return true;
   default:
     return true;
   }

@@ -296,7 +296,7 @@ void defineDataMovement(Table &t) {
       .noLowering()
       .onnx({"Concat"})
       .interpreter("all")
-      .cpu("uniform type")
+      .cpu("all -> =", "every input of the result's kind")
       .sim("f32|f16|i8q -> =");
   t.node("Slice")
       .input("Input").attr(AttrKind::Dims, "Starts").attr(AttrKind::Dims, "Ends")
@@ -305,7 +305,7 @@ void defineDataMovement(Table &t) {
       .noLowering()
       .onnx({"Slice", "Split"})
       .interpreter("all")
-      .cpu("uniform type")
+      .cpu("all -> =")
       .sim("none");
   t.node("Reshape")
       .input("Input").attr(AttrKind::Dims, "Dims").result("Result").customIRGen()
@@ -321,7 +321,7 @@ void defineDataMovement(Table &t) {
       .noLowering()
       .onnx({"Transpose"})
       .interpreter("all")
-      .cpu("uniform type")
+      .cpu("all -> =")
       .sim("none");
   t.node("Gather")
       .input("Data").input("Indices").attr(AttrKind::Axis, "Axis").result("Result")
@@ -330,7 +330,7 @@ void defineDataMovement(Table &t) {
       .noLowering()
       .onnx({"Gather"})
       .interpreter("all, index")
-      .cpu("all, index -> =", "Data and Result with the same scale and offset when quantized")
+      .cpu("all, index -> =")
       .sim("none");
   t.node("Tile")
       .input("Input").attr(AttrKind::Dims, "Repeats").result("Result")
@@ -338,7 +338,7 @@ void defineDataMovement(Table &t) {
       .lowering("lowerTile", "for each dimension with repeat r > 1: Concat of r copies")
       .onnx({"Tile"})
       .interpreter("all")
-      .cpu("uniform type", "Input rank at most 8")
+      .cpu("all -> =", "Input rank at most 8")
       .sim("none");
   t.node("Pad")
       .input("Input").attr(AttrKind::Dims, "Pads").attr(AttrKind::Float, "Value")
@@ -347,7 +347,7 @@ void defineDataMovement(Table &t) {
       .lowering("lowerPad", "InsertTensor(Splat(Value, result type), x, Offsets = begin pads)")
       .onnx({"Pad"})
       .interpreter("all")
-      .cpu("uniform type")
+      .cpu("all -> =")
       .sim("none");
   t.node("Broadcast")
       .input("Input").attr(AttrKind::Dims, "TargetDims").result("Result")
@@ -357,7 +357,7 @@ void defineDataMovement(Table &t) {
                 "Tile(Reshape(x, dims of x left-padded with 1s), TargetDims / those)")
       .onnx({"Expand"})
       .interpreter("all")
-      .cpu("uniform type")
+      .cpu("all -> =")
       .sim("none");
   t.node("Splat")
       .attr(AttrKind::Float, "Value").result("Result").typeRule(TypeRule::Explicit)
@@ -421,7 +421,7 @@ void defineLoweringTargets(Table &t) {
                 "into a Splat.")
       .noLowering()
       .interpreter("all, =")
-      .cpu("uniform type")
+      .cpu("all, =")
       .sim("none");
   t.node("FusedConvolution")
       .input("Input").input("Filter").input("Bias").variadic("Residual")

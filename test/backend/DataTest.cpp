@@ -160,6 +160,38 @@ TEST_P(DataTest, ConcatRequantizesQuantizedInputs) {
   expectValues(output(other), {5, 9, 9, 15}, 0, 0);
 }
 
+// Slice, Transpose, Tile, Broadcast, Pad and Gather into a quantized result with other
+// parameters requantize every element: int8 reals 1, 2, 5, -128 (scale 1, offset 0) into
+// scale 0.5, offset 1 are 3, 5, 11 and -128 (-255 saturates); Pad's value is raw in the
+// result. uint8 reals 0, 0.5, 0.75, -0.75 (scale 0.25, offset 128) into scale 0.5, offset
+// 100: 100, 101, 102 (1.5 away from zero), 98. int32 2^31 - 1 doubled saturates.
+TEST_P(DataTest, DataMovementRequantizes) {
+  auto *x = input("x", qTensor(ElemKind::Int8Q, {2, 2}, 1.0f, 0, {1, 2, 5, -128}));
+  auto q = [&](Dims d) { return mod().uniqueType(ElemKind::Int8Q, d, 0.5f, 1); };
+  auto *idx = input("idx", ElemKind::Int32I, {1}, {1});
+  checks_.push_back({save(F()->createSlice("sl", q({1, 2}), x, {1, 0}, {2, 2}), "sl"),
+                     {11, -128}, "slice"});
+  checks_.push_back({save(F()->createTranspose("tr", q({2, 2}), x, {1, 0}), "tr"),
+                     {3, 11, 5, -128}, "transpose"});
+  checks_.push_back({save(F()->createTile("ti", q({2, 4}), x, {1, 2}), "ti"),
+                     {3, 5, 3, 5, 11, -128, 11, -128}, "tile"});
+  checks_.push_back({save(F()->createBroadcast("bc", q({2, 2, 2}), x, {2, 2, 2}), "bc"),
+                     {3, 5, 11, -128, 3, 5, 11, -128}, "broadcast"});
+  checks_.push_back({save(F()->createPad("pd", q({3, 2}), x, {1, 0, 0, 0}, 7.0f), "pd"),
+                     {7, 7, 3, 5, 11, -128}, "pad"});
+  checks_.push_back({save(F()->createGather("ga", q({1, 2}), x, idx, 0), "ga"), {11, -128},
+                     "gather"});
+  auto *u = input("u", qTensor(ElemKind::UInt8Q, {4}, 0.25f, 128, {128, 130, 131, 125}));
+  TypeRef uTy = mod().uniqueType(ElemKind::UInt8Q, {4}, 0.5f, 100);
+  checks_.push_back({save(F()->createSlice("us", uTy, u, {0}, {4}), "us"), {100, 101, 102, 98},
+                     "uint8 slice"});
+  auto *w = input("w", qTensor(ElemKind::Int32Q, {2}, 1.0f, 0, {2147483647, -5}));
+  TypeRef wTy = mod().uniqueType(ElemKind::Int32Q, {2, 2}, 0.5f, 0);
+  checks_.push_back({save(F()->createBroadcast("wb", wTy, w, {2, 2}), "wb"),
+                     {2147483647, -10, 2147483647, -10}, "int32 broadcast"});
+  runAndCheck();
+}
+
 // ------------------------------------------------------------------ Slice
 
 TEST_P(DataTest, SliceEdgesEveryKind) {

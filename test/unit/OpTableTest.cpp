@@ -71,12 +71,13 @@ TEST_F(OpTableTest, ElementwiseAndDataMovement) {
   EXPECT_FALSE(kindsSupported(*f->createNeg("negb", ph(K::Bool, {4})), kInterp));
   EXPECT_TRUE(kindsSupported(*f->createNeg("negi", ph(K::Int64I, {4})), kInterp));
 
-  // CPU data movement: any kind, but one element type (quantization parameters included).
+  // CPU data movement: any kind; quantized inputs with other parameters requantize.
   Placeholder *qa = ph(K::Int8Q, {2}, 0.5f, 1), *qb = ph(K::Int8Q, {2}, 0.25f, 1);
   Node *sameQ = f->createConcat("cq", {qa, qa}, 0);
   Node *diffQ = f->createConcat("cd", {qa, qb}, 0);
   EXPECT_TRUE(kindsSupported(*sameQ, kCPU));
-  EXPECT_FALSE(kindsSupported(*diffQ, kCPU));
+  EXPECT_TRUE(kindsSupported(*diffQ, kCPU));
+  EXPECT_FALSE(kindsSupported(*f->createSave("sd", diffQ, ph(K::Int8Q, {4}, 0.3f, 0)), kCPU));
   EXPECT_TRUE(kindsSupported(*sameQ, kInterp));
 
   // Gather: any data kind, index-kind indices, on the CPU backend too.

@@ -1,6 +1,8 @@
 // Emitters of data movement: Copy, Concat, Slice, Transpose, Broadcast, Tile, Pad, Splat
 // and InsertTensor, all strided copies (libjit_strided_copy_*) or memcpy/memset, and
-// Gather (libjit_gather_*). Every element kind moves: the kernels see element sizes.
+// Gather (libjit_gather_*). Every element kind moves: the kernels see element sizes. A
+// quantized result with other parameters than its input requantizes as it moves
+// (libjit_strided_rescale_*), as the Interpreter does; InsertTensor copies raw elements.
 #include "Emitter.h"
 
 #include "kiln/Base/Float16.h"
@@ -99,7 +101,8 @@ void Emitter::emitFill(llvm::Value *dst, const Type &t, float value, int64_t n) 
 }
 
 void Emitter::emitCopy(llvm::Value *dst, llvm::Value *src, std::vector<int64_t> dims,
-                       std::vector<int64_t> ds, std::vector<int64_t> ss, unsigned elemSize) {
+                       std::vector<int64_t> ds, std::vector<int64_t> ss, unsigned elemSize,
+                       const Requant *rq) {
   // Drop unit dimensions, then merge dimensions contiguous in both buffers.
   std::vector<int64_t> d2, ds2, ss2;
   for (size_t i = 0; i < dims.size(); i++) {
@@ -116,6 +119,19 @@ void Emitter::emitCopy(llvm::Value *dst, llvm::Value *src, std::vector<int64_t> 
     d2.push_back(dims[i]);
     ds2.push_back(ds[i]);
     ss2.push_back(ss[i]);
+  }
+  if (rq) {
+    if (d2.empty()) {
+      d2 = {1};
+      ds2 = {1};
+      ss2 = {1};
+    }
+    llvm::Type *i32 = llvm::Type::getInt32Ty(ctx_);
+    auto off = [i32](int32_t o) { return llvm::ConstantInt::get(i32, uint64_t(int64_t(o)), true); };
+    call(std::string("libjit_strided_rescale_") + valueSuffix(rq->kind),
+         {dst, src, i64Array(d2), i64Array(ds2), i64Array(ss2), I64(int64_t(d2.size())),
+          F32(rq->inScale), off(rq->inOffset), F32(rq->outScale), off(rq->outOffset)});
+    return;
   }
   if (d2.empty() || (d2.size() == 1 && ds2[0] == 1 && ss2[0] == 1)) {
     int64_t n = d2.empty() ? 1 : d2[0];
@@ -153,9 +169,11 @@ Error Emitter::planConcat(Instruction *I, std::vector<Item> &items) {
   for (Value *in : cc->getInputs()) {
     auto d = dimsOf(in);
     int64_t o = off;
+    Requant rq;
+    bool requant = requantOf(*in->getType(), *dest->getType(), rq);
     serial("concat", [=] {
       llvm::Value *dp = B_.CreateConstInBoundsGEP1_64(i8_, ptr(dest), uint64_t(o * os[axis] * es));
-      emitCopy(dp, ptr(in), d, os, stridesOf(d), es);
+      emitCopy(dp, ptr(in), d, os, stridesOf(d), es, requant ? &rq : nullptr);
     });
     off += d[axis];
   }
@@ -172,9 +190,11 @@ Error Emitter::planSlice(Instruction *I, std::vector<Item> &items) {
   int64_t start = 0;
   for (size_t i = 0; i < id.size(); i++)
     start += int64_t(sl->getStarts()[i]) * is[i];
+  Requant rq;
+  bool requant = requantOf(*in->getType(), *dest->getType(), rq);
   serial("slice", [=] {
     llvm::Value *sp = B_.CreateConstInBoundsGEP1_64(i8_, ptr(in), uint64_t(start * es));
-    emitCopy(ptr(dest), sp, od, stridesOf(od), is, es);
+    emitCopy(ptr(dest), sp, od, stridesOf(od), is, es, requant ? &rq : nullptr);
   });
   return Error::success();
 }
@@ -189,7 +209,10 @@ Error Emitter::planTranspose(Instruction *I, std::vector<Item> &items) {
   for (dim_t s : tr->getShuffle())
     ss.push_back(is[s]);
   unsigned es = unsigned(dest->getType()->elemBytes());
-  serial("transpose", [=] { emitCopy(ptr(dest), ptr(in), od, stridesOf(od), ss, es); });
+  Requant rq;
+  bool requant = requantOf(*in->getType(), *dest->getType(), rq);
+  serial("transpose",
+         [=] { emitCopy(ptr(dest), ptr(in), od, stridesOf(od), ss, es, requant ? &rq : nullptr); });
   return Error::success();
 }
 
@@ -204,7 +227,10 @@ Error Emitter::planBroadcast(Instruction *I, std::vector<Item> &items) {
   for (size_t i = 0; i < id.size(); i++)
     ss[shift + i] = id[i] == 1 ? 0 : is[i];
   unsigned es = unsigned(dest->getType()->elemBytes());
-  serial("broadcast", [=] { emitCopy(ptr(dest), ptr(in), od, stridesOf(od), ss, es); });
+  Requant rq;
+  bool requant = requantOf(*in->getType(), *dest->getType(), rq);
+  serial("broadcast",
+         [=] { emitCopy(ptr(dest), ptr(in), od, stridesOf(od), ss, es, requant ? &rq : nullptr); });
   return Error::success();
 }
 
@@ -224,7 +250,9 @@ Error Emitter::planTile(Instruction *I, std::vector<Item> &items) {
     ss.push_back(is[i]);
   }
   unsigned es = unsigned(dest->getType()->elemBytes());
-  serial("tile", [=] { emitCopy(ptr(dest), ptr(in), dims, ds, ss, es); });
+  Requant rq;
+  bool requant = requantOf(*in->getType(), *dest->getType(), rq);
+  serial("tile", [=] { emitCopy(ptr(dest), ptr(in), dims, ds, ss, es, requant ? &rq : nullptr); });
   return Error::success();
 }
 
@@ -241,10 +269,12 @@ Error Emitter::planPad(Instruction *I, std::vector<Item> &items) {
   int64_t n = product(od);
   unsigned es = unsigned(dest->getType()->elemBytes());
   const Type *ty = dest->getType();
+  Requant rq;
+  bool requant = requantOf(*in->getType(), *ty, rq);
   serial("pad", [=] {
     emitFill(ptr(dest), *ty, value, n);
     llvm::Value *dp = B_.CreateConstInBoundsGEP1_64(i8_, ptr(dest), uint64_t(start * es));
-    emitCopy(dp, ptr(in), id, os, stridesOf(id), es);
+    emitCopy(dp, ptr(in), id, os, stridesOf(id), es, requant ? &rq : nullptr);
   });
   return Error::success();
 }
@@ -283,9 +313,15 @@ Error Emitter::planGather(Instruction *I, std::vector<Item> &items) {
   int64_t id = addRunCheck({"Gather '" + I->getName() + "': index ", after.str()});
   std::string fn = std::string("libjit_gather_") + sizeSuffix(dt.elemBytes()) +
                    (it.kind == ElemKind::Int32I ? "_i32" : "_i64");
+  // Every result element comes from Data: requantize the result in place after.
+  Requant rq;
+  bool requant = requantOf(dt, *dest->getType(), rq);
+  int64_t n = outer * count * inner;
   serial("gather", [=] {
     call(fn, {ptr(dest), ptr(data), ptr(idx), I64(outer), I64(size), I64(count), I64(inner),
               statusPtr(), I64(id)});
+    if (requant)
+      emitCopy(ptr(dest), ptr(dest), {n}, {1}, {1}, unsigned(dt.elemBytes()), &rq);
   });
   return Error::success();
 }

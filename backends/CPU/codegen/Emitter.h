@@ -44,6 +44,23 @@ struct FusedEpilogue {
   float lo = 0.0f, hi = 0.0f;
 };
 
+/// Data movement between quantized types of one kind with other scales or offsets: each
+/// element is requantized as it moves (libjit_strided_rescale_*).
+struct Requant {
+  ElemKind kind;
+  float inScale, outScale;
+  int32_t inOffset, outOffset;
+};
+
+/// The requantization from \p src to \p dst, or false when their elements copy as they are.
+inline bool requantOf(const Type &src, const Type &dst, Requant &rq) {
+  if (!src.isQuantizedType() || src.kind != dst.kind ||
+      (src.scale == dst.scale && src.offset == dst.offset))
+    return false;
+  rq = {src.kind, src.scale, dst.scale, src.offset, dst.offset};
+  return true;
+}
+
 /// An element-wise instruction's scalar kernel and its float attributes.
 struct ElemOp {
   std::string fn;
@@ -192,9 +209,10 @@ private:
   void emitElementwise(const std::vector<Instruction *> &group, int64_t n, bool parallel);
   /// Fills \p n elements of type \p t at \p dst with \p value as Splat defines it.
   void emitFill(llvm::Value *dst, const Type &t, float value, int64_t n);
+  /// Copies the box \p dims between strided buffers; with \p rq, requantizing.
   void emitCopy(llvm::Value *dst, llvm::Value *src, std::vector<int64_t> dims,
                 std::vector<int64_t> dstStrides, std::vector<int64_t> srcStrides,
-                unsigned elemSize);
+                unsigned elemSize, const Requant *rq = nullptr);
   Error planFC(Instruction *I, Value *dest, Value *in, Value *weights, Value *bias,
                std::vector<Item> &items, const FusedEpilogue *act = nullptr);
   Error planReduce(Instruction *I, const std::vector<dim_t> &axes, const char *op, bool mean,

@@ -216,7 +216,11 @@ LIBJIT_DECLARE_ORDER(i8, int8_t)
   LIBJIT_EXPORT void libjit_rescale_##SUFFIX(T *dst, const T *src, int64_t n, float inScale, \
                                              int32_t inOffset, float outScale,               \
                                              int32_t outOffset, int64_t tid,                 \
-                                             int64_t nthreads);
+                                             int64_t nthreads);                              \
+  LIBJIT_EXPORT void libjit_strided_rescale_##SUFFIX(                                        \
+      T *dst, const T *src, const int64_t *dims, const int64_t *dstStrides,                  \
+      const int64_t *srcStrides, int64_t rank, float inScale, int32_t inOffset,              \
+      float outScale, int32_t outOffset);
 LIBJIT_DECLARE_QUANT(i8, int8_t)
 LIBJIT_DECLARE_QUANT(u8, uint8_t)
 LIBJIT_DECLARE_QUANT(i32, int32_t)

@@ -1,10 +1,12 @@
 // Quantization: Quantize (f32 -> i8/u8/i32), Dequantize (i8/u8/i32 -> f32) and
-// RescaleQuantized (same storage kind, new scale and offset). Real = scale * (q - offset);
+// RescaleQuantized (same storage kind, new scale and offset), and the requantizing strided
+// copy of data movement between quantization parameters. Real = scale * (q - offset);
 // the arithmetic is in double and rounds half away from zero, then saturates (NaN maps to
 // the offset), exactly as the operator table and the Interpreter define it, so results are
 // bit-exact with the Interpreter. One template per operator, instantiated per storage type;
 // each thread takes a contiguous share of the elements.
 #include "libjit.h"
+#include "libjit_box.h"
 
 namespace libjit {
 namespace {
@@ -63,6 +65,26 @@ LIBJIT_INLINE void rescale(T *dst, const T *src, int64_t n, float inScale, int32
     dst[i] = quantizeOne<T>(dequantizeOne<T>(src[i], inScale, inOffset), outScale, outOffset);
 }
 
+/// The strided box copy of libjit_tensor.cpp, requantizing every element: data movement
+/// whose result has other quantization parameters than its input.
+template <class T>
+LIBJIT_INLINE void stridedRescale(T *dst, const T *src, const int64_t *dims,
+                                  const int64_t *dstStrides, const int64_t *srcStrides,
+                                  int64_t rank, float inScale, int32_t inOffset, float outScale,
+                                  int32_t outOffset) {
+  if (rank == 0) {
+    *dst = quantizeOne<T>(dequantizeOne<T>(*src, inScale, inOffset), outScale, outOffset);
+    return;
+  }
+  forEachBoxRow(dims, dstStrides, srcStrides, rank,
+                [&](int64_t dOff, int64_t sOff, int64_t inner, int64_t ds, int64_t ss) {
+                  for (int64_t i = 0; i < inner; i++)
+                    dst[dOff + i * ds] = quantizeOne<T>(
+                        dequantizeOne<T>(src[sOff + i * ss], inScale, inOffset), outScale,
+                        outOffset);
+                });
+}
+
 } // namespace
 } // namespace libjit
 
@@ -84,6 +106,13 @@ using namespace libjit;
                                              int32_t outOffset, int64_t tid,                 \
                                              int64_t nthreads) {                             \
     rescale<T>(dst, src, n, inScale, inOffset, outScale, outOffset, tid, nthreads);          \
+  }                                                                                          \
+  LIBJIT_EXPORT void libjit_strided_rescale_##SUFFIX(                                        \
+      T *dst, const T *src, const int64_t *dims, const int64_t *dstStrides,                  \
+      const int64_t *srcStrides, int64_t rank, float inScale, int32_t inOffset,              \
+      float outScale, int32_t outOffset) {                                                   \
+    stridedRescale<T>(dst, src, dims, dstStrides, srcStrides, rank, inScale, inOffset,       \
+                      outScale, outOffset);                                                  \
   }
 
 LIBJIT_QUANT_ENTRIES(i8, int8_t)

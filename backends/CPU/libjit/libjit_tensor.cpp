@@ -3,6 +3,7 @@
 // Gather copies rows picked by an index tensor. Element sizes of 1, 2, 4 and 8 bytes, so
 // every element kind moves (reductions are in libjit_reduce.cpp).
 #include "libjit.h"
+#include "libjit_box.h"
 
 namespace libjit {
 namespace {
@@ -16,38 +17,22 @@ LIBJIT_INLINE void stridedCopy(T *dst, const T *src, const int64_t *dims,
     *dst = *src;
     return;
   }
-  int64_t inner = dims[rank - 1], ds = dstStrides[rank - 1], ss = srcStrides[rank - 1];
-  int64_t outer = 1;
-  for (int64_t i = 0; i + 1 < rank; i++)
-    outer *= dims[i];
-  int64_t idx[16] = {0};
-  int64_t dOff = 0, sOff = 0;
-  for (int64_t o = 0; o < outer; o++) {
-    T *d = dst + dOff;
-    const T *s = src + sOff;
-    if (ds == 1 && ss == 1) {
-      for (int64_t i = 0; i < inner; i++)
-        d[i] = s[i];
-    } else if (ds == 1 && ss == 0) {
-      T v = s[0];
-      for (int64_t i = 0; i < inner; i++)
-        d[i] = v;
-    } else {
-      for (int64_t i = 0; i < inner; i++)
-        d[i * ds] = s[i * ss];
-    }
-    // Advance the odometer over the outer dimensions.
-    for (int64_t j = rank - 2; j >= 0; j--) {
-      idx[j]++;
-      dOff += dstStrides[j];
-      sOff += srcStrides[j];
-      if (idx[j] < dims[j])
-        break;
-      dOff -= dstStrides[j] * dims[j];
-      sOff -= srcStrides[j] * dims[j];
-      idx[j] = 0;
-    }
-  }
+  forEachBoxRow(dims, dstStrides, srcStrides, rank,
+                [&](int64_t dOff, int64_t sOff, int64_t inner, int64_t ds, int64_t ss) {
+                  T *d = dst + dOff;
+                  const T *s = src + sOff;
+                  if (ds == 1 && ss == 1) {
+                    for (int64_t i = 0; i < inner; i++)
+                      d[i] = s[i];
+                  } else if (ds == 1 && ss == 0) {
+                    T v = s[0];
+                    for (int64_t i = 0; i < inner; i++)
+                      d[i] = v;
+                  } else {
+                    for (int64_t i = 0; i < inner; i++)
+                      d[i * ds] = s[i * ss];
+                  }
+                });
 }
 
 template <class T> LIBJIT_INLINE void splat(T *dst, T v, int64_t n) {
