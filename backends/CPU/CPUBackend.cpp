@@ -276,6 +276,12 @@ Error CPUFunction::execute(ExecutionContext &ctx) {
     return makeError(ErrorCode::OutOfMemory, "CPU backend: cannot allocate ",
                      prog_->activationBytes, " bytes of activations");
   bufs[kActivationBase] = arena;
+  // Kernels that check their inputs (Gather's indices) report through the status words.
+  int64_t *status = prog_->statusOffset >= 0
+                        ? reinterpret_cast<int64_t *>(arena + prog_->statusOffset)
+                        : nullptr;
+  if (status)
+    status[0] = status[1] = status[2] = 0;
   char **bp = bufs.data();
   unsigned nth = pool_->size();
   const bool profile = profile_;
@@ -293,6 +299,16 @@ Error CPUFunction::execute(ExecutionContext &ctx) {
     }
     if (profile)
       times[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (status && status[0]) {
+      size_t check = size_t(status[0] - 1);
+      int64_t position = status[1], value = status[2];
+      returnArena(arena);
+      if (check >= prog_->checks.size())
+        return makeError(ErrorCode::Internal, "CPU backend: unknown run-time check ", status[0]);
+      const RunCheck &c = prog_->checks[check];
+      return makeError(ErrorCode::InvalidArgument, c.before, value, " at position ", position,
+                       c.after);
+    }
   }
   if (profile) {
     std::lock_guard<std::mutex> l(arenasMutex_);

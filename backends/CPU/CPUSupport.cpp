@@ -1,6 +1,6 @@
 // What the CPU backend runs. The element kinds are the CPU column of the operator table
-// (src/ClassGen/NodeTable.cpp, docs/Operators.md): float32 compute, and data movement of
-// every element type; this file adds what the table cannot say, the ranks and fused
+// (src/ClassGen/NodeTable.cpp, docs/Operators.md): float32 compute, integer reductions,
+// ArgMax/ArgMin/TopK, quantization, and data movement of every element type; this file adds what the table cannot say, the ranks and fused
 // activations the kernels handle. Every kind claimed has a kernel (an emitter in
 // codegen/Emit*.cpp, or the table-driven element-wise default) and runs in the operator
 // suite against the Interpreter.
@@ -55,6 +55,12 @@ bool shapeSupported(const Node &n, bool fuseEpilogues) {
     return rankOf(n, 0) <= 16;
   case NodeKind::Tile:
     return rankOf(n, 0) <= 8;
+  case NodeKind::Concat:
+    // The table checks the first input's kind; the kernels need every input's.
+    for (unsigned i = 0; i < n.getNumInputs(); i++)
+      if (n.getNthInput(i).getElementType() != n.getType(0)->kind)
+        return false;
+    return true;
   default:
     return true;
   }

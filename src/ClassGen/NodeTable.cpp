@@ -255,7 +255,7 @@ void defineReductions(Table &t) {
     return t.node(name).input("Input")
         .attr(AttrKind::Axes, "Axes").attr(AttrKind::Bool, "KeepDims")
         .result("Result").describe(doc)
-        .noLowering().interpreter("numeric").cpu("uniform(f32)", "Input rank at most 16")
+        .noLowering().interpreter("numeric").cpu("uniform(f32|index)", "Input rank at most 16")
         .sim("none");
   };
   reduce("ReduceSum", "Sum over Axes (distinct); KeepDims keeps them as size 1.")
@@ -263,7 +263,8 @@ void defineReductions(Table &t) {
   reduce("ReduceMean", "Mean over Axes.")
       .lowering("lowerReduceMean", "ReduceSum(x, Axes) / Splat(count)")
       .onnx({"ReduceMean"})
-      .interpreter("floats");
+      .interpreter("floats")
+      .cpu("uniform(f32)", "Input rank at most 16");
   reduce("ReduceMax", "Maximum over Axes.").onnx({"ReduceMax", "GlobalMaxPool"});
   reduce("ReduceMin", "Minimum over Axes.").onnx({"ReduceMin"});
   reduce("ReduceProd", "Product over Axes.").onnx({"ReduceProd"});
@@ -271,18 +272,21 @@ void defineReductions(Table &t) {
       .input("Input").attr(AttrKind::Axis, "Axis").attr(AttrKind::Bool, "KeepDims")
       .result("Result")
       .describe("Int64 index of the largest element along Axis (first one on ties).")
-      .noLowering().onnx({"ArgMax"}).interpreter("numeric|i8q").cpu("none").sim("none");
+      .noLowering().onnx({"ArgMax"}).interpreter("numeric|i8q").cpu("f32|index|i8q -> i64")
+      .sim("none");
   t.node("ArgMin")
       .input("Input").attr(AttrKind::Axis, "Axis").attr(AttrKind::Bool, "KeepDims")
       .result("Result")
       .describe("Int64 index of the smallest element along Axis (first one on ties).")
-      .noLowering().onnx({"ArgMin"}).interpreter("numeric|i8q").cpu("none").sim("none");
+      .noLowering().onnx({"ArgMin"}).interpreter("numeric|i8q").cpu("f32|index|i8q -> i64")
+      .sim("none");
   t.node("TopK")
       .input("Input").attr(AttrKind::Dim, "K")
       .result("Values").result("Indices")
       .describe("The K largest elements along the last axis, in descending order, and their "
                 "Int64 indices (lower index first on ties).")
-      .noLowering().onnx({"TopK"}).interpreter("numeric|i8q").cpu("none").sim("none");
+      .noLowering().onnx({"TopK"}).interpreter("numeric|i8q").cpu("f32|index|i8q -> =")
+      .sim("none");
 }
 
 void defineDataMovement(Table &t) {
@@ -292,7 +296,7 @@ void defineDataMovement(Table &t) {
       .noLowering()
       .onnx({"Concat"})
       .interpreter("all")
-      .cpu("uniform type")
+      .cpu("all -> =", "every input of the result's kind")
       .sim("f32|f16|i8q -> =");
   t.node("Slice")
       .input("Input").attr(AttrKind::Dims, "Starts").attr(AttrKind::Dims, "Ends")
@@ -301,7 +305,7 @@ void defineDataMovement(Table &t) {
       .noLowering()
       .onnx({"Slice", "Split"})
       .interpreter("all")
-      .cpu("uniform type")
+      .cpu("all -> =")
       .sim("none");
   t.node("Reshape")
       .input("Input").attr(AttrKind::Dims, "Dims").result("Result").customIRGen()
@@ -317,7 +321,7 @@ void defineDataMovement(Table &t) {
       .noLowering()
       .onnx({"Transpose"})
       .interpreter("all")
-      .cpu("uniform type")
+      .cpu("all -> =")
       .sim("none");
   t.node("Gather")
       .input("Data").input("Indices").attr(AttrKind::Axis, "Axis").result("Result")
@@ -326,7 +330,7 @@ void defineDataMovement(Table &t) {
       .noLowering()
       .onnx({"Gather"})
       .interpreter("all, index")
-      .cpu("none")
+      .cpu("all, index -> =")
       .sim("none");
   t.node("Tile")
       .input("Input").attr(AttrKind::Dims, "Repeats").result("Result")
@@ -334,7 +338,7 @@ void defineDataMovement(Table &t) {
       .lowering("lowerTile", "for each dimension with repeat r > 1: Concat of r copies")
       .onnx({"Tile"})
       .interpreter("all")
-      .cpu("uniform type", "Input rank at most 8")
+      .cpu("all -> =", "Input rank at most 8")
       .sim("none");
   t.node("Pad")
       .input("Input").attr(AttrKind::Dims, "Pads").attr(AttrKind::Float, "Value")
@@ -343,7 +347,7 @@ void defineDataMovement(Table &t) {
       .lowering("lowerPad", "InsertTensor(Splat(Value, result type), x, Offsets = begin pads)")
       .onnx({"Pad"})
       .interpreter("all")
-      .cpu("uniform(f32)")
+      .cpu("all -> =")
       .sim("none");
   t.node("Broadcast")
       .input("Input").attr(AttrKind::Dims, "TargetDims").result("Result")
@@ -353,14 +357,14 @@ void defineDataMovement(Table &t) {
                 "Tile(Reshape(x, dims of x left-padded with 1s), TargetDims / those)")
       .onnx({"Expand"})
       .interpreter("all")
-      .cpu("uniform type")
+      .cpu("all -> =")
       .sim("none");
   t.node("Splat")
       .attr(AttrKind::Float, "Value").result("Result").typeRule(TypeRule::Explicit)
       .describe("A tensor of the given type filled with Value (quantized: the raw value).")
       .noLowering()
       .interpreter("-> all")
-      .cpu("-> f32|i32|i64|bool")
+      .cpu("-> all")
       .sim("none");
   t.node("ConvertTo")
       .input("Input").result("Result").typeRule(TypeRule::Explicit).dataParallelOp()
@@ -388,21 +392,21 @@ void defineQuantization(Table &t) {
       .describe("Float to quantized: q = clamp(round(x / scale) + offset).")
       .noLowering()
       .interpreter("f32 -> quantized")
-      .cpu("none")
+      .cpu("f32 -> quantized")
       .sim("f32 -> i8q");
   t.node("Dequantize")
       .input("Input").result("Result").typeRule(TypeRule::Explicit).dataParallelOp()
       .describe("Quantized to float: scale * (q - offset).")
       .noLowering()
       .interpreter("quantized -> f32")
-      .cpu("none")
+      .cpu("quantized -> f32")
       .sim("i8q -> f32");
   t.node("RescaleQuantized")
       .input("Input").result("Result").typeRule(TypeRule::Explicit).dataParallelOp()
       .describe("Quantized to quantized with a new scale and offset.")
       .noLowering()
       .interpreter("quantized -> =")
-      .cpu("none")
+      .cpu("quantized -> =")
       .sim("none");
 }
 
@@ -417,7 +421,7 @@ void defineLoweringTargets(Table &t) {
                 "into a Splat.")
       .noLowering()
       .interpreter("all, =")
-      .cpu("uniform type")
+      .cpu("all, =")
       .sim("none");
   t.node("FusedConvolution")
       .input("Input").input("Filter").input("Bias").variadic("Residual")

@@ -81,8 +81,26 @@ protected:
     }
   }
 
+  /// One element kind's case of Gather, Pad and Splat (KILN_DATA_TEST_EVERY_KIND).
+  void gatherKindCase(ElemKind k);
+  void padKindCase(ElemKind k);
+  void splatKindCase(ElemKind k);
+
   std::vector<Check> checks_;
 };
+
+/// One test case per element kind of kAllKinds, each calling \p FN(kind): a backend that
+/// lacks one kind skips that case only.
+#define KILN_DATA_TEST_EVERY_KIND(NAME, FN)                                                 \
+  TEST_P(DataTest, NAME##Float) { FN(ElemKind::Float); }                                     \
+  TEST_P(DataTest, NAME##Float16) { FN(ElemKind::Float16); }                                 \
+  TEST_P(DataTest, NAME##BFloat16) { FN(ElemKind::BFloat16); }                               \
+  TEST_P(DataTest, NAME##Int8Q) { FN(ElemKind::Int8Q); }                                     \
+  TEST_P(DataTest, NAME##UInt8Q) { FN(ElemKind::UInt8Q); }                                   \
+  TEST_P(DataTest, NAME##Int32Q) { FN(ElemKind::Int32Q); }                                   \
+  TEST_P(DataTest, NAME##Int32) { FN(ElemKind::Int32I); }                                    \
+  TEST_P(DataTest, NAME##Int64) { FN(ElemKind::Int64I); }                                    \
+  TEST_P(DataTest, NAME##Bool) { FN(ElemKind::Bool); }
 
 // ------------------------------------------------------------------ Concat
 
@@ -140,6 +158,38 @@ TEST_P(DataTest, ConcatRequantizesQuantizedInputs) {
     return;
   expectValues(output(same), {1, 2, 2, 4}, 0, 0);
   expectValues(output(other), {5, 9, 9, 15}, 0, 0);
+}
+
+// Slice, Transpose, Tile, Broadcast, Pad and Gather into a quantized result with other
+// parameters requantize every element: int8 reals 1, 2, 5, -128 (scale 1, offset 0) into
+// scale 0.5, offset 1 are 3, 5, 11 and -128 (-255 saturates); Pad's value is raw in the
+// result. uint8 reals 0, 0.5, 0.75, -0.75 (scale 0.25, offset 128) into scale 0.5, offset
+// 100: 100, 101, 102 (1.5 away from zero), 98. int32 2^31 - 1 doubled saturates.
+TEST_P(DataTest, DataMovementRequantizes) {
+  auto *x = input("x", qTensor(ElemKind::Int8Q, {2, 2}, 1.0f, 0, {1, 2, 5, -128}));
+  auto q = [&](Dims d) { return mod().uniqueType(ElemKind::Int8Q, d, 0.5f, 1); };
+  auto *idx = input("idx", ElemKind::Int32I, {1}, {1});
+  checks_.push_back({save(F()->createSlice("sl", q({1, 2}), x, {1, 0}, {2, 2}), "sl"),
+                     {11, -128}, "slice"});
+  checks_.push_back({save(F()->createTranspose("tr", q({2, 2}), x, {1, 0}), "tr"),
+                     {3, 11, 5, -128}, "transpose"});
+  checks_.push_back({save(F()->createTile("ti", q({2, 4}), x, {1, 2}), "ti"),
+                     {3, 5, 3, 5, 11, -128, 11, -128}, "tile"});
+  checks_.push_back({save(F()->createBroadcast("bc", q({2, 2, 2}), x, {2, 2, 2}), "bc"),
+                     {3, 5, 11, -128, 3, 5, 11, -128}, "broadcast"});
+  checks_.push_back({save(F()->createPad("pd", q({3, 2}), x, {1, 0, 0, 0}, 7.0f), "pd"),
+                     {7, 7, 3, 5, 11, -128}, "pad"});
+  checks_.push_back({save(F()->createGather("ga", q({1, 2}), x, idx, 0), "ga"), {11, -128},
+                     "gather"});
+  auto *u = input("u", qTensor(ElemKind::UInt8Q, {4}, 0.25f, 128, {128, 130, 131, 125}));
+  TypeRef uTy = mod().uniqueType(ElemKind::UInt8Q, {4}, 0.5f, 100);
+  checks_.push_back({save(F()->createSlice("us", uTy, u, {0}, {4}), "us"), {100, 101, 102, 98},
+                     "uint8 slice"});
+  auto *w = input("w", qTensor(ElemKind::Int32Q, {2}, 1.0f, 0, {2147483647, -5}));
+  TypeRef wTy = mod().uniqueType(ElemKind::Int32Q, {2, 2}, 0.5f, 0);
+  checks_.push_back({save(F()->createBroadcast("wb", wTy, w, {2, 2}), "wb"),
+                     {2147483647, -10, 2147483647, -10}, "int32 broadcast"});
+  runAndCheck();
 }
 
 // ------------------------------------------------------------------ Slice
@@ -238,15 +288,80 @@ TEST_P(DataTest, GatherLastAxisWith2DIndices) {
   expectValues(output(s), {1, 3, 3, 2, 4, 6, 6, 5}, 0, 0);
 }
 
-TEST_P(DataTest, GatherEveryKind) {
-  for (ElemKind k : kAllKinds) {
-    std::string n = elemKindName(k);
-    auto *data = input(n, patternTensor(k, {2, 4}));
-    auto *idx = input(n + "idx", ElemKind::Int32I, {3}, {3, -4, 1});
-    auto p = [&](size_t i) { return pattern(k, i); };
-    checks_.push_back({save(F()->createGather("g", data, idx, 1)),
+/// Gather of every kind, along axis 1 with Int32 indices (one negative) and along axis 0
+/// with Int64 indices.
+void DataTest::gatherKindCase(ElemKind k) {
+  std::string n = elemKindName(k);
+  auto *data = input(n, patternTensor(k, {2, 4}));
+  auto *idx = input(n + "idx", ElemKind::Int32I, {3}, {3, -4, 1});
+  auto *idx64 = input(n + "idx64", ElemKind::Int64I, {2, 2}, {1, -2, -1, 1});
+  auto p = [&](size_t i) { return pattern(k, i); };
+  std::vector<double> rows;
+  for (size_t r : {1, 0, 1, 1})
+    for (size_t c = 0; c < 4; c++)
+      rows.push_back(p(r * 4 + c));
+  checks_.push_back({save(F()->createGather("g", data, idx, 1), "g"),
                        {p(3), p(0), p(1), p(7), p(4), p(5)},
-                       n});
+                       n + " axis 1"});
+  checks_.push_back({save(F()->createGather("g0", data, idx64, 0), "g0"), rows,
+                       n + " axis 0"});
+  runAndCheck();
+}
+
+KILN_DATA_TEST_EVERY_KIND(GatherKind, gatherKindCase)
+
+/// Gather from data of rank 1 to 4 along every axis (negative and positive), with
+/// Int32 and Int64 indices of rank 0 to 2; expectations by explicit index arithmetic.
+TEST_P(DataTest, GatherRanksAndAxes) {
+  const std::vector<Dims> shapes = {{5}, {3, 4}, {2, 3, 4}, {2, 1, 3, 2}};
+  const std::vector<std::pair<ElemKind, Dims>> indexShapes = {
+      {ElemKind::Int32I, {}}, {ElemKind::Int64I, {3}}, {ElemKind::Int32I, {2, 2}}};
+  unsigned n = 0;
+  for (const Dims &dims : shapes) {
+    for (size_t axis = 0; axis < dims.size(); axis++) {
+      for (const auto &is : indexShapes) {
+        std::string name = "c" + std::to_string(n++);
+        // Indices cycle through the axis, every other one written negatively.
+        Tensor idx(is.first, is.second);
+        std::vector<int64_t> iv;
+        for (size_t i = 0; i < idx.size(); i++) {
+          int64_t v = int64_t((i * 2 + 1) % dims[axis]);
+          iv.push_back(v);
+          idx.setFromDouble(i, double(i % 2 ? v - int64_t(dims[axis]) : v));
+        }
+        auto *data = input(name + "d", patternTensor(ElemKind::Int64I, dims, n));
+        auto *ip = input(name + "i", std::move(idx));
+        // Axis given negatively for the odd cases.
+        int64_t a = n % 2 ? int64_t(axis) - int64_t(dims.size()) : int64_t(axis);
+        Dims outDims;
+        for (size_t d = 0; d < axis; d++)
+          outDims.push_back(dims[d]);
+        for (dim_t d : is.second)
+          outDims.push_back(d);
+        for (size_t d = axis + 1; d < dims.size(); d++)
+          outDims.push_back(dims[d]);
+        std::vector<double> want;
+        const size_t count = iv.size();
+        forEach(outDims, [&](const std::vector<dim_t> &o) {
+          // o = [data dims before axis] [index dims] [data dims after axis]
+          size_t r = is.second.size();
+          size_t flatIdx = 0;
+          for (size_t d = 0; d < r; d++)
+            flatIdx = flatIdx * is.second[d] + o[axis + d];
+          std::vector<dim_t> in;
+          for (size_t d = 0; d < axis; d++)
+            in.push_back(o[d]);
+          in.push_back(dim_t(iv[flatIdx]));
+          for (size_t d = axis + 1; d < dims.size(); d++)
+            in.push_back(o[d - 1 + r]);
+          want.push_back(pattern(ElemKind::Int64I, n + offsetOf(dims, in)));
+        });
+        (void)count;
+        checks_.push_back({save(F()->createGather(name, data, ip, a), name), want,
+                           name + " rank " + std::to_string(dims.size()) + " axis " +
+                               std::to_string(a)});
+      }
+    }
   }
   runAndCheck();
 }
@@ -271,6 +386,10 @@ TEST_P(DataTest, GatherOutOfRangeIndexIsAnError) {
         GTEST_SKIP() << e.message();
       ASSERT_TRUE(bool(e)) << "an out-of-range index must fail";
       EXPECT_NE(e.message().find("lookup"), std::string::npos) << e.message();
+      // Every backend names the bad index, its position and the axis it misses.
+      EXPECT_NE(e.message().find("at position 1 of Indices"), std::string::npos) << e.message();
+      EXPECT_NE(e.message().find("out of range for axis 0 of size 3"), std::string::npos)
+          << e.message();
     }
   }
 }
@@ -322,18 +441,33 @@ TEST_P(DataTest, Pad3DNegativeValue) {
                0, 0);
 }
 
-TEST_P(DataTest, PadEveryKind) {
-  for (ElemKind k : kAllKinds) {
-    std::string n = elemKindName(k);
-    Tensor t(typeOf(k, {2}));
-    t.setFromDouble(0, k == ElemKind::Bool ? 0 : 7);
-    t.setFromDouble(1, k == ElemKind::Bool ? 0 : 8);
-    auto *x = input(n, std::move(t));
-    std::vector<double> want = k == ElemKind::Bool ? std::vector<double>{1, 0, 0, 1, 1}
-                                                   : std::vector<double>{1, 7, 8, 1, 1};
-    checks_.push_back({save(F()->createPad("p", x, {1, 2}, 1.0f)), want, n});
-  }
+void DataTest::padKindCase(ElemKind k) {
+  std::string n = elemKindName(k);
+  Tensor x(typeOf(k, {2}));
+  x.setFromDouble(0, k == ElemKind::Bool ? 0 : 7);
+  x.setFromDouble(1, k == ElemKind::Bool ? 0 : 8);
+  auto *in = input(n, std::move(x));
+  std::vector<double> want = k == ElemKind::Bool ? std::vector<double>{1, 0, 0, 1, 1}
+                                                 : std::vector<double>{1, 7, 8, 1, 1};
+  checks_.push_back({save(F()->createPad("p", in, {1, 2}, 1.0f)), want, n});
   runAndCheck();
+}
+
+KILN_DATA_TEST_EVERY_KIND(PadKind, padKindCase)
+
+// Pad of a 2-D Int32 and Int64 tensor on both sides of both dimensions; the value is
+// rounded half to even (2.5 -> 2) as Splat's is.
+TEST_P(DataTest, PadIntegers2D) {
+  auto *a = input("a", ElemKind::Int32I, {2, 2}, {1, 2, 3, 4});
+  auto *b = input("b", ElemKind::Int64I, {1, 3}, {-5, 6, 7});
+  SaveNode *pa = save(F()->createPad("pa", a, {1, 0, 0, 1}, -2.5f), "pa");
+  SaveNode *pb = save(F()->createPad("pb", b, {0, 1, 1, 0}, 3.0f), "pb");
+  if (!run(0, 0))
+    return;
+  EXPECT_EQ(output(pa).dims(), Dims({3, 3}));
+  expectValues(output(pa), {-2, -2, -2, 1, 2, -2, 3, 4, -2}, 0, 0);
+  EXPECT_EQ(output(pb).dims(), Dims({2, 4}));
+  expectValues(output(pb), {3, -5, 6, 7, 3, 3, 3, 3}, 0, 0);
 }
 
 TEST_P(DataTest, PadQuantizedValueIsRaw) {
@@ -387,21 +521,32 @@ TEST_P(DataTest, BroadcastEveryKind) {
 
 // ------------------------------------------------------------------ Splat
 
-TEST_P(DataTest, SplatEveryKind) {
-  for (ElemKind k : kAllKinds) {
-    // Quantized kinds hold Value as the raw integer, whatever the scale and offset.
-    TypeRef ty = mod().uniqueType(typeOf(k, {2, 2}));
-    double want = k == ElemKind::Bool ? 1 : 3;
-    checks_.push_back({save(F()->createSplat("splat", ty, 3.0f)), {want, want, want, want},
+void DataTest::splatKindCase(ElemKind k) {
+  // Quantized kinds hold Value as the raw integer, whatever the scale and offset.
+  TypeRef ty = mod().uniqueType(typeOf(k, {2, 2}));
+  double want = k == ElemKind::Bool ? 1 : 3;
+  checks_.push_back({save(F()->createSplat("splat", ty, 3.0f), "splat"),
+                       {want, want, want, want},
                        elemKindName(k)});
-  }
+  runAndCheck();
+}
+
+KILN_DATA_TEST_EVERY_KIND(SplatKind, splatKindCase)
+
+TEST_P(DataTest, SplatRoundsAndSaturates) {
   TypeRef f16 = mod().uniqueType(ElemKind::Float16, {1});
-  checks_.push_back({save(F()->createSplat("third", f16, 0.1f)), {0.0999755859375}, "f16 0.1"});
+  checks_.push_back({save(F()->createSplat("third", f16, 0.1f), "third"), {0.0999755859375},
+                     "f16 0.1"});
   TypeRef i32 = mod().uniqueType(ElemKind::Int32I, {3});
-  checks_.push_back({save(F()->createSplat("big", i32, 1e10f)), {2147483647, 2147483647, 2147483647},
+  checks_.push_back({save(F()->createSplat("big", i32, 1e10f), "big"),
+                     {2147483647, 2147483647, 2147483647},
                      "saturating"});
   TypeRef u8 = mod().uniqueType(ElemKind::UInt8Q, {1}, 0.1f, 128);
-  checks_.push_back({save(F()->createSplat("neg", u8, -5.0f)), {0}, "u8 saturating"});
+  checks_.push_back({save(F()->createSplat("neg", u8, -5.0f), "neg"), {0}, "u8 saturating"});
+  TypeRef i64 = mod().uniqueType(ElemKind::Int64I, {2});
+  checks_.push_back({save(F()->createSplat("half", i64, 2.5f), "half"), {2, 2}, "half to even"});
+  TypeRef i8 = mod().uniqueType(ElemKind::Int8Q, {1}, 1.0f, 0);
+  checks_.push_back({save(F()->createSplat("odd", i8, -3.5f), "odd"), {-4}, "i8 half to even"});
   runAndCheck();
 }
 

@@ -76,6 +76,25 @@ TEST_P(QuantTest, QuantizeNonPowerOfTwoScale) {
   expectValues(output(s), {10, 20, 0, 13, 35}, 0, 0);
 }
 
+// Random reals against the reference rounding (half away from zero, saturated) with
+// scales that are not powers of two; and uint8 NaN/infinities.
+TEST_P(QuantTest, QuantizeRandomAgainstReference) {
+  Tensor t(ElemKind::Float, {257});
+  PseudoRNG rng(11);
+  t.randomize(-6, 6, rng);
+  std::vector<double> want;
+  for (size_t i = 0; i < t.size(); i++)
+    want.push_back(quantizeRef(double(t.getHandle<float>().raw(i)), double(0.037f), 5));
+  auto *x = input("x", std::move(t));
+  auto *u = input("u", ElemKind::Float, {4}, {kNaN, kInf, -kInf, 1.5});
+  SaveNode *s = save(quantize(x, ElemKind::Int8Q, 0.037f, 5), "s");
+  SaveNode *su = save(quantize(u, ElemKind::UInt8Q, 0.5f, 10), "su");
+  if (!run(0, 0))
+    return;
+  expectValues(output(s), want, 0, 0);
+  expectValues(output(su), {10, 255, 0, 13}, 0, 0);
+}
+
 // ------------------------------------------------------------------ Dequantize
 
 TEST_P(QuantTest, DequantizeInt8) {
@@ -173,6 +192,22 @@ TEST_P(QuantTest, RescaleToSameParamsIsIdentity) {
   if (!run())
     return;
   expectValues(output(s), {-128, -7, 0, 127}, 0, 0);
+}
+
+// Every int8 value rescaled to a scale that is not a power of two, against the reference
+// computed in double: round(0.3 (q + 7) / 0.17) - 4, saturated.
+TEST_P(QuantTest, RescaleEveryInt8ValueAgainstReference) {
+  Tensor t(Type(ElemKind::Int8Q, {256}, 0.3f, -7));
+  std::vector<double> want;
+  for (int v = -128; v < 128; v++) {
+    t.getHandle<int8_t>().raw(size_t(v + 128)) = int8_t(v);
+    want.push_back(quantizeRef(double(0.3f) * double(v + 7), double(0.17f), -4));
+  }
+  auto *x = input("x", std::move(t));
+  SaveNode *s = save(rescale(x, 0.17f, -4));
+  if (!run(0, 0))
+    return;
+  expectValues(output(s), want, 0, 0);
 }
 
 // ------------------------------------------------------------------ pipelines

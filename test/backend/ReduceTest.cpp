@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 
 namespace kiln::test {
@@ -181,6 +182,33 @@ TEST_P(ReduceTest, IntegerHand) {
   expectValues(output(min), {-9, -3}, 0, 0);
 }
 
+// Integer sums and products wrap like the Interpreter's int64 accumulation truncated to
+// the output width: int32 2147483647 + 1 = -2147483648, 65536 * 65536 = 0; int64 max and
+// min keep the extremes -2^63 and 2^63 - 1; a rank-4 int64 sum over the middle axes.
+TEST_P(ReduceTest, IntegerWrapAndExtremes) {
+  auto *w = input("w", I32, {2, 2}, {2147483647, 1, 65536, 65536});
+  auto *e = input("e", I64, {2, 2}, {-9223372036854775808.0, 0, -9223372036854775808.0, 5});
+  auto *r4 = input("r4", I64, {2, 2, 3, 2}, {1, 2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12,
+                                            13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24});
+  auto *sum = save(F()->createReduceSum("sum", w, {1}, false), "sum");
+  auto *prod = save(F()->createReduceProd("prod", w, {1}, false), "prod");
+  auto *max = save(F()->createReduceMax("max", e, {0}, false), "max");
+  auto *min = save(F()->createReduceMin("min", e, {0, 1}, false), "min");
+  auto *mid = save(F()->createReduceSum("mid", r4, {1, 2}, true), "mid");
+  if (!run(0, 0))
+    return;
+  expectValues(output(sum), {-2147483648.0, 131072}, 0, 0);
+  expectValues(output(prod), {2147483647, 0}, 0, 0);
+  const int64_t *mx = output(max).getHandle<int64_t>().begin();
+  EXPECT_EQ(mx[0], std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(mx[1], 5);
+  EXPECT_EQ(output(min).getHandle<int64_t>().raw(0), std::numeric_limits<int64_t>::min());
+  // mid[a][0][0][b] = sum over j, k of r4[a][j][k][b] = 12a*... by hand:
+  // a = 0, b = 0: 1 + 3 + 5 + 7 + 9 + 11 = 36; b = 1: 42; a = 1: 108, 114.
+  EXPECT_EQ(output(mid).dims(), Dims({2, 1, 1, 2}));
+  expectValues(output(mid), {36, 42, 108, 114}, 0, 0);
+}
+
 TEST_P(ReduceTest, SumMultiAxis) { checkReduce(Sum, F32, {3, 4, 5}, {0, 2}, false, 1); }
 TEST_P(ReduceTest, SumMultiAxisKeep) { checkReduce(Sum, F32, {3, 4, 5}, {2, 0}, true, 2); }
 TEST_P(ReduceTest, SumNegativeAxes) { checkReduce(Sum, F32, {2, 3, 4, 2}, {-1, -3}, false, 3); }
@@ -270,6 +298,31 @@ TEST_P(ArgTest, RandomMiddleAxisWithTies) {
   expectValues(output(sMin), eMin, 0, 0);
 }
 
+// Rank 1 and rank 4 (last axis, kept) on the integer kinds, with ties at both ends:
+// [4 -1 4 -1] -> ArgMax 0, ArgMin 1; rows of [2, 1, 2, 3] by hand.
+TEST_P(ArgTest, IntegerRanksAndKeepDims) {
+  auto *v = input("v", I32, {4}, {4, -1, 4, -1});
+  auto *r = input("r", I64, {2, 1, 2, 3}, {0, 7, 7, -2, -2, 5, 9, 9, 9, 1, 0, 1});
+  auto *mx = save(F()->createArgMax("mx", v, 0, false), "mx");
+  auto *mn = save(F()->createArgMin("mn", v, 0, true), "mn");
+  auto *rmx = save(F()->createArgMax("rmx", r, 3, true), "rmx");
+  auto *rmn = save(F()->createArgMin("rmn", r, -1, false), "rmn");
+  auto *r0 = save(F()->createArgMax("r0", r, 0, true), "r0");
+  if (!run(0, 0))
+    return;
+  expectValues(output(mx), {0}, 0, 0);
+  EXPECT_EQ(output(mn).dims(), Dims({1}));
+  expectValues(output(mn), {1}, 0, 0);
+  EXPECT_EQ(output(rmx).dims(), Dims({2, 1, 2, 1}));
+  // rows: [0 7 7] [-2 -2 5] [9 9 9] [1 0 1]
+  expectValues(output(rmx), {1, 2, 0, 0}, 0, 0);
+  EXPECT_EQ(output(rmn).dims(), Dims({2, 1, 2}));
+  expectValues(output(rmn), {0, 0, 0, 1}, 0, 0);
+  // Over axis 0: [0 7 7 -2 -2 5] against [9 9 9 1 0 1].
+  EXPECT_EQ(output(r0).dims(), Dims({1, 1, 2, 3}));
+  expectValues(output(r0), {1, 1, 1, 1, 1, 0}, 0, 0);
+}
+
 KILN_INSTANTIATE_BACKEND_TESTS(ArgTest);
 
 // ------------------------------------------------------------------ TopK
@@ -336,6 +389,25 @@ TEST_P(TopKTest, RandomRank3WithTies) {
   EXPECT_EQ(output(sv).dims(), Dims({2, 3, k}));
   expectValues(output(sv), eV, 0, 0);
   expectValues(output(si), eI, 0, 0);
+}
+
+// Rank 1 with all elements equal but one, K = n: the stable order keeps indices ascending
+// among the ties; Int8Q with negative raw values (scale 0.5, offset -3).
+TEST_P(TopKTest, AllTiesAndNegativeInt8) {
+  auto *x = input("x", makeTensor(I64, {5}, {2, 2, 9, 2, 2}));
+  auto *q = input("q", makeTensor(I8Q, {2, 3}, {-128, 127, -5, -5, -128, -5}));
+  auto *tx = F()->createTopK("tx", x, 5);
+  auto *tq = F()->createTopK("tq", q, 2);
+  auto *vx = save(tx->getValues(), "vx");
+  auto *ix = save(tx->getIndices(), "ix");
+  auto *vq = save(tq->getValues(), "vq");
+  auto *iq = save(tq->getIndices(), "iq");
+  if (!run(0, 0))
+    return;
+  expectValues(output(vx), {9, 2, 2, 2, 2}, 0, 0);
+  expectValues(output(ix), {2, 0, 1, 3, 4}, 0, 0);
+  expectValues(output(vq), {127, -5, -5, -5}, 0, 0);
+  expectValues(output(iq), {1, 2, 0, 2}, 0, 0);
 }
 
 KILN_INSTANTIATE_BACKEND_TESTS(TopKTest);

@@ -71,18 +71,20 @@ TEST_F(OpTableTest, ElementwiseAndDataMovement) {
   EXPECT_FALSE(kindsSupported(*f->createNeg("negb", ph(K::Bool, {4})), kInterp));
   EXPECT_TRUE(kindsSupported(*f->createNeg("negi", ph(K::Int64I, {4})), kInterp));
 
-  // CPU data movement: any kind, but one element type (quantization parameters included).
+  // CPU data movement: any kind; quantized inputs with other parameters requantize.
   Placeholder *qa = ph(K::Int8Q, {2}, 0.5f, 1), *qb = ph(K::Int8Q, {2}, 0.25f, 1);
   Node *sameQ = f->createConcat("cq", {qa, qa}, 0);
   Node *diffQ = f->createConcat("cd", {qa, qb}, 0);
   EXPECT_TRUE(kindsSupported(*sameQ, kCPU));
-  EXPECT_FALSE(kindsSupported(*diffQ, kCPU));
+  EXPECT_TRUE(kindsSupported(*diffQ, kCPU));
+  EXPECT_FALSE(kindsSupported(*f->createSave("sd", diffQ, ph(K::Int8Q, {4}, 0.3f, 0)), kCPU));
   EXPECT_TRUE(kindsSupported(*sameQ, kInterp));
 
-  // Gather: any data kind, index-kind indices; not on the CPU backend.
+  // Gather: any data kind, index-kind indices, on the CPU backend too.
   Node *g = f->createGather("g", ph(K::UInt8Q, {3, 2}), ph(K::Int64I, {2}), 0);
   EXPECT_TRUE(kindsSupported(*g, kInterp));
-  EXPECT_FALSE(kindsSupported(*g, kCPU));
+  EXPECT_TRUE(kindsSupported(*g, kCPU));
+  EXPECT_FALSE(kindsSupported(*g, kSim));
 
   // ConvertTo: between unquantized kinds on the Interpreter only.
   Node *toF = f->createConvertTo("b2f", m.uniqueType(K::Float, {4}), ph(K::Bool, {4}));
@@ -93,7 +95,8 @@ TEST_F(OpTableTest, ElementwiseAndDataMovement) {
 
   // Splat: the result kind decides.
   EXPECT_TRUE(kindsSupported(*f->createSplat("s64", m.uniqueType(K::Int64I, {2}), 1), kCPU));
-  EXPECT_FALSE(kindsSupported(*f->createSplat("s16", m.uniqueType(K::Float16, {2}), 1), kCPU));
+  EXPECT_TRUE(kindsSupported(*f->createSplat("s16", m.uniqueType(K::Float16, {2}), 1), kCPU));
+  EXPECT_FALSE(kindsSupported(*f->createSplat("s16s", m.uniqueType(K::Float16, {2}), 1), kSim));
   EXPECT_TRUE(kindsSupported(*f->createSplat("s16i", m.uniqueType(K::Float16, {2}), 1), kInterp));
 }
 
@@ -102,7 +105,7 @@ TEST_F(OpTableTest, Quantization) {
   Node *qz = f->createQuantize("q", m.uniqueType(K::UInt8Q, {4}, 0.1f, 3), ph(K::Float, {4}));
   EXPECT_TRUE(kindsSupported(*qz, kInterp));
   EXPECT_FALSE(kindsSupported(*qz, kSim)); // the chip quantizes to int8 only
-  EXPECT_FALSE(kindsSupported(*qz, kCPU));
+  EXPECT_TRUE(kindsSupported(*qz, kCPU));
   Node *dq = f->createDequantize("d", m.uniqueType(K::Float, {4}), ph(K::Int8Q, {4}, 0.1f, 0));
   EXPECT_TRUE(kindsSupported(*dq, kInterp));
   EXPECT_TRUE(kindsSupported(*dq, kSim));

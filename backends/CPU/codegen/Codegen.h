@@ -76,6 +76,13 @@ struct CodegenOptions {
   bool profile = false;
 };
 
+/// A check made by a kernel at run time (a Gather index in range): a failed one writes
+/// {id, position, value} into the program's status words, and the run then fails with
+/// `before` value " at position " position `after`.
+struct RunCheck {
+  std::string before, after;
+};
+
 /// A compiled function: native code, the constant arena, and the activation arena size.
 struct Program {
   /// Native code; shared with other programs compiled from the same LLVM IR (see
@@ -92,6 +99,11 @@ struct Program {
   unsigned threads = 1;
   bool avx512 = false;
   std::string stats; ///< a short human-readable summary
+  /// Byte offset in the activation arena of three int64 status words (-1: no kernel checks
+  /// anything at run time), cleared before a run and read after each stage; a nonzero
+  /// first word is 1 + the index of the failed check in `checks`.
+  int64_t statusOffset = -1;
+  std::vector<RunCheck> checks;
   ~Program();
 };
 

@@ -1,13 +1,108 @@
 // Emitters of data movement: Copy, Concat, Slice, Transpose, Broadcast, Tile, Pad, Splat
-// and InsertTensor, all strided copies (libjit_strided_copy_*) or memcpy/memset.
+// and InsertTensor, all strided copies (libjit_strided_copy_*) or memcpy/memset, and
+// Gather (libjit_gather_*). Every element kind moves: the kernels see element sizes. A
+// quantized result with other parameters than its input requantizes as it moves
+// (libjit_strided_rescale_*), as the Interpreter does; InsertTensor copies raw elements.
 #include "Emitter.h"
 
+#include "kiln/Base/Float16.h"
+
+#include <cmath>
 #include <cstring>
+#include <sstream>
 
 namespace kiln::cpu {
 
+const char *valueSuffix(ElemKind k) {
+  switch (k) {
+  case ElemKind::Float:
+    return "f32";
+  case ElemKind::Int8Q:
+    return "i8";
+  case ElemKind::UInt8Q:
+    return "u8";
+  case ElemKind::Int32Q:
+  case ElemKind::Int32I:
+    return "i32";
+  case ElemKind::Int64I:
+    return "i64";
+  case ElemKind::Float16:
+  case ElemKind::BFloat16:
+  case ElemKind::Bool:
+    return nullptr;
+  }
+  return nullptr;
+}
+
+int64_t Emitter::addRunCheck(RunCheck check) {
+  if (prog_.statusOffset < 0)
+    prog_.statusOffset = int64_t(reserveExtra(3 * sizeof(int64_t)));
+  prog_.checks.push_back(std::move(check));
+  return int64_t(prog_.checks.size());
+}
+
+namespace {
+
+/// Value rounded half to even and saturated to [lo, hi]; NaN is 0 (ConvertTo's rules).
+int64_t toIntEven(double v, double lo, double hi) {
+  if (std::isnan(v))
+    return 0;
+  double r = std::nearbyint(v); // the default rounding mode: half to even
+  if (r <= lo)
+    return int64_t(lo);
+  if (r >= hi)
+    return int64_t(hi);
+  return int64_t(r);
+}
+
+/// The stored bits of \p v in kind \p k, as Splat and Pad define the fill value: converted
+/// as by ConvertTo (integers and quantized kinds take it as the raw integer, rounded half
+/// to even and saturated; Bool is v != 0; 16-bit floats round to nearest even).
+uint64_t fillBits(ElemKind k, float v) {
+  switch (k) {
+  case ElemKind::Float: {
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    return bits;
+  }
+  case ElemKind::Float16:
+    return float16(v).bits();
+  case ElemKind::BFloat16:
+    return bfloat16(v).bits();
+  case ElemKind::Int8Q:
+    return uint8_t(int8_t(toIntEven(v, -128, 127)));
+  case ElemKind::UInt8Q:
+    return uint8_t(toIntEven(v, 0, 255));
+  case ElemKind::Int32Q:
+  case ElemKind::Int32I:
+    return uint32_t(int32_t(toIntEven(v, -2147483648.0, 2147483647.0)));
+  case ElemKind::Int64I:
+    // 2^63 is exact in double; INT64_MAX is not: saturate from 2^63 up.
+    if (std::isnan(v))
+      return 0;
+    if (double(v) >= 9223372036854775808.0)
+      return uint64_t(INT64_MAX);
+    if (double(v) < -9223372036854775808.0)
+      return uint64_t(INT64_MIN);
+    return uint64_t(int64_t(std::nearbyint(double(v))));
+  case ElemKind::Bool:
+    return v != 0.0f; // NaN != 0: true
+  }
+  return 0;
+}
+
+} // namespace
+
+void Emitter::emitFill(llvm::Value *dst, const Type &t, float value, int64_t n) {
+  uint64_t bytes = t.elemBytes();
+  llvm::Type *ity = llvm::Type::getIntNTy(ctx_, unsigned(bytes * 8));
+  call(std::string("libjit_splat_") + sizeSuffix(bytes),
+       {dst, llvm::ConstantInt::get(ity, fillBits(t.kind, value)), I64(n)});
+}
+
 void Emitter::emitCopy(llvm::Value *dst, llvm::Value *src, std::vector<int64_t> dims,
-                       std::vector<int64_t> ds, std::vector<int64_t> ss, unsigned elemSize) {
+                       std::vector<int64_t> ds, std::vector<int64_t> ss, unsigned elemSize,
+                       const Requant *rq) {
   // Drop unit dimensions, then merge dimensions contiguous in both buffers.
   std::vector<int64_t> d2, ds2, ss2;
   for (size_t i = 0; i < dims.size(); i++) {
@@ -25,13 +120,25 @@ void Emitter::emitCopy(llvm::Value *dst, llvm::Value *src, std::vector<int64_t> 
     ds2.push_back(ds[i]);
     ss2.push_back(ss[i]);
   }
+  if (rq) {
+    if (d2.empty()) {
+      d2 = {1};
+      ds2 = {1};
+      ss2 = {1};
+    }
+    llvm::Type *i32 = llvm::Type::getInt32Ty(ctx_);
+    auto off = [i32](int32_t o) { return llvm::ConstantInt::get(i32, uint64_t(int64_t(o)), true); };
+    call(std::string("libjit_strided_rescale_") + valueSuffix(rq->kind),
+         {dst, src, i64Array(d2), i64Array(ds2), i64Array(ss2), I64(int64_t(d2.size())),
+          F32(rq->inScale), off(rq->inOffset), F32(rq->outScale), off(rq->outOffset)});
+    return;
+  }
   if (d2.empty() || (d2.size() == 1 && ds2[0] == 1 && ss2[0] == 1)) {
     int64_t n = d2.empty() ? 1 : d2[0];
     B_.CreateMemCpy(dst, llvm::MaybeAlign(1), src, llvm::MaybeAlign(1), I64(n * elemSize));
     return;
   }
-  const char *suffix = elemSize == 1 ? "u8" : elemSize == 2 ? "u16" : elemSize == 4 ? "u32" : "u64";
-  call(std::string("libjit_strided_copy_") + suffix,
+  call(std::string("libjit_strided_copy_") + sizeSuffix(elemSize),
        {dst, src, i64Array(d2), i64Array(ds2), i64Array(ss2), I64(int64_t(d2.size()))});
 }
 
@@ -62,9 +169,11 @@ Error Emitter::planConcat(Instruction *I, std::vector<Item> &items) {
   for (Value *in : cc->getInputs()) {
     auto d = dimsOf(in);
     int64_t o = off;
+    Requant rq;
+    bool requant = requantOf(*in->getType(), *dest->getType(), rq);
     serial("concat", [=] {
       llvm::Value *dp = B_.CreateConstInBoundsGEP1_64(i8_, ptr(dest), uint64_t(o * os[axis] * es));
-      emitCopy(dp, ptr(in), d, os, stridesOf(d), es);
+      emitCopy(dp, ptr(in), d, os, stridesOf(d), es, requant ? &rq : nullptr);
     });
     off += d[axis];
   }
@@ -81,9 +190,11 @@ Error Emitter::planSlice(Instruction *I, std::vector<Item> &items) {
   int64_t start = 0;
   for (size_t i = 0; i < id.size(); i++)
     start += int64_t(sl->getStarts()[i]) * is[i];
+  Requant rq;
+  bool requant = requantOf(*in->getType(), *dest->getType(), rq);
   serial("slice", [=] {
     llvm::Value *sp = B_.CreateConstInBoundsGEP1_64(i8_, ptr(in), uint64_t(start * es));
-    emitCopy(ptr(dest), sp, od, stridesOf(od), is, es);
+    emitCopy(ptr(dest), sp, od, stridesOf(od), is, es, requant ? &rq : nullptr);
   });
   return Error::success();
 }
@@ -98,7 +209,10 @@ Error Emitter::planTranspose(Instruction *I, std::vector<Item> &items) {
   for (dim_t s : tr->getShuffle())
     ss.push_back(is[s]);
   unsigned es = unsigned(dest->getType()->elemBytes());
-  serial("transpose", [=] { emitCopy(ptr(dest), ptr(in), od, stridesOf(od), ss, es); });
+  Requant rq;
+  bool requant = requantOf(*in->getType(), *dest->getType(), rq);
+  serial("transpose",
+         [=] { emitCopy(ptr(dest), ptr(in), od, stridesOf(od), ss, es, requant ? &rq : nullptr); });
   return Error::success();
 }
 
@@ -113,7 +227,10 @@ Error Emitter::planBroadcast(Instruction *I, std::vector<Item> &items) {
   for (size_t i = 0; i < id.size(); i++)
     ss[shift + i] = id[i] == 1 ? 0 : is[i];
   unsigned es = unsigned(dest->getType()->elemBytes());
-  serial("broadcast", [=] { emitCopy(ptr(dest), ptr(in), od, stridesOf(od), ss, es); });
+  Requant rq;
+  bool requant = requantOf(*in->getType(), *dest->getType(), rq);
+  serial("broadcast",
+         [=] { emitCopy(ptr(dest), ptr(in), od, stridesOf(od), ss, es, requant ? &rq : nullptr); });
   return Error::success();
 }
 
@@ -133,7 +250,9 @@ Error Emitter::planTile(Instruction *I, std::vector<Item> &items) {
     ss.push_back(is[i]);
   }
   unsigned es = unsigned(dest->getType()->elemBytes());
-  serial("tile", [=] { emitCopy(ptr(dest), ptr(in), dims, ds, ss, es); });
+  Requant rq;
+  bool requant = requantOf(*in->getType(), *dest->getType(), rq);
+  serial("tile", [=] { emitCopy(ptr(dest), ptr(in), dims, ds, ss, es, requant ? &rq : nullptr); });
   return Error::success();
 }
 
@@ -148,12 +267,14 @@ Error Emitter::planPad(Instruction *I, std::vector<Item> &items) {
     start += int64_t(pd->getPads()[i]) * os[i];
   float value = pd->getValue();
   int64_t n = product(od);
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
+  unsigned es = unsigned(dest->getType()->elemBytes());
+  const Type *ty = dest->getType();
+  Requant rq;
+  bool requant = requantOf(*in->getType(), *ty, rq);
   serial("pad", [=] {
-    call("libjit_splat_u32", {ptr(dest), llvm::ConstantInt::get(llvm::Type::getInt32Ty(ctx_), bits), I64(n)});
-    llvm::Value *dp = B_.CreateConstInBoundsGEP1_64(i8_, ptr(dest), uint64_t(start * 4));
-    emitCopy(dp, ptr(in), id, os, stridesOf(id), 4);
+    emitFill(ptr(dest), *ty, value, n);
+    llvm::Value *dp = B_.CreateConstInBoundsGEP1_64(i8_, ptr(dest), uint64_t(start * es));
+    emitCopy(dp, ptr(in), id, os, stridesOf(id), es, requant ? &rq : nullptr);
   });
   return Error::success();
 }
@@ -162,30 +283,47 @@ Error Emitter::planSplat(Instruction *I, std::vector<Item> &items) {
   auto serial = serialTo(items);
   auto *sp = cast<SplatInst>(I);
   Value *dest = sp->getDest();
-  const Type &t = *dest->getType();
-  int64_t n = int64_t(t.numElements());
+  const Type *t = dest->getType();
+  int64_t n = int64_t(t->numElements());
   float v = sp->getValue();
-  llvm::Type *i32 = llvm::Type::getInt32Ty(ctx_);
-  switch (t.kind) {
-  case ElemKind::Float: {
-    uint32_t bits;
-    std::memcpy(&bits, &v, 4);
-    serial("splat", [=] { call("libjit_splat_u32", {ptr(dest), llvm::ConstantInt::get(i32, bits), I64(n)}); });
-    return Error::success();
-  }
-  case ElemKind::Int32I:
-    serial("splat", [=] { call("libjit_splat_u32", {ptr(dest), llvm::ConstantInt::get(i32, uint32_t(int32_t(v))), I64(n)}); });
-    return Error::success();
-  case ElemKind::Int64I:
-    serial("splat", [=] { call("libjit_splat_u64", {ptr(dest), I64(int64_t(v)), I64(n)}); });
-    return Error::success();
-  case ElemKind::Bool:
-    serial("splat", [=] { call("libjit_splat_u8", {ptr(dest), llvm::ConstantInt::get(i8_, v != 0.0f), I64(n)}); });
-    return Error::success();
-  default:
-    break;
-  }
-  return unsupported(I);
+  serial("splat", [=] { emitFill(ptr(dest), *t, v, n); });
+  return Error::success();
+}
+
+/// Gather: Data seen as [outer, size, inner] around Axis; the kernel checks every index
+/// (an out-of-range one fails the run with the Interpreter's message) before copying.
+Error Emitter::planGather(Instruction *I, std::vector<Item> &items) {
+  auto serial = serialTo(items);
+  auto *g = cast<GatherInst>(I);
+  Value *dest = g->getDest(), *data = g->getData(), *idx = g->getIndices();
+  const Type &dt = *data->getType(), &it = *idx->getType();
+  size_t axis = g->getAxis();
+  auto d = dimsOf(data);
+  if (axis >= d.size() || (it.kind != ElemKind::Int32I && it.kind != ElemKind::Int64I))
+    return unsupported(I);
+  int64_t outer = product(d, 0, axis), size = d[axis], inner = product(d, axis + 1);
+  int64_t count = int64_t(it.numElements());
+  if (dest->getType()->numElements() != uint64_t(outer * count * inner))
+    return makeError(ErrorCode::InvalidArgument, "CPU backend: Gather '", I->getName(),
+                     "': result ", dest->getType()->toString(), " does not match Data ",
+                     dt.toString(), " gathered along axis ", axis, " by Indices ", it.toString());
+  std::ostringstream after;
+  after << " of Indices " << it.toString() << " is out of range for axis " << axis
+        << " of size " << size << " of Data " << dt.toString();
+  int64_t id = addRunCheck({"Gather '" + I->getName() + "': index ", after.str()});
+  std::string fn = std::string("libjit_gather_") + sizeSuffix(dt.elemBytes()) +
+                   (it.kind == ElemKind::Int32I ? "_i32" : "_i64");
+  // Every result element comes from Data: requantize the result in place after.
+  Requant rq;
+  bool requant = requantOf(dt, *dest->getType(), rq);
+  int64_t n = outer * count * inner;
+  serial("gather", [=] {
+    call(fn, {ptr(dest), ptr(data), ptr(idx), I64(outer), I64(size), I64(count), I64(inner),
+              statusPtr(), I64(id)});
+    if (requant)
+      emitCopy(ptr(dest), ptr(dest), {n}, {1}, {1}, unsigned(dt.elemBytes()), &rq);
+  });
+  return Error::success();
 }
 
 Error Emitter::planInsertTensor(Instruction *I, std::vector<Item> &items) {
@@ -221,6 +359,7 @@ void registerDataEmitters(EmitterTable &t) {
   t[InstrKind::Pad] = &Emitter::planPad;
   t[InstrKind::Splat] = &Emitter::planSplat;
   t[InstrKind::InsertTensor] = &Emitter::planInsertTensor;
+  t[InstrKind::Gather] = &Emitter::planGather;
 }
 
 } // namespace kiln::cpu

@@ -1,5 +1,5 @@
 // Emitters of normalisations and reductions: BatchNormalization, LayerNormalization,
-// SoftMax/LogSoftMax and the Reduce* family.
+// SoftMax/LogSoftMax, the Reduce* family, ArgMax/ArgMin and TopK (libjit_reduce.cpp).
 #include "Emitter.h"
 
 #include <cmath>
@@ -49,15 +49,24 @@ Error Emitter::planSoftMax(Instruction *I, std::vector<Item> &items) {
   return Error::success();
 }
 
+/// The Reduce* family on f32, i32 and i64 (ReduceMean on f32: a sum, then a scale).
 Error Emitter::planReduce(Instruction *I, const std::vector<dim_t> &axes, const char *op,
-                          float init, bool mean, std::vector<Item> &items) {
+                          bool mean, std::vector<Item> &items) {
   Value *dest = I->getOperand(0).first, *in = I->getOperand(1).first;
+  ElemKind k = in->getType()->kind;
+  const char *suffix = valueSuffix(k);
+  if (!suffix || k != dest->getType()->kind || isQuantized(k) || (mean && k != ElemKind::Float))
+    return unsupported(I);
   auto d = dimsOf(in);
+  if (d.size() > 16)
+    return unsupported(I);
   std::vector<int64_t> keep = d;
   int64_t count = 1;
   for (dim_t a : axes) {
     if (a >= d.size())
-      return makeError(ErrorCode::InvalidArgument, "reduce axis out of range");
+      return makeError(ErrorCode::InvalidArgument, "CPU backend: ", I->getKindName(), " '",
+                       I->getName(), "': axis ", a, " is out of range for input ",
+                       in->getType()->toString());
     keep[a] = 1;
     count *= d[a];
   }
@@ -65,10 +74,23 @@ Error Emitter::planReduce(Instruction *I, const std::vector<dim_t> &axes, const 
   for (dim_t a : axes)
     ks[a] = 0;
   int64_t dstSize = product(keep);
+  // The identity of the operation in the element kind (the Interpreter's initial value).
+  std::string o = op;
+  llvm::Type *ity = k == ElemKind::Int32I ? llvm::Type::getInt32Ty(ctx_) : i64_;
+  const bool isInt = k != ElemKind::Float;
+  const int64_t intLo = k == ElemKind::Int32I ? INT32_MIN : INT64_MIN;
+  const int64_t intHi = k == ElemKind::Int32I ? INT32_MAX : INT64_MAX;
   items.push_back({false, op, [=] {
-                     call(std::string("libjit_reduce_") + op + "_f32",
+                     llvm::Value *init;
+                     if (isInt)
+                       init = llvm::ConstantInt::get(
+                           ity, uint64_t(o == "sum" ? 0 : o == "prod" ? 1 : o == "max" ? intLo : intHi),
+                           true);
+                     else
+                       init = F32(o == "sum" ? 0.0f : o == "prod" ? 1.0f : o == "max" ? -INFINITY : INFINITY);
+                     call("libjit_reduce_" + o + "_" + suffix,
                           {ptr(dest), ptr(in), i64Array(d), i64Array(ks), I64(int64_t(d.size())),
-                           I64(dstSize), F32(init)});
+                           I64(dstSize), init});
                      if (mean && count)
                        call("libjit_scale_f32", {ptr(dest), I64(dstSize), F32(1.0f / float(count))});
                    }});
@@ -78,18 +100,70 @@ Error Emitter::planReduce(Instruction *I, const std::vector<dim_t> &axes, const 
 Error Emitter::planReduceKind(Instruction *I, std::vector<Item> &items) {
   switch (I->getKind()) {
   case InstrKind::ReduceSum:
-    return planReduce(I, cast<ReduceSumInst>(I)->getAxes(), "sum", 0.0f, false, items);
+    return planReduce(I, cast<ReduceSumInst>(I)->getAxes(), "sum", false, items);
   case InstrKind::ReduceMean:
-    return planReduce(I, cast<ReduceMeanInst>(I)->getAxes(), "sum", 0.0f, true, items);
+    return planReduce(I, cast<ReduceMeanInst>(I)->getAxes(), "sum", true, items);
   case InstrKind::ReduceMax:
-    return planReduce(I, cast<ReduceMaxInst>(I)->getAxes(), "max", -INFINITY, false, items);
+    return planReduce(I, cast<ReduceMaxInst>(I)->getAxes(), "max", false, items);
   case InstrKind::ReduceMin:
-    return planReduce(I, cast<ReduceMinInst>(I)->getAxes(), "min", INFINITY, false, items);
+    return planReduce(I, cast<ReduceMinInst>(I)->getAxes(), "min", false, items);
   case InstrKind::ReduceProd:
-    return planReduce(I, cast<ReduceProdInst>(I)->getAxes(), "prod", 1.0f, false, items);
+    return planReduce(I, cast<ReduceProdInst>(I)->getAxes(), "prod", false, items);
   default:
     return unsupported(I);
   }
+}
+
+/// ArgMax and ArgMin: Input seen as [outer, size, inner] around Axis; Int64 result.
+Error Emitter::planArgReduce(Instruction *I, std::vector<Item> &items) {
+  auto serial = serialTo(items);
+  bool isMax = I->getKind() == InstrKind::ArgMax;
+  size_t axis = isMax ? cast<ArgMaxInst>(I)->getAxis() : cast<ArgMinInst>(I)->getAxis();
+  Value *dest = I->getOperand(0).first, *in = I->getOperand(1).first;
+  ElemKind k = in->getType()->kind;
+  const char *suffix = valueSuffix(k);
+  auto d = dimsOf(in);
+  if (!suffix || dest->getType()->kind != ElemKind::Int64I ||
+      (isQuantized(k) && k != ElemKind::Int8Q))
+    return unsupported(I);
+  if (axis >= d.size() || d[axis] == 0 ||
+      int64_t(dest->getType()->numElements()) != product(d) / d[axis])
+    return makeError(ErrorCode::InvalidArgument, "CPU backend: ", I->getKindName(), " '",
+                     I->getName(), "': Axis ", axis, " and output ",
+                     dest->getType()->toString(), " do not fit input ", in->getType()->toString());
+  int64_t outer = product(d, 0, axis), size = d[axis], inner = product(d, axis + 1);
+  std::string fn = std::string(isMax ? "libjit_argmax_" : "libjit_argmin_") + suffix;
+  serial(isMax ? "argmax" : "argmin",
+         [=] { call(fn, {ptr(dest), ptr(in), I64(outer), I64(size), I64(inner)}); });
+  return Error::success();
+}
+
+/// TopK along the last axis: K values (Input's kind) and their Int64 indices per row.
+Error Emitter::planTopK(Instruction *I, std::vector<Item> &items) {
+  auto serial = serialTo(items);
+  auto *t = cast<TopKInst>(I);
+  Value *values = t->getValues(), *indices = t->getIndices(), *in = t->getInput();
+  ElemKind k = in->getType()->kind;
+  const char *suffix = valueSuffix(k);
+  if (!suffix || values->getType()->kind != k || indices->getType()->kind != ElemKind::Int64I ||
+      (isQuantized(k) && k != ElemKind::Int8Q))
+    return unsupported(I);
+  auto d = dimsOf(in);
+  int64_t kk = int64_t(t->getK());
+  int64_t n = d.empty() ? 0 : d.back();
+  if (d.empty() || kk == 0 || kk > n ||
+      int64_t(values->getType()->numElements()) != product(d) / n * kk ||
+      indices->getType()->numElements() != values->getType()->numElements())
+    return makeError(ErrorCode::InvalidArgument, "CPU backend: TopK '", I->getName(), "': K = ",
+                     kk, " and outputs ", values->getType()->toString(), ", ",
+                     indices->getType()->toString(), " do not fit input ",
+                     in->getType()->toString());
+  int64_t rows = product(d) / n;
+  std::string fn = std::string("libjit_topk_") + suffix;
+  serial("topk", [=] {
+    call(fn, {ptr(values), ptr(indices), ptr(in), I64(rows), I64(n), I64(kk)});
+  });
+  return Error::success();
 }
 
 void registerNormEmitters(EmitterTable &t) {
@@ -100,6 +174,9 @@ void registerNormEmitters(EmitterTable &t) {
   for (InstrKind k : {InstrKind::ReduceSum, InstrKind::ReduceMean, InstrKind::ReduceMax,
                       InstrKind::ReduceMin, InstrKind::ReduceProd})
     t[k] = &Emitter::planReduceKind;
+  t[InstrKind::ArgMax] = &Emitter::planArgReduce;
+  t[InstrKind::ArgMin] = &Emitter::planArgReduce;
+  t[InstrKind::TopK] = &Emitter::planTopK;
 }
 
 } // namespace kiln::cpu

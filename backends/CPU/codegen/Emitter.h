@@ -44,6 +44,23 @@ struct FusedEpilogue {
   float lo = 0.0f, hi = 0.0f;
 };
 
+/// Data movement between quantized types of one kind with other scales or offsets: each
+/// element is requantized as it moves (libjit_strided_rescale_*).
+struct Requant {
+  ElemKind kind;
+  float inScale, outScale;
+  int32_t inOffset, outOffset;
+};
+
+/// The requantization from \p src to \p dst, or false when their elements copy as they are.
+inline bool requantOf(const Type &src, const Type &dst, Requant &rq) {
+  if (!src.isQuantizedType() || src.kind != dst.kind ||
+      (src.scale == dst.scale && src.offset == dst.offset))
+    return false;
+  rq = {src.kind, src.scale, dst.scale, src.offset, dst.offset};
+  return true;
+}
+
 /// An element-wise instruction's scalar kernel and its float attributes.
 struct ElemOp {
   std::string fn;
@@ -105,7 +122,7 @@ public:
   };
 
   // ---- Emitters by instruction kind (EmitConv.cpp, EmitLinalg.cpp, EmitNorm.cpp,
-  // EmitData.cpp; element-wise chains in EmitElementwise.cpp) ----
+  // EmitData.cpp, EmitQuant.cpp; element-wise chains in EmitElementwise.cpp) ----
   Error planConv(Instruction *I, std::vector<Item> &items);
   /// The items of a convolution of shape \p s computed as \p plan says.
   Error emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpilogue &epi, Value *dest,
@@ -130,6 +147,10 @@ public:
   Error planPad(Instruction *I, std::vector<Item> &items);
   Error planSplat(Instruction *I, std::vector<Item> &items);
   Error planInsertTensor(Instruction *I, std::vector<Item> &items);
+  Error planGather(Instruction *I, std::vector<Item> &items);
+  Error planArgReduce(Instruction *I, std::vector<Item> &items);
+  Error planTopK(Instruction *I, std::vector<Item> &items);
+  Error planQuant(Instruction *I, std::vector<Item> &items);
 
 private:
   /// Appends serial items to \p items: serialTo(items)("name", emit).
@@ -186,13 +207,20 @@ private:
   Error plan(Instruction *I, std::vector<Item> &items);
   Error planElementwise(std::vector<Instruction *> &group, std::vector<Item> &items);
   void emitElementwise(const std::vector<Instruction *> &group, int64_t n, bool parallel);
+  /// Fills \p n elements of type \p t at \p dst with \p value as Splat defines it.
+  void emitFill(llvm::Value *dst, const Type &t, float value, int64_t n);
+  /// Copies the box \p dims between strided buffers; with \p rq, requantizing.
   void emitCopy(llvm::Value *dst, llvm::Value *src, std::vector<int64_t> dims,
                 std::vector<int64_t> dstStrides, std::vector<int64_t> srcStrides,
-                unsigned elemSize);
+                unsigned elemSize, const Requant *rq = nullptr);
   Error planFC(Instruction *I, Value *dest, Value *in, Value *weights, Value *bias,
                std::vector<Item> &items, const FusedEpilogue *act = nullptr);
-  Error planReduce(Instruction *I, const std::vector<dim_t> &axes, const char *op, float init,
-                   bool mean, std::vector<Item> &items);
+  Error planReduce(Instruction *I, const std::vector<dim_t> &axes, const char *op, bool mean,
+                   std::vector<Item> &items);
+  /// The run-time status words (Program::statusOffset), reserved on first use, and the
+  /// id of a new check reported through them (Program::checks).
+  int64_t addRunCheck(RunCheck check);
+  llvm::Value *statusPtr() { return at({kActivationBase, uint64_t(prog_.statusOffset)}); }
 
   IRFunction &F_;
   const CodegenOptions &opts_;
@@ -263,6 +291,15 @@ void registerConvEmitters(EmitterTable &t);
 void registerLinalgEmitters(EmitterTable &t);
 void registerNormEmitters(EmitterTable &t);
 void registerDataEmitters(EmitterTable &t);
+void registerQuantEmitters(EmitterTable &t);
+
+/// The kernel suffix of element kind \p k for kernels that compute on values (f32, i32,
+/// i64, and the storage type of a quantized kind: i8, u8, i32), or null (16-bit floats).
+const char *valueSuffix(ElemKind k);
+/// The kernel suffix of an element size in bytes for kernels that only move elements.
+inline const char *sizeSuffix(uint64_t bytes) {
+  return bytes == 1 ? "u8" : bytes == 2 ? "u16" : bytes == 4 ? "u32" : "u64";
+}
 
 } // namespace kiln::cpu
 

@@ -336,6 +336,7 @@ Error Emitter::plan(Instruction *I, std::vector<Item> &items) {
     registerLinalgEmitters(t);
     registerNormEmitters(t);
     registerDataEmitters(t);
+    registerQuantEmitters(t);
     return t;
   }();
   auto it = table.find(I->getKind());

@@ -142,7 +142,7 @@ LIBJIT_EXPORT float libjit_elem_leakyrelu_f32(float x, float alpha);
 #undef LIBJIT_DECLARE_UNARY
 #undef LIBJIT_DECLARE_BINARY
 
-// Data movement and reductions (libjit_tensor.cpp).
+// Data movement (libjit_tensor.cpp).
 #define LIBJIT_DECLARE_COPY(SUFFIX, T)                                                      \
   LIBJIT_EXPORT void libjit_strided_copy_##SUFFIX(T *dst, const T *src,                     \
                                                   const int64_t *dims,                       \
@@ -154,17 +154,77 @@ LIBJIT_DECLARE_COPY(u16, uint16_t)
 LIBJIT_DECLARE_COPY(u32, uint32_t)
 LIBJIT_DECLARE_COPY(u64, uint64_t)
 #undef LIBJIT_DECLARE_COPY
-#define LIBJIT_DECLARE_REDUCE(NAME)                                                         \
-  LIBJIT_EXPORT void libjit_reduce_##NAME##_f32(float *dst, const float *src,               \
-                                                const int64_t *dims,                         \
-                                                const int64_t *dstStrides, int64_t rank,     \
-                                                int64_t dstSize, float init);
-LIBJIT_DECLARE_REDUCE(sum)
-LIBJIT_DECLARE_REDUCE(max)
-LIBJIT_DECLARE_REDUCE(min)
-LIBJIT_DECLARE_REDUCE(prod)
+/// Gather (libjit_gather_<element size>_<index kind>): dst[o][k][:] = src[o][idx[k]][:]
+/// with Data seen as [outer, size, inner]; negative indices count from the end. On an index
+/// outside [-size, size) nothing is written and, unless status[0] is already set, status
+/// becomes {id, position, index} (the caller reports it after the stage).
+#define LIBJIT_DECLARE_GATHER(SUFFIX, T, ISUFFIX, I)                                        \
+  LIBJIT_EXPORT void libjit_gather_##SUFFIX##_##ISUFFIX(                                     \
+      T *dst, const T *src, const I *idx, int64_t outer, int64_t size, int64_t count,        \
+      int64_t inner, int64_t *status, int64_t id);
+#define LIBJIT_DECLARE_GATHERS(SUFFIX, T)                                                   \
+  LIBJIT_DECLARE_GATHER(SUFFIX, T, i32, int32_t)                                             \
+  LIBJIT_DECLARE_GATHER(SUFFIX, T, i64, int64_t)
+LIBJIT_DECLARE_GATHERS(u8, uint8_t)
+LIBJIT_DECLARE_GATHERS(u16, uint16_t)
+LIBJIT_DECLARE_GATHERS(u32, uint32_t)
+LIBJIT_DECLARE_GATHERS(u64, uint64_t)
+#undef LIBJIT_DECLARE_GATHERS
+#undef LIBJIT_DECLARE_GATHER
+
+// Reductions, ArgMax/ArgMin and TopK (libjit_reduce.cpp).
+#define LIBJIT_DECLARE_REDUCE(NAME, SUFFIX, T)                                              \
+  LIBJIT_EXPORT void libjit_reduce_##NAME##_##SUFFIX(T *dst, const T *src,                  \
+                                                     const int64_t *dims,                    \
+                                                     const int64_t *dstStrides,              \
+                                                     int64_t rank, int64_t dstSize, T init);
+#define LIBJIT_DECLARE_REDUCES(SUFFIX, T)                                                   \
+  LIBJIT_DECLARE_REDUCE(sum, SUFFIX, T)                                                      \
+  LIBJIT_DECLARE_REDUCE(max, SUFFIX, T)                                                      \
+  LIBJIT_DECLARE_REDUCE(min, SUFFIX, T)                                                      \
+  LIBJIT_DECLARE_REDUCE(prod, SUFFIX, T)
+LIBJIT_DECLARE_REDUCES(f32, float)
+LIBJIT_DECLARE_REDUCES(i32, int32_t)
+LIBJIT_DECLARE_REDUCES(i64, int64_t)
+#undef LIBJIT_DECLARE_REDUCES
 #undef LIBJIT_DECLARE_REDUCE
 LIBJIT_EXPORT void libjit_scale_f32(float *dst, int64_t n, float s);
+/// ArgMax/ArgMin along the middle axis of [outer, size, inner] (first index on ties);
+/// TopK of each of `rows` rows of n: k values descending, equal values by ascending index.
+#define LIBJIT_DECLARE_ORDER(SUFFIX, T)                                                     \
+  LIBJIT_EXPORT void libjit_argmax_##SUFFIX(int64_t *dst, const T *src, int64_t outer,      \
+                                            int64_t size, int64_t inner);                    \
+  LIBJIT_EXPORT void libjit_argmin_##SUFFIX(int64_t *dst, const T *src, int64_t outer,      \
+                                            int64_t size, int64_t inner);                    \
+  LIBJIT_EXPORT void libjit_topk_##SUFFIX(T *values, int64_t *indices, const T *src,        \
+                                          int64_t rows, int64_t n, int64_t k);
+LIBJIT_DECLARE_ORDER(f32, float)
+LIBJIT_DECLARE_ORDER(i32, int32_t)
+LIBJIT_DECLARE_ORDER(i64, int64_t)
+LIBJIT_DECLARE_ORDER(i8, int8_t)
+#undef LIBJIT_DECLARE_ORDER
+
+// Quantization (libjit_quant.cpp): real = scale * (q - offset), in double, rounding half
+// away from zero and saturating; each thread takes a share of the n elements.
+#define LIBJIT_DECLARE_QUANT(SUFFIX, T)                                                     \
+  LIBJIT_EXPORT void libjit_quantize_f32_##SUFFIX(T *dst, const float *src, int64_t n,      \
+                                                  float scale, int32_t offset, int64_t tid,  \
+                                                  int64_t nthreads);                         \
+  LIBJIT_EXPORT void libjit_dequantize_##SUFFIX##_f32(float *dst, const T *src, int64_t n,  \
+                                                      float scale, int32_t offset,           \
+                                                      int64_t tid, int64_t nthreads);        \
+  LIBJIT_EXPORT void libjit_rescale_##SUFFIX(T *dst, const T *src, int64_t n, float inScale, \
+                                             int32_t inOffset, float outScale,               \
+                                             int32_t outOffset, int64_t tid,                 \
+                                             int64_t nthreads);                              \
+  LIBJIT_EXPORT void libjit_strided_rescale_##SUFFIX(                                        \
+      T *dst, const T *src, const int64_t *dims, const int64_t *dstStrides,                  \
+      const int64_t *srcStrides, int64_t rank, float inScale, int32_t inOffset,              \
+      float outScale, int32_t outOffset);
+LIBJIT_DECLARE_QUANT(i8, int8_t)
+LIBJIT_DECLARE_QUANT(u8, uint8_t)
+LIBJIT_DECLARE_QUANT(i32, int32_t)
+#undef LIBJIT_DECLARE_QUANT
 
 // Normalizations (libjit_norm.cpp).
 LIBJIT_EXPORT void libjit_softmax_f32(float *dst, const float *src, int64_t outer,

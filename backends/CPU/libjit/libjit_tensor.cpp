@@ -1,7 +1,9 @@
-// Data movement and reductions: one strided box copy serves Copy, Transpose, Slice,
-// Concat (one copy per input), Broadcast (stride 0), Tile (a box of twice the rank) and
-// Pad (after a splat). Element sizes of 1, 2, 4 and 8 bytes, so every element kind moves.
+// Data movement: one strided box copy serves Copy, Transpose, Slice, Concat (one copy per
+// input), Broadcast (stride 0), Tile (a box of twice the rank) and Pad (after a splat);
+// Gather copies rows picked by an index tensor. Element sizes of 1, 2, 4 and 8 bytes, so
+// every element kind moves (reductions are in libjit_reduce.cpp).
 #include "libjit.h"
+#include "libjit_box.h"
 
 namespace libjit {
 namespace {
@@ -15,38 +17,22 @@ LIBJIT_INLINE void stridedCopy(T *dst, const T *src, const int64_t *dims,
     *dst = *src;
     return;
   }
-  int64_t inner = dims[rank - 1], ds = dstStrides[rank - 1], ss = srcStrides[rank - 1];
-  int64_t outer = 1;
-  for (int64_t i = 0; i + 1 < rank; i++)
-    outer *= dims[i];
-  int64_t idx[16] = {0};
-  int64_t dOff = 0, sOff = 0;
-  for (int64_t o = 0; o < outer; o++) {
-    T *d = dst + dOff;
-    const T *s = src + sOff;
-    if (ds == 1 && ss == 1) {
-      for (int64_t i = 0; i < inner; i++)
-        d[i] = s[i];
-    } else if (ds == 1 && ss == 0) {
-      T v = s[0];
-      for (int64_t i = 0; i < inner; i++)
-        d[i] = v;
-    } else {
-      for (int64_t i = 0; i < inner; i++)
-        d[i * ds] = s[i * ss];
-    }
-    // Advance the odometer over the outer dimensions.
-    for (int64_t j = rank - 2; j >= 0; j--) {
-      idx[j]++;
-      dOff += dstStrides[j];
-      sOff += srcStrides[j];
-      if (idx[j] < dims[j])
-        break;
-      dOff -= dstStrides[j] * dims[j];
-      sOff -= srcStrides[j] * dims[j];
-      idx[j] = 0;
-    }
-  }
+  forEachBoxRow(dims, dstStrides, srcStrides, rank,
+                [&](int64_t dOff, int64_t sOff, int64_t inner, int64_t ds, int64_t ss) {
+                  T *d = dst + dOff;
+                  const T *s = src + sOff;
+                  if (ds == 1 && ss == 1) {
+                    for (int64_t i = 0; i < inner; i++)
+                      d[i] = s[i];
+                  } else if (ds == 1 && ss == 0) {
+                    T v = s[0];
+                    for (int64_t i = 0; i < inner; i++)
+                      d[i] = v;
+                  } else {
+                    for (int64_t i = 0; i < inner; i++)
+                      d[i * ds] = s[i * ss];
+                  }
+                });
 }
 
 template <class T> LIBJIT_INLINE void splat(T *dst, T v, int64_t n) {
@@ -54,59 +40,34 @@ template <class T> LIBJIT_INLINE void splat(T *dst, T v, int64_t n) {
     dst[i] = v;
 }
 
-enum class RedOp { Sum, Max, Min, Prod };
-
-template <RedOp op> LIBJIT_INLINE float combine(float a, float b) {
-  switch (op) {
-  case RedOp::Sum:
-    return a + b;
-  case RedOp::Max:
-    return a > b ? a : b;
-  case RedOp::Min:
-    return a < b ? a : b;
-  case RedOp::Prod:
-    return a * b;
-  }
-  return a;
-}
-
-/// dst[offset(idx)] = op over src[idx], where dstStrides are 0 on reduced dimensions.
-/// dst holds dstSize elements, first set to init.
-template <RedOp op>
-LIBJIT_INLINE void reduce(float *dst, const float *src, const int64_t *dims,
-                          const int64_t *dstStrides, int64_t rank, int64_t dstSize, float init) {
-  for (int64_t i = 0; i < dstSize; i++)
-    dst[i] = init;
-  int64_t total = 1;
-  for (int64_t i = 0; i < rank; i++)
-    total *= dims[i];
-  if (rank == 0) {
-    dst[0] = combine<op>(dst[0], src[0]);
-    return;
-  }
-  int64_t inner = dims[rank - 1], ids = dstStrides[rank - 1];
-  int64_t idx[16] = {0};
-  int64_t dOff = 0;
-  for (int64_t s = 0; s < total; s += inner) {
-    const float *x = src + s;
-    if (ids == 0) {
-      float a = dst[dOff];
-      for (int64_t i = 0; i < inner; i++)
-        a = combine<op>(a, x[i]);
-      dst[dOff] = a;
-    } else {
-      for (int64_t i = 0; i < inner; i++)
-        dst[dOff + i * ids] = combine<op>(dst[dOff + i * ids], x[i]);
-    }
-    for (int64_t j = rank - 2; j >= 0; j--) {
-      idx[j]++;
-      dOff += dstStrides[j];
-      if (idx[j] < dims[j])
-        break;
-      dOff -= dstStrides[j] * dims[j];
-      idx[j] = 0;
+/// Gather along an axis of Data seen as [outer, size, inner]: dst[o][k][:] =
+/// src[o][idx[k]][:] for the count indices, a negative index counting from the end. Every
+/// index is checked before anything is written: on the first one outside [-size, size),
+/// status (unless an earlier check failed) becomes {id, position, index} and dst is left
+/// as it was.
+template <class T, class I>
+LIBJIT_INLINE void gather(T *dst, const T *src, const I *idx, int64_t outer, int64_t size,
+                          int64_t count, int64_t inner, int64_t *status, int64_t id) {
+  for (int64_t k = 0; k < count; k++) {
+    int64_t v = int64_t(idx[k]);
+    if (v < -size || v >= size) {
+      if (status[0] == 0) {
+        status[0] = id;
+        status[1] = k;
+        status[2] = v;
+      }
+      return;
     }
   }
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t k = 0; k < count; k++) {
+      int64_t v = int64_t(idx[k]);
+      v += v < 0 ? size : 0;
+      const T *s = src + (o * size + v) * inner;
+      T *d = dst + (o * count + k) * inner;
+      for (int64_t i = 0; i < inner; i++)
+        d[i] = s[i];
+    }
 }
 
 } // namespace
@@ -128,20 +89,18 @@ LIBJIT_COPY_ENTRY(u16, uint16_t)
 LIBJIT_COPY_ENTRY(u32, uint32_t)
 LIBJIT_COPY_ENTRY(u64, uint64_t)
 
-#define LIBJIT_REDUCE_ENTRY(NAME, OP)                                                       \
-  LIBJIT_EXPORT void libjit_reduce_##NAME##_f32(float *dst, const float *src,               \
-                                                const int64_t *dims,                         \
-                                                const int64_t *dstStrides, int64_t rank,     \
-                                                int64_t dstSize, float init) {               \
-    reduce<RedOp::OP>(dst, src, dims, dstStrides, rank, dstSize, init);                      \
+
+#define LIBJIT_GATHER_ENTRY(SUFFIX, T, ISUFFIX, I)                                          \
+  LIBJIT_EXPORT void libjit_gather_##SUFFIX##_##ISUFFIX(                                     \
+      T *dst, const T *src, const I *idx, int64_t outer, int64_t size, int64_t count,        \
+      int64_t inner, int64_t *status, int64_t id) {                                          \
+    gather<T, I>(dst, src, idx, outer, size, count, inner, status, id);                      \
   }
+#define LIBJIT_GATHER_ENTRIES(SUFFIX, T)                                                    \
+  LIBJIT_GATHER_ENTRY(SUFFIX, T, i32, int32_t)                                               \
+  LIBJIT_GATHER_ENTRY(SUFFIX, T, i64, int64_t)
 
-LIBJIT_REDUCE_ENTRY(sum, Sum)
-LIBJIT_REDUCE_ENTRY(max, Max)
-LIBJIT_REDUCE_ENTRY(min, Min)
-LIBJIT_REDUCE_ENTRY(prod, Prod)
-
-LIBJIT_EXPORT void libjit_scale_f32(float *dst, int64_t n, float s) {
-  for (int64_t i = 0; i < n; i++)
-    dst[i] *= s;
-}
+LIBJIT_GATHER_ENTRIES(u8, uint8_t)
+LIBJIT_GATHER_ENTRIES(u16, uint16_t)
+LIBJIT_GATHER_ENTRIES(u32, uint32_t)
+LIBJIT_GATHER_ENTRIES(u64, uint64_t)

@@ -44,6 +44,13 @@ bool isContiguousBlock(const Dims &dims, const std::vector<dim_t> &starts,
   return false;
 }
 
+/// True when elements of \p a and \p b mean the same: a view reinterprets the raw values,
+/// so a quantized block with other scale or offset than its buffer cannot be one.
+bool sameElemType(const Type &a, const Type &b) {
+  return a.kind == b.kind &&
+         (!a.isQuantizedType() || (a.scale == b.scale && a.offset == b.offset));
+}
+
 bool sliceToView(IRFunction &F, SliceInst *S) {
   BufferUses bu(F);
   auto *B = dyn_cast<AllocActivationInst>(S->getDest());
@@ -54,7 +61,8 @@ bool sliceToView(IRFunction &F, SliceInst *S) {
     if (u.isWrite() && u.I != S)
       return false;
   Value *X = S->getInput();
-  if (!isContiguousBlock(X->getType()->dims, S->getStarts(), S->getEnds()))
+  if (!sameElemType(*X->getType(), *B->getType()) ||
+      !isContiguousBlock(X->getType()->dims, S->getStarts(), S->getEnds()))
     return false;
   BufferInfo *xi = bu.get(getRoot(X));
   size_t end = bi->lastUse() == BufferInfo::npos ? bu.pos(S) : bi->lastUse();
@@ -93,7 +101,8 @@ bool concatToViews(IRFunction &F, ConcatInst *C) {
     if (ai->uses.empty() || ai->uses.back().I != C)
       return false;
     const Dims &ad = A->getType()->dims;
-    if (ad.size() != cd.size() || axis >= cd.size())
+    if (ad.size() != cd.size() || axis >= cd.size() ||
+        !sameElemType(*A->getType(), *Cbuf->getType()))
       return false;
     std::vector<dim_t> starts(cd.size(), 0), ends(cd.begin(), cd.end());
     starts[axis] = at;
