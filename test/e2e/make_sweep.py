@@ -96,6 +96,20 @@ def seg(name):
     return Seg
 
 
+def vit(name):
+    """torchvision initialises a ViT's classification head to zeros (the output would be all
+    zeros, matching anything): give it random weights."""
+    make = mm.tv(name)
+
+    def ctor():
+        m = make()
+        with torch.no_grad():
+            m.heads.head.weight.normal_(0, 0.02)
+            m.heads.head.bias.normal_(0, 0.02)
+        return m
+    return ctor
+
+
 def video(name):
     return getattr(torchvision.models.video, name)
 
@@ -111,13 +125,17 @@ GRAD_EXPORT = {"vit_b_16", "text_encoder"}
 
 @contextlib.contextmanager
 def grad_enabled_export(enabled):
-    saved = torch.no_grad
+    """torch.onnx.export traces with gradients enabled (the parameters require them)."""
+    saved = torch.onnx.export
     if enabled:
-        torch.no_grad = contextlib.nullcontext
+        def export(*a, **kw):
+            with torch.enable_grad():
+                return saved(*a, **kw)
+        torch.onnx.export = export
     try:
         yield
     finally:
-        torch.no_grad = saved
+        torch.onnx.export = saved
 
 
 SWEEP = [
@@ -139,7 +157,7 @@ SWEEP = [
     ("efficientnet_v2_s", tv("efficientnet_v2_s"), (1, 3, 224, 224)),
     ("convnext_tiny", tv("convnext_tiny"), (1, 3, 224, 224)),
     ("vgg16_bn", tv("vgg16_bn"), (1, 3, 224, 224)),
-    ("vit_b_16", tv("vit_b_16"), (1, 3, 224, 224)),
+    ("vit_b_16", vit("vit_b_16"), (1, 3, 224, 224)),
     ("swin_t", tv("swin_t"), (1, 3, 224, 224)),
     ("fcn_resnet50", seg("fcn_resnet50"), (1, 3, 224, 224)),
     ("lraspp_mobilenet_v3", seg("lraspp_mobilenet_v3_large"), (1, 3, 224, 224)),
