@@ -106,6 +106,18 @@ bool Emitter::elemOpOf(Instruction *I, ElemOp &op) {
   return true;
 }
 
+void Emitter::inlineKernel(const std::string &name) {
+  // The kernels are compiled freestanding, which marks them "no-builtins"; LLVM does not
+  // inline such a function into a caller without the attribute (the stage), so every
+  // element of a chain used to be a scalar call and no loop was vectorised. These
+  // functions have no loops (nothing a builtin could replace), so the attribute goes, and
+  // they must be inlined for the loop to vectorise.
+  if (llvm::Function *f = M_.getFunction(name)) {
+    f->removeFnAttr("no-builtins");
+    f->addFnAttr(llvm::Attribute::AlwaysInline);
+  }
+}
+
 bool Emitter::isFusableBroadcast(Instruction *I) {
   auto *bc = dyn_cast<BroadcastInst>(I);
   if (!bc || !elemType(bc->getDest()->getType()->kind) ||
@@ -275,6 +287,7 @@ void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n
       }
       ElemOp op;
       elemOpOf(I, op);
+      inlineKernel(op.fn);
       std::vector<llvm::Value *> args;
       for (unsigned k = 1; k < I->getNumOperands(); k++) {
         const Value *v = I->getOperand(k).first;

@@ -147,6 +147,8 @@ private:
   /// The LLVM type of an element kind the element-wise kernels have (f32, i32, i64, Bool
   /// as i8), else null.
   llvm::Type *elemType(ElemKind k);
+  /// Makes element-wise kernel \p name inlinable into the stages (EmitElementwise.cpp).
+  void inlineKernel(const std::string &name);
   /// A Broadcast an element-wise chain can read in place (EmitElementwise.cpp).
   bool isFusableBroadcast(Instruction *I);
   /// The instructions that have \p v as an operand.

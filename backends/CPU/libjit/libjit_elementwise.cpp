@@ -59,34 +59,34 @@ template <> struct Unsigned<int64_t> { using type = uint64_t; };
 template <typename T> constexpr bool kIsFloat = sizeof(T) == 4 && T(0.5) != T(0);
 
 /// Wrapping integer arithmetic (two's complement through the unsigned type).
-template <typename T> T wrap(typename Unsigned<T>::type u) { return T(u); }
+template <typename T> LIBJIT_INLINE T wrap(typename Unsigned<T>::type u) { return T(u); }
 template <typename T> using U = typename Unsigned<T>::type;
 
-template <typename T> T addOp(T a, T b) {
+template <typename T> LIBJIT_INLINE T addOp(T a, T b) {
   if constexpr (kIsFloat<T>)
     return a + b;
   else
     return wrap<T>(U<T>(a) + U<T>(b));
 }
-template <typename T> T subOp(T a, T b) {
+template <typename T> LIBJIT_INLINE T subOp(T a, T b) {
   if constexpr (kIsFloat<T>)
     return a - b;
   else
     return wrap<T>(U<T>(a) - U<T>(b));
 }
-template <typename T> T mulOp(T a, T b) {
+template <typename T> LIBJIT_INLINE T mulOp(T a, T b) {
   if constexpr (kIsFloat<T>)
     return a * b;
   else
     return wrap<T>(U<T>(a) * U<T>(b));
 }
-template <typename T> T negOp(T a) {
+template <typename T> LIBJIT_INLINE T negOp(T a) {
   if constexpr (kIsFloat<T>)
     return -a;
   else
     return wrap<T>(U<T>(0) - U<T>(a));
 }
-template <typename T> T divOp(T a, T b) {
+template <typename T> LIBJIT_INLINE T divOp(T a, T b) {
   if constexpr (kIsFloat<T>) {
     return a / b;
   } else {
@@ -96,20 +96,20 @@ template <typename T> T divOp(T a, T b) {
     return b == 0 ? T(0) : (b == T(-1) ? negOp(a) : q);
   }
 }
-template <typename T> T maxOp(T a, T b) {
+template <typename T> LIBJIT_INLINE T maxOp(T a, T b) {
   if constexpr (kIsFloat<T>)
     return a > b || a != a ? a : b;
   else
     return a > b ? a : b;
 }
-template <typename T> T minOp(T a, T b) {
+template <typename T> LIBJIT_INLINE T minOp(T a, T b) {
   if constexpr (kIsFloat<T>)
     return a < b || a != a ? a : b;
   else
     return a < b ? a : b;
 }
 /// |MIN| wraps to MIN for integers.
-template <typename T> T absOp(T a) {
+template <typename T> LIBJIT_INLINE T absOp(T a) {
   if constexpr (kIsFloat<T>)
     return __builtin_fabsf(a);
   else
@@ -165,7 +165,7 @@ template <> struct Limits<int64_t> {
 
 /// As the Interpreter's convertElement: floats round to nearest even into integers and
 /// saturate (NaN becomes 0); integers narrow with saturation; Bool is x != 0 (NaN: true).
-template <typename To, typename From> To convertOp(From x) {
+template <typename To, typename From> LIBJIT_INLINE To convertOp(From x) {
   if constexpr (kIsBool<To>) {
     return x != From(0) ? 1 : 0;
   } else if constexpr (kIsBool<From>) {
