@@ -202,8 +202,10 @@ void defineActivations(Table &t) {
       .interpreter("uniform(floats)")
       .cpu("uniform(f32)")
       .sim("none");
-  unary("Neg", "-x.").onnx({"Neg"}).interpreter("numeric");
-  unary("Abs", "|x|.").onnx({"Abs"}).interpreter("numeric");
+  unary("Neg", "-x (integers wrap).").onnx({"Neg"}).interpreter("numeric")
+      .cpu("uniform(f32|i32|i64)");
+  unary("Abs", "|x| (integers: |MIN| wraps to MIN).").onnx({"Abs"}).interpreter("numeric")
+      .cpu("uniform(f32|i32|i64)");
   unary("Exp", "e^x.").onnx({"Exp"});
   unary("Log", "Natural logarithm (NaN below 0, -inf at 0).").onnx({"Log", "Softplus"});
   unary("Sqrt", "Square root.").onnx({"Sqrt"});
@@ -216,26 +218,29 @@ void defineActivations(Table &t) {
 }
 
 void defineArithmetic(Table &t) {
-  // Binary element-wise operators: no lowering, float32 on the CPU backend, not on Sim,
-  // unless stated after.
+  // Binary element-wise operators: no lowering, float32, int32 and int64 on the CPU backend
+  // (integers wrap), not on Sim, unless stated after.
   auto binary = [&](const char *name, const char *doc) -> NodeDef & {
     return t.node(name).input("LHS").input("RHS").result("Result")
         .typeRule(TypeRule::SameAsInputs).dataParallelOp().describe(doc)
-        .noLowering().cpu("uniform(f32)").sim("none");
+        .noLowering().cpu("uniform(f32|i32|i64)").sim("none");
   };
   binary("Add", "LHS + RHS. Quantized operands may have different scales; so may the result.")
       .onnx({"Add", "Sum"}).interpreter("numeric|i8q -> =").sim("f32|f16|i8q -> =");
   binary("Sub", "LHS - RHS.").onnx({"Sub"}).interpreter("numeric|i8q -> =");
   binary("Mul", "LHS * RHS.").onnx({"Mul"}).interpreter("numeric|i8q -> =");
-  binary("Div", "LHS / RHS (IEEE for floats; integers truncate toward zero).")
+  binary("Div", "LHS / RHS (IEEE for floats; integers truncate toward zero, MIN / -1 is "
+               "MIN; integer division by zero is an error on the Interpreter and 0 on the CPU "
+               "backend, whose kernels cannot stop a run).")
       .onnx({"Div"}).interpreter("numeric");
   binary("Max", "max(LHS, RHS).").onnx({"Max"}).interpreter("numeric|i8q -> =");
   binary("Min", "min(LHS, RHS).").onnx({"Min"}).interpreter("numeric|i8q -> =");
-  binary("Pow", "LHS raised to RHS.").onnx({"Pow"}).interpreter("uniform(floats)");
+  binary("Pow", "LHS raised to RHS.").onnx({"Pow"}).interpreter("uniform(floats)")
+      .cpu("uniform(f32)");
   auto cmp = [&](const char *name, const char *doc) -> NodeDef & {
     return t.node(name).input("LHS").input("RHS").result("Result")
         .typeRule(TypeRule::BoolOfInputs).dataParallelOp().describe(doc)
-        .noLowering().interpreter("numeric").cpu("none").sim("none");
+        .noLowering().interpreter("numeric").cpu("f32|i32|i64, = -> bool").sim("none");
   };
   cmp("CmpEQ", "LHS == RHS, a Bool tensor.").onnx({"Equal", "Not"});
   cmp("CmpLT", "LHS < RHS, a Bool tensor.").onnx({"Less", "Greater"});
@@ -246,7 +251,7 @@ void defineArithmetic(Table &t) {
       .noLowering()
       .onnx({"Where"})
       .interpreter("bool, all")
-      .cpu("none")
+      .cpu("bool, f32|i32|i64|bool")
       .sim("none");
 }
 
@@ -373,7 +378,7 @@ void defineDataMovement(Table &t) {
       .noLowering()
       .onnx({"Cast", "CastLike"})
       .interpreter("plain -> plain")
-      .cpu("none")
+      .cpu("f32|i32|i64|bool -> f32|i32|i64|bool")
       .sim("none");
   t.node("Save")
       .input("Input").input("Output").typeRule(TypeRule::NoResult).customIRGen()

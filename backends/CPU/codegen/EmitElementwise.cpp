@@ -3,6 +3,7 @@
 // arguments); only exceptions are listed here. Chains of them become one loop.
 #include "Emitter.h"
 
+#include <algorithm>
 #include <cctype>
 
 namespace kiln::cpu {
@@ -26,95 +27,307 @@ public:
 
 } // namespace
 
-bool Emitter::elemOpOf(Instruction *I, ElemOp &op) {
-  if (!I->isDataParallel())
-    return false;
-  // The exceptions to the table-driven default.
-  if (auto *g = dyn_cast<GeluInst>(I)) {
-    op.fn = g->getApproximate() ? "libjit_elem_gelu_tanh_f32" : "libjit_elem_gelu_f32";
-    op.attrs.clear();
-    return true;
+llvm::Type *Emitter::elemType(ElemKind k) {
+  switch (k) {
+  case ElemKind::Float:
+    return f32_;
+  case ElemKind::Int32I:
+    return llvm::Type::getInt32Ty(ctx_);
+  case ElemKind::Int64I:
+    return i64_;
+  case ElemKind::Bool:
+    return i8_;
+  default:
+    return nullptr;
   }
+}
+
+namespace {
+
+/// The kernel-name suffix of an element kind (libjit_elementwise.h's kinds).
+const char *kindSuffix(ElemKind k) {
+  switch (k) {
+  case ElemKind::Float:
+    return "f32";
+  case ElemKind::Int32I:
+    return "i32";
+  case ElemKind::Int64I:
+    return "i64";
+  case ElemKind::Bool:
+    return "bool";
+  default:
+    return nullptr;
+  }
+}
+
+} // namespace
+
+bool Emitter::elemOpOf(Instruction *I, ElemOp &op) {
+  if (!I->isDataParallel() || I->getNumOperands() < 2)
+    return false;
+  // Every operand must be of a kind the kernels have, and the kernel found must take and
+  // return exactly those types.
+  for (const auto &o : I->getOperands())
+    if (!o.first->getType() || !elemType(o.first->getType()->kind))
+      return false;
+  ElemKind in = I->getOperand(I->getNumOperands() - 1).first->getType()->kind;
+  ElemKind out = I->getOperand(0).first->getType()->kind;
   FloatAttrs attrs;
   I->visitAttrs(attrs);
-  if (attrs.other)
-    return false;
-  std::string name = "libjit_elem_";
-  for (const char *c = I->getKindName(); *c; c++)
-    name += char(std::tolower(static_cast<unsigned char>(*c)));
-  name += "_f32";
-  // Data-parallel kinds without a float kernel (comparisons, Select, conversions) are not
-  // element-wise here; plan() reports them unsupported.
+  std::string name;
+  if (auto *g = dyn_cast<GeluInst>(I)) {
+    // The exception to the table-driven default: two kernels by attribute.
+    name = g->getApproximate() ? "libjit_elem_gelu_tanh_f32" : "libjit_elem_gelu_f32";
+    attrs = FloatAttrs();
+  } else {
+    if (attrs.other)
+      return false;
+    // libjit_elem_<lower-case kind>_<operand kind>, or ..._<operand kind>_<result kind>
+    // where the result's kind is the kernel's own (ConvertTo).
+    name = "libjit_elem_";
+    for (const char *c = I->getKindName(); *c; c++)
+      name += char(std::tolower(static_cast<unsigned char>(*c)));
+    name += std::string("_") + kindSuffix(in);
+    if (!M_.getFunction(name))
+      name += std::string("_") + kindSuffix(out);
+  }
+  // Data-parallel kinds without a kernel are not element-wise here; plan() reports them
+  // unsupported.
   llvm::Function *f = M_.getFunction(name);
-  if (!f || f->arg_size() != I->getNumOperands() - 1 + attrs.values.size())
+  if (!f || f->arg_size() != I->getNumOperands() - 1 + attrs.values.size() ||
+      f->getReturnType() != elemType(out))
     return false;
+  for (unsigned k = 1; k < I->getNumOperands(); k++)
+    if (f->getFunctionType()->getParamType(k - 1) !=
+        elemType(I->getOperand(k).first->getType()->kind))
+      return false;
   op.fn = std::move(name);
   op.attrs = std::move(attrs.values);
   return true;
 }
 
-void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n,
-                              bool parallel) {
-  llvm::Value *begin = I64(0), *end = I64(n);
-  if (parallel) {
-    // Chunks of whole cache lines per thread.
-    llvm::Value *per = B_.CreateUDiv(B_.CreateAdd(I64(n), B_.CreateSub(nth_, I64(1))), nth_);
-    per = B_.CreateMul(B_.CreateUDiv(B_.CreateAdd(per, I64(15)), I64(16)), I64(16));
-    begin = B_.CreateMul(tid_, per);
-    begin = B_.CreateSelect(B_.CreateICmpULT(begin, I64(n)), begin, I64(n));
-    end = B_.CreateAdd(begin, per);
-    end = B_.CreateSelect(B_.CreateICmpULT(end, I64(n)), end, I64(n));
+void Emitter::inlineKernel(const std::string &name) {
+  // The kernels are compiled freestanding, which marks them "no-builtins"; LLVM does not
+  // inline such a function into a caller without the attribute (the stage), so every
+  // element of a chain used to be a scalar call and no loop was vectorised. These
+  // functions have no loops (nothing a builtin could replace), so the attribute goes, and
+  // they must be inlined for the loop to vectorise.
+  if (llvm::Function *f = M_.getFunction(name)) {
+    f->removeFnAttr("no-builtins");
+    f->addFnAttr(llvm::Attribute::AlwaysInline);
   }
-  llvm::BasicBlock *pre = B_.GetInsertBlock();
-  auto *loop = llvm::BasicBlock::Create(ctx_, "ew.loop", fn_);
-  auto *exit = llvm::BasicBlock::Create(ctx_, "ew.exit", fn_);
-  B_.CreateCondBr(B_.CreateICmpULT(begin, end), loop, exit);
-  B_.SetInsertPoint(loop);
-  llvm::PHINode *i = B_.CreatePHI(i64_, 2, "i");
-  i->addIncoming(begin, pre);
-  llvm::MDNode *group_ = llvm::MDNode::getDistinct(ctx_, {});
-  std::map<std::pair<unsigned, uint64_t>, llvm::Value *> ssa;
-  auto elemPtr = [&](const Value *v) {
-    Location l = *loc(v);
-    llvm::Value *p = B_.CreatePointerCast(at(l), f32_->getPointerTo());
-    return B_.CreateInBoundsGEP(f32_, p, i);
+}
+
+bool Emitter::isFusableBroadcast(Instruction *I) {
+  auto *bc = dyn_cast<BroadcastInst>(I);
+  if (!bc || !elemType(bc->getDest()->getType()->kind) ||
+      bc->getDest()->getType()->kind != bc->getInput()->getType()->kind)
+    return false;
+  auto id = dimsOf(bc->getInput()), od = dimsOf(bc->getDest());
+  if (id.size() > od.size())
+    return false;
+  size_t shift = od.size() - id.size();
+  for (size_t d = 0; d < id.size(); d++)
+    if (id[d] != 1 && id[d] != od[shift + d])
+      return false;
+  return true;
+}
+
+namespace {
+
+/// The iteration space of a chain that reads broadcasts: the broadcast result's dims with
+/// runs of dimensions merged wherever every broadcast source steps through them as one
+/// (both broadcast, or both contiguous), and each source's element stride per merged
+/// dimension (0 where it is broadcast). The innermost stride is 0 or 1.
+struct BroadcastSpace {
+  std::vector<int64_t> dims;
+  std::vector<std::vector<int64_t>> strides; // per broadcast, per merged dim
+};
+
+BroadcastSpace broadcastSpace(const std::vector<BroadcastInst *> &bcs) {
+  BroadcastSpace s;
+  auto od = dimsOf(bcs.front()->getDest());
+  std::vector<std::vector<int64_t>> full;
+  for (BroadcastInst *b : bcs) {
+    auto id = dimsOf(b->getInput());
+    auto is = stridesOf(id);
+    std::vector<int64_t> st(od.size(), 0);
+    size_t shift = od.size() - id.size();
+    for (size_t d = 0; d < id.size(); d++)
+      st[shift + d] = id[d] == 1 ? 0 : is[d];
+    full.push_back(st);
+  }
+  s.strides.assign(bcs.size(), {});
+  for (size_t d = 0; d < od.size(); d++) {
+    if (od[d] == 1)
+      continue;
+    bool merge = !s.dims.empty();
+    for (size_t b = 0; merge && b < bcs.size(); b++)
+      merge = s.strides[b].back() == full[b][d] * od[d];
+    if (merge) {
+      s.dims.back() *= od[d];
+      for (size_t b = 0; b < bcs.size(); b++)
+        s.strides[b].back() = full[b][d];
+    } else {
+      s.dims.push_back(od[d]);
+      for (size_t b = 0; b < bcs.size(); b++)
+        s.strides[b].push_back(full[b][d]);
+    }
+  }
+  if (s.dims.empty()) {
+    s.dims.push_back(1);
+    for (auto &st : s.strides)
+      st.push_back(0);
+  }
+  return s;
+}
+
+} // namespace
+
+void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n, bool parallel) {
+  // The broadcasts the chain reads (one shape for all: run() groups them so): the loop
+  // becomes rows of the merged broadcast space, each broadcast source read at a row
+  // offset computed once per row, contiguously or as one value within the row.
+  std::vector<BroadcastInst *> bcs;
+  for (Instruction *I : group)
+    if (auto *b = dyn_cast<BroadcastInst>(I))
+      bcs.push_back(b);
+  BroadcastSpace space;
+  int64_t rows = 1, len = n;
+  if (!bcs.empty()) {
+    space = broadcastSpace(bcs);
+    len = space.dims.back();
+    rows = n / len;
+  }
+  // Rows per thread, or whole cache lines of elements where there are no rows.
+  const int64_t total = bcs.empty() ? n : rows, unit = bcs.empty() ? 16 : 1;
+  llvm::Value *begin = I64(0), *end = I64(total);
+  if (parallel) {
+    llvm::Value *per = B_.CreateUDiv(B_.CreateAdd(I64(total), B_.CreateSub(nth_, I64(1))), nth_);
+    per = B_.CreateMul(B_.CreateUDiv(B_.CreateAdd(per, I64(unit - 1)), I64(unit)), I64(unit));
+    begin = B_.CreateMul(tid_, per);
+    begin = B_.CreateSelect(B_.CreateICmpULT(begin, I64(total)), begin, I64(total));
+    end = B_.CreateAdd(begin, per);
+    end = B_.CreateSelect(B_.CreateICmpULT(end, I64(total)), end, I64(total));
+  }
+  // A broadcast's result is stored only where something outside the chain reads it.
+  std::set<const Value *> inGroupOnly;
+  for (BroadcastInst *b : bcs) {
+    bool outside = isa<WeightVar>(b->getDest());
+    for (const Instruction *U : usersOf(b->getDest()))
+      if (U != b && !isa<DeallocActivationInst>(U) &&
+          std::find(group.begin(), group.end(), U) == group.end())
+        outside = true;
+    if (!outside)
+      inGroupOnly.insert(b->getDest());
+  }
+
+  auto loopOver = [&](llvm::Value *lo, llvm::Value *hi, const char *name,
+                      const std::function<void(llvm::Value *)> &body, llvm::MDNode *access) {
+    llvm::BasicBlock *pre = B_.GetInsertBlock();
+    auto *loop = llvm::BasicBlock::Create(ctx_, std::string(name) + ".loop", fn_);
+    auto *exit = llvm::BasicBlock::Create(ctx_, std::string(name) + ".exit", fn_);
+    B_.CreateCondBr(B_.CreateICmpULT(lo, hi), loop, exit);
+    B_.SetInsertPoint(loop);
+    llvm::PHINode *i = B_.CreatePHI(i64_, 2, name);
+    i->addIncoming(lo, pre);
+    body(i);
+    llvm::Value *next = B_.CreateAdd(i, I64(1));
+    i->addIncoming(next, B_.GetInsertBlock());
+    auto *br = B_.CreateCondBr(B_.CreateICmpULT(next, hi), loop, exit);
+    if (access) {
+      llvm::TempMDTuple tmp = llvm::MDTuple::getTemporary(ctx_, {});
+      llvm::Metadata *par[] = {llvm::MDString::get(ctx_, "llvm.loop.parallel_accesses"), access};
+      llvm::MDNode *loopId =
+          llvm::MDNode::getDistinct(ctx_, {tmp.get(), llvm::MDNode::get(ctx_, par)});
+      loopId->replaceOperandWith(0, loopId);
+      br->setMetadata(llvm::LLVMContext::MD_loop, loopId);
+    }
+    B_.SetInsertPoint(exit);
   };
-  for (Instruction *I : group) {
-    ElemOp op;
-    elemOpOf(I, op);
-    std::vector<llvm::Value *> args;
-    for (unsigned k = 1; k < I->getNumOperands(); k++) {
-      const Value *v = I->getOperand(k).first;
+
+  // One element of the chain at flat index i; bcBase[b] is broadcast b's source offset of
+  // the row, bcStep[b] its inner stride (0 or 1), j the index within the row.
+  llvm::MDNode *access = llvm::MDNode::getDistinct(ctx_, {});
+  auto element = [&](llvm::Value *i, llvm::Value *j, const std::vector<llvm::Value *> &bcBase) {
+    std::map<std::pair<unsigned, uint64_t>, llvm::Value *> ssa;
+    auto elemPtr = [&](const Value *v, llvm::Type *t, llvm::Value *idx) {
+      llvm::Value *p = B_.CreatePointerCast(at(*loc(v)), t->getPointerTo());
+      return B_.CreateInBoundsGEP(t, p, idx);
+    };
+    auto read = [&](const Value *v, llvm::Type *t) -> llvm::Value * {
       Location l = *loc(v);
       auto it = ssa.find({l.base, l.offset});
-      if (it != ssa.end()) {
-        args.push_back(it->second);
+      if (it != ssa.end() && it->second->getType() == t)
+        return it->second;
+      llvm::LoadInst *ld = B_.CreateLoad(t, elemPtr(v, t, i));
+      ld->setMetadata(llvm::LLVMContext::MD_access_group, access);
+      return ld;
+    };
+    auto write = [&](const Value *dest, llvm::Value *r) {
+      if (!inGroupOnly.count(dest)) {
+        llvm::StoreInst *st = B_.CreateStore(r, elemPtr(dest, r->getType(), i));
+        st->setMetadata(llvm::LLVMContext::MD_access_group, access);
+      }
+      Location dl = *loc(dest);
+      ssa[{dl.base, dl.offset}] = r;
+    };
+    size_t nb = 0;
+    for (Instruction *I : group) {
+      if (auto *b = dyn_cast<BroadcastInst>(I)) {
+        llvm::Type *t = elemType(b->getDest()->getType()->kind);
+        llvm::Value *idx = bcBase[nb];
+        if (space.strides[nb].back() != 0)
+          idx = B_.CreateAdd(idx, j);
+        nb++;
+        llvm::LoadInst *ld = B_.CreateLoad(t, elemPtr(b->getInput(), t, idx));
+        ld->setMetadata(llvm::LLVMContext::MD_access_group, access);
+        write(b->getDest(), ld);
         continue;
       }
-      llvm::LoadInst *ld = B_.CreateLoad(f32_, elemPtr(v));
-      ld->setMetadata(llvm::LLVMContext::MD_access_group, group_);
-      args.push_back(ld);
+      ElemOp op;
+      elemOpOf(I, op);
+      inlineKernel(op.fn);
+      std::vector<llvm::Value *> args;
+      for (unsigned k = 1; k < I->getNumOperands(); k++) {
+        const Value *v = I->getOperand(k).first;
+        args.push_back(read(v, elemType(v->getType()->kind)));
+      }
+      for (float a : op.attrs)
+        args.push_back(F32(a));
+      llvm::Value *r = call(op.fn, args);
+      if (!r)
+        return;
+      write(I->getOperand(0).first, r);
     }
-    for (float a : op.attrs)
-      args.push_back(F32(a));
-    llvm::Value *r = call(op.fn, args);
-    if (!r)
-      return;
-    const Value *dest = I->getOperand(0).first;
-    llvm::StoreInst *st = B_.CreateStore(r, elemPtr(dest));
-    st->setMetadata(llvm::LLVMContext::MD_access_group, group_);
-    Location dl = *loc(dest);
-    ssa[{dl.base, dl.offset}] = r;
+  };
+
+  if (bcs.empty()) {
+    loopOver(
+        begin, end, "ew", [&](llvm::Value *i) { element(i, i, {}); }, access);
+    return;
   }
-  llvm::Value *next = B_.CreateAdd(i, I64(1));
-  i->addIncoming(next, B_.GetInsertBlock());
-  auto *br = B_.CreateCondBr(B_.CreateICmpULT(next, end), loop, exit);
-  llvm::TempMDTuple tmp = llvm::MDTuple::getTemporary(ctx_, {});
-  llvm::Metadata *par[] = {llvm::MDString::get(ctx_, "llvm.loop.parallel_accesses"), group_};
-  llvm::MDNode *loopId = llvm::MDNode::getDistinct(ctx_, {tmp.get(), llvm::MDNode::get(ctx_, par)});
-  loopId->replaceOperandWith(0, loopId);
-  br->setMetadata(llvm::LLVMContext::MD_loop, loopId);
-  B_.SetInsertPoint(exit);
+  // Rows of the merged broadcast space; each broadcast's row offset from the row's
+  // coordinates (one division per outer dimension and row).
+  loopOver(
+      begin, end, "ew.row",
+      [&](llvm::Value *r) {
+        std::vector<llvm::Value *> bcBase(bcs.size(), I64(0));
+        llvm::Value *rest = r;
+        for (int d = int(space.dims.size()) - 2; d >= 0; d--) {
+          llvm::Value *c = d == 0 ? rest : B_.CreateURem(rest, I64(space.dims[d]));
+          if (d > 0)
+            rest = B_.CreateUDiv(rest, I64(space.dims[d]));
+          for (size_t b = 0; b < bcs.size(); b++)
+            if (space.strides[b][d])
+              bcBase[b] = B_.CreateAdd(bcBase[b], B_.CreateMul(c, I64(space.strides[b][d])));
+        }
+        llvm::Value *rowStart = B_.CreateMul(r, I64(len));
+        loopOver(
+            I64(0), I64(len), "ew",
+            [&](llvm::Value *j) { element(B_.CreateAdd(rowStart, j), j, bcBase); }, access);
+      },
+      nullptr);
 }
 
 Error Emitter::planElementwise(std::vector<Instruction *> &group, std::vector<Item> &items) {

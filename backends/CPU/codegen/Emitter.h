@@ -165,6 +165,15 @@ private:
   }
   /// The element-wise kernel of \p I, if it is an element-wise instruction with one.
   bool elemOpOf(Instruction *I, ElemOp &op);
+  /// The LLVM type of an element kind the element-wise kernels have (f32, i32, i64, Bool
+  /// as i8), else null.
+  llvm::Type *elemType(ElemKind k);
+  /// Makes element-wise kernel \p name inlinable into the stages (EmitElementwise.cpp).
+  void inlineKernel(const std::string &name);
+  /// A Broadcast an element-wise chain can read in place (EmitElementwise.cpp).
+  bool isFusableBroadcast(Instruction *I);
+  /// The instructions that have \p v as an operand.
+  const std::vector<const Instruction *> &usersOf(const Value *v) { return users_[v]; }
 
   // ---- Buffers ----
   Expected<Location> loc(const Value *v);
@@ -255,6 +264,7 @@ private:
   std::string missing_;
   unsigned fusedLoops_ = 0, fusedInstrs_ = 0;
   std::set<std::string> called_;
+  std::unordered_map<const Value *, std::vector<const Instruction *>> users_;
 };
 
 /// The epilogue of a FusedConvolution/FusedFullyConnected: its residual, and its

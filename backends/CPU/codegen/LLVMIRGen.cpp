@@ -371,15 +371,17 @@ Error Emitter::run(std::vector<std::string> &entryNames) {
   std::vector<Instruction *> group;
   std::vector<std::pair<Range, bool>> groupRanges; // (range, written)
   int64_t groupN = -1;
+  // The broadcast shape of the group's Broadcasts (all alike), empty while it has none.
+  std::vector<int64_t> groupBroadcastDims;
+  for (auto &up : F_.getInstrs())
+    for (const auto &o : up->getOperands())
+      users_[o.first].push_back(up.get());
   for (auto &up : F_.getInstrs()) {
     Instruction *I = up.get();
     ElemOp op;
-    bool ew = elemOpOf(I, op);
-    if (ew) {
-      for (const auto &o : I->getOperands())
-        if (!o.first->getType() || o.first->getType()->kind != ElemKind::Float)
-          ew = false;
-    }
+    // A Broadcast joins a chain as a strided read of its source (EmitElementwise.cpp).
+    bool bcast = opts_.fuseElementwise && isFusableBroadcast(I);
+    bool ew = bcast || elemOpOf(I, op);
     if (!ew) {
       InstrKind k = I->getKind();
       if (k == InstrKind::AllocActivation || k == InstrKind::DeallocActivation ||
@@ -387,6 +389,7 @@ Error Emitter::run(std::vector<std::string> &entryNames) {
         continue;
       KILN_RETURN_IF_ERR(planElementwise(group, items));
       groupRanges.clear();
+      groupBroadcastDims.clear();
       KILN_RETURN_IF_ERR(plan(I, items));
       continue;
     }
@@ -394,28 +397,52 @@ Error Emitter::run(std::vector<std::string> &entryNames) {
     std::vector<std::pair<Range, bool>> mine;
     for (unsigned k = 0; k < I->getNumOperands(); k++) {
       const Value *v = I->getOperand(k).first;
-      if (int64_t(v->getType()->numElements()) != n)
+      if (!bcast && int64_t(v->getType()->numElements()) != n)
         return makeError(ErrorCode::InvalidArgument, "CPU backend: element-wise '",
                          I->getName(), "' has operands of different sizes");
       KILN_ASSIGN_OR_RETURN(Range r, range(v));
       mine.push_back({r, k == 0});
     }
     bool fits = opts_.fuseElementwise && !group.empty() && n == groupN;
+    if (fits && bcast)
+      fits = groupBroadcastDims.empty() || groupBroadcastDims == dimsOf(I->getOperand(0).first);
     if (fits) {
       for (auto &a : mine)
         for (auto &b : groupRanges)
           if ((a.second || b.second) && overlapsBadly(a.first, b.first))
             fits = false;
+      // A broadcast's source is read at other indices than the loop's: it must not be
+      // written by the chain at all.
+      if (bcast)
+        for (auto &b : groupRanges)
+          if (b.second && b.first.base == mine[1].first.base &&
+              b.first.begin < mine[1].first.end && mine[1].first.begin < b.first.end)
+            fits = false;
     }
     for (auto &a : mine)
       for (auto &b : mine)
-        if ((a.second || b.second) && overlapsBadly(a.first, b.first))
-          return makeError(ErrorCode::Unsupported, "CPU backend: partially overlapping operands of '",
-                           I->getName(), "'");
+        if ((a.second || b.second) && overlapsBadly(a.first, b.first)) {
+          if (bcast) // not as a chain: the Broadcast's own emitter
+            ew = false;
+          else
+            return makeError(ErrorCode::Unsupported,
+                             "CPU backend: partially overlapping operands of '", I->getName(),
+                             "'");
+        }
+    if (!ew) {
+      KILN_RETURN_IF_ERR(planElementwise(group, items));
+      groupRanges.clear();
+      groupBroadcastDims.clear();
+      KILN_RETURN_IF_ERR(plan(I, items));
+      continue;
+    }
     if (!fits) {
       KILN_RETURN_IF_ERR(planElementwise(group, items));
       groupRanges.clear();
+      groupBroadcastDims.clear();
     }
+    if (bcast)
+      groupBroadcastDims = dimsOf(I->getOperand(0).first);
     group.push_back(I);
     groupN = n;
     groupRanges.insert(groupRanges.end(), mine.begin(), mine.end());

@@ -1,0 +1,273 @@
+// The element-wise kernels (libjit_elementwise.cpp, libjit_math.h): the polynomial
+// approximations measured natively against the double-precision std:: functions over every
+// 4099th float (all of the float range, NaN included), special values, the integer and
+// conversion kernels against hand-computed values; then the same functions JIT-compiled by
+// the CPU backend on AVX-512 (where the host has it) and AVX2, where they run vectorised.
+// The measured maxima are printed; backends/CPU/README.md quotes them.
+#include "backends/CPU/CPUBackend.h"
+#include "backends/CPU/libjit/libjit.h"
+#include "backends/CPU/libjit/libjit_elementwise.h"
+#include "kiln/Backend/Compiler.h"
+#include "kiln/kiln.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace kiln {
+namespace {
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+const float kInf = std::numeric_limits<float>::infinity();
+
+struct MathFn {
+  const char *name;
+  float (*fn)(float);
+  double (*ref)(double);
+  /// Bounds the test holds the kernel to: relative error where the reference is a normal
+  /// float, absolute error where it is below FLT_MIN. GELU and SiLU reach their maxima
+  /// only where the result is near FLT_MIN (a product with a denormal sigmoid, or an
+  /// exponent of -76 rounded to float); elsewhere they are within a few ulp.
+  double maxRel, maxAbsDenormal;
+};
+
+double geluRef(double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }
+double geluTanhRef(double x) {
+  double u = std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x);
+  return x / (1 + std::exp(-2 * u));
+}
+
+const MathFn kMathFns[] = {
+    {"exp", libjit_elem_exp_f32, [](double x) { return std::exp(x); }, 3e-7, 2e-45},
+    {"log", libjit_elem_log_f32, [](double x) { return std::log(x); }, 3e-7, 0},
+    {"sigmoid", libjit_elem_sigmoid_f32, [](double x) { return 1 / (1 + std::exp(-x)); }, 5e-7,
+     3e-45},
+    {"tanh", libjit_elem_tanh_f32, [](double x) { return std::tanh(x); }, 5e-7, 2e-45},
+    {"erf", libjit_elem_erf_f32, [](double x) { return std::erf(x); }, 5e-7, 2e-45},
+    {"gelu", libjit_elem_gelu_f32, geluRef, 6e-6, 1e-43},
+    {"gelu_tanh", libjit_elem_gelu_tanh_f32, geluTanhRef, 1.2e-5, 1.5e-43},
+    {"swish", libjit_elem_swish_f32, [](double x) { return x / (1 + std::exp(-x)); }, 6e-6, 1e-43},
+};
+
+/// Every 4099th float bit pattern (about a million values, both signs, denormals,
+/// infinities and NaNs), plus the special values.
+std::vector<float> sweep() {
+  std::vector<float> v;
+  for (uint64_t u = 0; u < (uint64_t(1) << 32); u += 4099) {
+    uint32_t b = uint32_t(u);
+    float f;
+    std::memcpy(&f, &b, 4);
+    v.push_back(f);
+  }
+  for (float f : {0.0f, -0.0f, 1e-45f, -1e-45f, 1.17549435e-38f, 1.0f, -1.0f, 0.5f, 88.7f, -87.3f,
+                  -103.9f, 9.1f, 10.5f, 3.4e38f, -3.4e38f, kInf, -kInf, kNaN})
+    v.push_back(f);
+  return v;
+}
+
+struct ErrorStats {
+  double maxRel = 0, maxAbsDenormal = 0;
+  float worstRel = 0;
+  bool nanMismatch = false;
+  float nanAt = 0;
+};
+
+ErrorStats measure(const MathFn &m, const std::vector<float> &xs, const std::vector<float> &ys) {
+  ErrorStats s;
+  for (size_t i = 0; i < xs.size(); i++) {
+    double ref = m.ref(double(xs[i]));
+    double y = double(ys[i]);
+    // The reference rounded to float decides the special cases: NaN and infinities must
+    // match exactly; the error is measured against the unrounded reference.
+    float rf = float(ref);
+    if (std::isnan(rf) || std::isnan(y)) {
+      if (std::isnan(rf) != std::isnan(y) && !s.nanMismatch) {
+        s.nanMismatch = true;
+        s.nanAt = xs[i];
+      }
+      continue;
+    }
+    if (std::isinf(rf) || std::isinf(y)) {
+      if (rf != float(y) && !s.nanMismatch) {
+        s.nanMismatch = true;
+        s.nanAt = xs[i];
+      }
+      continue;
+    }
+    double err = std::fabs(y - ref);
+    if (std::fabs(ref) >= double(std::numeric_limits<float>::min())) {
+      if (err / std::fabs(ref) > s.maxRel) {
+        s.maxRel = err / std::fabs(ref);
+        s.worstRel = xs[i];
+      }
+    } else {
+      s.maxAbsDenormal = std::max(s.maxAbsDenormal, err);
+    }
+  }
+  return s;
+}
+
+void checkStats(const MathFn &m, const ErrorStats &s, const std::string &where) {
+  std::printf("%-10s %-8s max relative error %.3g (at x = %.9g), max absolute error below "
+              "FLT_MIN %.3g\n",
+              where.c_str(), m.name, s.maxRel, double(s.worstRel), s.maxAbsDenormal);
+  EXPECT_FALSE(s.nanMismatch) << where << " " << m.name << ": NaN/inf differs at x = " << s.nanAt;
+  EXPECT_LE(s.maxRel, m.maxRel) << where << " " << m.name << " at x = " << s.worstRel;
+  EXPECT_LE(s.maxAbsDenormal, m.maxAbsDenormal) << where << " " << m.name;
+}
+
+TEST(ElementwiseMath, NativeAccuracyOverTheFloatRange) {
+  std::vector<float> xs = sweep(), ys(xs.size());
+  for (const MathFn &m : kMathFns) {
+    for (size_t i = 0; i < xs.size(); i++)
+      ys[i] = m.fn(xs[i]);
+    checkStats(m, measure(m, xs, ys), "native");
+  }
+}
+
+TEST(ElementwiseMath, SpecialValues) {
+  EXPECT_EQ(libjit_elem_exp_f32(-kInf), 0.0f);
+  EXPECT_EQ(libjit_elem_exp_f32(kInf), kInf);
+  EXPECT_EQ(libjit_elem_exp_f32(89.0f), kInf);
+  EXPECT_EQ(libjit_elem_exp_f32(0.0f), 1.0f);
+  EXPECT_GT(libjit_elem_exp_f32(-100.0f), 0.0f); // a denormal, not flushed
+  EXPECT_TRUE(std::isnan(libjit_elem_exp_f32(kNaN)));
+  EXPECT_EQ(libjit_elem_log_f32(0.0f), -kInf);
+  EXPECT_EQ(libjit_elem_log_f32(-0.0f), -kInf);
+  EXPECT_TRUE(std::isnan(libjit_elem_log_f32(-1.0f)));
+  EXPECT_TRUE(std::isnan(libjit_elem_log_f32(-kInf)));
+  EXPECT_EQ(libjit_elem_log_f32(kInf), kInf);
+  EXPECT_EQ(libjit_elem_log_f32(1.0f), 0.0f);
+  EXPECT_NEAR(libjit_elem_log_f32(1e-45f), std::log(double(1e-45f)), 1e-5);
+  EXPECT_EQ(libjit_elem_tanh_f32(kInf), 1.0f);
+  EXPECT_EQ(libjit_elem_tanh_f32(-kInf), -1.0f);
+  EXPECT_TRUE(std::signbit(libjit_elem_tanh_f32(-0.0f)));
+  EXPECT_EQ(libjit_elem_erf_f32(kInf), 1.0f);
+  EXPECT_EQ(libjit_elem_erf_f32(-kInf), -1.0f);
+  EXPECT_EQ(libjit_elem_sigmoid_f32(-kInf), 0.0f);
+  EXPECT_EQ(libjit_elem_sigmoid_f32(kInf), 1.0f);
+  EXPECT_EQ(libjit_elem_gelu_f32(kInf), kInf);
+  EXPECT_EQ(libjit_elem_gelu_tanh_f32(kInf), kInf);
+  for (auto *f :
+       {libjit_elem_tanh_f32, libjit_elem_erf_f32, libjit_elem_sigmoid_f32, libjit_elem_gelu_f32,
+        libjit_elem_gelu_tanh_f32, libjit_elem_swish_f32, libjit_elem_log_f32})
+    EXPECT_TRUE(std::isnan(f(kNaN)));
+  // Denormal inputs are not flushed: tanh and erf are odd and linear there.
+  EXPECT_EQ(libjit_elem_tanh_f32(1e-40f), 1e-40f);
+  EXPECT_NEAR(libjit_elem_erf_f32(1e-40f), 1.1283791670955126e-40, 2e-45);
+}
+
+TEST(ElementwiseKernels, IntegerArithmetic) {
+  const int32_t mn = std::numeric_limits<int32_t>::min(), mx = std::numeric_limits<int32_t>::max();
+  EXPECT_EQ(libjit_elem_add_i32(mx, 1), mn);
+  EXPECT_EQ(libjit_elem_sub_i32(mn, 1), mx);
+  EXPECT_EQ(libjit_elem_mul_i32(65536, 65536), 0);
+  EXPECT_EQ(libjit_elem_div_i32(-7, 2), -3);
+  EXPECT_EQ(libjit_elem_div_i32(7, -2), -3);
+  EXPECT_EQ(libjit_elem_div_i32(mn, -1), mn);
+  EXPECT_EQ(libjit_elem_div_i32(5, 0), 0);
+  EXPECT_EQ(libjit_elem_div_i64(std::numeric_limits<int64_t>::min(), -1),
+            std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(libjit_elem_div_i64(-9, 0), 0);
+  EXPECT_EQ(libjit_elem_neg_i32(mn), mn);
+  EXPECT_EQ(libjit_elem_abs_i32(mn), mn);
+  EXPECT_EQ(libjit_elem_abs_i64(-5), 5);
+  EXPECT_EQ(libjit_elem_max_i64(-5, 3), 3);
+  EXPECT_EQ(libjit_elem_min_i64(-5, 3), -5);
+  EXPECT_EQ(libjit_elem_cmplt_i64(-5, 3), 1);
+  EXPECT_EQ(libjit_elem_cmplte_i32(3, 3), 1);
+  EXPECT_EQ(libjit_elem_cmpeq_f32(kNaN, kNaN), 0);
+  EXPECT_EQ(libjit_elem_select_i64(1, 7, 9), 7);
+  EXPECT_EQ(libjit_elem_select_bool(0, 1, 0), 0);
+}
+
+TEST(ElementwiseKernels, ConvertTo) {
+  EXPECT_EQ(libjit_elem_convertto_f32_i32(2.5f), 2);
+  EXPECT_EQ(libjit_elem_convertto_f32_i32(-2.5f), -2);
+  EXPECT_EQ(libjit_elem_convertto_f32_i32(3.5f), 4);
+  EXPECT_EQ(libjit_elem_convertto_f32_i32(3e9f), std::numeric_limits<int32_t>::max());
+  EXPECT_EQ(libjit_elem_convertto_f32_i32(-3e9f), std::numeric_limits<int32_t>::min());
+  EXPECT_EQ(libjit_elem_convertto_f32_i32(2147483520.0f), 2147483520);
+  EXPECT_EQ(libjit_elem_convertto_f32_i32(kNaN), 0);
+  EXPECT_EQ(libjit_elem_convertto_f32_i32(-kInf), std::numeric_limits<int32_t>::min());
+  EXPECT_EQ(libjit_elem_convertto_f32_i64(1e19f), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(libjit_elem_convertto_f32_i64(-1e19f), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(libjit_elem_convertto_f32_i64(-9.2233720e18f), int64_t(-9.2233720e18f));
+  EXPECT_EQ(libjit_elem_convertto_f32_i64(kNaN), 0);
+  EXPECT_EQ(libjit_elem_convertto_f32_bool(kNaN), 1);
+  EXPECT_EQ(libjit_elem_convertto_f32_bool(-0.0f), 0);
+  EXPECT_EQ(libjit_elem_convertto_i64_i32(5000000000LL), std::numeric_limits<int32_t>::max());
+  EXPECT_EQ(libjit_elem_convertto_i64_i32(-5000000000LL), std::numeric_limits<int32_t>::min());
+  EXPECT_EQ(libjit_elem_convertto_i64_f32(16777217), 16777216.0f);
+  EXPECT_EQ(libjit_elem_convertto_i32_i64(-7), -7);
+  EXPECT_EQ(libjit_elem_convertto_bool_f32(1), 1.0f);
+  EXPECT_EQ(libjit_elem_convertto_bool_i64(0), 0);
+  EXPECT_EQ(libjit_elem_convertto_i32_bool(-3), 1);
+}
+
+// ---------------------------------------------------------------- through the JIT
+
+/// Runs y = op(x) for every element of \p xs through the CPU backend (AVX2 when
+/// \p avx2), one node per function.
+std::vector<std::vector<float>> runJit(const std::vector<float> &xs, bool avx2) {
+  Module mod;
+  Function *F = mod.createFunction("main");
+  auto *x = mod.createPlaceholder(ElemKind::Float, {dim_t(xs.size())}, "x");
+  std::vector<SaveNode *> saves;
+  saves.push_back(F->createSave("exp", F->createExp("exp", x)));
+  saves.push_back(F->createSave("log", F->createLog("log", x)));
+  saves.push_back(F->createSave("sigmoid", F->createSigmoid("sigmoid", x)));
+  saves.push_back(F->createSave("tanh", F->createTanh("tanh", x)));
+  saves.push_back(F->createSave("erf", F->createErf("erf", x)));
+  saves.push_back(F->createSave("gelu", F->createGelu("gelu", x, false)));
+  saves.push_back(F->createSave("gelu_tanh", F->createGelu("gelu_tanh", x, true)));
+  saves.push_back(F->createSave("swish", F->createSwish("swish", x)));
+  cpu::CPUBackendOptions o;
+  o.disableAvx512 = avx2;
+  cpu::CPUBackend cpu(o);
+  CompileOptions opts;
+  auto cf = compileFunction(F, cpu, opts);
+  EXPECT_TRUE(bool(cf)) << cf.getError().message();
+  if (!cf)
+    return {};
+  PlaceholderBindings b;
+  b.allocate(mod.getPlaceholders());
+  std::memcpy(b.get(x)->getUnsafePtr(), xs.data(), xs.size() * 4);
+  ExecutionContext ctx(&b);
+  Error e = (*cf)->execute(ctx);
+  EXPECT_FALSE(bool(e)) << e.message();
+  std::vector<std::vector<float>> out;
+  for (SaveNode *s : saves) {
+    const float *p = reinterpret_cast<const float *>(b.get(s->getPlaceholder())->getUnsafePtr());
+    out.emplace_back(p, p + xs.size());
+  }
+  return out;
+}
+
+TEST(ElementwiseMath, JitAccuracyBothIsas) {
+  std::vector<float> xs = sweep();
+  bool any = false;
+  for (bool avx2 : {false, true}) {
+    if (!avx2 && !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                   __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")))
+      continue;
+    if (avx2 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")))
+      continue;
+    any = true;
+    auto out = runJit(xs, avx2);
+    ASSERT_EQ(out.size(), std::size(kMathFns));
+    for (size_t f = 0; f < out.size(); f++)
+      checkStats(kMathFns[f], measure(kMathFns[f], xs, out[f]), avx2 ? "jit avx2" : "jit avx512");
+  }
+  if (!any)
+    GTEST_SKIP() << "the host has neither AVX2 nor AVX-512";
+}
+
+} // namespace
+} // namespace kiln
