@@ -83,7 +83,8 @@ Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElement
 enum class FoldOp { Add, Sub, Mul, Div, Pow, Max, Min, Mod, Equal, Less, LessOrEqual,
                     Greater, GreaterOrEqual, And, Or, Xor };
 enum class FoldUnary { Neg, Abs, Not, Floor, Ceil, Sqrt, Sign, Exp, Log, Reciprocal, Round,
-                       Relu };
+                       Relu, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh,
+                       Atanh };
 /// \p a op \p b with numpy broadcasting; integer kinds compute exactly in int64.
 Expected<Tensor> foldBinary(FoldOp op, const Tensor &a, const Tensor &b);
 Expected<Tensor> foldUnary(FoldUnary op, const Tensor &a);

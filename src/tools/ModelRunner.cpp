@@ -89,7 +89,7 @@ ModelRunner::ModelRunner(const std::string &backend)
 ModelRunner::~ModelRunner() = default;
 
 Error ModelRunner::load(const std::string &path, const TestDataSet *data,
-                        bool freezeIntegerInputs) {
+                        bool freezeIntegerInputs, const std::set<std::string> &freezeNames) {
   KILN_ASSIGN_OR_RETURN(inputNames_, getONNXInputNames(path));
   ONNXLoadOptions opts;
   frozen_.clear();
@@ -98,7 +98,8 @@ Error ModelRunner::load(const std::string &path, const TestDataSet *data,
     for (size_t k = 0; k < data->inputs.size() && k < inputNames_.size(); k++) {
       const Tensor &t = data->inputs[k];
       opts.inputShapes[inputNames_[k]] = t.dims().vec();
-      if (freezeIntegerInputs && isIndexKind(t.getElementType())) {
+      if ((freezeIntegerInputs && isIndexKind(t.getElementType())) ||
+          freezeNames.count(inputNames_[k])) {
         opts.constantInputs[inputNames_[k]] = &t;
         frozen_.insert(inputNames_[k]);
       }

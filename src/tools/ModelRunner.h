@@ -47,9 +47,10 @@ public:
   /// Loads \p path. When \p data is given, the graph inputs take the shapes of its
   /// inputs (input K binds the K-th graph input that is not an initializer). With
   /// \p freezeIntegerInputs, integer inputs become constants holding the data's values
-  /// (for models that feed shapes as inputs; the data must outlive compile and runs).
+  /// (for models that feed shapes as inputs; the data must outlive compile and runs);
+  /// the inputs named in \p freezeNames become constants whatever their kind.
   Error load(const std::string &path, const TestDataSet *data = nullptr,
-             bool freezeIntegerInputs = false);
+             bool freezeIntegerInputs = false, const std::set<std::string> &freezeNames = {});
   /// Runs on \p devices devices of the backend through the runtime (partitioned by backend
   /// support and device memory, with a CPU/Interpreter fallback for what the backend
   /// cannot run) instead of one ExecutionEngine device. Call before compile().
