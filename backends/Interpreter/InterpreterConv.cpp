@@ -179,6 +179,21 @@ Error maxPool(const Instruction *I, const Tensor &in, Tensor &out, const Window 
     storeFloats(out, y);
     return Error::success();
   }
+  if (isIndexKind(in.getElementType()) && in.getElementType() == out.getElementType()) {
+    return dispatchNumeric(I, in.getElementType(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T *x = elems<T>(in);
+      T *y = elems<T>(out);
+      forEachCell(w, rectOf, [&](size_t o, size_t base, Rect r) {
+        T m = std::numeric_limits<T>::min();
+        for (dim_t h = r.h0; h < r.h1; h++)
+          for (dim_t c = r.w0; c < r.w1; c++)
+            m = std::max(m, x[base + h * w.W + c]);
+        y[o] = m;
+      });
+      return Error::success();
+    });
+  }
   if (in.getElementType() == ElemKind::Int8Q && out.getElementType() == ElemKind::Int8Q) {
     auto x = in.getHandle<int8_t>();
     auto y = out.getHandle<int8_t>();

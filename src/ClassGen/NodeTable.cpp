@@ -44,7 +44,7 @@ void defineConvolutionsAndPooling(Table &t) {
                 "input and output must share scale and offset.")
       .noLowering()
       .onnx({"MaxPool"})
-      .interpreter("floats|i8q -> =")
+      .interpreter("floats|i8q|index -> =")
       .cpu("uniform(f32)", "rank-4 Input")
       .sim("f32|f16|i8q -> =");
   t.node("AvgPool")

@@ -309,11 +309,94 @@ Error convertPool3D(Importer &I, const Node &n, const Dims &xd) {
   return Error::success();
 }
 
+/// 1-D / 2-D MaxPool with dilations or its Indices output: the maximum over the kernel's
+/// taps, each a strided Gather of the input padded with the lowest value; the first
+/// largest tap wins, and Indices are flat positions in the (unpadded) input,
+/// ((n * C + c) * H + h) * W + w (storage_order 1: column-major within each image).
+Error convertMaxPoolByTaps(Importer &I, const Node &n, const Window &w, const Dims &xd) {
+  KILN_ASSIGN_OR_RETURN(NodeValue x, input4D(I, n, 0));
+  Function *F = I.F;
+  const Dims d = x.dims();
+  dim_t N = d[0], C = d[1], H = d[2], W = d[3];
+  ElemKind ek = x.getElementType();
+  if (!isFloatKind(ek))
+    return I.unsupported(n, "MaxPool with dilations or Indices of ", x.getType()->toString());
+  bool colMajor = I.attrInt(n, "storage_order", 0) != 0;
+  dim_t kh = w.kernels[0], kw = w.kernels[1], sh = w.strides[0], sw = w.strides[1];
+  dim_t dh = w.dilations[0], dw = w.dilations[1];
+  dim_t pt = w.pads[0], pl = w.pads[1], pb = w.pads[2], pr = w.pads[3];
+  dim_t Hp = H + pt + pb, Wp = W + pl + pr;
+  dim_t oH = (Hp - (kh - 1) * dh - 1) / sh + 1, oW = (Wp - (kw - 1) * dw - 1) / sw + 1;
+  NodeValue xp = x;
+  if (pt || pl || pb || pr)
+    xp = F->createPad(I.opName(n, "pad"), x, {0, 0, pt, pl, 0, 0, pb, pr},
+                      -std::numeric_limits<float>::infinity());
+  bool wantIdx = I.isOutputUsed(n, 1);
+  NodeValue best, bestIdx;
+  for (dim_t a = 0; a < kh; a++)
+    for (dim_t b = 0; b < kw; b++) {
+      std::vector<int64_t> rows(oH), cols(oW);
+      for (dim_t i = 0; i < oH; i++)
+        rows[i] = int64_t(i * sh + a * dh);
+      for (dim_t j = 0; j < oW; j++)
+        cols[j] = int64_t(j * sw + b * dw);
+      NodeValue v = F->createGather(
+          I.opName(n, "taprows"), xp,
+          I.makeConstant(I.opName(n, "rows"), tensorFromInts(ElemKind::Int64I, {oH}, rows)), 2);
+      v = F->createGather(
+          I.opName(n, "tap"), v,
+          I.makeConstant(I.opName(n, "cols"), tensorFromInts(ElemKind::Int64I, {oW}, cols)), 3);
+      NodeValue vi;
+      if (wantIdx) {
+        Tensor it(ElemKind::Int64I, {N, C, oH, oW});
+        auto h = it.getHandle<int64_t>();
+        size_t k = 0;
+        for (dim_t nn = 0; nn < N; nn++)
+          for (dim_t c = 0; c < C; c++)
+            for (dim_t i = 0; i < oH; i++)
+              for (dim_t j = 0; j < oW; j++) {
+                int64_t hh = rows[i] - int64_t(pt), ww = cols[j] - int64_t(pl);
+                int64_t in = colMajor ? ww * int64_t(H) + hh : hh * int64_t(W) + ww;
+                h.raw(k++) = int64_t((nn * C + c) * H * W) + in;
+              }
+        vi = I.makeConstant(I.opName(n, "tapidx"), std::move(it));
+      }
+      if (!best) {
+        best = v;
+        bestIdx = vi;
+        continue;
+      }
+      NodeValue better = F->createCmpLT(I.opName(n, "better"), best, v);
+      best = F->createSelect(I.opName(n, "max"), better, v, best);
+      if (wantIdx)
+        bestIdx = F->createSelect(I.opName(n, "argmax"), better, vi, bestIdx);
+    }
+  bool is1D = xd.size() == 3;
+  bindWindowResult(I, n, best, is1D);
+  if (wantIdx) {
+    if (is1D)
+      bestIdx = I.reshape(I.opName(n, "idx1d"), bestIdx, Dims({N, C, oW}));
+    I.setOutput(n, 1, bestIdx);
+  }
+  return Error::success();
+}
+
 Error convertPool(Importer &I, const Node &n) {
   bool isMax = n.op_type() == "MaxPool";
   KILN_ASSIGN_OR_RETURN(Dims xd, I.inputDims(n, 0));
   if (xd.size() == 5)
     return convertPool3D(I, n, xd);
+  if (isMax && (xd.size() == 3 || xd.size() == 4)) {
+    bool dilated = false;
+    for (int64_t v : I.attrInts(n, "dilations"))
+      dilated |= v != 1;
+    if (dilated || I.isOutputUsed(n, 1)) {
+      bool ceil = I.attrInt(n, "ceil_mode", 0) != 0;
+      KILN_ASSIGN_OR_RETURN(Window w, readWindow(I, n, spatial(xd),
+                                                 I.attrInts(n, "kernel_shape"), ceil));
+      return convertMaxPoolByTaps(I, n, w, xd);
+    }
+  }
   if (xd.size() != 3 && xd.size() != 4)
     return I.unsupported(n, "only 1-D and 2-D pooling is supported; the input is ",
                          dimsToString(xd));

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace kiln::onnximport {
@@ -1288,9 +1289,139 @@ Error convertWindow(Importer &I, const Node &n) {
   return Error::success();
 }
 
+/// Compress with a condition known at load: a Gather of the selected positions (of the
+/// flattened input without an axis).
+Error convertCompress(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(const Tensor *ct, I.requireConstInput(n, 1, "condition"));
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  const onnx::AttributeProto *ax = I.attr(n, "axis");
+  int64_t axis = 0;
+  if (ax) {
+    KILN_ASSIGN_OR_RETURN(axis, I.normAxis(n, ax->i(), int64_t(x.dims().size())));
+  } else {
+    x = I.reshape(I.opName(n, "flat"), x, Dims({x.dims().product()}));
+  }
+  std::vector<int64_t> cond = tensorToInts(*ct), idx;
+  dim_t len = x.dims()[size_t(axis)];
+  if (cond.size() > len)
+    return I.parseError(n, "the condition has ", cond.size(), " entries for a dimension of ", len);
+  for (size_t i = 0; i < cond.size(); i++)
+    if (cond[i])
+      idx.push_back(int64_t(i));
+  if (idx.empty())
+    return I.unsupported(n, "the condition selects nothing (an empty result)");
+  I.setOutput(n, 0, I.F->createGather(I.opName(n), x, indexConst(I, n, "selected", idx), axis));
+  return Error::success();
+}
+
+/// NonZero of a tensor known at load: its count is static, so it folds.
+Error convertNonZero(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(const Tensor *t, I.requireConstInput(n, 0, "X"));
+  const Dims d = t->dims();
+  std::vector<double> v = tensorToDoubles(*t);
+  std::vector<std::vector<int64_t>> coords(d.size());
+  size_t count = 0;
+  for (size_t i = 0; i < v.size(); i++) {
+    if (v[i] == 0)
+      continue;
+    std::vector<dim_t> idx = unflatten(i, d);
+    for (size_t k = 0; k < d.size(); k++)
+      coords[k].push_back(int64_t(idx[k]));
+    count++;
+  }
+  if (count == 0)
+    return I.unsupported(n, "no element is non-zero (an empty result)");
+  std::vector<int64_t> flat;
+  for (auto &c : coords)
+    flat.insert(flat.end(), c.begin(), c.end());
+  I.setOutputConst(n, 0, tensorFromInts(ElemKind::Int64I, {dim_t(d.size()), dim_t(count)}, flat));
+  return Error::success();
+}
+
+/// NonMaxSuppression of boxes and scores known at load (the number selected is static only
+/// then): greedy per batch and class in descending score order (ties: lower box first),
+/// dropping boxes whose IoU with a kept one exceeds the threshold.
+Error convertNonMaxSuppression(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(const Tensor *bt, I.requireConstInput(n, 0, "boxes"));
+  KILN_ASSIGN_OR_RETURN(const Tensor *st, I.requireConstInput(n, 1, "scores"));
+  int64_t maxOut = 0;
+  double iouTh = 0, scoreTh = -std::numeric_limits<double>::infinity();
+  if (I.hasInput(n, 2)) {
+    KILN_ASSIGN_OR_RETURN(const Tensor *t, I.requireConstInput(n, 2, "max_output_boxes_per_class"));
+    if (t->size())
+      maxOut = tensorToInts(*t)[0];
+  }
+  if (I.hasInput(n, 3)) {
+    KILN_ASSIGN_OR_RETURN(const Tensor *t, I.requireConstInput(n, 3, "iou_threshold"));
+    if (t->size())
+      iouTh = t->getAsDouble(0);
+  }
+  if (I.hasInput(n, 4)) {
+    KILN_ASSIGN_OR_RETURN(const Tensor *t, I.requireConstInput(n, 4, "score_threshold"));
+    if (t->size())
+      scoreTh = t->getAsDouble(0);
+  }
+  const Dims bd = bt->dims(), sd = st->dims();
+  if (bd.size() != 3 || bd[2] != 4 || sd.size() != 3 || sd[0] != bd[0] || sd[2] != bd[1])
+    return I.parseError(n, "boxes ", dimsToString(bd), " and scores ", dimsToString(sd),
+                        " must be [B, N, 4] and [B, C, N]");
+  bool center = I.attrInt(n, "center_point_box", 0) != 0;
+  std::vector<double> b = tensorToDoubles(*bt), s = tensorToDoubles(*st);
+  dim_t B = bd[0], Nb = bd[1], C = sd[1];
+  auto corners = [&](dim_t bi, dim_t k, double c[4]) { // y1, x1, y2, x2 with y1 <= y2
+    const double *p = &b[(bi * Nb + k) * 4];
+    if (center) {
+      c[0] = p[1] - p[3] / 2, c[2] = p[1] + p[3] / 2, c[1] = p[0] - p[2] / 2, c[3] = p[0] + p[2] / 2;
+    } else {
+      c[0] = std::min(p[0], p[2]), c[2] = std::max(p[0], p[2]);
+      c[1] = std::min(p[1], p[3]), c[3] = std::max(p[1], p[3]);
+    }
+  };
+  auto iou = [&](dim_t bi, dim_t i, dim_t j) {
+    double a[4], c[4];
+    corners(bi, i, a);
+    corners(bi, j, c);
+    double ih = std::max(0.0, std::min(a[2], c[2]) - std::max(a[0], c[0]));
+    double iw = std::max(0.0, std::min(a[3], c[3]) - std::max(a[1], c[1]));
+    double inter = ih * iw;
+    double uni = (a[2] - a[0]) * (a[3] - a[1]) + (c[2] - c[0]) * (c[3] - c[1]) - inter;
+    return uni <= 0 ? 0.0 : inter / uni;
+  };
+  std::vector<int64_t> out;
+  for (dim_t bi = 0; bi < B; bi++)
+    for (dim_t ci = 0; ci < C; ci++) {
+      std::vector<dim_t> order;
+      for (dim_t k = 0; k < Nb; k++)
+        if (s[(bi * C + ci) * Nb + k] > scoreTh)
+          order.push_back(k);
+      std::stable_sort(order.begin(), order.end(), [&](dim_t x, dim_t y) {
+        return s[(bi * C + ci) * Nb + x] > s[(bi * C + ci) * Nb + y];
+      });
+      std::vector<dim_t> kept;
+      for (dim_t k : order) {
+        if (int64_t(kept.size()) >= maxOut)
+          break;
+        bool ok = true;
+        for (dim_t j : kept)
+          ok = ok && iou(bi, k, j) <= iouTh;
+        if (ok) {
+          kept.push_back(k);
+          out.insert(out.end(), {int64_t(bi), int64_t(ci), int64_t(k)});
+        }
+      }
+    }
+  if (out.empty())
+    return I.unsupported(n, "no box is selected (an empty result)");
+  I.setOutputConst(n, 0, tensorFromInts(ElemKind::Int64I, {dim_t(out.size() / 3), 3}, out));
+  return Error::success();
+}
+
 } // namespace
 
 void registerDataConverters(ConverterMap &m) {
+  m["Compress"] = convertCompress;
+  m["NonZero"] = convertNonZero;
+  m["NonMaxSuppression"] = convertNonMaxSuppression;
   m["Constant"] = convertConstant;
   m["ConstantOfShape"] = convertConstantOfShape;
   m["Shape"] = convertShape;

@@ -1,6 +1,6 @@
 // Operator tests of the nodes added for ONNX breadth: the trigonometric and hyperbolic
 // functions, Mod, BitShift, integer Pow, CumSum, GatherElements, ScatterElements,
-// ScatterND and GatherND. Expectations are hand-computed (or <cmath> in double for the
+// ScatterND, GatherND and integer MaxPool. Expectations are hand-computed (or <cmath> in double for the
 // trigonometric functions). Backends without these nodes skip (isOpSupported).
 
 #include "BackendTestUtils.h"
@@ -215,6 +215,18 @@ TEST_P(OnnxOpsTest, GatherNDTuplesSlicesAndBatchDims) {
   expectValues(output(sl), {2, 3, 0, 1}, 0, 0);
   EXPECT_EQ(output(bd).dims(), Dims({2, 2}));
   expectValues(output(bd), {2, 3, 4, 5}, 0, 0);
+}
+
+TEST_P(OnnxOpsTest, MaxPoolOfIntegers) {
+  auto *x = input("x", ElemKind::Int32I, {1, 1, 2, 3}, {1, 5, 2, 4, 3, 6});
+  auto *l = input("l", ElemKind::Int64I, {1, 1, 2, 2}, {-7, -3, -9, -8});
+  SaveNode *a = save(F()->createMaxPool("a", x, {2, 2}, {1, 1}, {0, 0, 0, 0}), "a");
+  // Padding never wins, even over negative values.
+  SaveNode *b = save(F()->createMaxPool("b", l, {2, 2}, {2, 2}, {1, 1, 1, 1}), "b");
+  if (!run(0, 0))
+    return;
+  expectValues(output(a), {5, 6}, 0, 0);
+  expectValues(output(b), {-7, -3, -9, -8}, 0, 0);
 }
 
 KILN_INSTANTIATE_BACKEND_TESTS(OnnxOpsTest);

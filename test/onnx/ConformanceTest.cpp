@@ -300,7 +300,7 @@ TEST(ONNXConformance, LibONNXTestData) {
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::cout << "[conformance] " << backend << " " << folder << ": total " << total
                 << ", passed " << passed << ", failed " << failed << ", unsupported "
-                << unsupported << " (" << frozen << " of the passed with integer inputs "
+                << unsupported << " (" << frozen << " of the passed with inputs "
                 << "frozen to constants; " << int(secs) << " s)\n";
       if (!unsupportedOps.empty()) {
         std::cout << "[conformance]   unsupported:";

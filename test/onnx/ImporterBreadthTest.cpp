@@ -195,5 +195,107 @@ TEST_F(ImporterTest, HannWindowFoldsToAConstant) {
   expectValues(run(m, {}), {4}, {0, 0.5, 1, 0.5});
 }
 
+TEST_F(ImporterTest, MaxPoolDilationsAndIndices) {
+  B m(12);
+  m.input("x", {1, 1, 3, 4}).output("y").output("i", TP::INT64);
+  auto &p = m.node("MaxPool", {"x"}, {"y", "i"});
+  B::attrInts(p, "kernel_shape", {2, 2});
+  B::attrInts(p, "dilations", {1, 2});
+  // Taps (h, w), (h, w + 2), (h + 1, w), (h + 1, w + 2) for h in 0..1, w in 0..1.
+  std::vector<float> x = {1, 9, 3, 4, 5, 6, 7, 2, 8, 0, 7, 9};
+  expectValues(run(m, one("x", floats({1, 1, 3, 4}, x))), {1, 1, 2, 2}, {7, 9, 8, 9});
+  // The first largest tap: 7 at (1, 2) = 6; 9 at (0, 1) = 1; 8 at (2, 0) = 8; 9 at (2, 3)
+  // = 11 (the earlier 9 at (0, 1) is not in that window).
+  expectValues(bindings_.get(model_.getOutputPlaceholder("i")), {1, 1, 2, 2}, {6, 1, 8, 11});
+}
+
+TEST_F(ImporterTest, CompressWithKnownCondition) {
+  B m(11);
+  m.input("x", {3, 2}).output("y");
+  onnx::TensorProto c;
+  c.set_name("c");
+  c.set_data_type(TP::BOOL);
+  c.add_dims(3);
+  for (int v : {0, 1, 1})
+    c.add_int32_data(v);
+  *m.rawInit() = c;
+  auto &n = m.node("Compress", {"x", "c"}, {"y"});
+  B::attrInt(n, "axis", 0);
+  expectValues(run(m, one("x", floats({3, 2}, {1, 2, 3, 4, 5, 6}))), {2, 2}, {3, 4, 5, 6});
+}
+
+TEST_F(ImporterTest, EinsumBatchMatMulAndDiagonal) {
+  B m(12);
+  m.input("a", {2, 2, 3}).input("b", {2, 3, 2}).input("d", {2, 3, 3}).output("y").output("g");
+  auto &e = m.node("Einsum", {"a", "b"}, {"y"});
+  B::attrString(e, "equation", "bij,bjk->bik");
+  auto &g = m.node("Einsum", {"d"}, {"g"});
+  B::attrString(g, "equation", "...ii->...i");
+  std::vector<float> a = ramp(12), b = ramp(12, 0.3f), d = ramp(18, 0.5f);
+  std::vector<double> y, diag;
+  for (int bi = 0; bi < 2; bi++)
+    for (int i = 0; i < 2; i++)
+      for (int k = 0; k < 2; k++) {
+        double v = 0;
+        for (int j = 0; j < 3; j++)
+          v += double(a[(bi * 2 + i) * 3 + j]) * b[(bi * 3 + j) * 2 + k];
+        y.push_back(v);
+      }
+  for (int bi = 0; bi < 2; bi++)
+    for (int i = 0; i < 3; i++)
+      diag.push_back(d[(bi * 3 + i) * 3 + i]);
+  std::map<std::string, Tensor> in;
+  in.emplace("a", floats({2, 2, 3}, a));
+  in.emplace("b", floats({2, 3, 2}, b));
+  in.emplace("d", floats({2, 3, 3}, d));
+  expectValues(run(m, std::move(in)), {2, 2, 2}, y);
+  expectValues(bindings_.get(model_.getOutputPlaceholder("g")), {2, 3}, diag);
+}
+
+TEST_F(ImporterTest, RNNForwardTwoStepsWithBiasAndInitialState) {
+  // hidden 1, input 1, batch 1: h_t = tanh(w x_t + r h_{t-1} + wb + rb).
+  B m(14);
+  m.input("x", {2, 1, 1}).init("W", {1, 1, 1}, {0.5f}).init("R", {1, 1, 1}, {-1.0f});
+  m.init("B", {1, 2}, {0.1f, 0.2f}).init("h0", {1, 1, 1}, {0.3f}).output("y").output("yh");
+  auto &r = m.node("RNN", {"x", "W", "R", "B", "", "h0"}, {"y", "yh"});
+  B::attrInt(r, "hidden_size", 1);
+  double h1 = std::tanh(0.5 * 1.0 - 0.3 + 0.3), h2 = std::tanh(0.5 * -2.0 - h1 + 0.3);
+  expectValues(run(m, one("x", floats({2, 1, 1}, {1.0f, -2.0f}))), {2, 1, 1, 1}, {h1, h2});
+  expectValues(bindings_.get(model_.getOutputPlaceholder("yh")), {1, 1, 1}, {h2});
+}
+
+TEST_F(ImporterTest, Conv3DMatchesNaiveLoops) {
+  std::vector<float> x = ramp(1 * 2 * 3 * 4 * 4), w = ramp(2 * 2 * 2 * 3 * 3, 0.05f);
+  B m(13);
+  m.input("x", {1, 2, 3, 4, 4}).init("w", {2, 2, 2, 3, 3}, w).init("b", {2}, {0.5f, -0.5f});
+  m.output("y");
+  auto &c = m.node("Conv", {"x", "w", "b"}, {"y"});
+  B::attrInts(c, "pads", {1, 1, 0, 0, 1, 1});
+  B::attrInts(c, "strides", {2, 1, 2});
+  // Out: D (3 + 1 - 2) / 2 + 1 = 2, H (4 + 2 - 3) + 1 = 4, W (4 - 3) / 2 + 1 = 1... with
+  // pads [d0 h0 w0 d1 h1 w1] = [1 1 0 0 1 1]: W (4 + 1 - 3) / 2 + 1 = 2.
+  int OD = 2, OH = 4, OW = 2;
+  std::vector<double> y;
+  for (int o = 0; o < 2; o++)
+    for (int od = 0; od < OD; od++)
+      for (int oh = 0; oh < OH; oh++)
+        for (int ow = 0; ow < OW; ow++) {
+          double v = o == 0 ? 0.5 : -0.5;
+          for (int ci = 0; ci < 2; ci++)
+            for (int kd = 0; kd < 2; kd++)
+              for (int kh = 0; kh < 3; kh++)
+                for (int kw = 0; kw < 3; kw++) {
+                  int id = od * 2 - 1 + kd, ih = oh - 1 + kh, iw = ow * 2 + kw;
+                  if (id < 0 || id >= 3 || ih < 0 || ih >= 4 || iw < 0 || iw >= 4)
+                    continue;
+                  v += double(x[((ci * 3 + id) * 4 + ih) * 4 + iw]) *
+                       w[(((o * 2 + ci) * 2 + kd) * 3 + kh) * 3 + kw];
+                }
+          y.push_back(v);
+        }
+  expectValues(run(m, one("x", floats({1, 2, 3, 4, 4}, x))), {1, 2, dim_t(OD), dim_t(OH), dim_t(OW)},
+               y, 1e-5);
+}
+
 } // namespace
 } // namespace kiln::test
