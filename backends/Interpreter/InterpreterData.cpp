@@ -573,3 +573,108 @@ Error InterpreterRun::fwdGatherND(const GatherNDInst *I) {
 }
 
 } // namespace kiln
+
+// ------------------------------------------------------------------ GridSample
+
+namespace kiln {
+
+using namespace interp;
+
+namespace {
+
+/// PyTorch's reflect_coordinates: reflects \p x into [low/2, high/2] (twice the bounds
+/// given, so that half-pixel bounds stay integers).
+double reflectCoord(double x, double twiceLow, double twiceHigh) {
+  if (twiceLow == twiceHigh)
+    return 0;
+  double lo = twiceLow / 2, span = (twiceHigh - twiceLow) / 2;
+  x = std::fabs(x - lo);
+  double extra = std::fmod(x, span);
+  double flips = std::floor(x / span);
+  return std::fmod(flips, 2) == 0 ? extra + lo : span - extra + lo;
+}
+
+/// A coordinate under the padding mode (border: clamped; reflection: reflected, then
+/// clamped); zeros leaves it.
+double padCoord(double x, dim_t size, const std::string &pad, bool align) {
+  if (pad == "zeros")
+    return x;
+  if (pad == "reflection")
+    x = align ? reflectCoord(x, 0, 2.0 * double(size - 1))
+              : reflectCoord(x, -1, 2.0 * double(size) - 1);
+  return std::clamp(x, 0.0, double(size - 1));
+}
+
+double cubicWeight(double t, bool near) {
+  const double A = -0.75;
+  return near ? ((A + 2) * t - (A + 3)) * t * t + 1
+              : ((A * t - 5 * A) * t + 8 * A) * t - 4 * A;
+}
+
+} // namespace
+
+Error InterpreterRun::fwdGridSample(const GridSampleInst *I) {
+  Tensor &out = getTensor(I->getDest());
+  const Tensor &in = getTensor(I->getInput());
+  const Tensor &grid = getTensor(I->getGrid());
+  KILN_RETURN_IF_ERR(checkSameKind(I, out, in));
+  KILN_RETURN_IF_ERR(checkSameKind(I, grid, in));
+  const Dims &id = in.dims(), &gd = grid.dims(), &od = out.dims();
+  if (id.size() != 4 || gd.size() != 4 || od.size() != 4 || gd[0] != id[0] || gd[3] != 2 ||
+      od != Dims({id[0], id[1], gd[1], gd[2]}))
+    return operandError(I, "Input ", in.getType().toString(), ", Grid ",
+                        grid.getType().toString(), " and result ", out.getType().toString(),
+                        " do not fit");
+  const std::string mode = I->getMode(), pad = I->getPaddingMode();
+  const bool align = I->getAlignCorners();
+  const dim_t N = id[0], C = id[1], H = id[2], W = id[3], oH = gd[1], oW = gd[2];
+  return dispatchFloat(I, in.getElementType(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T *x = elems<T>(in), *g = elems<T>(grid);
+    T *y = elems<T>(out);
+    auto at = [&](dim_t n, dim_t c, int64_t h, int64_t w) -> double {
+      if (h < 0 || w < 0 || h >= int64_t(H) || w >= int64_t(W))
+        return 0;
+      return double(float(x[((n * C + c) * H + dim_t(h)) * W + dim_t(w)]));
+    };
+    for (dim_t n = 0; n < N; n++)
+      for (dim_t i = 0; i < oH; i++)
+        for (dim_t j = 0; j < oW; j++) {
+          size_t gi = ((n * oH + i) * oW + j) * 2;
+          double gx = double(float(g[gi])), gy = double(float(g[gi + 1]));
+          double sx = align ? (gx + 1) / 2 * double(W - 1) : ((gx + 1) * double(W) - 1) / 2;
+          double sy = align ? (gy + 1) / 2 * double(H - 1) : ((gy + 1) * double(H) - 1) / 2;
+          for (dim_t c = 0; c < C; c++) {
+            double v = 0;
+            if (mode == "bicubic") {
+              // Taps floor - 1 .. floor + 2, each tap's coordinate padded on its own.
+              double fx = std::floor(sx), fy = std::floor(sy), tx = sx - fx, ty = sy - fy;
+              double wx[4] = {cubicWeight(tx + 1, false), cubicWeight(tx, true),
+                              cubicWeight(1 - tx, true), cubicWeight(2 - tx, false)};
+              double wy[4] = {cubicWeight(ty + 1, false), cubicWeight(ty, true),
+                              cubicWeight(1 - ty, true), cubicWeight(2 - ty, false)};
+              for (int a = 0; a < 4; a++)
+                for (int b = 0; b < 4; b++) {
+                  double py = padCoord(fy - 1 + a, H, pad, align);
+                  double px = padCoord(fx - 1 + b, W, pad, align);
+                  v += wy[a] * wx[b] * at(n, c, int64_t(py), int64_t(px));
+                }
+            } else {
+              double px = padCoord(sx, W, pad, align), py = padCoord(sy, H, pad, align);
+              if (mode == "nearest") {
+                v = at(n, c, int64_t(std::nearbyint(py)), int64_t(std::nearbyint(px)));
+              } else {
+                double x0 = std::floor(px), y0 = std::floor(py), lx = px - x0, ly = py - y0;
+                int64_t ix = int64_t(x0), iy = int64_t(y0);
+                v = (1 - ly) * ((1 - lx) * at(n, c, iy, ix) + lx * at(n, c, iy, ix + 1)) +
+                    ly * ((1 - lx) * at(n, c, iy + 1, ix) + lx * at(n, c, iy + 1, ix + 1));
+              }
+            }
+            y[((n * C + c) * oH + i) * oW + j] = T(float(v));
+          }
+        }
+    return Error::success();
+  });
+}
+
+} // namespace kiln

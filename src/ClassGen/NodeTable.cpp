@@ -553,6 +553,37 @@ void defineOnnxBreadth(Table &t) {
       .interpreter("all, index")
       .cpu("none")
       .sim("none");
+  t.node("GridSample")
+      .input("Input").input("Grid")
+      .attr(AttrKind::String, "Mode").attr(AttrKind::String, "PaddingMode")
+      .attr(AttrKind::Bool, "AlignCorners")
+      .result("Result")
+      .describe("Samples Input [N,C,H,W] at the points of Grid [N,oH,oW,2] ((x, y) in [-1, 1]: "
+                "-1 and 1 are the outer pixels' centres with AlignCorners, their outer edges "
+                "without) -> [N,C,oH,oW], as PyTorch's grid_sample: Mode bilinear, nearest "
+                "(halves to even) or bicubic (A = -0.75); PaddingMode zeros, border or "
+                "reflection for points outside.")
+      .noLowering()
+      .onnx({"GridSample"})
+      .interpreter("uniform(floats)")
+      .cpu("none")
+      .sim("none");
+  t.node("RoiAlign")
+      .input("Input").input("Rois").input("BatchIndices")
+      .attr(AttrKind::String, "Mode").attr(AttrKind::Dim, "OutputHeight")
+      .attr(AttrKind::Dim, "OutputWidth").attr(AttrKind::Dim, "SamplingRatio")
+      .attr(AttrKind::Float, "SpatialScale").attr(AttrKind::Bool, "HalfPixel")
+      .result("Result")
+      .describe("For each region r of Rois [R,4] (x1, y1, x2, y2, scaled by SpatialScale, "
+                "less 0.5 with HalfPixel) of image BatchIndices[r] of Input [N,C,H,W]: "
+                "[R,C,OutputHeight,OutputWidth] bins, each the average (Mode avg) or maximum "
+                "(max) of SamplingRatio^2 bilinear samples (0: ceil(bin size) per axis), "
+                "as ONNX RoiAlign.")
+      .noLowering()
+      .onnx({"RoiAlign"})
+      .interpreter("floats, =, index -> =")
+      .cpu("none")
+      .sim("none");
 }
 
 void defineIRInstructions(Table &t) {

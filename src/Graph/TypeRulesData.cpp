@@ -264,4 +264,21 @@ Expected<std::vector<Type>> inferGatherND(const GatherNDNode &n) {
   return std::vector<Type>{Type::withDims(data, Dims(out))};
 }
 
+Expected<std::vector<Type>> inferGridSample(const GridSampleNode &n) {
+  KILN_ASSIGN_OR_RETURN(Type in, operandType(n, GridSampleNode::InputIdx));
+  KILN_ASSIGN_OR_RETURN(Type grid, operandType(n, GridSampleNode::GridIdx));
+  KILN_RETURN_IF_ERR(checkRank(n, GridSampleNode::InputIdx, in, 4, "[N,C,H,W]"));
+  KILN_RETURN_IF_ERR(checkRank(n, GridSampleNode::GridIdx, grid, 4, "[N,oH,oW,2]"));
+  KILN_RETURN_IF_ERR(checkSameKind(n, GridSampleNode::GridIdx, grid, GridSampleNode::InputIdx, in));
+  if (grid.dims[0] != in.dims[0] || grid.dims[3] != 2)
+    return invalid("operand Grid ", grid.toString(), " must be [N,oH,oW,2] for Input ",
+                   in.toString());
+  const std::string &m = n.getMode(), &p = n.getPaddingMode();
+  if (m != "bilinear" && m != "nearest" && m != "bicubic")
+    return invalid("attribute Mode = '", m, "' must be bilinear, nearest or bicubic");
+  if (p != "zeros" && p != "border" && p != "reflection")
+    return invalid("attribute PaddingMode = '", p, "' must be zeros, border or reflection");
+  return std::vector<Type>{Type::withDims(in, Dims({in.dims[0], in.dims[1], grid.dims[1], grid.dims[2]}))};
+}
+
 } // namespace kiln::typerules

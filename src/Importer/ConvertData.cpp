@@ -1416,9 +1416,208 @@ Error convertNonMaxSuppression(Importer &I, const Node &n) {
   return Error::success();
 }
 
+Error convertGridSample(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  KILN_ASSIGN_OR_RETURN(NodeValue g, I.input(n, 1));
+  if (x.dims().size() != 4)
+    return I.unsupported(n, "only 4-D inputs are supported, not ", x.getType()->toString());
+  I.setOutput(n, 0, I.F->createGridSample(I.opName(n), x, g, I.attrString(n, "mode", "bilinear"),
+                                          I.attrString(n, "padding_mode", "zeros"),
+                                          I.attrInt(n, "align_corners", 0) != 0));
+  return Error::success();
+}
+
+Error convertRoiAlign(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  KILN_ASSIGN_OR_RETURN(NodeValue rois, I.input(n, 1));
+  KILN_ASSIGN_OR_RETURN(NodeValue bi, I.input(n, 2));
+  std::string ctm = I.attrString(n, "coordinate_transformation_mode",
+                                 I.opset >= 16 ? "half_pixel" : "output_half_pixel");
+  if (ctm != "half_pixel" && ctm != "output_half_pixel")
+    return I.parseError(n, "unknown coordinate_transformation_mode '", ctm, "'");
+  int64_t oh = I.attrInt(n, "output_height", 1), ow = I.attrInt(n, "output_width", 1),
+          sr = I.attrInt(n, "sampling_ratio", 0);
+  if (oh <= 0 || ow <= 0 || sr < 0)
+    return I.parseError(n, "output_height, output_width must be positive, sampling_ratio not "
+                        "negative");
+  I.setOutput(n, 0, I.F->createRoiAlign(I.opName(n), x, rois, bi, I.attrString(n, "mode", "avg"),
+                                        dim_t(oh), dim_t(ow), dim_t(sr),
+                                        I.attrFloat(n, "spatial_scale", 1.0f),
+                                        ctm == "half_pixel"));
+  return Error::success();
+}
+
+/// MaxUnpool: the values scattered at their flat Indices (positions in the pooling's
+/// input, the inverse of its geometry) into zeros, then padded at the end to output_shape.
+Error convertMaxUnpool(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  KILN_ASSIGN_OR_RETURN(NodeValue idx, I.input(n, 1));
+  const Dims d = x.dims();
+  if (d.size() < 3 || idx.dims() != d)
+    return I.parseError(n, "X ", x.getType()->toString(), " and I ", idx.getType()->toString(),
+                        " must have one shape with spatial dims");
+  size_t sp = d.size() - 2;
+  std::vector<int64_t> k = I.attrInts(n, "kernel_shape"), st = I.attrInts(n, "strides"),
+                       pads = I.attrInts(n, "pads");
+  if (k.size() != sp || (!st.empty() && st.size() != sp) || (!pads.empty() && pads.size() != 2 * sp))
+    return I.parseError(n, "kernel_shape, strides and pads must have ", sp, " entries");
+  std::vector<dim_t> out = d.vec();
+  for (size_t i = 0; i < sp; i++) {
+    int64_t o = (int64_t(d[2 + i]) - 1) * (st.empty() ? 1 : st[i]) + k[i] -
+                (pads.empty() ? 0 : pads[i] + pads[i + sp]);
+    if (o <= 0)
+      return I.parseError(n, "the unpooled size is not positive");
+    out[2 + i] = dim_t(o);
+  }
+  KILN_ASSIGN_OR_RETURN(Dims od, I.toDims(n, out));
+  std::vector<dim_t> grow(2 * d.size(), 0);
+  bool padded = false;
+  if (I.hasInput(n, 2)) {
+    KILN_ASSIGN_OR_RETURN(const Tensor *os, I.requireConstInput(n, 2, "output_shape"));
+    std::vector<int64_t> v = tensorToInts(*os);
+    if (v.size() != d.size())
+      return I.parseError(n, "output_shape has ", v.size(), " entries for rank ", d.size());
+    for (size_t i = 0; i < v.size(); i++) {
+      if (v[i] < int64_t(od[i]))
+        return I.unsupported(n, "output_shape ", v[i], " below the unpooled size ", od[i]);
+      grow[d.size() + i] = dim_t(v[i]) - od[i];
+      padded |= grow[d.size() + i] != 0;
+    }
+  }
+  Function *F = I.F;
+  NodeValue zeros = I.splat(I.opName(n, "zeros"), x.getElementType(), Dims({od.product()}), 0);
+  NodeValue flatX = I.reshape(I.opName(n, "xflat"), x, Dims({d.product()}));
+  NodeValue flatI = I.reshape(I.opName(n, "iflat"), idx, Dims({d.product()}));
+  NodeValue y = F->createScatterElements(I.opName(n), zeros, flatI, flatX, 0, "none");
+  y = I.reshape(I.opName(n, "shape"), y, od);
+  if (padded)
+    y = F->createPad(I.opName(n, "outshape"), y, grow, 0.0f);
+  I.setOutput(n, 0, y);
+  return Error::success();
+}
+
+/// Binds output \p i of \p n to a subgraph value.
+void bindSub(Importer &I, const Node &n, int i, Importer::SubValue v) {
+  if (v.c)
+    I.setOutputConst(n, i, std::move(*v.c));
+  else
+    I.setOutput(n, i, v.v);
+}
+
+/// A graph value of a subgraph value (constants materialised).
+NodeValue subNode(Importer &I, const Node &n, Importer::SubValue &v) {
+  if (v.c)
+    return I.makeConstant(I.opName(n, "const"), v.c->clone());
+  return v.v;
+}
+
+/// If with a condition known at load: the chosen branch is converted in place.
+Error convertIf(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(const Tensor *c, I.requireConstInput(n, 0, "cond"));
+  if (c->size() != 1)
+    return I.parseError(n, "the condition must hold one value");
+  const onnx::AttributeProto *br = I.attr(n, c->getAsDouble(0) != 0 ? "then_branch" : "else_branch");
+  if (!br || !br->has_g())
+    return I.parseError(n, "missing then_branch or else_branch");
+  std::vector<Importer::SubValue> outs;
+  KILN_RETURN_IF_ERR(I.convertSubgraph(n, br->g(), {}, outs));
+  if (int(outs.size()) < n.output_size())
+    return I.parseError(n, "the branch has ", outs.size(), " outputs for ", n.output_size());
+  for (int i = 0; i < n.output_size(); i++)
+    bindSub(I, n, i, std::move(outs[i]));
+  return Error::success();
+}
+
+/// Loop with a trip count and condition known at load: unrolled, the body converted once
+/// per iteration; scan outputs are stacked along a new first axis.
+Error convertLoop(Importer &I, const Node &n) {
+  constexpr int64_t kMaxIterations = 4096;
+  int64_t trip = -1;
+  if (I.hasInput(n, 0)) {
+    KILN_ASSIGN_OR_RETURN(const Tensor *m, I.requireConstInput(n, 0, "M"));
+    if (m->size() != 1)
+      return I.parseError(n, "M must hold one value");
+    trip = tensorToInts(*m)[0];
+  }
+  bool cond = true;
+  if (I.hasInput(n, 1)) {
+    KILN_ASSIGN_OR_RETURN(const Tensor *c, I.requireConstInput(n, 1, "cond"));
+    if (c->size() != 1)
+      return I.parseError(n, "cond must hold one value");
+    cond = c->getAsDouble(0) != 0;
+  }
+  const onnx::AttributeProto *ba = I.attr(n, "body");
+  if (!ba || !ba->has_g())
+    return I.parseError(n, "missing body");
+  const onnx::GraphProto &body = ba->g();
+  int carriedN = n.input_size() - 2;
+  if (carriedN < 0 || body.input_size() != carriedN + 2 || body.output_size() < carriedN + 1)
+    return I.parseError(n, "the body's inputs and outputs do not match the loop's");
+  int scans = body.output_size() - 1 - carriedN;
+  if (n.output_size() > carriedN + scans)
+    return I.parseError(n, "more outputs than the body gives");
+  std::vector<Importer::SubValue> carried;
+  for (int i = 0; i < carriedN; i++) {
+    if (const Tensor *t = I.constInput(n, 2 + i)) {
+      carried.push_back({NodeValue(), t->clone()});
+    } else {
+      KILN_ASSIGN_OR_RETURN(NodeValue v, I.input(n, 2 + i));
+      carried.push_back({v, std::nullopt});
+    }
+  }
+  std::vector<std::vector<Importer::SubValue>> scanned(static_cast<size_t>(scans));
+  int64_t it = 0;
+  for (; (trip < 0 || it < trip) && cond; it++) {
+    if (it >= kMaxIterations)
+      return I.unsupported(n, "more than ", kMaxIterations, " iterations to unroll");
+    std::vector<Importer::SubValue> ins;
+    ins.push_back({NodeValue(), tensorFromInts(ElemKind::Int64I, {}, {it})});
+    ins.push_back({NodeValue(), tensorFromInts(ElemKind::Bool, {}, {cond ? 1 : 0})});
+    for (auto &c : carried) {
+      if (c.c)
+        ins.push_back({NodeValue(), c.c->clone()});
+      else
+        ins.push_back({c.v, std::nullopt});
+    }
+    std::vector<Importer::SubValue> outs;
+    KILN_RETURN_IF_ERR(I.convertSubgraph(n, body, std::move(ins), outs));
+    if (!outs[0].c || outs[0].c->size() != 1)
+      return I.unsupported(n, "the loop condition is computed at run time");
+    cond = outs[0].c->getAsDouble(0) != 0;
+    for (int i = 0; i < carriedN; i++)
+      carried[i] = std::move(outs[1 + i]);
+    for (int k = 0; k < scans; k++)
+      scanned[k].push_back(std::move(outs[1 + carriedN + k]));
+  }
+  for (int i = 0; i < carriedN && i < n.output_size(); i++)
+    bindSub(I, n, i, std::move(carried[i]));
+  for (int k = 0; k < scans && carriedN + k < n.output_size(); k++) {
+    if (!I.hasOutput(n, carriedN + k))
+      continue;
+    if (scanned[k].empty())
+      return I.unsupported(n, "a scan output of zero iterations (an empty tensor)");
+    std::vector<NodeValue> parts;
+    for (auto &v : scanned[k]) {
+      NodeValue p = subNode(I, n, v);
+      std::vector<dim_t> d = p.dims().vec();
+      d.insert(d.begin(), 1);
+      KILN_ASSIGN_OR_RETURN(Dims dd, I.toDims(n, d));
+      parts.push_back(I.reshape(I.opName(n, "scan1"), p, dd));
+    }
+    I.setOutput(n, carriedN + k,
+                parts.size() == 1 ? parts[0] : NodeValue(I.F->createConcat(I.opName(n, "scan"), parts, 0)));
+  }
+  return Error::success();
+}
+
 } // namespace
 
 void registerDataConverters(ConverterMap &m) {
+  m["If"] = convertIf;
+  m["Loop"] = convertLoop;
+  m["GridSample"] = convertGridSample;
+  m["RoiAlign"] = convertRoiAlign;
+  m["MaxUnpool"] = convertMaxUnpool;
   m["Compress"] = convertCompress;
   m["NonZero"] = convertNonZero;
   m["NonMaxSuppression"] = convertNonMaxSuppression;

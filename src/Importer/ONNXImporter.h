@@ -189,6 +189,17 @@ public:
   Expected<int64_t> normAxis(const onnx::NodeProto &n, int64_t axis, int64_t rank,
                              bool inclusive = false) const;
 
+  /// A value of a subgraph (If branch, Loop body): a graph value, or a known constant.
+  struct SubValue {
+    NodeValue v;
+    std::optional<Tensor> c;
+  };
+  /// Converts the nodes of subgraph \p g in this scope: its inputs are bound to \p ins (by
+  /// position), it sees every outer value, and the names it defines are forgotten after,
+  /// so the same body may be converted again. Its outputs come back in \p outs.
+  Error convertSubgraph(const onnx::NodeProto &owner, const onnx::GraphProto &g,
+                        std::vector<SubValue> ins, std::vector<SubValue> &outs);
+
 private:
   struct Known {
     Tensor owned;

@@ -229,6 +229,48 @@ TEST_P(OnnxOpsTest, MaxPoolOfIntegers) {
   expectValues(output(b), {-7, -3, -9, -8}, 0, 0);
 }
 
+TEST_P(OnnxOpsTest, GridSampleModesAndPadding) {
+  auto *x = input("x", ElemKind::Float, {1, 1, 2, 2}, {1, 2, 3, 4});
+  // Points (x, y): the corners' centres (align) or outer edges, and the middle.
+  auto *g = input("g", ElemKind::Float, {1, 1, 3, 2}, {-1, -1, 0, 0, 1, 1});
+  SaveNode *al = save(F()->createGridSample("al", x, g, "bilinear", "zeros", true), "al");
+  SaveNode *ze = save(F()->createGridSample("ze", x, g, "bilinear", "zeros", false), "ze");
+  SaveNode *bo = save(F()->createGridSample("bo", x, g, "bilinear", "border", false), "bo");
+  SaveNode *ne = save(F()->createGridSample("ne", x, g, "nearest", "zeros", true), "ne");
+  if (!run())
+    return;
+  EXPECT_EQ(output(al).dims(), Dims({1, 1, 1, 3}));
+  expectValues(output(al), {1, 2.5, 4});
+  // Source (-0.5, -0.5): a quarter of pixel (0, 0), the rest zeros; (1.5, 1.5) likewise.
+  expectValues(output(ze), {0.25, 2.5, 1});
+  expectValues(output(bo), {1, 2.5, 4});
+  // Source (0.5, 0.5) rounds half to even: pixel (0, 0).
+  expectValues(output(ne), {1, 1, 4});
+}
+
+TEST_P(OnnxOpsTest, RoiAlignAverageAndMax) {
+  Tensor img(ElemKind::Float, {1, 1, 4, 4});
+  for (size_t i = 0; i < 16; i++)
+    img.setFromDouble(i, double(i)); // 4 * h + w
+  auto *x = input("x", std::move(img));
+  auto *r = input("r", ElemKind::Float, {2, 4}, {0, 0, 3, 3, 0.5, 0.5, 3.5, 3.5});
+  auto *b = input("b", ElemKind::Int64I, {2}, {0, 0});
+  SaveNode *avg = save(F()->createRoiAlign("avg", x, r, b, "avg", 1, 1, 2, 1.0f, false), "avg");
+  SaveNode *hp = save(F()->createRoiAlign("hp", x, r, b, "avg", 1, 1, 2, 1.0f, true), "hp");
+  SaveNode *mx = save(F()->createRoiAlign("mx", x, r, b, "max", 1, 1, 2, 1.0f, false), "mx");
+  if (!run())
+    return;
+  // Samples at 0.75 and 2.25 (second region: 1.25, 2.75) on both axes of a linear image:
+  // the mean is the image at the mean point, 4 * 1.5 + 1.5 (4 * 2 + 2).
+  expectValues(output(avg), {7.5, 10});
+  // Half-pixel shifts both regions by -0.5: samples at 0.25, 1.75 (and 0.75, 2.25).
+  expectValues(output(hp), {5, 7.5});
+  // Max: the largest weighted corner of each sample, then the largest sample: for the
+  // sample (2.25, 2.25), 0.75 * 0.75 * x[2][2] = 5.625; for (2.75, 2.75),
+  // 0.75 * 0.75 * x[3][3] = 8.4375.
+  expectValues(output(mx), {5.625, 8.4375});
+}
+
 KILN_INSTANTIATE_BACKEND_TESTS(OnnxOpsTest);
 
 } // namespace kiln::test
