@@ -179,6 +179,21 @@ Error maxPool(const Instruction *I, const Tensor &in, Tensor &out, const Window 
     storeFloats(out, y);
     return Error::success();
   }
+  if (isIndexKind(in.getElementType()) && in.getElementType() == out.getElementType()) {
+    return dispatchNumeric(I, in.getElementType(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T *x = elems<T>(in);
+      T *y = elems<T>(out);
+      forEachCell(w, rectOf, [&](size_t o, size_t base, Rect r) {
+        T m = std::numeric_limits<T>::min();
+        for (dim_t h = r.h0; h < r.h1; h++)
+          for (dim_t c = r.w0; c < r.w1; c++)
+            m = std::max(m, x[base + h * w.W + c]);
+        y[o] = m;
+      });
+      return Error::success();
+    });
+  }
   if (in.getElementType() == ElemKind::Int8Q && out.getElementType() == ElemKind::Int8Q) {
     auto x = in.getHandle<int8_t>();
     auto y = out.getHandle<int8_t>();
@@ -309,6 +324,103 @@ Error InterpreterRun::fwdFusedConvolution(const FusedConvolutionInst *I) {
   const Value *res = residualOf(I);
   return applyEpilogue(I, getTensor(I->getDest()), res ? &getTensor(res) : nullptr,
                        I->getActivation(), I->getAlpha(), I->getBeta());
+}
+
+} // namespace kiln
+
+// ------------------------------------------------------------------ RoiAlign
+
+namespace kiln {
+
+using namespace interp;
+
+/// As ONNX's reference (and ONNX Runtime): samples outside [-1, size] count as 0; others
+/// are clamped into the image and interpolated bilinearly; max mode takes, per sample, the
+/// largest of the four weighted corners.
+Error InterpreterRun::fwdRoiAlign(const RoiAlignInst *I) {
+  Tensor &out = getTensor(I->getDest());
+  const Tensor &in = getTensor(I->getInput());
+  const Tensor &rois = getTensor(I->getRois());
+  const Tensor &bidx = getTensor(I->getBatchIndices());
+  if (in.getElementType() != out.getElementType() || rois.getElementType() != in.getElementType() ||
+      !isIndexKind(bidx.getElementType()))
+    return unsupportedKinds(I);
+  const Dims &id = in.dims(), &rd = rois.dims();
+  const dim_t oh = I->getOutputHeight(), ow = I->getOutputWidth();
+  if (id.size() != 4 || rd.size() != 2 || rd[1] != 4 || bidx.size() != rd[0] ||
+      out.dims() != Dims({rd[0], id[1], oh, ow}))
+    return operandError(I, "Input ", in.getType().toString(), ", Rois ",
+                        rois.getType().toString(), " and result ", out.getType().toString(),
+                        " do not fit");
+  const dim_t N = id[0], C = id[1], H = id[2], W = id[3];
+  const bool isMax = I->getMode() == "max", half = I->getHalfPixel();
+  const double scale = I->getSpatialScale();
+  const dim_t ratio = I->getSamplingRatio();
+  return dispatchFloat(I, in.getElementType(), [&](auto tag) -> Error {
+    using T = typename decltype(tag)::type;
+    const T *x = elems<T>(in), *r = elems<T>(rois);
+    T *y = elems<T>(out);
+    for (dim_t k = 0; k < rd[0]; k++) {
+      int64_t b = bidx.getElementType() == ElemKind::Int64I ? elems<int64_t>(bidx)[k]
+                                                             : elems<int32_t>(bidx)[k];
+      if (b < 0 || b >= int64_t(N))
+        return makeError(ErrorCode::InvalidArgument, "RoiAlign '", I->getName(),
+                         "': batch index ", b, " of region ", k, " is out of range for ",
+                         in.getType().toString());
+      double off = half ? 0.5 : 0.0;
+      double x1 = double(float(r[k * 4])) * scale - off, y1 = double(float(r[k * 4 + 1])) * scale - off;
+      double x2 = double(float(r[k * 4 + 2])) * scale - off, y2 = double(float(r[k * 4 + 3])) * scale - off;
+      double rw = x2 - x1, rh = y2 - y1;
+      if (!half) {
+        rw = std::max(rw, 1.0);
+        rh = std::max(rh, 1.0);
+      }
+      double bh = rh / double(oh), bw = rw / double(ow);
+      dim_t gh = ratio ? ratio : dim_t(std::ceil(rh / double(oh)));
+      dim_t gw = ratio ? ratio : dim_t(std::ceil(rw / double(ow)));
+      double count = double(std::max<dim_t>(gh * gw, 1));
+      for (dim_t c = 0; c < C; c++) {
+        const T *img = x + (dim_t(b) * C + c) * H * W;
+        auto px = [&](dim_t yy, dim_t xx) { return double(float(img[yy * W + xx])); };
+        for (dim_t ph = 0; ph < oh; ph++)
+          for (dim_t pw = 0; pw < ow; pw++) {
+            double acc = 0;
+            bool first = true;
+            for (dim_t iy = 0; iy < gh; iy++) {
+              double sy = y1 + double(ph) * bh + (double(iy) + 0.5) * bh / double(gh);
+              for (dim_t ix = 0; ix < gw; ix++) {
+                double sx = x1 + double(pw) * bw + (double(ix) + 0.5) * bw / double(gw);
+                double v = 0;
+                if (!(sy < -1.0 || sy > double(H) || sx < -1.0 || sx > double(W))) {
+                  double yy = std::max(sy, 0.0), xx = std::max(sx, 0.0);
+                  dim_t yl = dim_t(yy), xl = dim_t(xx), yh, xh;
+                  if (yl >= H - 1) {
+                    yh = yl = H - 1;
+                    yy = double(yl);
+                  } else {
+                    yh = yl + 1;
+                  }
+                  if (xl >= W - 1) {
+                    xh = xl = W - 1;
+                    xx = double(xl);
+                  } else {
+                    xh = xl + 1;
+                  }
+                  double ly = yy - double(yl), lx = xx - double(xl), hy = 1 - ly, hx = 1 - lx;
+                  double w1 = hy * hx * px(yl, xl), w2 = hy * lx * px(yl, xh),
+                         w3 = ly * hx * px(yh, xl), w4 = ly * lx * px(yh, xh);
+                  v = isMax ? std::max(std::max(w1, w2), std::max(w3, w4)) : w1 + w2 + w3 + w4;
+                }
+                acc = isMax ? (first ? v : std::max(acc, v)) : acc + v;
+                first = false;
+              }
+            }
+            y[((k * C + c) * oh + ph) * ow + pw] = T(float(isMax ? acc : acc / count));
+          }
+      }
+    }
+    return Error::success();
+  });
 }
 
 } // namespace kiln

@@ -143,9 +143,28 @@ struct MinOp {
   static double onReal(double a, double b) { return std::min(a, b); }
 };
 
+/// Integer powers are exact (wrapping); a negative exponent gives the truncated
+/// reciprocal power, 1 / a^-b: 1 for a == 1, +-1 for a == -1, 0 otherwise; 0^negative is
+/// an error.
 struct PowOp {
-  static constexpr bool kIntegers = false, kQuantized = false;
+  static constexpr bool kIntegers = true, kQuantized = false;
   static float onFloat(float a, float b) { return std::pow(a, b); }
+  template <typename T> static bool onInt(T a, T b, T &r) {
+    if (b < 0) {
+      if (a == 0)
+        return false;
+      r = a == 1 ? T(1) : a == -1 ? T((b % 2) ? -1 : 1) : T(0);
+      return true;
+    }
+    T acc = 1, base = a;
+    for (T e = b; e > 0; e >>= 1) {
+      if (e & 1)
+        acc = wrapMul(acc, base);
+      base = wrapMul(base, base);
+    }
+    r = acc;
+    return true;
+  }
 };
 
 /// PRelu as a binary operator of (Input, Slope).
@@ -386,6 +405,120 @@ Error InterpreterRun::fwdMin(const MinInst *I) {
 
 Error InterpreterRun::fwdPow(const PowInst *I) {
   return binary<PowOp>(*this, I, I->getDest(), I->getLHS(), I->getRHS());
+}
+
+// ------------------------------------------------------------------ ONNX breadth
+
+Error InterpreterRun::fwdSin(const SinInst *I) {
+  return mapFloat(*this, I, I->getDest(), I->getInput(), [](float x) { return std::sin(x); });
+}
+Error InterpreterRun::fwdCos(const CosInst *I) {
+  return mapFloat(*this, I, I->getDest(), I->getInput(), [](float x) { return std::cos(x); });
+}
+Error InterpreterRun::fwdTan(const TanInst *I) {
+  return mapFloat(*this, I, I->getDest(), I->getInput(), [](float x) { return std::tan(x); });
+}
+Error InterpreterRun::fwdAsin(const AsinInst *I) {
+  return mapFloat(*this, I, I->getDest(), I->getInput(), [](float x) { return std::asin(x); });
+}
+Error InterpreterRun::fwdAcos(const AcosInst *I) {
+  return mapFloat(*this, I, I->getDest(), I->getInput(), [](float x) { return std::acos(x); });
+}
+Error InterpreterRun::fwdAtan(const AtanInst *I) {
+  return mapFloat(*this, I, I->getDest(), I->getInput(), [](float x) { return std::atan(x); });
+}
+Error InterpreterRun::fwdSinh(const SinhInst *I) {
+  return mapFloat(*this, I, I->getDest(), I->getInput(), [](float x) { return std::sinh(x); });
+}
+Error InterpreterRun::fwdCosh(const CoshInst *I) {
+  return mapFloat(*this, I, I->getDest(), I->getInput(), [](float x) { return std::cosh(x); });
+}
+Error InterpreterRun::fwdAsinh(const AsinhInst *I) {
+  return mapFloat(*this, I, I->getDest(), I->getInput(), [](float x) { return std::asinh(x); });
+}
+Error InterpreterRun::fwdAcosh(const AcoshInst *I) {
+  return mapFloat(*this, I, I->getDest(), I->getInput(), [](float x) { return std::acosh(x); });
+}
+Error InterpreterRun::fwdAtanh(const AtanhInst *I) {
+  return mapFloat(*this, I, I->getDest(), I->getInput(), [](float x) { return std::atanh(x); });
+}
+
+namespace {
+
+/// A binary kernel over numeric kinds from two functions: \p onFloat (float) and
+/// \p onInt (T, T, T &) -> bool, false for an operand the operator rejects (reported).
+template <typename FF, typename FI>
+Error binaryWith(InterpreterRun &R, const Instruction *I, const Value *dest, const Value *lhsV,
+                 const Value *rhsV, bool floats, FF onFloat, FI onInt, const char *why) {
+  Tensor &out = R.getTensor(dest);
+  const Tensor &lhs = R.getTensor(lhsV);
+  const Tensor &rhs = R.getTensor(rhsV);
+  KILN_RETURN_IF_ERR(checkSameKind(I, out, lhs));
+  KILN_RETURN_IF_ERR(checkSameKind(I, out, rhs));
+  KILN_RETURN_IF_ERR(checkSameSize(I, out, lhs));
+  KILN_RETURN_IF_ERR(checkSameSize(I, out, rhs));
+  return dispatchNumeric(I, out.getElementType(), [&](auto tag) -> Error {
+    using T = typename decltype(tag)::type;
+    const T *a = elems<T>(lhs), *b = elems<T>(rhs);
+    T *y = elems<T>(out);
+    if constexpr (std::is_integral_v<T>) {
+      for (size_t i = 0, e = out.size(); i < e; i++)
+        if (!onInt(a[i], b[i], y[i]))
+          return makeError(ErrorCode::InvalidArgument, I->getKindName(), " '", I->getName(),
+                           "': ", why, " at element ", i, " (", a[i], ", ", b[i], ")");
+    } else {
+      if (!floats)
+        return unsupportedKinds(I);
+      for (size_t i = 0, e = out.size(); i < e; i++)
+        y[i] = T(onFloat(float(a[i]), float(b[i])));
+    }
+    return Error::success();
+  });
+}
+
+} // namespace
+
+/// Fmod: C's fmod (sign of LHS), integers truncating; otherwise Python's % (sign of RHS).
+/// MIN % -1 is 0 (computing it directly traps on x86).
+Error InterpreterRun::fwdMod(const ModInst *I) {
+  const bool fmod = I->getFmod();
+  return binaryWith(
+      *this, I, I->getDest(), I->getLHS(), I->getRHS(), true,
+      [fmod](float a, float b) {
+        float r = std::fmod(a, b);
+        if (!fmod && r != 0.0f && ((r < 0.0f) != (b < 0.0f)))
+          r += b;
+        return r;
+      },
+      [fmod](auto a, auto b, auto &r) {
+        if (b == 0)
+          return false;
+        using T = std::remove_reference_t<decltype(r)>;
+        T m = b == -1 ? T(0) : T(a % b);
+        if (!fmod && m != 0 && ((m < 0) != (b < 0)))
+          m = T(m + b);
+        r = m;
+        return true;
+      },
+      "integer modulo by zero");
+}
+
+/// On the unsigned bit pattern of the kind (ONNX's uint tensors are stored widened).
+Error InterpreterRun::fwdBitShift(const BitShiftInst *I) {
+  const bool left = I->getLeft();
+  return binaryWith(
+      *this, I, I->getDest(), I->getLHS(), I->getRHS(), false, [](float a, float) { return a; },
+      [left](auto a, auto b, auto &r) {
+        using T = std::remove_reference_t<decltype(r)>;
+        using U = std::make_unsigned_t<T>;
+        constexpr int64_t kBits = int64_t(sizeof(T) * 8);
+        if (b < 0 || int64_t(b) >= kBits)
+          r = 0;
+        else
+          r = T(left ? U(U(a) << unsigned(b)) : U(U(a) >> unsigned(b)));
+        return true;
+      },
+      "bit shift");
 }
 
 // ------------------------------------------------------------------ comparisons

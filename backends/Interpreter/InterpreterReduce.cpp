@@ -239,3 +239,48 @@ Error InterpreterRun::fwdTopK(const TopKInst *I) {
 }
 
 } // namespace kiln
+
+namespace kiln {
+
+using namespace interp;
+
+/// Sums in order along the axis (reversed with Reverse); float kinds accumulate in float
+/// and round each stored value once; integers wrap.
+Error InterpreterRun::fwdCumSum(const CumSumInst *I) {
+  Tensor &out = getTensor(I->getDest());
+  const Tensor &in = getTensor(I->getInput());
+  KILN_RETURN_IF_ERR(checkSameKind(I, out, in));
+  KILN_RETURN_IF_ERR(checkSameSize(I, out, in));
+  const dim_t axis = I->getAxis();
+  if (axis >= in.getType().rank())
+    return operandError(I, "axis ", axis, " is out of range for ", in.getType().toString());
+  const AxisSplit s(in.dims(), axis);
+  const bool excl = I->getExclusive(), rev = I->getReverse();
+  return dispatchNumeric(I, in.getElementType(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = std::conditional_t<std::is_integral_v<T>, T, float>;
+    const T *x = elems<T>(in);
+    T *y = elems<T>(out);
+    for (size_t o = 0; o < s.outer; o++)
+      for (size_t i = 0; i < s.inner; i++) {
+        Acc acc = 0;
+        for (size_t k = 0; k < s.size; k++) {
+          size_t a = rev ? s.size - 1 - k : k;
+          size_t at = s.index(o, a, i);
+          Acc v = Acc(x[at]);
+          if (excl) {
+            y[at] = T(acc);
+          }
+          if constexpr (std::is_integral_v<T>)
+            acc = wrapAdd(acc, v);
+          else
+            acc += v;
+          if (!excl)
+            y[at] = T(acc);
+        }
+      }
+    return Error::success();
+  });
+}
+
+} // namespace kiln

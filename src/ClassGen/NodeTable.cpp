@@ -44,7 +44,7 @@ void defineConvolutionsAndPooling(Table &t) {
                 "input and output must share scale and offset.")
       .noLowering()
       .onnx({"MaxPool"})
-      .interpreter("floats|i8q -> =")
+      .interpreter("floats|i8q|index -> =")
       .cpu("uniform(f32)", "rank-4 Input")
       .sim("f32|f16|i8q -> =");
   t.node("AvgPool")
@@ -235,8 +235,9 @@ void defineArithmetic(Table &t) {
       .onnx({"Div"}).interpreter("numeric");
   binary("Max", "max(LHS, RHS).").onnx({"Max"}).interpreter("numeric|i8q -> =");
   binary("Min", "min(LHS, RHS).").onnx({"Min"}).interpreter("numeric|i8q -> =");
-  binary("Pow", "LHS raised to RHS.").onnx({"Pow"}).interpreter("uniform(floats)")
-      .cpu("uniform(f32)");
+  binary("Pow", "LHS raised to RHS. Integers: exact with wrapping; a negative exponent "
+                "gives 1 / LHS^-RHS truncated (0 unless LHS is 1 or -1); 0^negative is an error.")
+      .onnx({"Pow"}).interpreter("numeric").cpu("uniform(f32)");
   auto cmp = [&](const char *name, const char *doc) -> NodeDef & {
     return t.node(name).input("LHS").input("RHS").result("Result")
         .typeRule(TypeRule::BoolOfInputs).dataParallelOp().describe(doc)
@@ -457,6 +458,142 @@ void defineLoweringTargets(Table &t) {
       .sim("none");
 }
 
+/// Operators added for ONNX breadth (issue "Every model runs"). They run on the Interpreter;
+/// the CPU backend leaves them to the Interpreter (fallback) until it has kernels. Their
+/// type rules and Interpreter kernels are with their families: the trigonometric
+/// functions, Mod and BitShift with Elementwise, CumSum with Reduce, the gathers and
+/// scatters with Data.
+void defineOnnxBreadth(Table &t) {
+  auto unary = [&](const char *name, const char *doc) -> NodeDef & {
+    return t.node(name).input("Input").result("Result").typeRule(TypeRule::SameAsInput)
+        .dataParallelOp().describe(doc)
+        .noLowering().interpreter("uniform(floats)").cpu("none").sim("none");
+  };
+  unary("Sin", "Sine (radians).").onnx({"Sin"});
+  unary("Cos", "Cosine (radians).").onnx({"Cos"});
+  unary("Tan", "Tangent (radians).").onnx({"Tan"});
+  unary("Asin", "Arcsine; NaN outside [-1, 1].").onnx({"Asin"});
+  unary("Acos", "Arccosine; NaN outside [-1, 1].").onnx({"Acos"});
+  unary("Atan", "Arctangent.").onnx({"Atan"});
+  unary("Sinh", "Hyperbolic sine.").onnx({"Sinh"});
+  unary("Cosh", "Hyperbolic cosine.").onnx({"Cosh"});
+  unary("Asinh", "Inverse hyperbolic sine.").onnx({"Asinh"});
+  unary("Acosh", "Inverse hyperbolic cosine; NaN below 1.").onnx({"Acosh"});
+  unary("Atanh", "Inverse hyperbolic tangent; NaN outside [-1, 1], +-inf at +-1.")
+      .onnx({"Atanh"});
+  t.node("Mod")
+      .input("LHS").input("RHS").attr(AttrKind::Bool, "Fmod").result("Result")
+      .typeRule(TypeRule::SameAsInputs).dataParallelOp()
+      .describe("Remainder of LHS / RHS. With Fmod the result has the sign of LHS (C fmod; "
+                "integers truncate); without, the sign of RHS (Python %; floor division). "
+                "Integer division by zero is an error; float x mod 0 is NaN.")
+      .noLowering()
+      .onnx({"Mod"})
+      .interpreter("numeric")
+      .cpu("none")
+      .sim("none");
+  t.node("BitShift")
+      .input("LHS").input("RHS").attr(AttrKind::Bool, "Left").result("Result")
+      .typeRule(TypeRule::SameAsInputs).dataParallelOp()
+      .describe("LHS shifted left (Left) or right by RHS bits, on the unsigned bit pattern "
+                "(right shifts bring in zeros); shifts of the width or more give 0, as do "
+                "negative amounts.")
+      .noLowering()
+      .onnx({"BitShift"})
+      .interpreter("uniform(index)")
+      .cpu("none")
+      .sim("none");
+  t.node("CumSum")
+      .input("Input").attr(AttrKind::Axis, "Axis").attr(AttrKind::Bool, "Exclusive")
+      .attr(AttrKind::Bool, "Reverse")
+      .result("Result").typeRule(TypeRule::SameAsInput)
+      .describe("Running sum along Axis: element i holds the sum of elements 0..i (Reverse: "
+                "i..end); Exclusive leaves element i itself out (the first is 0). Integers "
+                "wrap; floats accumulate in order in float.")
+      .noLowering()
+      .onnx({"CumSum"})
+      .interpreter("numeric")
+      .cpu("none")
+      .sim("none");
+  t.node("GatherElements")
+      .input("Data").input("Indices").attr(AttrKind::Axis, "Axis").result("Result")
+      .describe("Result has the shape of Indices (same rank as Data, every dim other than "
+                "Axis at most Data's): result[i] = Data[i with dim Axis replaced by "
+                "Indices[i]]; negative indices count from the end; an out-of-range index is "
+                "an error at run time.")
+      .noLowering()
+      .onnx({"GatherElements", "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"})
+      .interpreter("all, index")
+      .cpu("none")
+      .sim("none");
+  t.node("ScatterElements")
+      .input("Data").input("Indices").input("Updates").attr(AttrKind::Axis, "Axis")
+      .attr(AttrKind::String, "Reduction")
+      .result("Result")
+      .describe("A copy of Data where, for every index i of Indices (Updates has its shape), "
+                "element (i with dim Axis replaced by Indices[i]) becomes Updates[i] "
+                "(Reduction none; the last write wins), or is combined with it (add, mul, "
+                "max, min) in row-major order of i.")
+      .noLowering()
+      .onnx({"ScatterElements", "Scatter"})
+      .interpreter("plain, index, =")
+      .cpu("none")
+      .sim("none");
+  t.node("ScatterND")
+      .input("Data").input("Indices").input("Updates").attr(AttrKind::String, "Reduction")
+      .result("Result")
+      .describe("A copy of Data where the slice Data[Indices[j]] (Indices [..., k], each row a "
+                "k-prefix index) is replaced by (or, with Reduction add / mul / max / min, "
+                "combined with) Updates[j]; Updates has shape Indices.dims[:-1] + "
+                "Data.dims[k:].")
+      .noLowering()
+      .onnx({"ScatterND"})
+      .interpreter("plain, index, =")
+      .cpu("none")
+      .sim("none");
+  t.node("GatherND")
+      .input("Data").input("Indices").attr(AttrKind::Dim, "BatchDims").result("Result")
+      .describe("Gathers slices of Data by index tuples: Indices [b..., m..., k] (the first "
+                "BatchDims dims shared with Data) picks Data[b..., idx] for each tuple idx of "
+                "k entries; result dims: Indices.dims[:-1] + Data.dims[BatchDims + k:].")
+      .noLowering()
+      .onnx({"GatherND"})
+      .interpreter("all, index")
+      .cpu("none")
+      .sim("none");
+  t.node("GridSample")
+      .input("Input").input("Grid")
+      .attr(AttrKind::String, "Mode").attr(AttrKind::String, "PaddingMode")
+      .attr(AttrKind::Bool, "AlignCorners")
+      .result("Result")
+      .describe("Samples Input [N,C,H,W] at the points of Grid [N,oH,oW,2] ((x, y) in [-1, 1]: "
+                "-1 and 1 are the outer pixels' centres with AlignCorners, their outer edges "
+                "without) -> [N,C,oH,oW], as PyTorch's grid_sample: Mode bilinear, nearest "
+                "(halves to even) or bicubic (A = -0.75); PaddingMode zeros, border or "
+                "reflection for points outside.")
+      .noLowering()
+      .onnx({"GridSample"})
+      .interpreter("uniform(floats)")
+      .cpu("none")
+      .sim("none");
+  t.node("RoiAlign")
+      .input("Input").input("Rois").input("BatchIndices")
+      .attr(AttrKind::String, "Mode").attr(AttrKind::Dim, "OutputHeight")
+      .attr(AttrKind::Dim, "OutputWidth").attr(AttrKind::Dim, "SamplingRatio")
+      .attr(AttrKind::Float, "SpatialScale").attr(AttrKind::Bool, "HalfPixel")
+      .result("Result")
+      .describe("For each region r of Rois [R,4] (x1, y1, x2, y2, scaled by SpatialScale, "
+                "less 0.5 with HalfPixel) of image BatchIndices[r] of Input [N,C,H,W]: "
+                "[R,C,OutputHeight,OutputWidth] bins, each the average (Mode avg) or maximum "
+                "(max) of SamplingRatio^2 bilinear samples (0: ceil(bin size) per axis), "
+                "as ONNX RoiAlign.")
+      .noLowering()
+      .onnx({"RoiAlign"})
+      .interpreter("floats, =, index -> =")
+      .cpu("none")
+      .sim("none");
+}
+
 void defineIRInstructions(Table &t) {
   t.instr("AllocActivation")
       .describe("Allocates an activation buffer of the instruction's type.");
@@ -485,6 +622,7 @@ void defineOperators(Table &t) {
   defineDataMovement(t);
   defineQuantization(t);
   defineLoweringTargets(t);
+  defineOnnxBreadth(t);
   defineIRInstructions(t);
 }
 

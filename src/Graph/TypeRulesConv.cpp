@@ -162,4 +162,22 @@ Expected<std::vector<Type>> inferFusedConvolution(const FusedConvolutionNode &n)
                                    n.getDilations(), n.getGroup()));
 }
 
+Expected<std::vector<Type>> inferRoiAlign(const RoiAlignNode &n) {
+  KILN_ASSIGN_OR_RETURN(Type in, operandType(n, RoiAlignNode::InputIdx));
+  KILN_ASSIGN_OR_RETURN(Type rois, operandType(n, RoiAlignNode::RoisIdx));
+  KILN_ASSIGN_OR_RETURN(Type bi, operandType(n, RoiAlignNode::BatchIndicesIdx));
+  KILN_RETURN_IF_ERR(checkRank(n, RoiAlignNode::InputIdx, in, 4, "[N,C,H,W]"));
+  KILN_RETURN_IF_ERR(checkRank(n, RoiAlignNode::RoisIdx, rois, 2, "[R,4]"));
+  KILN_RETURN_IF_ERR(checkSameKind(n, RoiAlignNode::RoisIdx, rois, RoiAlignNode::InputIdx, in));
+  if (rois.dims[1] != 4 || bi.rank() != 1 || bi.dims[0] != rois.dims[0] || !isIndexKind(bi.kind))
+    return invalid("operands Rois ", rois.toString(), " and BatchIndices ", bi.toString(),
+                   " must be [R,4] and an index vector [R]");
+  if (n.getMode() != "avg" && n.getMode() != "max")
+    return invalid("attribute Mode = '", n.getMode(), "' must be avg or max");
+  if (n.getOutputHeight() == 0 || n.getOutputWidth() == 0)
+    return invalid("attributes OutputHeight and OutputWidth must be positive");
+  return std::vector<Type>{Type::withDims(
+      in, Dims({rois.dims[0], in.dims[1], n.getOutputHeight(), n.getOutputWidth()}))};
+}
+
 } // namespace kiln::typerules

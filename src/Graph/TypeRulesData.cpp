@@ -160,3 +160,125 @@ Expected<std::vector<Type>> inferInsertTensor(const InsertTensorNode &n) {
 }
 
 } // namespace kiln::typerules
+
+// ---- Gathers and scatters by element index (ONNX breadth). ----
+
+namespace kiln::typerules {
+
+namespace {
+
+Error checkIndexKind(const Node &n, unsigned i, const Type &t) {
+  if (isIndexKind(t.kind))
+    return Error::success();
+  return invalid("operand ", n.getInputName(i), " ", t.toString(),
+                 " must have element kind i32 or i64");
+}
+
+Error checkReduction(const std::string &r) {
+  if (r == "none" || r == "add" || r == "mul" || r == "max" || r == "min")
+    return Error::success();
+  return invalid("attribute Reduction = '", r, "' must be none, add, mul, max or min");
+}
+
+} // namespace
+
+Expected<std::vector<Type>> inferGatherElements(const GatherElementsNode &n) {
+  KILN_ASSIGN_OR_RETURN(Type data, operandType(n, GatherElementsNode::DataIdx));
+  KILN_ASSIGN_OR_RETURN(Type indices, operandType(n, GatherElementsNode::IndicesIdx));
+  KILN_RETURN_IF_ERR(checkAxis(n, "Axis", n.getAxis(), GatherElementsNode::DataIdx, data));
+  KILN_RETURN_IF_ERR(checkIndexKind(n, GatherElementsNode::IndicesIdx, indices));
+  bool fits = indices.rank() == data.rank();
+  for (size_t d = 0; fits && d < data.rank(); d++)
+    fits = d == n.getAxis() || indices.dims[d] <= data.dims[d];
+  if (!fits)
+    return invalid("operand Indices ", indices.toString(), " must have the rank of Data ",
+                   data.toString(), " and no larger dim outside Axis ", n.getAxis());
+  return std::vector<Type>{Type::withDims(data, indices.dims)};
+}
+
+Expected<std::vector<Type>> inferScatterElements(const ScatterElementsNode &n) {
+  KILN_ASSIGN_OR_RETURN(Type data, operandType(n, ScatterElementsNode::DataIdx));
+  KILN_ASSIGN_OR_RETURN(Type indices, operandType(n, ScatterElementsNode::IndicesIdx));
+  KILN_ASSIGN_OR_RETURN(Type updates, operandType(n, ScatterElementsNode::UpdatesIdx));
+  KILN_RETURN_IF_ERR(checkAxis(n, "Axis", n.getAxis(), ScatterElementsNode::DataIdx, data));
+  KILN_RETURN_IF_ERR(checkIndexKind(n, ScatterElementsNode::IndicesIdx, indices));
+  KILN_RETURN_IF_ERR(checkSameKind(n, ScatterElementsNode::UpdatesIdx, updates,
+                                   ScatterElementsNode::DataIdx, data));
+  KILN_RETURN_IF_ERR(checkReduction(n.getReduction()));
+  bool fits = indices.rank() == data.rank() && updates.dims == indices.dims;
+  for (size_t d = 0; fits && d < data.rank(); d++)
+    fits = d == n.getAxis() || indices.dims[d] <= data.dims[d];
+  if (!fits)
+    return invalid("operands Indices ", indices.toString(), " and Updates ",
+                   updates.toString(), " must have one shape, of the rank of Data ",
+                   data.toString(), " and no larger dim outside Axis ", n.getAxis());
+  return std::vector<Type>{data};
+}
+
+Expected<std::vector<Type>> inferScatterND(const ScatterNDNode &n) {
+  KILN_ASSIGN_OR_RETURN(Type data, operandType(n, ScatterNDNode::DataIdx));
+  KILN_ASSIGN_OR_RETURN(Type indices, operandType(n, ScatterNDNode::IndicesIdx));
+  KILN_ASSIGN_OR_RETURN(Type updates, operandType(n, ScatterNDNode::UpdatesIdx));
+  KILN_RETURN_IF_ERR(checkIndexKind(n, ScatterNDNode::IndicesIdx, indices));
+  KILN_RETURN_IF_ERR(checkSameKind(n, ScatterNDNode::UpdatesIdx, updates,
+                                   ScatterNDNode::DataIdx, data));
+  KILN_RETURN_IF_ERR(checkReduction(n.getReduction()));
+  if (indices.rank() == 0 || indices.dims[indices.rank() - 1] > data.rank())
+    return invalid("operand Indices ", indices.toString(), " must end in a dim of at most ",
+                   "the rank of Data ", data.toString());
+  size_t k = indices.dims[indices.rank() - 1];
+  Dims want;
+  for (size_t d = 0; d + 1 < indices.rank(); d++)
+    want.push_back(indices.dims[d]);
+  for (size_t d = k; d < data.rank(); d++)
+    want.push_back(data.dims[d]);
+  if (!want.valid() || updates.dims != want)
+    return invalid("operand Updates ", updates.toString(), " must have dims ",
+                   dimsToString(want), " (Indices ", indices.toString(), ", Data ",
+                   data.toString(), ")");
+  return std::vector<Type>{data};
+}
+
+Expected<std::vector<Type>> inferGatherND(const GatherNDNode &n) {
+  KILN_ASSIGN_OR_RETURN(Type data, operandType(n, GatherNDNode::DataIdx));
+  KILN_ASSIGN_OR_RETURN(Type indices, operandType(n, GatherNDNode::IndicesIdx));
+  KILN_RETURN_IF_ERR(checkIndexKind(n, GatherNDNode::IndicesIdx, indices));
+  size_t b = n.getBatchDims();
+  if (indices.rank() == 0 || b >= indices.rank() || b >= data.rank())
+    return invalid("attribute BatchDims = ", b, " must be below the ranks of Data ",
+                   data.toString(), " and Indices ", indices.toString());
+  for (size_t d = 0; d < b; d++)
+    if (indices.dims[d] != data.dims[d])
+      return invalid("the first BatchDims = ", b, " dims of Indices ", indices.toString(),
+                     " and Data ", data.toString(), " must agree");
+  size_t k = indices.dims[indices.rank() - 1];
+  if (k < 1 || b + k > data.rank())
+    return invalid("the last dim of Indices ", indices.toString(), " must be between 1 and ",
+                   "the rank of Data ", data.toString(), " minus BatchDims = ", b);
+  std::vector<dim_t> out;
+  for (size_t d = 0; d + 1 < indices.rank(); d++)
+    out.push_back(indices.dims[d]);
+  for (size_t d = b + k; d < data.rank(); d++)
+    out.push_back(data.dims[d]);
+  KILN_RETURN_IF_ERR(checkResultRank(out.size(), "Indices rank - 1 + Data rank - BatchDims - k"));
+  return std::vector<Type>{Type::withDims(data, Dims(out))};
+}
+
+Expected<std::vector<Type>> inferGridSample(const GridSampleNode &n) {
+  KILN_ASSIGN_OR_RETURN(Type in, operandType(n, GridSampleNode::InputIdx));
+  KILN_ASSIGN_OR_RETURN(Type grid, operandType(n, GridSampleNode::GridIdx));
+  KILN_RETURN_IF_ERR(checkRank(n, GridSampleNode::InputIdx, in, 4, "[N,C,H,W]"));
+  KILN_RETURN_IF_ERR(checkRank(n, GridSampleNode::GridIdx, grid, 4, "[N,oH,oW,2]"));
+  KILN_RETURN_IF_ERR(checkSameKind(n, GridSampleNode::GridIdx, grid, GridSampleNode::InputIdx, in));
+  if (grid.dims[0] != in.dims[0] || grid.dims[3] != 2)
+    return invalid("operand Grid ", grid.toString(), " must be [N,oH,oW,2] for Input ",
+                   in.toString());
+  const std::string &m = n.getMode(), &p = n.getPaddingMode();
+  if (m != "bilinear" && m != "nearest" && m != "bicubic")
+    return invalid("attribute Mode = '", m, "' must be bilinear, nearest or bicubic");
+  if (p != "zeros" && p != "border" && p != "reflection")
+    return invalid("attribute PaddingMode = '", p, "' must be zeros, border or reflection");
+  return std::vector<Type>{Type::withDims(in, Dims({in.dims[0], in.dims[1], grid.dims[1], grid.dims[2]}))};
+}
+
+} // namespace kiln::typerules

@@ -257,6 +257,17 @@ Expected<Tensor> foldUnary(FoldUnary op, const Tensor &a) {
     case FoldUnary::Reciprocal: x[i] = 1.0 / p; break;
     case FoldUnary::Round: x[i] = std::nearbyint(p); break;
     case FoldUnary::Relu: x[i] = std::max(p, 0.0); break;
+    case FoldUnary::Sin: x[i] = std::sin(p); break;
+    case FoldUnary::Cos: x[i] = std::cos(p); break;
+    case FoldUnary::Tan: x[i] = std::tan(p); break;
+    case FoldUnary::Asin: x[i] = std::asin(p); break;
+    case FoldUnary::Acos: x[i] = std::acos(p); break;
+    case FoldUnary::Atan: x[i] = std::atan(p); break;
+    case FoldUnary::Sinh: x[i] = std::sinh(p); break;
+    case FoldUnary::Cosh: x[i] = std::cosh(p); break;
+    case FoldUnary::Asinh: x[i] = std::asinh(p); break;
+    case FoldUnary::Acosh: x[i] = std::acosh(p); break;
+    case FoldUnary::Atanh: x[i] = std::atanh(p); break;
     }
   }
   return tensorFromDoubles(k, a.dims(), x);

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <limits>
 
 namespace kiln::onnximport {
 
@@ -16,6 +18,9 @@ using Node = onnx::NodeProto;
 struct Window {
   std::vector<dim_t> kernels, strides, dilations, pads; // pads: top, left, bottom, right
   bool is1D = false;
+  /// Every spatial dim (any number of them): kernel, stride, dilation, and pads (all
+  /// begins, then all ends).
+  std::vector<int64_t> k, st, dil, pad;
 };
 
 /// Reads kernel, strides, dilations, pads and auto_pad for input spatial dims \p in (one or
@@ -72,6 +77,12 @@ Expected<Window> readWindow(Importer &I, const Node &n, const std::vector<dim_t>
       }
     }
   }
+  w.k = kernel;
+  w.st = st;
+  w.dil = dil;
+  w.pad = pads;
+  if (s > 2)
+    return w;
   if (w.is1D) {
     w.kernels = {1, dim_t(kernel[0])};
     w.strides = {1, dim_t(st[0])};
@@ -114,9 +125,98 @@ void bindWindowResult(Importer &I, const Node &n, NodeValue y, bool is1D) {
   I.setOutput(n, 0, y);
 }
 
+/// A 3-D window op [N,C,D,H,W] as 2-D ones over the depth positions: the input is padded
+/// in depth (with \p padValue), moved to [N, D, C, H, W], and for each kernel depth kd the
+/// depths od * stride + kd * dilation are gathered and flattened into the batch
+/// ([N * oD, C, H, W]); \p op2d builds the 2-D op of one kd, \p combine joins two kds'
+/// results. The result [N * oD, O, oH, oW] goes back to [N, O, oD, oH, oW].
+Expected<NodeValue>
+window3D(Importer &I, const Node &n, NodeValue x, const Window &w, float padValue,
+         const std::function<NodeValue(NodeValue, int64_t)> &op2d,
+         const std::function<NodeValue(NodeValue, NodeValue)> &combine) {
+  Function *F = I.F;
+  const Dims d = x.dims();
+  dim_t N = d[0], C = d[1], D = d[2], H = d[3], W = d[4];
+  int64_t pb = w.pad[0], pe = w.pad[3];
+  if (pb || pe) {
+    std::vector<dim_t> p(10, 0);
+    p[2] = dim_t(pb);
+    p[5 + 2] = dim_t(pe);
+    x = F->createPad(I.opName(n, "padd"), x, p, padValue);
+  }
+  int64_t Dp = int64_t(D) + pb + pe, span = (w.k[0] - 1) * w.dil[0] + 1;
+  int64_t oD = (Dp - span) / w.st[0] + 1;
+  if (oD <= 0)
+    return I.parseError(n, "the depth window does not fit the padded input");
+  x = F->createTranspose(I.opName(n, "ndchw"), x, {0, 2, 1, 3, 4});
+  NodeValue acc;
+  for (int64_t kd = 0; kd < w.k[0]; kd++) {
+    std::vector<int64_t> idx(static_cast<size_t>(oD));
+    for (int64_t o = 0; o < oD; o++)
+      idx[o] = o * w.st[0] + kd * w.dil[0];
+    NodeValue g = F->createGather(
+        I.opName(n, "depth"), x,
+        I.makeConstant(I.opName(n, "depths"),
+                       tensorFromInts(ElemKind::Int64I, {dim_t(oD)}, idx)),
+        1);
+    g = I.reshape(I.opName(n, "flat"), g, Dims({N * dim_t(oD), C, H, W}));
+    NodeValue y = op2d(g, kd);
+    acc = acc ? combine(acc, y) : y;
+  }
+  const Dims yd = acc.dims();
+  acc = I.reshape(I.opName(n, "unflat"), acc, Dims({N, dim_t(oD), yd[1], yd[2], yd[3]}));
+  return NodeValue(F->createTranspose(I.opName(n, "ncdhw"), acc, {0, 2, 1, 3, 4}));
+}
+
+/// The 2-D geometry (h, w) of a 3-D window.
+void window2DOf(const Window &w, std::vector<dim_t> &k, std::vector<dim_t> &st,
+                std::vector<dim_t> &dil, std::vector<dim_t> &pads) {
+  k = {dim_t(w.k[1]), dim_t(w.k[2])};
+  st = {dim_t(w.st[1]), dim_t(w.st[2])};
+  dil = {dim_t(w.dil[1]), dim_t(w.dil[2])};
+  pads = {dim_t(w.pad[1]), dim_t(w.pad[2]), dim_t(w.pad[4]), dim_t(w.pad[5])};
+}
+
+Error convertConv3D(Importer &I, const Node &n, const Dims &xd, const Dims &wd) {
+  std::vector<int64_t> kernel = I.attrInts(n, "kernel_shape");
+  if (kernel.empty())
+    for (size_t i = 2; i < wd.size(); i++)
+      kernel.push_back(int64_t(wd[i]));
+  KILN_ASSIGN_OR_RETURN(Window w, readWindow(I, n, {xd[2], xd[3], xd[4]}, kernel, false));
+  int64_t group = I.attrInt(n, "group", 1);
+  if (group <= 0 || xd[1] % dim_t(group) || wd[0] % dim_t(group) || wd[1] * dim_t(group) != xd[1])
+    return I.parseError(n, "group ", group, " does not fit input ", dimsToString(xd),
+                        " and filter ", dimsToString(wd));
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  KILN_ASSIGN_OR_RETURN(NodeValue f, I.input(n, 1));
+  NodeValue b;
+  if (I.hasInput(n, 2)) {
+    KILN_ASSIGN_OR_RETURN(b, I.input(n, 2));
+  }
+  NodeValue zero = I.makeConstant(I.opName(n, "nobias"), Tensor(f.getElementType(), {wd[0]}));
+  std::vector<dim_t> k, st, dil, pads;
+  window2DOf(w, k, st, dil, pads);
+  Function *F = I.F;
+  auto op = [&](NodeValue g, int64_t kd) -> NodeValue {
+    NodeValue fk = F->createSlice(I.opName(n, "filterd"), f, {0, 0, dim_t(kd), 0, 0},
+                                  {wd[0], wd[1], dim_t(kd) + 1, wd[3], wd[4]});
+    fk = I.reshape(I.opName(n, "filter2d"), fk, Dims({wd[0], wd[1], wd[3], wd[4]}));
+    return F->createConvolution(I.opName(n), g, fk, kd == 0 && b ? b : zero, k, st, pads, dil,
+                                dim_t(group));
+  };
+  auto add = [&](NodeValue a, NodeValue c) -> NodeValue {
+    return F->createAdd(I.opName(n, "sumd"), a, c);
+  };
+  KILN_ASSIGN_OR_RETURN(NodeValue y, window3D(I, n, x, w, 0.0f, op, add));
+  I.setOutput(n, 0, y);
+  return Error::success();
+}
+
 Error convertConv(Importer &I, const Node &n) {
   KILN_ASSIGN_OR_RETURN(Dims xd, I.inputDims(n, 0));
   KILN_ASSIGN_OR_RETURN(Dims wd, I.inputDims(n, 1));
+  if (xd.size() == 5 && wd.size() == 5)
+    return convertConv3D(I, n, xd, wd);
   if (xd.size() != 3 && xd.size() != 4)
     return I.unsupported(n, "only 1-D and 2-D convolutions are supported; the input is ",
                          dimsToString(xd));
@@ -148,9 +248,155 @@ Error convertConv(Importer &I, const Node &n) {
   return Error::success();
 }
 
+/// 3-D MaxPool and AveragePool over depth slices of 2-D pools; the average divides the
+/// window sums by the element count of each 3-D window (padding counted or not).
+Error convertPool3D(Importer &I, const Node &n, const Dims &xd) {
+  bool isMax = n.op_type() == "MaxPool";
+  if (isMax && I.isOutputUsed(n, 1))
+    return I.unsupported(n, "the Indices output of MaxPool is not supported");
+  bool ceil = I.attrInt(n, "ceil_mode", 0) != 0, extra = false;
+  KILN_ASSIGN_OR_RETURN(Window w, readWindow(I, n, {xd[2], xd[3], xd[4]},
+                                             I.attrInts(n, "kernel_shape"), ceil, &extra));
+  for (int64_t v : w.dil)
+    if (v != 1)
+      return I.unsupported(n, "pooling with dilations is not supported");
+  bool countPads = I.attrInt(n, "count_include_pad", 0) != 0;
+  if (!isMax && countPads && extra)
+    return I.unsupported(n, "ceil_mode with count_include_pad is not supported");
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  std::vector<dim_t> k, st, dil, pads;
+  window2DOf(w, k, st, dil, pads);
+  Function *F = I.F;
+  ElemKind ek = x.getElementType();
+  auto op = [&](NodeValue g, int64_t) -> NodeValue {
+    if (isMax)
+      return F->createMaxPool(I.opName(n), g, k, st, pads);
+    // Window sums: the average over the whole 2-D window times its size.
+    NodeValue avg = F->createAvgPool(I.opName(n), g, k, st, pads, true);
+    return F->createMul(I.opName(n, "sum2d"), avg,
+                        I.splat(I.opName(n, "area"), ek, avg.dims(), double(k[0] * k[1])));
+  };
+  auto join = [&](NodeValue a, NodeValue c) -> NodeValue {
+    return isMax ? NodeValue(F->createMax(I.opName(n, "maxd"), a, c))
+                 : NodeValue(F->createAdd(I.opName(n, "sumd"), a, c));
+  };
+  float padValue = isMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+  KILN_ASSIGN_OR_RETURN(NodeValue y, window3D(I, n, x, w, padValue, op, join));
+  if (!isMax) {
+    // Divide by the window's element count, per output position.
+    const Dims yd = y.dims();
+    dim_t oD = yd[2], oH = yd[3], oW = yd[4];
+    Tensor cnt(ek, {1, 1, oD, oH, oW});
+    auto count1 = [&](int a, dim_t o) {
+      int64_t in = int64_t(xd[2 + a]);
+      int64_t lo = int64_t(o) * w.st[a] - w.pad[a], hi = lo + w.k[a];
+      if (countPads) {
+        // Pads count, the ceil_mode overhang past the end pads does not.
+        int64_t end = in + w.pad[a + 3];
+        return double(std::min(hi, end) - lo);
+      }
+      return double(std::min(hi, in) - std::max<int64_t>(lo, 0));
+    };
+    for (dim_t a = 0; a < oD; a++)
+      for (dim_t b = 0; b < oH; b++)
+        for (dim_t c = 0; c < oW; c++)
+          cnt.setFromDouble((a * oH + b) * oW + c, count1(0, a) * count1(1, b) * count1(2, c));
+    NodeValue cn = F->createBroadcastTo(I.opName(n, "countb"),
+                                        I.makeConstant(I.opName(n, "count"), std::move(cnt)), yd);
+    y = F->createDiv(I.opName(n, "avg"), y, cn);
+  }
+  I.setOutput(n, 0, y);
+  return Error::success();
+}
+
+/// 1-D / 2-D MaxPool with dilations or its Indices output: the maximum over the kernel's
+/// taps, each a strided Gather of the input padded with the lowest value; the first
+/// largest tap wins, and Indices are flat positions in the (unpadded) input,
+/// ((n * C + c) * H + h) * W + w (storage_order 1: column-major within each image).
+Error convertMaxPoolByTaps(Importer &I, const Node &n, const Window &w, const Dims &xd) {
+  KILN_ASSIGN_OR_RETURN(NodeValue x, input4D(I, n, 0));
+  Function *F = I.F;
+  const Dims d = x.dims();
+  dim_t N = d[0], C = d[1], H = d[2], W = d[3];
+  ElemKind ek = x.getElementType();
+  if (!isFloatKind(ek))
+    return I.unsupported(n, "MaxPool with dilations or Indices of ", x.getType()->toString());
+  bool colMajor = I.attrInt(n, "storage_order", 0) != 0;
+  dim_t kh = w.kernels[0], kw = w.kernels[1], sh = w.strides[0], sw = w.strides[1];
+  dim_t dh = w.dilations[0], dw = w.dilations[1];
+  dim_t pt = w.pads[0], pl = w.pads[1], pb = w.pads[2], pr = w.pads[3];
+  dim_t Hp = H + pt + pb, Wp = W + pl + pr;
+  dim_t oH = (Hp - (kh - 1) * dh - 1) / sh + 1, oW = (Wp - (kw - 1) * dw - 1) / sw + 1;
+  NodeValue xp = x;
+  if (pt || pl || pb || pr)
+    xp = F->createPad(I.opName(n, "pad"), x, {0, 0, pt, pl, 0, 0, pb, pr},
+                      -std::numeric_limits<float>::infinity());
+  bool wantIdx = I.isOutputUsed(n, 1);
+  NodeValue best, bestIdx;
+  for (dim_t a = 0; a < kh; a++)
+    for (dim_t b = 0; b < kw; b++) {
+      std::vector<int64_t> rows(oH), cols(oW);
+      for (dim_t i = 0; i < oH; i++)
+        rows[i] = int64_t(i * sh + a * dh);
+      for (dim_t j = 0; j < oW; j++)
+        cols[j] = int64_t(j * sw + b * dw);
+      NodeValue v = F->createGather(
+          I.opName(n, "taprows"), xp,
+          I.makeConstant(I.opName(n, "rows"), tensorFromInts(ElemKind::Int64I, {oH}, rows)), 2);
+      v = F->createGather(
+          I.opName(n, "tap"), v,
+          I.makeConstant(I.opName(n, "cols"), tensorFromInts(ElemKind::Int64I, {oW}, cols)), 3);
+      NodeValue vi;
+      if (wantIdx) {
+        Tensor it(ElemKind::Int64I, {N, C, oH, oW});
+        auto h = it.getHandle<int64_t>();
+        size_t k = 0;
+        for (dim_t nn = 0; nn < N; nn++)
+          for (dim_t c = 0; c < C; c++)
+            for (dim_t i = 0; i < oH; i++)
+              for (dim_t j = 0; j < oW; j++) {
+                int64_t hh = rows[i] - int64_t(pt), ww = cols[j] - int64_t(pl);
+                int64_t in = colMajor ? ww * int64_t(H) + hh : hh * int64_t(W) + ww;
+                h.raw(k++) = int64_t((nn * C + c) * H * W) + in;
+              }
+        vi = I.makeConstant(I.opName(n, "tapidx"), std::move(it));
+      }
+      if (!best) {
+        best = v;
+        bestIdx = vi;
+        continue;
+      }
+      NodeValue better = F->createCmpLT(I.opName(n, "better"), best, v);
+      best = F->createSelect(I.opName(n, "max"), better, v, best);
+      if (wantIdx)
+        bestIdx = F->createSelect(I.opName(n, "argmax"), better, vi, bestIdx);
+    }
+  bool is1D = xd.size() == 3;
+  bindWindowResult(I, n, best, is1D);
+  if (wantIdx) {
+    if (is1D)
+      bestIdx = I.reshape(I.opName(n, "idx1d"), bestIdx, Dims({N, C, oW}));
+    I.setOutput(n, 1, bestIdx);
+  }
+  return Error::success();
+}
+
 Error convertPool(Importer &I, const Node &n) {
   bool isMax = n.op_type() == "MaxPool";
   KILN_ASSIGN_OR_RETURN(Dims xd, I.inputDims(n, 0));
+  if (xd.size() == 5)
+    return convertPool3D(I, n, xd);
+  if (isMax && (xd.size() == 3 || xd.size() == 4)) {
+    bool dilated = false;
+    for (int64_t v : I.attrInts(n, "dilations"))
+      dilated |= v != 1;
+    if (dilated || I.isOutputUsed(n, 1)) {
+      bool ceil = I.attrInt(n, "ceil_mode", 0) != 0;
+      KILN_ASSIGN_OR_RETURN(Window w, readWindow(I, n, spatial(xd),
+                                                 I.attrInts(n, "kernel_shape"), ceil));
+      return convertMaxPoolByTaps(I, n, w, xd);
+    }
+  }
   if (xd.size() != 3 && xd.size() != 4)
     return I.unsupported(n, "only 1-D and 2-D pooling is supported; the input is ",
                          dimsToString(xd));
@@ -195,9 +441,146 @@ Error convertGlobalPool(Importer &I, const Node &n) {
   return Error::success();
 }
 
+/// ConvTranspose (1-D and 2-D) as a Convolution: the input is dilated by the strides
+/// (zeros inserted between elements), padded by dilation * (kernel - 1) minus the pads (a
+/// negative amount crops), with output_padding and output_shape added at the end; the
+/// filter [C, O/group, k...] becomes [O, C/group, k...] flipped in space.
+Error convertConvTranspose(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(Dims xd, I.inputDims(n, 0));
+  KILN_ASSIGN_OR_RETURN(Dims wd, I.inputDims(n, 1));
+  if (xd.size() != 3 && xd.size() != 4)
+    return I.unsupported(n, "only 1-D and 2-D transposed convolutions are supported; the "
+                         "input is ", dimsToString(xd));
+  if (wd.size() != xd.size())
+    return I.parseError(n, "the filter ", dimsToString(wd), " does not match the input ",
+                        dimsToString(xd));
+  size_t sp = xd.size() - 2;
+  int64_t group = I.attrInt(n, "group", 1);
+  if (group <= 0 || xd[1] != wd[0] || wd[0] % dim_t(group))
+    return I.parseError(n, "group ", group, " does not fit input ", dimsToString(xd),
+                        " and filter ", dimsToString(wd));
+  auto attrOr = [&](const char *name, int64_t def, size_t len) {
+    std::vector<int64_t> v = I.attrInts(n, name);
+    if (v.empty())
+      v.assign(len, def);
+    return v;
+  };
+  std::vector<int64_t> k = I.attrInts(n, "kernel_shape");
+  if (k.empty())
+    for (size_t i = 0; i < sp; i++)
+      k.push_back(int64_t(wd[2 + i]));
+  std::vector<int64_t> st = attrOr("strides", 1, sp), dil = attrOr("dilations", 1, sp),
+                       op = attrOr("output_padding", 0, sp), pads = attrOr("pads", 0, 2 * sp),
+                       outShape = I.attrInts(n, "output_shape");
+  if (k.size() != sp || st.size() != sp || dil.size() != sp || op.size() != sp ||
+      pads.size() != 2 * sp || (!outShape.empty() && outShape.size() != sp))
+    return I.parseError(n, "kernel_shape, strides, dilations, pads, output_padding and "
+                        "output_shape do not match the ", sp, " spatial dimensions");
+  for (size_t i = 0; i < sp; i++)
+    if (k[i] != int64_t(wd[2 + i]) || st[i] <= 0 || dil[i] <= 0 || op[i] < 0)
+      return I.parseError(n, "bad kernel_shape, strides, dilations or output_padding");
+  std::string autoPad = I.attrString(n, "auto_pad", "NOTSET");
+  auto floorDiv2 = [](int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); };
+  for (size_t i = 0; i < sp; i++) {
+    int64_t in = int64_t(xd[2 + i]), span = (k[i] - 1) * dil[i] + 1;
+    int64_t want = -1;
+    if (!outShape.empty())
+      want = outShape[i];
+    else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER")
+      want = in * st[i];
+    if (autoPad == "VALID")
+      pads[i] = pads[i + sp] = 0;
+    if (want >= 0) {
+      int64_t total = st[i] * (in - 1) + op[i] + span - want;
+      int64_t half = floorDiv2(total);
+      pads[i] = autoPad == "SAME_UPPER" ? half : total - half;
+      pads[i + sp] = total - pads[i];
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  KILN_ASSIGN_OR_RETURN(NodeValue w, I.input(n, 1));
+  Function *F = I.F;
+  dim_t N = xd[0], C = xd[1], O = wd[1] * dim_t(group), g = dim_t(group);
+  std::vector<dim_t> in2 = {sp == 1 ? 1 : xd[2], xd[xd.size() - 1]};
+  std::vector<int64_t> s2 = {sp == 1 ? 1 : st[0], st[sp - 1]}, d2 = {sp == 1 ? 1 : dil[0], dil[sp - 1]},
+                       k2 = {sp == 1 ? 1 : k[0], k[sp - 1]}, op2 = {sp == 1 ? 0 : op[0], op[sp - 1]},
+                       pb2 = {sp == 1 ? 0 : pads[0], pads[sp - 1]},
+                       pe2 = {sp == 1 ? 0 : pads[sp], pads[2 * sp - 1]};
+  x = I.reshape(I.opName(n, "x4d"), x, Dims({N, C, in2[0], in2[1]}));
+  // Dilate by the strides: [N,C,H,1,W,1] padded to [N,C,H,sh,W,sw], flattened, cut.
+  dim_t uh = (in2[0] - 1) * dim_t(s2[0]) + 1, uw = (in2[1] - 1) * dim_t(s2[1]) + 1;
+  if (s2[0] > 1 || s2[1] > 1) {
+    NodeValue e = I.reshape(I.opName(n, "expand"), x, Dims({N, C, in2[0], 1, in2[1], 1}));
+    std::vector<dim_t> p(12, 0);
+    p[6 + 3] = dim_t(s2[0] - 1);
+    p[6 + 5] = dim_t(s2[1] - 1);
+    e = F->createPad(I.opName(n, "dilate"), e, p, 0.0f);
+    e = I.reshape(I.opName(n, "dilated"), e,
+                  Dims({N, C, in2[0] * dim_t(s2[0]), in2[1] * dim_t(s2[1])}));
+    x = F->createSlice(I.opName(n, "cut"), e, {0, 0, 0, 0}, {N, C, uh, uw});
+  }
+  // Convolution pads; negative amounts crop the dilated input instead.
+  std::vector<dim_t> cb = {0, 0, 0, 0}, ce = {N, C, uh, uw};
+  std::vector<dim_t> cp(4, 0);
+  bool crop = false;
+  dim_t u[2] = {uh, uw};
+  for (int i = 0; i < 2; i++) {
+    int64_t full = d2[i] * (k2[i] - 1);
+    int64_t b = full - pb2[i], e = full - pe2[i] + op2[i];
+    if (b < 0) {
+      cb[2 + i] = dim_t(-b);
+      crop = true;
+      b = 0;
+    }
+    if (e < 0) {
+      if (int64_t(u[i]) + e <= int64_t(cb[2 + i]))
+        return I.parseError(n, "the pads leave an empty result");
+      ce[2 + i] = dim_t(int64_t(u[i]) + e);
+      crop = true;
+      e = 0;
+    }
+    cp[i] = dim_t(b);
+    cp[2 + i] = dim_t(e);
+  }
+  if (crop)
+    x = F->createSlice(I.opName(n, "crop"), x, cb, ce);
+  // Filter: [C, O/g, kh, kw] -> [g, C/g, O/g, k] -> [g, O/g, C/g, k] -> [O, C/g, k], flipped.
+  dim_t cg = C / g, og = O / g, kh = dim_t(k2[0]), kw = dim_t(k2[1]);
+  w = I.reshape(I.opName(n, "w5d"), w, Dims({g, cg, og, kh, kw}));
+  w = F->createTranspose(I.opName(n, "wt"), w, {0, 2, 1, 3, 4});
+  w = I.reshape(I.opName(n, "w4d"), w, Dims({O, cg, kh, kw}));
+  for (unsigned ax = 2; ax < 4; ax++) {
+    dim_t len = ax == 2 ? kh : kw;
+    if (len == 1)
+      continue;
+    std::vector<int64_t> rev(len);
+    for (dim_t i = 0; i < len; i++)
+      rev[i] = int64_t(len - 1 - i);
+    w = F->createGather(I.opName(n, "flip"), w,
+                        I.makeConstant(I.opName(n, "rev"),
+                                       tensorFromInts(ElemKind::Int64I, {len}, rev)),
+                        ax);
+  }
+  NodeValue b;
+  if (I.hasInput(n, 2)) {
+    KILN_ASSIGN_OR_RETURN(b, I.input(n, 2));
+  } else {
+    b = I.makeConstant(I.opName(n, "bias"), Tensor(x.getElementType(), {O}));
+  }
+  NodeValue y = F->createConvolution(I.opName(n), x, w, b, {kh, kw}, {1, 1}, cp,
+                                     {dim_t(d2[0]), dim_t(d2[1])}, g);
+  if (sp == 1) {
+    const Dims &yd = y.dims();
+    y = I.reshape(I.opName(n, "to1d"), y, Dims({yd[0], yd[1], yd[3]}));
+  }
+  I.setOutput(n, 0, y);
+  return Error::success();
+}
+
 } // namespace
 
 void registerConvConverters(ConverterMap &m) {
+  m["ConvTranspose"] = convertConvTranspose;
   m["Conv"] = convertConv;
   m["MaxPool"] = convertPool;
   m["AveragePool"] = convertPool;

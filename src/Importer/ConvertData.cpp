@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace kiln::onnximport {
@@ -127,9 +128,17 @@ Error convertIdentity(Importer &I, const Node &n) {
     I.setOutput(n, 0, v);
   }
   if (n.op_type() == "Dropout" && I.hasInput(n, 2)) {
-    const Tensor *training = I.constInput(n, 2);
-    if (!training || training->size() != 1 || training->getAsDouble(0) != 0)
-      return I.unsupported(n, "Dropout in training mode is not supported");
+    // Training mode drops at random, unless the ratio is 0.
+    KILN_ASSIGN_OR_RETURN(const Tensor *training, I.requireConstInput(n, 2, "training_mode"));
+    if (training->size() != 1)
+      return I.parseError(n, "training_mode must hold one value");
+    if (training->getAsDouble(0) != 0) {
+      if (!I.hasInput(n, 1))
+        return I.unsupported(n, "Dropout in training mode is not supported");
+      KILN_ASSIGN_OR_RETURN(const Tensor *ratio, I.requireConstInput(n, 1, "ratio"));
+      if (ratio->size() != 1 || ratio->getAsDouble(0) != 0)
+        return I.unsupported(n, "Dropout in training mode is not supported");
+    }
   }
   if (n.op_type() == "Dropout" && I.attrInt(n, "is_test", 1) == 0 && I.opset < 7)
     return I.unsupported(n, "Dropout in training mode is not supported");
@@ -564,21 +573,36 @@ Error convertGather(Importer &I, const Node &n) {
   return Error::success();
 }
 
+/// A constant Int64 index vector.
+NodeValue indexConst(Importer &I, const Node &n, const char *part,
+                     const std::vector<int64_t> &v) {
+  return I.makeConstant(I.opName(n, part), tensorFromInts(ElemKind::Int64I, {dim_t(v.size())}, v));
+}
+
+/// Pad: constant (a value known at load, or one computed at run time), edge and reflect;
+/// negative pads crop. Edge and reflect are a Gather of computed source indices per axis.
 Error convertPad(Importer &I, const Node &n) {
   KILN_ASSIGN_OR_RETURN(Dims in, I.inputDims(n, 0));
   std::string mode = I.attrString(n, "mode", "constant");
   std::vector<int64_t> pads;
   double value = 0;
+  bool runtimeValue = false;
   if (I.opset < 11) {
     pads = I.attrInts(n, I.opset < 2 ? "paddings" : "pads");
     value = I.attrFloat(n, "value", 0.0f);
   } else {
     KILN_ASSIGN_OR_RETURN(pads, intsInput(I, n, 1, "pads"));
-    if (I.hasInput(n, 2)) {
-      KILN_ASSIGN_OR_RETURN(const Tensor *cv, I.requireConstInput(n, 2, "constant_value"));
-      if (cv->size() != 1)
-        return I.parseError(n, "constant_value must hold one value");
-      value = cv->getAsDouble(0);
+    if (I.hasInput(n, 2) && mode == "constant") {
+      if (const Tensor *cv = I.constInput(n, 2)) {
+        if (cv->size() != 1)
+          return I.parseError(n, "constant_value must hold one value");
+        value = cv->getAsDouble(0);
+      } else {
+        KILN_ASSIGN_OR_RETURN(Dims vd, I.inputDims(n, 2));
+        if (vd.product() != 1)
+          return I.parseError(n, "constant_value must hold one value");
+        runtimeValue = true;
+      }
     }
     if (I.hasInput(n, 3))
       return I.unsupported(n, "the axes input is not supported");
@@ -586,21 +610,77 @@ Error convertPad(Importer &I, const Node &n) {
   size_t r = in.size();
   if (pads.size() != 2 * r)
     return I.parseError(n, "pads has ", pads.size(), " entries for rank ", r);
-  if (mode != "constant")
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
     return I.unsupported(n, "pad mode '", mode, "' is not supported");
-  std::vector<dim_t> p, out;
+  std::vector<dim_t> out;
   for (size_t k = 0; k < r; k++) {
-    if (pads[k] < 0 || pads[k + r] < 0)
-      return I.unsupported(n, "negative pads are not supported");
-    out.push_back(in[k] + dim_t(pads[k]) + dim_t(pads[k + r]));
+    int64_t o = int64_t(in[k]) + pads[k] + pads[k + r];
+    if (o <= 0)
+      return I.unsupported(n, "the padded result of ", dimsToString(in), " is empty");
+    if (mode == "reflect" && in[k] == 1 && (pads[k] > 0 || pads[k + r] > 0))
+      return I.parseError(n, "reflect padding of a dimension of size 1");
+    out.push_back(dim_t(o));
   }
   KILN_ASSIGN_OR_RETURN(Dims od, I.toDims(n, out));
-  (void)od;
-  for (int64_t v : pads)
-    p.push_back(dim_t(v));
   KILN_ASSIGN_OR_RETURN(NodeValue v, I.input(n, 0));
-  bool zero = std::all_of(p.begin(), p.end(), [](dim_t x) { return x == 0; });
-  I.setOutput(n, 0, zero ? v : NodeValue(I.F->createPad(I.opName(n), v, p, float(value))));
+  if (mode != "constant") {
+    for (size_t k = 0; k < r; k++) {
+      if (pads[k] == 0 && pads[k + r] == 0)
+        continue;
+      int64_t len = int64_t(in[k]);
+      std::vector<int64_t> src(od[k]);
+      for (int64_t o = 0; o < int64_t(od[k]); o++) {
+        int64_t s = o - pads[k];
+        if (mode == "edge") {
+          s = std::clamp<int64_t>(s, 0, len - 1);
+        } else {
+          int64_t period = 2 * (len - 1);
+          s = ((s % period) + period) % period;
+          if (s >= len)
+            s = period - s;
+        }
+        src[o] = s;
+      }
+      v = I.F->createGather(I.opName(n, "edge"), v, indexConst(I, n, "src", src), int64_t(k));
+    }
+    I.setOutput(n, 0, v);
+    return Error::success();
+  }
+  // Crop negative pads first, then pad the rest.
+  std::vector<dim_t> b(r), e(r), p(2 * r, 0);
+  bool crop = false, grow = false;
+  for (size_t k = 0; k < r; k++) {
+    b[k] = pads[k] < 0 ? dim_t(-pads[k]) : 0;
+    e[k] = in[k] - (pads[k + r] < 0 ? dim_t(-pads[k + r]) : 0);
+    crop |= b[k] != 0 || e[k] != in[k];
+    p[k] = pads[k] > 0 ? dim_t(pads[k]) : 0;
+    p[k + r] = pads[k + r] > 0 ? dim_t(pads[k + r]) : 0;
+    grow |= p[k] || p[k + r];
+  }
+  if (crop)
+    v = I.F->createSlice(I.opName(n, "crop"), v, b, e);
+  if (grow && !runtimeValue) {
+    v = I.F->createPad(I.opName(n), v, p, float(value));
+  } else if (grow) {
+    // Pad with zeros, then put the run-time value wherever the input is not.
+    NodeValue padded = I.F->createPad(I.opName(n, "zeros"), v, p, 0.0f);
+    Tensor mask(ElemKind::Bool, od);
+    auto h = mask.getHandle<bool>();
+    for (size_t i = 0; i < mask.size(); i++) {
+      std::vector<dim_t> idx = unflatten(i, od);
+      bool inside = true;
+      for (size_t k = 0; k < r && inside; k++)
+        inside = idx[k] >= p[k] && idx[k] < od[k] - p[k + r];
+      h.raw(i) = inside;
+    }
+    KILN_ASSIGN_OR_RETURN(NodeValue cv, I.input(n, 2));
+    cv = I.F->createBroadcastTo(I.opName(n, "value"),
+                                I.reshape(I.opName(n, "value1"), cv,
+                                          Dims(std::vector<dim_t>(r, 1))), od);
+    v = I.F->createSelect(I.opName(n), I.makeConstant(I.opName(n, "mask"), std::move(mask)),
+                          padded, cv);
+  }
+  I.setOutput(n, 0, v);
   return Error::success();
 }
 
@@ -723,75 +803,824 @@ Error convertDepthSpace(Importer &I, const Node &n) {
   return Error::success();
 }
 
-/// Resize and Upsample in nearest mode with integer scales: every element repeats s times
-/// along each scaled dimension (Reshape, Broadcast, Reshape). Other modes are unsupported.
+/// How one axis of a Resize maps output positions to input elements: output o is
+/// sum_j weight[o][j] * input[index[o][j]], or the extrapolation value where extrapolate[o].
+struct AxisMap {
+  std::vector<std::vector<int64_t>> index;
+  std::vector<std::vector<double>> weight;
+  std::vector<bool> extrapolate;
+};
+
+/// The coefficients ONNX's reference Resize gives to the neighbours of a point at
+/// fraction \p ratio (in (0, 1]) past the lower one.
+std::vector<double> resizeCoeffs(const std::string &mode, const std::string &nearest,
+                                 double ratio, double A) {
+  if (mode == "nearest") {
+    if (ratio == 1.0)
+      return {0, 1};
+    if (nearest == "round_prefer_floor")
+      return {double(ratio <= 0.5), double(ratio > 0.5)};
+    if (nearest == "round_prefer_ceil")
+      return {double(ratio < 0.5), double(ratio >= 0.5)};
+    if (nearest == "floor")
+      return {1, 0};
+    return {0, 1}; // ceil
+  }
+  if (mode == "linear")
+    return {1 - ratio, ratio};
+  double q = 1 - ratio;
+  return {((A * (ratio + 1) - 5 * A) * (ratio + 1) + 8 * A) * (ratio + 1) - 4 * A,
+          ((A + 2) * ratio - (A + 3)) * ratio * ratio + 1,
+          ((A + 2) * q - (A + 3)) * q * q + 1,
+          ((A * (q + 1) - 5 * A) * (q + 1) + 8 * A) * (q + 1) - 4 * A};
+}
+
+/// The map of one axis from \p in to \p out elements, following ONNX's reference
+/// implementation (onnx/backend/test/case/node/resize.py): the source coordinate of each
+/// output, its n nearest neighbours in the edge-padded input (ties prefer the lower), and
+/// their coefficients.
+AxisMap resizeAxis(int64_t in, int64_t out, double scale, const std::string &mode,
+                   const std::string &ctm, const std::string &nearest, double A,
+                   bool excludeOutside, double roiStart, double roiEnd) {
+  AxisMap m;
+  double outW = scale * double(in);
+  for (int64_t x = 0; x < out; x++) {
+    double xo;
+    bool extrap = false;
+    if (ctm == "align_corners") {
+      xo = outW == 1 ? 0 : double(x) * double(in - 1) / (outW - 1);
+    } else if (ctm == "asymmetric") {
+      xo = double(x) / scale;
+    } else if (ctm == "tf_crop_and_resize") {
+      xo = outW == 1 ? (roiEnd - roiStart) * double(in - 1) / 2
+                     : double(x) * (roiEnd - roiStart) * double(in - 1) / (outW - 1);
+      xo += roiStart * double(in - 1);
+      extrap = xo < 0 || xo > double(in - 1);
+    } else if (ctm == "tf_half_pixel_for_nn") {
+      xo = (double(x) + 0.5) / scale;
+    } else if (ctm == "pytorch_half_pixel") {
+      xo = outW == 1 ? -0.5 : (double(x) + 0.5) / scale - 0.5;
+    } else { // half_pixel
+      xo = (double(x) + 0.5) / scale - 0.5;
+    }
+    double fl = std::floor(xo);
+    double ratio = xo == fl ? 1.0 : xo - fl;
+    std::vector<double> c = resizeCoeffs(mode, nearest, ratio, A);
+    int64_t nn = int64_t(c.size()), pad = (nn + 1) / 2, limit = in + 2 * pad;
+    // The nn indices of [0, limit) nearest to xo + pad, ties to the lower, sorted.
+    double xp = xo + double(pad);
+    int64_t lo = std::clamp<int64_t>(int64_t(std::floor(xp)) - nn, 0, limit - 1);
+    int64_t hi = std::clamp<int64_t>(int64_t(std::floor(xp)) + nn + 1, 0, limit - 1);
+    std::vector<int64_t> cand;
+    for (int64_t i = lo; i <= hi; i++)
+      cand.push_back(i);
+    if (int64_t(cand.size()) < nn) { // xo far outside: the range's end
+      cand.clear();
+      for (int64_t i = 0; i < limit; i++)
+        cand.push_back(i);
+    }
+    std::stable_sort(cand.begin(), cand.end(), [&](int64_t a, int64_t b) {
+      double da = std::fabs(xp - double(a)), db = std::fabs(xp - double(b));
+      return da < db || (da == db && a < b);
+    });
+    cand.resize(size_t(nn));
+    std::sort(cand.begin(), cand.end());
+    std::vector<int64_t> idx;
+    for (int64_t i : cand)
+      idx.push_back(i - pad);
+    if (excludeOutside) {
+      double sum = 0;
+      for (int64_t j = 0; j < nn; j++) {
+        if (idx[j] < 0 || idx[j] >= in)
+          c[j] = 0;
+        sum += c[j];
+      }
+      for (double &v : c)
+        v /= sum;
+    }
+    for (int64_t &i : idx)
+      i = std::clamp<int64_t>(i, 0, in - 1); // the edge padding
+    m.index.push_back(idx);
+    m.weight.push_back(c);
+    m.extrapolate.push_back(extrap);
+  }
+  return m;
+}
+
+/// Resize (opset 10 to 17) and Upsample: nearest with every nearest_mode, linear and cubic,
+/// every coordinate_transformation_mode, any scale or size. Each resized axis, innermost
+/// first, becomes Gathers of constant source indices along it (nearest: one; linear: two;
+/// cubic: four) weighted by constant coefficients and summed; tf_crop_and_resize puts the
+/// extrapolation value where the source is outside the input.
 Error convertResize(Importer &I, const Node &n) {
   bool isUpsample = n.op_type() == "Upsample";
   KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
-  const Dims &d = x.dims();
+  const Dims d = x.dims();
+  size_t r = d.size();
   std::string mode = I.attrString(n, "mode", "nearest");
-  if (mode != "nearest")
-    return I.unsupported(n, "mode '", mode, "' is not supported (only nearest)");
-  std::string ctm = I.attrString(n, "coordinate_transformation_mode",
-                                 isUpsample || I.opset < 11 ? "asymmetric" : "half_pixel");
-  std::string nm = I.attrString(n, "nearest_mode", isUpsample || I.opset < 11
-                                                      ? "floor" : "round_prefer_floor");
-  // With an integer scale s, output j*s..j*s+s-1 maps to source j under these modes.
-  bool ok = ((ctm == "half_pixel" || ctm == "pytorch_half_pixel") &&
-             (nm == "round_prefer_floor" || nm == "round_prefer_ceil")) ||
-            (ctm == "asymmetric" && (nm == "floor" || nm == "round_prefer_floor"));
-  if (!ok)
-    return I.unsupported(n, "coordinate_transformation_mode '", ctm, "' with nearest_mode '",
-                         nm, "' is not supported");
-  std::vector<double> scales;
+  if (mode == "bilinear")
+    mode = "linear";
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    return I.parseError(n, "unknown mode '", mode, "'");
+  bool legacy = isUpsample || I.opset < 11;
+  std::string ctm = legacy ? "asymmetric"
+                           : I.attrString(n, "coordinate_transformation_mode", "half_pixel");
+  std::string nm = legacy ? "floor" : I.attrString(n, "nearest_mode", "round_prefer_floor");
+  if (legacy && mode == "cubic")
+    return I.parseError(n, "cubic mode needs opset 11");
+  static const char *kCtm[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
+                               "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+  if (std::find_if(std::begin(kCtm), std::end(kCtm), [&](const char *c) { return ctm == c; }) ==
+      std::end(kCtm))
+    return I.parseError(n, "unknown coordinate_transformation_mode '", ctm, "'");
+  if (nm != "round_prefer_floor" && nm != "round_prefer_ceil" && nm != "floor" && nm != "ceil")
+    return I.parseError(n, "unknown nearest_mode '", nm, "'");
+  double A = I.attrFloat(n, "cubic_coeff_a", -0.75f);
+  bool exclude = I.attrInt(n, "exclude_outside", 0) != 0;
+  double extrapValue = I.attrFloat(n, "extrapolation_value", 0.0f);
+  std::vector<double> scales, roi;
+  std::vector<int64_t> sizes;
   if (isUpsample && I.opset < 9) {
-    const onnx::AttributeProto *a = I.attr(n, "scales");
-    if (a)
+    if (const onnx::AttributeProto *a = I.attr(n, "scales"))
       scales.assign(a->floats().begin(), a->floats().end());
   } else {
-    int si = isUpsample || I.opset < 11 ? 1 : 2;
-    const Tensor *s = I.hasInput(n, si) ? I.constInput(n, si) : nullptr;
-    if (I.hasInput(n, si) && !s)
-      return I.unsupported(n, "the scales input is computed at run time; kiln needs it "
-                           "constant at load time");
-    if (s && s->size())
+    int si = legacy ? 1 : 2;
+    if (I.hasInput(n, si)) {
+      KILN_ASSIGN_OR_RETURN(const Tensor *s, I.requireConstInput(n, si, "scales"));
       scales = tensorToDoubles(*s);
-    if (scales.empty() && !isUpsample && I.hasInput(n, 3)) {
+    }
+    if (!legacy && scales.empty() && I.hasInput(n, 3)) {
       KILN_ASSIGN_OR_RETURN(const Tensor *sz, I.requireConstInput(n, 3, "sizes"));
-      std::vector<int64_t> sizes = tensorToInts(*sz);
-      if (sizes.size() != d.size())
-        return I.parseError(n, "sizes has ", sizes.size(), " entries for rank ", d.size());
-      for (size_t i = 0; i < d.size(); i++)
-        scales.push_back(double(sizes[i]) / double(d[i]));
+      sizes = tensorToInts(*sz);
+    }
+    if (!legacy && ctm == "tf_crop_and_resize" && I.hasInput(n, 1)) {
+      KILN_ASSIGN_OR_RETURN(const Tensor *rt, I.requireConstInput(n, 1, "roi"));
+      roi = tensorToDoubles(*rt);
     }
   }
-  if (scales.size() != d.size())
-    return I.parseError(n, "scales has ", scales.size(), " entries for rank ", d.size());
-  std::vector<dim_t> expanded, target, out;
-  for (size_t i = 0; i < d.size(); i++) {
-    double s = scales[i];
-    if (s < 1 || s != std::floor(s))
-      return I.unsupported(n, "scale ", s, " is not supported (only integer upscaling)");
-    expanded.push_back(d[i]);
-    target.push_back(d[i]);
-    out.push_back(d[i] * dim_t(s));
-    if (s > 1) {
+  if (!sizes.empty()) {
+    if (sizes.size() != r)
+      return I.parseError(n, "sizes has ", sizes.size(), " entries for rank ", r);
+    for (size_t i = 0; i < r; i++) {
+      if (sizes[i] <= 0)
+        return I.unsupported(n, "an empty result (sizes ", sizes[i], ")");
+      scales.push_back(double(sizes[i]) / double(d[i]));
+    }
+  } else {
+    if (scales.size() != r)
+      return I.parseError(n, "scales has ", scales.size(), " entries for rank ", r);
+    for (size_t i = 0; i < r; i++) {
+      if (!(scales[i] > 0))
+        return I.parseError(n, "scale ", scales[i], " is not positive");
+      double o = std::floor(scales[i] * double(d[i]));
+      if (o < 1)
+        return I.unsupported(n, "an empty result (scale ", scales[i], ")");
+      if (o > double(I.opts.maxTensorElements))
+        return I.parseError(n, "the result is absurdly large");
+      sizes.push_back(int64_t(o));
+    }
+  }
+  if (ctm == "tf_crop_and_resize" && roi.size() != 2 * r)
+    return I.parseError(n, "tf_crop_and_resize needs a roi of ", 2 * r, " values");
+  std::vector<dim_t> outv(d.begin(), d.end());
+  for (size_t i = 0; i < r; i++)
+    outv[i] = dim_t(sizes[i]);
+  KILN_ASSIGN_OR_RETURN(Dims od, I.toDims(n, outv));
+  if (mode != "nearest" && !isFloatKind(x.getElementType()))
+    return I.unsupported(n, mode, " resizing of ", x.getType()->toString());
+  NodeValue y = x;
+  for (size_t a = r; a-- > 0;) {
+    AxisMap m = resizeAxis(int64_t(d[a]), sizes[a], scales[a], mode, ctm, nm, A, exclude,
+                           roi.empty() ? 0 : roi[a], roi.empty() ? 1 : roi[a + r]);
+    size_t outA = size_t(sizes[a]), nn = m.index[0].size();
+    bool identity = outA == d[a];
+    bool anyExtrap = false;
+    for (size_t o = 0; o < outA; o++) {
+      anyExtrap |= m.extrapolate[o];
+      for (size_t j = 0; j < nn; j++)
+        if (m.weight[o][j] != 0 && (m.weight[o][j] != 1 || m.index[o][j] != int64_t(o)))
+          identity = false;
+    }
+    if (identity && !anyExtrap)
+      continue;
+    std::string an = std::to_string(a);
+    Dims yd = y.dims();
+    yd[a] = dim_t(outA);
+    std::vector<dim_t> wdims(r, 1);
+    wdims[a] = dim_t(outA);
+    NodeValue acc;
+    if (mode == "nearest") {
+      // One neighbour has coefficient 1 for every output: pick it, no arithmetic.
+      std::vector<int64_t> src(outA);
+      for (size_t o = 0; o < outA; o++)
+        for (size_t j = 0; j < nn; j++)
+          if (m.weight[o][j] == 1)
+            src[o] = m.index[o][j];
+      acc = I.F->createGather(I.opName(n, ("nearest" + an).c_str()), y,
+                              indexConst(I, n, "src", src), int64_t(a));
+    }
+    for (size_t j = 0; mode != "nearest" && j < nn; j++) {
+      bool used = false;
+      std::vector<int64_t> src(outA);
+      std::vector<double> w(outA);
+      for (size_t o = 0; o < outA; o++) {
+        src[o] = m.index[o][j];
+        w[o] = m.weight[o][j];
+        used |= w[o] != 0;
+      }
+      if (!used)
+        continue;
+      NodeValue g = I.F->createGather(I.opName(n, ("gather" + an).c_str()), y,
+                                      indexConst(I, n, "src", src), int64_t(a));
+      NodeValue wc = I.makeConstant(I.opName(n, "weights"),
+                                    tensorFromDoubles(x.getElementType(), Dims(wdims), w));
+      NodeValue term = I.F->createMul(I.opName(n, ("weigh" + an).c_str()), g,
+                                      I.F->createBroadcastTo(I.opName(n, "wb"), wc, yd));
+      acc = acc.getNode() ? NodeValue(I.F->createAdd(I.opName(n, ("sum" + an).c_str()), acc,
+                                                     term))
+                          : term;
+    }
+    if (!acc.getNode())
+      acc = I.splat(I.opName(n, "zero"), x.getElementType(), yd, 0);
+    if (anyExtrap) {
+      Tensor mask(ElemKind::Bool, Dims(wdims));
+      for (size_t o = 0; o < outA; o++)
+        mask.getHandle<bool>().raw(o) = m.extrapolate[o];
+      NodeValue mb = I.F->createBroadcastTo(
+          I.opName(n, "maskb"), I.makeConstant(I.opName(n, "mask"), std::move(mask)), yd);
+      acc = I.F->createSelect(I.opName(n, ("extrapolate" + an).c_str()), mb,
+                              I.splat(I.opName(n, "extrap"), x.getElementType(), yd, extrapValue),
+                              acc);
+    }
+    y = acc;
+  }
+  I.setOutput(n, 0, y);
+  return Error::success();
+}
+
+// ---- Gathers, scatters, masks and generated constants. ----
+
+/// Input \p i as Int64 indices (int32 converted).
+Expected<NodeValue> int64Input(Importer &I, const Node &n, int i) {
+  KILN_ASSIGN_OR_RETURN(NodeValue v, I.input(n, i));
+  if (v.getElementType() == ElemKind::Int64I)
+    return v;
+  return NodeValue(I.F->createConvertTo(I.opName(n, "i64"),
+                                        I.M->uniqueType(ElemKind::Int64I, v.dims()), v));
+}
+
+Error convertGatherElements(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(NodeValue data, I.input(n, 0));
+  KILN_ASSIGN_OR_RETURN(NodeValue idx, I.input(n, 1));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, I.normAxis(n, I.attrInt(n, "axis", 0),
+                                                 int64_t(data.dims().size())));
+  I.setOutput(n, 0, I.F->createGatherElements(I.opName(n), data, idx, axis));
+  return Error::success();
+}
+
+Error convertScatterElements(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(NodeValue data, I.input(n, 0));
+  KILN_ASSIGN_OR_RETURN(NodeValue idx, I.input(n, 1));
+  KILN_ASSIGN_OR_RETURN(NodeValue upd, I.input(n, 2));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, I.normAxis(n, I.attrInt(n, "axis", 0),
+                                                 int64_t(data.dims().size())));
+  std::string red = I.attrString(n, "reduction", "none");
+  I.setOutput(n, 0, I.F->createScatterElements(I.opName(n), data, idx, upd, axis, red));
+  return Error::success();
+}
+
+Error convertScatterND(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(NodeValue data, I.input(n, 0));
+  KILN_ASSIGN_OR_RETURN(NodeValue idx, I.input(n, 1));
+  KILN_ASSIGN_OR_RETURN(NodeValue upd, I.input(n, 2));
+  std::string red = I.attrString(n, "reduction", "none");
+  I.setOutput(n, 0, I.F->createScatterND(I.opName(n), data, idx, upd, red));
+  return Error::success();
+}
+
+Error convertGatherND(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(NodeValue data, I.input(n, 0));
+  KILN_ASSIGN_OR_RETURN(NodeValue idx, I.input(n, 1));
+  int64_t b = I.attrInt(n, "batch_dims", 0);
+  if (b < 0)
+    return I.parseError(n, "batch_dims ", b, " is negative");
+  I.setOutput(n, 0, I.F->createGatherND(I.opName(n), data, idx, dim_t(b)));
+  return Error::success();
+}
+
+/// Trilu: a Select of the input and zeros by a constant mask over the last two dims.
+Error convertTrilu(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  const Dims d = x.dims();
+  if (d.size() < 2)
+    return I.parseError(n, "the input ", x.getType()->toString(), " has rank below 2");
+  int64_t k = 0;
+  if (I.hasInput(n, 1)) {
+    KILN_ASSIGN_OR_RETURN(const Tensor *kt, I.requireConstInput(n, 1, "k"));
+    if (kt->size() != 1)
+      return I.parseError(n, "k must hold one value");
+    k = tensorToInts(*kt)[0];
+  }
+  bool upper = I.attrInt(n, "upper", 1) != 0;
+  dim_t rows = d[d.size() - 2], cols = d[d.size() - 1];
+  Tensor mask(ElemKind::Bool, {rows, cols});
+  auto h = mask.getHandle<bool>();
+  for (dim_t i = 0; i < rows; i++)
+    for (dim_t j = 0; j < cols; j++) {
+      int64_t diff = int64_t(j) - int64_t(i);
+      h.raw(i * cols + j) = upper ? diff >= k : diff <= k;
+    }
+  NodeValue mb = I.F->createBroadcastTo(I.opName(n, "maskb"),
+                                        I.makeConstant(I.opName(n, "mask"), std::move(mask)), d);
+  I.setOutput(n, 0, I.F->createSelect(I.opName(n), mb, x,
+                                      I.splat(I.opName(n, "zero"), x.getElementType(), d, 0)));
+  return Error::success();
+}
+
+/// EyeLike: a constant of the input's shape (its values are not read).
+Error convertEyeLike(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(Dims d, I.inputDims(n, 0));
+  KILN_ASSIGN_OR_RETURN(ElemKind k, I.inputKind(n, 0));
+  if (d.size() != 2)
+    return I.parseError(n, "the input must be 2-D, not ", dimsToString(d));
+  if (const onnx::AttributeProto *a = I.attr(n, "dtype")) {
+    Expected<ElemKind> ek = elemKindFromONNX(int32_t(a->i()));
+    if (!ek)
+      return ek.takeError().addContext(I.describe(n));
+    k = *ek;
+  }
+  int64_t off = I.attrInt(n, "k", 0);
+  std::vector<int64_t> v(d.product(), 0);
+  for (int64_t i = 0; i < int64_t(d[0]); i++) {
+    int64_t j = i + off;
+    if (j >= 0 && j < int64_t(d[1]))
+      v[size_t(i) * d[1] + size_t(j)] = 1;
+  }
+  I.setOutputConst(n, 0, tensorFromInts(k, d, v));
+  return Error::success();
+}
+
+/// OneHot: compares the (normalised) indices with 0..depth-1 along the new axis and selects
+/// the on / off values; indices outside [-depth, depth) give all off.
+Error convertOneHot(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(NodeValue idx, I.input(n, 0));
+  KILN_ASSIGN_OR_RETURN(const Tensor *dt, I.requireConstInput(n, 1, "depth"));
+  if (dt->size() != 1)
+    return I.parseError(n, "depth must hold one value");
+  int64_t depth = tensorToInts(*dt)[0];
+  if (depth <= 0)
+    return I.parseError(n, "depth ", depth, " is not positive");
+  KILN_ASSIGN_OR_RETURN(Dims vd, I.inputDims(n, 2));
+  if (vd.product() != 2)
+    return I.parseError(n, "values must hold two elements, not ", dimsToString(vd));
+  Dims id = idx.dims();
+  int64_t r = int64_t(id.size()) + 1;
+  KILN_ASSIGN_OR_RETURN(int64_t axis, I.normAxis(n, I.attrInt(n, "axis", -1), r));
+  std::vector<dim_t> outv, expanded, iota(size_t(r), 1);
+  for (int64_t i = 0, j = 0; i < r; i++) {
+    if (i == axis) {
+      outv.push_back(dim_t(depth));
       expanded.push_back(1);
-      target.push_back(dim_t(s));
+    } else {
+      outv.push_back(id[j]);
+      expanded.push_back(id[j++]);
     }
   }
-  KILN_ASSIGN_OR_RETURN(Dims ed, I.toDims(n, expanded));
-  KILN_ASSIGN_OR_RETURN(Dims td, I.toDims(n, target));
+  iota[axis] = dim_t(depth);
+  KILN_ASSIGN_OR_RETURN(Dims od, I.toDims(n, outv));
+  Function *F = I.F;
+  if (isFloatKind(idx.getElementType())) {
+    // Float indices: truncated toward zero, as a Cast to int64.
+    NodeValue neg = F->createCmpLT(I.opName(n, "isneg"), idx,
+                                   I.splat(I.opName(n, "z"), idx.getElementType(), id, 0));
+    idx = F->createSelect(I.opName(n, "trunc"), neg, F->createCeil(I.opName(n, "ceil"), idx),
+                          F->createFloor(I.opName(n, "floor"), idx));
+  }
+  if (idx.getElementType() != ElemKind::Int64I)
+    idx = F->createConvertTo(I.opName(n, "i64"), I.M->uniqueType(ElemKind::Int64I, id), idx);
+  // Negative indices count from the end.
+  NodeValue neg = F->createCmpLT(I.opName(n, "neg"), idx,
+                                 I.splat(I.opName(n, "zero"), ElemKind::Int64I, id, 0));
+  idx = F->createSelect(I.opName(n, "wrap"), neg,
+                        F->createAdd(I.opName(n, "plusdepth"), idx,
+                                     I.splat(I.opName(n, "depthv"), ElemKind::Int64I, id,
+                                             double(depth))),
+                        idx);
+  std::vector<int64_t> iv(static_cast<size_t>(depth));
+  std::iota(iv.begin(), iv.end(), 0);
+  NodeValue ic = I.makeConstant(I.opName(n, "iota"), tensorFromInts(ElemKind::Int64I,
+                                                                     Dims(iota), iv));
+  NodeValue hit = F->createCmpEQ(
+      I.opName(n, "hit"),
+      F->createBroadcastTo(I.opName(n, "idxb"), I.reshape(I.opName(n, "idx1"), idx,
+                                                          Dims(expanded)), od),
+      F->createBroadcastTo(I.opName(n, "iotab"), ic, od));
+  KILN_ASSIGN_OR_RETURN(NodeValue vals, I.input(n, 2));
+  vals = I.reshape(I.opName(n, "vals"), vals, Dims({2}));
+  std::vector<dim_t> ones(size_t(r), 1);
+  auto pick = [&](dim_t i, const char *part) {
+    NodeValue s = F->createSlice(I.opName(n, part), vals, {i}, {i + 1});
+    return F->createBroadcastTo(I.opName(n, part), I.reshape(I.opName(n, part), s, Dims(ones)),
+                                od);
+  };
+  I.setOutput(n, 0, F->createSelect(I.opName(n), hit, pick(1, "on"), pick(0, "off")));
+  return Error::success();
+}
+
+/// ReverseSequence: a Gather of constant (batch, time) positions, the batch and time axes
+/// moved first and flattened.
+Error convertReverseSequence(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  const Dims d = x.dims();
+  size_t r = d.size();
+  if (r < 2)
+    return I.parseError(n, "the input must have rank 2 or more");
+  int64_t ba = I.attrInt(n, "batch_axis", 1), ta = I.attrInt(n, "time_axis", 0);
+  if (!((ba == 0 && ta == 1) || (ba == 1 && ta == 0)))
+    return I.parseError(n, "batch_axis and time_axis must be 0 and 1");
+  KILN_ASSIGN_OR_RETURN(const Tensor *lt, I.requireConstInput(n, 1, "sequence_lens"));
+  std::vector<int64_t> lens = tensorToInts(*lt);
+  dim_t B = d[size_t(ba)], T = d[size_t(ta)];
+  if (lens.size() != B)
+    return I.parseError(n, "sequence_lens has ", lens.size(), " entries for batch ", B);
+  // Flattened position of (b, t) in the first two dims (in their order in the input).
+  auto pos = [&](int64_t b, int64_t t) { return ba == 0 ? b * int64_t(T) + t : t * int64_t(B) + b; };
+  std::vector<int64_t> src(B * T);
+  for (int64_t b = 0; b < int64_t(B); b++) {
+    if (lens[b] < 0 || lens[b] > int64_t(T))
+      return I.parseError(n, "sequence length ", lens[b], " is out of range [0, ", T, "]");
+    for (int64_t t = 0; t < int64_t(T); t++)
+      src[pos(b, t)] = pos(b, t < lens[b] ? lens[b] - 1 - t : t);
+  }
+  std::vector<dim_t> flat = {B * T};
+  for (size_t i = 2; i < r; i++)
+    flat.push_back(d[i]);
+  NodeValue y = I.reshape(I.opName(n, "flat"), x, Dims(flat));
+  y = I.F->createGather(I.opName(n, "gather"), y, indexConst(I, n, "src", src), 0);
+  I.setOutput(n, 0, I.reshape(I.opName(n), y, d));
+  return Error::success();
+}
+
+/// Hann, Hamming and Blackman windows: constants computed at load.
+Error convertWindow(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(const Tensor *st, I.requireConstInput(n, 0, "size"));
+  if (st->size() != 1)
+    return I.parseError(n, "size must hold one value");
+  int64_t size = tensorToInts(*st)[0];
+  if (size <= 0 || uint64_t(size) > I.opts.maxTensorElements)
+    return I.parseError(n, "size ", size, " is out of range");
+  bool periodic = I.attrInt(n, "periodic", 1) != 0;
+  Expected<ElemKind> k = elemKindFromONNX(int32_t(I.attrInt(n, "output_datatype", 1)));
+  if (!k)
+    return k.takeError().addContext(I.describe(n));
+  double N = double(periodic ? size : size - 1);
+  const double pi = 3.14159265358979323846;
+  std::vector<double> v(static_cast<size_t>(size));
+  for (int64_t i = 0; i < size; i++) {
+    double a = N == 0 ? 0 : 2 * pi * double(i) / N;
+    if (n.op_type() == "HannWindow")
+      v[i] = 0.5 - 0.5 * std::cos(a);
+    else if (n.op_type() == "HammingWindow")
+      v[i] = 25.0 / 46 - 21.0 / 46 * std::cos(a);
+    else
+      v[i] = 0.42 - 0.5 * std::cos(a) + 0.08 * std::cos(2 * a);
+  }
+  I.setOutputConst(n, 0, tensorFromDoubles(*k, {dim_t(size)}, v));
+  return Error::success();
+}
+
+/// Compress with a condition known at load: a Gather of the selected positions (of the
+/// flattened input without an axis).
+Error convertCompress(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(const Tensor *ct, I.requireConstInput(n, 1, "condition"));
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  const onnx::AttributeProto *ax = I.attr(n, "axis");
+  int64_t axis = 0;
+  if (ax) {
+    KILN_ASSIGN_OR_RETURN(axis, I.normAxis(n, ax->i(), int64_t(x.dims().size())));
+  } else {
+    x = I.reshape(I.opName(n, "flat"), x, Dims({x.dims().product()}));
+  }
+  std::vector<int64_t> cond = tensorToInts(*ct), idx;
+  dim_t len = x.dims()[size_t(axis)];
+  if (cond.size() > len)
+    return I.parseError(n, "the condition has ", cond.size(), " entries for a dimension of ", len);
+  for (size_t i = 0; i < cond.size(); i++)
+    if (cond[i])
+      idx.push_back(int64_t(i));
+  if (idx.empty())
+    return I.unsupported(n, "the condition selects nothing (an empty result)");
+  I.setOutput(n, 0, I.F->createGather(I.opName(n), x, indexConst(I, n, "selected", idx), axis));
+  return Error::success();
+}
+
+/// NonZero of a tensor known at load: its count is static, so it folds.
+Error convertNonZero(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(const Tensor *t, I.requireConstInput(n, 0, "X"));
+  const Dims d = t->dims();
+  std::vector<double> v = tensorToDoubles(*t);
+  std::vector<std::vector<int64_t>> coords(d.size());
+  size_t count = 0;
+  for (size_t i = 0; i < v.size(); i++) {
+    if (v[i] == 0)
+      continue;
+    std::vector<dim_t> idx = unflatten(i, d);
+    for (size_t k = 0; k < d.size(); k++)
+      coords[k].push_back(int64_t(idx[k]));
+    count++;
+  }
+  if (count == 0)
+    return I.unsupported(n, "no element is non-zero (an empty result)");
+  std::vector<int64_t> flat;
+  for (auto &c : coords)
+    flat.insert(flat.end(), c.begin(), c.end());
+  I.setOutputConst(n, 0, tensorFromInts(ElemKind::Int64I, {dim_t(d.size()), dim_t(count)}, flat));
+  return Error::success();
+}
+
+/// NonMaxSuppression of boxes and scores known at load (the number selected is static only
+/// then): greedy per batch and class in descending score order (ties: lower box first),
+/// dropping boxes whose IoU with a kept one exceeds the threshold.
+Error convertNonMaxSuppression(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(const Tensor *bt, I.requireConstInput(n, 0, "boxes"));
+  KILN_ASSIGN_OR_RETURN(const Tensor *st, I.requireConstInput(n, 1, "scores"));
+  int64_t maxOut = 0;
+  double iouTh = 0, scoreTh = -std::numeric_limits<double>::infinity();
+  if (I.hasInput(n, 2)) {
+    KILN_ASSIGN_OR_RETURN(const Tensor *t, I.requireConstInput(n, 2, "max_output_boxes_per_class"));
+    if (t->size())
+      maxOut = tensorToInts(*t)[0];
+  }
+  if (I.hasInput(n, 3)) {
+    KILN_ASSIGN_OR_RETURN(const Tensor *t, I.requireConstInput(n, 3, "iou_threshold"));
+    if (t->size())
+      iouTh = t->getAsDouble(0);
+  }
+  if (I.hasInput(n, 4)) {
+    KILN_ASSIGN_OR_RETURN(const Tensor *t, I.requireConstInput(n, 4, "score_threshold"));
+    if (t->size())
+      scoreTh = t->getAsDouble(0);
+  }
+  const Dims bd = bt->dims(), sd = st->dims();
+  if (bd.size() != 3 || bd[2] != 4 || sd.size() != 3 || sd[0] != bd[0] || sd[2] != bd[1])
+    return I.parseError(n, "boxes ", dimsToString(bd), " and scores ", dimsToString(sd),
+                        " must be [B, N, 4] and [B, C, N]");
+  bool center = I.attrInt(n, "center_point_box", 0) != 0;
+  std::vector<double> b = tensorToDoubles(*bt), s = tensorToDoubles(*st);
+  dim_t B = bd[0], Nb = bd[1], C = sd[1];
+  auto corners = [&](dim_t bi, dim_t k, double c[4]) { // y1, x1, y2, x2 with y1 <= y2
+    const double *p = &b[(bi * Nb + k) * 4];
+    if (center) {
+      c[0] = p[1] - p[3] / 2, c[2] = p[1] + p[3] / 2, c[1] = p[0] - p[2] / 2, c[3] = p[0] + p[2] / 2;
+    } else {
+      c[0] = std::min(p[0], p[2]), c[2] = std::max(p[0], p[2]);
+      c[1] = std::min(p[1], p[3]), c[3] = std::max(p[1], p[3]);
+    }
+  };
+  auto iou = [&](dim_t bi, dim_t i, dim_t j) {
+    double a[4], c[4];
+    corners(bi, i, a);
+    corners(bi, j, c);
+    double ih = std::max(0.0, std::min(a[2], c[2]) - std::max(a[0], c[0]));
+    double iw = std::max(0.0, std::min(a[3], c[3]) - std::max(a[1], c[1]));
+    double inter = ih * iw;
+    double uni = (a[2] - a[0]) * (a[3] - a[1]) + (c[2] - c[0]) * (c[3] - c[1]) - inter;
+    return uni <= 0 ? 0.0 : inter / uni;
+  };
+  std::vector<int64_t> out;
+  for (dim_t bi = 0; bi < B; bi++)
+    for (dim_t ci = 0; ci < C; ci++) {
+      std::vector<dim_t> order;
+      for (dim_t k = 0; k < Nb; k++)
+        if (s[(bi * C + ci) * Nb + k] > scoreTh)
+          order.push_back(k);
+      std::stable_sort(order.begin(), order.end(), [&](dim_t x, dim_t y) {
+        return s[(bi * C + ci) * Nb + x] > s[(bi * C + ci) * Nb + y];
+      });
+      std::vector<dim_t> kept;
+      for (dim_t k : order) {
+        if (int64_t(kept.size()) >= maxOut)
+          break;
+        bool ok = true;
+        for (dim_t j : kept)
+          ok = ok && iou(bi, k, j) <= iouTh;
+        if (ok) {
+          kept.push_back(k);
+          out.insert(out.end(), {int64_t(bi), int64_t(ci), int64_t(k)});
+        }
+      }
+    }
+  if (out.empty())
+    return I.unsupported(n, "no box is selected (an empty result)");
+  I.setOutputConst(n, 0, tensorFromInts(ElemKind::Int64I, {dim_t(out.size() / 3), 3}, out));
+  return Error::success();
+}
+
+Error convertGridSample(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  KILN_ASSIGN_OR_RETURN(NodeValue g, I.input(n, 1));
+  if (x.dims().size() != 4)
+    return I.unsupported(n, "only 4-D inputs are supported, not ", x.getType()->toString());
+  I.setOutput(n, 0, I.F->createGridSample(I.opName(n), x, g, I.attrString(n, "mode", "bilinear"),
+                                          I.attrString(n, "padding_mode", "zeros"),
+                                          I.attrInt(n, "align_corners", 0) != 0));
+  return Error::success();
+}
+
+Error convertRoiAlign(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  KILN_ASSIGN_OR_RETURN(NodeValue rois, I.input(n, 1));
+  KILN_ASSIGN_OR_RETURN(NodeValue bi, I.input(n, 2));
+  std::string ctm = I.attrString(n, "coordinate_transformation_mode",
+                                 I.opset >= 16 ? "half_pixel" : "output_half_pixel");
+  if (ctm != "half_pixel" && ctm != "output_half_pixel")
+    return I.parseError(n, "unknown coordinate_transformation_mode '", ctm, "'");
+  int64_t oh = I.attrInt(n, "output_height", 1), ow = I.attrInt(n, "output_width", 1),
+          sr = I.attrInt(n, "sampling_ratio", 0);
+  if (oh <= 0 || ow <= 0 || sr < 0)
+    return I.parseError(n, "output_height, output_width must be positive, sampling_ratio not "
+                        "negative");
+  I.setOutput(n, 0, I.F->createRoiAlign(I.opName(n), x, rois, bi, I.attrString(n, "mode", "avg"),
+                                        dim_t(oh), dim_t(ow), dim_t(sr),
+                                        I.attrFloat(n, "spatial_scale", 1.0f),
+                                        ctm == "half_pixel"));
+  return Error::success();
+}
+
+/// MaxUnpool: the values scattered at their flat Indices (positions in the pooling's
+/// input, the inverse of its geometry) into zeros, then padded at the end to output_shape.
+Error convertMaxUnpool(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  KILN_ASSIGN_OR_RETURN(NodeValue idx, I.input(n, 1));
+  const Dims d = x.dims();
+  if (d.size() < 3 || idx.dims() != d)
+    return I.parseError(n, "X ", x.getType()->toString(), " and I ", idx.getType()->toString(),
+                        " must have one shape with spatial dims");
+  size_t sp = d.size() - 2;
+  std::vector<int64_t> k = I.attrInts(n, "kernel_shape"), st = I.attrInts(n, "strides"),
+                       pads = I.attrInts(n, "pads");
+  if (k.size() != sp || (!st.empty() && st.size() != sp) || (!pads.empty() && pads.size() != 2 * sp))
+    return I.parseError(n, "kernel_shape, strides and pads must have ", sp, " entries");
+  std::vector<dim_t> out = d.vec();
+  for (size_t i = 0; i < sp; i++) {
+    int64_t o = (int64_t(d[2 + i]) - 1) * (st.empty() ? 1 : st[i]) + k[i] -
+                (pads.empty() ? 0 : pads[i] + pads[i + sp]);
+    if (o <= 0)
+      return I.parseError(n, "the unpooled size is not positive");
+    out[2 + i] = dim_t(o);
+  }
   KILN_ASSIGN_OR_RETURN(Dims od, I.toDims(n, out));
-  NodeValue y = I.reshape(I.opName(n, "expand"), x, ed);
-  y = I.F->createBroadcastTo(I.opName(n, "repeat"), y, td);
-  I.setOutput(n, 0, I.reshape(I.opName(n), y, od));
+  std::vector<dim_t> grow(2 * d.size(), 0);
+  bool padded = false;
+  if (I.hasInput(n, 2)) {
+    KILN_ASSIGN_OR_RETURN(const Tensor *os, I.requireConstInput(n, 2, "output_shape"));
+    std::vector<int64_t> v = tensorToInts(*os);
+    if (v.size() != d.size())
+      return I.parseError(n, "output_shape has ", v.size(), " entries for rank ", d.size());
+    for (size_t i = 0; i < v.size(); i++) {
+      if (v[i] < int64_t(od[i]))
+        return I.unsupported(n, "output_shape ", v[i], " below the unpooled size ", od[i]);
+      grow[d.size() + i] = dim_t(v[i]) - od[i];
+      padded |= grow[d.size() + i] != 0;
+    }
+  }
+  Function *F = I.F;
+  NodeValue zeros = I.splat(I.opName(n, "zeros"), x.getElementType(), Dims({od.product()}), 0);
+  NodeValue flatX = I.reshape(I.opName(n, "xflat"), x, Dims({d.product()}));
+  NodeValue flatI = I.reshape(I.opName(n, "iflat"), idx, Dims({d.product()}));
+  NodeValue y = F->createScatterElements(I.opName(n), zeros, flatI, flatX, 0, "none");
+  y = I.reshape(I.opName(n, "shape"), y, od);
+  if (padded)
+    y = F->createPad(I.opName(n, "outshape"), y, grow, 0.0f);
+  I.setOutput(n, 0, y);
+  return Error::success();
+}
+
+/// Binds output \p i of \p n to a subgraph value.
+void bindSub(Importer &I, const Node &n, int i, Importer::SubValue v) {
+  if (v.c)
+    I.setOutputConst(n, i, std::move(*v.c));
+  else
+    I.setOutput(n, i, v.v);
+}
+
+/// A graph value of a subgraph value (constants materialised).
+NodeValue subNode(Importer &I, const Node &n, Importer::SubValue &v) {
+  if (v.c)
+    return I.makeConstant(I.opName(n, "const"), v.c->clone());
+  return v.v;
+}
+
+/// If with a condition known at load: the chosen branch is converted in place.
+Error convertIf(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(const Tensor *c, I.requireConstInput(n, 0, "cond"));
+  if (c->size() != 1)
+    return I.parseError(n, "the condition must hold one value");
+  const onnx::AttributeProto *br = I.attr(n, c->getAsDouble(0) != 0 ? "then_branch" : "else_branch");
+  if (!br || !br->has_g())
+    return I.parseError(n, "missing then_branch or else_branch");
+  std::vector<Importer::SubValue> outs;
+  KILN_RETURN_IF_ERR(I.convertSubgraph(n, br->g(), {}, outs));
+  if (int(outs.size()) < n.output_size())
+    return I.parseError(n, "the branch has ", outs.size(), " outputs for ", n.output_size());
+  for (int i = 0; i < n.output_size(); i++)
+    bindSub(I, n, i, std::move(outs[i]));
+  return Error::success();
+}
+
+/// Loop with a trip count and condition known at load: unrolled, the body converted once
+/// per iteration; scan outputs are stacked along a new first axis.
+Error convertLoop(Importer &I, const Node &n) {
+  constexpr int64_t kMaxIterations = 4096;
+  int64_t trip = -1;
+  if (I.hasInput(n, 0)) {
+    KILN_ASSIGN_OR_RETURN(const Tensor *m, I.requireConstInput(n, 0, "M"));
+    if (m->size() != 1)
+      return I.parseError(n, "M must hold one value");
+    trip = tensorToInts(*m)[0];
+  }
+  bool cond = true;
+  if (I.hasInput(n, 1)) {
+    KILN_ASSIGN_OR_RETURN(const Tensor *c, I.requireConstInput(n, 1, "cond"));
+    if (c->size() != 1)
+      return I.parseError(n, "cond must hold one value");
+    cond = c->getAsDouble(0) != 0;
+  }
+  const onnx::AttributeProto *ba = I.attr(n, "body");
+  if (!ba || !ba->has_g())
+    return I.parseError(n, "missing body");
+  const onnx::GraphProto &body = ba->g();
+  int carriedN = n.input_size() - 2;
+  if (carriedN < 0 || body.input_size() != carriedN + 2 || body.output_size() < carriedN + 1)
+    return I.parseError(n, "the body's inputs and outputs do not match the loop's");
+  int scans = body.output_size() - 1 - carriedN;
+  if (n.output_size() > carriedN + scans)
+    return I.parseError(n, "more outputs than the body gives");
+  std::vector<Importer::SubValue> carried;
+  for (int i = 0; i < carriedN; i++) {
+    if (const Tensor *t = I.constInput(n, 2 + i)) {
+      carried.push_back({NodeValue(), t->clone()});
+    } else {
+      KILN_ASSIGN_OR_RETURN(NodeValue v, I.input(n, 2 + i));
+      carried.push_back({v, std::nullopt});
+    }
+  }
+  std::vector<std::vector<Importer::SubValue>> scanned(static_cast<size_t>(scans));
+  int64_t it = 0;
+  for (; (trip < 0 || it < trip) && cond; it++) {
+    if (it >= kMaxIterations)
+      return I.unsupported(n, "more than ", kMaxIterations, " iterations to unroll");
+    std::vector<Importer::SubValue> ins;
+    ins.push_back({NodeValue(), tensorFromInts(ElemKind::Int64I, {}, {it})});
+    ins.push_back({NodeValue(), tensorFromInts(ElemKind::Bool, {}, {cond ? 1 : 0})});
+    for (auto &c : carried) {
+      if (c.c)
+        ins.push_back({NodeValue(), c.c->clone()});
+      else
+        ins.push_back({c.v, std::nullopt});
+    }
+    std::vector<Importer::SubValue> outs;
+    KILN_RETURN_IF_ERR(I.convertSubgraph(n, body, std::move(ins), outs));
+    if (!outs[0].c || outs[0].c->size() != 1)
+      return I.unsupported(n, "the loop condition is computed at run time");
+    cond = outs[0].c->getAsDouble(0) != 0;
+    for (int i = 0; i < carriedN; i++)
+      carried[i] = std::move(outs[1 + i]);
+    for (int k = 0; k < scans; k++)
+      scanned[k].push_back(std::move(outs[1 + carriedN + k]));
+  }
+  for (int i = 0; i < carriedN && i < n.output_size(); i++)
+    bindSub(I, n, i, std::move(carried[i]));
+  for (int k = 0; k < scans && carriedN + k < n.output_size(); k++) {
+    if (!I.hasOutput(n, carriedN + k))
+      continue;
+    if (scanned[k].empty())
+      return I.unsupported(n, "a scan output of zero iterations (an empty tensor)");
+    std::vector<NodeValue> parts;
+    for (auto &v : scanned[k]) {
+      NodeValue p = subNode(I, n, v);
+      std::vector<dim_t> d = p.dims().vec();
+      d.insert(d.begin(), 1);
+      KILN_ASSIGN_OR_RETURN(Dims dd, I.toDims(n, d));
+      parts.push_back(I.reshape(I.opName(n, "scan1"), p, dd));
+    }
+    I.setOutput(n, carriedN + k,
+                parts.size() == 1 ? parts[0] : NodeValue(I.F->createConcat(I.opName(n, "scan"), parts, 0)));
+  }
   return Error::success();
 }
 
 } // namespace
 
 void registerDataConverters(ConverterMap &m) {
+  m["If"] = convertIf;
+  m["Loop"] = convertLoop;
+  m["GridSample"] = convertGridSample;
+  m["RoiAlign"] = convertRoiAlign;
+  m["MaxUnpool"] = convertMaxUnpool;
+  m["Compress"] = convertCompress;
+  m["NonZero"] = convertNonZero;
+  m["NonMaxSuppression"] = convertNonMaxSuppression;
   m["Constant"] = convertConstant;
   m["ConstantOfShape"] = convertConstantOfShape;
   m["Shape"] = convertShape;
@@ -815,6 +1644,18 @@ void registerDataConverters(ConverterMap &m) {
   m["SpaceToDepth"] = convertDepthSpace;
   m["Resize"] = convertResize;
   m["Upsample"] = convertResize;
+  m["GatherElements"] = convertGatherElements;
+  m["ScatterElements"] = convertScatterElements;
+  m["Scatter"] = convertScatterElements;
+  m["ScatterND"] = convertScatterND;
+  m["GatherND"] = convertGatherND;
+  m["Trilu"] = convertTrilu;
+  m["EyeLike"] = convertEyeLike;
+  m["OneHot"] = convertOneHot;
+  m["ReverseSequence"] = convertReverseSequence;
+  m["HannWindow"] = convertWindow;
+  m["HammingWindow"] = convertWindow;
+  m["BlackmanWindow"] = convertWindow;
 }
 
 } // namespace kiln::onnximport

@@ -188,12 +188,16 @@ NodeValue buildElu(Importer &I, const Node &n, NodeValue x, double alpha, double
   return r;
 }
 
+Error convertClipRuntime(Importer &I, const Node &n);
+
 Error convertClip(Importer &I, const Node &n) {
   double lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
   if (I.opset < 11) {
     lo = I.attrFloat(n, "min", -std::numeric_limits<float>::infinity());
     hi = I.attrFloat(n, "max", std::numeric_limits<float>::infinity());
   } else {
+    if ((I.hasInput(n, 1) && !I.constInput(n, 1)) || (I.hasInput(n, 2) && !I.constInput(n, 2)))
+      return convertClipRuntime(I, n);
     if (I.hasInput(n, 1)) {
       KILN_ASSIGN_OR_RETURN(const Tensor *t, I.requireConstInput(n, 1, "min"));
       if (t->size() != 1)
@@ -291,9 +295,121 @@ Converter logical(FoldOp op) {
   };
 }
 
+/// Mod: folded when constant (fmod = 1 truncates, fmod = 0 follows the divisor's sign).
+Error convertMod(Importer &I, const Node &n) {
+  bool fmod = I.attrInt(n, "fmod", 0) != 0;
+  bool done;
+  KILN_RETURN_IF_ERR(foldedOr(I, n, done, [&](const std::vector<const Tensor *> &t)
+                                              -> Expected<Tensor> {
+    bool ints = !isFloatKind(t[0]->getElementType());
+    if (!fmod || !ints)
+      return foldBinary(FoldOp::Mod, *t[0], *t[1]);
+    KILN_ASSIGN_OR_RETURN(Tensor q, foldBinary(FoldOp::Div, *t[0], *t[1]));
+    KILN_ASSIGN_OR_RETURN(Tensor p, foldBinary(FoldOp::Mul, q, *t[1]));
+    return foldBinary(FoldOp::Sub, *t[0], p);
+  }));
+  if (done)
+    return Error::success();
+  KILN_ASSIGN_OR_RETURN(std::vector<NodeValue> vs, broadcastInputs(I, n, {0, 1}));
+  if (isFloatKind(vs[0].getElementType()) && !fmod)
+    return I.parseError(n, "fmod must be 1 for floating-point inputs");
+  I.setOutput(n, 0, I.F->createMod(I.opName(n), vs[0], vs[1], fmod));
+  return Error::success();
+}
+
+Error convertBitShift(Importer &I, const Node &n) {
+  std::string dir = I.attrString(n, "direction", "");
+  if (dir != "LEFT" && dir != "RIGHT")
+    return I.parseError(n, "direction must be LEFT or RIGHT, not '", dir, "'");
+  KILN_ASSIGN_OR_RETURN(std::vector<NodeValue> vs, broadcastInputs(I, n, {0, 1}));
+  I.setOutput(n, 0, I.F->createBitShift(I.opName(n), vs[0], vs[1], dir == "LEFT"));
+  return Error::success();
+}
+
+/// Clip with min / max inputs known only at run time: Max and Min with the broadcast
+/// bounds (NaN stays NaN, as Clip's does).
+Error convertClipRuntime(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  for (int i = 1; i <= 2; i++) {
+    if (!I.hasInput(n, i))
+      continue;
+    KILN_ASSIGN_OR_RETURN(Dims bd, I.inputDims(n, i));
+    if (bd.product() != 1)
+      return I.parseError(n, i == 1 ? "min" : "max", " must be a scalar");
+    KILN_ASSIGN_OR_RETURN(NodeValue b, I.input(n, i));
+    if (b.getElementType() != x.getElementType())
+      return I.parseError(n, "bound ", b.getType()->toString(), " and input ",
+                          x.getType()->toString(), " differ in type");
+    b = I.F->createBroadcastTo(I.opName(n, i == 1 ? "lo" : "hi"),
+                               I.reshape(I.opName(n, i == 1 ? "lo1" : "hi1"), b,
+                                         Dims(std::vector<dim_t>(x.dims().size(), 1))),
+                               x.dims());
+    x = i == 1 ? NodeValue(I.F->createMax(I.opName(n, "min"), x, b))
+               : NodeValue(I.F->createMin(I.opName(n, "max"), x, b));
+  }
+  I.setOutput(n, 0, x);
+  return Error::success();
+}
+
+/// A Bool splat shaped like \p x.
+NodeValue boolSplat(Importer &I, const Node &n, NodeValue x, bool v, const char *part) {
+  return I.splat(I.opName(n, part), ElemKind::Bool, x.dims(), v ? 1 : 0);
+}
+
+/// a || b on Bool tensors.
+NodeValue boolOr(Importer &I, const Node &n, NodeValue a, NodeValue b, const char *part) {
+  return I.F->createSelect(I.opName(n, part), a, boolSplat(I, n, a, true, "true"), b);
+}
+
 } // namespace
 
 void registerElementwiseConverters(ConverterMap &m) {
+  UNARY("Sin", FoldUnary::Sin, createSin);
+  UNARY("Cos", FoldUnary::Cos, createCos);
+  UNARY("Tan", FoldUnary::Tan, createTan);
+  UNARY("Asin", FoldUnary::Asin, createAsin);
+  UNARY("Acos", FoldUnary::Acos, createAcos);
+  UNARY("Atan", FoldUnary::Atan, createAtan);
+  UNARY("Sinh", FoldUnary::Sinh, createSinh);
+  UNARY("Cosh", FoldUnary::Cosh, createCosh);
+  UNARY("Asinh", FoldUnary::Asinh, createAsinh);
+  UNARY("Acosh", FoldUnary::Acosh, createAcosh);
+  UNARY("Atanh", FoldUnary::Atanh, createAtanh);
+  m["Mod"] = convertMod;
+  m["BitShift"] = convertBitShift;
+  m["IsNaN"] = unary(std::nullopt, [](Importer &I, const Node &n,
+                                      NodeValue x) -> Expected<NodeValue> {
+    // x != x exactly for NaN.
+    NodeValue eq = I.F->createCmpEQ(I.opName(n, "eq"), x, x);
+    return NodeValue(I.F->createSelect(I.opName(n), eq, boolSplat(I, n, x, false, "f"),
+                                       boolSplat(I, n, x, true, "t")));
+  });
+  m["IsInf"] = unary(std::nullopt, [](Importer &I, const Node &n,
+                                      NodeValue x) -> Expected<NodeValue> {
+    bool pos = I.attrInt(n, "detect_positive", 1) != 0;
+    bool neg = I.attrInt(n, "detect_negative", 1) != 0;
+    double inf = std::numeric_limits<double>::infinity();
+    NodeValue r = boolSplat(I, n, x, false, "none");
+    if (pos)
+      r = I.F->createCmpEQ(I.opName(n, "pos"), x, splatLike(I, n, x, inf, "inf"));
+    if (neg) {
+      NodeValue c = I.F->createCmpEQ(I.opName(n, "neg"), x, splatLike(I, n, x, -inf, "ninf"));
+      r = pos ? boolOr(I, n, r, c, "or") : c;
+    }
+    return r;
+  });
+  m["Shrink"] = unary(std::nullopt, [](Importer &I, const Node &n,
+                                       NodeValue x) -> Expected<NodeValue> {
+    double lambd = I.attrFloat(n, "lambd", 0.5f), bias = I.attrFloat(n, "bias", 0.0f);
+    Function *F = I.F;
+    NodeValue lo = F->createCmpLT(I.opName(n, "lo"), x, splatLike(I, n, x, -lambd, "nl"));
+    NodeValue hi = F->createCmpLT(I.opName(n, "hi"), splatLike(I, n, x, lambd, "l"), x);
+    NodeValue up = F->createAdd(I.opName(n, "up"), x, splatLike(I, n, x, bias, "b"));
+    NodeValue down = F->createSub(I.opName(n, "down"), x, splatLike(I, n, x, bias, "b2"));
+    NodeValue r = F->createSelect(I.opName(n, "sel"), hi, down, splatLike(I, n, x, 0, "z"));
+    return NodeValue(F->createSelect(I.opName(n), lo, up, r));
+  });
+
   auto mk = [](auto fn) { return fn; };
   m["Add"] = binary(FoldOp::Add, mk([](Function *F, const std::string &s, NodeValue a,
                                        NodeValue b) { return NodeValue(F->createAdd(s, a, b)); }));

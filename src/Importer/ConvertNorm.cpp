@@ -12,9 +12,11 @@ namespace {
 
 using Node = onnx::NodeProto;
 
+Error convertBatchNormTraining(Importer &I, const Node &n);
+
 Error convertBatchNorm(Importer &I, const Node &n) {
   if (I.attrInt(n, "training_mode", 0) != 0)
-    return I.unsupported(n, "training mode is not supported");
+    return convertBatchNormTraining(I, n);
   if (I.opset < 9 && I.attrInt(n, "spatial", 1) != 1)
     return I.unsupported(n, "spatial = 0 is not supported");
   KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
@@ -138,9 +140,205 @@ Error convertSoftmax(Importer &I, const Node &n) {
   return Error::success();
 }
 
+/// NegativeLogLikelihoodLoss of log-probabilities \p x [N, C, d...] and int targets
+/// \p t [N, d...]: loss = -x[n, t, d...] * w[t] (w = 1 without weights; 0 where t is
+/// ignore_index), reduced by none, sum or mean (sum / sum of the weights used).
+Expected<NodeValue> buildNLL(Importer &I, const Node &n, NodeValue x, NodeValue t,
+                             int weightInput) {
+  Function *F = I.F;
+  const Dims xd = x.dims(), td = t.dims();
+  if (xd.size() < 2 || td.size() != xd.size() - 1 || td[0] != xd[0])
+    return I.parseError(n, "input ", x.getType()->toString(), " and target ",
+                        t.getType()->toString(), " do not match");
+  for (size_t i = 1; i < td.size(); i++)
+    if (td[i] != xd[i + 1])
+      return I.parseError(n, "input ", x.getType()->toString(), " and target ",
+                          t.getType()->toString(), " do not match");
+  if (!isIndexKind(t.getElementType()))
+    return I.parseError(n, "the target must be int32 or int64");
+  std::string red = I.attrString(n, "reduction", "mean");
+  if (red != "none" && red != "sum" && red != "mean")
+    return I.parseError(n, "unknown reduction '", red, "'");
+  ElemKind fk = x.getElementType();
+  const onnx::AttributeProto *iia = I.attr(n, "ignore_index");
+  NodeValue ignored;
+  if (iia) {
+    ignored = F->createCmpEQ(I.opName(n, "ignored"), t,
+                             I.splat(I.opName(n, "ii"), t.getElementType(), td, double(iia->i())));
+    t = F->createSelect(I.opName(n, "target0"), ignored,
+                        I.splat(I.opName(n, "zero"), t.getElementType(), td, 0), t);
+  }
+  std::vector<dim_t> t1 = td.vec();
+  t1.insert(t1.begin() + 1, 1);
+  NodeValue g = F->createGatherElements(I.opName(n, "pick"), x,
+                                        I.reshape(I.opName(n, "target1"), t, Dims(t1)), 1);
+  g = I.reshape(I.opName(n, "picked"), g, td);
+  NodeValue w;
+  if (weightInput >= 0 && I.hasInput(n, weightInput)) {
+    KILN_ASSIGN_OR_RETURN(NodeValue wt, I.input(n, weightInput));
+    if (wt.dims().size() != 1 || wt.dims()[0] != xd[1] || wt.getElementType() != fk)
+      return I.parseError(n, "weight ", wt.getType()->toString(), " must be [", xd[1], "] of ",
+                          "the input's type");
+    w = F->createGather(I.opName(n, "weight"), wt, t, 0);
+  }
+  if (ignored) {
+    if (!w)
+      w = I.splat(I.opName(n, "one"), fk, td, 1);
+    w = F->createSelect(I.opName(n, "weightii"), ignored, I.splat(I.opName(n, "zw"), fk, td, 0), w);
+  }
+  NodeValue loss = F->createNeg(I.opName(n, "neg"), w ? NodeValue(F->createMul(I.opName(n, "wx"), g, w)) : g);
+  if (red == "none")
+    return loss;
+  std::vector<int64_t> all;
+  for (size_t i = 0; i < td.size(); i++)
+    all.push_back(int64_t(i));
+  if (red == "sum")
+    return NodeValue(F->createReduceSum(I.opName(n, "sum"), loss, all, false));
+  if (!w)
+    return NodeValue(F->createReduceMean(I.opName(n, "mean"), loss, all, false));
+  return NodeValue(F->createDiv(I.opName(n, "mean"),
+                                F->createReduceSum(I.opName(n, "sum"), loss, all, false),
+                                F->createReduceSum(I.opName(n, "wsum"), w, all, false)));
+}
+
+Error convertNLL(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  KILN_ASSIGN_OR_RETURN(NodeValue t, I.input(n, 1));
+  KILN_ASSIGN_OR_RETURN(NodeValue y, buildNLL(I, n, x, t, 2));
+  I.setOutput(n, 0, y);
+  return Error::success();
+}
+
+/// SoftmaxCrossEntropyLoss: LogSoftmax over the classes (output 1), then the NLL.
+Error convertSCE(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  KILN_ASSIGN_OR_RETURN(NodeValue t, I.input(n, 1));
+  if (x.dims().size() < 2)
+    return I.parseError(n, "scores ", x.getType()->toString(), " have no class dim");
+  NodeValue lp = I.F->createLogSoftMax(I.opName(n, "logprob"), x, 1);
+  KILN_ASSIGN_OR_RETURN(NodeValue y, buildNLL(I, n, lp, t, 2));
+  I.setOutput(n, 0, y);
+  I.setOutput(n, 1, lp);
+  return Error::success();
+}
+
+/// MeanVarianceNormalization as ONNX's function body: (x - E[x]) / (sqrt(E[x^2] - E[x]^2)
+/// + 1e-9) over axes (default 0, 2, 3).
+Error convertMVN(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  const Dims d = x.dims();
+  std::vector<int64_t> axes = I.attrInts(n, "axes");
+  if (!I.attr(n, "axes"))
+    axes = {0, 2, 3};
+  std::vector<int64_t> norm;
+  for (int64_t a : axes) {
+    KILN_ASSIGN_OR_RETURN(int64_t ax, I.normAxis(n, a, int64_t(d.size())));
+    norm.push_back(ax);
+  }
+  Function *F = I.F;
+  NodeValue mean = F->createReduceMean(I.opName(n, "mean"), x, norm, true);
+  NodeValue ex2 = F->createReduceMean(I.opName(n, "meansq"), F->createMul(I.opName(n, "sq"), x, x),
+                                      norm, true);
+  NodeValue var = F->createSub(I.opName(n, "var"), ex2, F->createMul(I.opName(n, "m2"), mean, mean));
+  NodeValue sd = F->createAdd(I.opName(n, "sdeps"), F->createSqrt(I.opName(n, "sd"), var),
+                              I.splat(I.opName(n, "eps"), x.getElementType(), var.dims(), 1e-9));
+  NodeValue xc = F->createSub(I.opName(n, "center"), x,
+                              F->createBroadcastTo(I.opName(n, "meanb"), mean, d));
+  I.setOutput(n, 0, F->createDiv(I.opName(n), xc, F->createBroadcastTo(I.opName(n, "sdb"), sd, d)));
+  return Error::success();
+}
+
+/// LRN across channels: x / (bias + alpha / size * sum of x^2 over the channel window)^beta,
+/// the window sum a sum of shifted slices of the zero-padded squares.
+Error convertLRN(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  const Dims d = x.dims();
+  if (d.size() < 3)
+    return I.parseError(n, "the input ", x.getType()->toString(), " has no spatial dims");
+  int64_t size = I.attrInt(n, "size", 0);
+  if (size <= 0)
+    return I.parseError(n, "size must be positive");
+  double alpha = I.attrFloat(n, "alpha", 1e-4f), beta = I.attrFloat(n, "beta", 0.75f),
+         bias = I.attrFloat(n, "bias", 1.0f);
+  Function *F = I.F;
+  ElemKind k = x.getElementType();
+  size_t r = d.size();
+  dim_t before = dim_t((size - 1) / 2), after = dim_t(size - 1) - before;
+  std::vector<dim_t> pads(2 * r, 0);
+  pads[1] = before;
+  pads[r + 1] = after;
+  NodeValue sq = F->createPad(I.opName(n, "pad"), F->createMul(I.opName(n, "sq"), x, x), pads, 0);
+  NodeValue sum;
+  for (dim_t j = 0; j < dim_t(size); j++) {
+    std::vector<dim_t> b(r, 0), e = sq.dims().vec();
+    b[1] = j;
+    e[1] = j + d[1];
+    NodeValue s = F->createSlice(I.opName(n, "win"), sq, b, e);
+    sum = sum ? NodeValue(F->createAdd(I.opName(n, "sum"), sum, s)) : s;
+  }
+  NodeValue base = F->createAdd(
+      I.opName(n, "base"),
+      F->createMul(I.opName(n, "scale"), sum, I.splat(I.opName(n, "alpha"), k, d, alpha / double(size))),
+      I.splat(I.opName(n, "bias"), k, d, bias));
+  NodeValue den = F->createPow(I.opName(n, "pow"), base, I.splat(I.opName(n, "beta"), k, d, beta));
+  I.setOutput(n, 0, F->createDiv(I.opName(n), x, den));
+  return Error::success();
+}
+
+/// BatchNormalization in training mode: the batch's mean and (biased) variance over every
+/// axis but the channels normalise; running_mean / running_var outputs are
+/// input * momentum + batch * (1 - momentum).
+Error convertBatchNormTraining(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  const Dims d = x.dims();
+  if (d.size() < 2)
+    return I.parseError(n, "the input ", x.getType()->toString(), " has no channel dim");
+  Function *F = I.F;
+  ElemKind k = x.getElementType();
+  std::vector<int64_t> axes;
+  std::vector<dim_t> cd(d.size(), 1);
+  cd[1] = d[1];
+  for (size_t i = 0; i < d.size(); i++)
+    if (i != 1)
+      axes.push_back(int64_t(i));
+  NodeValue mean = F->createReduceMean(I.opName(n, "mean"), x, axes, true);
+  NodeValue xc = F->createSub(I.opName(n, "center"), x, F->createBroadcastTo(I.opName(n, "mb"), mean, d));
+  NodeValue var = F->createReduceMean(I.opName(n, "var"), F->createMul(I.opName(n, "sq"), xc, xc), axes, true);
+  float eps = I.attrFloat(n, "epsilon", 1e-5f);
+  double mom = I.attrFloat(n, "momentum", 0.9f);
+  NodeValue inv = F->createRsqrt(I.opName(n, "rstd"),
+                                 F->createAdd(I.opName(n, "veps"), var, I.splat(I.opName(n, "eps"), k, var.dims(), eps)));
+  std::vector<NodeValue> p;
+  for (int i = 1; i <= 4; i++) {
+    KILN_ASSIGN_OR_RETURN(NodeValue v, I.input(n, i));
+    if (v.dims().product() != d[1])
+      return I.parseError(n, "parameter ", i, " ", v.getType()->toString(), " does not match the ",
+                          d[1], " channels");
+    p.push_back(I.reshape(I.opName(n, "param"), v, Dims(cd)));
+  }
+  NodeValue y = F->createMul(I.opName(n, "norm"), xc, F->createBroadcastTo(I.opName(n, "rb"), inv, d));
+  y = F->createMul(I.opName(n, "scaled"), y, F->createBroadcastTo(I.opName(n, "sb"), p[0], d));
+  y = F->createAdd(I.opName(n), y, F->createBroadcastTo(I.opName(n, "bb"), p[1], d));
+  I.setOutput(n, 0, y);
+  auto running = [&](NodeValue old, NodeValue batch, const char *part) {
+    NodeValue a = F->createMul(I.opName(n, part), old, I.splat(I.opName(n, "mom"), k, Dims(cd), mom));
+    NodeValue b = F->createMul(I.opName(n, part), batch, I.splat(I.opName(n, "mom1"), k, Dims(cd), 1 - mom));
+    return I.reshape(I.opName(n, part), F->createAdd(I.opName(n, part), a, b), Dims({d[1]}));
+  };
+  if (I.hasOutput(n, 1))
+    I.setOutput(n, 1, running(p[2], mean, "running_mean"));
+  if (I.hasOutput(n, 2))
+    I.setOutput(n, 2, running(p[3], var, "running_var"));
+  return Error::success();
+}
+
 } // namespace
 
 void registerNormConverters(ConverterMap &m) {
+  m["NegativeLogLikelihoodLoss"] = convertNLL;
+  m["SoftmaxCrossEntropyLoss"] = convertSCE;
+  m["MeanVarianceNormalization"] = convertMVN;
+  m["LRN"] = convertLRN;
   m["BatchNormalization"] = convertBatchNorm;
   m["LayerNormalization"] = convertLayerNorm;
   m["InstanceNormalization"] = convertInstanceNorm;

@@ -192,9 +192,57 @@ Error convertTopK(Importer &I, const Node &n) {
   return Error::success();
 }
 
+Error convertCumSum(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  KILN_ASSIGN_OR_RETURN(const Tensor *at, I.requireConstInput(n, 1, "axis"));
+  if (at->size() != 1)
+    return I.parseError(n, "axis must hold one value");
+  KILN_ASSIGN_OR_RETURN(int64_t axis,
+                        I.normAxis(n, tensorToInts(*at)[0], int64_t(x.dims().size())));
+  I.setOutput(n, 0, I.F->createCumSum(I.opName(n), x, axis, I.attrInt(n, "exclusive", 0) != 0,
+                                      I.attrInt(n, "reverse", 0) != 0));
+  return Error::success();
+}
+
+/// Hardmax: 1 at the first largest element along the axis, 0 elsewhere (ArgMax compared
+/// with 0..len-1); before opset 13 over the input coerced to 2-D at the axis.
+Error convertHardmax(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  Dims d = x.dims();
+  int64_t r = int64_t(d.size());
+  if (r == 0)
+    return I.parseError(n, "the input is a scalar");
+  KILN_ASSIGN_OR_RETURN(int64_t axis, I.normAxis(n, I.attrInt(n, "axis", I.opset < 13 ? 1 : -1), r));
+  Function *F = I.F;
+  NodeValue v = x;
+  if (I.opset < 13) {
+    dim_t outer = 1, inner = 1;
+    for (int64_t i = 0; i < r; i++)
+      (i < axis ? outer : inner) *= d[i];
+    v = I.reshape(I.opName(n, "2d"), x, Dims({outer, inner}));
+    axis = 1;
+  }
+  const Dims vd = v.dims();
+  NodeValue am = F->createArgMax(I.opName(n, "argmax"), v, axis, true);
+  std::vector<dim_t> iotaDims(vd.size(), 1);
+  iotaDims[axis] = vd[axis];
+  std::vector<int64_t> iv(vd[axis]);
+  for (size_t i = 0; i < iv.size(); i++)
+    iv[i] = int64_t(i);
+  NodeValue iota = I.makeConstant(I.opName(n, "iota"),
+                                  tensorFromInts(ElemKind::Int64I, Dims(iotaDims), iv));
+  NodeValue hit = F->createCmpEQ(I.opName(n, "hit"), F->createBroadcastTo(I.opName(n, "amb"), am, vd),
+                                 F->createBroadcastTo(I.opName(n, "iotab"), iota, vd));
+  NodeValue y = F->createConvertTo(I.opName(n, "y"), I.M->uniqueType(x.getElementType(), vd), hit);
+  I.setOutput(n, 0, I.reshape(I.opName(n), y, d));
+  return Error::success();
+}
+
 } // namespace
 
 void registerReduceConverters(ConverterMap &m) {
+  m["CumSum"] = convertCumSum;
+  m["Hardmax"] = convertHardmax;
   m["ReduceSum"] = reduce(Red::Sum);
   m["ReduceMean"] = reduce(Red::Mean);
   m["ReduceMax"] = reduce(Red::Max);

@@ -393,6 +393,78 @@ Error Importer::convertNode(const onnx::NodeProto &n) {
   return checkOutputs(n);
 }
 
+Error Importer::convertSubgraph(const onnx::NodeProto &owner, const onnx::GraphProto &g,
+                                std::vector<SubValue> ins, std::vector<SubValue> &outs) {
+  if (int(ins.size()) > g.input_size())
+    return parseError(owner, "the subgraph has ", g.input_size(), " inputs; ", ins.size(),
+                      " are bound");
+  if (g.sparse_initializer_size())
+    return unsupported(owner, "sparse initializers in a subgraph are not supported");
+  std::vector<std::string> defined;
+  auto define = [&](const std::string &name, SubValue v) -> Error {
+    if (name.empty())
+      return Error::success();
+    if (values_.count(name) || consts_.count(name))
+      return parseError(owner, "subgraph name '", name, "' shadows an outer value");
+    defined.push_back(name);
+    if (v.c) {
+      Known k;
+      k.owned = std::move(*v.c);
+      consts_[name] = std::move(k);
+    } else {
+      values_[name] = v.v;
+    }
+    return Error::success();
+  };
+  for (size_t i = 0; i < ins.size(); i++)
+    KILN_RETURN_IF_ERR(define(g.input(int(i)).name(), std::move(ins[i])));
+  for (const auto &t : g.initializer()) {
+    Expected<Tensor> tt = tensorFromProto(t, opts.maxTensorElements);
+    if (!tt)
+      return tt.takeError().addContext(describe(owner));
+    KILN_RETURN_IF_ERR(define(t.name(), SubValue{NodeValue(), std::move(tt).get()}));
+  }
+  for (const auto &n : g.node())
+    for (const auto &in : n.input())
+      uses_[in]++;
+  for (const auto &o : g.output())
+    uses_[o.name()]++;
+  Error err = Error::success();
+  for (const auto &n : g.node()) {
+    if (!isDefaultDomain(n.domain()) || !converters_.count(n.op_type())) {
+      err = unsupported(n, "operator ", n.op_type(), " inside a subgraph is not supported");
+      break;
+    }
+    if ((err = convertNode(n)))
+      break;
+    for (const auto &o : n.output())
+      if (!o.empty())
+        defined.push_back(o);
+  }
+  outs.clear();
+  for (int i = 0; !err && i < g.output_size(); i++) {
+    const std::string &name = g.output(i).name();
+    auto v = values_.find(name);
+    auto c = consts_.find(name);
+    if (v != values_.end())
+      outs.push_back({v->second, std::nullopt});
+    else if (c != consts_.end())
+      outs.push_back({NodeValue(), c->second.get().clone()});
+    else
+      err = parseError(owner, "subgraph output '", name, "' is not produced");
+  }
+  for (const auto &n : g.node())
+    for (const auto &in : n.input())
+      uses_[in]--;
+  for (const auto &o : g.output())
+    uses_[o.name()]--;
+  for (const std::string &name : defined) {
+    values_.erase(name);
+    consts_.erase(name);
+  }
+  return err;
+}
+
 Error Importer::importGraph(const onnx::GraphProto &g, ONNXModel &out) {
   graph_ = &g;
   for (int i = 0; i < g.node_size(); i++)

@@ -84,7 +84,8 @@ Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElement
 enum class FoldOp { Add, Sub, Mul, Div, Pow, Max, Min, Mod, Equal, Less, LessOrEqual,
                     Greater, GreaterOrEqual, And, Or, Xor };
 enum class FoldUnary { Neg, Abs, Not, Floor, Ceil, Sqrt, Sign, Exp, Log, Reciprocal, Round,
-                       Relu };
+                       Relu, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh,
+                       Atanh };
 /// \p a op \p b with numpy broadcasting; integer kinds compute exactly in int64.
 Expected<Tensor> foldBinary(FoldOp op, const Tensor &a, const Tensor &b);
 Expected<Tensor> foldUnary(FoldUnary op, const Tensor &a);
@@ -188,6 +189,17 @@ public:
   /// Normalises an axis in [-rank, rank) (or [-rank-1, rank] with \p inclusive).
   Expected<int64_t> normAxis(const onnx::NodeProto &n, int64_t axis, int64_t rank,
                              bool inclusive = false) const;
+
+  /// A value of a subgraph (If branch, Loop body): a graph value, or a known constant.
+  struct SubValue {
+    NodeValue v;
+    std::optional<Tensor> c;
+  };
+  /// Converts the nodes of subgraph \p g in this scope: its inputs are bound to \p ins (by
+  /// position), it sees every outer value, and the names it defines are forgotten after,
+  /// so the same body may be converted again. Its outputs come back in \p outs.
+  Error convertSubgraph(const onnx::NodeProto &owner, const onnx::GraphProto &g,
+                        std::vector<SubValue> ins, std::vector<SubValue> &outs);
 
 private:
   struct Known {

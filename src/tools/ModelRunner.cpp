@@ -89,7 +89,7 @@ ModelRunner::ModelRunner(const std::string &backend)
 ModelRunner::~ModelRunner() = default;
 
 Error ModelRunner::load(const std::string &path, const TestDataSet *data,
-                        bool freezeIntegerInputs) {
+                        bool freezeIntegerInputs, const std::set<std::string> &freezeNames) {
   KILN_ASSIGN_OR_RETURN(ONNXSignature sig, getONNXSignature(path));
   inputNames_.clear();
   for (const ONNXInputInfo &in : sig.inputs)
@@ -107,7 +107,8 @@ Error ModelRunner::load(const std::string &path, const TestDataSet *data,
                          dimsToString(Dims(given->second)), " but the data set's input_", k,
                          ".pb has shape ", dimsToString(t.dims()));
       opts.inputShapes[inputNames_[k]] = t.dims().vec();
-      if (freezeIntegerInputs && isIndexKind(t.getElementType())) {
+      if ((freezeIntegerInputs && isIndexKind(t.getElementType())) ||
+          freezeNames.count(inputNames_[k])) {
         opts.constantInputs[inputNames_[k]] = &t;
         frozen_.insert(inputNames_[k]);
       }

@@ -52,9 +52,9 @@ public:
   /// one; so is a data set's shape the model contradicts, when the model does not load
   /// at it. With \p freezeIntegerInputs, integer inputs become constants holding the data's
   /// values (for models that feed shapes as inputs; the data must outlive compile and
-  /// runs).
+  /// runs); the inputs named in \p freezeNames become constants whatever their kind.
   Error load(const std::string &path, const TestDataSet *data = nullptr,
-             bool freezeIntegerInputs = false);
+             bool freezeIntegerInputs = false, const std::set<std::string> &freezeNames = {});
   /// Shapes of graph inputs by name (kiln-run --shape), for models with symbolic
   /// dimensions. Call before load().
   void setInputShapes(std::map<std::string, std::vector<dim_t>> shapes) {

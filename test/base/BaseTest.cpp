@@ -52,22 +52,22 @@ TEST(Error, ExpectedPropagation) {
   EXPECT_EQ(v.takeError().code(), ErrorCode::InvalidArgument);
 }
 
-// More dimensions than kMaxDims do not abort: the Dims keeps six, says it is not valid,
-// and prints so; it differs from the six-dimension Dims it starts with.
+// More dimensions than kMaxDims do not abort: the Dims keeps eight, says it is not valid,
+// and prints so; it differs from the eight-dimension Dims it starts with.
 TEST(Type, TooManyDimensionsAreMarkedNotAborted) {
-  Dims ok = {1, 2, 3, 4, 5, 6};
-  Dims seven = {1, 2, 3, 4, 5, 6, 7};
+  Dims ok = {1, 2, 3, 4, 5, 6, 7, 8};
+  Dims nine = {1, 2, 3, 4, 5, 6, 7, 8, 9};
   EXPECT_TRUE(ok.valid());
-  EXPECT_FALSE(seven.valid());
-  EXPECT_EQ(seven.size(), kMaxDims);
-  EXPECT_NE(seven, ok);
+  EXPECT_FALSE(nine.valid());
+  EXPECT_EQ(nine.size(), kMaxDims);
+  EXPECT_NE(nine, ok);
   Dims grown = ok;
-  grown.push_back(8);
+  grown.push_back(10);
   EXPECT_FALSE(grown.valid());
-  EXPECT_FALSE(Dims(std::vector<dim_t>(9, 1)).valid());
-  Type t(ElemKind::Float, seven);
+  EXPECT_FALSE(Dims(std::vector<dim_t>(11, 1)).valid());
+  Type t(ElemKind::Float, nine);
   EXPECT_NE(t, Type(ElemKind::Float, ok));
-  EXPECT_NE(t.toString().find("more than 6 dimensions"), std::string::npos) << t.toString();
+  EXPECT_NE(t.toString().find("more than 8 dimensions"), std::string::npos) << t.toString();
 }
 
 TEST(Type, SizesNamesAndStrides) {

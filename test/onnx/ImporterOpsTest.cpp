@@ -540,9 +540,9 @@ TEST_F(ImporterTest, ResizeNearestIntegerScale) {
                {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4});
 }
 
-TEST_F(ImporterTest, ResizeLinearIsUnsupported) {
+TEST_F(ImporterTest, ResizeLinearOfIntegersIsUnsupported) {
   B m(13);
-  m.input("x", {1, 1, 2, 2}).init("scales", {4}, {1, 1, 2, 2}).output("y");
+  m.input("x", {1, 1, 2, 2}, TP::INT32).init("scales", {4}, {1, 1, 2, 2}).output("y", TP::INT32);
   auto &r = m.node("Resize", {"x", "", "scales"}, {"y"}, "up");
   B::attrString(r, "mode", "linear");
   Error e = load(m);

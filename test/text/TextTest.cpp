@@ -145,7 +145,7 @@ TEST(TextTypes, ParsesAndRejects) {
   EXPECT_EQ(typeOf("i64<>"), "i64<>");
   EXPECT_EQ(typeOf("floaty<4>"), "1:1: unknown element kind 'floaty'");
   EXPECT_EQ(typeOf("float<2x>"), "1:9: expected a dimension, found '>'");
-  EXPECT_EQ(typeOf("float<1x2x3x4x5x6x7>"), "1:19: a type has at most 6 dimensions");
+  EXPECT_EQ(typeOf("float<1x2x3x4x5x6x7x8x9>"), "1:23: a type has at most 8 dimensions");
   EXPECT_EQ(typeOf("float<2:1:0>"), "1:1: only quantized element kinds have a scale and an offset");
   EXPECT_EQ(typeOf("i8q<2>"), "1:6: expected ':' before the scale of a quantized type, found '>'");
   EXPECT_EQ(typeOf("i8q<2:inf:0>"), "1:7: the scale of a quantized type must be finite");

@@ -365,7 +365,7 @@ TEST(TextIR, MalformedInputsGiveModelParseErrors) {
       {"placeholder @p : floot<1>", "unknown element kind 'floot'", 1},
       {"placeholder @p : i8q<2x3>", "expected ':' before the scale", 1},
       {"placeholder @p : float<2:0.5:1>", "only quantized element kinds", 1},
-      {"placeholder @p : float<1x2x3x4x5x6x7>", "at most 6 dimensions", 1},
+      {"placeholder @p : float<1x2x3x4x5x6x7x8x9>", "at most 8 dimensions", 1},
       {"placeholder @p : float<2x>", "expected a dimension", 1},
       {"placeholder @p : float<1>\nplaceholder @p : float<2>", "duplicate storage name '@p'", 2},
       {"placeholder @\"abc : float<1>", "unterminated string", 1},

@@ -62,10 +62,10 @@ TEST_F(VerifierTest, ValidGraphVerifies) {
 // ------------------------------------------------------------------ types and
 // ranks
 
-TEST_F(VerifierTest, SevenDimensionalPlaceholder) {
-  auto *r = f->createRelu("relu", input({1, 2, 1, 2, 1, 2, 3}, ElemKind::Float, "x7"));
+TEST_F(VerifierTest, NineDimensionalPlaceholder) {
+  auto *r = f->createRelu("relu", input({1, 2, 1, 2, 1, 2, 1, 2, 3}, ElemKind::Float, "x9"));
   f->createSave("out", r);
-  expectInvalid({"'relu'", "(Relu)", "'x7'", "more than 6 dimensions"});
+  expectInvalid({"'relu'", "(Relu)", "'x9'", "more than 8 dimensions"});
 }
 
 TEST_F(VerifierTest, AddOfFloatAndInt8) {

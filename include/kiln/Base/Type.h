@@ -20,7 +20,7 @@ namespace kiln {
 
 using dim_t = uint64_t;
 using sdim_t = int64_t;
-constexpr unsigned kMaxDims = 6;
+constexpr unsigned kMaxDims = 8;
 
 /// The kinds of tensor elements.
 enum class ElemKind : uint8_t {

@@ -1,0 +1,276 @@
+// Operator tests of the nodes added for ONNX breadth: the trigonometric and hyperbolic
+// functions, Mod, BitShift, integer Pow, CumSum, GatherElements, ScatterElements,
+// ScatterND, GatherND and integer MaxPool. Expectations are hand-computed (or <cmath> in double for the
+// trigonometric functions). Backends without these nodes skip (isOpSupported).
+
+#include "BackendTestUtils.h"
+
+#include <cmath>
+#include <functional>
+
+namespace kiln::test {
+
+class OnnxOpsTest : public BackendTest {};
+
+TEST_P(OnnxOpsTest, TrigonometricAndHyperbolic) {
+  using Fn = std::function<NodeValue(Function *, NodeValue)>;
+  struct Case {
+    const char *name;
+    Fn build;
+    double (*ref)(double);
+    std::vector<double> in;
+  };
+  std::vector<Case> cases = {
+      {"sin", [](Function *f, NodeValue x) { return NodeValue(f->createSin("s", x)); }, std::sin, {0, 0.5, -1}},
+      {"cos", [](Function *f, NodeValue x) { return NodeValue(f->createCos("s", x)); }, std::cos, {0, 0.5, -1}},
+      {"tan", [](Function *f, NodeValue x) { return NodeValue(f->createTan("s", x)); }, std::tan, {0, 0.5, -1}},
+      {"asin", [](Function *f, NodeValue x) { return NodeValue(f->createAsin("s", x)); }, std::asin, {0, 0.5, -1}},
+      {"acos", [](Function *f, NodeValue x) { return NodeValue(f->createAcos("s", x)); }, std::acos, {0, 0.5, -1}},
+      {"atan", [](Function *f, NodeValue x) { return NodeValue(f->createAtan("s", x)); }, std::atan, {0, 0.5, -1}},
+      {"sinh", [](Function *f, NodeValue x) { return NodeValue(f->createSinh("s", x)); }, std::sinh, {0, 0.5, -1}},
+      {"cosh", [](Function *f, NodeValue x) { return NodeValue(f->createCosh("s", x)); }, std::cosh, {0, 0.5, -1}},
+      {"asinh", [](Function *f, NodeValue x) { return NodeValue(f->createAsinh("s", x)); }, std::asinh, {0, 0.5, -1}},
+      {"acosh", [](Function *f, NodeValue x) { return NodeValue(f->createAcosh("s", x)); }, std::acosh, {1, 2, 3}},
+      {"atanh", [](Function *f, NodeValue x) { return NodeValue(f->createAtanh("s", x)); }, std::atanh, {0, 0.5, -0.5}},
+  };
+  std::vector<std::pair<SaveNode *, std::vector<double>>> checks;
+  for (const Case &c : cases) {
+    Tensor t(ElemKind::Float, {3});
+    for (size_t i = 0; i < 3; i++)
+      t.setFromDouble(i, c.in[i]);
+    auto *x = input(std::string(c.name) + ".x", std::move(t));
+    std::vector<double> e;
+    for (double v : c.in)
+      e.push_back(c.ref(double(float(v))));
+    checks.push_back({save(c.build(F(), x), c.name), e});
+  }
+  if (!run())
+    return;
+  for (auto &[s, e] : checks) {
+    SCOPED_TRACE(s->getName());
+    expectValues(output(s), e, 1e-6, 1e-6);
+  }
+  // Hand-checked anchors: sin(0.5), acos(-1), atanh(0.5).
+  expectValues(output(checks[0].first), {0, 0.479425538604203, -0.8414709848078965}, 1e-6, 1e-6);
+  expectValues(output(checks[4].first), {1.5707963267948966, 1.0471975511965979, 3.141592653589793},
+               1e-6, 1e-6);
+  expectValues(output(checks[10].first), {0, 0.5493061443340549, -0.5493061443340549}, 1e-6, 1e-6);
+}
+
+TEST_P(OnnxOpsTest, ModSignsIntegerAndFloat) {
+  auto *a = input("a", ElemKind::Int32I, {6}, {5, -5, 5, -5, 7, 0});
+  auto *b = input("b", ElemKind::Int32I, {6}, {3, 3, -3, -3, 7, 2});
+  auto *fa = input("fa", ElemKind::Float, {3}, {5.5, -5.5, 5.5});
+  auto *fb = input("fb", ElemKind::Float, {3}, {2, 2, -2});
+  auto *la = input("la", ElemKind::Int64I, {2}, {-7, 9});
+  auto *lb = input("lb", ElemKind::Int64I, {2}, {2, -4});
+  SaveNode *py = save(F()->createMod("py", a, b, false), "py");
+  SaveNode *c = save(F()->createMod("c", a, b, true), "c");
+  SaveNode *f = save(F()->createMod("f", fa, fb, true), "f");
+  SaveNode *l = save(F()->createMod("l", la, lb, false), "l");
+  if (!run(0, 0))
+    return;
+  expectValues(output(py), {2, 1, -1, -2, 0, 0}, 0, 0);
+  expectValues(output(c), {2, -2, 2, -2, 0, 0}, 0, 0);
+  expectValues(output(f), {1.5, -1.5, 1.5}, 0, 0);
+  expectValues(output(l), {1, -3}, 0, 0);
+}
+
+TEST_P(OnnxOpsTest, ModByZeroIsAnError) {
+  Function *f = mod().createFunction("modzero");
+  auto *a = mod().createPlaceholder(ElemKind::Int32I, {2}, "za");
+  auto *b = mod().createPlaceholder(ElemKind::Int32I, {2}, "zb");
+  f->createSave("zy", f->createMod("m", a, b, false));
+  bool skipped = false;
+  std::vector<std::pair<Placeholder *, Tensor>> in;
+  in.emplace_back(a, makeTensor(Type(ElemKind::Int32I, {2}), {1, 2}));
+  in.emplace_back(b, makeTensor(Type(ElemKind::Int32I, {2}), {1, 0}));
+  Error e = runRaw(f, std::move(in), skipped);
+  if (skipped)
+    GTEST_SKIP();
+  ASSERT_TRUE(e);
+  EXPECT_NE(e.message().find("'m'"), std::string::npos) << e.message();
+}
+
+TEST_P(OnnxOpsTest, BitShiftBothDirections) {
+  auto *a = input("a", ElemKind::Int64I, {3}, {16, 4, 1});
+  auto *b = input("b", ElemKind::Int64I, {3}, {1, 2, 3});
+  auto *c = input("c", ElemKind::Int32I, {3}, {-1, 5, 5});
+  auto *d = input("d", ElemKind::Int32I, {3}, {28, 32, 0});
+  SaveNode *l = save(F()->createBitShift("l", a, b, true), "l");
+  SaveNode *r = save(F()->createBitShift("r", a, b, false), "r");
+  SaveNode *u = save(F()->createBitShift("u", c, d, false), "u");
+  if (!run(0, 0))
+    return;
+  expectValues(output(l), {32, 16, 8}, 0, 0);
+  expectValues(output(r), {8, 1, 0}, 0, 0);
+  // -1 is 0xffffffff: a logical shift by 28 leaves 15; a shift by the width gives 0.
+  expectValues(output(u), {15, 0, 5}, 0, 0);
+}
+
+TEST_P(OnnxOpsTest, IntegerPow) {
+  auto *a = input("a", ElemKind::Int32I, {6}, {2, 3, -2, 5, 1, -1});
+  auto *b = input("b", ElemKind::Int32I, {6}, {3, 0, 3, -1, -2, -3});
+  SaveNode *s = save(F()->createPow("p", a, b));
+  if (!run(0, 0))
+    return;
+  expectValues(output(s), {8, 1, -8, 0, 1, -1}, 0, 0);
+}
+
+TEST_P(OnnxOpsTest, CumSumModes) {
+  auto *x = input("x", ElemKind::Float, {2, 3}, {1, 2, 3, 4, 5, 6});
+  auto *i = input("i", ElemKind::Int64I, {2, 3}, {1, 2, 3, 4, 5, 6});
+  SaveNode *plain = save(F()->createCumSum("plain", x, 1, false, false), "plain");
+  SaveNode *excl = save(F()->createCumSum("excl", x, -1, true, false), "excl");
+  SaveNode *rev = save(F()->createCumSum("rev", x, 1, false, true), "rev");
+  SaveNode *both = save(F()->createCumSum("both", x, 1, true, true), "both");
+  SaveNode *ints = save(F()->createCumSum("ints", i, 0, false, false), "ints");
+  if (!run(0, 0))
+    return;
+  expectValues(output(plain), {1, 3, 6, 4, 9, 15}, 0, 0);
+  expectValues(output(excl), {0, 1, 3, 0, 4, 9}, 0, 0);
+  expectValues(output(rev), {6, 5, 3, 15, 11, 6}, 0, 0);
+  expectValues(output(both), {5, 3, 0, 11, 6, 0}, 0, 0);
+  expectValues(output(ints), {1, 2, 3, 5, 7, 9}, 0, 0);
+}
+
+TEST_P(OnnxOpsTest, GatherElementsAxesAndNegativeIndices) {
+  auto *d = input("d", ElemKind::Float, {3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  auto *i0 = input("i0", ElemKind::Int64I, {2, 3}, {1, 2, 0, 2, 0, 0});
+  auto *d2 = input("d2", ElemKind::Int32I, {2, 2}, {1, 2, 3, 4});
+  auto *i1 = input("i1", ElemKind::Int32I, {2, 2}, {0, -1, -2, 0});
+  SaveNode *a0 = save(F()->createGatherElements("a0", d, i0, 0), "a0");
+  SaveNode *a1 = save(F()->createGatherElements("a1", d2, i1, 1), "a1");
+  if (!run(0, 0))
+    return;
+  EXPECT_EQ(output(a0).dims(), Dims({2, 3}));
+  expectValues(output(a0), {4, 8, 3, 7, 2, 3}, 0, 0);
+  expectValues(output(a1), {1, 2, 3, 3}, 0, 0);
+}
+
+TEST_P(OnnxOpsTest, GatherElementsOutOfRangeIsAnError) {
+  Function *f = mod().createFunction("geoor");
+  auto *d = mod().createPlaceholder(ElemKind::Float, {2, 2}, "ged");
+  auto *i = mod().createPlaceholder(ElemKind::Int64I, {2, 2}, "gei");
+  f->createSave("gey", f->createGatherElements("ge", d, i, 1));
+  bool skipped = false;
+  std::vector<std::pair<Placeholder *, Tensor>> in;
+  in.emplace_back(d, makeTensor(Type(ElemKind::Float, {2, 2}), {1, 2, 3, 4}));
+  in.emplace_back(i, makeTensor(Type(ElemKind::Int64I, {2, 2}), {0, 1, 2, 0}));
+  Error e = runRaw(f, std::move(in), skipped);
+  if (skipped)
+    GTEST_SKIP();
+  ASSERT_TRUE(e);
+  EXPECT_NE(e.message().find("index 2"), std::string::npos) << e.message();
+}
+
+TEST_P(OnnxOpsTest, ScatterElementsReplaceAndAdd) {
+  auto *d = input("d", ElemKind::Float, {1, 5}, {1, 2, 3, 4, 5});
+  auto *i = input("i", ElemKind::Int64I, {1, 2}, {1, 3});
+  auto *dup = input("dup", ElemKind::Int64I, {1, 2}, {1, -4});
+  auto *u = input("u", ElemKind::Float, {1, 2}, {1.5, 2.5});
+  auto *d0 = input("d0", ElemKind::Int32I, {3, 2}, {0, 0, 0, 0, 0, 0});
+  auto *i0 = input("i0", ElemKind::Int32I, {1, 2}, {2, 1});
+  auto *u0 = input("u0", ElemKind::Int32I, {1, 2}, {7, 8});
+  SaveNode *rep = save(F()->createScatterElements("rep", d, i, u, 1, "none"), "rep");
+  SaveNode *add = save(F()->createScatterElements("add", d, dup, u, 1, "add"), "add");
+  SaveNode *mul = save(F()->createScatterElements("mul", d, dup, u, 1, "mul"), "mul");
+  SaveNode *ax0 = save(F()->createScatterElements("ax0", d0, i0, u0, 0, "none"), "ax0");
+  if (!run(0, 0))
+    return;
+  expectValues(output(rep), {1, 1.5, 3, 2.5, 5}, 0, 0);
+  expectValues(output(add), {1, 6, 3, 4, 5}, 0, 0);      // 2 + 1.5 + 2.5
+  expectValues(output(mul), {1, 7.5, 3, 4, 5}, 0, 0);    // 2 * 1.5 * 2.5
+  expectValues(output(ax0), {0, 0, 0, 8, 7, 0}, 0, 0);
+}
+
+TEST_P(OnnxOpsTest, ScatterNDElementsAndSlices) {
+  auto *d = input("d", ElemKind::Float, {8}, {1, 2, 3, 4, 5, 6, 7, 8});
+  auto *i = input("i", ElemKind::Int64I, {4, 1}, {4, 3, 1, 7});
+  auto *u = input("u", ElemKind::Float, {4}, {9, 10, 11, 12});
+  auto *d2 = input("d2", ElemKind::Int64I, {2, 2}, {1, 2, 3, 4});
+  auto *i2 = input("i2", ElemKind::Int64I, {1, 1}, {-1});
+  auto *u2 = input("u2", ElemKind::Int64I, {1, 2}, {9, 8});
+  SaveNode *el = save(F()->createScatterND("el", d, i, u, "none"), "el");
+  SaveNode *sl = save(F()->createScatterND("sl", d2, i2, u2, "add"), "sl");
+  if (!run(0, 0))
+    return;
+  expectValues(output(el), {1, 11, 3, 10, 9, 6, 7, 12}, 0, 0);
+  expectValues(output(sl), {1, 2, 12, 12}, 0, 0);
+}
+
+TEST_P(OnnxOpsTest, GatherNDTuplesSlicesAndBatchDims) {
+  auto *d = input("d", ElemKind::Float, {2, 2}, {0, 1, 2, 3});
+  auto *t = input("t", ElemKind::Int64I, {2, 2}, {0, 0, 1, 1});
+  auto *s = input("s", ElemKind::Int64I, {2, 1}, {1, 0});
+  auto *d3 = input("d3", ElemKind::Int32I, {2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
+  SaveNode *tup = save(F()->createGatherND("tup", d, t, 0), "tup");
+  SaveNode *sl = save(F()->createGatherND("sl", d, s, 0), "sl");
+  SaveNode *bd = save(F()->createGatherND("bd", d3, s, 1), "bd");
+  if (!run(0, 0))
+    return;
+  EXPECT_EQ(output(tup).dims(), Dims({2}));
+  expectValues(output(tup), {0, 3}, 0, 0);
+  EXPECT_EQ(output(sl).dims(), Dims({2, 2}));
+  expectValues(output(sl), {2, 3, 0, 1}, 0, 0);
+  EXPECT_EQ(output(bd).dims(), Dims({2, 2}));
+  expectValues(output(bd), {2, 3, 4, 5}, 0, 0);
+}
+
+TEST_P(OnnxOpsTest, MaxPoolOfIntegers) {
+  auto *x = input("x", ElemKind::Int32I, {1, 1, 2, 3}, {1, 5, 2, 4, 3, 6});
+  auto *l = input("l", ElemKind::Int64I, {1, 1, 2, 2}, {-7, -3, -9, -8});
+  SaveNode *a = save(F()->createMaxPool("a", x, {2, 2}, {1, 1}, {0, 0, 0, 0}), "a");
+  // Padding never wins, even over negative values.
+  SaveNode *b = save(F()->createMaxPool("b", l, {2, 2}, {2, 2}, {1, 1, 1, 1}), "b");
+  if (!run(0, 0))
+    return;
+  expectValues(output(a), {5, 6}, 0, 0);
+  expectValues(output(b), {-7, -3, -9, -8}, 0, 0);
+}
+
+TEST_P(OnnxOpsTest, GridSampleModesAndPadding) {
+  auto *x = input("x", ElemKind::Float, {1, 1, 2, 2}, {1, 2, 3, 4});
+  // Points (x, y): the corners' centres (align) or outer edges, and the middle.
+  auto *g = input("g", ElemKind::Float, {1, 1, 3, 2}, {-1, -1, 0, 0, 1, 1});
+  SaveNode *al = save(F()->createGridSample("al", x, g, "bilinear", "zeros", true), "al");
+  SaveNode *ze = save(F()->createGridSample("ze", x, g, "bilinear", "zeros", false), "ze");
+  SaveNode *bo = save(F()->createGridSample("bo", x, g, "bilinear", "border", false), "bo");
+  SaveNode *ne = save(F()->createGridSample("ne", x, g, "nearest", "zeros", true), "ne");
+  if (!run())
+    return;
+  EXPECT_EQ(output(al).dims(), Dims({1, 1, 1, 3}));
+  expectValues(output(al), {1, 2.5, 4});
+  // Source (-0.5, -0.5): a quarter of pixel (0, 0), the rest zeros; (1.5, 1.5) likewise.
+  expectValues(output(ze), {0.25, 2.5, 1});
+  expectValues(output(bo), {1, 2.5, 4});
+  // Source (0.5, 0.5) rounds half to even: pixel (0, 0).
+  expectValues(output(ne), {1, 1, 4});
+}
+
+TEST_P(OnnxOpsTest, RoiAlignAverageAndMax) {
+  Tensor img(ElemKind::Float, {1, 1, 4, 4});
+  for (size_t i = 0; i < 16; i++)
+    img.setFromDouble(i, double(i)); // 4 * h + w
+  auto *x = input("x", std::move(img));
+  auto *r = input("r", ElemKind::Float, {2, 4}, {0, 0, 3, 3, 0.5, 0.5, 3.5, 3.5});
+  auto *b = input("b", ElemKind::Int64I, {2}, {0, 0});
+  SaveNode *avg = save(F()->createRoiAlign("avg", x, r, b, "avg", 1, 1, 2, 1.0f, false), "avg");
+  SaveNode *hp = save(F()->createRoiAlign("hp", x, r, b, "avg", 1, 1, 2, 1.0f, true), "hp");
+  SaveNode *mx = save(F()->createRoiAlign("mx", x, r, b, "max", 1, 1, 2, 1.0f, false), "mx");
+  if (!run())
+    return;
+  // Samples at 0.75 and 2.25 (second region: 1.25, 2.75) on both axes of a linear image:
+  // the mean is the image at the mean point, 4 * 1.5 + 1.5 (4 * 2 + 2).
+  expectValues(output(avg), {7.5, 10});
+  // Half-pixel shifts both regions by -0.5: samples at 0.25, 1.75 (and 0.75, 2.25).
+  expectValues(output(hp), {5, 7.5});
+  // Max: the largest weighted corner of each sample, then the largest sample: for the
+  // sample (2.25, 2.25), 0.75 * 0.75 * x[2][2] = 5.625; for (2.75, 2.75),
+  // 0.75 * 0.75 * x[3][3] = 8.4375.
+  expectValues(output(mx), {5.625, 8.4375});
+}
+
+KILN_INSTANTIATE_BACKEND_TESTS(OnnxOpsTest);
+
+} // namespace kiln::test
