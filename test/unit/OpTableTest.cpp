@@ -3,9 +3,9 @@
 // docs/Operators.md states them), the lowering names, and Backend's default isOpSupported,
 // which is the table's column for the backend's name.
 
+#include "src/ClassGen/OpTable.h"
 #include "kiln/Backend/Backend.h"
 #include "kiln/Graph/Graph.h"
-#include "src/ClassGen/OpTable.h"
 
 #include <gtest/gtest.h>
 
@@ -63,7 +63,9 @@ TEST_F(OpTableTest, ElementwiseAndDataMovement) {
   Placeholder *i32 = ph(K::Int32I, {4});
   Node *addI = f->createAdd("addi", i32, i32);
   EXPECT_TRUE(kindsSupported(*addI, kInterp));
-  EXPECT_FALSE(kindsSupported(*addI, kCPU));
+  EXPECT_TRUE(kindsSupported(*addI, kCPU)); // f32, int32, int64 arithmetic
+  EXPECT_FALSE(
+      kindsSupported(*f->createAdd("add16", ph(K::Float16, {4}), ph(K::Float16, {4})), kCPU));
   EXPECT_FALSE(kindsSupported(*addI, kSim));
   Placeholder *h = ph(K::Float16, {4});
   EXPECT_TRUE(kindsSupported(*f->createRelu("relu16", h), kSim));
@@ -84,12 +86,15 @@ TEST_F(OpTableTest, ElementwiseAndDataMovement) {
   EXPECT_TRUE(kindsSupported(*g, kInterp));
   EXPECT_FALSE(kindsSupported(*g, kCPU));
 
-  // ConvertTo: between unquantized kinds on the Interpreter only.
+  // ConvertTo: between unquantized kinds; the CPU backend without the 16-bit floats.
   Node *toF = f->createConvertTo("b2f", m.uniqueType(K::Float, {4}), ph(K::Bool, {4}));
   Node *fromQ = f->createConvertTo("q2f", m.uniqueType(K::Float, {4}), ph(K::Int8Q, {4}));
   EXPECT_TRUE(kindsSupported(*toF, kInterp));
   EXPECT_FALSE(kindsSupported(*fromQ, kInterp));
-  EXPECT_FALSE(kindsSupported(*toF, kCPU));
+  EXPECT_TRUE(kindsSupported(*toF, kCPU));
+  EXPECT_FALSE(kindsSupported(*fromQ, kCPU));
+  EXPECT_FALSE(kindsSupported(
+      *f->createConvertTo("h2f", m.uniqueType(K::Float, {4}), ph(K::Float16, {4})), kCPU));
 
   // Splat: the result kind decides.
   EXPECT_TRUE(kindsSupported(*f->createSplat("s64", m.uniqueType(K::Int64I, {2}), 1), kCPU));
