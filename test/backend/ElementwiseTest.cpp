@@ -845,6 +845,35 @@ TEST_P(ElementwiseTest, LongMixedKindChain) {
   expectValues(output(out), want, 1e-6, 1e-5);
 }
 
+/// Splats inside chains (ONNX HardSigmoid imports as x * alpha + beta, clipped, with both
+/// constants as Splats), in every plain kind, one of them also saved.
+TEST_P(ElementwiseTest, SplatsInChains) {
+  const Dims d = {3, 50};
+  std::vector<double> xv;
+  auto *x = randomIn("x", d, -5, 5, 41, xv);
+  auto *ix = input("ix", ElemKind::Int32I, {4}, {10, -10, 7, 0});
+  Function *f = F();
+  auto ty = [&](ElemKind k, Dims dd) { return mod().uniqueType(k, dd); };
+  NodeValue hs = f->createMul("scale", x, f->createSplat("alpha", ty(ElemKind::Float, d), 0.2f));
+  hs = f->createAdd("shift", hs, f->createSplat("beta", ty(ElemKind::Float, d), 0.5f));
+  SaveNode *hsOut = save(f->createClip("clip", hs, 0.0f, 1.0f), "hardsigmoid");
+  // Integer splats round half to even and saturate.
+  NodeValue i = f->createAdd("i2", ix, f->createSplat("two", ty(ElemKind::Int32I, {4}), 2.5f));
+  i = f->createMul("i3", i, f->createSplat("m4", ty(ElemKind::Int32I, {4}), -3.5f));
+  SaveNode *iOut = save(i, "ints");
+  SaveNode *big = save(f->createSplat("big", ty(ElemKind::Int64I, {2}), 1e20f), "big");
+  SaveNode *b = save(f->createSplat("b", ty(ElemKind::Bool, {3}), 0.25f), "bool");
+  if (!run())
+    return;
+  std::vector<double> want;
+  for (double v : xv)
+    want.push_back(std::min(std::max(double(float(float(v * double(0.2f)) + 0.5f)), 0.0), 1.0));
+  expectValues(output(hsOut), want, 1e-6, 1e-6);
+  expectValues(output(iOut), {-48, 32, -36, -8}, 0, 0);
+  EXPECT_EQ(output(big).getHandle<int64_t>().raw(0), std::numeric_limits<int64_t>::max());
+  expectValues(output(b), {1, 1, 1}, 0, 0);
+}
+
 KILN_INSTANTIATE_BACKEND_TESTS(ElementwiseTest);
 KILN_INSTANTIATE_BACKEND_TESTS(SelectTest);
 

@@ -269,5 +269,71 @@ TEST(ElementwiseMath, JitAccuracyBothIsas) {
     GTEST_SKIP() << "the host has neither AVX2 nor AVX-512";
 }
 
+/// A squeeze-and-excitation chain with a row broadcast and HardSigmoid's splats, large
+/// enough to run on two threads (split by rows), on every configuration (AVX-512, AVX2,
+/// two threads, unfused) against the Interpreter.
+TEST(ElementwiseChains, BroadcastsAndSplatsOnEveryConfiguration) {
+  auto build = [](Module &mod, std::vector<Placeholder *> &in) {
+    Function *F = mod.createFunction("main");
+    const Dims d = {2, 8, 40, 40};
+    const std::vector<dim_t> dv = {2, 8, 40, 40};
+    auto *x = mod.createPlaceholder(ElemKind::Float, d, "x");
+    auto *s = mod.createPlaceholder(ElemKind::Float, {2, 8, 1, 1}, "s");
+    auto *row = mod.createPlaceholder(ElemKind::Float, {40}, "row");
+    in = {x, s, row};
+    TypeRef ty = mod.uniqueType(ElemKind::Float, d);
+    NodeValue g = F->createBroadcast("bs", F->createSigmoid("sig", s), dv);
+    NodeValue y = F->createMul("scale", x, g);
+    y = F->createAdd("row", y, F->createBroadcast("br", row, dv));
+    NodeValue hs = F->createMul("alpha", y, F->createSplat("a", ty, 0.2f));
+    hs = F->createClip("clip", F->createAdd("beta", hs, F->createSplat("b", ty, 0.5f)), 0, 1);
+    F->createSave("y", F->createSwish("silu", F->createMul("gate", y, hs)));
+    return F;
+  };
+  auto runOn = [&](Backend &backend, unsigned threads) {
+    Module mod;
+    std::vector<Placeholder *> in;
+    Function *F = build(mod, in);
+    CompileOptions opts;
+    opts.threads = threads;
+    auto cf = compileFunction(F, backend, opts);
+    EXPECT_TRUE(bool(cf)) << cf.getError().message();
+    if (!cf)
+      return std::vector<float>();
+    PlaceholderBindings b;
+    b.allocate(mod.getPlaceholders());
+    for (size_t i = 0; i < in.size(); i++) {
+      PseudoRNG rng(7 + i);
+      b.get(in[i])->randomize(-3, 3, rng);
+    }
+    ExecutionContext ctx(&b);
+    Error e = (*cf)->execute(ctx);
+    EXPECT_FALSE(bool(e)) << e.message();
+    Tensor *t = b.get(mod.getPlaceholderByName("y"));
+    const float *p = reinterpret_cast<const float *>(t->getUnsafePtr());
+    return std::vector<float>(p, p + t->size());
+  };
+  auto interp = createBackend("Interpreter");
+  ASSERT_TRUE(bool(interp));
+  std::vector<float> want = runOn(**interp, 1);
+  struct Config {
+    unsigned threads;
+    bool avx2, fuse;
+  };
+  for (Config c : {Config{1, false, true}, Config{2, false, true}, Config{1, true, true},
+                   Config{2, true, true}, Config{2, false, false}}) {
+    SCOPED_TRACE("threads " + std::to_string(c.threads) + (c.avx2 ? " avx2" : "") +
+                 (c.fuse ? "" : " unfused"));
+    cpu::CPUBackendOptions o;
+    o.disableAvx512 = c.avx2;
+    o.fuseElementwise = c.fuse;
+    cpu::CPUBackend cpu(o);
+    std::vector<float> got = runOn(cpu, c.threads);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); i++)
+      ASSERT_NEAR(got[i], want[i], 1e-5 + 1e-5 * std::fabs(want[i])) << "element " << i;
+  }
+}
+
 } // namespace
 } // namespace kiln

@@ -3,9 +3,9 @@
 // docs/Operators.md states them), the lowering names, and Backend's default isOpSupported,
 // which is the table's column for the backend's name.
 
+#include "src/ClassGen/OpTable.h"
 #include "kiln/Backend/Backend.h"
 #include "kiln/Graph/Graph.h"
-#include "src/ClassGen/OpTable.h"
 
 #include <gtest/gtest.h>
 

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdint>
 
 namespace kiln::cpu {
 
@@ -118,6 +120,37 @@ void Emitter::inlineKernel(const std::string &name) {
   }
 }
 
+bool Emitter::isFusableSplat(Instruction *I) {
+  auto *sp = dyn_cast<SplatInst>(I);
+  return sp && elemType(sp->getDest()->getType()->kind);
+}
+
+llvm::Constant *Emitter::splatConstant(ElemKind k, float v) {
+  // As the Interpreter's Splat (ConvertTo of the float value): integers round to nearest
+  // even and saturate, NaN becomes 0; Bool is v != 0.
+  auto toInt = [&](double lo, double hiExclusive) -> int64_t {
+    if (std::isnan(v))
+      return 0;
+    double r = std::nearbyint(double(v));
+    if (r < lo)
+      return int64_t(lo);
+    if (r >= hiExclusive)
+      return hiExclusive == 9223372036854775808.0 ? INT64_MAX : int64_t(hiExclusive) - 1;
+    return int64_t(r);
+  };
+  switch (k) {
+  case ElemKind::Int32I:
+    return llvm::ConstantInt::get(elemType(k), uint64_t(toInt(-2147483648.0, 2147483648.0)), true);
+  case ElemKind::Int64I:
+    return llvm::ConstantInt::get(
+        elemType(k), uint64_t(toInt(-9223372036854775808.0, 9223372036854775808.0)), true);
+  case ElemKind::Bool:
+    return llvm::ConstantInt::get(elemType(k), v != 0.0f ? 1 : 0);
+  default:
+    return llvm::ConstantFP::get(f32_, v);
+  }
+}
+
 bool Emitter::isFusableBroadcast(Instruction *I) {
   auto *bc = dyn_cast<BroadcastInst>(I);
   if (!bc || !elemType(bc->getDest()->getType()->kind) ||
@@ -211,15 +244,19 @@ void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n
     end = B_.CreateSelect(B_.CreateICmpULT(end, I64(total)), end, I64(total));
   }
   // A broadcast's result is stored only where something outside the chain reads it.
+  // So is a Splat's: the chain uses the constant.
   std::set<const Value *> inGroupOnly;
-  for (BroadcastInst *b : bcs) {
-    bool outside = isa<WeightVar>(b->getDest());
-    for (const Instruction *U : usersOf(b->getDest()))
-      if (U != b && !isa<DeallocActivationInst>(U) &&
+  for (Instruction *I : group) {
+    if (!isa<BroadcastInst>(I) && !isa<SplatInst>(I))
+      continue;
+    const Value *dest = I->getOperand(0).first;
+    bool outside = isa<WeightVar>(dest);
+    for (const Instruction *U : usersOf(dest))
+      if (U != I && !isa<DeallocActivationInst>(U) &&
           std::find(group.begin(), group.end(), U) == group.end())
         outside = true;
     if (!outside)
-      inGroupOnly.insert(b->getDest());
+      inGroupOnly.insert(dest);
   }
 
   auto loopOver = [&](llvm::Value *lo, llvm::Value *hi, const char *name,
@@ -283,6 +320,10 @@ void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n
         llvm::LoadInst *ld = B_.CreateLoad(t, elemPtr(b->getInput(), t, idx));
         ld->setMetadata(llvm::LLVMContext::MD_access_group, access);
         write(b->getDest(), ld);
+        continue;
+      }
+      if (auto *sp = dyn_cast<SplatInst>(I)) {
+        write(sp->getDest(), splatConstant(sp->getDest()->getType()->kind, sp->getValue()));
         continue;
       }
       ElemOp op;

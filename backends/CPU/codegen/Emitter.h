@@ -170,6 +170,10 @@ private:
   llvm::Type *elemType(ElemKind k);
   /// Makes element-wise kernel \p name inlinable into the stages (EmitElementwise.cpp).
   void inlineKernel(const std::string &name);
+  /// A Splat an element-wise chain uses as a constant (EmitElementwise.cpp).
+  bool isFusableSplat(Instruction *I);
+  /// The value a Splat of \p v stores in kind \p k.
+  llvm::Constant *splatConstant(ElemKind k, float v);
   /// A Broadcast an element-wise chain can read in place (EmitElementwise.cpp).
   bool isFusableBroadcast(Instruction *I);
   /// The instructions that have \p v as an operand.

@@ -380,8 +380,9 @@ Error Emitter::run(std::vector<std::string> &entryNames) {
     Instruction *I = up.get();
     ElemOp op;
     // A Broadcast joins a chain as a strided read of its source (EmitElementwise.cpp).
+    // A Splat joins it as a constant.
     bool bcast = opts_.fuseElementwise && isFusableBroadcast(I);
-    bool ew = bcast || elemOpOf(I, op);
+    bool ew = bcast || (opts_.fuseElementwise && isFusableSplat(I)) || elemOpOf(I, op);
     if (!ew) {
       InstrKind k = I->getKind();
       if (k == InstrKind::AllocActivation || k == InstrKind::DeallocActivation ||
