@@ -498,7 +498,6 @@ Error convertConvTranspose(Importer &I, const Node &n) {
     }
   }
   KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
-  KILN_ASSIGN_OR_RETURN(NodeValue w, I.input(n, 1));
   Function *F = I.F;
   dim_t N = xd[0], C = xd[1], O = wd[1] * dim_t(group), g = dim_t(group);
   std::vector<dim_t> in2 = {sp == 1 ? 1 : xd[2], xd[xd.size() - 1]};
@@ -546,20 +545,32 @@ Error convertConvTranspose(Importer &I, const Node &n) {
     x = F->createSlice(I.opName(n, "crop"), x, cb, ce);
   // Filter: [C, O/g, kh, kw] -> [g, C/g, O/g, k] -> [g, O/g, C/g, k] -> [O, C/g, k], flipped.
   dim_t cg = C / g, og = O / g, kh = dim_t(k2[0]), kw = dim_t(k2[1]);
-  w = I.reshape(I.opName(n, "w5d"), w, Dims({g, cg, og, kh, kw}));
-  w = F->createTranspose(I.opName(n, "wt"), w, {0, 2, 1, 3, 4});
-  w = I.reshape(I.opName(n, "w4d"), w, Dims({O, cg, kh, kw}));
-  for (unsigned ax = 2; ax < 4; ax++) {
-    dim_t len = ax == 2 ? kh : kw;
-    if (len == 1)
-      continue;
-    std::vector<int64_t> rev(len);
-    for (dim_t i = 0; i < len; i++)
-      rev[i] = int64_t(len - 1 - i);
-    w = F->createGather(I.opName(n, "flip"), w,
-                        I.makeConstant(I.opName(n, "rev"),
-                                       tensorFromInts(ElemKind::Int64I, {len}, rev)),
-                        ax);
+  NodeValue w;
+  if (const Tensor *wc = I.constInput(n, 1)) {
+    // A filter known at load is rearranged here, so no Gather reaches the graph.
+    w = I.makeConstant(I.opName(n, "filter"), gatherElements(*wc, Dims({O, cg, kh, kw}),
+                                                             [&](size_t i) {
+      size_t b = i % kw, a = (i / kw) % kh, cc = (i / (kw * kh)) % cg, o = i / (kw * kh * cg);
+      size_t gi = o / og, oo = o % og;
+      return (((gi * cg + cc) * og + oo) * kh + (kh - 1 - a)) * kw + (kw - 1 - b);
+    }));
+  } else {
+    KILN_ASSIGN_OR_RETURN(w, I.input(n, 1));
+    w = I.reshape(I.opName(n, "w5d"), w, Dims({g, cg, og, kh, kw}));
+    w = F->createTranspose(I.opName(n, "wt"), w, {0, 2, 1, 3, 4});
+    w = I.reshape(I.opName(n, "w4d"), w, Dims({O, cg, kh, kw}));
+    for (unsigned ax = 2; ax < 4; ax++) {
+      dim_t len = ax == 2 ? kh : kw;
+      if (len == 1)
+        continue;
+      std::vector<int64_t> rev(len);
+      for (dim_t i = 0; i < len; i++)
+        rev[i] = int64_t(len - 1 - i);
+      w = F->createGather(I.opName(n, "flip"), w,
+                          I.makeConstant(I.opName(n, "rev"),
+                                         tensorFromInts(ElemKind::Int64I, {len}, rev)),
+                          ax);
+    }
   }
   NodeValue b;
   if (I.hasInput(n, 2)) {
