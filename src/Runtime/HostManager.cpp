@@ -62,6 +62,20 @@ std::string joinNames(const std::vector<PartitionerBackend> &backends) {
   return s;
 }
 
+/// The warning for the nodes of network \p name that fell back from \p chosen.
+std::string fallbackWarning(const std::string &name, const std::vector<PartitionerBackend> &chosen,
+                            const NetworkSplit &split) {
+  std::ostringstream w;
+  size_t k = split.fallbackNodes.size();
+  w << (chosen.size() == 1 ? "backend " : "backends ") << joinNames(chosen) << " cannot run " << k
+    << (k == 1 ? " node" : " nodes") << " of network '" << name << "'; "
+    << (k == 1 ? "it runs" : "they run") << " on " << split.fallbackBackend << " on the host ("
+    << split.toString() << "):";
+  for (const FallbackNode &n : split.fallbackNodes)
+    w << "\n  " << n.toString();
+  return w.str();
+}
+
 } // namespace
 
 /// A network and the requests running it. Lifetime: requests pin it through inFlight
@@ -213,45 +227,9 @@ Error HostManager::addNetworkImpl(Function *f, std::shared_ptr<Module> owner,
   prep.checkSupport = false;
   if (Error e = opts.prepare ? prepareFunction(f, *pbs.front().backend, prep) : f->verify())
     return ctx(std::move(e));
-  std::vector<const Node *> orphans; // nodes none of the backends runs
-  if (!opts.partition) // a user partition names each node's backend; the partitioner checks
-    for (const auto &n : f->getNodes())
-      if (std::none_of(pbs.begin(), pbs.end(),
-                       [&](const PartitionerBackend &b) { return b.backend->isOpSupported(*n); }))
-        orphans.push_back(n.get());
   std::vector<FallbackNode> fellBack;
-  if (!orphans.empty()) {
-    // Today's error, every unsupported node in one message: the support check of the
-    // compile driver for one backend, the partitioner's for several.
-    auto unsupported = [&]() -> Error {
-      if (pbs.size() > 1) {
-        std::string list;
-        for (const Node *n : orphans)
-          list += (list.empty() ? "" : "; ") + n->describe();
-        return makeError(ErrorCode::Unsupported, "partitioning '", name,
-                         "': no backend among [", joinNames(pbs), "] can run ", list);
-      }
-      Error e = pbs.front().backend->checkAllNodesSupported(*f);
-      if (opts.prepare)
-        e = std::move(e).addContext("preparing function '" + name + "' for " +
-                                    pbs.front().backend->getName());
-      return e;
-    };
-    bool listed = std::any_of(pbs.begin(), pbs.end(), [&](const PartitionerBackend &b) {
-      return b.backend->getName() == opts.fallbackBackend;
-    });
-    if (opts.strictBackend || opts.fallbackBackend.empty() || listed)
-      return ctx(unsupported());
-    Expected<PartitionerBackend> fb = fallbackFor(opts.fallbackBackend);
-    if (!fb) {
-      Error e = unsupported();
-      return ctx(makeError(e.code(), e.message(), "; and the fallback backend ",
-                           opts.fallbackBackend, " is unavailable: ", fb.getError().message()));
-    }
-    for (const Node *n : orphans)
-      fellBack.push_back(FallbackNode{n->getName(), n->getKindName(), typesOf(*n)});
-    pbs.push_back(*fb);
-  }
+  if (Error e = addFallback(f, opts, pbs, fellBack))
+    return ctx(std::move(e));
   Expected<PartitionPlan> plan =
       partitionFunction(f, name, pbs, opts.partition ? &*opts.partition : nullptr);
   if (!plan)
@@ -271,21 +249,12 @@ Error HostManager::addNetworkImpl(Function *f, std::shared_ptr<Module> owner,
     return ctx(loaded.takeError()); // exec erases its partition functions here
   exec->loaded = std::move(loaded).get();
   exec->index();
-  if (!split.fallbackNodes.empty()) {
-    // One warning per network, once it runs: the nodes, and where they went.
-    std::vector<PartitionerBackend> chosen(pbs.begin(), pbs.end() - 1);
-    std::ostringstream w;
-    size_t k = split.fallbackNodes.size();
-    w << (chosen.size() == 1 ? "backend " : "backends ") << joinNames(chosen) << " cannot run "
-      << k << (k == 1 ? " node" : " nodes") << " of network '" << name << "'; "
-      << (k == 1 ? "it runs" : "they run") << " on " << split.fallbackBackend
-      << " on the host (" << split.toString() << "):";
-    for (const FallbackNode &n : split.fallbackNodes)
-      w << "\n  " << n.toString();
+  if (!split.fallbackNodes.empty()) { // one warning per network, once it is loaded
+    std::string w = fallbackWarning(name, {pbs.begin(), pbs.end() - 1}, split);
     if (opts.onWarning)
-      opts.onWarning(w.str());
+      opts.onWarning(w);
     else
-      std::cerr << "kiln: warning: " << w.str() << std::endl;
+      std::cerr << "kiln: warning: " << w << std::endl;
   }
   auto net = std::make_shared<Network>();
   net->exec = std::move(exec);
@@ -293,6 +262,51 @@ Error HostManager::addNetworkImpl(Function *f, std::shared_ptr<Module> owner,
   net->ready = true;
   std::lock_guard<std::mutex> lock(mu_);
   networks_[name] = std::move(net);
+  return Error::success();
+}
+
+Error HostManager::addFallback(const Function *f, const NetworkOptions &opts,
+                               std::vector<PartitionerBackend> &backends,
+                               std::vector<FallbackNode> &fellBack) {
+  if (opts.partition) // a user partition names each node's backend; the partitioner checks
+    return Error::success();
+  std::vector<const Node *> orphans; // nodes none of the backends runs
+  for (const auto &n : f->getNodes())
+    if (std::none_of(backends.begin(), backends.end(),
+                     [&](const PartitionerBackend &b) { return b.backend->isOpSupported(*n); }))
+      orphans.push_back(n.get());
+  if (orphans.empty())
+    return Error::success();
+  // Without a fallback, the error of old, every such node in one message: the support
+  // check of the compile driver for one backend, the partitioner's for several.
+  auto unsupported = [&]() -> Error {
+    if (backends.size() > 1) {
+      std::string list;
+      for (const Node *n : orphans)
+        list += (list.empty() ? "" : "; ") + n->describe();
+      return makeError(ErrorCode::Unsupported, "partitioning '", f->getName(),
+                       "': no backend among [", joinNames(backends), "] can run ", list);
+    }
+    Error e = backends.front().backend->checkAllNodesSupported(*f);
+    if (opts.prepare)
+      e = std::move(e).addContext("preparing function '" + f->getName() + "' for " +
+                                  backends.front().backend->getName());
+    return e;
+  };
+  bool listed = std::any_of(backends.begin(), backends.end(), [&](const PartitionerBackend &b) {
+    return b.backend->getName() == opts.fallbackBackend;
+  });
+  if (opts.strictBackend || opts.fallbackBackend.empty() || listed)
+    return unsupported();
+  Expected<PartitionerBackend> fb = fallbackFor(opts.fallbackBackend);
+  if (!fb) {
+    Error e = unsupported();
+    return makeError(e.code(), e.message(), "; and the fallback backend ", opts.fallbackBackend,
+                     " is unavailable: ", fb.getError().message());
+  }
+  for (const Node *n : orphans)
+    fellBack.push_back(FallbackNode{n->getName(), n->getKindName(), typesOf(*n)});
+  backends.push_back(*fb);
   return Error::success();
 }
 

@@ -210,6 +210,30 @@ TEST_F(RefusingCPU, StrictBackendKeepsTheErrorListingEveryNode) {
   EXPECT_TRUE(contains(warning, "cannot run 2 nodes")) << warning;
 }
 
+// Two functions that both fall back: still one warning for the compile, naming both.
+TEST_F(RefusingCPU, OneWarningPerCompileWhateverTheFunctions) {
+  ExecutionEngine ee("CPU");
+  Module &m = ee.getModule();
+  for (const char *name : {"a", "b"}) {
+    Function *f = m.createFunction(name);
+    auto *x = m.createPlaceholder(ElemKind::Float, {3}, std::string(name) + ".x");
+    f->createSave(std::string(name) + ".y",
+                  NodeValue(f->createTanh(std::string(name) + ".tanh", NodeValue(x))));
+  }
+  testing::internal::CaptureStderr();
+  ASSERT_FALSE(ee.compile());
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count(err, "kiln: warning:"), 1u) << err;
+  EXPECT_TRUE(contains(err, "node 'a.tanh' (Tanh)")) << err;
+  EXPECT_TRUE(contains(err, "node 'b.tanh' (Tanh)")) << err;
+  PlaceholderBindings b;
+  b.allocate(m.getPlaceholders());
+  b.getByName("b.x")->getHandle<float>().set({-1, 0, 0.5f});
+  ASSERT_FALSE(ee.run(b, "b"));
+  EXPECT_NEAR(b.getByName("b.y")->getHandle<float>().raw(0), std::tanh(-1.0), 1e-6);
+  EXPECT_NEAR(b.getByName("b.y")->getHandle<float>().raw(2), std::tanh(0.5), 1e-6);
+}
+
 TEST_F(RefusingCPU, HostManagerFallsBackAndHonoursStrict) {
   auto hm = HostManager::create({DeviceConfig{"CPU"}});
   ASSERT_TRUE(bool(hm));

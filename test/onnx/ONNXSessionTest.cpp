@@ -129,7 +129,7 @@ TEST(ONNXSession, TwoSymbolicDimensionsOnTheCPUBackend) {
   auto &sm = m.node("Softmax", {"mm"}, {"y"});
   B::attrInt(sm, "axis", -1);
   std::string bytes = m.bytes();
-  auto s = exitOnError(ONNXSession::loadFromBuffer(bytes.data(), bytes.size(), quiet("CPU")));
+  auto s = exitOnError(ONNXSession::loadFromBuffer(bytes.data(), bytes.size(), {"CPU"}));
   EXPECT_EQ(s->getSignature().inputs[0].shapeString(), "[batch, seq, 4]");
   for (auto [b, q] : {std::pair<dim_t, dim_t>{1, 3}, {2, 5}, {1, 3}}) {
     Tensor x = floats({b, q, 4}, -0.5f, 0.2f);

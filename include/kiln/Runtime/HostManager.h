@@ -162,6 +162,11 @@ private:
                 Deadline deadline);
   /// The ready network \p name (call with mu_ held).
   Expected<Network *> findLocked(const std::string &name) const;
+  /// Finds the nodes of \p f none of \p backends runs; unless opts say strict, appends
+  /// the fallback backend to \p backends and lists them in \p fellBack, else returns the
+  /// error naming them all (call with addRemoveMu_ held).
+  Error addFallback(const Function *f, const NetworkOptions &opts,
+                    std::vector<PartitionerBackend> &backends, std::vector<FallbackNode> &fellBack);
   /// The fallback backend \p name with a device: a device backend of that name, else one
   /// started here on first use (call with addRemoveMu_ held).
   Expected<PartitionerBackend> fallbackFor(const std::string &name);
