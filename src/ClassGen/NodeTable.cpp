@@ -509,7 +509,7 @@ void defineOnnxBreadth(Table &t) {
       .noLowering()
       .onnx({"CumSum"})
       .interpreter("numeric")
-      .cpu("none")
+      .cpu("uniform(f32|index)")
       .sim("none");
   t.node("GatherElements")
       .input("Data").input("Indices").attr(AttrKind::Axis, "Axis").result("Result")
@@ -520,7 +520,7 @@ void defineOnnxBreadth(Table &t) {
       .noLowering()
       .onnx({"GatherElements", "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"})
       .interpreter("all, index")
-      .cpu("none")
+      .cpu("all, index -> =", "Data rank at most 16")
       .sim("none");
   t.node("ScatterElements")
       .input("Data").input("Indices").input("Updates").attr(AttrKind::Axis, "Axis")
@@ -533,7 +533,7 @@ void defineOnnxBreadth(Table &t) {
       .noLowering()
       .onnx({"ScatterElements", "Scatter"})
       .interpreter("plain, index, =")
-      .cpu("none")
+      .cpu("plain, index, =", "Data rank at most 16; Reduction add, mul, max or min not on 16-bit floats")
       .sim("none");
   t.node("ScatterND")
       .input("Data").input("Indices").input("Updates").attr(AttrKind::String, "Reduction")
@@ -545,7 +545,7 @@ void defineOnnxBreadth(Table &t) {
       .noLowering()
       .onnx({"ScatterND"})
       .interpreter("plain, index, =")
-      .cpu("none")
+      .cpu("plain, index, =", "Reduction add, mul, max or min not on 16-bit floats")
       .sim("none");
   t.node("GatherND")
       .input("Data").input("Indices").attr(AttrKind::Dim, "BatchDims").result("Result")
@@ -555,7 +555,7 @@ void defineOnnxBreadth(Table &t) {
       .noLowering()
       .onnx({"GatherND"})
       .interpreter("all, index")
-      .cpu("none")
+      .cpu("all, index -> =")
       .sim("none");
   t.node("GridSample")
       .input("Input").input("Grid")
@@ -570,7 +570,7 @@ void defineOnnxBreadth(Table &t) {
       .noLowering()
       .onnx({"GridSample"})
       .interpreter("uniform(floats)")
-      .cpu("none")
+      .cpu("uniform(f32)")
       .sim("none");
   t.node("RoiAlign")
       .input("Input").input("Rois").input("BatchIndices")
@@ -586,7 +586,7 @@ void defineOnnxBreadth(Table &t) {
       .noLowering()
       .onnx({"RoiAlign"})
       .interpreter("floats, =, index -> =")
-      .cpu("none")
+      .cpu("f32, =, index -> =")
       .sim("none");
 }
 
