@@ -55,6 +55,19 @@ bool shapeSupported(const Node &n, bool fuseEpilogues) {
     return rankOf(n, 0) <= 16;
   case NodeKind::Tile:
     return rankOf(n, 0) <= 8;
+  case NodeKind::GatherElements:
+    return rankOf(n, 0) <= 16;
+  case NodeKind::ScatterElements:
+  case NodeKind::ScatterND: {
+    // Reductions compute on f32, index kinds and Bool; 16-bit floats are only replaced.
+    const std::string &red = n.getKind() == NodeKind::ScatterND
+                                 ? cast<ScatterNDNode>(&n)->getReduction()
+                                 : cast<ScatterElementsNode>(&n)->getReduction();
+    ElemKind k = n.getType(0)->kind;
+    bool half = k == ElemKind::Float16 || k == ElemKind::BFloat16;
+    return (n.getKind() == NodeKind::ScatterND || rankOf(n, 0) <= 16) &&
+           (red == "none" || !half);
+  }
   case NodeKind::Concat:
     // The table checks the first input's kind; the kernels need every input's.
     for (unsigned i = 0; i < n.getNumInputs(); i++)

@@ -513,7 +513,7 @@ void defineOnnxBreadth(Table &t) {
       .noLowering()
       .onnx({"CumSum"})
       .interpreter("numeric")
-      .cpu("none")
+      .cpu("uniform(f32|index)")
       .sim("none");
   t.node("GatherElements")
       .input("Data").input("Indices").attr(AttrKind::Axis, "Axis").result("Result")
@@ -524,7 +524,7 @@ void defineOnnxBreadth(Table &t) {
       .noLowering()
       .onnx({"GatherElements", "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"})
       .interpreter("all, index")
-      .cpu("none")
+      .cpu("all, index -> =", "Data rank at most 16")
       .sim("none");
   t.node("ScatterElements")
       .input("Data").input("Indices").input("Updates").attr(AttrKind::Axis, "Axis")
@@ -537,7 +537,7 @@ void defineOnnxBreadth(Table &t) {
       .noLowering()
       .onnx({"ScatterElements", "Scatter"})
       .interpreter("plain, index, =")
-      .cpu("none")
+      .cpu("plain, index, =", "Data rank at most 16; Reduction add, mul, max or min not on 16-bit floats")
       .sim("none");
   t.node("ScatterND")
       .input("Data").input("Indices").input("Updates").attr(AttrKind::String, "Reduction")
@@ -549,7 +549,7 @@ void defineOnnxBreadth(Table &t) {
       .noLowering()
       .onnx({"ScatterND"})
       .interpreter("plain, index, =")
-      .cpu("none")
+      .cpu("plain, index, =", "Reduction add, mul, max or min not on 16-bit floats")
       .sim("none");
   t.node("GatherND")
       .input("Data").input("Indices").attr(AttrKind::Dim, "BatchDims").result("Result")
@@ -559,7 +559,7 @@ void defineOnnxBreadth(Table &t) {
       .noLowering()
       .onnx({"GatherND"})
       .interpreter("all, index")
-      .cpu("none")
+      .cpu("all, index -> =")
       .sim("none");
   t.node("GridSample")
       .input("Input").input("Grid")
@@ -574,7 +574,7 @@ void defineOnnxBreadth(Table &t) {
       .noLowering()
       .onnx({"GridSample"})
       .interpreter("uniform(floats)")
-      .cpu("none")
+      .cpu("uniform(f32)")
       .sim("none");
   t.node("RoiAlign")
       .input("Input").input("Rois").input("BatchIndices")
@@ -590,7 +590,7 @@ void defineOnnxBreadth(Table &t) {
       .noLowering()
       .onnx({"RoiAlign"})
       .interpreter("floats, =, index -> =")
-      .cpu("none")
+      .cpu("f32, =, index -> =")
       .sim("none");
 }
 

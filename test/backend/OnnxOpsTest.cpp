@@ -1,6 +1,7 @@
 // Operator tests of the nodes added for ONNX breadth: the trigonometric and hyperbolic
 // functions, Mod, BitShift, integer Pow, CumSum, GatherElements, ScatterElements,
-// ScatterND, GatherND and integer MaxPool. Expectations are hand-computed (or <cmath> in double for the
+// ScatterND, GatherND and integer MaxPool (index operators on every element kind, every
+// reduction, duplicate and negative indices, out-of-range errors). Expectations are hand-computed (or <cmath> in double for the
 // trigonometric functions). Backends without these nodes skip (isOpSupported).
 
 #include "BackendTestUtils.h"
@@ -217,6 +218,208 @@ TEST_P(OnnxOpsTest, GatherNDTuplesSlicesAndBatchDims) {
   expectValues(output(bd), {2, 3, 4, 5}, 0, 0);
 }
 
+// Every reduction on every kind a backend may claim, duplicate indices included: none is
+// the last write in row-major order of Indices; max/min and add/mul fold in that order.
+TEST_P(OnnxOpsTest, ScatterElementsReductionsOnEveryKind) {
+  auto *f = input("f", ElemKind::Float, {2, 3}, {1, 5, 3, -1, 0, 2});
+  auto *fi = input("fi", ElemKind::Int32I, {2, 2}, {0, 0, 2, -1});
+  auto *fu = input("fu", ElemKind::Float, {2, 2}, {9, 4, 7, -5});
+  auto *l = input("l", ElemKind::Int64I, {3}, {10, 20, 30});
+  auto *li = input("li", ElemKind::Int64I, {3}, {2, 0, 2});
+  auto *lu = input("lu", ElemKind::Int64I, {3}, {1, 2, 3});
+  auto *b = input("b", ElemKind::Bool, {4}, {0, 1, 0, 1});
+  auto *bi = input("bi", ElemKind::Int32I, {4}, {0, 1, 2, 3});
+  auto *bu = input("bu", ElemKind::Bool, {4}, {1, 0, 0, 1});
+  auto *h = input("h", ElemKind::Float16, {2, 2}, {1, 2, 3, 4});
+  auto *bh = input("bh", ElemKind::BFloat16, {2, 2}, {1, 2, 3, 4});
+  auto *hi = input("hi", ElemKind::Int64I, {1, 2}, {1, 0});
+  auto *hu = input("hu", ElemKind::Float16, {1, 2}, {0.5, -1.5});
+  auto *bhu = input("bhu", ElemKind::BFloat16, {1, 2}, {0.5, -1.5});
+  auto *z = input("z", ElemKind::Float, {2, 3, 1}, {0, 0, 0, 0, 0, 0});
+  auto *zi = input("zi", ElemKind::Int64I, {2, 2, 1}, {2, 0, 1, 1});
+  auto *zu = input("zu", ElemKind::Float, {2, 2, 1}, {1, 2, 3, 4});
+  auto sc = [&](const char *n, NodeValue d, NodeValue i, NodeValue u, unsigned axis,
+                const char *red) {
+    return save(F()->createScatterElements(n, d, i, u, axis, red), n);
+  };
+  SaveNode *fNone = sc("fnone", f, fi, fu, 1, "none");
+  SaveNode *fMax = sc("fmax", f, fi, fu, 1, "max");
+  SaveNode *fMin = sc("fmin", f, fi, fu, 1, "min");
+  SaveNode *lAdd = sc("ladd", l, li, lu, 0, "add");
+  SaveNode *lMul = sc("lmul", l, li, lu, 0, "mul");
+  SaveNode *lMin = sc("lmin", l, li, lu, 0, "min");
+  SaveNode *bNone = sc("bnone", b, bi, bu, 0, "none");
+  SaveNode *bAdd = sc("badd", b, bi, bu, 0, "add");
+  SaveNode *bMul = sc("bmul", b, bi, bu, 0, "mul");
+  SaveNode *bMax = sc("bmax", b, bi, bu, 0, "max");
+  SaveNode *bMin = sc("bmin", b, bi, bu, 0, "min");
+  SaveNode *hNone = sc("hnone", h, hi, hu, 0, "none");
+  SaveNode *bhNone = sc("bhnone", bh, hi, bhu, 0, "none");
+  SaveNode *zAdd = sc("zadd", z, zi, zu, 1, "add");
+  if (!run(0, 0))
+    return;
+  expectValues(output(fNone), {4, 5, 3, -1, 0, -5}, 0, 0);
+  expectValues(output(fMax), {9, 5, 3, -1, 0, 7}, 0, 0);
+  expectValues(output(fMin), {1, 5, 3, -1, 0, -5}, 0, 0);
+  expectValues(output(lAdd), {12, 20, 34}, 0, 0);
+  expectValues(output(lMul), {20, 20, 90}, 0, 0);
+  expectValues(output(lMin), {2, 20, 1}, 0, 0);
+  expectValues(output(bNone), {1, 0, 0, 1}, 0, 0);
+  expectValues(output(bAdd), {1, 1, 0, 1}, 0, 0);
+  expectValues(output(bMul), {0, 0, 0, 1}, 0, 0);
+  expectValues(output(bMax), {1, 1, 0, 1}, 0, 0);
+  expectValues(output(bMin), {0, 0, 0, 1}, 0, 0);
+  expectValues(output(hNone), {1, -1.5, 0.5, 4}, 0, 0);
+  expectValues(output(bhNone), {1, -1.5, 0.5, 4}, 0, 0);
+  expectValues(output(zAdd), {2, 0, 1, 0, 7, 0}, 0, 0);
+}
+
+TEST_P(OnnxOpsTest, ScatterNDReductionsOnEveryKind) {
+  auto *d = input("d", ElemKind::Int32I, {2, 3}, {1, 2, 3, 4, 5, 6});
+  auto *di = input("di", ElemKind::Int32I, {3, 2}, {0, 1, -1, 0, 0, 1});
+  auto *du = input("du", ElemKind::Int32I, {3}, {5, -7, -2});
+  auto *b = input("b", ElemKind::Bool, {2, 2}, {1, 0, 0, 1});
+  auto *bi = input("bi", ElemKind::Int64I, {1, 1}, {1});
+  auto *bu = input("bu", ElemKind::Bool, {1, 2}, {1, 1});
+  Tensor ht(ElemKind::Float16, {2, 2, 2});
+  for (size_t k = 0; k < 8; k++)
+    ht.setFromDouble(k, double(k));
+  auto *h = input("h", std::move(ht));
+  auto *hi = input("hi", ElemKind::Int32I, {2, 2}, {1, 1, 0, -2});
+  auto *hu = input("hu", ElemKind::Float16, {2, 2}, {0.5, 1.5, 2.5, 3.5});
+  auto *f = input("f", ElemKind::Float, {4}, {1, 2, 3, 4});
+  auto *fi = input("fi", ElemKind::Int64I, {3, 1}, {0, 0, 3});
+  auto *fu = input("fu", ElemKind::Float, {3}, {5, -1, 0.5});
+  auto sc = [&](const char *n, NodeValue x, NodeValue i, NodeValue u, const char *red) {
+    return save(F()->createScatterND(n, x, i, u, red), n);
+  };
+  SaveNode *none = sc("none", d, di, du, "none");
+  SaveNode *mul = sc("mul", d, di, du, "mul");
+  SaveNode *mx = sc("max", d, di, du, "max");
+  SaveNode *mn = sc("min", d, di, du, "min");
+  SaveNode *bAdd = sc("badd", b, bi, bu, "add");
+  SaveNode *hNone = sc("hnone", h, hi, hu, "none");
+  SaveNode *fMax = sc("fmax", f, fi, fu, "max");
+  if (!run(0, 0))
+    return;
+  expectValues(output(none), {1, -2, 3, -7, 5, 6}, 0, 0); // (0, 1): 5 then -2
+  expectValues(output(mul), {1, -20, 3, -28, 5, 6}, 0, 0);
+  expectValues(output(mx), {1, 5, 3, 4, 5, 6}, 0, 0);
+  expectValues(output(mn), {1, -2, 3, -7, 5, 6}, 0, 0);
+  expectValues(output(bAdd), {1, 0, 1, 1}, 0, 0);
+  expectValues(output(hNone), {2.5, 3.5, 2, 3, 4, 5, 0.5, 1.5}, 0, 0);
+  expectValues(output(fMax), {5, 2, 3, 4}, 0, 0);
+}
+
+TEST_P(OnnxOpsTest, GatherElementsAndGatherNDOnEveryKind) {
+  auto *b = input("b", ElemKind::Bool, {2, 3}, {1, 0, 1, 0, 0, 1});
+  auto *bi = input("bi", ElemKind::Int32I, {2, 2}, {2, 1, -1, 0});
+  auto *h = input("h", ElemKind::Float16, {3, 2}, {1, 2, 3, 4, 5, 6});
+  auto *hi = input("hi", ElemKind::Int64I, {1, 2}, {2, -3});
+  auto *q = input("q", qTensor(ElemKind::Int8Q, {2, 2}, 0.5f, 3, {-4, 10, 7, -8}));
+  auto *qi = input("qi", ElemKind::Int64I, {2, 1}, {1, 0});
+  Tensor lt(ElemKind::Int64I, {2, 3, 2});
+  for (size_t k = 0; k < 12; k++)
+    lt.setFromDouble(k, double(k));
+  auto *l = input("l", std::move(lt));
+  auto *li = input("li", ElemKind::Int64I, {2, 1, 2}, {2, 0, 1, -1});
+  // GatherND.
+  auto *nb = input("nb", ElemKind::Bool, {2, 2}, {1, 0, 0, 1});
+  auto *nbi = input("nbi", ElemKind::Int32I, {2, 2}, {1, 1, 0, -1});
+  auto *nh = input("nh", ElemKind::BFloat16, {2, 3}, {1, 2, 3, 4, 5, 6});
+  auto *nhi = input("nhi", ElemKind::Int64I, {1, 1}, {-1});
+  auto *nqi = input("nqi", ElemKind::Int64I, {1, 2}, {1, 0});
+  Tensor n3(ElemKind::Int64I, {2, 2, 3});
+  for (size_t k = 0; k < 12; k++)
+    n3.setFromDouble(k, double(k));
+  auto *nl = input("nl", std::move(n3));
+  auto *nli = input("nli", ElemKind::Int32I, {2, 1, 2}, {1, 2, 0, -1});
+  SaveNode *gb = save(F()->createGatherElements("gb", b, bi, 1), "gb");
+  SaveNode *gh = save(F()->createGatherElements("gh", h, hi, 0), "gh");
+  SaveNode *gq = save(F()->createGatherElements("gq", q, qi, 1), "gq");
+  SaveNode *gl = save(F()->createGatherElements("gl", l, li, 1), "gl");
+  SaveNode *nB = save(F()->createGatherND("nB", nb, nbi, 0), "nB");
+  SaveNode *nH = save(F()->createGatherND("nH", nh, nhi, 0), "nH");
+  SaveNode *nQ = save(F()->createGatherND("nQ", q, nqi, 0), "nQ");
+  SaveNode *nL = save(F()->createGatherND("nL", nl, nli, 1), "nL");
+  if (!run(0, 0))
+    return;
+  expectValues(output(gb), {1, 0, 1, 0}, 0, 0);
+  expectValues(output(gh), {5, 2}, 0, 0);
+  EXPECT_EQ(output(gq).getElementType(), ElemKind::Int8Q);
+  expectValues(output(gq), {10, 7}, 0, 0); // raw
+  expectValues(output(gl), {4, 1, 8, 11}, 0, 0);
+  expectValues(output(nB), {1, 0}, 0, 0);
+  EXPECT_EQ(output(nH).dims(), Dims({1, 3}));
+  expectValues(output(nH), {4, 5, 6}, 0, 0);
+  expectValues(output(nQ), {7}, 0, 0); // raw
+  EXPECT_EQ(output(nL).dims(), Dims({2, 1}));
+  expectValues(output(nL), {5, 8}, 0, 0);
+}
+
+TEST_P(OnnxOpsTest, IndexOutOfRangeIsAnErrorOnEveryIndexOperator) {
+  struct Case {
+    const char *name;
+    std::function<void(Function *, Placeholder *, Placeholder *, Placeholder *)> build;
+    Dims idx;
+    std::vector<double> idxValues;
+    const char *what;
+  };
+  std::vector<Case> cases = {
+      {"se", [](Function *f, Placeholder *d, Placeholder *i, Placeholder *u) {
+         f->createSave("y", f->createScatterElements("se", d, i, u, 1, "add"));
+       }, {2, 2}, {0, 1, -4, 0}, "index -4 at position 2"},
+      {"snd", [](Function *f, Placeholder *d, Placeholder *i, Placeholder *u) {
+         f->createSave("y", f->createScatterND("snd", d, i, u, "none"));
+       }, {2, 2}, {0, 0, 1, 3}, "index 3 at position 3"},
+      {"gnd", [](Function *f, Placeholder *d, Placeholder *i, Placeholder *) {
+         f->createSave("y", f->createGatherND("gnd", d, i, 0));
+       }, {2, 2}, {1, 0, -3, 0}, "index -3 at position 2"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.name);
+    Function *f = mod().createFunction(std::string("oor_") + c.name);
+    auto *d = mod().createPlaceholder(ElemKind::Float, {2, 3}, std::string(c.name) + "_d");
+    auto *i = mod().createPlaceholder(ElemKind::Int64I, c.idx, std::string(c.name) + "_i");
+    // ScatterElements: Updates of Indices' shape; ScatterND: one element per tuple.
+    Dims ud = std::string(c.name) == "se" ? c.idx : Dims({2});
+    auto *u = mod().createPlaceholder(ElemKind::Float, ud, std::string(c.name) + "_u");
+    c.build(f, d, i, u);
+    bool skipped = false;
+    std::vector<std::pair<Placeholder *, Tensor>> in;
+    in.emplace_back(d, makeTensor(Type(ElemKind::Float, {2, 3}), {1, 2, 3, 4, 5, 6}));
+    Tensor it(ElemKind::Int64I, c.idx);
+    for (size_t k = 0; k < c.idxValues.size(); k++)
+      it.setFromDouble(k, c.idxValues[k]);
+    in.emplace_back(i, std::move(it));
+    Tensor ut(ElemKind::Float, ud);
+    ut.zero();
+    in.emplace_back(u, std::move(ut));
+    Error e = runRaw(f, std::move(in), skipped);
+    if (skipped)
+      continue;
+    ASSERT_TRUE(e);
+    EXPECT_NE(e.message().find(c.what), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("out of range"), std::string::npos) << e.message();
+  }
+}
+
+TEST_P(OnnxOpsTest, CumSumWrapsIntegersAndRunsAlongAnyAxis) {
+  auto *i = input("i", ElemKind::Int32I, {3}, {2147483647, 1, 5});
+  Tensor xt(ElemKind::Float, {2, 2, 2});
+  for (size_t k = 0; k < 8; k++)
+    xt.setFromDouble(k, double(k));
+  auto *x = input("x", std::move(xt));
+  SaveNode *wrap = save(F()->createCumSum("wrap", i, 0, false, false), "wrap");
+  SaveNode *mid = save(F()->createCumSum("mid", x, 1, true, true), "mid");
+  SaveNode *first = save(F()->createCumSum("first", x, 0, false, false), "first");
+  if (!run(0, 0))
+    return;
+  expectValues(output(wrap), {2147483647, -2147483648.0, -2147483643.0}, 0, 0);
+  expectValues(output(mid), {2, 3, 0, 0, 6, 7, 0, 0}, 0, 0);
+  expectValues(output(first), {0, 1, 2, 3, 4, 6, 8, 10}, 0, 0);
+}
+
 TEST_P(OnnxOpsTest, MaxPoolOfIntegers) {
   auto *x = input("x", ElemKind::Int32I, {1, 1, 2, 3}, {1, 5, 2, 4, 3, 6});
   auto *l = input("l", ElemKind::Int64I, {1, 1, 2, 2}, {-7, -3, -9, -8});
@@ -248,6 +451,30 @@ TEST_P(OnnxOpsTest, GridSampleModesAndPadding) {
   expectValues(output(ne), {1, 1, 4});
 }
 
+// Every mode and padding on an odd-sized image with grid points inside and well outside
+// [-1, 1]: other backends must agree with the Interpreter (run() compares them); the
+// bicubic weights at a pixel centre are hand-checked: (0, 1, 0, 0).
+TEST_P(OnnxOpsTest, GridSampleEveryModeAndPaddingOutsideTheImage) {
+  auto *x = randomInput("x", Type(ElemKind::Float, {2, 3, 3, 5}), -2, 2, 7);
+  auto *g = randomInput("g", Type(ElemKind::Float, {2, 4, 3, 2}), -1.7f, 1.7f, 8);
+  std::vector<SaveNode *> saves;
+  for (const char *mode : {"bilinear", "nearest", "bicubic"})
+    for (const char *pad : {"zeros", "border", "reflection"})
+      for (bool align : {false, true}) {
+        std::string n = std::string(mode) + "_" + pad + (align ? "_a" : "");
+        saves.push_back(save(F()->createGridSample(n, x, g, mode, pad, align), n));
+      }
+  auto *one = input("one", ElemKind::Float, {1, 1, 2, 3}, {1, 2, 3, 4, 5, 6});
+  // With AlignCorners, (0, 1) is column 1, row 1 exactly.
+  auto *at = input("at", ElemKind::Float, {1, 1, 1, 2}, {0, 1});
+  SaveNode *bc = save(F()->createGridSample("bc", one, at, "bicubic", "border", true), "bc");
+  if (!run(1e-5f, 1e-5f))
+    return;
+  for (SaveNode *s : saves)
+    EXPECT_EQ(output(s).dims(), Dims({2, 3, 4, 3}));
+  expectValues(output(bc), {5});
+}
+
 TEST_P(OnnxOpsTest, RoiAlignAverageAndMax) {
   Tensor img(ElemKind::Float, {1, 1, 4, 4});
   for (size_t i = 0; i < 16; i++)
@@ -269,6 +496,44 @@ TEST_P(OnnxOpsTest, RoiAlignAverageAndMax) {
   // sample (2.25, 2.25), 0.75 * 0.75 * x[2][2] = 5.625; for (2.75, 2.75),
   // 0.75 * 0.75 * x[3][3] = 8.4375.
   expectValues(output(mx), {5.625, 8.4375});
+}
+
+// Adaptive sampling (ratio 0), a spatial scale, Int32 batch indices, regions partly or
+// wholly outside the image and smaller than a pixel, on both modes and both coordinate
+// conventions: other backends must agree with the Interpreter (run() compares them).
+TEST_P(OnnxOpsTest, RoiAlignAdaptiveSamplingAndRegionsOutside) {
+  auto *x = randomInput("x", Type(ElemKind::Float, {2, 3, 5, 7}), -3, 3, 11);
+  auto *r = input("r", ElemKind::Float, {4, 4},
+                  {0, 0, 13, 9, -4, -2, 6, 3, 10, 6, 30, 20, 3, 3, 3.5, 3.2});
+  auto *b = input("b", ElemKind::Int32I, {4}, {1, 0, 1, 0});
+  std::vector<SaveNode *> saves;
+  for (const char *mode : {"avg", "max"})
+    for (bool half : {false, true}) {
+      std::string n = std::string(mode) + (half ? "_h" : "");
+      saves.push_back(save(F()->createRoiAlign(n, x, r, b, mode, 2, 3, 0, 0.5f, half), n));
+    }
+  if (!run(1e-5f, 1e-5f))
+    return;
+  for (SaveNode *s : saves)
+    EXPECT_EQ(output(s).dims(), Dims({4, 3, 2, 3}));
+}
+
+TEST_P(OnnxOpsTest, RoiAlignBatchIndexOutOfRangeIsAnError) {
+  Function *f = mod().createFunction("roioor");
+  auto *x = mod().createPlaceholder(ElemKind::Float, {1, 1, 2, 2}, "rx");
+  auto *r = mod().createPlaceholder(ElemKind::Float, {2, 4}, "rr");
+  auto *b = mod().createPlaceholder(ElemKind::Int64I, {2}, "rb");
+  f->createSave("ry", f->createRoiAlign("ra", x, r, b, "avg", 1, 1, 1, 1.0f, false));
+  bool skipped = false;
+  std::vector<std::pair<Placeholder *, Tensor>> in;
+  in.emplace_back(x, makeTensor(Type(ElemKind::Float, {1, 1, 2, 2}), {1, 2, 3, 4}));
+  in.emplace_back(r, makeTensor(Type(ElemKind::Float, {2, 4}), {0, 0, 1, 1, 0, 0, 1, 1}));
+  in.emplace_back(b, makeTensor(Type(ElemKind::Int64I, {2}), {0, 1}));
+  Error e = runRaw(f, std::move(in), skipped);
+  if (skipped)
+    GTEST_SKIP();
+  ASSERT_TRUE(e);
+  EXPECT_NE(e.message().find("batch index 1"), std::string::npos) << e.message();
 }
 
 KILN_INSTANTIATE_BACKEND_TESTS(OnnxOpsTest);

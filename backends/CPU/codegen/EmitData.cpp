@@ -1,6 +1,7 @@
 // Emitters of data movement: Copy, Concat, Slice, Transpose, Broadcast, Tile, Pad, Splat
-// and InsertTensor, all strided copies (libjit_strided_copy_*) or memcpy/memset, and
-// Gather (libjit_gather_*). Every element kind moves: the kernels see element sizes. A
+// and InsertTensor, all strided copies (libjit_strided_copy_*) or memcpy/memset, Gather
+// (libjit_gather_*), and the ONNX index operators GatherElements, GatherND,
+// ScatterElements, ScatterND and CumSum (libjit_index.cpp). Every element kind moves: the kernels see element sizes. A
 // quantized result with other parameters than its input requantizes as it moves
 // (libjit_strided_rescale_*), as the Interpreter does; InsertTensor copies raw elements.
 #include "Emitter.h"
@@ -326,6 +327,322 @@ Error Emitter::planGather(Instruction *I, std::vector<Item> &items) {
   return Error::success();
 }
 
+namespace {
+
+/// "_i32" / "_i64" for an index kind, null for others.
+const char *indexSuffix(ElemKind k) {
+  return k == ElemKind::Int32I ? "_i32" : k == ElemKind::Int64I ? "_i64" : nullptr;
+}
+
+/// The kernel suffix of Scatter* on kind \p k with reduction \p red (libjit_index.cpp), or
+/// null: reductions on f32, index kinds and Bool; 16-bit floats replace only.
+const char *scatterSuffix(ElemKind k, const std::string &red) {
+  switch (k) {
+  case ElemKind::Float:
+    return "f32";
+  case ElemKind::Int32I:
+    return "i32";
+  case ElemKind::Int64I:
+    return "i64";
+  case ElemKind::Bool:
+    return "b8";
+  case ElemKind::Float16:
+  case ElemKind::BFloat16:
+    return red == "none" ? "u16" : nullptr;
+  default:
+    return nullptr;
+  }
+}
+
+/// The reduction code of libjit_index.cpp, or -1.
+int64_t reductionCode(const std::string &red) {
+  return red == "none" ? 0 : red == "add" ? 1 : red == "mul" ? 2 : red == "max" ? 3
+                                                                   : red == "min" ? 4 : -1;
+}
+
+/// The run-time check of an index along a dim of \p size, with the Interpreter's message.
+RunCheck indexCheck(const Instruction *I, const Type &it, int64_t size, const Type &dt) {
+  std::ostringstream after;
+  after << " of Indices " << it.toString() << " is out of range (size " << size
+        << ") for Data " << dt.toString();
+  return {std::string(I->getKindName()) + " '" + I->getName() + "': index ", after.str()};
+}
+
+} // namespace
+
+/// GatherElements: one kernel walks the result (Indices' shape) in row-major order,
+/// checking each index; quantized results with other parameters are requantized after.
+Error Emitter::planGatherElements(Instruction *I, std::vector<Item> &items) {
+  auto serial = serialTo(items);
+  auto *g = cast<GatherElementsInst>(I);
+  Value *dest = g->getDest(), *data = g->getData(), *idx = g->getIndices();
+  const Type &dt = *data->getType(), &it = *idx->getType(), &ot = *dest->getType();
+  const char *is = indexSuffix(it.kind);
+  auto d = dimsOf(data), id = dimsOf(idx);
+  size_t axis = g->getAxis();
+  bool ok = is && axis < d.size() && d.size() <= 16 && id == dimsOf(dest) &&
+            id.size() == d.size() && ot.kind == dt.kind;
+  for (size_t k = 0; ok && k < d.size(); k++)
+    ok = k == axis || id[k] <= d[k];
+  if (!ok)
+    return makeError(ErrorCode::InvalidArgument, "CPU backend: GatherElements '", I->getName(),
+                     "': result ", ot.toString(), " and Indices ", it.toString(),
+                     " do not fit Data ", dt.toString());
+  int64_t n = int64_t(ot.numElements());
+  if (n == 0)
+    return Error::success();
+  int64_t check = addRunCheck(indexCheck(I, it, d[axis], dt));
+  std::string fn = std::string("libjit_gather_elements_") + sizeSuffix(dt.elemBytes()) + is;
+  Requant rq;
+  bool requant = requantOf(dt, ot, rq);
+  auto strides = stridesOf(d);
+  serial("gatherelements", [=] {
+    call(fn, {ptr(dest), ptr(data), ptr(idx), i64Array(id), i64Array(strides),
+              I64(int64_t(d.size())), I64(int64_t(axis)), I64(d[axis]), statusPtr(),
+              I64(check)});
+    if (requant)
+      emitCopy(ptr(dest), ptr(dest), {n}, {1}, {1}, unsigned(dt.elemBytes()), &rq);
+  });
+  return Error::success();
+}
+
+/// GatherND: one slice copy per index tuple (BatchDims leading dims shared with Data).
+Error Emitter::planGatherND(Instruction *I, std::vector<Item> &items) {
+  auto serial = serialTo(items);
+  auto *g = cast<GatherNDInst>(I);
+  Value *dest = g->getDest(), *data = g->getData(), *idx = g->getIndices();
+  const Type &dt = *data->getType(), &it = *idx->getType(), &ot = *dest->getType();
+  const char *is = indexSuffix(it.kind);
+  auto d = dimsOf(data), id = dimsOf(idx);
+  size_t b = g->getBatchDims();
+  bool ok = is && ot.kind == dt.kind && !id.empty() && b < id.size() && b < d.size() &&
+            id.back() > 0 && b + size_t(id.back()) <= d.size();
+  size_t k = ok ? size_t(id.back()) : 0;
+  int64_t slice = ok ? product(d, b + k) : 0, batches = ok ? product(d, 0, b) : 0;
+  int64_t tuples = ok ? int64_t(it.numElements()) / int64_t(k) : 0;
+  ok = ok && batches > 0 && tuples % batches == 0 &&
+       int64_t(ot.numElements()) == tuples * slice;
+  for (size_t x = 0; ok && x < b; x++)
+    ok = id[x] == d[x];
+  if (!ok)
+    return makeError(ErrorCode::InvalidArgument, "CPU backend: GatherND '", I->getName(),
+                     "': result ", ot.toString(), " and Indices ", it.toString(),
+                     " do not fit Data ", dt.toString());
+  int64_t n = int64_t(ot.numElements());
+  if (n == 0 || tuples == 0)
+    return Error::success();
+  auto strides = stridesOf(d);
+  int64_t check = 0;
+  for (size_t m = 0; m < k; m++) {
+    int64_t c = addRunCheck(indexCheck(I, it, d[b + m], dt));
+    check = m == 0 ? c : check;
+  }
+  std::vector<int64_t> kd(d.begin() + b, d.begin() + b + k),
+      ks(strides.begin() + b, strides.begin() + b + k);
+  int64_t perBatch = tuples / batches, batchStride = b ? strides[b - 1] : 0;
+  std::string fn = std::string("libjit_gather_nd_") + sizeSuffix(dt.elemBytes()) + is;
+  Requant rq;
+  bool requant = requantOf(dt, ot, rq);
+  serial("gathernd", [=] {
+    call(fn, {ptr(dest), ptr(data), ptr(idx), I64(tuples), I64(perBatch), I64(batchStride),
+              I64(int64_t(k)), i64Array(kd), i64Array(ks), I64(slice), statusPtr(),
+              I64(check)});
+    if (requant)
+      emitCopy(ptr(dest), ptr(dest), {n}, {1}, {1}, unsigned(dt.elemBytes()), &rq);
+  });
+  return Error::success();
+}
+
+/// ScatterElements: Data copied to the result (unless in place), then one kernel combines
+/// the updates in row-major order of Indices.
+Error Emitter::planScatterElements(Instruction *I, std::vector<Item> &items) {
+  auto serial = serialTo(items);
+  auto *s = cast<ScatterElementsInst>(I);
+  Value *dest = s->getDest(), *data = s->getData(), *idx = s->getIndices(),
+        *upd = s->getUpdates();
+  const Type &dt = *data->getType(), &it = *idx->getType(), &ot = *dest->getType();
+  const std::string red = s->getReduction();
+  const char *is = indexSuffix(it.kind), *vs = scatterSuffix(dt.kind, red);
+  int64_t code = reductionCode(red);
+  if (!is || !vs || code < 0 || ot.kind != dt.kind || upd->getType()->kind != dt.kind)
+    return unsupported(I);
+  auto d = dimsOf(data), id = dimsOf(idx);
+  size_t axis = s->getAxis();
+  bool ok = axis < d.size() && d.size() <= 16 && dimsOf(upd) == id && id.size() == d.size() &&
+            ot.numElements() == dt.numElements();
+  for (size_t k = 0; ok && k < d.size(); k++)
+    ok = k == axis || id[k] <= d[k];
+  if (!ok)
+    return makeError(ErrorCode::InvalidArgument, "CPU backend: ScatterElements '",
+                     I->getName(), "': Indices ", it.toString(), " and Updates ",
+                     upd->getType()->toString(), " do not fit Data ", dt.toString());
+  KILN_ASSIGN_OR_RETURN(Location dl, loc(dest));
+  KILN_ASSIGN_OR_RETURN(Location sl, loc(data));
+  bool same = dl == sl;
+  uint64_t bytes = dt.sizeInBytes();
+  int64_t count = int64_t(it.numElements());
+  int64_t check = count ? addRunCheck(indexCheck(I, it, d[axis], dt)) : 0;
+  std::string fn = std::string("libjit_scatter_elements_") + vs + is;
+  auto strides = stridesOf(d);
+  serial("scatterelements", [=] {
+    if (!same && bytes)
+      B_.CreateMemCpy(ptr(dest), llvm::MaybeAlign(1), ptr(data), llvm::MaybeAlign(1),
+                      I64(int64_t(bytes)));
+    if (count)
+      call(fn, {ptr(dest), ptr(idx), ptr(upd), i64Array(id), i64Array(strides),
+                I64(int64_t(d.size())), I64(int64_t(axis)), I64(d[axis]), I64(code),
+                statusPtr(), I64(check)});
+  });
+  return Error::success();
+}
+
+/// ScatterND: Data copied to the result (unless in place), then the update slices
+/// combined in tuple order.
+Error Emitter::planScatterND(Instruction *I, std::vector<Item> &items) {
+  auto serial = serialTo(items);
+  auto *s = cast<ScatterNDInst>(I);
+  Value *dest = s->getDest(), *data = s->getData(), *idx = s->getIndices(),
+        *upd = s->getUpdates();
+  const Type &dt = *data->getType(), &it = *idx->getType(), &ot = *dest->getType();
+  const std::string red = s->getReduction();
+  const char *is = indexSuffix(it.kind), *vs = scatterSuffix(dt.kind, red);
+  int64_t code = reductionCode(red);
+  if (!is || !vs || code < 0 || ot.kind != dt.kind || upd->getType()->kind != dt.kind)
+    return unsupported(I);
+  auto d = dimsOf(data), id = dimsOf(idx);
+  bool ok = !id.empty() && id.back() >= 0 && size_t(id.back()) <= d.size() &&
+            ot.numElements() == dt.numElements();
+  size_t k = ok ? size_t(id.back()) : 0;
+  int64_t slice = ok ? product(d, k) : 0;
+  int64_t tuples = ok ? (k ? int64_t(it.numElements()) / int64_t(k) : product(id)) : 0;
+  ok = ok && int64_t(upd->getType()->numElements()) == tuples * slice;
+  if (!ok)
+    return makeError(ErrorCode::InvalidArgument, "CPU backend: ScatterND '", I->getName(),
+                     "': Indices ", it.toString(), " and Updates ", upd->getType()->toString(),
+                     " do not fit Data ", dt.toString());
+  KILN_ASSIGN_OR_RETURN(Location dl, loc(dest));
+  KILN_ASSIGN_OR_RETURN(Location sl, loc(data));
+  bool same = dl == sl;
+  uint64_t bytes = dt.sizeInBytes();
+  auto strides = stridesOf(d);
+  int64_t check = 0;
+  for (size_t m = 0; m < k && tuples; m++) {
+    int64_t c = addRunCheck(indexCheck(I, it, d[m], dt));
+    check = m == 0 ? c : check;
+  }
+  std::vector<int64_t> kd(d.begin(), d.begin() + k), ks(strides.begin(), strides.begin() + k);
+  // k == 0: every tuple names the whole of Data (no entries to read or check).
+  if (kd.empty()) {
+    kd.push_back(1);
+    ks.push_back(0);
+  }
+  std::string fn = std::string("libjit_scatter_nd_") + vs + is;
+  serial("scatternd", [=] {
+    if (!same && bytes)
+      B_.CreateMemCpy(ptr(dest), llvm::MaybeAlign(1), ptr(data), llvm::MaybeAlign(1),
+                      I64(int64_t(bytes)));
+    if (tuples && slice)
+      call(fn, {ptr(dest), ptr(idx), ptr(upd), I64(tuples), I64(int64_t(k)), i64Array(kd),
+                i64Array(ks), I64(slice), I64(code), statusPtr(), I64(check)});
+  });
+  return Error::success();
+}
+
+/// CumSum: [outer, size, inner] around Axis; float accumulates in float, integers wrap.
+Error Emitter::planCumSum(Instruction *I, std::vector<Item> &items) {
+  auto serial = serialTo(items);
+  auto *c = cast<CumSumInst>(I);
+  Value *dest = c->getDest(), *in = c->getInput();
+  const Type &t = *in->getType();
+  ElemKind k = t.kind;
+  if ((k != ElemKind::Float && k != ElemKind::Int32I && k != ElemKind::Int64I) ||
+      dest->getType()->kind != k)
+    return unsupported(I);
+  auto d = dimsOf(in);
+  size_t axis = c->getAxis();
+  if (axis >= d.size() || dimsOf(dest) != d)
+    return makeError(ErrorCode::InvalidArgument, "CPU backend: CumSum '", I->getName(),
+                     "': axis ", axis, " of ", t.toString(), " into ",
+                     dest->getType()->toString());
+  int64_t outer = product(d, 0, axis), size = d[axis], inner = product(d, axis + 1);
+  if (outer * size * inner == 0)
+    return Error::success();
+  std::string fn = std::string("libjit_cumsum_") + valueSuffix(k);
+  bool excl = c->getExclusive(), rev = c->getReverse();
+  serial("cumsum", [=] {
+    call(fn, {ptr(dest), ptr(in), I64(outer), I64(size), I64(inner), I64(excl), I64(rev)});
+  });
+  return Error::success();
+}
+
+/// GridSample on f32: one kernel over the batch (libjit_sample.cpp).
+Error Emitter::planGridSample(Instruction *I, std::vector<Item> &items) {
+  auto serial = serialTo(items);
+  auto *g = cast<GridSampleInst>(I);
+  Value *dest = g->getDest(), *in = g->getInput(), *grid = g->getGrid();
+  const std::string mode = g->getMode(), pad = g->getPaddingMode();
+  int64_t m = mode == "bilinear" ? 0 : mode == "nearest" ? 1 : mode == "bicubic" ? 2 : -1;
+  int64_t p = pad == "zeros" ? 0 : pad == "border" ? 1 : pad == "reflection" ? 2 : -1;
+  if (in->getType()->kind != ElemKind::Float || grid->getType()->kind != ElemKind::Float ||
+      dest->getType()->kind != ElemKind::Float || m < 0 || p < 0)
+    return unsupported(I);
+  auto id = dimsOf(in), gd = dimsOf(grid), od = dimsOf(dest);
+  if (id.size() != 4 || gd.size() != 4 || gd[0] != id[0] || gd[3] != 2 ||
+      od != std::vector<int64_t>({id[0], id[1], gd[1], gd[2]}))
+    return makeError(ErrorCode::InvalidArgument, "CPU backend: GridSample '", I->getName(),
+                     "': Input ", in->getType()->toString(), ", Grid ",
+                     grid->getType()->toString(), " and result ", dest->getType()->toString(),
+                     " do not fit");
+  if (product(od) == 0)
+    return Error::success();
+  bool align = g->getAlignCorners();
+  serial("gridsample", [=] {
+    call("libjit_grid_sample_f32", {ptr(dest), ptr(in), ptr(grid), I64(id[0]), I64(id[1]),
+                                    I64(id[2]), I64(id[3]), I64(gd[1]), I64(gd[2]), I64(m),
+                                    I64(p), I64(align)});
+  });
+  return Error::success();
+}
+
+/// RoiAlign on f32 with Int32 or Int64 batch indices (libjit_sample.cpp); a batch index
+/// out of range fails the run.
+Error Emitter::planRoiAlign(Instruction *I, std::vector<Item> &items) {
+  auto serial = serialTo(items);
+  auto *r = cast<RoiAlignInst>(I);
+  Value *dest = r->getDest(), *in = r->getInput(), *rois = r->getRois(),
+        *bidx = r->getBatchIndices();
+  const char *is = indexSuffix(bidx->getType()->kind);
+  const std::string mode = r->getMode();
+  if (in->getType()->kind != ElemKind::Float || rois->getType()->kind != ElemKind::Float ||
+      dest->getType()->kind != ElemKind::Float || !is || (mode != "avg" && mode != "max"))
+    return unsupported(I);
+  auto id = dimsOf(in), rd = dimsOf(rois);
+  int64_t oh = int64_t(r->getOutputHeight()), ow = int64_t(r->getOutputWidth());
+  if (id.size() != 4 || rd.size() != 2 || rd[1] != 4 ||
+      int64_t(bidx->getType()->numElements()) != rd[0] ||
+      dimsOf(dest) != std::vector<int64_t>({rd[0], id[1], oh, ow}))
+    return makeError(ErrorCode::InvalidArgument, "CPU backend: RoiAlign '", I->getName(),
+                     "': Input ", in->getType()->toString(), ", Rois ",
+                     rois->getType()->toString(), " and result ", dest->getType()->toString(),
+                     " do not fit");
+  if (product(dimsOf(dest)) == 0)
+    return Error::success();
+  int64_t check = addRunCheck({"RoiAlign '" + I->getName() + "': batch index ",
+                               " of BatchIndices " + bidx->getType()->toString() +
+                                   " is out of range for Input " + in->getType()->toString()});
+  std::string fn = std::string("libjit_roi_align_f32") + is;
+  int64_t ratio = int64_t(r->getSamplingRatio());
+  double scale = double(r->getSpatialScale());
+  bool half = r->getHalfPixel(), isMax = mode == "max";
+  serial("roialign", [=] {
+    call(fn, {ptr(dest), ptr(in), ptr(rois), ptr(bidx), I64(rd[0]), I64(id[0]), I64(id[1]),
+              I64(id[2]), I64(id[3]), I64(oh), I64(ow), I64(ratio),
+              llvm::ConstantFP::get(B_.getDoubleTy(), scale), I64(half), I64(isMax),
+              statusPtr(), I64(check)});
+  });
+  return Error::success();
+}
+
 Error Emitter::planInsertTensor(Instruction *I, std::vector<Item> &items) {
   auto serial = serialTo(items);
   auto *it = cast<InsertTensorInst>(I);
@@ -360,6 +677,13 @@ void registerDataEmitters(EmitterTable &t) {
   t[InstrKind::Splat] = &Emitter::planSplat;
   t[InstrKind::InsertTensor] = &Emitter::planInsertTensor;
   t[InstrKind::Gather] = &Emitter::planGather;
+  t[InstrKind::GatherElements] = &Emitter::planGatherElements;
+  t[InstrKind::GatherND] = &Emitter::planGatherND;
+  t[InstrKind::ScatterElements] = &Emitter::planScatterElements;
+  t[InstrKind::ScatterND] = &Emitter::planScatterND;
+  t[InstrKind::CumSum] = &Emitter::planCumSum;
+  t[InstrKind::GridSample] = &Emitter::planGridSample;
+  t[InstrKind::RoiAlign] = &Emitter::planRoiAlign;
 }
 
 } // namespace kiln::cpu

@@ -148,6 +148,13 @@ public:
   Error planSplat(Instruction *I, std::vector<Item> &items);
   Error planInsertTensor(Instruction *I, std::vector<Item> &items);
   Error planGather(Instruction *I, std::vector<Item> &items);
+  Error planGatherElements(Instruction *I, std::vector<Item> &items);
+  Error planGatherND(Instruction *I, std::vector<Item> &items);
+  Error planScatterElements(Instruction *I, std::vector<Item> &items);
+  Error planScatterND(Instruction *I, std::vector<Item> &items);
+  Error planCumSum(Instruction *I, std::vector<Item> &items);
+  Error planGridSample(Instruction *I, std::vector<Item> &items);
+  Error planRoiAlign(Instruction *I, std::vector<Item> &items);
   Error planArgReduce(Instruction *I, std::vector<Item> &items);
   Error planTopK(Instruction *I, std::vector<Item> &items);
   Error planQuant(Instruction *I, std::vector<Item> &items);

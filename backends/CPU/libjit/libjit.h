@@ -172,6 +172,72 @@ LIBJIT_DECLARE_GATHERS(u64, uint64_t)
 #undef LIBJIT_DECLARE_GATHERS
 #undef LIBJIT_DECLARE_GATHER
 
+// Index-driven movement of the ONNX breadth operators (libjit_index.cpp). An index outside
+// [-size, size) stops the kernel and sets status as Gather does (ND: check id + entry).
+#define LIBJIT_DECLARE_GATHER_IDX(SUFFIX, T, ISUFFIX, I)                                    \
+  LIBJIT_EXPORT void libjit_gather_elements_##SUFFIX##_##ISUFFIX(                            \
+      T *dst, const T *src, const I *idx, const int64_t *idxDims, const int64_t *srcStrides, \
+      int64_t rank, int64_t axis, int64_t axisSize, int64_t *status, int64_t id);            \
+  LIBJIT_EXPORT void libjit_gather_nd_##SUFFIX##_##ISUFFIX(                                  \
+      T *dst, const T *src, const I *idx, int64_t tuples, int64_t perBatch,                  \
+      int64_t batchStride, int64_t k, const int64_t *dims, const int64_t *strides,           \
+      int64_t slice, int64_t *status, int64_t id);
+#define LIBJIT_DECLARE_GATHER_IDXS(SUFFIX, T)                                               \
+  LIBJIT_DECLARE_GATHER_IDX(SUFFIX, T, i32, int32_t)                                         \
+  LIBJIT_DECLARE_GATHER_IDX(SUFFIX, T, i64, int64_t)
+LIBJIT_DECLARE_GATHER_IDXS(u8, uint8_t)
+LIBJIT_DECLARE_GATHER_IDXS(u16, uint16_t)
+LIBJIT_DECLARE_GATHER_IDXS(u32, uint32_t)
+LIBJIT_DECLARE_GATHER_IDXS(u64, uint64_t)
+#undef LIBJIT_DECLARE_GATHER_IDXS
+#undef LIBJIT_DECLARE_GATHER_IDX
+/// ScatterElements / ScatterND into dst (already holding Data); red 0 none, 1 add, 2 mul,
+/// 3 max, 4 min; b8 is Bool (add/max OR, mul/min AND); u16 (16-bit floats) replaces only.
+#define LIBJIT_DECLARE_SCATTER(SUFFIX, T, ISUFFIX, I)                                       \
+  LIBJIT_EXPORT void libjit_scatter_elements_##SUFFIX##_##ISUFFIX(                           \
+      T *dst, const I *idx, const T *upd, const int64_t *idxDims, const int64_t *dstStrides, \
+      int64_t rank, int64_t axis, int64_t axisSize, int64_t red, int64_t *status,            \
+      int64_t id);                                                                           \
+  LIBJIT_EXPORT void libjit_scatter_nd_##SUFFIX##_##ISUFFIX(                                 \
+      T *dst, const I *idx, const T *upd, int64_t tuples, int64_t k, const int64_t *dims,    \
+      const int64_t *strides, int64_t slice, int64_t red, int64_t *status, int64_t id);
+#define LIBJIT_DECLARE_SCATTERS(SUFFIX, T)                                                  \
+  LIBJIT_DECLARE_SCATTER(SUFFIX, T, i32, int32_t)                                            \
+  LIBJIT_DECLARE_SCATTER(SUFFIX, T, i64, int64_t)
+LIBJIT_DECLARE_SCATTERS(f32, float)
+LIBJIT_DECLARE_SCATTERS(i32, int32_t)
+LIBJIT_DECLARE_SCATTERS(i64, int64_t)
+LIBJIT_DECLARE_SCATTERS(b8, uint8_t)
+LIBJIT_DECLARE_SCATTERS(u16, uint16_t)
+#undef LIBJIT_DECLARE_SCATTERS
+#undef LIBJIT_DECLARE_SCATTER
+/// CumSum along the middle dim of [outer, size, inner] (dst may be src); integers wrap.
+LIBJIT_EXPORT void libjit_cumsum_f32(float *dst, const float *src, int64_t outer, int64_t size,
+                                     int64_t inner, int64_t exclusive, int64_t reverse);
+LIBJIT_EXPORT void libjit_cumsum_i32(int32_t *dst, const int32_t *src, int64_t outer,
+                                     int64_t size, int64_t inner, int64_t exclusive,
+                                     int64_t reverse);
+LIBJIT_EXPORT void libjit_cumsum_i64(int64_t *dst, const int64_t *src, int64_t outer,
+                                     int64_t size, int64_t inner, int64_t exclusive,
+                                     int64_t reverse);
+
+/// GridSample (libjit_sample.cpp): mode 0 bilinear, 1 nearest, 2 bicubic; pad 0 zeros,
+/// 1 border, 2 reflection.
+LIBJIT_EXPORT void libjit_grid_sample_f32(float *dst, const float *src, const float *grid,
+                                          int64_t N, int64_t C, int64_t H, int64_t W,
+                                          int64_t oH, int64_t oW, int64_t mode, int64_t pad,
+                                          int64_t alignCorners);
+
+/// RoiAlign (libjit_sample.cpp); a batch index outside [0, N) sets status {id, region, index}.
+#define LIBJIT_DECLARE_ROIALIGN(ISUFFIX, I)                                                 \
+  LIBJIT_EXPORT void libjit_roi_align_f32_##ISUFFIX(                                         \
+      float *dst, const float *src, const float *rois, const I *bidx, int64_t R, int64_t N,  \
+      int64_t C, int64_t H, int64_t W, int64_t oH, int64_t oW, int64_t ratio, double scale,  \
+      int64_t halfPixel, int64_t isMax, int64_t *status, int64_t id);
+LIBJIT_DECLARE_ROIALIGN(i32, int32_t)
+LIBJIT_DECLARE_ROIALIGN(i64, int64_t)
+#undef LIBJIT_DECLARE_ROIALIGN
+
 // Reductions, ArgMax/ArgMin and TopK (libjit_reduce.cpp).
 #define LIBJIT_DECLARE_REDUCE(NAME, SUFFIX, T)                                              \
   LIBJIT_EXPORT void libjit_reduce_##NAME##_##SUFFIX(T *dst, const T *src,                  \
