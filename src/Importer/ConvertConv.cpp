@@ -321,6 +321,12 @@ Error convertMaxPoolByTaps(Importer &I, const Node &n, const Window &w, const Di
   ElemKind ek = x.getElementType();
   if (!isFloatKind(ek))
     return I.unsupported(n, "MaxPool with dilations or Indices of ", x.getType()->toString());
+  // Each tap is four nodes; a window of thousands of taps (a 60x80 dilated kernel) would
+  // make a graph of tens of thousands of nodes that no backend compiles in reasonable time.
+  constexpr dim_t kMaxTaps = 1024;
+  if (w.kernels[0] * w.kernels[1] > kMaxTaps)
+    return I.unsupported(n, "MaxPool with dilations or Indices over a ", w.kernels[0], "x",
+                         w.kernels[1], " window (at most ", kMaxTaps, " taps)");
   bool colMajor = I.attrInt(n, "storage_order", 0) != 0;
   dim_t kh = w.kernels[0], kw = w.kernels[1], sh = w.strides[0], sw = w.strides[1];
   dim_t dh = w.dilations[0], dw = w.dilations[1];
