@@ -480,7 +480,8 @@ Error Importer::importGraph(const onnx::GraphProto &g, ONNXModel &out) {
   if (g.sparse_initializer_size())
     return makeError(ErrorCode::Unsupported, "sparse initializers are not supported");
 
-  for (const auto &t : g.initializer()) {
+  for (int i = 0; i < g.initializer_size(); i++) {
+    const onnx::TensorProto &t = g.initializer(i);
     if (t.name().empty())
       return makeError(ErrorCode::ModelParse, "an initializer has no name");
     if (consts_.count(t.name()))
@@ -491,6 +492,10 @@ Error Importer::importGraph(const onnx::GraphProto &g, ONNXModel &out) {
     Known k;
     k.owned = std::move(tt).get();
     consts_[t.name()] = std::move(k);
+    // The tensor now holds the values: free the model's copy so that the weights are in
+    // memory once, not twice, while the rest of the graph is imported.
+    if (&g == releasable_)
+      releaseTensorData(*releasable_->mutable_initializer(i));
   }
 
   for (const auto &vi : g.input()) {
@@ -558,7 +563,7 @@ Error Importer::importGraph(const onnx::GraphProto &g, ONNXModel &out) {
   return Error::success();
 }
 
-Expected<ONNXModel> Importer::import(const onnx::ModelProto &model) {
+Expected<ONNXModel> Importer::import(onnx::ModelProto &model) {
   ONNXModel out;
   out.irVersion = model.ir_version();
   out.producer = model.producer_name();
@@ -586,11 +591,21 @@ Expected<ONNXModel> Importer::import(const onnx::ModelProto &model) {
     return makeError(ErrorCode::InvalidArgument, "loadONNX: the target function '",
                      F->getName(), "' already has builder errors");
   out.opset = opset;
+  releasable_ = model.mutable_graph();
   KILN_RETURN_IF_ERR(importGraph(model.graph(), out));
   return out;
 }
 
 } // namespace onnximport
+
+namespace {
+/// Imports a parsed model into \p f; the model's weight data is freed as it is imported.
+Expected<ONNXModel> importParsed(onnx::ModelProto &model, Function *f,
+                                 const ONNXLoadOptions &opts) {
+  onnximport::Importer imp(f, opts);
+  return imp.import(model);
+}
+} // namespace
 
 Expected<ONNXModel> loadONNXFromBuffer(const void *data, size_t size, Function *f,
                                        const ONNXLoadOptions &opts) {
@@ -603,8 +618,7 @@ Expected<ONNXModel> loadONNXFromBuffer(const void *data, size_t size, Function *
   if (!model.ParseFromArray(data, int(size)))
     return makeError(ErrorCode::ModelParse,
                      "cannot parse the ONNX model (the file is truncated or not an ONNX model)");
-  onnximport::Importer imp(f, opts);
-  return imp.import(model);
+  return importParsed(model, f, opts);
 }
 
 namespace {
@@ -864,10 +878,26 @@ Expected<std::vector<std::string>> getONNXInputNames(const std::string &path) {
 
 Expected<ONNXModel> loadONNX(const std::string &path, Function *f,
                              const ONNXLoadOptions &opts) {
-  onnximport::FileBytes buf;
-  if (!buf.open(path))
-    return makeError(ErrorCode::NotFound, "cannot open ONNX model '", path, "'");
-  Expected<ONNXModel> m = loadONNXFromBuffer(buf.data(), buf.size(), f, opts);
+  if (!f)
+    return makeError(ErrorCode::InvalidArgument, "loadONNX: null function");
+  // Parse, then unmap the file before importing, so that the file's pages, the parsed
+  // model and the imported constants are never all resident at once.
+  onnx::ModelProto model;
+  {
+    onnximport::FileBytes buf;
+    if (!buf.open(path))
+      return makeError(ErrorCode::NotFound, "cannot open ONNX model '", path, "'");
+    const std::string context = "loading '" + path + "'";
+    if (buf.size() > size_t(std::numeric_limits<int>::max()))
+      return makeError(ErrorCode::ModelParse, "the model is too large for protobuf (",
+                       buf.size(), " bytes; models with external data are not supported)")
+          .addContext(context);
+    if (!model.ParseFromArray(buf.data(), int(buf.size())))
+      return makeError(ErrorCode::ModelParse, "cannot parse the ONNX model (the file is "
+                       "truncated or not an ONNX model)")
+          .addContext(context);
+  }
+  Expected<ONNXModel> m = importParsed(model, f, opts);
   if (!m)
     return m.takeError().addContext("loading '" + path + "'");
   return m;

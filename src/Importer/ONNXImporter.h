@@ -72,6 +72,8 @@ private:
 
 /// Reads the whole file \p path into \p out; false if it cannot be opened.
 bool readWholeFile(const std::string &path, std::string &out);
+/// Frees the value storage of \p t (raw and typed data), keeping its name, type and dims.
+void releaseTensorData(onnx::TensorProto &t);
 /// Converts a TensorProto (inline data only) into a tensor.
 Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElements);
 
@@ -113,7 +115,9 @@ class Importer {
 public:
   Importer(Function *f, const ONNXLoadOptions &opts);
 
-  Expected<ONNXModel> import(const onnx::ModelProto &model);
+  /// Imports \p model; the weight data of its top-level initializers is freed as each
+  /// becomes a tensor (the model keeps their names and shapes).
+  Expected<ONNXModel> import(onnx::ModelProto &model);
 
   // ---- For converters. ----
   Function *F;
@@ -208,6 +212,8 @@ private:
     const Tensor &get() const { return c ? c->getPayload() : owned; }
   };
   Error importGraph(const onnx::GraphProto &g, ONNXModel &out);
+  /// The top-level graph, whose initializers' data importGraph frees once converted.
+  onnx::GraphProto *releasable_ = nullptr;
   Error collectUnsupported(const onnx::GraphProto &g);
   Error convertNode(const onnx::NodeProto &n);
   Error checkOutputs(const onnx::NodeProto &n);

@@ -203,6 +203,15 @@ Expected<Dims> checkedDims(const std::vector<int64_t> &dims, uint64_t maxElement
   return d;
 }
 
+void releaseTensorData(onnx::TensorProto &t) {
+  std::string().swap(*t.mutable_raw_data());
+  google::protobuf::RepeatedField<float>().Swap(t.mutable_float_data());
+  google::protobuf::RepeatedField<double>().Swap(t.mutable_double_data());
+  google::protobuf::RepeatedField<int32_t>().Swap(t.mutable_int32_data());
+  google::protobuf::RepeatedField<int64_t>().Swap(t.mutable_int64_data());
+  google::protobuf::RepeatedField<uint64_t>().Swap(t.mutable_uint64_data());
+}
+
 Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElements) {
   std::string what = "tensor '" + t.name() + "'";
   if (t.data_location() == TP::EXTERNAL)

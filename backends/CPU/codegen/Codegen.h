@@ -50,6 +50,39 @@ constexpr unsigned kFirstPlaceholderBase = 2;
 /// every page of them costs a TLB miss.
 char *allocArena(uint64_t bytes);
 
+/// A program's constant arena while the emitter packs weights into it: grows in place
+/// (on Linux, anonymous memory that mremap extends without copying), new bytes zero,
+/// 64-byte aligned. The program takes it over with release(), so the packed weights are
+/// in memory once: no doubling while they grow, no final copy.
+class ConstantArena {
+public:
+  ConstantArena() = default;
+  ~ConstantArena();
+  ConstantArena(const ConstantArena &) = delete;
+  ConstantArena &operator=(const ConstantArena &) = delete;
+
+  char *data() { return data_; }
+  uint64_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  /// Grows to \p bytes (never shrinks); false when the memory cannot be had.
+  bool resize(uint64_t bytes);
+
+  /// The memory and its ownership; pass the pointer to freeConstantArena. The arena is
+  /// then empty. Never null: an empty arena hands over a minimal allocation.
+  struct Released {
+    char *data;
+    uint64_t mappedBytes;
+  };
+  Expected<Released> release();
+
+private:
+  char *data_ = nullptr;
+  uint64_t size_ = 0, capacity_ = 0;
+};
+
+/// Frees what ConstantArena::release handed over.
+void freeConstantArena(char *data, uint64_t mappedBytes);
+
 /// One step of a compiled program.
 using StageFn = void (*)(char **bufs, int64_t tid, int64_t nthreads);
 struct Stage {
@@ -94,6 +127,7 @@ struct Program {
   std::vector<bool> placeholderWritten;          ///< written by the program
   char *constants = nullptr;                      ///< 64-byte aligned, owned
   uint64_t constantBytes = 0;
+  uint64_t constantMappedBytes = 0; ///< for freeConstantArena
   uint64_t activationBytes = 0;
   uint64_t activationPeakBytes = 0; ///< of which activations proper (the rest is scratch)
   unsigned threads = 1;

@@ -107,7 +107,7 @@ public:
 
   Error run(std::vector<std::string> &entryNames);
   uint64_t activationBytes() const { return extrasTop_; }
-  std::vector<char> &constants() { return consts_; }
+  ConstantArena &constants() { return consts_; }
   unsigned numFusedLoops() const { return fusedLoops_; }
   unsigned numFusedInstrs() const { return fusedInstrs_; }
   /// Every kernel the generated code calls.
@@ -192,7 +192,7 @@ private:
     KILN_ASSIGN_OR_RETURN(Location l, loc(v));
     return Range{l.base, l.offset, l.offset + v->getType()->sizeInBytes()};
   }
-  uint64_t constRaw(const WeightVar *w);
+  Expected<uint64_t> constRaw(const WeightVar *w);
   Expected<uint64_t> constPacked(const WeightVar *w, WeightPacking packing, int64_t groups,
                                  int64_t rows, int64_t cols);
   uint64_t reserveExtra(uint64_t bytes) {
@@ -259,7 +259,7 @@ private:
   /// Scratch of the transposed convolutions (the largest one; stages run one at a time).
   uint64_t tScratchBytes_ = 0, tScratchOffset_ = 0;
 
-  std::vector<char> consts_;
+  ConstantArena consts_;
   std::map<std::tuple<const WeightVar *, WeightPacking, int64_t>, uint64_t> constCache_;
   std::unordered_map<const Placeholder *, unsigned> phIndex_;
 

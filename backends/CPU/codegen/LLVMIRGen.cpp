@@ -19,7 +19,7 @@
 
 namespace kiln::cpu {
 
-Program::~Program() { std::free(constants); }
+Program::~Program() { freeConstantArena(constants, constantMappedBytes); }
 
 namespace {
 
@@ -84,14 +84,22 @@ std::string reuseKey(const llvm::Module &M, const std::vector<std::string> &entr
   return key;
 }
 
+/// The constant arena could not grow by \p bytes more.
+Error constantsFull(uint64_t bytes) {
+  return makeError(ErrorCode::OutOfMemory, "CPU backend: cannot grow the constant arena by ",
+                   bytes, " bytes");
+}
+
 } // namespace
 
 JitCacheStats getJitCacheStats() { return jitCache().stats(); }
 
 Expected<Location> Emitter::loc(const Value *v) {
   if (auto *w = dyn_cast<WeightVar>(v)) {
-    if (w->isConstant())
-      return Location{kConstantBase, constRaw(w)};
+    if (w->isConstant()) {
+      KILN_ASSIGN_OR_RETURN(uint64_t off, constRaw(w));
+      return Location{kConstantBase, off};
+    }
     auto *ph = dyn_cast<Placeholder>(w->getOrigin());
     if (!ph)
       return makeError(ErrorCode::Internal, "CPU backend: mutable weight '", w->getName(),
@@ -128,7 +136,7 @@ Expected<Location> Emitter::loc(const Value *v) {
   return Location{kActivationBase, it->second};
 }
 
-uint64_t Emitter::constRaw(const WeightVar *w) {
+Expected<uint64_t> Emitter::constRaw(const WeightVar *w) {
   auto key = std::make_tuple(w, WeightPacking::None, int64_t(0));
   auto it = constCache_.find(key);
   if (it != constCache_.end())
@@ -136,7 +144,8 @@ uint64_t Emitter::constRaw(const WeightVar *w) {
   auto *c = cast<Constant>(w->getOrigin());
   const Tensor &t = c->getPayload();
   uint64_t off = alignUp(consts_.size());
-  consts_.resize(off + alignUp(std::max<size_t>(t.getSizeInBytes(), 1)));
+  if (!consts_.resize(off + alignUp(std::max<size_t>(t.getSizeInBytes(), 1))))
+    return constantsFull(t.getSizeInBytes());
   if (t.getSizeInBytes()) // an empty payload has no pointer to copy from
     std::memcpy(consts_.data() + off, t.getUnsafePtr(), t.getSizeInBytes());
   constCache_[key] = off;
@@ -177,7 +186,8 @@ Expected<uint64_t> Emitter::constPacked(const WeightVar *w, WeightPacking kind, 
     floats = avx512_ ? libjit::packedBFloats<libjit::GemmAvx512>(rows, cols)
                      : libjit::packedBFloats<libjit::GemmAvx2>(rows, cols);
   uint64_t off = alignUp(consts_.size());
-  consts_.resize(off + alignUp(floats * 4));
+  if (!consts_.resize(off + alignUp(floats * 4)))
+    return constantsFull(uint64_t(floats) * 4);
   float *dst = reinterpret_cast<float *>(consts_.data() + off);
   if (kind == WeightPacking::GemmA) {
     int64_t per = floats / groups;
@@ -550,15 +560,11 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPl
 
   prog->activationPeakBytes = plan.activationBytes;
   prog->activationBytes = em.activationBytes();
-  std::vector<char> &c = em.constants();
+  ConstantArena &c = em.constants();
   prog->constantBytes = c.size();
-  prog->constants = allocArena(c.size());
-  if (!prog->constants)
-    return makeError(ErrorCode::OutOfMemory, "CPU backend: cannot allocate ", c.size(),
-                     " bytes of constants");
-  if (!c.empty()) // an empty vector's data() may be null
-    std::memcpy(prog->constants, c.data(), c.size());
-  c = {};
+  KILN_ASSIGN_OR_RETURN(ConstantArena::Released consts, c.release());
+  prog->constants = consts.data;
+  prog->constantMappedBytes = consts.mappedBytes;
 
   std::string key = reuseKey(*M, entries, o, host);
   prog->jit = jitCache().find(key);
