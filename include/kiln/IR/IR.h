@@ -2,7 +2,7 @@
 /// The low-level IR: an address-only, instruction-based representation. Values are
 /// buffers: WeightVars (the module's constants and placeholders, constant or mutable) and
 /// the results of AllocActivation and TensorView instructions. Every other instruction
-/// reads and writes buffers through operands marked @in, @out or @inout. Instruction
+/// reads and writes buffers through operands marked `@in`, `@out` or `@inout`. Instruction
 /// classes are generated from the operator table (AutoGenInstrs.h).
 #ifndef KILN_IR_IR_H
 #define KILN_IR_IR_H
@@ -147,12 +147,14 @@ public:
   /// and that operand types fit.
   Error verify() const;
   /// Text form:
+  /// \verbatim
   ///   function main
   ///   weights:
   ///     @x : float<1x784> mutable
   ///   code:
   ///     %fc.res = AllocActivation : float<1x10>
   ///     FullyConnected @out %fc.res, @in @x, @in @fc.weights, @in @fc.bias
+  /// \endverbatim
   std::string toString() const;
 
 private:
