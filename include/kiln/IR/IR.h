@@ -23,6 +23,7 @@ enum class OperandKind { In, Out, InOut };
 /// "@in", "@out", "@inout".
 const char *operandKindName(OperandKind k);
 
+/// A buffer of the low-level IR: a WeightVar or the result of an instruction.
 class Value {
 public:
   Value(ValueKind vk, std::string name, TypeRef ty)
@@ -69,6 +70,9 @@ bool parseInstrKind(const std::string &name, InstrKind &out);
 
 class IRFunction;
 
+/// An instruction of the low-level IR: it reads and writes buffers through its operands,
+/// each marked \@in, \@out or \@inout. The per-kind subclasses are generated from the
+/// operator table (AutoGenInstrs.h).
 class Instruction : public Value {
 public:
   using Operand = std::pair<Value *, OperandKind>;
