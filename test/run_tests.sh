@@ -5,7 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # Explicit roots rather than //...: Bazel 4 would also walk its own bazel-<dir> symlink.
-ROOTS=(//src/... //backends/... //examples/... //test/...)
+ROOTS=(//src/... //backends/... //examples/... //test/... //docs/...)
 bazel test --keep_going "$@" "${ROOTS[@]}" 2>&1 | tail -n 60
 rc=${PIPESTATUS[0]}
 

@@ -57,6 +57,8 @@ struct BackendCompileSpec {
   std::function<bool(const Instruction &)> needsOwnBuffer;
 };
 
+/// A target Kiln compiles for: what it supports and how it generates code (see the file
+/// comment). One object per registry lookup; its methods are const and thread-safe.
 class Backend {
 public:
   virtual ~Backend() = default;
@@ -112,6 +114,7 @@ public:
   Error checkAllNodesSupported(const Function &f) const;
 };
 
+/// Makes a new instance of a registered backend.
 using BackendFactory = std::function<std::unique_ptr<Backend>()>;
 
 /// Registers a backend factory under \p name (at static-initialisation time, through
@@ -122,6 +125,7 @@ Expected<std::unique_ptr<Backend>> createBackend(const std::string &name);
 /// The names of all registered backends, sorted.
 std::vector<std::string> getRegisteredBackends();
 
+/// Registers a backend factory when constructed; KILN_REGISTER_BACKEND defines one.
 struct BackendRegistration {
   BackendRegistration(const std::string &name, BackendFactory f) {
     registerBackend(name, std::move(f));

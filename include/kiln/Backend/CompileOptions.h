@@ -38,9 +38,9 @@ struct CompileOptions {
 
 /// A parameter a backend takes in CompileOptions::backendOptions.
 struct BackendParameter {
-  std::string name;
+  std::string name; ///< As given in `--backend-opt NAME=VALUE`.
   std::string value; ///< what it takes, e.g. "0|1", "N", "PATH"
-  std::string help;
+  std::string help; ///< A one-line description.
 };
 
 /// Success when every name in \p opts.backendOptions is one of \p params; otherwise

@@ -23,6 +23,7 @@
 
 namespace kiln {
 
+/// Options of prepareFunction.
 struct PrepareOptions {
   /// Check that the backend supports every node. Off where a partitioner places the nodes
   /// a backend cannot run on a fallback backend (it checks each partition's nodes).

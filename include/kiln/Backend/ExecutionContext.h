@@ -15,8 +15,9 @@ namespace kiln {
 /// The run times of one step of a compiled function, over the runs after the first
 /// (CompiledFunction::getProfile, HostManager::getProfile).
 struct StageTiming {
-  std::string name;
-  uint64_t runs = 0;
+  std::string name;  ///< The stage, as the backend names it.
+  uint64_t runs = 0; ///< Runs timed.
+  /// The mean and the shortest time per run, in milliseconds.
   double meanMs = 0, minMs = 0;
 };
 
@@ -54,7 +55,9 @@ private:
 /// What one run of a compiled function needs: the bindings, and room for per-run state.
 class ExecutionContext {
 public:
+  /// A context over \p b, which must outlive it.
   explicit ExecutionContext(PlaceholderBindings *b) : bindings_(b) {}
+  /// The tensors of the run.
   PlaceholderBindings *getBindings() const { return bindings_; }
 
 private:

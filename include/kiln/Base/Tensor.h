@@ -36,6 +36,8 @@ private:
 
 template <typename T> class Handle;
 
+/// A typed, contiguous, row-major block of elements, owning its memory or viewing memory
+/// owned elsewhere (see the file comment). Move-only; clone() copies.
 class Tensor {
 public:
   /// An empty tensor: float<0>, no memory.

@@ -27,6 +27,8 @@ class Backend;     // kiln/Backend/Backend.h
 class HostManager; // kiln/Runtime/HostManager.h
 struct NetworkSplit; // kiln/Runtime/RuntimeTypes.h
 
+/// One backend, one module: build in getModule(), compile() once, run() many times (see
+/// the file comment).
 class ExecutionEngine {
 public:
   /// An engine for the backend registered as \p backendName, over \p numDevices devices
@@ -38,7 +40,9 @@ public:
   ExecutionEngine(const ExecutionEngine &) = delete;
   ExecutionEngine &operator=(const ExecutionEngine &) = delete;
 
+  /// The module to build functions in; compile() compiles all of them.
   Module &getModule() { return *module_; }
+  /// The name given to the constructor.
   const std::string &getBackendName() const { return backendName_; }
   /// The backend, or null when the name was unknown.
   Backend *getBackend() const { return backend_.get(); }
@@ -66,6 +70,7 @@ public:
   /// one warning per compile(). On: compile() fails with an Unsupported error listing
   /// every such node. Takes effect at the next compile().
   void setStrictBackend(bool strict) { strict_ = strict; }
+  /// See setStrictBackend.
   bool getStrictBackend() const { return strict_; }
   /// Receives compile()'s fallback warning instead of stderr ("kiln: warning: ...").
   void setWarningHandler(std::function<void(const std::string &)> handler) {

@@ -32,9 +32,11 @@ namespace kiln {
 
 class ExecutionEngine;
 
+/// How an ONNXSession compiles its specializations.
 struct ONNXSessionOptions {
   /// The backend each specialization is compiled for.
   std::string backend = "Interpreter";
+  /// The options of every compile.
   CompileOptions compile;
   /// Specializations kept compiled (least recently used evicted first); at least 1.
   size_t cacheSize = 4;
@@ -43,6 +45,8 @@ struct ONNXSessionOptions {
   std::function<void(const std::string &)> onWarning;
 };
 
+/// An ONNX model run with inputs of any shape it allows, one compiled specialization per
+/// tuple of input shapes, cached (see the file comment).
 class ONNXSession {
 public:
   /// Reads the model's signature; a model with static inputs is imported and compiled
@@ -50,6 +54,7 @@ public:
   /// reports.
   static Expected<std::unique_ptr<ONNXSession>> load(const std::string &path,
                                                     ONNXSessionOptions opts = {});
+  /// The same from a serialized model in memory (copied).
   static Expected<std::unique_ptr<ONNXSession>> loadFromBuffer(const void *data, size_t size,
                                                               ONNXSessionOptions opts = {});
   ~ONNXSession();

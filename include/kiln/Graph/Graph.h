@@ -23,6 +23,8 @@
 
 namespace kiln {
 
+/// A graph of operator nodes over its Module's storage (see the file comment); built with
+/// the create* builders, verified by verify(), compiled by ExecutionEngine or HostManager.
 class Function {
 public:
   Function(Module *parent, std::string name) : parent_(parent), name_(std::move(name)) {}
@@ -115,6 +117,7 @@ private:
   std::vector<std::string> recordedErrors_;
 };
 
+/// Owns Functions, Placeholders and Constants, and uniques Types (see the file comment).
 class Module {
 public:
   Module() = default;

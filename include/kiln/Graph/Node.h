@@ -83,6 +83,8 @@ bool parseNodeKind(const std::string &name, NodeKind &out);
 /// Constant. Lets the text parser build any kind generically.
 Node *createNodeOfKind(NodeKind k, const std::string &name, const std::vector<NodeValue> &ops);
 
+/// A node of the graph IR: a kind, a name, operands (NodeValues), typed results and
+/// attributes. The per-kind subclasses are generated from the operator table.
 class Node {
 public:
   Node(NodeKind kind, std::string name) : kind_(kind), name_(std::move(name)) {}

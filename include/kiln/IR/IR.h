@@ -2,7 +2,7 @@
 /// The low-level IR: an address-only, instruction-based representation. Values are
 /// buffers: WeightVars (the module's constants and placeholders, constant or mutable) and
 /// the results of AllocActivation and TensorView instructions. Every other instruction
-/// reads and writes buffers through operands marked @in, @out or @inout. Instruction
+/// reads and writes buffers through operands marked `@in`, `@out` or `@inout`. Instruction
 /// classes are generated from the operator table (AutoGenInstrs.h).
 #ifndef KILN_IR_IR_H
 #define KILN_IR_IR_H
@@ -23,6 +23,7 @@ enum class OperandKind { In, Out, InOut };
 /// "@in", "@out", "@inout".
 const char *operandKindName(OperandKind k);
 
+/// A buffer of the low-level IR: a WeightVar or the result of an instruction.
 class Value {
 public:
   Value(ValueKind vk, std::string name, TypeRef ty)
@@ -69,6 +70,9 @@ bool parseInstrKind(const std::string &name, InstrKind &out);
 
 class IRFunction;
 
+/// An instruction of the low-level IR: it reads and writes buffers through its operands,
+/// each marked \@in, \@out or \@inout. The per-kind subclasses are generated from the
+/// operator table (AutoGenInstrs.h).
 class Instruction : public Value {
 public:
   using Operand = std::pair<Value *, OperandKind>;
@@ -147,12 +151,14 @@ public:
   /// and that operand types fit.
   Error verify() const;
   /// Text form:
+  /// \verbatim
   ///   function main
   ///   weights:
   ///     @x : float<1x784> mutable
   ///   code:
   ///     %fc.res = AllocActivation : float<1x10>
   ///     FullyConnected @out %fc.res, @in @x, @in @fc.weights, @in @fc.bias
+  /// \endverbatim
   std::string toString() const;
 
 private:

@@ -57,8 +57,8 @@ struct ONNXModel {
   std::map<std::string, SaveNode *> outputs;
   /// The opset of the default ONNX domain the model was imported at.
   int64_t opset = 0;
-  int64_t irVersion = 0;
-  std::string producer;
+  int64_t irVersion = 0;  ///< The model's ONNX IR version.
+  std::string producer;   ///< The model's producer_name.
 
   /// The placeholder of input \p name, or null.
   Placeholder *getInput(const std::string &name) const;
@@ -78,7 +78,7 @@ Expected<std::vector<std::string>> getONNXInputNames(const std::string &path);
 
 /// A graph input (not an initializer) as the model declares it.
 struct ONNXInputInfo {
-  std::string name;
+  std::string name; ///< The input's ONNX name.
   /// False when the model declares no shape for it (any shape is accepted).
   bool hasShape = false;
   /// Per dimension: its size where the model fixes it, -1 where it is symbolic or unknown.
@@ -101,6 +101,7 @@ struct ONNXSignature {
 
 /// The signature of a model, without parsing its weights.
 Expected<ONNXSignature> getONNXSignature(const std::string &path);
+/// The signature of a serialized model in memory.
 Expected<ONNXSignature> getONNXSignatureFromBuffer(const void *data, size_t size);
 
 /// Checks shapes for a model's inputs (\p shapes by input name; inputs missing from it are
@@ -116,6 +117,7 @@ Error checkONNXInputShapes(const std::vector<ONNXInputInfo> &inputs,
 /// Element types are mapped as the importer maps them (double becomes float, small
 /// integers widen to int32). \p name, when given, receives the proto's name.
 Expected<Tensor> loadONNXTensor(const std::string &path, std::string *name = nullptr);
+/// The same from a serialized TensorProto in memory.
 Expected<Tensor> loadONNXTensorFromBuffer(const void *data, size_t size,
                                           std::string *name = nullptr);
 

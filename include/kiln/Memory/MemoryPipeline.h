@@ -17,6 +17,7 @@
 
 namespace kiln {
 
+/// What generatePlannedIR does after the graph: schedule, IR passes, memory plan.
 struct MemoryPipelineOptions {
   /// Order nodes with scheduleForMemory(); otherwise plain topological order.
   bool memoryAwareSchedule = true;

@@ -50,6 +50,7 @@ enum class PlacementFit {
   FirstFit, ///< The lowest gap that fits.
   BestFit,  ///< The smallest gap that fits.
 };
+/// One way of placing activations: an order of the buffers and a fit rule.
 struct PlacementStrategy {
   PlacementOrder order;
   PlacementFit fit;
@@ -59,6 +60,7 @@ struct PlacementStrategy {
 /// Every combination of order and fit.
 std::vector<PlacementStrategy> getAllPlacementStrategies();
 
+/// Options of the static memory planner.
 struct PlannerOptions {
   /// Alignment of every offset and of region sizes.
   uint64_t alignment = 64;

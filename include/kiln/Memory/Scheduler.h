@@ -26,8 +26,9 @@ namespace kiln {
 /// in it are ignored), each result's size rounded up to \p alignment.
 uint64_t computePeakLiveBytes(const std::vector<Node *> &order, uint64_t alignment = 64);
 
+/// Options of scheduleForMemory.
 struct SchedulerOptions {
-  uint64_t alignment = 64;
+  uint64_t alignment = 64; ///< Each result's size is rounded up to this many bytes.
 };
 
 /// A node order and what it costs.

@@ -100,6 +100,7 @@ struct PassRecord {
   double seconds = 0;   ///< Time inside the pass (verification and dumps excluded).
 };
 
+/// What the pass manager measured over one run of a graph pipeline.
 struct PipelineReport {
   std::vector<PassRecord> passes; ///< In order of first run.
   double totalSeconds = 0;        ///< Whole pipeline, verification included.

@@ -36,6 +36,8 @@ namespace kiln {
 /// default of its own: 16 GiB of host memory.
 constexpr uint64_t kDefaultHostDeviceMemory = uint64_t(16) << 30;
 
+/// One device: its run queue and worker thread, its memory accounting and the networks
+/// loaded on it (see the file comment). Accelerators subclass it.
 class DeviceManager {
 public:
   /// Called once per run, on the device's worker thread (or on the caller's thread when

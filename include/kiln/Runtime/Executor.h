@@ -34,6 +34,7 @@ struct ExecutableNetwork {
   void index();
 };
 
+/// Runs the partitions of provisioned networks for requests (see the file comment).
 class Executor {
 public:
   using DoneCallback = std::function<void(Error, RunReport)>;

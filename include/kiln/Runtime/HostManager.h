@@ -36,11 +36,13 @@ class Executor;
 class Provisioner;
 struct PartitionerBackend;
 
+/// Settings of a HostManager.
 struct HostConfig {
   /// Requests admitted and not yet finished; one more is refused with QueueFull.
   size_t maxActiveRequests = 1024;
 };
 
+/// How HostManager::addNetwork partitions, compiles and loads a network.
 struct NetworkOptions {
   /// Backends to place nodes on, in priority order; empty: every device backend, in the
   /// order of first appearance in the device list.
@@ -53,6 +55,7 @@ struct NetworkOptions {
   /// (kiln/Backend/Compiler.h: verify and the graph pipeline of the first backend); off:
   /// the function is only verified.
   bool prepare = false;
+  /// The options every partition is compiled with.
   CompileOptions compile;
   /// Nodes that none of the backends can run go to fallbackBackend on a host device (one
   /// is started the first time it is needed, unless a device of that backend exists), and
@@ -60,29 +63,35 @@ struct NetworkOptions {
   /// listing every such node, as is the case when the fallback is among the backends, is
   /// empty, or a user partition is given.
   bool strictBackend = false;
+  /// The backend that runs what none of `backends` can (see strictBackend).
   std::string fallbackBackend = "Interpreter";
   /// Receives the fallback warning; null prints it on stderr ("kiln: warning: ...").
   std::function<void(const std::string &)> onWarning;
 };
 
+/// Options of one run.
 struct RunOptions {
   /// Fail the request with a Runtime error when it has not finished after this long;
   /// zero: no limit. Checked when each partition starts and ends on its device.
   std::chrono::milliseconds timeout{0};
 };
 
+/// Numbers a request (from 1, per HostManager).
 using RunId = uint64_t;
 
 /// What an asynchronous run hands back.
 struct RunResult {
-  RunId id = 0;
-  Error error = Error::success();
+  RunId id = 0;                    ///< The number runNetwork returned.
+  Error error = Error::success();  ///< Success, or why the request failed.
   /// The bindings given to runNetwork, outputs filled when error is success.
   std::unique_ptr<PlaceholderBindings> bindings;
+  /// The partitions the request ran, with their devices and times.
   RunReport report;
 };
+/// Receives the result of an asynchronous run.
 using ResultCallback = std::function<void(RunResult)>;
 
+/// The runtime's entry point: devices, networks and runs (see the file comment).
 class HostManager {
 public:
   /// Creates and starts one DeviceManager per config (through its backend's
@@ -106,7 +115,9 @@ public:
   /// first (this call waits for them), then it is unloaded. Must not be called from a
   /// result callback.
   Error removeNetwork(const std::string &name);
+  /// True when the network \p name is loaded and admits runs (not being removed).
   bool hasNetwork(const std::string &name) const;
+  /// The names of the networks that admit runs, sorted.
   std::vector<std::string> getNetworkNames() const;
   /// The network's partition plan as text or DOT (with the devices of each partition).
   Expected<std::string> getPlanText(const std::string &name) const;
@@ -134,6 +145,7 @@ public:
   /// The devices given to create(); host devices started for a fallback backend are not
   /// among them.
   size_t getNumDevices() const { return devices_.size(); }
+  /// Device \p i of those given to create(), in their order.
   DeviceManager *getDevice(size_t i) const { return devices_[i].get(); }
   /// The device named \p name, or null.
   DeviceManager *getDevice(const std::string &name) const;

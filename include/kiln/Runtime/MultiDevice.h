@@ -9,6 +9,8 @@
 
 namespace kiln {
 
+/// What createMultiDeviceNetwork builds: the accelerator devices, the host fallback and
+/// how the network is added.
 struct MultiDeviceOptions {
   /// The accelerator's backend and its device count.
   std::string backend = "Sim";
@@ -29,6 +31,7 @@ struct MultiDeviceOptions {
   CompileOptions compile;
 };
 
+/// The result of createMultiDeviceNetwork: the HostManager and the added network.
 struct MultiDeviceNetwork {
   std::unique_ptr<HostManager> host;
   std::string network; ///< The name to run (the function's name).

@@ -23,6 +23,7 @@ struct LoadedPartition {
   std::vector<DeviceManager *> devices;
 };
 
+/// Options of Provisioner::provision.
 struct ProvisionOptions {
   /// Load each partition on up to this many devices of its backend (at least one is
   /// required; more are added where memory allows), so requests can run side by side.
@@ -30,6 +31,7 @@ struct ProvisionOptions {
   CompileOptions compile;
 };
 
+/// Compiles the partitions of a plan and loads them on devices (see the file comment).
 class Provisioner {
 public:
   /// \p backends by name; both outlive the provisioner.

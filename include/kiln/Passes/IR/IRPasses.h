@@ -53,6 +53,7 @@ struct IRPassRecord {
   double seconds = 0; ///< Time inside the pass (verification and dumps excluded).
 };
 
+/// What the IR pass manager measured over one run of an IR pipeline.
 struct IRPipelineReport {
   std::vector<IRPassRecord> runs; ///< In order.
   double totalSeconds = 0;        ///< Whole pipeline, verification included.
