@@ -33,6 +33,18 @@ SimBackend::generateCode(Function *f, PlannedIR &P, const CompileOptions &opts) 
   return std::unique_ptr<CompiledFunction>(new SimFunction(std::move(inner), countWork(*f)));
 }
 
+double SimBackend::estimateNodeSeconds(const Node &node) const {
+  SimWork w;
+  countNodeWork(node, w);
+  SimConfig c;
+  return double(estimateCost(w, c).computeCycles) / (c.clockMHz * 1e6);
+}
+
+double SimBackend::estimateTransferSeconds(uint64_t bytes) const {
+  SimConfig c;
+  return double((bytes + c.dmaBytesPerCycle - 1) / c.dmaBytesPerCycle) / (c.clockMHz * 1e6);
+}
+
 std::shared_ptr<DeviceManager> SimBackend::createDeviceManager(const DeviceConfig &config) const {
   return std::make_shared<SimDeviceManager>(config);
 }

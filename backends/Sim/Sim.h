@@ -46,6 +46,8 @@ struct SimCost {
 SimCost estimateCost(const SimWork &work, const SimConfig &config);
 /// Counts the work of a function the Sim supports.
 SimWork countWork(const Function &f);
+/// Adds the compute work of one node (MACs, vector elements) to \p w.
+void countNodeWork(const Node &n, SimWork &w);
 
 class SimBackend final : public Backend {
 public:
@@ -57,6 +59,10 @@ public:
   BackendCompileSpec getCompileSpec(const CompileOptions &opts) const override;
   Expected<std::unique_ptr<CompiledFunction>> generateCode(Function *f, PlannedIR &ir,
                                                            const CompileOptions &opts) const override;
+  /// The cost model on the default SimConfig: a node's compute cycles, and DMA cycles
+  /// for a piece's inputs and outputs, at the configured clock.
+  double estimateNodeSeconds(const Node &node) const override;
+  double estimateTransferSeconds(uint64_t bytes) const override;
   /// A SimDeviceManager configured from config.parameters (see SimConfig).
   std::shared_ptr<DeviceManager> createDeviceManager(const DeviceConfig &config) const override;
 

@@ -30,6 +30,43 @@ void addMacs(SimWork &w, ElemKind k, uint64_t macs) {
 
 } // namespace
 
+void countNodeWork(const Node &n, SimWork &w) {
+  uint64_t outElems = n.getNumResults() ? n.getType(0)->numElements() : 0;
+  ElemKind k = n.getNumInputs() ? n.getNthInput(0).getElementType() : ElemKind::Float;
+  switch (n.getKind()) {
+  case NodeKind::Convolution: {
+    // Each output element: (C / group) * kH * kW MACs, which the filter's dims give.
+    const Dims &fd = cast<ConvolutionNode>(&n)->getFilter().dims();
+    addMacs(w, k, outElems * fd[1] * fd[2] * fd[3]);
+    break;
+  }
+  case NodeKind::FullyConnected:
+    addMacs(w, k, outElems * cast<FullyConnectedNode>(&n)->getWeights().dims()[0]);
+    break;
+  case NodeKind::MatMul:
+    addMacs(w, k, outElems * cast<MatMulNode>(&n)->getRHS().dims()[0]);
+    break;
+  case NodeKind::MaxPool:
+    w.vectorElems += outElems * product(cast<MaxPoolNode>(&n)->getKernels());
+    break;
+  case NodeKind::AvgPool:
+    w.vectorElems += outElems * product(cast<AvgPoolNode>(&n)->getKernels());
+    break;
+  case NodeKind::AdaptiveAvgPool: // every input element is summed once
+    w.vectorElems += n.getNthInput(0).getType()->numElements();
+    break;
+  case NodeKind::Add:
+  case NodeKind::Relu:
+  case NodeKind::Concat:
+  case NodeKind::Quantize:
+  case NodeKind::Dequantize:
+    w.vectorElems += outElems;
+    break;
+  default: // Reshape and Save cost no compute.
+    break;
+  }
+}
+
 SimWork countWork(const Function &f) {
   SimWork w;
   std::unordered_set<const Node *> storage;
@@ -48,37 +85,7 @@ SimWork countWork(const Function &f) {
       else
         w.inputBytes += bytes;
     }
-    uint64_t outElems = n->getNumResults() ? n->getType(0)->numElements() : 0;
-    ElemKind k = n->getNumInputs() ? n->getNthInput(0).getElementType() : ElemKind::Float;
-    switch (n->getKind()) {
-    case NodeKind::Convolution: {
-      // Each output element: (C / group) * kH * kW MACs, which the filter's dims give.
-      const Dims &fd = cast<ConvolutionNode>(n)->getFilter().dims();
-      addMacs(w, k, outElems * fd[1] * fd[2] * fd[3]);
-      break;
-    }
-    case NodeKind::FullyConnected:
-      addMacs(w, k, outElems * cast<FullyConnectedNode>(n)->getWeights().dims()[0]);
-      break;
-    case NodeKind::MatMul:
-      addMacs(w, k, outElems * cast<MatMulNode>(n)->getRHS().dims()[0]);
-      break;
-    case NodeKind::MaxPool:
-      w.vectorElems += outElems * product(cast<MaxPoolNode>(n)->getKernels());
-      break;
-    case NodeKind::AvgPool:
-      w.vectorElems += outElems * product(cast<AvgPoolNode>(n)->getKernels());
-      break;
-    case NodeKind::Add:
-    case NodeKind::Relu:
-    case NodeKind::Concat:
-    case NodeKind::Quantize:
-    case NodeKind::Dequantize:
-      w.vectorElems += outElems;
-      break;
-    default: // Reshape and Save cost no compute.
-      break;
-    }
+    countNodeWork(*n, w);
   }
   return w;
 }

@@ -48,6 +48,25 @@ std::vector<std::string> getRegisteredBackends() {
   return names;
 }
 
+double Backend::estimateNodeSeconds(const Node &n) const {
+  if (n.getNumResults() == 0 || isa<ReshapeNode>(&n))
+    return 0;
+  uint64_t out = n.getType(0)->numElements(), work = out;
+  if (auto *c = dyn_cast<ConvolutionNode>(&n)) {
+    const Dims &f = c->getFilter().dims(); // [outC, C / group, kH, kW]
+    work = out * f[1] * f[2] * f[3];
+  } else if (auto *fc = dyn_cast<FullyConnectedNode>(&n)) {
+    work = out * fc->getWeights().dims()[0];
+  } else if (auto *mm = dyn_cast<MatMulNode>(&n)) {
+    const Dims &l = mm->getLHS().dims();
+    work = out * l[l.size() - 1];
+  } else if (auto *bmm = dyn_cast<BatchMatMulNode>(&n)) {
+    const Dims &l = bmm->getLHS().dims();
+    work = out * l[l.size() - 1];
+  }
+  return double(work) * 1e-9;
+}
+
 bool Backend::isOpSupported(const Node &node) const {
   return optable::kindsSupported(node, getName());
 }

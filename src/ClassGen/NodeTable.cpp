@@ -70,7 +70,7 @@ void defineConvolutionsAndPooling(Table &t) {
       .onnx({"GlobalAveragePool"})
       .interpreter("floats|i8q -> =")
       .cpu("uniform(f32)", "rank-4 Input")
-      .sim("none");
+      .sim("f32|f16|i8q -> =");
 }
 
 void defineLinearAlgebra(Table &t) {

@@ -214,10 +214,13 @@ Error HostManager::addNetworkImpl(Function *f, std::shared_ptr<Module> owner,
     if (!backend)
       return ctx(makeError(ErrorCode::NotFound, "no device runs backend '", b, "'"));
     uint64_t mem = std::numeric_limits<uint64_t>::max();
+    unsigned count = 0;
     for (const auto &d : devices_)
-      if (d->getBackendName() == b)
+      if (d->getBackendName() == b) {
         mem = std::min(mem, d->getMaximumMemory());
-    pbs.push_back(PartitionerBackend{backend, mem});
+        count++;
+      }
+    pbs.push_back(PartitionerBackend{backend, mem, count});
   }
   if (pbs.empty())
     return ctx(makeError(ErrorCode::NotFound, "no backend to place network '", name, "' on"));
@@ -311,16 +314,17 @@ Error HostManager::addFallback(const Function *f, const NetworkOptions &opts,
 }
 
 Expected<PartitionerBackend> HostManager::fallbackFor(const std::string &backendName) {
-  auto deviceMemory = [](const std::vector<std::shared_ptr<DeviceManager>> &devs,
-                         const std::string &b) {
-    uint64_t mem = std::numeric_limits<uint64_t>::max();
+  auto devicesOf = [](const Backend *b, const std::vector<std::shared_ptr<DeviceManager>> &devs) {
+    PartitionerBackend pb{b, std::numeric_limits<uint64_t>::max(), 0};
     for (const auto &d : devs)
-      if (d->getBackendName() == b)
-        mem = std::min(mem, d->getMaximumMemory());
-    return mem;
+      if (d->getBackendName() == b->getName()) {
+        pb.deviceMemory = std::min(pb.deviceMemory, d->getMaximumMemory());
+        pb.numDevices++;
+      }
+    return pb;
   };
   if (const Backend *b = getBackend(backendName))
-    return PartitionerBackend{b, deviceMemory(devices_, backendName)};
+    return devicesOf(b, devices_);
   auto it = fallbackBackends_.find(backendName);
   if (it == fallbackBackends_.end()) {
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<Backend> b, createBackend(backendName));
@@ -338,7 +342,7 @@ Expected<PartitionerBackend> HostManager::fallbackFor(const std::string &backend
     fallbackDevices_.push_back(std::move(dm));
     it = fallbackBackends_.emplace(backendName, std::move(b)).first;
   }
-  return PartitionerBackend{it->second.get(), deviceMemory(fallbackDevices_, backendName)};
+  return devicesOf(it->second.get(), fallbackDevices_);
 }
 
 Error HostManager::removeNetwork(const std::string &name) {

@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
+#include <memory>
+#include <tuple>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -29,76 +32,426 @@ struct NodeValueHash {
   }
 };
 
-/// Incremental footprint of a growing set of nodes S (the estimateMemory rule, plus the
-/// placeholders that will carry S's results to nodes outside S). Adding a node costs time
-/// proportional to its operands and results, so cutting a group is linear.
-class Footprint {
-public:
-  /// \p liveUses: uses of each value by live nodes of the function.
-  explicit Footprint(const std::unordered_map<NodeValue, unsigned, NodeValueHash> &liveUses)
-      : liveUses_(&liveUses) {}
+using LiveUses = std::unordered_map<NodeValue, unsigned, NodeValueHash>;
 
-  uint64_t bytes() const { return total_; }
-  /// The footprint S would have with \p n added.
-  uint64_t bytesWith(const Node *n) { return total_ + uint64_t(apply(n, false)); }
-  void add(const Node *n) { apply(n, true); }
+/// Activation buffers are rounded up to the memory planner's alignment.
+constexpr uint64_t kActivationAlignment = 64;
+/// Cuts whose slowest piece is within this fraction of the best are compared by the bytes
+/// crossing them.
+constexpr double kBalanceSlack = 0.05;
+/// At most this many positions of a group are considered for cuts (the one with the
+/// fewest crossing bytes in each window, for longer groups).
+constexpr size_t kMaxCutPositions = 1024;
+/// Last use of a value needed after the sequence: live to its end.
+constexpr uint32_t kToTheEnd = std::numeric_limits<uint32_t>::max();
+
+uint64_t alignUp(uint64_t x) {
+  return (x + kActivationAlignment - 1) / kActivationAlignment * kActivationAlignment;
+}
+
+/// A sequence of nodes in topological order (a group, or one partition), and what any
+/// range [start, end) of it needs as one partition: see Sweep.
+class Sequence {
+public:
+  /// \p liveUses: uses of each value by all live nodes of the function (a use outside
+  /// the sequence keeps a value to the end and makes it an output). \p backend (may be
+  /// null: no cost) gives the cost model.
+  Sequence(const std::vector<Node *> &nodes, const LiveUses &liveUses, const Backend *backend);
+
+  size_t size() const { return nodes_.size(); }
+  Node *node(size_t t) const { return nodes_[t]; }
+  /// Bytes of the values produced before position \p p and used at or after it (0 < p < size()).
+  uint64_t cutBytes(size_t p) const { return width_[p]; }
+
+  /// The partition of nodes [start, end), grown one node at a time: its weights, the
+  /// placeholders and crossing values it reads and writes, the peak of its live
+  /// activations, and its cost. Adding a node costs time proportional to its operands.
+  class Sweep {
+  public:
+    Sweep(const Sequence &s, size_t start)
+        : s_(&s), start_(start), end_(start), counted_(s.numIds_, 0) {}
+    size_t end() const { return end_; }
+    void add();
+    PartitionFootprint footprint() const {
+      PartitionFootprint f;
+      f.weightBytes = weights_;
+      f.ioBytes = placeholders_ + in_ + out_;
+      f.activationBytes = peak_;
+      return f;
+    }
+    /// A part of the footprint that never shrinks as nodes are added.
+    uint64_t lowerBound() const { return weights_ + placeholders_ + in_ + peak_; }
+    double cost() const {
+      uint64_t io = placeholders_ + in_ + out_;
+      return seconds_ + (s_->backend_ ? s_->backend_->estimateTransferSeconds(io) : 0.0);
+    }
+
+  private:
+    const Sequence *s_;
+    size_t start_, end_;
+    std::vector<char> counted_;
+    uint64_t weights_ = 0, placeholders_ = 0, in_ = 0, out_ = 0, live_ = 0, peak_ = 0;
+    double seconds_ = 0;
+  };
 
 private:
-  /// The change in bytes() that adding \p n makes; made for real when \p commit.
-  int64_t apply(const Node *n, bool commit) {
-    int64_t delta = 0;
-    std::vector<NodeValue> seen; // operands already charged, within this node
-    std::vector<std::pair<NodeValue, unsigned>> usesLeft;
-    for (unsigned i = 0; i < n->getNumInputs(); i++) {
-      NodeValue v = n->getNthInput(i);
-      auto it = outside_.find(v);
-      if (it != outside_.end()) {
-        // Produced in S: one fewer use outside; no longer a boundary value at zero.
-        unsigned *left = nullptr;
-        for (auto &u : usesLeft)
-          if (u.first == v)
-            left = &u.second;
-        if (!left) {
-          usesLeft.push_back({v, it->second});
-          left = &usesLeft.back().second;
-        }
-        if (*left && --*left == 0)
-          delta -= int64_t(bytesOf(v));
-        continue;
+  enum class From { Constant, Placeholder, Outside, Inside };
+  struct Operand {
+    uint32_t id;   ///< Distinct per value of the function.
+    uint32_t prod; ///< Inside: its producer's position.
+    uint64_t bytes;
+    From from;
+  };
+  /// Bytes produced at position prod that stop counting after some node.
+  struct Release {
+    uint32_t prod;
+    uint64_t bytes;
+  };
+  std::vector<Node *> nodes_;
+  const Backend *backend_;
+  size_t numIds_ = 0;
+  std::vector<std::vector<Operand>> operands_; ///< Distinct operands of each node.
+  std::vector<uint64_t> ownBytes_;             ///< Activation bytes each node allocates.
+  std::vector<uint64_t> outBytes_;             ///< Bytes of its results used after it.
+  std::vector<std::vector<Release>> frees_;    ///< Activations dead after each node.
+  std::vector<std::vector<Release>> lastUses_; ///< Values whose last use is each node.
+  std::vector<double> seconds_;
+  std::vector<uint64_t> width_;
+};
+
+Sequence::Sequence(const std::vector<Node *> &nodes, const LiveUses &liveUses,
+                   const Backend *backend)
+    : backend_(backend) {
+  for (Node *n : nodes)
+    if (!isa<Storage>(n))
+      nodes_.push_back(n);
+  const size_t N = nodes_.size();
+  std::unordered_map<const Node *, uint32_t> pos;
+  for (size_t t = 0; t < N; t++)
+    pos[nodes_[t]] = uint32_t(t);
+  std::unordered_map<NodeValue, uint32_t, NodeValueHash> ids;
+  auto idOf = [&](NodeValue v) {
+    auto it = ids.emplace(v, uint32_t(ids.size())).first;
+    return it->second;
+  };
+  // Values produced inside: last use (inside, and kToTheEnd when used outside too), uses
+  // inside, and the activation buffer ("root") they live in: a Reshape is a view.
+  struct Produced {
+    uint32_t prod, lastInside, uses = 0;
+    int root;
+    uint64_t bytes;
+  };
+  std::unordered_map<NodeValue, Produced, NodeValueHash> produced;
+  std::vector<uint64_t> rootBytes;
+  std::vector<uint32_t> rootProd, rootLast;
+  operands_.resize(N);
+  ownBytes_.assign(N, 0);
+  outBytes_.assign(N, 0);
+  frees_.resize(N);
+  lastUses_.resize(N);
+  seconds_.assign(N, 0);
+  for (uint32_t t = 0; t < N; t++) {
+    Node *n = nodes_[t];
+    for (unsigned k = 0; k < n->getNumInputs(); k++) {
+      NodeValue v = n->getNthInput(k);
+      Operand op;
+      op.id = idOf(v);
+      op.prod = 0;
+      op.bytes = v.getType()->sizeInBytes();
+      if (isa<Constant>(v.node)) {
+        op.from = From::Constant;
+      } else if (isa<Storage>(v.node)) {
+        op.from = From::Placeholder;
+      } else if (pos.count(v.node)) {
+        op.from = From::Inside;
+        Produced &p = produced.at(v);
+        op.prod = p.prod;
+        p.lastInside = t;
+        p.uses++;
+        if (p.root >= 0)
+          rootLast[p.root] = t;
+      } else {
+        op.from = From::Outside;
       }
-      if (counted_.count(v) || std::find(seen.begin(), seen.end(), v) != seen.end())
-        continue;
-      seen.push_back(v); // storage, or a value from outside S: an input of S
-      delta += int64_t(bytesOf(v));
+      bool dup = false;
+      for (const Operand &o : operands_[t])
+        dup |= o.id == op.id;
+      if (!dup)
+        operands_[t].push_back(op);
     }
-    std::vector<std::pair<NodeValue, unsigned>> results;
     for (unsigned r = 0; r < n->getNumResults(); r++) {
-      NodeValue v(const_cast<Node *>(n), r);
-      if (!isFree(n))
-        delta += int64_t(bytesOf(v));
-      auto u = liveUses_->find(v);
-      unsigned uses = u == liveUses_->end() ? 0 : u->second;
-      if (uses)
-        delta += int64_t(bytesOf(v));
-      results.push_back({v, uses});
+      Produced p;
+      p.prod = p.lastInside = t;
+      p.bytes = n->getType(r)->sizeInBytes();
+      if (isa<ReshapeNode>(n)) {
+        NodeValue in = n->getNthInput(0);
+        auto it = produced.find(in);
+        p.root = it == produced.end() ? -1 : it->second.root;
+      } else {
+        p.root = int(rootBytes.size());
+        rootBytes.push_back(alignUp(p.bytes));
+        rootProd.push_back(t);
+        rootLast.push_back(t);
+        ownBytes_[t] += rootBytes.back();
+      }
+      produced.emplace(NodeValue(n, r), p);
+      idOf(NodeValue(n, r));
     }
-    if (commit) {
-      for (const NodeValue &v : seen)
-        counted_.insert(v);
-      for (auto &u : usesLeft)
-        outside_[u.first] = u.second;
-      for (auto &r : results)
-        outside_[r.first] = r.second;
-      total_ += uint64_t(delta); // wraps correctly for negative deltas
+    seconds_[t] = backend ? backend->estimateNodeSeconds(*n) : 0.0;
+  }
+  numIds_ = ids.size();
+  std::vector<int64_t> delta(N + 1, 0);
+  for (auto &[v, p] : produced) {
+    auto u = liveUses.find(v);
+    unsigned uses = u == liveUses.end() ? 0 : u->second;
+    uint32_t last = uses > p.uses ? kToTheEnd : p.lastInside;
+    if (last == kToTheEnd && p.root >= 0)
+      rootLast[p.root] = kToTheEnd;
+    if (last > p.prod)
+      outBytes_[p.prod] += p.bytes;
+    if (last > p.prod && last != kToTheEnd)
+      lastUses_[last].push_back({p.prod, p.bytes});
+    if (p.lastInside > p.prod) { // crosses every position in (prod, lastInside]
+      delta[p.prod + 1] += int64_t(p.bytes);
+      delta[p.lastInside + 1] -= int64_t(p.bytes);
     }
-    return delta;
+  }
+  for (size_t r = 0; r < rootBytes.size(); r++)
+    if (rootLast[r] != kToTheEnd)
+      frees_[rootLast[r]].push_back({rootProd[r], rootBytes[r]});
+  width_.assign(N + 1, 0);
+  int64_t w = 0;
+  for (size_t p = 0; p <= N; p++) {
+    w += delta[p];
+    width_[p] = uint64_t(w);
+  }
+}
+
+void Sequence::Sweep::add() {
+  const size_t t = end_++;
+  for (const Operand &op : s_->operands_[t]) {
+    if (op.from == From::Inside && op.prod >= start_)
+      continue; // computed here
+    if (counted_[op.id])
+      continue;
+    counted_[op.id] = 1;
+    if (op.from == From::Constant)
+      weights_ += op.bytes;
+    else if (op.from == From::Placeholder)
+      placeholders_ += op.bytes;
+    else
+      in_ += op.bytes; // produced by another partition: read from a placeholder
+  }
+  live_ += s_->ownBytes_[t];
+  peak_ = std::max(peak_, live_);
+  for (const Release &r : s_->frees_[t])
+    if (r.prod >= start_)
+      live_ -= r.bytes;
+  out_ += s_->outBytes_[t];
+  for (const Release &r : s_->lastUses_[t])
+    if (r.prod >= start_)
+      out_ -= r.bytes;
+  seconds_ += s_->seconds_[t];
+}
+
+/// The footprint and cost of all of \p seq as one partition.
+std::pair<PartitionFootprint, double> measureAll(const Sequence &seq) {
+  Sequence::Sweep sw(seq, 0);
+  while (sw.end() < seq.size())
+    sw.add();
+  return {sw.footprint(), sw.cost()};
+}
+
+/// The groups of one backend, in stage order, as one sequence of positions cut into
+/// consecutive device loads that each fit one device: a load that spans the end of a
+/// group holds a partition of each group it covers. Loads start only at group
+/// boundaries and inside the groups that may be cut.
+class DeviceCutter {
+public:
+  DeviceCutter(const std::vector<const Sequence *> &groups, const std::vector<bool> &divisible,
+               uint64_t capacity);
+  /// The fewest device loads that fit (always possible when every node fits alone).
+  unsigned minDevices() const { return minDevices_; }
+  /// The slowest load of the best cut into at most \p k loads (infinity: none fits).
+  double bottleneck(unsigned k);
+  /// Start positions of the loads of the cut into at most \p k loads whose slowest load is
+  /// within kBalanceSlack of bottleneck(k) and whose crossing bytes are fewest.
+  std::vector<size_t> cut(unsigned k);
+  /// The group of position \p p and its position in that group.
+  std::pair<size_t, size_t> locate(size_t p) const {
+    size_t g = std::upper_bound(offset_.begin(), offset_.end(), p) - offset_.begin() - 1;
+    return {g, p - offset_[g]};
+  }
+  size_t size() const { return offset_.back(); }
+
+private:
+  struct Segment {
+    uint32_t end; ///< Index in cand_.
+    double cost;
+  };
+  /// Bytes crossing a cut at position \p p: none at a group boundary (those values cross
+  /// anyway).
+  uint64_t cutBytes(size_t p) const {
+    auto [g, t] = locate(p);
+    return t == 0 ? 0 : groups_[g]->cutBytes(t);
   }
 
-  const std::unordered_map<NodeValue, unsigned, NodeValueHash> *liveUses_;
-  std::unordered_set<NodeValue, NodeValueHash> counted_;
-  std::unordered_map<NodeValue, unsigned, NodeValueHash> outside_;
-  uint64_t total_ = 0;
+  std::vector<const Sequence *> groups_;
+  std::vector<size_t> offset_;             ///< First position of each group, then the end.
+  std::vector<size_t> cand_;               ///< Where a load may start, and the end.
+  std::vector<std::vector<Segment>> fits_; ///< From each candidate: the loads that fit.
+  std::vector<std::vector<double>> best_;  ///< best_[k][b]: slowest load over k loads.
+  unsigned minDevices_ = 0;
 };
+
+DeviceCutter::DeviceCutter(const std::vector<const Sequence *> &groups,
+                           const std::vector<bool> &divisible, uint64_t capacity)
+    : groups_(groups) {
+  offset_.push_back(0);
+  size_t inside = 0; // positions inside groups that may be cut
+  for (size_t g = 0; g < groups.size(); g++) {
+    offset_.push_back(offset_.back() + groups[g]->size());
+    if (divisible[g] && groups[g]->size() > 1)
+      inside += groups[g]->size() - 1;
+  }
+  // Inside long groups, the position with the fewest crossing bytes in each window.
+  size_t window = std::max<size_t>(1, (inside + kMaxCutPositions - 1) / kMaxCutPositions);
+  for (size_t g = 0; g < groups.size(); g++) {
+    cand_.push_back(offset_[g]);
+    const Sequence &seq = *groups[g];
+    if (!divisible[g])
+      continue;
+    for (size_t lo = 1; lo < seq.size(); lo += window) {
+      size_t bestT = lo;
+      for (size_t t = lo; t < std::min(seq.size(), lo + window); t++)
+        if (seq.cutBytes(t) < seq.cutBytes(bestT))
+          bestT = t;
+      cand_.push_back(offset_[g] + bestT);
+    }
+  }
+  cand_.push_back(offset_.back());
+  const size_t M = cand_.size();
+  fits_.resize(M);
+  for (size_t a = 0; a + 1 < M; a++) {
+    // Loads from cand_[a]: the partitions of the groups it has passed, then the one being
+    // grown.
+    auto [g, t] = locate(cand_[a]);
+    std::unique_ptr<Sequence::Sweep> sw(new Sequence::Sweep(*groups_[g], t));
+    uint64_t doneBytes = 0;
+    double doneCost = 0;
+    size_t p = cand_[a];
+    for (size_t b = a + 1; b < M; b++) {
+      for (; p < cand_[b]; p++) {
+        if (p == offset_[g + 1]) { // the next group: a partition of its own
+          doneBytes += sw->footprint().total();
+          doneCost += sw->cost();
+          g++;
+          sw.reset(new Sequence::Sweep(*groups_[g], 0));
+        }
+        sw->add();
+      }
+      if (doneBytes + sw->lowerBound() > capacity)
+        break;
+      if (doneBytes + sw->footprint().total() <= capacity)
+        fits_[a].push_back({uint32_t(b), doneCost + sw->cost()});
+    }
+  }
+  std::vector<unsigned> fewest(M, std::numeric_limits<unsigned>::max());
+  fewest[0] = 0;
+  for (size_t a = 0; a < M; a++)
+    if (fewest[a] != std::numeric_limits<unsigned>::max())
+      for (const Segment &s : fits_[a])
+        fewest[s.end] = std::min(fewest[s.end], fewest[a] + 1);
+  minDevices_ = fewest[M - 1];
+  best_.push_back(std::vector<double>(M, std::numeric_limits<double>::infinity()));
+  best_[0][0] = 0;
+}
+
+double DeviceCutter::bottleneck(unsigned k) {
+  const size_t M = cand_.size();
+  while (best_.size() <= k) {
+    const std::vector<double> &prev = best_.back();
+    std::vector<double> next(M, std::numeric_limits<double>::infinity());
+    for (size_t a = 0; a < M; a++)
+      if (prev[a] != std::numeric_limits<double>::infinity())
+        for (const Segment &s : fits_[a])
+          next[s.end] = std::min(next[s.end], std::max(prev[a], s.cost));
+    best_.push_back(std::move(next));
+  }
+  double b = std::numeric_limits<double>::infinity();
+  for (unsigned j = 1; j <= k; j++)
+    b = std::min(b, best_[j].back());
+  return b;
+}
+
+std::vector<size_t> DeviceCutter::cut(unsigned k) {
+  const size_t M = cand_.size();
+  const double limit = bottleneck(k) * (1 + kBalanceSlack) * (1 + 1e-12);
+  // Per number of loads: fewest crossing bytes, then the slowest load.
+  struct State {
+    uint64_t bytes = std::numeric_limits<uint64_t>::max();
+    double slowest = 0;
+    uint32_t from = 0;
+  };
+  std::vector<std::vector<State>> dp(k + 1, std::vector<State>(M));
+  dp[0][0].bytes = 0;
+  for (unsigned j = 0; j < k; j++)
+    for (size_t a = 0; a < M; a++) {
+      const State &s = dp[j][a];
+      if (s.bytes == std::numeric_limits<uint64_t>::max())
+        continue;
+      uint64_t crossing = s.bytes + (a ? cutBytes(cand_[a]) : 0);
+      for (const Segment &seg : fits_[a]) {
+        if (seg.cost > limit)
+          continue;
+        State &t = dp[j + 1][seg.end];
+        double slowest = std::max(s.slowest, seg.cost);
+        if (crossing < t.bytes || (crossing == t.bytes && slowest < t.slowest)) {
+          t.bytes = crossing;
+          t.slowest = slowest;
+          t.from = uint32_t(a);
+        }
+      }
+    }
+  unsigned bestJ = 0;
+  for (unsigned j = 1; j <= k; j++) {
+    const State &s = dp[j][M - 1];
+    if (s.bytes == std::numeric_limits<uint64_t>::max())
+      continue;
+    const State &b = dp[bestJ][M - 1];
+    if (!bestJ || s.bytes < b.bytes || (s.bytes == b.bytes && s.slowest < b.slowest))
+      bestJ = j;
+  }
+  std::vector<size_t> starts;
+  for (size_t b = M - 1; bestJ > 0; bestJ--) {
+    b = dp[bestJ][b].from;
+    starts.push_back(cand_[b]);
+  }
+  std::reverse(starts.begin(), starts.end());
+  return starts;
+}
+
+/// The footprint of \p n as a partition of its own (what Sequence would say).
+uint64_t aloneBytes(const Node *n, const LiveUses &liveUses) {
+  uint64_t bytes = 0;
+  std::vector<NodeValue> seen;
+  for (unsigned i = 0; i < n->getNumInputs(); i++) {
+    NodeValue v = n->getNthInput(i);
+    if (std::find(seen.begin(), seen.end(), v) != seen.end())
+      continue;
+    seen.push_back(v);
+    bytes += v.getType()->sizeInBytes();
+  }
+  for (unsigned r = 0; r < n->getNumResults(); r++) {
+    uint64_t b = n->getType(r)->sizeInBytes();
+    if (!isFree(n))
+      bytes += alignUp(b);
+    auto u = liveUses.find(NodeValue(const_cast<Node *>(n), r));
+    if (u != liveUses.end() && u->second)
+      bytes += b;
+  }
+  return bytes;
+}
 
 std::string humanBytes(uint64_t b) {
   if (b < 1024)
@@ -110,6 +463,34 @@ std::string humanBytes(uint64_t b) {
   else
     os << double(b) / 1024.0 << " KiB";
   return os.str() + " (" + std::to_string(b) + " bytes)";
+}
+
+/// "144 B", "3.2 KiB", "24.1 MiB".
+std::string shortBytes(uint64_t b) {
+  std::ostringstream os;
+  os.precision(3);
+  if (b < 1024)
+    os << b << " B";
+  else if (b < (uint64_t(1) << 20))
+    os << double(b) / 1024.0 << " KiB";
+  else
+    os << double(b) / double(1 << 20) << " MiB";
+  return os.str();
+}
+
+/// "3 ns", "12.3 us", "4.56 ms", "1.2 s".
+std::string seconds(double s) {
+  std::ostringstream os;
+  os.precision(3);
+  if (s < 1e-6)
+    os << s * 1e9 << " ns";
+  else if (s < 1e-3)
+    os << s * 1e6 << " us";
+  else if (s < 1)
+    os << s * 1e3 << " ms";
+  else
+    os << s << " s";
+  return os.str();
 }
 
 std::string names(const std::vector<Placeholder *> &phs) {
@@ -196,7 +577,6 @@ assignUser(const std::vector<Node *> &order, const PartitionConfig &user,
   return parts;
 }
 
-using LiveUses = std::unordered_map<NodeValue, unsigned, NodeValueHash>;
 using ByName = std::map<std::string, const PartitionerBackend *>;
 
 /// Uses of each value by the live nodes \p order (storage is not counted).
@@ -215,6 +595,7 @@ struct Cut {
   std::vector<std::vector<Node *>> parts;
   std::vector<std::string> backends;
   std::vector<std::string> names;
+  std::vector<int> devices; ///< Partition::device of each part (empty: -1).
 };
 
 /// The user's partition, checked and ordered parents-first; empty partitions are dropped.
@@ -267,8 +648,7 @@ placeNodes(const Function &f, const std::vector<Node *> &order,
     for (unsigned b = 0; b < backends.size() && !placed; b++) {
       if (!backends[b].backend->isOpSupported(*n))
         continue;
-      Footprint alone(liveUses);
-      uint64_t need = alone.bytesWith(n);
+      uint64_t need = aloneBytes(n, liveUses);
       if (need > backends[b].deviceMemory) {
         why += " (" + backends[b].backend->getName() + " supports it but it needs " +
                std::to_string(need) + " bytes, its device has " +
@@ -312,26 +692,110 @@ groupByStage(const std::vector<Node *> &order,
   return groups;
 }
 
-/// Cuts each group, in topological order, into pieces that fit its backend's device.
-Cut cutToFit(std::map<std::pair<unsigned, unsigned>, std::vector<Node *>> groups,
-             const std::vector<PartitionerBackend> &backends, const LiveUses &liveUses) {
-  Cut cut;
-  for (auto &g : groups) {
-    const PartitionerBackend &b = backends[g.first.second];
-    Footprint fp(liveUses);
-    std::vector<Node *> cur;
-    for (Node *n : g.second) {
-      if (!cur.empty() && fp.bytesWith(n) > b.deviceMemory) {
-        cut.parts.push_back(std::move(cur));
-        cut.backends.push_back(b.backend->getName());
-        cur.clear();
-        fp = Footprint(liveUses);
+/// The error for the groups of backend \p b that cannot be cut into \p limit device loads
+/// that each fit one device: the bytes needed against those the devices hold, the fewest
+/// devices it takes, and the largest node (which cannot be cut).
+Error shortfall(const Function &f, const PartitionerBackend &b, unsigned limit,
+                const std::vector<const Sequence *> &groups, unsigned fewest,
+                const LiveUses &liveUses) {
+  PartitionFootprint need;
+  uint64_t largest = 0;
+  const Node *largestNode = nullptr;
+  for (const Sequence *seq : groups) {
+    PartitionFootprint g = measureAll(*seq).first;
+    need.weightBytes += g.weightBytes;
+    need.ioBytes += g.ioBytes;
+    need.activationBytes += g.activationBytes;
+    for (size_t t = 0; t < seq->size(); t++) {
+      uint64_t alone = aloneBytes(seq->node(t), liveUses);
+      if (alone > largest) {
+        largest = alone;
+        largestNode = seq->node(t);
       }
-      fp.add(n);
-      cur.push_back(n);
     }
-    cut.parts.push_back(std::move(cur));
-    cut.backends.push_back(b.backend->getName());
+  }
+  const std::string name = b.backend->getName();
+  const uint64_t avail = uint64_t(limit) * b.deviceMemory;
+  std::ostringstream os;
+  os << "partitioning '" << f.getName() << "': it does not fit on " << limit << " " << name
+     << " device" << (limit == 1 ? "" : "s") << " of " << humanBytes(b.deviceMemory) << " ("
+     << humanBytes(avail) << " in all): it needs " << humanBytes(need.total())
+     << " uncut (weights " << humanBytes(need.weightBytes) << ", activations at their "
+     << "planned peak " << humanBytes(need.activationBytes) << ", inputs and outputs "
+     << humanBytes(need.ioBytes) << ")";
+  if (need.total() > avail)
+    os << ", " << humanBytes(need.total() - avail) << " more than the devices hold";
+  os << "; cut into pieces that each fit one device it takes " << fewest
+     << " devices; the largest node, which cannot be cut, needs " << humanBytes(largest);
+  if (largestNode)
+    os << " (" << largestNode->describe() << ")";
+  return makeError(ErrorCode::OutOfMemory, os.str());
+}
+
+/// For each backend: when its groups fit one device together, each stays whole on one
+/// device. Otherwise its groups, in stage order, are cut into at most its device count of
+/// consecutive device loads (DeviceCutter); only groups too large for one device are cut
+/// inside, and a load that spans groups holds a partition of each.
+Expected<Cut> cutToFit(const Function &f,
+                       const std::map<std::pair<unsigned, unsigned>, std::vector<Node *>> &groups,
+                       const std::vector<PartitionerBackend> &backends, const LiveUses &liveUses) {
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  std::vector<unsigned> backendOf;
+  for (const auto &g : groups) {
+    seqs.emplace_back(new Sequence(g.second, liveUses, backends[g.first.second].backend));
+    backendOf.push_back(g.first.second);
+  }
+  // Per group: start positions of its partitions and the device load of each.
+  std::vector<std::vector<std::pair<size_t, int>>> starts(seqs.size());
+  for (unsigned bi = 0; bi < backends.size(); bi++) {
+    const PartitionerBackend &b = backends[bi];
+    std::vector<size_t> mine;
+    std::vector<const Sequence *> mySeqs;
+    std::vector<bool> divisible;
+    uint64_t total = 0;
+    for (size_t g = 0; g < seqs.size(); g++) {
+      if (backendOf[g] != bi)
+        continue;
+      uint64_t bytes = measureAll(*seqs[g]).first.total();
+      total += bytes;
+      mine.push_back(g);
+      mySeqs.push_back(seqs[g].get());
+      divisible.push_back(bytes > b.deviceMemory);
+    }
+    if (mine.empty())
+      continue;
+    if (total <= b.deviceMemory) {
+      for (size_t g : mine)
+        starts[g] = {{0, 0}};
+      continue;
+    }
+    DeviceCutter cutter(mySeqs, divisible, b.deviceMemory);
+    unsigned k = b.numDevices ? b.numDevices : cutter.minDevices();
+    if (cutter.minDevices() > k)
+      return shortfall(f, b, k, mySeqs, cutter.minDevices(), liveUses);
+    std::vector<size_t> loads = cutter.cut(k);
+    // A partition starts at each load's start and at each group's start.
+    for (size_t l = 0; l < loads.size(); l++) {
+      size_t end = l + 1 < loads.size() ? loads[l + 1] : cutter.size();
+      for (size_t p = loads[l]; p < end;) {
+        auto [gi, t] = cutter.locate(p);
+        starts[mine[gi]].push_back({t, int(l)});
+        p += mySeqs[gi]->size() - t; // to the group's end
+      }
+    }
+  }
+  Cut cut;
+  for (size_t g = 0; g < seqs.size(); g++) {
+    const std::string name = backends[backendOf[g]].backend->getName();
+    for (size_t k = 0; k < starts[g].size(); k++) {
+      size_t end = k + 1 < starts[g].size() ? starts[g][k + 1].first : seqs[g]->size();
+      std::vector<Node *> part;
+      for (size_t t = starts[g][k].first; t < end; t++)
+        part.push_back(seqs[g]->node(t));
+      cut.parts.push_back(std::move(part));
+      cut.backends.push_back(name);
+      cut.devices.push_back(starts[g][k].second);
+    }
   }
   return cut;
 }
@@ -378,6 +842,7 @@ Error createPartitions(Function &f, const std::string &networkName, const Cut &c
     p.function = m->createFunction(networkName + "." + suffix);
     p.name = p.function->getName();
     p.backendName = cut.backends[i];
+    p.device = i < cut.devices.size() ? cut.devices[i] : -1;
     p.numNodes = parts[i].size();
     for (Node *n : parts[i])
       cloneOf[n] = p.function->addNode(n->clone());
@@ -442,6 +907,12 @@ void setNetworkIO(PartitionPlan &plan) {
 
 } // namespace
 
+Expected<PartitionFootprint> estimateFootprint(Function &f) {
+  KILN_ASSIGN_OR_RETURN(std::vector<Node *> order, scheduleTopologically(&f));
+  LiveUses liveUses = countLiveUses(order);
+  return measureAll(Sequence(order, liveUses, nullptr)).first;
+}
+
 uint64_t estimateMemory(const Function &f) {
   std::unordered_set<const Node *> storage;
   uint64_t bytes = 0;
@@ -490,7 +961,9 @@ std::string PartitionPlan::toString() const {
       os << "]";
     }
     os << ": " << p.numNodes << (p.numNodes == 1 ? " node, " : " nodes, ")
-       << humanBytes(p.memoryBytes) << "\n";
+       << humanBytes(p.memoryBytes) << "\n    memory:  weights " << shortBytes(p.footprint.weightBytes)
+       << ", activations " << shortBytes(p.footprint.activationBytes) << ", I/O "
+       << shortBytes(p.footprint.ioBytes) << "; cost " << seconds(p.costSeconds) << "\n";
     // The operators it holds (not the saves added for values leaving it), a few by name.
     std::vector<std::string> ops;
     for (const auto &n : p.function->getNodes()) {
@@ -507,7 +980,8 @@ std::string PartitionPlan::toString() const {
     if (p.parents.empty())
       os << "-";
     for (size_t j = 0; j < p.parents.size(); j++)
-      os << (j ? ", " : "") << p.parents[j];
+      os << (j ? ", " : "") << p.parents[j]
+         << (j < p.parentBytes.size() ? " (" + shortBytes(p.parentBytes[j]) + ")" : "");
     os << "\n    inputs:  " << names(p.inputs) << "\n    outputs: " << names(p.outputs) << "\n";
   }
   return os.str();
@@ -553,12 +1027,12 @@ Expected<PartitionPlan> partitionFunction(Function *f, const std::string &networ
 
   // 1. Which nodes go together, on which backend.
   Cut cut;
+  LiveUses liveUses = countLiveUses(order);
   if (user) {
     KILN_ASSIGN_OR_RETURN(cut, cutUserPartition(order, *user, byName));
   } else {
-    LiveUses liveUses = countLiveUses(order);
     KILN_ASSIGN_OR_RETURN(auto backendOf, placeNodes(*f, order, backends, liveUses));
-    cut = cutToFit(groupByStage(order, backendOf), backends, liveUses);
+    KILN_ASSIGN_OR_RETURN(cut, cutToFit(*f, groupByStage(order, backendOf), backends, liveUses));
   }
 
   // 2. A function per partition (or the original, when nothing is split), and the network's
@@ -570,6 +1044,7 @@ Expected<PartitionPlan> partitionFunction(Function *f, const std::string &networ
     Partition p;
     p.name = f->getName();
     p.backendName = cut.backends[0];
+    p.device = cut.devices.empty() ? -1 : cut.devices[0];
     p.function = f;
     p.numNodes = cut.parts[0].size();
     collectIO(p);
@@ -580,14 +1055,66 @@ Expected<PartitionPlan> partitionFunction(Function *f, const std::string &networ
   }
   setNetworkIO(plan);
 
-  // 3. Final sizes, checked against the devices (a user partition is not cut to fit).
-  for (Partition &p : plan.partitions) {
-    p.memoryBytes = estimateMemory(*p.function);
-    uint64_t cap = byName.at(p.backendName)->deviceMemory;
-    if (p.memoryBytes > cap)
+  // 3. Sizes and costs (by the rule the cuts were made with), the bytes each partition
+  // reads from its parents, and a check that the partitions fit the devices: each alone,
+  // then all together placed as the Provisioner does (largest first, on the device with
+  // the most memory free).
+  std::unordered_map<const Placeholder *, unsigned> producer;
+  for (unsigned i = 0; i < plan.partitions.size(); i++)
+    for (Placeholder *ph : plan.partitions[i].outputs)
+      producer[ph] = i;
+  for (unsigned i = 0; i < plan.partitions.size(); i++) {
+    Partition &p = plan.partitions[i];
+    const PartitionerBackend &b = *byName.at(p.backendName);
+    std::tie(p.footprint, p.costSeconds) = measureAll(Sequence(cut.parts[i], liveUses, b.backend));
+    p.memoryBytes = p.footprint.total();
+    if (p.memoryBytes > b.deviceMemory)
       return makeError(ErrorCode::OutOfMemory, "partition '", p.name, "' of network '", networkName,
                        "' needs ", p.memoryBytes, " bytes but a ", p.backendName, " device has ",
-                       cap);
+                       b.deviceMemory);
+    p.parentBytes.assign(p.parents.size(), 0);
+    for (Placeholder *ph : p.inputs) {
+      auto it = producer.find(ph);
+      if (it == producer.end())
+        continue;
+      auto at = std::find(p.parents.begin(), p.parents.end(), it->second);
+      if (at != p.parents.end())
+        p.parentBytes[at - p.parents.begin()] += ph->getType()->sizeInBytes();
+    }
+  }
+  for (const PartitionerBackend &b : backends) {
+    if (!b.numDevices)
+      continue;
+    // Device loads (partitions with one device number together, others alone), largest
+    // first, each on the device with the most memory free.
+    std::map<int, uint64_t> planned;
+    std::vector<std::pair<uint64_t, std::string>> loads;
+    uint64_t total = 0;
+    for (const Partition &p : plan.partitions) {
+      if (p.backendName != b.backend->getName())
+        continue;
+      total += p.memoryBytes;
+      if (p.device >= 0)
+        planned[p.device] += p.memoryBytes;
+      else
+        loads.push_back({p.memoryBytes, "partition '" + p.name + "'"});
+    }
+    for (const auto &kv : planned)
+      loads.push_back({kv.second, "device load " + std::to_string(kv.first)});
+    std::stable_sort(loads.begin(), loads.end(),
+                     [](const auto &x, const auto &y) { return x.first > y.first; });
+    std::vector<uint64_t> freeBytes(b.numDevices, b.deviceMemory);
+    for (const auto &load : loads) {
+      auto most = std::max_element(freeBytes.begin(), freeBytes.end());
+      if (*most < load.first)
+        return makeError(ErrorCode::OutOfMemory, "partitioning '", f->getName(), "': its ",
+                         b.backend->getName(), " partitions need ", humanBytes(total),
+                         " in all but do not fit on ", b.numDevices, " devices of ",
+                         humanBytes(b.deviceMemory), ": ", load.second, " (",
+                         humanBytes(load.first), ") finds at most ", humanBytes(*most),
+                         " free on one");
+      *most -= load.first;
+    }
   }
   return plan;
 }

@@ -1,6 +1,8 @@
 #include "kiln/Runtime/Provisioner.h"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 namespace kiln {
 
@@ -48,16 +50,38 @@ Expected<std::vector<LoadedPartition>> Provisioner::provision(PartitionPlan &pla
   };
 
   // 2. One copy of each partition, largest first, each on the device with the most free
-  // memory (spreads the model; large pieces are placed while there is room).
+  // memory (spreads the model; large pieces are placed while there is room). Partitions
+  // the partitioner planned as one device load (Partition::device) go together, the
+  // largest load first, on the device its first partition took.
+  std::map<std::pair<std::string, int>, uint64_t> loadBytes;
+  for (const Partition &p : plan.partitions)
+    if (p.device >= 0)
+      loadBytes[{p.backendName, p.device}] += p.memoryBytes;
+  auto unitBytes = [&](const Partition &p) {
+    return p.device >= 0 ? loadBytes[{p.backendName, p.device}] : p.memoryBytes;
+  };
   std::vector<size_t> bySize(plan.partitions.size());
   for (size_t i = 0; i < bySize.size(); i++)
     bySize[i] = i;
   std::stable_sort(bySize.begin(), bySize.end(), [&](size_t a, size_t b) {
-    return plan.partitions[a].memoryBytes > plan.partitions[b].memoryBytes;
+    const Partition &pa = plan.partitions[a], &pb = plan.partitions[b];
+    uint64_t ua = unitBytes(pa), ub = unitBytes(pb);
+    if (ua != ub)
+      return ua > ub;
+    if (pa.backendName != pb.backendName || pa.device != pb.device)
+      return std::tie(pa.backendName, pa.device) < std::tie(pb.backendName, pb.device);
+    return pa.memoryBytes > pb.memoryBytes;
   });
+  std::map<std::pair<std::string, int>, DeviceManager *> loadDevice;
   for (size_t i : bySize) {
     const Partition &p = plan.partitions[i];
     std::vector<DeviceManager *> cands = candidates(p);
+    auto planned = loadDevice.find({p.backendName, p.device});
+    if (p.device >= 0 && planned != loadDevice.end()) {
+      auto at = std::find(cands.begin(), cands.end(), planned->second);
+      if (at != cands.end())
+        std::rotate(cands.begin(), at, at + 1);
+    }
     std::string refusals;
     Error firstRefusal = Error::success();
     for (DeviceManager *d : cands) {
@@ -76,6 +100,8 @@ Expected<std::vector<LoadedPartition>> Provisioner::provision(PartitionPlan &pla
       return fail(makeError(code, "partition '", p.name, "' (", p.memoryBytes,
                             " bytes) cannot be loaded: ", why));
     }
+    if (p.device >= 0 && planned == loadDevice.end())
+      loadDevice[{p.backendName, p.device}] = loaded[i].devices.front();
   }
 
   // 3. Replicas, where memory is left over; a refused replica is not an error.

@@ -161,6 +161,19 @@ std::vector<double> toDoubles(const Tensor &t) {
   return v;
 }
 
+namespace {
+std::vector<std::string> &selectedBackends() {
+  static std::vector<std::string> names;
+  return names;
+}
+} // namespace
+
+std::vector<std::string> backendsUnderTest() {
+  return selectedBackends().empty() ? getRegisteredBackends() : selectedBackends();
+}
+
+void setBackendsUnderTest(std::vector<std::string> names) { selectedBackends() = std::move(names); }
+
 double quantizeRef(double real, double scale, int offset) {
   double q = std::round(real / scale) + offset;
   return std::min(127.0, std::max(-128.0, q));

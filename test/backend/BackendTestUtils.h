@@ -83,10 +83,17 @@ std::vector<double> toDoubles(const Tensor &t);
 /// Reference int8 quantization: round half away from zero, then saturate.
 double quantizeRef(double real, double scale, int offset);
 
-/// Instantiates a TEST_P suite over every registered backend.
+/// The backends the suite runs on: every registered backend, or those set by
+/// setBackendsUnderTest (the operator suite's main, SuiteMain.cpp, sets them from
+/// --kiln_backend). Read when gtest instantiates the suites, after main has started.
+std::vector<std::string> backendsUnderTest();
+/// Restricts the suite to \p names (empty: every registered backend).
+void setBackendsUnderTest(std::vector<std::string> names);
+
+/// Instantiates a TEST_P suite over the backends under test.
 #define KILN_INSTANTIATE_BACKEND_TESTS(SUITE)                                               \
   INSTANTIATE_TEST_SUITE_P(AllBackends, SUITE,                                               \
-                           ::testing::ValuesIn(::kiln::getRegisteredBackends()),             \
+                           ::testing::ValuesIn(::kiln::test::backendsUnderTest()),           \
                            [](const ::testing::TestParamInfo<std::string> &i) {              \
                              return i.param;                                                 \
                            })

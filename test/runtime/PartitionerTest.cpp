@@ -17,10 +17,38 @@ namespace {
 struct Backends {
   std::unique_ptr<Backend> sim = exitOnError(createBackend("Sim"));
   std::unique_ptr<Backend> interp = exitOnError(createBackend("Interpreter"));
-  std::vector<PartitionerBackend> list(uint64_t simMemory) {
-    return {{sim.get(), simMemory}, {interp.get(), uint64_t(1) << 34}};
+  /// Sim devices of \p simMemory bytes (\p simDevices of them; 0: as many as it takes),
+  /// then one host device.
+  std::vector<PartitionerBackend> list(uint64_t simMemory, unsigned simDevices = 0) {
+    return {{sim.get(), simMemory, simDevices}, {interp.get(), uint64_t(1) << 34, 1}};
+  }
+  std::vector<PartitionerBackend> simOnly(uint64_t simMemory, unsigned simDevices) {
+    return {{sim.get(), simMemory, simDevices}};
   }
 };
+
+/// x [1, 32] through \p layers FullyConnected layers of 32x32 float weights (4096 bytes)
+/// and 32 float biases (128 bytes), no activation functions, then saved. Every value is
+/// 128 bytes (an activation rounds up to 128 too).
+Net buildFCChain(Module &m, const std::string &name, unsigned layers) {
+  Net n;
+  n.f = m.createFunction(name);
+  n.input = m.createPlaceholder(ElemKind::Float, {1, 32}, name + ".x");
+  NodeValue v(n.input);
+  for (unsigned i = 0; i < layers; i++)
+    v = n.f->createFullyConnected(name + ".fc" + std::to_string(i), v, 32, 200 + i);
+  n.outputs.push_back(n.f->createSave(name + ".y", v)->getPlaceholder());
+  return n;
+}
+
+/// The names of the FullyConnected nodes of \p p, in order.
+std::vector<std::string> fcsOf(const Partition &p) {
+  std::vector<std::string> r;
+  for (const auto &n : p.function->getNodes())
+    if (n->getKind() == NodeKind::FullyConnected)
+      r.push_back(n->getName());
+  return r;
+}
 
 /// Every original node appears in exactly one partition, by name.
 void expectCovers(const PartitionPlan &plan, const Function &f) {
@@ -100,7 +128,7 @@ TEST(Partitioner, SplitsByDeviceMemory) {
   Module m;
   Net n = buildMLP(m, "mlp", 6, 32); // 6 x (4 KiB weights + 128 B bias + activations)
   Backends b;
-  uint64_t whole = estimateMemory(*n.f);
+  uint64_t whole = exitOnError(estimateFootprint(*n.f)).total();
   uint64_t cap = whole / 3;
   auto plan = exitOnError(partitionFunction(n.f, "mlp", b.list(cap)));
   EXPECT_GE(plan.partitions.size(), 3u);
@@ -108,7 +136,10 @@ TEST(Partitioner, SplitsByDeviceMemory) {
   for (const Partition &p : plan.partitions) {
     EXPECT_EQ(p.backendName, "Sim");
     EXPECT_LE(p.memoryBytes, cap) << p.name;
-    EXPECT_EQ(p.memoryBytes, estimateMemory(*p.function));
+    EXPECT_EQ(p.memoryBytes, p.footprint.total());
+    // A chain: the partition's own function, in its own order, needs the same.
+    EXPECT_EQ(p.memoryBytes, exitOnError(estimateFootprint(*p.function)).total()) << p.name;
+    EXPECT_LE(p.memoryBytes, estimateMemory(*p.function)) << "reuse never needs more";
   }
   // A chain: each partition after the previous one.
   for (size_t i = 1; i < plan.partitions.size(); i++)
@@ -231,24 +262,203 @@ TEST(Partitioner, PlanTextAndDot) {
   user.nodeToPartition = {{"mlp.fc0", 0}, {"mlp.fc0.relu", 0}, {"mlp.fc1", 1}, {"mlp.fc1.relu", 1}};
   auto plan = exitOnError(partitionFunction(n.f, "mlp", b.list(1 << 20), &user));
   plan.partitions[0].devices = {"sim0", "sim1"};
+  // Partition a: weights 4x4x4 + 4x4 = 80 bytes; fc0's and relu's 16-byte results round
+  // up to 64 and are live together (128); x in, the relu's result out (16 + 16). Sim cost:
+  // 16 MACs (1 cycle), 4 Relu elements (1 cycle), 32 DMA bytes (1 cycle) at 1 GHz. The
+  // Interpreter's default model: 16 MACs + 4 elements at 1 ns each.
   EXPECT_EQ(plan.toString(), R"(plan for network 'mlp': 2 partitions (Interpreter: 1, Sim: 1)
-  partition 0 'mlp.a' on Sim [sim0, sim1]: 2 nodes, 144 bytes
+  partition 0 'mlp.a' on Sim [sim0, sim1]: 2 nodes, 240 bytes
+    memory:  weights 80 B, activations 128 B, I/O 32 B; cost 3 ns
     nodes:   mlp.fc0, mlp.fc0.relu
     after:   -
     inputs:  mlp.x
     outputs: mlp.mlp.fc0.relu
-  partition 1 'mlp.b' on Interpreter: 3 nodes, 144 bytes
+  partition 1 'mlp.b' on Interpreter: 3 nodes, 240 bytes
+    memory:  weights 80 B, activations 128 B, I/O 32 B; cost 20 ns
     nodes:   mlp.fc1, mlp.fc1.relu, mlp.y
-    after:   0
+    after:   0 (16 B)
     inputs:  mlp.mlp.fc0.relu
     outputs: mlp.y
 )");
   EXPECT_EQ(plan.toDot(), R"(digraph "mlp" {
   rankdir=TB;
   node [shape=box];
-  p0 [label="mlp.a\nSim sim0 sim1\n2 nodes, 144 bytes"];
-  p1 [label="mlp.b\nInterpreter\n3 nodes, 144 bytes"];
+  p0 [label="mlp.a\nSim sim0 sim1\n2 nodes, 240 bytes"];
+  p1 [label="mlp.b\nInterpreter\n3 nodes, 240 bytes"];
   p0 -> p1 [label="mlp.mlp.fc0.relu float<1x4>"];
 }
 )");
+}
+
+// The chain of six FullyConnected layers, by hand: a piece of k layers (not the last)
+// needs 4224k bytes of weights, 128 in, 128 out, and activations of 128 (k = 1) or 256
+// (k >= 2: a layer's input and its result live at once; the last result stays to the end).
+// The last piece reads 128 and writes y (128) instead. All six: 25344 + 256 + 256 = 25856.
+TEST(Partitioner, AChainThatFitsStaysWhole) {
+  Module m;
+  Net n = buildFCChain(m, "chain", 6);
+  Backends b;
+  PartitionFootprint whole = exitOnError(estimateFootprint(*n.f));
+  EXPECT_EQ(whole.weightBytes, 25344u);
+  EXPECT_EQ(whole.ioBytes, 256u);
+  EXPECT_EQ(whole.activationBytes, 256u);
+  auto plan = exitOnError(partitionFunction(n.f, "chain", b.simOnly(25856, 4)));
+  ASSERT_EQ(plan.partitions.size(), 1u) << "fits one of the four devices: not cut";
+  EXPECT_EQ(plan.partitions[0].function, n.f);
+  EXPECT_EQ(plan.partitions[0].memoryBytes, 25856u);
+}
+
+TEST(Partitioner, CutsAChainIntoPiecesThatFitTheDevices) {
+  Module m;
+  Net n = buildFCChain(m, "chain", 6);
+  Backends b;
+  // 10000 bytes hold two layers (8448 + 128 + 128 + 256 = 8960), not three (13184).
+  auto plan = exitOnError(partitionFunction(n.f, "chain", b.simOnly(10000, 3)));
+  ASSERT_EQ(plan.partitions.size(), 3u) << plan.toString();
+  const std::vector<std::vector<std::string>> expected = {
+      {"chain.fc0", "chain.fc1"}, {"chain.fc2", "chain.fc3"}, {"chain.fc4", "chain.fc5"}};
+  for (unsigned i = 0; i < 3; i++) {
+    const Partition &p = plan.partitions[i];
+    EXPECT_EQ(fcsOf(p), expected[i]) << plan.toString();
+    EXPECT_EQ(p.footprint.weightBytes, 8448u) << p.name;
+    EXPECT_EQ(p.footprint.ioBytes, 256u) << p.name;
+    EXPECT_EQ(p.footprint.activationBytes, 256u) << p.name;
+    EXPECT_EQ(p.memoryBytes, 8960u) << p.name;
+    EXPECT_EQ(p.device, int(i)) << "one device each";
+    // Sim cost: 2 x 1024 MACs / 256 per cycle = 8 cycles, 256 DMA bytes / 32 = 8 cycles.
+    EXPECT_DOUBLE_EQ(p.costSeconds, 16e-9) << p.name;
+    if (i) {
+      EXPECT_EQ(p.parents, std::vector<unsigned>{i - 1});
+      EXPECT_EQ(p.parentBytes, std::vector<uint64_t>{128}) << "one [1, 32] float crosses";
+    }
+  }
+  // Four devices: a fourth piece would not make the slowest piece faster (six equal
+  // layers leave two on some device), so the cut with the fewest crossing bytes wins.
+  auto four = exitOnError(partitionFunction(n.f, "chain", b.simOnly(10000, 4)));
+  EXPECT_EQ(four.partitions.size(), 3u) << four.toString();
+}
+
+TEST(Partitioner, BalancesPiecesByCostOverTheDevices) {
+  Module m;
+  Net n = buildFCChain(m, "chain", 6);
+  Backends b;
+  // 15000 bytes hold three layers (12672 + 512 = 13184): two pieces would do, but three
+  // devices make the slowest piece two layers instead of three.
+  auto two = exitOnError(partitionFunction(n.f, "chain", b.simOnly(15000, 2)));
+  ASSERT_EQ(two.partitions.size(), 2u) << two.toString();
+  EXPECT_EQ(fcsOf(two.partitions[0]).size(), 3u) << two.toString();
+  auto three = exitOnError(partitionFunction(n.f, "chain", b.simOnly(15000, 3)));
+  ASSERT_EQ(three.partitions.size(), 3u) << three.toString();
+  for (const Partition &p : three.partitions)
+    EXPECT_EQ(fcsOf(p).size(), 2u) << three.toString();
+  // Without a device count: the fewest pieces that fit, balanced.
+  auto any = exitOnError(partitionFunction(n.f, "chain", b.simOnly(15000, 0)));
+  EXPECT_EQ(any.partitions.size(), 2u) << any.toString();
+}
+
+TEST(Partitioner, ANetworkTooLargeForTheDevicesNamesTheShortfall) {
+  Module m;
+  Net n = buildFCChain(m, "chain", 6);
+  Backends b;
+  // Two devices of 10000 bytes: 20000 in all, 25856 needed.
+  auto e = partitionFunction(n.f, "chain", b.simOnly(10000, 2));
+  ASSERT_FALSE(e);
+  Error err = e.takeError();
+  EXPECT_EQ(err.code(), ErrorCode::OutOfMemory);
+  const std::string &msg = err.message();
+  EXPECT_TRUE(contains(msg, "does not fit on 2 Sim devices of 9.77 KiB (10000 bytes) "
+                            "(19.5 KiB (20000 bytes) in all)")) << msg;
+  EXPECT_TRUE(contains(msg, "it needs 25.2 KiB (25856 bytes) uncut (weights 24.8 KiB "
+                            "(25344 bytes), activations at their planned peak 256 bytes, "
+                            "inputs and outputs 256 bytes)")) << msg;
+  EXPECT_TRUE(contains(msg, "5.72 KiB (5856 bytes) more than the devices hold")) << msg;
+  EXPECT_TRUE(contains(msg, "it takes 3 devices")) << msg;
+  // One layer alone: x or a value in (128), weights 4224, its result (128) and out (128).
+  EXPECT_TRUE(contains(msg, "the largest node, which cannot be cut, needs 4.5 KiB (4608 bytes) "
+                            "(node 'chain.fc0' (FullyConnected)")) << msg;
+  EXPECT_EQ(m.getFunctions().size(), 1u);
+
+  // Enough memory in all (4 x 8900), but a device holds one layer only (8960 > 8900).
+  auto e2 = partitionFunction(n.f, "chain", b.simOnly(8900, 4));
+  ASSERT_FALSE(e2);
+  std::string msg2 = e2.takeError().message();
+  EXPECT_TRUE(contains(msg2, "it takes 6 devices")) << msg2;
+  EXPECT_FALSE(contains(msg2, "more than the devices hold")) << msg2;
+}
+
+TEST(Partitioner, GroupsOfOneBackendShareDevicesByPlan) {
+  // Sim, then Sigmoid on the host, then Sim, ...: the Sim groups are small, so with one
+  // device's worth of memory they all go on one device load.
+  Module m;
+  Net n = buildMixed(m, "mixed");
+  Backends b;
+  auto plan = exitOnError(partitionFunction(n.f, "mixed", b.list(1 << 20, 2)));
+  for (const Partition &p : plan.partitions)
+    EXPECT_EQ(p.device, 0) << p.name;
+}
+
+namespace {
+
+/// ResNet's shape in small: a stem, then per stage a strided convolution and a residual
+/// block (two 3x3 convolutions and an Add), channels doubling and weights growing stage
+/// by stage, then global average pooling and a classifier.
+Net buildResidual(Module &m, const std::string &name) {
+  Net n;
+  Function *f = n.f = m.createFunction(name);
+  n.input = m.createPlaceholder(ElemKind::Float, {1, 3, 32, 32}, name + ".x");
+  uint64_t seed = 300;
+  NodeValue v = f->createRelu(name + ".stem.relu",
+                              f->createConv(name + ".stem", n.input, 16, 3, 1, 1, 1, 1, seed++));
+  for (dim_t c : {32, 64, 128}) {
+    std::string s = name + ".s" + std::to_string(c);
+    v = f->createRelu(s + ".down.relu", f->createConv(s + ".down", v, c, 3, 2, 1, 1, 1, seed++));
+    NodeValue r = f->createRelu(s + ".a.relu", f->createConv(s + ".a", v, c, 3, 1, 1, 1, 1, seed++));
+    NodeValue b = f->createConv(s + ".b", r, c, 3, 1, 1, 1, 1, seed++);
+    v = f->createRelu(s + ".relu", f->createAdd(s + ".add", b, v));
+  }
+  NodeValue pooled = f->createFlatten(name + ".flat", f->createGlobalAvgPool(name + ".gap", v));
+  n.outputs.push_back(
+      f->createSave(name + ".y", f->createFullyConnected(name + ".fc", pooled, 10, seed))
+          ->getPlaceholder());
+  return n;
+}
+
+} // namespace
+
+// The resnet50 case in small: a device memory that three devices cannot hold the network
+// in, four can. It loads in four partitions, one per device, and runs exactly as the
+// Interpreter does; on three devices the error names the shortfall.
+TEST(Partitioner, AResidualNetworkOverFourSimDevicesMatchesTheInterpreter) {
+  Module m;
+  Net n = buildResidual(m, "res");
+  uint64_t whole = exitOnError(estimateFootprint(*n.f)).total();
+  uint64_t mem = whole * 35 / 100; // four devices fit from 31% on, three from 44%
+  auto hm = exitOnError(HostManager::create(simDevices(4, mem, /*withHost=*/false)));
+  NetworkOptions opts;
+  opts.prepare = false; // the function as built, which `whole` measured
+  Error added = hm->addNetwork(n.f, opts);
+  ASSERT_FALSE(added) << "whole " << whole << ", device " << mem << ": " << added.message();
+  std::string plan = exitOnError(hm->getPlanText("res"));
+  EXPECT_EQ(exitOnError(hm->getNumPartitions("res")), 4u) << plan;
+  for (unsigned i = 0; i < 4; i++) {
+    EXPECT_GT(hm->getDevice(i)->getUsedMemory(), 0u) << plan;
+    EXPECT_LE(hm->getDevice(i)->getUsedMemory(), mem) << plan;
+  }
+  for (unsigned i = 0; i < 2; i++) {
+    Tensor x = makeInput(n.input, i);
+    auto b = makeBindings(n, x);
+    ASSERT_FALSE(hm->runNetworkBlocking("res", *b));
+    std::string why;
+    EXPECT_TRUE(sameOutputs(n, *b, reference(n, x), &why)) << why;
+  }
+
+  Module m2;
+  Net n2 = buildResidual(m2, "res");
+  auto three = exitOnError(HostManager::create(simDevices(3, mem, /*withHost=*/false)));
+  Error e = three->addNetwork(n2.f, opts);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e.code(), ErrorCode::OutOfMemory);
+  EXPECT_TRUE(contains(e.message(), "does not fit on 3 Sim devices")) << e.message();
+  EXPECT_TRUE(contains(e.message(), "it takes 4 devices")) << e.message();
+  EXPECT_FALSE(three->hasNetwork("res"));
 }

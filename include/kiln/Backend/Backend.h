@@ -76,6 +76,19 @@ public:
     (void)node;
     return true;
   }
+  /// The cost model the partitioner balances pieces by (kiln/Runtime/Partitioner.h):
+  /// seconds one device of this backend spends running \p node. The default counts a
+  /// nanosecond per multiply-accumulate of Convolution, FullyConnected, MatMul and
+  /// BatchMatMul and per result element of other nodes (Reshape and Save are free); an
+  /// accelerator returns its performance model's figure. Only ratios matter: pieces are
+  /// compared with pieces of the same backend.
+  virtual double estimateNodeSeconds(const Node &node) const;
+  /// Seconds one device spends moving \p bytes in or out per run (a piece's inputs and
+  /// outputs); default 0.
+  virtual double estimateTransferSeconds(uint64_t bytes) const {
+    (void)bytes;
+    return 0;
+  }
   /// The parameters this backend takes in CompileOptions::backendOptions ("threads" is
   /// generic and not listed); Backend::compile rejects any other (checkBackendOptions).
   virtual std::vector<BackendParameter> getParameters() const { return {}; }

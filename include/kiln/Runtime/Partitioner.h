@@ -5,10 +5,23 @@
 /// 1. Backend support: every node goes to the first backend, in priority order, that
 ///    supports it and whose device could hold it alone. A node's stage is the largest
 ///    stage of its operands, plus one where the operand sits on another backend; the
-///    nodes of one (stage, backend) pair form a partition. Edges between partitions
-///    always go to a higher stage, so the partitions form a DAG.
-/// 2. Device memory: a partition whose estimated footprint exceeds its backend's device
-///    memory is cut, in topological order, into pieces that fit.
+///    nodes of one (stage, backend) pair form a group. Edges between groups always go to
+///    a higher stage, so the groups form a DAG.
+/// 2. Device memory and time: a group that fits one device of its backend stays whole.
+///    A group that does not is cut, along its topological order, into consecutive pieces
+///    that each fit one device: at most as many pieces as the backend has devices (shared
+///    among the groups that need cutting), chosen to minimise the slowest piece by the
+///    backend's cost model (Backend::estimateNodeSeconds, estimateTransferSeconds for its
+///    inputs and outputs), then, among the cuts whose slowest piece is within 5% of that
+///    best, to minimise the bytes crossing the cuts. When no such cut exists the error
+///    names the shortfall: the bytes needed against the bytes the devices hold, the
+///    fewest pieces that fit, and the largest node that cannot be cut.
+///
+/// A piece's memory (PartitionFootprint) is its weights, the placeholders it reads and
+/// writes (network inputs and outputs, values crossing partitions), and its activations
+/// at their planned peak: the most bytes live at once when its nodes run in order, each
+/// buffer rounded up to 64 bytes, a Reshape a view of its input (the memory scheduler's
+/// model, kiln/Memory/Scheduler.h). The devices' memory is the smallest of the backend's.
 ///
 /// Or the user fixes the partitions (PartitionConfig), which are then honoured exactly.
 ///
@@ -30,11 +43,22 @@
 
 namespace kiln {
 
-/// A backend the partitioner may use, and the memory of one of its devices (the
-/// smallest, when they differ).
+/// A backend the partitioner may use, the memory of one of its devices (the smallest,
+/// when they differ) and how many devices it has.
 struct PartitionerBackend {
   const Backend *backend = nullptr;
   uint64_t deviceMemory = 0;
+  /// The most pieces the groups of this backend are cut into, all together; 0: as many
+  /// as it takes (the fewest that fit, then balanced).
+  unsigned numDevices = 0;
+};
+
+/// What a partition needs on its device (see the file comment).
+struct PartitionFootprint {
+  uint64_t weightBytes = 0;     ///< Constants it reads.
+  uint64_t ioBytes = 0;         ///< Placeholders it reads or writes.
+  uint64_t activationBytes = 0; ///< Activations at their planned peak.
+  uint64_t total() const { return weightBytes + ioBytes + activationBytes; }
 };
 
 /// One partition of a plan.
@@ -43,11 +67,19 @@ struct Partition {
   std::string backendName; ///< The backend that compiles and runs it.
   Function *function = nullptr;
   size_t numNodes = 0;                     ///< Nodes of the original function it holds.
-  uint64_t memoryBytes = 0;                ///< Estimated device footprint (estimateMemory).
+  uint64_t memoryBytes = 0;                ///< footprint.total(): what its device is charged.
+  PartitionFootprint footprint;
+  /// Its backend's estimate of one run: its nodes plus moving its inputs and outputs.
+  double costSeconds = 0;
   std::vector<unsigned> parents, children; ///< Indices of partitions in the plan.
+  /// Bytes it reads from each parent per run (parallel to parents).
+  std::vector<uint64_t> parentBytes;
   std::vector<Placeholder *> inputs;  ///< Placeholders it reads (network inputs, intermediates).
   std::vector<Placeholder *> outputs; ///< Placeholders it writes.
   std::vector<std::string> devices;   ///< Where it is loaded (filled by the Provisioner).
+  /// The device load the partitioner planned it in: partitions of one backend with the
+  /// same number fit one device together and are loaded together (-1: any device).
+  int device = -1;
 };
 
 /// The DAG of partitions of one network.
@@ -85,15 +117,20 @@ private:
 
 /// Partitions \p f as network \p networkName over \p backends (priority order), or as
 /// \p user says when given. Errors: nodes no backend supports (naming them), a node or
-/// user partition too large for its backend's device (OutOfMemory, with the sizes), a
-/// user partition with a cycle or an unmapped node (InvalidArgument).
+/// user partition too large for its backend's device, or a function too large for a
+/// backend's devices all together (OutOfMemory, with the sizes), a user partition with a
+/// cycle or an unmapped node (InvalidArgument).
 Expected<PartitionPlan> partitionFunction(Function *f, const std::string &networkName,
                                           const std::vector<PartitionerBackend> &backends,
                                           const PartitionConfig *user = nullptr);
 
-/// Estimated device bytes of \p f: its constants, the placeholders it reads or writes,
-/// and every activation it allocates, with no reuse (an upper bound of what the memory
-/// planner would need). Reshapes are views and cost nothing.
+/// What \p f needs on a device as one partition, its nodes in topological order (the
+/// rule partitions are sized by; see the file comment).
+Expected<PartitionFootprint> estimateFootprint(Function &f);
+
+/// Device bytes of \p f with no buffer reuse: its constants, the placeholders it reads
+/// or writes, and every activation it allocates (an upper bound of estimateFootprint).
+/// Reshapes are views and cost nothing.
 uint64_t estimateMemory(const Function &f);
 
 } // namespace kiln

@@ -1,6 +1,7 @@
 /// \file
 /// The Provisioner compiles each partition of a plan for its backend and loads it on
-/// devices of that backend, the device with the most free memory first.
+/// devices of that backend, the device with the most free memory first; partitions the
+/// partitioner planned as one device load (Partition::device) go on one device.
 #ifndef KILN_RUNTIME_PROVISIONER_H
 #define KILN_RUNTIME_PROVISIONER_H
 
