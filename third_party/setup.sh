@@ -8,6 +8,7 @@ PACKAGES=(
   llvm-14-dev clang-14 libclang-rt-14-dev   # CPU backend: ORC JIT, bitcode kernels, sanitizers
   libgoogle-glog-dev libeigen3-dev libpng-dev libgtest-dev libbenchmark-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata   # ONNX import + conformance
+  cmake pkg-config                # test/install: an installed Kiln used from CMake and pkg-config
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
