@@ -11,8 +11,8 @@
 #
 # libkiln.so needs Debian's shared libraries it was built against at run time (libLLVM-14,
 # glog, protobuf, onnx_proto). Programs compile as C++17. A PREFIX outside the loader's
-# search path (not /usr/local or /usr) needs -Wl,-rpath,PREFIX/lib or LD_LIBRARY_PATH; CMake
-# sets the build tree's rpath by itself. A relative PREFIX is taken from the directory
+# search path (not /usr/local or /usr, where this runs ldconfig when run as root) needs
+# -Wl,-rpath,PREFIX/lib or LD_LIBRARY_PATH; CMake sets the build tree's rpath by itself. A relative PREFIX is taken from the directory
 # `bazel run` was started in. Re-running over an existing installation replaces its files.
 set -euo pipefail
 
@@ -83,6 +83,11 @@ subst() {
 subst "$root/packaging/kiln.pc.in" "$prefix/lib/pkgconfig/kiln.pc"
 subst "$root/packaging/kilnConfig.cmake.in" "$prefix/lib/cmake/kiln/kilnConfig.cmake"
 subst "$root/packaging/kilnConfigVersion.cmake.in" "$prefix/lib/cmake/kiln/kilnConfigVersion.cmake"
+
+# The loader finds libraries in /usr/local/lib through its cache.
+if [[ ("$prefix" == /usr/local || "$prefix" == /usr) && $(id -u) -eq 0 ]] && command -v ldconfig >/dev/null; then
+  ldconfig
+fi
 
 echo "Kiln $KILN_VERSION installed in $prefix:"
 echo "  $prefix/lib/libkiln.so"
