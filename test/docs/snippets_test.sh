@@ -19,6 +19,9 @@
 set -uo pipefail
 
 src="$TEST_SRCDIR/kiln"
+# --sanitize=LIST: libkiln.so was built with -fsanitize=LIST (bazel test --config=asan).
+san=()
+[[ "${1:-}" == --sanitize=* ]] && san=(-fsanitize="${1#--sanitize=}")
 source "$src/test/shell/junit.sh"
 tmp=$junit_tmp
 prefix="$tmp/prefix"
@@ -28,7 +31,7 @@ cd "$src" || exit 1
 
 compile_and_run() {
   local n=$1 kind=$2 run=$3 cpp="$work/snippet-$1.cpp"
-  local flags=(-std=c++17 -Wall -Werror -I"$prefix/include")
+  local flags=(-std=c++17 -Wall -Werror "${san[@]}" -I"$prefix/include")
   local libs=(-L"$prefix/lib" -lkiln -Wl,-rpath,"$prefix/lib")
   [[ "$kind" == fragment ]] && flags+=(-Wno-unused-variable -Wno-unused-but-set-variable)
   if [[ "$kind" == tu ]] && ! grep -Eq '(^|[^[:alnum:]_])main[[:space:]]*\(' "$cpp"; then

@@ -9,6 +9,9 @@
 set -uo pipefail
 
 src="$TEST_SRCDIR/kiln"
+# --sanitize=LIST: libkiln.so was built with -fsanitize=LIST (bazel test --config=asan).
+san=()
+[[ "${1:-}" == --sanitize=* ]] && san=(-fsanitize="${1#--sanitize=}")
 source "$src/test/shell/junit.sh"
 tmp=$junit_tmp
 prefix="$tmp/prefix"
@@ -42,7 +45,7 @@ with_pkg_config() {
   local libdir
   libdir=$(pkg-config --variable=libdir kiln)
   mkdir -p "$tmp/pc" &&
-    g++ -std=c++17 -Wall -Werror -o "$tmp/pc/consumer" "$src/test/install/consumer.cpp" \
+    g++ -std=c++17 -Wall -Werror "${san[@]}" -o "$tmp/pc/consumer" "$src/test/install/consumer.cpp" \
       $(pkg-config --cflags --libs kiln) -Wl,-rpath,"$libdir" &&
     env -u LD_LIBRARY_PATH "$tmp/pc/consumer" Interpreter CPU
 }
@@ -52,7 +55,8 @@ with_cmake() {
   need cmake g++ || return 1
   mkdir -p "$proj" "$build" &&
     cp "$src/test/install/CMakeLists.txt" "$src/test/install/consumer.cpp" "$proj/" &&
-    cmake -S "$proj" -B "$build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release &&
+    cmake -S "$proj" -B "$build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_CXX_FLAGS="${san[*]}" &&
     cmake --build "$build" &&
     env -u LD_LIBRARY_PATH "$build/consumer" Interpreter CPU
 }
