@@ -1,7 +1,7 @@
 // LeNet-5 built with Kiln's C++ API (random weights, a seeded random 28x28 image), run on
 // a backend of your choice; prints the ten class probabilities and the time per run.
 //
-//   bazel run //examples:lenet [-- Interpreter|CPU]
+//   bazel run //examples:lenet [-- Interpreter|CPU|Sim]   (it links //:kiln: every backend)
 
 #include "kiln/kiln.h"
 

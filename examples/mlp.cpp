@@ -2,7 +2,7 @@
 // Its weights are set by hand so that it computes XOR of two inputs: the hidden layer
 // computes OR and AND, the output OR AND NOT AND. All four input pairs run as one batch.
 //
-//   bazel run //examples:mlp [-- Interpreter|CPU]
+//   bazel run //examples:mlp [-- Interpreter|CPU|Sim]   (it links //:kiln: every backend)
 
 #include "kiln/kiln.h"
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds and runs every test, then prints one closing line "N passed, N failed, N skipped"
 # counted from the gtest XML reports (a test target that failed to build or crashed before
-# writing its report counts as one failure). Extra arguments go to `bazel test`.
+# writing its report counts as one failure), plus the checks that cannot be Bazel tests
+# (one test each; see "Checks outside bazel test" below). Extra arguments go to
+# `bazel test`. KILN_TEST_EXTERNAL=0 skips the external workspace (counted as skipped).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # Explicit roots rather than //...: Bazel 4 would also walk its own bazel-<dir> symlink.
@@ -41,6 +43,57 @@ for target in $(bazel query "$query" 2>/dev/null); do
   skipped=$((skipped + skips))
   passed=$((passed + cases - failcases - skips))
 done
+
+# ---- Checks outside `bazel test` (a Bazel build cannot run inside a Bazel test).
+# examples/external: a workspace of its own that uses Kiln as @kiln (local_repository and
+# kiln_dependencies()), built with its own Bazel server (it exits after 5 idle minutes)
+# and output base; Kiln's shared disk cache makes a rebuild after an unrelated change
+# cheap. hello runs on the Interpreter and the CPU (outputs checked by hand-computed
+# values inside it); hello_interpreter links @kiln//:kiln_interpreter, so CPU must be an
+# unknown backend there.
+external_workspace() {
+  local log
+  log=$(mktemp)
+  (
+    cd examples/external &&
+      bazel --max_idle_secs=300 build --disk_cache="$HOME/.cache/kiln-bazel" --symlink_prefix=/ \
+        //:hello //:hello_interpreter >"$log" 2>&1 &&
+      bin=$(bazel --max_idle_secs=300 info bazel-bin 2>>"$log") &&
+      "$bin/hello" Interpreter CPU &&
+      "$bin/hello_interpreter" Interpreter &&
+      if "$bin/hello_interpreter" CPU >"$log.cpu" 2>&1; then
+        echo "hello_interpreter ran on CPU, which it does not link"
+        false
+      else
+        grep -q "no backend named 'CPU'" "$log.cpu" || { cat "$log.cpu"; false; }
+      fi
+  )
+  local rc=$?
+  ((rc == 0)) || tail -n 40 "$log"
+  rm -f "$log" "$log.cpu"
+  return $rc
+}
+
+outside() {
+  local name=$1 t0=$SECONDS
+  shift
+  echo "=== $name"
+  if "$@"; then
+    echo "--- $name: ok ($((SECONDS - t0)) s)"
+    passed=$((passed + 1))
+  else
+    echo "--- $name: FAILED ($((SECONDS - t0)) s)"
+    failed=$((failed + 1))
+  fi
+}
+
+if [[ "${KILN_TEST_EXTERNAL:-1}" == 0 ]]; then
+  echo "=== external_workspace: skipped (KILN_TEST_EXTERNAL=0)"
+  skipped=$((skipped + 1))
+else
+  outside external_workspace external_workspace
+fi
+
 echo "$passed passed, $failed failed, $skipped skipped"
 if [[ $rc -ne 0 || $failed -ne 0 ]]; then
   exit 1

@@ -9,6 +9,7 @@ PACKAGES=(
   libgoogle-glog-dev libeigen3-dev libpng-dev libgtest-dev libbenchmark-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata   # ONNX import + conformance
   doxygen                         # the API reference (//docs:api_reference)
+  cmake pkg-config                # test/install: an installed Kiln used from CMake and pkg-config
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
