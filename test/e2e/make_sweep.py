@@ -11,7 +11,13 @@ networks. Each family the issues name is covered: segmentation with bilinear ups
 embeddings, squeeze-and-excitation with hard-swish / SiLU, grouped convolutions, dense
 concatenation, channels-last LayerNorm with GELU (ConvNeXt), window attention (Swin).
 
+With --reference float64 the expected outputs are recomputed by the same PyTorch model in
+float64 (the network rebuilt from the same seeds, checked to reproduce the float32 export
+bit for bit first), so that a model is judged against the exact value rather than against
+PyTorch's own float32 rounding; --refs-only does just that for an existing folder.
+
 Usage: /usr/bin/python3 test/e2e/make_sweep.py --out /tmp/kiln-sweep [--only a,b] [--skip c]
+                                               [--reference float32|float64] [--refs-only]
 """
 import argparse
 import contextlib
@@ -169,6 +175,63 @@ SWEEP = [
 ]
 
 
+def rebuild(name, ctor, shape, idx, args):
+    """The network and input export_one / the token path made for SWEEP entry idx."""
+    import numpy as np
+    torch.manual_seed(args.seed + idx)
+    if isinstance(shape[0], str):
+        _, vocab, ids_shape = shape
+        model = ctor().eval()
+        rng = np.random.default_rng(args.seed + idx)
+        return model, torch.from_numpy(rng.integers(0, vocab, size=ids_shape, dtype=np.int64))
+    model = ctor()
+    mm.randomize_and_calibrate_bn(model, shape, args.seed + 1000 + idx, calib=not args.no_bn_calib)
+    model.eval()
+    rng = np.random.default_rng(args.seed + idx)
+    return model, torch.from_numpy(rng.standard_normal(shape, dtype=np.float32))
+
+
+def first_output(y):
+    if isinstance(y, (tuple, list)):
+        y = y[0]
+    if hasattr(y, "logits"):
+        y = y.logits
+    return y
+
+
+def float64_reference(name, ctor, shape, idx, args):
+    """Rewrites OUT/name/test_data_set_0/output_0.pb with the float64 result."""
+    import numpy as np
+    from onnx import numpy_helper
+    ddir = os.path.join(args.out, name, "test_data_set_0")
+    ref = numpy_helper.to_array(_load_tensor(os.path.join(ddir, "output_0.pb")))
+    model, x = rebuild(name, ctor, shape, idx, args)
+    with torch.no_grad():
+        y32 = first_output(model(x)).numpy().astype(np.float32)
+    if y32.shape != ref.shape or not np.array_equal(y32, ref):
+        raise RuntimeError("the rebuilt network does not reproduce the exported reference "
+                           "(max diff %g)" % float(np.abs(y32.astype(np.float64) - ref).max()
+                                                   if y32.shape == ref.shape else -1))
+    model = model.double()
+    xd = x.double() if x.is_floating_point() else x
+    with torch.no_grad():
+        y64 = first_output(model(xd)).numpy()
+    out = numpy_helper.from_array(y64.astype(np.float32), _load_tensor(
+        os.path.join(ddir, "output_0.pb")).name)
+    with open(os.path.join(ddir, "output_0.pb"), "wb") as f:
+        f.write(out.SerializeToString())
+    rel = float(np.abs(y64 - ref).max() / max(np.abs(y64).max(), 1e-30))
+    print("   float64 reference: float32 PyTorch was off by %.3g of max|y|" % rel, flush=True)
+
+
+def _load_tensor(path):
+    import onnx
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return t
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=0)
@@ -176,6 +239,9 @@ def main():
     ap.add_argument("--opset", type=int, default=13)
     ap.add_argument("--only", default="")
     ap.add_argument("--skip", default="")
+    ap.add_argument("--reference", default="float32", choices=("float32", "float64"))
+    ap.add_argument("--refs-only", action="store_true",
+                    help="only recompute the references of an existing sweep (float64)")
     args = ap.parse_args()
     args.no_bn_calib = False
     torch.set_num_threads(1)
@@ -188,6 +254,9 @@ def main():
         if (only and name not in only) or name in skip:
             continue
         print("== %s" % name, flush=True)
+        if args.refs_only:
+            float64_reference(name, ctor, shape, idx, args)
+            continue
         if isinstance(shape[0], str):  # token ids: export by hand (make_models feeds floats)
             _, vocab, ids_shape = shape
             torch.manual_seed(args.seed + idx)
@@ -209,6 +278,8 @@ def main():
             with open(os.path.join(ddir, "output_0.pb"), "wb") as f:
                 f.write(numpy_helper.from_array(y, "output").SerializeToString())
             print("   ok", flush=True)
+            if args.reference == "float64":
+                float64_reference(name, ctor, shape, idx, args)
             continue
         try:
             with grad_enabled_export(name in GRAD_EXPORT):
@@ -217,6 +288,8 @@ def main():
             rec = {"status": "error", "error": str(e)[-500:]}
         print("   %s %s" % (rec.get("status"), {k: rec.get(k) for k in
               ("opset", "gflops", "num_nodes", "output_absmax", "error")}), flush=True)
+        if rec.get("status") == "ok" and args.reference == "float64":
+            float64_reference(name, ctor, shape, idx, args)
 
 
 if __name__ == "__main__":
