@@ -60,11 +60,65 @@ double panelFill(int64_t pixels, bool avx512) {
   return double(pixels) / double(ceilDiv(pixels, NR) * NR);
 }
 
+/// The weight layout of \p a's kernel.
+WeightPacking packingOf(ConvAlgorithm a) {
+  switch (a) {
+  case ConvAlgorithm::Depthwise:
+  case ConvAlgorithm::Strip:
+    return WeightPacking::None;
+  case ConvAlgorithm::WinogradRows2:
+    return WeightPacking::WinogradRows2x2;
+  case ConvAlgorithm::WinogradRows4:
+    return WeightPacking::WinogradRows4x4;
+  case ConvAlgorithm::Winograd:
+    return WeightPacking::Winograd4x4;
+  case ConvAlgorithm::Transposed:
+    return WeightPacking::GemmBTransposed;
+  case ConvAlgorithm::PackedGemm:
+    return WeightPacking::GemmA;
+  }
+  return WeightPacking::GemmA;
+}
+
+constexpr ConvAlgorithm kAllAlgorithms[] = {
+    ConvAlgorithm::Depthwise,  ConvAlgorithm::WinogradRows2, ConvAlgorithm::WinogradRows4,
+    ConvAlgorithm::Winograd,   ConvAlgorithm::Transposed,    ConvAlgorithm::Strip,
+    ConvAlgorithm::PackedGemm,
+};
+
 } // namespace
+
+bool convAlgorithmApplies(ConvAlgorithm a, const ConvShape &s) {
+  switch (a) {
+  case ConvAlgorithm::Depthwise:
+    return s.group > 1 && s.group == s.C && s.O == s.C && !s.residualAdd;
+  case ConvAlgorithm::WinogradRows2:
+  case ConvAlgorithm::WinogradRows4:
+  case ConvAlgorithm::Winograd:
+    return s.group == 1 && s.constantWeights && s.KH == 3 && s.KW == 3 && s.SH == 1 &&
+           s.SW == 1 && s.DH == 1 && s.DW == 1;
+  case ConvAlgorithm::Transposed:
+    return s.group == 1 && s.constantWeights;
+  case ConvAlgorithm::Strip:
+    return s.group == 1;
+  case ConvAlgorithm::PackedGemm:
+    return true;
+  }
+  return false;
+}
+
+std::optional<ConvAlgorithm> parseConvAlgorithmName(const std::string &name) {
+  for (ConvAlgorithm a : kAllAlgorithms)
+    if (name == convAlgorithmName(a))
+      return a;
+  return std::nullopt;
+}
 
 ConvPlan chooseConvAlgorithm(const ConvShape &s, Isa isa, unsigned threads,
                              const ConvAlgorithmSet &allowed) {
   const bool avx512 = isa == Isa::Avx512;
+  if (allowed.force && convAlgorithmApplies(*allowed.force, s))
+    return {*allowed.force, packingOf(*allowed.force)};
   // Depthwise: its own kernel, which has no residual operand.
   if (s.group > 1 && s.group == s.C && s.O == s.C && !s.residualAdd)
     return {ConvAlgorithm::Depthwise, WeightPacking::None};
@@ -72,7 +126,13 @@ ConvPlan chooseConvAlgorithm(const ConvShape &s, Isa isa, unsigned threads,
   // Winograd for 3x3 stride-1 layers with weights to transform at compile time.
   bool winograd3x3 = s.group == 1 && s.constantWeights && allowed.winograd && s.KH == 3 &&
                      s.KW == 3 && s.SH == 1 && s.SW == 1 && s.DH == 1 && s.DW == 1;
-  if (winograd3x3) {
+  // By default only F(2x2, 3x3), whose error stays within the budget of the README's
+  // "Accuracy" (F(4x4)'s is 6-10x a direct convolution's: 100-layer networks leave
+  // BENCH.md's tolerance), on the shapes where a Winograd kernel is the fastest.
+  if (winograd3x3 && !allowed.fastWinograd) {
+    if (winograd2Wins(s, threads) || winogradWins(s))
+      return {ConvAlgorithm::WinogradRows2, WeightPacking::WinogradRows2x2};
+  } else if (winograd3x3) {
     if (winograd2Wins(s, threads))
       return {ConvAlgorithm::WinogradRows2, WeightPacking::WinogradRows2x2};
     if (winogradWins(s)) {
