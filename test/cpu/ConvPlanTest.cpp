@@ -236,6 +236,13 @@ TEST(ConvPlan, ForcedAlgorithm) {
   EXPECT_EQ(name(forced(dw, ConvAlgorithm::PackedGemm).algorithm), "conv");
   EXPECT_EQ(name(forced(varW, ConvAlgorithm::Transposed).algorithm), "convS");
   EXPECT_EQ(name(forced(varW, ConvAlgorithm::WinogradRows2).algorithm), "convS");
+  // The strip up to K = 9904 (48 K + 64 floats in the 475456-float AVX-512 GEMM scratch:
+  // 384 x (1024 + 32) + 384 x (168 + 14) + 64): pointwise 28x28 with 9904 channels fits,
+  // 9905 not (the rules then take the packed GEMM: K > 1152, and 784 pixels fill 784/800
+  // of the panels); nor does the FCN head's 3x3 2048->512 28x28 (K = 18432).
+  EXPECT_EQ(name(forced(square(9904, 64, 28, 1), ConvAlgorithm::Strip).algorithm), "convS");
+  EXPECT_EQ(name(forced(square(9905, 64, 28, 1), ConvAlgorithm::Strip).algorithm), "conv");
+  EXPECT_EQ(name(forced(square(2048, 512, 28, 3), ConvAlgorithm::Strip).algorithm), "conv");
   // Names round-trip.
   for (ConvAlgorithm a : {ConvAlgorithm::Depthwise, ConvAlgorithm::WinogradRows2,
                           ConvAlgorithm::WinogradRows4, ConvAlgorithm::Winograd,

@@ -60,6 +60,16 @@ double panelFill(int64_t pixels, bool avx512) {
   return double(pixels) / double(ceilDiv(pixels, NR) * NR);
 }
 
+/// Whether the strip kernel's im2col block of one strip (K rows of kStripVectors vectors)
+/// fits the per-thread GEMM scratch it works in, on both instruction sets (K <= 9904;
+/// libjit.h).
+bool stripFitsScratch(int64_t K) {
+  return K * libjit::kStripVectors * libjit::GemmAvx512::VW + 64 <=
+             libjit::gemmScratchFloats<libjit::GemmAvx512>() &&
+         K * libjit::kStripVectors * libjit::GemmAvx2::VW + 64 <=
+             libjit::gemmScratchFloats<libjit::GemmAvx2>();
+}
+
 /// The weight layout of \p a's kernel.
 WeightPacking packingOf(ConvAlgorithm a) {
   switch (a) {
@@ -100,7 +110,7 @@ bool convAlgorithmApplies(ConvAlgorithm a, const ConvShape &s) {
   case ConvAlgorithm::Transposed:
     return s.group == 1 && s.constantWeights;
   case ConvAlgorithm::Strip:
-    return s.group == 1;
+    return s.group == 1 && stripFitsScratch(s.C * s.KH * s.KW);
   case ConvAlgorithm::PackedGemm:
     return true;
   }

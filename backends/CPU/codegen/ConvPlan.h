@@ -85,7 +85,8 @@ std::optional<ConvAlgorithm> parseConvAlgorithmName(const std::string &name);
 /// Whether \p a's kernel can compute \p s at all, fast or not: depthwise needs group =
 /// channels and no residual add; Winograd a 3x3 stride-1 undilated kernel, one group and
 /// constant weights; the transposed GEMM constant weights and one group; the strip one
-/// group; the packed GEMM takes everything.
+/// group and a reduction C KH KW <= 9904 (its block of one strip in the GEMM scratch); the
+/// packed GEMM takes everything.
 bool convAlgorithmApplies(ConvAlgorithm a, const ConvShape &s);
 
 } // namespace kiln::cpu
