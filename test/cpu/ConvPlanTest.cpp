@@ -98,7 +98,13 @@ TEST(ConvPlan, DocumentedRules) {
       // 512->512 7x7: 16 F(2x2) tiles, 4 F(4x4) tiles: no Winograd; K = 4608 is too much
       // for the strip; 49 pixels fill 49/64 of the GEMM panels: transposed.
       {"3x3/1 512->512 7x7", square(512, 512, 7, 3), Isa::Avx512, 1, ConvAlgorithm::Transposed,
-       WeightPacking::GemmBTransposed},
+       WeightPacking::GemmBTransposed, kFast},
+      // By default F(2x2) takes it: 16 tiles (16-31) and O C = 262144 >= 65536. Not with
+      // O C = 32768 (256->128): transposed again.
+      {"3x3/1 512->512 7x7 accurate", square(512, 512, 7, 3), Isa::Avx512, 1,
+       ConvAlgorithm::WinogradRows2, WeightPacking::WinogradRows2x2},
+      {"3x3/1 256->128 7x7 accurate", square(256, 128, 7, 3), Isa::Avx512, 1,
+       ConvAlgorithm::Transposed, WeightPacking::GemmBTransposed},
       // Fewer than 8 input channels: no Winograd; K = 27, 1024 pixels fill the panels.
       {"3x3/1 3->16 32x32", square(3, 16, 32, 3), Isa::Avx512, 1, ConvAlgorithm::Strip,
        WeightPacking::None},
@@ -126,12 +132,13 @@ TEST(ConvPlan, DocumentedRules) {
       {"3x3/2 256->256 28x28", square(256, 256, 28, 3, 2), Isa::Avx512, 2,
        ConvAlgorithm::Transposed, WeightPacking::GemmBTransposed},
       // Switched off: without Winograd 64->64 56x56 (K = 576) takes the strip; without the
-      // transposed GEMM 512->512 7x7 takes the packed GEMM; weights computed at run time
-      // take neither Winograd nor the transposed GEMM.
+      // transposed GEMM 512->512 7x7 takes the packed GEMM (with winograd=fast, which
+      // leaves it to the direct kernels); weights computed at run time take neither
+      // Winograd nor the transposed GEMM.
       {"no winograd", square(64, 64, 56, 3), Isa::Avx512, 1, ConvAlgorithm::Strip,
        WeightPacking::None, {false, true}},
       {"no transposed", square(512, 512, 7, 3), Isa::Avx512, 1, ConvAlgorithm::PackedGemm,
-       WeightPacking::GemmA, {true, false}},
+       WeightPacking::GemmA, {true, false, true}},
       {"weights at run time", varW, Isa::Avx512, 1, ConvAlgorithm::PackedGemm,
        WeightPacking::GemmA},
   };
@@ -145,12 +152,14 @@ TEST(ConvPlan, DocumentedRules) {
 
 // The transposed GEMM needs the transposed result (pixels x O floats) in an 8 MB scratch.
 TEST(ConvPlan, TransposedResultBoundedByScratch) {
-  // 7x7 pixels (49: 49/64 of the panels); K = 4608 rules out the strip.
+  // 7x7 pixels (49: 49/64 of the panels); K = 4608 rules out the strip; Winograd off (by
+  // default F(2x2) takes these layers).
+  const ConvAlgorithmSet noWinograd = {false, true};
   ConvShape fits = square(512, 512, 7, 3), tooBig = fits;
   fits.O = 42799;   // 49 x 42799 x 4 = 8388604 bytes <= 8 MB
   tooBig.O = 42800; // 8388800 bytes
-  EXPECT_EQ(name(chooseConvAlgorithm(fits, Isa::Avx512, 1).algorithm), "convT");
-  EXPECT_EQ(name(chooseConvAlgorithm(tooBig, Isa::Avx512, 1).algorithm), "conv");
+  EXPECT_EQ(name(chooseConvAlgorithm(fits, Isa::Avx512, 1, noWinograd).algorithm), "convT");
+  EXPECT_EQ(name(chooseConvAlgorithm(tooBig, Isa::Avx512, 1, noWinograd).algorithm), "conv");
 }
 
 // Winograd F(4x4) needs at least 8 output tiles and 8 input channels; by default F(2x2)
@@ -190,7 +199,10 @@ TEST(ConvPlan, DefaultWinogradIsF2x2Only) {
                             fast.algorithm == ConvAlgorithm::WinogradRows2;
             winogradShapes += fastWino;
             f4Shapes += fast.algorithm != ConvAlgorithm::WinogradRows2 && fastWino;
-            if (fastWino) {
+            // F(2x2) also on 16-31 F(2x2) tiles (7x7 to 10x10) with O C >= 65536.
+            int64_t tiles2 = ((H + 1) / 2) * ((H + 1) / 2);
+            bool small = C >= 8 && tiles2 >= 16 && tiles2 < 32 && O * C >= 65536;
+            if (fastWino || small) {
               EXPECT_EQ(name(accurate.algorithm), "conv_wino2");
               EXPECT_EQ(int(accurate.packing), int(WeightPacking::WinogradRows2x2));
             } else {
