@@ -84,8 +84,13 @@ std::vector<BackendParameter> getCPUBackendParameters() {
       {"fuse-elementwise", "0|1", "fuse chains of element-wise instructions into one loop"},
       {"optimize-ir", "0|1", "memory-aware order and the IR passes before codegen"},
       {"specialize-gemm", "0|1", "inline the GEMM/convolution drivers per call"},
-      {"winograd", "0|1", "Winograd 3x3 convolutions where they pay"},
+      {"winograd", "0|1|fast",
+       "Winograd 3x3 convolutions where they pay: 1 F(2x2) only (within the error budget), "
+       "fast also F(4x4) (faster, 6-10x the error per layer)"},
       {"transposed-conv", "0|1", "pixels-as-rows GEMM convolutions for small images"},
+      {"conv-algorithm", "NAME",
+       "compute every convolution it applies to with this kernel (conv_wino, conv_wino4r, "
+       "conv_wino2, convT, convS, conv, conv_dw)"},
       {"dump-llvm-ir", "PATH", "write the optimised LLVM IR (- is stderr)"},
       {"dump-asm", "PATH", "write the host assembly (- is stderr)"},
       {"keep-ir", "0|1", "keep the LLVM IR and assembly in the compiled function"},
@@ -126,9 +131,21 @@ Expected<CPUBackendOptions> parseCPUBackendOptions(const CompileOptions &opts,
     } else if (k == "specialize-gemm") {
       KILN_RETURN_IF_ERR(flag(o.specializeGemm));
     } else if (k == "winograd") {
-      KILN_RETURN_IF_ERR(flag(o.winograd));
+      // 0: none; 1: F(2x2, 3x3) only (within the error budget); fast: F(4x4, 3x3) too.
+      bool on = v == "1" || v == "true" || v == "on";
+      o.fastWinograd = v == "fast";
+      if (!on && !o.fastWinograd && v != "0" && v != "false" && v != "off")
+        return makeError(ErrorCode::InvalidArgument, "backend option 'winograd': bad value '", v,
+                         "' (expected 0, 1 or fast)");
+      o.winograd = on || o.fastWinograd;
     } else if (k == "transposed-conv") {
       KILN_RETURN_IF_ERR(flag(o.transposedConv));
+    } else if (k == "conv-algorithm") {
+      o.forceConv = parseConvAlgorithmName(v);
+      if (!o.forceConv)
+        return makeError(ErrorCode::InvalidArgument, "backend option 'conv-algorithm': bad value '",
+                         v, "' (expected conv_wino, conv_wino4r, conv_wino2, convT, convS, conv "
+                            "or conv_dw)");
     } else if (k == "keep-ir") {
       KILN_RETURN_IF_ERR(flag(o.keepIR));
       o.keepAsm = o.keepIR;
@@ -199,7 +216,9 @@ CPUBackend::generateCode(Function *f, PlannedIR &P, const CompileOptions &opts) 
   co.fuseElementwise = o.fuseElementwise;
   co.specializeGemm = o.specializeGemm;
   co.winograd = o.winograd;
+  co.fastWinograd = o.fastWinograd;
   co.transposedConv = o.transposedConv;
+  co.forceConv = o.forceConv;
   co.profile = o.profile;
   Expected<std::unique_ptr<Program>> prog = generateProgram(F, P.plan, co);
   if (!prog)

@@ -6,6 +6,7 @@
 #ifndef KILN_BACKENDS_CPU_CPUBACKEND_H
 #define KILN_BACKENDS_CPU_CPUBACKEND_H
 
+#include "backends/CPU/codegen/ConvPlan.h"
 #include "kiln/Backend/Backend.h"
 
 #include <memory>
@@ -48,6 +49,11 @@ struct CPUBackendOptions {
   /// Winograd and transposed-GEMM convolutions where they pay (see CodegenOptions).
   bool winograd = true;
   bool transposedConv = true;
+  /// Winograd F(4x4, 3x3) where it is fastest (backend option winograd=fast): faster, but
+  /// 6-10x the error of the other kernels per layer (CodegenOptions::fastWinograd).
+  bool fastWinograd = false;
+  /// Compute every convolution it applies to with this algorithm (CodegenOptions::forceConv).
+  std::optional<ConvAlgorithm> forceConv;
   /// Write the optimised LLVM IR / the host assembly of each compiled function to this
   /// file ("-": stderr; empty: no dump). The first dump to a path in a process truncates
   /// it, later ones append.

@@ -94,6 +94,11 @@ TEST(BackendOptions, CPUParametersThroughExecutionEngine) {
     EXPECT_LE(t.minMs, t.meanMs + 1e-9) << t.name;
     EXPECT_FALSE(t.name.empty());
   }
+  // winograd=fast and a forced convolution algorithm compile and compute the same.
+  ASSERT_FALSE(bool(ee.compile(withItems({"winograd=fast", "conv-algorithm=conv"}))));
+  ASSERT_FALSE(bool(ee.run(b)));
+  EXPECT_FLOAT_EQ(out.at({0, 0}), 5.5f);
+  EXPECT_FLOAT_EQ(out.at({1, 1}), 0.5f);
   // Without profile=1 there is no profile.
   ASSERT_FALSE(bool(ee.compile()));
   ASSERT_FALSE(bool(ee.run(b)));
@@ -106,6 +111,8 @@ TEST(BackendOptions, UnknownOrBadParametersFailTheCompile) {
   };
   for (Case c : {Case{"CPU", "colour=blue", "'colour'", "spin-us=N"},
                  Case{"CPU", "winograd=maybe", "'winograd'", "maybe"},
+                 Case{"CPU", "winograd=faster", "'winograd'", "fast"},
+                 Case{"CPU", "conv-algorithm=winograd", "'conv-algorithm'", "conv_wino2"},
                  Case{"CPU", "vector-width=100", "'vector-width'", "100"},
                  Case{"Interpreter", "spin-us=1", "'spin-us'", "threads=N"}}) {
     SCOPED_TRACE(std::string(c.backend) + " " + c.item);

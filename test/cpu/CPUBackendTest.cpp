@@ -447,10 +447,11 @@ std::vector<std::vector<float>> runWithCodegen(Net &net, const cpu::CodegenOptio
   return executeOn(net, fn);
 }
 
-// 3x3 stride-1 convolutions with Winograd on and off against the Interpreter: ragged
-// image sizes, asymmetric pads, batch 2 (48 and 60 tiles: both panel widths of the
-// AVX-512 kernel), bias with a fused residual add and Relu, a Clip, and a chain (one
-// Winograd convolution feeding another); 1 and 2 threads, AVX-512 and AVX2 kernels.
+// 3x3 stride-1 convolutions with Winograd off, F(2x2) only (the default) and fast (F(4x4)
+// too) against the Interpreter: ragged image sizes, asymmetric pads, batch 2 (48 and 60
+// tiles: both panel widths of the AVX-512 kernel), bias with a fused residual add and
+// Relu, a Clip, and a chain (one Winograd convolution feeding another); 1 and 2 threads,
+// AVX-512 and AVX2 kernels.
 TEST(CPUBackend, WinogradConvolutions) {
   auto build = [](Net &n) {
     n.F = n.mod.createFunction("main");
@@ -473,25 +474,35 @@ TEST(CPUBackend, WinogradConvolutions) {
   build(ref);
   ASSERT_FALSE(bool(ref.F->verify()));
   auto expected = runOn(ref, *interp, {});
-  for (bool wino : {true, false})
+  for (int mode : {0, 1, 2})
     for (unsigned threads : {1u, 2u})
       for (bool noAvx512 : {false, true}) {
-        SCOPED_TRACE(std::string(wino ? "winograd" : "gemm") + " threads " +
-                     std::to_string(threads) + (noAvx512 ? " avx2" : ""));
+        const bool wino = mode > 0;
+        SCOPED_TRACE(std::string(mode == 2 ? "winograd=fast" : wino ? "winograd" : "gemm") +
+                     " threads " + std::to_string(threads) + (noAvx512 ? " avx2" : ""));
         cpu::CodegenOptions co;
         co.threads = threads;
         co.winograd = wino;
+        co.fastWinograd = mode == 2;
         co.jit.disableAvx512 = noAvx512;
         Net net;
         build(net);
         std::vector<std::string> stages;
         auto got = runWithCodegen(net, co, stages);
         // Parallel stages hold one kernel each (serial ones merge their descriptions).
-        unsigned winoStages = 0;
-        for (const std::string &s : stages)
+        unsigned winoStages = 0, f4Stages = 0;
+        for (const std::string &s : stages) {
           winoStages += s.find("conv_wino") != std::string::npos;
+          f4Stages += s.find("conv_wino ") != std::string::npos ||
+                      s.find("conv_wino4r ") != std::string::npos;
+        }
         if (threads > 1) {
           EXPECT_EQ(winoStages, wino ? 4u : 0u);
+        }
+        if (mode != 2) {
+          EXPECT_EQ(f4Stages, 0u);
+        } else if (threads > 1) {
+          EXPECT_GT(f4Stages, 0u);
         }
         // Winograd's transforms cost a few ulps more than the direct sum.
         expectClose(got, expected, 2e-4f, 2e-4f);
@@ -504,7 +515,8 @@ TEST(CPUBackend, WinogradConvolutions) {
 /// counter of a kernel's stages (serial stages merge their kernels' descriptions, so every
 /// occurrence counts).
 template <class Build, class Check>
-void checkPlannedConvolutions(Build build, float relTol, Check checkStages) {
+void checkPlannedConvolutions(Build build, float relTol, Check checkStages,
+                              bool fastWinograd = false) {
   auto interp = exitOnError(createBackend("Interpreter"));
   Net ref;
   build(ref);
@@ -520,6 +532,7 @@ void checkPlannedConvolutions(Build build, float relTol, Check checkStages) {
       SCOPED_TRACE("threads " + std::to_string(threads) + (noAvx512 ? " avx2" : ""));
       cpu::CodegenOptions co;
       co.threads = threads;
+      co.fastWinograd = fastWinograd;
       co.jit.disableAvx512 = noAvx512;
       Net net;
       build(net);
@@ -550,26 +563,39 @@ void buildResidualThen3x3(Net &n, dim_t C, dim_t S, dim_t O2, std::vector<dim_t>
   n.saves = {n.F->createSave("r", r), n.F->createSave("b", b)};
 }
 
-// Winograd F(2x2, 3x3) (tiles as GEMM rows), which the planner takes for 14x14 layers with
-// large filters at 2 threads (F(4x4) at 1): a 256->256 layer with a fused residual add and
-// Relu feeding a 256->272 one (channels off the register tile, asymmetric pads). Sums of
-// 2304 terms reach |y| ~ 30: Winograd's error is a few ulps of the terms, so the bound
-// scales with the output (as in LibjitTest's Winograd cases).
+// Winograd F(2x2, 3x3) (tiles as GEMM rows), which the planner takes for every Winograd
+// layer by default, and with winograd=fast for 14x14 layers with large filters at 2
+// threads (F(4x4) at 1): a 256->256 layer with a fused residual add and Relu feeding a
+// 256->272 one (channels off the register tile, asymmetric pads). Sums of 2304 terms
+// reach |y| ~ 30: Winograd's error is a few ulps of the terms, so the bound scales with
+// the output (as in LibjitTest's Winograd cases).
 TEST(CPUBackend, WinogradF2x2Convolutions) {
   auto build = [](Net &n) { buildResidualThen3x3(n, 256, 14, 272, {1, 0, 2, 1}, 50); };
-  checkPlannedConvolutions(build, 2e-5f, [](unsigned threads, bool, auto count) {
-    EXPECT_EQ(count("conv_wino2 "), threads > 1 ? 2u : 0u);
-    EXPECT_EQ(count("conv_wino "), threads > 1 ? 0u : 2u);
+  checkPlannedConvolutions(build, 2e-5f, [](unsigned, bool, auto count) {
+    EXPECT_EQ(count("conv_wino2 "), 2u);
+    EXPECT_EQ(count("conv_wino "), 0u);
   });
+  checkPlannedConvolutions(
+      build, 2e-5f,
+      [](unsigned threads, bool, auto count) {
+        EXPECT_EQ(count("conv_wino2 "), threads > 1 ? 2u : 0u);
+        EXPECT_EQ(count("conv_wino "), threads > 1 ? 0u : 2u);
+      },
+      /*fastWinograd=*/true);
 }
 
-// Winograd F(4x4, 3x3) with the tiles as GEMM rows, which the planner takes where the
-// tiles pad the columns kernel's vectors badly: a 28x28 image (49 tiles), a residual add
-// and Relu, and a second layer on a 27x27 image with asymmetric pads.
+// Winograd F(4x4, 3x3) with the tiles as GEMM rows, which the planner takes with
+// winograd=fast where the tiles pad the columns kernel's vectors badly: a 28x28 image (49
+// tiles), a residual add and Relu, and a second layer on a 27x27 image with asymmetric
+// pads. By default the same layers take F(2x2).
 TEST(CPUBackend, WinogradTilesAsRows) {
   auto build = [](Net &n) { buildResidualThen3x3(n, 32, 28, 45, {0, 1, 1, 0}, 70); };
+  checkPlannedConvolutions(
+      build, 2e-5f, [](unsigned, bool, auto count) { EXPECT_EQ(count("conv_wino4r "), 2u); },
+      /*fastWinograd=*/true);
   checkPlannedConvolutions(build, 2e-5f, [](unsigned, bool, auto count) {
-    EXPECT_EQ(count("conv_wino4r "), 2u);
+    EXPECT_EQ(count("conv_wino4r "), 0u);
+    EXPECT_EQ(count("conv_wino2 "), 2u);
   });
 }
 

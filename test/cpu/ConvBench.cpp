@@ -1,8 +1,9 @@
 // Convolution benchmark of the CPU backend, one layer at a time: each 3x3 stride-1 layer
-// of ResNet-50, SqueezeNet 1.1 and VGG-19 (batch 1, bias + Relu fused) compiled with and
-// without Winograd (CodegenOptions::winograd), timed in alternating rounds. Prints the
-// kernel each build chose, min and median ms, and the ratio; the data behind the
-// Winograd selection rule in LLVMIRGen.cpp (planConv).
+// of ResNet-50, SqueezeNet 1.1 and VGG-19 (batch 1, bias + Relu fused) compiled without
+// Winograd (winograd=0), with the default F(2x2)-only Winograd (winograd=1) and with
+// F(4x4) allowed (winograd=fast), timed in alternating rounds. Prints the kernel each
+// build chose, min and median ms, and the ratios of the medians; the data behind the
+// Winograd selection rules in codegen/ConvPlan.cpp.
 //
 //   bazel run -c opt //test/cpu:conv_bench -- [--threads 1,2] [--rounds 5] [--iters 10]
 //       [--layers 64,64,56,56;...] [--no-avx512]
@@ -32,13 +33,14 @@ struct Built {
   std::string kernel;
 };
 
-Built build(Function *F, bool winograd, unsigned threads, bool noAvx512) {
+Built build(Function *F, int mode, unsigned threads, bool noAvx512) {
   exitOnError(prepareFunction(F, cpu::CPUBackend()), "prepare");
   auto ir = exitOnError(generateIR(F), "IRGen");
   auto plan = exitOnError(planMemory(*ir), "plan");
   cpu::CodegenOptions co;
   co.threads = threads;
-  co.winograd = winograd;
+  co.winograd = mode > 0;
+  co.fastWinograd = mode == 2;
   co.jit.disableAvx512 = noAvx512;
   co.jit.cacheDir = cpu::CPUBackendOptions::defaultKernelCacheDir();
   auto prog = exitOnError(cpu::generateProgram(*ir, plan, co), "codegen");
@@ -115,8 +117,9 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  std::printf("%-22s %3s  %-10s %8s %8s  %-10s %8s %8s  %6s\n", "layer C->O HxW", "thr",
-              "off kernel", "min ms", "med ms", "on kernel", "min ms", "med ms", "on/off");
+  std::printf("%-22s %3s  %-11s %7s %7s  %-11s %7s %7s  %-11s %7s %7s  %6s %6s\n",
+              "layer C->O HxW", "thr", "0: kernel", "min ms", "med ms", "1: kernel", "min ms",
+              "med ms", "fast: kernel", "min ms", "med ms", "1/0", "fast/1");
   for (const Layer &l : layers) {
     for (unsigned th : threads) {
       Module m;
@@ -130,32 +133,36 @@ int main(int argc, char **argv) {
       auto *b = m.createConstant("b", std::move(bt));
       auto *c = F->createConvolution("c", x, w, b, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
       F->createSave("y", F->createRelu("r", c));
-      Built off = build(F, false, th, noAvx512), on = build(F, true, th, noAvx512);
+      Built built[3] = {build(F, 0, th, noAvx512), build(F, 1, th, noAvx512),
+                        build(F, 2, th, noAvx512)};
       PlaceholderBindings bind;
       bind.allocate(m.getPlaceholders());
       bind.get(x)->randomize(-1, 1, rng);
       ExecutionContext ctx(&bind);
-      std::vector<double> tOff, tOn;
+      std::vector<double> t[3];
       for (int r = 0; r < rounds; r++) {
-        for (int v = 0; v < 2; v++) {
-          cpu::CPUFunction &f = v ? *on.fn : *off.fn;
+        for (int v = 0; v < 3; v++) {
+          cpu::CPUFunction &f = *built[v].fn;
           exitOnError(f.execute(ctx), "run"); // warm the caches for this variant
           for (int i = 0; i < iters; i++) {
             auto s = Clock::now();
             exitOnError(f.execute(ctx), "run");
-            (v ? tOn : tOff)
-                .push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
+            t[v].push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
           }
         }
       }
-      std::sort(tOff.begin(), tOff.end());
-      std::sort(tOn.begin(), tOn.end());
+      double med[3];
+      for (int v = 0; v < 3; v++) {
+        std::sort(t[v].begin(), t[v].end());
+        med[v] = t[v][t[v].size() / 2];
+      }
       char name[64];
       std::snprintf(name, sizeof name, "%lu->%lu %lux%lu", (unsigned long)l.C, (unsigned long)l.O,
                     (unsigned long)l.H, (unsigned long)l.W);
-      std::printf("%-22s %3u  %-10s %8.3f %8.3f  %-10s %8.3f %8.3f  %6.2f\n", name, th,
-                  off.kernel.c_str(), tOff.front(), tOff[tOff.size() / 2], on.kernel.c_str(),
-                  tOn.front(), tOn[tOn.size() / 2], tOn[tOn.size() / 2] / tOff[tOff.size() / 2]);
+      std::printf("%-22s %3u", name, th);
+      for (int v = 0; v < 3; v++)
+        std::printf("  %-11s %7.3f %7.3f", built[v].kernel.c_str(), t[v].front(), med[v]);
+      std::printf("  %6.2f %6.2f\n", med[1] / med[0], med[2] / med[1]);
       std::fflush(stdout);
     }
   }

@@ -34,6 +34,9 @@ struct Case {
 
 std::string name(ConvAlgorithm a) { return convAlgorithmName(a); }
 
+/// winograd=fast: Winograd F(4x4, 3x3) allowed.
+const ConvAlgorithmSet kFast = {true, true, true};
+
 TEST(ConvPlan, DocumentedRules) {
   ConvShape dwAdd = square(32, 32, 56, 3, 1, 32);
   dwAdd.residualAdd = true;
@@ -55,32 +58,53 @@ TEST(ConvPlan, DocumentedRules) {
       // 3x3/1 64->64 56x56: 784 F(2x2) tiles (> 100), 196 F(4x4) tiles, 196/208 = 0.94 of
       // the column vectors: rows on AVX-512 (< 0.95, >= 3 x 14 tiles), columns on AVX2
       // (not < 0.9).
+      // (winograd=fast: F(4x4) allowed.)
       {"3x3/1 64->64 56x56", square(64, 64, 56, 3), Isa::Avx512, 1,
-       ConvAlgorithm::WinogradRows4, WeightPacking::WinogradRows4x4},
+       ConvAlgorithm::WinogradRows4, WeightPacking::WinogradRows4x4, kFast},
       {"3x3/1 64->64 56x56 AVX2", square(64, 64, 56, 3), Isa::Avx2, 1, ConvAlgorithm::Winograd,
-       WeightPacking::Winograd4x4},
+       WeightPacking::Winograd4x4, kFast},
       // 3x3/1 128->128 28x28: 49 F(4x4) tiles fill 49/64 of the vectors: rows on both.
       {"3x3/1 128->128 28x28", square(128, 128, 28, 3), Isa::Avx512, 1,
-       ConvAlgorithm::WinogradRows4, WeightPacking::WinogradRows4x4},
+       ConvAlgorithm::WinogradRows4, WeightPacking::WinogradRows4x4, kFast},
       {"3x3/1 128->128 28x28 AVX2", square(128, 128, 28, 3), Isa::Avx2, 2,
-       ConvAlgorithm::WinogradRows4, WeightPacking::WinogradRows4x4},
+       ConvAlgorithm::WinogradRows4, WeightPacking::WinogradRows4x4, kFast},
       // 224x224: 3136 tiles fill the vectors exactly: columns.
       {"3x3/1 64->64 224x224", square(64, 64, 224, 3), Isa::Avx512, 1, ConvAlgorithm::Winograd,
-       WeightPacking::Winograd4x4},
+       WeightPacking::Winograd4x4, kFast},
       // 3x3/1 256->256 14x14: 49 F(2x2) tiles, O C = 65536: F(2x2) rows at 2 threads; at 1
       // thread F(4x4) applies (16 tiles, 65536 <= 8192 x 16) and stays, as columns (16
       // tiles are fewer than 3 row tiles).
       {"3x3/1 256->256 14x14 2 threads", square(256, 256, 14, 3), Isa::Avx512, 2,
-       ConvAlgorithm::WinogradRows2, WeightPacking::WinogradRows2x2},
+       ConvAlgorithm::WinogradRows2, WeightPacking::WinogradRows2x2, kFast},
       {"3x3/1 256->256 14x14 1 thread", square(256, 256, 14, 3), Isa::Avx512, 1,
-       ConvAlgorithm::Winograd, WeightPacking::Winograd4x4},
+       ConvAlgorithm::Winograd, WeightPacking::Winograd4x4, kFast},
       // 512->512 14x14: F(4x4) is out (262144 > 8192 x 16), so F(2x2) at 1 thread too.
       {"3x3/1 512->512 14x14 1 thread", square(512, 512, 14, 3), Isa::Avx512, 1,
+       ConvAlgorithm::WinogradRows2, WeightPacking::WinogradRows2x2, kFast},
+      // By default (winograd=1) every one of the Winograd cases above is F(2x2), the
+      // only Winograd kernel within the error budget (README, "Accuracy").
+      {"3x3/1 64->64 56x56 accurate", square(64, 64, 56, 3), Isa::Avx512, 1,
+       ConvAlgorithm::WinogradRows2, WeightPacking::WinogradRows2x2},
+      {"3x3/1 64->64 56x56 AVX2 accurate", square(64, 64, 56, 3), Isa::Avx2, 1,
+       ConvAlgorithm::WinogradRows2, WeightPacking::WinogradRows2x2},
+      {"3x3/1 128->128 28x28 accurate", square(128, 128, 28, 3), Isa::Avx512, 2,
+       ConvAlgorithm::WinogradRows2, WeightPacking::WinogradRows2x2},
+      {"3x3/1 64->64 224x224 accurate", square(64, 64, 224, 3), Isa::Avx512, 1,
+       ConvAlgorithm::WinogradRows2, WeightPacking::WinogradRows2x2},
+      {"3x3/1 256->256 14x14 1 thread accurate", square(256, 256, 14, 3), Isa::Avx512, 1,
+       ConvAlgorithm::WinogradRows2, WeightPacking::WinogradRows2x2},
+      {"3x3/1 512->512 14x14 1 thread accurate", square(512, 512, 14, 3), Isa::Avx512, 1,
        ConvAlgorithm::WinogradRows2, WeightPacking::WinogradRows2x2},
       // 512->512 7x7: 16 F(2x2) tiles, 4 F(4x4) tiles: no Winograd; K = 4608 is too much
       // for the strip; 49 pixels fill 49/64 of the GEMM panels: transposed.
       {"3x3/1 512->512 7x7", square(512, 512, 7, 3), Isa::Avx512, 1, ConvAlgorithm::Transposed,
-       WeightPacking::GemmBTransposed},
+       WeightPacking::GemmBTransposed, kFast},
+      // By default F(2x2) takes it: 16 tiles (16-31) and O C = 262144 >= 65536. Not with
+      // O C = 32768 (256->128): transposed again.
+      {"3x3/1 512->512 7x7 accurate", square(512, 512, 7, 3), Isa::Avx512, 1,
+       ConvAlgorithm::WinogradRows2, WeightPacking::WinogradRows2x2},
+      {"3x3/1 256->128 7x7 accurate", square(256, 128, 7, 3), Isa::Avx512, 1,
+       ConvAlgorithm::Transposed, WeightPacking::GemmBTransposed},
       // Fewer than 8 input channels: no Winograd; K = 27, 1024 pixels fill the panels.
       {"3x3/1 3->16 32x32", square(3, 16, 32, 3), Isa::Avx512, 1, ConvAlgorithm::Strip,
        WeightPacking::None},
@@ -108,12 +132,13 @@ TEST(ConvPlan, DocumentedRules) {
       {"3x3/2 256->256 28x28", square(256, 256, 28, 3, 2), Isa::Avx512, 2,
        ConvAlgorithm::Transposed, WeightPacking::GemmBTransposed},
       // Switched off: without Winograd 64->64 56x56 (K = 576) takes the strip; without the
-      // transposed GEMM 512->512 7x7 takes the packed GEMM; weights computed at run time
-      // take neither Winograd nor the transposed GEMM.
+      // transposed GEMM 512->512 7x7 takes the packed GEMM (with winograd=fast, which
+      // leaves it to the direct kernels); weights computed at run time take neither
+      // Winograd nor the transposed GEMM.
       {"no winograd", square(64, 64, 56, 3), Isa::Avx512, 1, ConvAlgorithm::Strip,
        WeightPacking::None, {false, true}},
       {"no transposed", square(512, 512, 7, 3), Isa::Avx512, 1, ConvAlgorithm::PackedGemm,
-       WeightPacking::GemmA, {true, false}},
+       WeightPacking::GemmA, {true, false, true}},
       {"weights at run time", varW, Isa::Avx512, 1, ConvAlgorithm::PackedGemm,
        WeightPacking::GemmA},
   };
@@ -127,25 +152,116 @@ TEST(ConvPlan, DocumentedRules) {
 
 // The transposed GEMM needs the transposed result (pixels x O floats) in an 8 MB scratch.
 TEST(ConvPlan, TransposedResultBoundedByScratch) {
-  // 7x7 pixels (49: 49/64 of the panels); K = 4608 rules out the strip.
+  // 7x7 pixels (49: 49/64 of the panels); K = 4608 rules out the strip; Winograd off (by
+  // default F(2x2) takes these layers).
+  const ConvAlgorithmSet noWinograd = {false, true};
   ConvShape fits = square(512, 512, 7, 3), tooBig = fits;
   fits.O = 42799;   // 49 x 42799 x 4 = 8388604 bytes <= 8 MB
   tooBig.O = 42800; // 8388800 bytes
-  EXPECT_EQ(name(chooseConvAlgorithm(fits, Isa::Avx512, 1).algorithm), "convT");
-  EXPECT_EQ(name(chooseConvAlgorithm(tooBig, Isa::Avx512, 1).algorithm), "conv");
+  EXPECT_EQ(name(chooseConvAlgorithm(fits, Isa::Avx512, 1, noWinograd).algorithm), "convT");
+  EXPECT_EQ(name(chooseConvAlgorithm(tooBig, Isa::Avx512, 1, noWinograd).algorithm), "conv");
 }
 
-// Winograd F(4x4) needs at least 8 output tiles and 8 input channels.
+// Winograd F(4x4) needs at least 8 output tiles and 8 input channels; by default F(2x2)
+// takes exactly those shapes.
 TEST(ConvPlan, WinogradThresholds) {
   // 10x10 -> 3 x 3 = 9 tiles; 8x8 -> 2 x 2 = 4 tiles (F(2x2): 16 and 25 tiles, < 32).
-  EXPECT_EQ(name(chooseConvAlgorithm(square(64, 64, 10, 3), Isa::Avx512, 1).algorithm),
-            "conv_wino");
-  EXPECT_NE(name(chooseConvAlgorithm(square(64, 64, 8, 3), Isa::Avx512, 1).algorithm),
-            "conv_wino");
-  EXPECT_EQ(name(chooseConvAlgorithm(square(8, 64, 10, 3), Isa::Avx512, 1).algorithm),
-            "conv_wino");
-  EXPECT_NE(name(chooseConvAlgorithm(square(7, 64, 10, 3), Isa::Avx512, 1).algorithm),
-            "conv_wino");
+  for (bool fast : {true, false}) {
+    SCOPED_TRACE(fast ? "fast" : "accurate");
+    ConvAlgorithmSet allowed;
+    allowed.fastWinograd = fast;
+    const std::string wino = fast ? "conv_wino" : "conv_wino2";
+    auto at = [&](ConvShape s) { return name(chooseConvAlgorithm(s, Isa::Avx512, 1, allowed).algorithm); };
+    EXPECT_EQ(at(square(64, 64, 10, 3)), wino);
+    EXPECT_EQ(at(square(64, 64, 8, 3)).rfind("conv_wino", 0), std::string::npos);
+    EXPECT_EQ(at(square(8, 64, 10, 3)), wino);
+    EXPECT_EQ(at(square(7, 64, 10, 3)).rfind("conv_wino", 0), std::string::npos);
+  }
+}
+
+// The error budget's rule (README, "Accuracy"): by default no F(4x4, 3x3) kernel, ever, and
+// F(2x2) exactly where winograd=fast would take a Winograd kernel; winograd=0 none.
+TEST(ConvPlan, DefaultWinogradIsF2x2Only) {
+  int winogradShapes = 0, f4Shapes = 0;
+  for (int64_t C : {3, 8, 16, 64, 128, 256, 512, 1024})
+    for (int64_t O : {16, 64, 256, 512, 2048})
+      for (int64_t H : {6, 7, 10, 13, 14, 27, 28, 55, 56, 112, 224})
+        for (Isa isa : {Isa::Avx512, Isa::Avx2})
+          for (unsigned threads : {1u, 2u, 4u}) {
+            ConvShape s = square(C, O, H, 3);
+            SCOPED_TRACE(std::to_string(C) + "->" + std::to_string(O) + " " + std::to_string(H) +
+                         " threads " + std::to_string(threads));
+            ConvPlan fast = chooseConvAlgorithm(s, isa, threads, kFast);
+            ConvPlan accurate = chooseConvAlgorithm(s, isa, threads);
+            ConvPlan off = chooseConvAlgorithm(s, isa, threads, {false, true});
+            bool fastWino = fast.algorithm == ConvAlgorithm::Winograd ||
+                            fast.algorithm == ConvAlgorithm::WinogradRows4 ||
+                            fast.algorithm == ConvAlgorithm::WinogradRows2;
+            winogradShapes += fastWino;
+            f4Shapes += fast.algorithm != ConvAlgorithm::WinogradRows2 && fastWino;
+            // F(2x2) also on 16-31 F(2x2) tiles (7x7 to 10x10) with O C >= 65536.
+            int64_t tiles2 = ((H + 1) / 2) * ((H + 1) / 2);
+            bool small = C >= 8 && tiles2 >= 16 && tiles2 < 32 && O * C >= 65536;
+            if (fastWino || small) {
+              EXPECT_EQ(name(accurate.algorithm), "conv_wino2");
+              EXPECT_EQ(int(accurate.packing), int(WeightPacking::WinogradRows2x2));
+            } else {
+              EXPECT_EQ(name(accurate.algorithm), name(fast.algorithm));
+            }
+            EXPECT_EQ(name(accurate.algorithm) == "conv_wino2" ? name(off.algorithm)
+                                                                : name(accurate.algorithm),
+                      name(off.algorithm));
+            EXPECT_EQ(name(off.algorithm).rfind("conv_wino", 0), std::string::npos);
+          }
+  // The grid covers both Winograd tile sizes.
+  EXPECT_GT(f4Shapes, 100);
+  EXPECT_GT(winogradShapes, f4Shapes);
+}
+
+// A forced algorithm (backend option conv-algorithm) is taken wherever its kernel can
+// compute the shape, and nowhere else.
+TEST(ConvPlan, ForcedAlgorithm) {
+  ConvShape k3 = square(64, 64, 56, 3), strided = square(64, 64, 56, 3, 2);
+  ConvShape dw = square(32, 32, 56, 3, 1, 32), grouped = square(64, 64, 28, 3, 1, 2);
+  ConvShape varW = k3;
+  varW.constantWeights = false;
+  auto forced = [](ConvShape s, ConvAlgorithm a) {
+    ConvAlgorithmSet allowed;
+    allowed.force = a;
+    return chooseConvAlgorithm(s, Isa::Avx512, 1, allowed);
+  };
+  // Winograd F(4x4) on a 3x3/1 layer: taken (with its packing) without winograd=fast.
+  EXPECT_EQ(name(forced(k3, ConvAlgorithm::Winograd).algorithm), "conv_wino");
+  EXPECT_EQ(int(forced(k3, ConvAlgorithm::Winograd).packing), int(WeightPacking::Winograd4x4));
+  EXPECT_EQ(int(forced(k3, ConvAlgorithm::WinogradRows4).packing),
+            int(WeightPacking::WinogradRows4x4));
+  EXPECT_EQ(name(forced(k3, ConvAlgorithm::PackedGemm).algorithm), "conv");
+  EXPECT_EQ(int(forced(k3, ConvAlgorithm::Transposed).packing),
+            int(WeightPacking::GemmBTransposed));
+  // Not applicable: the rules decide (strided 3x3: no Winograd; grouped: neither the
+  // strip nor depthwise; weights at run time: neither the transposed GEMM nor Winograd,
+  // and K = 576 takes the strip).
+  EXPECT_EQ(name(forced(strided, ConvAlgorithm::Winograd).algorithm),
+            name(chooseConvAlgorithm(strided, Isa::Avx512, 1).algorithm));
+  EXPECT_EQ(name(forced(grouped, ConvAlgorithm::Strip).algorithm), "conv");
+  EXPECT_EQ(name(forced(grouped, ConvAlgorithm::Depthwise).algorithm), "conv");
+  EXPECT_EQ(name(forced(dw, ConvAlgorithm::PackedGemm).algorithm), "conv");
+  EXPECT_EQ(name(forced(varW, ConvAlgorithm::Transposed).algorithm), "convS");
+  EXPECT_EQ(name(forced(varW, ConvAlgorithm::WinogradRows2).algorithm), "convS");
+  // The strip up to K = 9904 (48 K + 64 floats in the 475456-float AVX-512 GEMM scratch:
+  // 384 x (1024 + 32) + 384 x (168 + 14) + 64): pointwise 28x28 with 9904 channels fits,
+  // 9905 not (the rules then take the packed GEMM: K > 1152, and 784 pixels fill 784/800
+  // of the panels); nor does the FCN head's 3x3 2048->512 28x28 (K = 18432).
+  EXPECT_EQ(name(forced(square(9904, 64, 28, 1), ConvAlgorithm::Strip).algorithm), "convS");
+  EXPECT_EQ(name(forced(square(9905, 64, 28, 1), ConvAlgorithm::Strip).algorithm), "conv");
+  EXPECT_EQ(name(forced(square(2048, 512, 28, 3), ConvAlgorithm::Strip).algorithm), "conv");
+  // Names round-trip.
+  for (ConvAlgorithm a : {ConvAlgorithm::Depthwise, ConvAlgorithm::WinogradRows2,
+                          ConvAlgorithm::WinogradRows4, ConvAlgorithm::Winograd,
+                          ConvAlgorithm::Transposed, ConvAlgorithm::Strip,
+                          ConvAlgorithm::PackedGemm})
+    EXPECT_EQ(int(*parseConvAlgorithmName(convAlgorithmName(a))), int(a));
+  EXPECT_FALSE(parseConvAlgorithmName("winograd").has_value());
 }
 
 } // namespace

@@ -20,6 +20,7 @@
 #ifndef KILN_BACKENDS_CPU_CODEGEN_CODEGEN_H
 #define KILN_BACKENDS_CPU_CODEGEN_CODEGEN_H
 
+#include "backends/CPU/codegen/ConvPlan.h"
 #include "backends/CPU/jit/Jit.h"
 #include "kiln/IR/IR.h"
 #include "kiln/Memory/MemoryPlanner.h"
@@ -105,6 +106,12 @@ struct CodegenOptions {
   /// 3x3 stride-1 convolutions computed with Winograd F(4x4, 3x3) (libjit_conv2d_wino)
   /// where that is faster.
   bool winograd = true;
+  /// Winograd F(4x4, 3x3) too, where it is the fastest: outside the error budget
+  /// (ConvAlgorithmSet::fastWinograd; backends/CPU/README.md, "Accuracy").
+  bool fastWinograd = false;
+  /// Every convolution this algorithm can compute is computed with it, whatever the rules
+  /// say (convAlgorithmApplies; measurements and tests of each kernel in a network).
+  std::optional<ConvAlgorithm> forceConv;
   /// One stage per instruction, so that a profile times each on its own.
   bool profile = false;
 };

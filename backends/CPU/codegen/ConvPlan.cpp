@@ -46,6 +46,18 @@ bool winogradRowsWins(const ConvShape &s, int64_t MR, bool avx512) {
   return tiles >= 3 * MR && fill < (avx512 ? 0.95 : 0.9);
 }
 
+/// Where F(2x2, 3x3), the only Winograd kernel within the error budget (README,
+/// "Accuracy"), is taken by default: wherever the rules above take a Winograd kernel, and
+/// on images of 16-31 F(2x2) tiles (7x7 to 10x10) with large filters (O C >= 65536), where
+/// they take a direct kernel: resnet50's 7x7 512->512 layers 2.16-2.17 -> 1.67-1.70 ms at
+/// 1 thread against the transposed GEMM (per-stage minima, 3 interleaved rounds, AVX-512).
+bool winograd2AccurateWins(const ConvShape &s, unsigned threads) {
+  if (winograd2Wins(s, threads) || winogradWins(s))
+    return true;
+  int64_t tiles = s.N * ceilDiv(s.OH, 2) * ceilDiv(s.OW, 2);
+  return s.C >= 8 && tiles >= 16 && tiles < 32 && s.O * s.C >= 65536;
+}
+
 /// The share of the strip kernel's column vectors that \p pixels fill: whole strips of
 /// kStripVectors vectors, then the remainder in whole vectors.
 double stripFill(int64_t pixels, bool avx512) {
@@ -60,11 +72,75 @@ double panelFill(int64_t pixels, bool avx512) {
   return double(pixels) / double(ceilDiv(pixels, NR) * NR);
 }
 
+/// Whether the strip kernel's im2col block of one strip (K rows of kStripVectors vectors)
+/// fits the per-thread GEMM scratch it works in, on both instruction sets (K <= 9904;
+/// libjit.h).
+bool stripFitsScratch(int64_t K) {
+  return K * libjit::kStripVectors * libjit::GemmAvx512::VW + 64 <=
+             libjit::gemmScratchFloats<libjit::GemmAvx512>() &&
+         K * libjit::kStripVectors * libjit::GemmAvx2::VW + 64 <=
+             libjit::gemmScratchFloats<libjit::GemmAvx2>();
+}
+
+/// The weight layout of \p a's kernel.
+WeightPacking packingOf(ConvAlgorithm a) {
+  switch (a) {
+  case ConvAlgorithm::Depthwise:
+  case ConvAlgorithm::Strip:
+    return WeightPacking::None;
+  case ConvAlgorithm::WinogradRows2:
+    return WeightPacking::WinogradRows2x2;
+  case ConvAlgorithm::WinogradRows4:
+    return WeightPacking::WinogradRows4x4;
+  case ConvAlgorithm::Winograd:
+    return WeightPacking::Winograd4x4;
+  case ConvAlgorithm::Transposed:
+    return WeightPacking::GemmBTransposed;
+  case ConvAlgorithm::PackedGemm:
+    return WeightPacking::GemmA;
+  }
+  return WeightPacking::GemmA;
+}
+
+constexpr ConvAlgorithm kAllAlgorithms[] = {
+    ConvAlgorithm::Depthwise,  ConvAlgorithm::WinogradRows2, ConvAlgorithm::WinogradRows4,
+    ConvAlgorithm::Winograd,   ConvAlgorithm::Transposed,    ConvAlgorithm::Strip,
+    ConvAlgorithm::PackedGemm,
+};
+
 } // namespace
+
+bool convAlgorithmApplies(ConvAlgorithm a, const ConvShape &s) {
+  switch (a) {
+  case ConvAlgorithm::Depthwise:
+    return s.group > 1 && s.group == s.C && s.O == s.C && !s.residualAdd;
+  case ConvAlgorithm::WinogradRows2:
+  case ConvAlgorithm::WinogradRows4:
+  case ConvAlgorithm::Winograd:
+    return s.group == 1 && s.constantWeights && s.KH == 3 && s.KW == 3 && s.SH == 1 &&
+           s.SW == 1 && s.DH == 1 && s.DW == 1;
+  case ConvAlgorithm::Transposed:
+    return s.group == 1 && s.constantWeights;
+  case ConvAlgorithm::Strip:
+    return s.group == 1 && stripFitsScratch(s.C * s.KH * s.KW);
+  case ConvAlgorithm::PackedGemm:
+    return true;
+  }
+  return false;
+}
+
+std::optional<ConvAlgorithm> parseConvAlgorithmName(const std::string &name) {
+  for (ConvAlgorithm a : kAllAlgorithms)
+    if (name == convAlgorithmName(a))
+      return a;
+  return std::nullopt;
+}
 
 ConvPlan chooseConvAlgorithm(const ConvShape &s, Isa isa, unsigned threads,
                              const ConvAlgorithmSet &allowed) {
   const bool avx512 = isa == Isa::Avx512;
+  if (allowed.force && convAlgorithmApplies(*allowed.force, s))
+    return {*allowed.force, packingOf(*allowed.force)};
   // Depthwise: its own kernel, which has no residual operand.
   if (s.group > 1 && s.group == s.C && s.O == s.C && !s.residualAdd)
     return {ConvAlgorithm::Depthwise, WeightPacking::None};
@@ -72,7 +148,13 @@ ConvPlan chooseConvAlgorithm(const ConvShape &s, Isa isa, unsigned threads,
   // Winograd for 3x3 stride-1 layers with weights to transform at compile time.
   bool winograd3x3 = s.group == 1 && s.constantWeights && allowed.winograd && s.KH == 3 &&
                      s.KW == 3 && s.SH == 1 && s.SW == 1 && s.DH == 1 && s.DW == 1;
-  if (winograd3x3) {
+  // By default only F(2x2, 3x3), whose error stays within the budget of the README's
+  // "Accuracy" (F(4x4)'s is 6-11x a direct convolution's: 100-layer networks leave
+  // BENCH.md's tolerance), on the shapes where a Winograd kernel is the fastest.
+  if (winograd3x3 && !allowed.fastWinograd) {
+    if (winograd2AccurateWins(s, threads))
+      return {ConvAlgorithm::WinogradRows2, WeightPacking::WinogradRows2x2};
+  } else if (winograd3x3) {
     if (winograd2Wins(s, threads))
       return {ConvAlgorithm::WinogradRows2, WeightPacking::WinogradRows2x2};
     if (winogradWins(s)) {

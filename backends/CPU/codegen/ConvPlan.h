@@ -7,6 +7,8 @@
 #define KILN_BACKENDS_CPU_CODEGEN_CONVPLAN_H
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 namespace kiln::cpu {
 
@@ -51,10 +53,17 @@ enum class WeightPacking {
   WinogradRows4x4, ///< F(4x4, 3x3) transformed, for the tiles-as-rows kernel
 };
 
-/// Algorithms that may be switched off (CodegenOptions::winograd, transposedConv).
+/// Algorithms that may be switched off (CodegenOptions::winograd, transposedConv), and
+/// one that may be forced (CodegenOptions::forceConv: measurements and tests).
 struct ConvAlgorithmSet {
   bool winograd = true;
   bool transposed = true;
+  /// Winograd F(4x4, 3x3) where it is fastest (CodegenOptions::fastWinograd): outside the
+  /// error budget (README, "Accuracy"); otherwise Winograd is F(2x2, 3x3) only.
+  bool fastWinograd = false;
+  /// Taken wherever it can compute the shape (convAlgorithmApplies), whatever its speed
+  /// and error; other convolutions follow the rules.
+  std::optional<ConvAlgorithm> force;
 };
 
 struct ConvPlan {
@@ -69,6 +78,16 @@ ConvPlan chooseConvAlgorithm(const ConvShape &s, Isa isa, unsigned threads,
 
 /// The profile name of \p a ("conv_dw", "convS", ...).
 const char *convAlgorithmName(ConvAlgorithm a);
+
+/// The algorithm whose profile name is \p name; nullopt when none is.
+std::optional<ConvAlgorithm> parseConvAlgorithmName(const std::string &name);
+
+/// Whether \p a's kernel can compute \p s at all, fast or not: depthwise needs group =
+/// channels and no residual add; Winograd a 3x3 stride-1 undilated kernel, one group and
+/// constant weights; the transposed GEMM constant weights and one group; the strip one
+/// group and a reduction C KH KW <= 9904 (its block of one strip in the GEMM scratch); the
+/// packed GEMM takes everything.
+bool convAlgorithmApplies(ConvAlgorithm a, const ConvShape &s);
 
 } // namespace kiln::cpu
 

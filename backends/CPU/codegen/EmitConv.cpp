@@ -44,7 +44,8 @@ Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
   s.constantWeights = cw && cw->isConstant();
   s.residualAdd = epi.add != nullptr;
   ConvPlan plan = chooseConvAlgorithm(s, avx512_ ? Isa::Avx512 : Isa::Avx2, opts_.threads,
-                                      {opts_.winograd, opts_.transposedConv});
+                                      {opts_.winograd, opts_.transposedConv, opts_.fastWinograd,
+                                       opts_.forceConv});
   return emitConv(plan, s, epi, dest, in, filter, bias, items);
 }
 
