@@ -333,6 +333,33 @@ TEST(BundleTest, ObjectsExportOnlyTheEntryPointAndNeedOnlyLibc) {
   expectBitEqual(a, b, "plain link");
 }
 
+/// How many instructions of \p obj's disassembly match the extended regular expression
+/// \p re, or -1 without objdump.
+int countInstructions(const std::string &obj, const std::string &re) {
+  Result r = sh("objdump -d --no-show-raw-insn " + obj + " | grep -cE '" + re + "'");
+  if (r.out.empty())
+    return -1;
+  return std::atoi(r.out.c_str());
+}
+
+TEST(BundleTest, TheKernelsInstructionSetFollowsTheTarget) {
+  // AVX-512: zmm registers, mask registers, or the upper 16 vector registers (EVEX only).
+  const std::string avx512 = "zmm|%k[0-7]|[xy]mm(1[6-9]|2[0-9]|3[01])";
+  int v4 = countInstructions("test/bundle/digits_v4.o", avx512);
+  if (v4 < 0) {
+    std::printf("no objdump on PATH: the instruction sets are not checked\n");
+    return;
+  }
+  EXPECT_GT(v4, 0) << "the x86-64-v4 bundle has no AVX-512 code";
+  EXPECT_EQ(countInstructions("test/bundle/digits_v3.o", avx512), 0);
+  EXPECT_EQ(countInstructions("test/bundle/digits_emb.o", avx512), 0);
+  EXPECT_GT(countInstructions("test/bundle/digits_v3.o", "ymm"), 0) << "no AVX2 code";
+  EXPECT_GT(countInstructions("test/bundle/digits_v3.o", "vfmadd"), 0) << "no FMA";
+  // x86-64: SSE2 only.
+  EXPECT_EQ(countInstructions("test/bundle/digits_sse.o", "ymm|zmm|vfmadd|^\\s+[0-9a-f]+:\\s+v"), 0);
+  EXPECT_GT(countInstructions("test/bundle/digits_sse.o", "xmm"), 0);
+}
+
 /// Entries of folder \p dir (without . and ..); empty when it does not exist.
 std::vector<std::string> listDir(const std::string &dir) {
   std::vector<std::string> names;
