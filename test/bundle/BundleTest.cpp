@@ -287,7 +287,7 @@ std::set<std::string> symbols(const std::string &obj, bool undefined) {
 
 TEST(BundleTest, ObjectsExportOnlyTheEntryPointAndNeedOnlyLibc) {
   // What generated code may call: memory builtins and libm.
-  const std::set<std::string> libc = {"memcpy", "memset", "memmove", "expf", "logf", "tanhf",
+  const std::set<std::string> allowed = {"memcpy", "memset", "memmove", "expf", "logf", "tanhf",
                                       "erff", "powf", "sqrtf", "floorf", "ceilf", "roundf",
                                       "fmodf", "sinf", "cosf", "exp", "log", "pow", "fmaf"};
   for (const Variant &v : kVariants) {
@@ -295,7 +295,7 @@ TEST(BundleTest, ObjectsExportOnlyTheEntryPointAndNeedOnlyLibc) {
     std::string obj = std::string("test/bundle/") + v.name + ".o";
     std::set<std::string> undef = symbols(obj, true);
     for (const std::string &s : undef)
-      EXPECT_TRUE(libc.count(s)) << obj << " needs '" << s << "'";
+      EXPECT_TRUE(allowed.count(s)) << obj << " needs '" << s << "'";
     std::set<std::string> exported = symbols(obj, false);
     std::set<std::string> expected = {v.name};
     if (v.embedded)
@@ -305,6 +305,26 @@ TEST(BundleTest, ObjectsExportOnlyTheEntryPointAndNeedOnlyLibc) {
     Result all = sh("nm " + obj);
     EXPECT_NE(all.out.find("libjit_"), std::string::npos) << "no kernel in " << obj;
   }
+  // The Bazel-built programs need no shared library but libc's (and libpng's for the
+  // example): no LLVM, no Kiln, no C++ runtime.
+  auto onlyLibs = [](const std::string &exe, const std::vector<std::string> &allowed) {
+    Result ldd = sh("ldd " + exe);
+    ASSERT_EQ(ldd.exitCode, 0) << ldd.err;
+    std::istringstream is(ldd.out);
+    std::string line;
+    while (std::getline(is, line)) {
+      bool ok = false;
+      for (const std::string &a : allowed)
+        ok = ok || line.find(a) != std::string::npos;
+      EXPECT_TRUE(ok) << exe << " needs " << line;
+    }
+  };
+  const std::vector<std::string> libc = {"libc.so", "ld-linux", "vdso"};
+  for (const Variant &v : kVariants)
+    onlyLibs(std::string("test/bundle/run_") + v.name, libc);
+  onlyLibs("examples/bundle/classify_digit",
+           {"libc.so", "ld-linux", "vdso", "libpng16.so", "libz.so", "libm.so"});
+
   // A plain C compile and link with nothing but the object file and libc: it runs, and
   // needs no shared library but libc's.
   std::string exe = tmpPath("run_plain");
@@ -316,14 +336,7 @@ TEST(BundleTest, ObjectsExportOnlyTheEntryPointAndNeedOnlyLibc) {
     return;
   }
   ASSERT_EQ(cc.exitCode, 0) << cc.err;
-  Result ldd = sh("ldd " + exe);
-  std::istringstream is(ldd.out);
-  std::string line;
-  while (std::getline(is, line)) {
-    bool ok = line.find("libc.so") != std::string::npos ||
-              line.find("ld-linux") != std::string::npos || line.find("vdso") != std::string::npos;
-    EXPECT_TRUE(ok) << "the plain C program needs " << line;
-  }
+  onlyLibs(exe, libc);
   std::string err;
   std::vector<float> x = testInputs().back();
   std::vector<float> a = runBundle(exe, "test/bundle/digits_v3.weights", x, &err);

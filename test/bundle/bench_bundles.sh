@@ -5,12 +5,17 @@
 #  - its output against the reference (BENCH.md's tolerance) and the JIT's (bit for bit);
 #  - run time: ROUNDS interleaved rounds of ITERATIONS runs each of the bundle and of the JIT
 #    (test/bundle:jit_run, same timing), the median of each round, then their median;
-#  - process start to first result: run_bundle (reads the weights, one run) against kiln-run
-#    (imports, compiles, one run), with the kernel disk cache warm and off;
+#  - process start to first result, wall and CPU time: run_bundle (reads the weights, one
+#    run) against kiln-run (imports, compiles, one run), with the kernel disk cache warm and
+#    off;
 #  - the bundle's size on disk.
 #
 #   bash test/bundle/bench_bundles.sh [--models "resnet50 mobilenet_v2"] [--rounds 5]
-#       [--iterations 10] [--threads 1] [--target host] [--out /tmp/kiln-bundle-bench]
+#       [--iterations 10] [--threads 1] [--target host] [--first-rounds 3]
+#       [--out /tmp/kiln-bundle-bench]
+#
+# --target other than host compares with the JIT on the same kernels (avx512=0 for the
+# AVX2 ones); --first-rounds 0 skips the start-up measurement (cold kiln-run is slow).
 #
 # Needs python3 with onnx (to turn the .pb data sets into raw bytes) and gcc. BAZEL
 # (default "bazel") builds the tools.
@@ -22,6 +27,7 @@ ROUNDS=5
 ITERS=10
 THREADS=1
 TARGET=host
+FIRST=3
 OUT=/tmp/kiln-bundle-bench
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -30,6 +36,7 @@ while [[ $# -gt 0 ]]; do
     --iterations) ITERS=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
     --target) TARGET=$2; shift 2 ;;
+    --first-rounds) FIRST=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "bench_bundles.sh: unknown argument '$1'" >&2; exit 2 ;;
@@ -52,7 +59,7 @@ field() { grep -o "$2 [0-9.]*" <<<"$1" | awk '{ print $2 }'; }
 
 echo "host: $(nproc) cores, load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-14s | %-6s | %-9s | %-11s | %-19s | %-19s | %-34s | %s\n' model ref "=JIT bits" \
-  "compile s" "bundle ms (min)" "JIT ms (min)" "first result: bundle / kiln-run warm / cold" \
+  "compile s" "bundle ms (min)" "JIT ms (min)" "first result wall/cpu: bundle / kiln-run warm / cold" \
   "size: .o + .weights"
 for m in $MODELS; do
   dir="$MODELS_DIR/$m"
@@ -94,20 +101,27 @@ EOF
   done
   bm=$(printf '%s\n' "${b_med[@]}" | median) bn=$(printf '%s\n' "${b_min[@]}" | sort -g | head -1)
   jm=$(printf '%s\n' "${j_med[@]}" | median) jn=$(printf '%s\n' "${j_min[@]}" | sort -g | head -1)
-  # Process start to first result, 3 interleaved rounds, medians.
+  # Process start to first result, FIRST interleaved rounds, medians of the wall time and,
+  # less sensitive to other load, of the CPU time (user + system, all threads).
   fb=() fw=() fc=()
-  for r in 1 2 3; do
-    t0=$(now_ms); "$w/run_$m" "$w/$m.weights" "$w/input_0.bin" -o "$w/first.bin"; fb+=($(( $(now_ms) - t0 )))
-    t0=$(now_ms); "$OUT/kiln-run" --model "$dir/model.onnx" --data "$dir/test_data_set_0" --backend CPU \
-      --threads "$THREADS" --iterations 1 --warmup 0 >/dev/null 2>&1; fw+=($(( $(now_ms) - t0 )))
-    t0=$(now_ms); "$OUT/kiln-run" --model "$dir/model.onnx" --data "$dir/test_data_set_0" --backend CPU \
-      --threads "$THREADS" --iterations 1 --warmup 0 --backend-opt cache-dir=off >/dev/null 2>&1
-    fc+=($(( $(now_ms) - t0 )))
+  timed() { # appends "wall_ms/cpu_ms" of the command to the array named $1
+    local -n acc=$1; shift
+    /usr/bin/time -f "%e %U %S" -o "$w/time.txt" "$@" >/dev/null 2>&1 || true
+    acc+=("$(awk '{ printf "%d/%d", $1 * 1000, ($2 + $3) * 1000 }' "$w/time.txt")")
+  }
+  for ((r = 0; r < FIRST; r++)); do
+    timed fb "$w/run_$m" "$w/$m.weights" "$w/input_0.bin" -o "$w/first.bin"
+    timed fw "$OUT/kiln-run" --model "$dir/model.onnx" --data "$dir/test_data_set_0" --backend CPU \
+      --threads "$THREADS" --iterations 1 --warmup 0
+    timed fc "$OUT/kiln-run" --model "$dir/model.onnx" --data "$dir/test_data_set_0" --backend CPU \
+      --threads "$THREADS" --iterations 1 --warmup 0 --backend-opt cache-dir=off
   done
+  # Median by wall time of "wall/cpu" pairs.
+  pmedian() { (($# == 0)) && { echo -; return; }; printf '%s\n' "$@" | sort -t/ -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
   size_o=$(stat -c %s "$w/$m.o") size_w=$(stat -c %s "$w/$m.weights")
   printf '%-14s | %-6s | %-9s | %-11s | %-19s | %-19s | %-34s | %s\n' "$m" "$ref" "$bits" "$compile_s" \
     "$bm ($bn)" "$jm ($jn)" \
-    "$(printf '%s\n' "${fb[@]}" | median) / $(printf '%s\n' "${fw[@]}" | median) / $(printf '%s\n' "${fc[@]}" | median) ms" \
+    "$(pmedian "${fb[@]}") / $(pmedian "${fw[@]}") / $(pmedian "${fc[@]}") ms" \
     "$size_o + $size_w B"
   echo "  rounds, bundle medians: ${b_med[*]}; JIT medians: ${j_med[*]}"
 done
