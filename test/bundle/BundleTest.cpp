@@ -346,6 +346,40 @@ TEST(BundleTest, ObjectsExportOnlyTheEntryPointAndNeedOnlyLibc) {
   expectBitEqual(a, b, "plain link");
 }
 
+TEST(BundleTest, TwoBundlesLinkIntoOneCProgram) {
+  // digits_v3 and digits_emb (the same code, weights embedded) side by side: only their
+  // entry points and the embedded weights are global, and the headers share their types.
+  std::string src = tmpPath("two.c"), exe = tmpPath("two");
+  std::ofstream(src) << R"(#include "digits_v3.h"
+#include "digits_emb.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int main(void) {
+  uint8_t *c = aligned_alloc(64, DIGITS_V3_CONSTANTS_SIZE);
+  uint8_t *m1 = aligned_alloc(64, DIGITS_V3_MUTABLES_SIZE), *m2 = aligned_alloc(64, DIGITS_EMB_MUTABLES_SIZE);
+  uint8_t *a1 = aligned_alloc(64, DIGITS_V3_ACTIVATIONS_SIZE), *a2 = aligned_alloc(64, DIGITS_EMB_ACTIVATIONS_SIZE);
+  FILE *f = fopen("test/bundle/digits_v3.weights", "rb");
+  if (!f || fread(c, 1, DIGITS_V3_CONSTANTS_SIZE, f) != DIGITS_V3_CONSTANTS_SIZE) return 3;
+  float *x1 = (float *)(m1 + DIGITS_V3_IMAGE_OFFSET), *x2 = (float *)(m2 + DIGITS_EMB_IMAGE_OFFSET);
+  for (int i = 0; i < 64; i++) x1[i] = x2[i] = (float)(i % 9) / 4.0f - 1.0f;
+  if (digits_v3(c, m1, a1) || digits_emb((uint8_t *)digits_emb_weights, m2, a2)) return 4;
+  if (digits_v3(NULL, m1, a1) != -1) return 5;
+  return memcmp(m1 + DIGITS_V3_LOGITS_OFFSET, m2 + DIGITS_EMB_LOGITS_OFFSET, DIGITS_V3_LOGITS_SIZE) ? 6 : 0;
+}
+)";
+  Result cc = sh("cc -std=c11 -Wall -Werror -O2 -Itest/bundle " + src +
+                 " test/bundle/digits_v3.o test/bundle/digits_emb.o -o " + exe);
+  if (cc.exitCode == 127) {
+    std::printf("no C compiler on PATH: not checked\n");
+    return;
+  }
+  ASSERT_EQ(cc.exitCode, 0) << cc.err;
+  Result run = sh(exe);
+  EXPECT_EQ(run.exitCode, 0) << "3: no weights, 4: a run failed, 5: a null region was "
+                                "accepted, 6: the two bundles disagree";
+}
+
 /// How many instructions of \p obj's disassembly match the extended regular expression
 /// \p re, or -1 without objdump.
 int countInstructions(const std::string &obj, const std::string &re) {

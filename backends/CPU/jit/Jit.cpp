@@ -269,6 +269,9 @@ static Error prepareModule(llvm::Module &M_, llvm::TargetMachine &tm, const Host
       f.addFnAttr(llvm::Attribute::NoInline);
     if (!keep.count(f.getName().str())) {
       f.setLinkage(llvm::GlobalValue::InternalLinkage);
+      // A local symbol in a COMDAT group named like another object's (two bundles with
+      // the same GEMM helpers) would be discarded with that group at link time.
+      f.setComdat(nullptr);
     } else if (f.hasLinkOnceLinkage() || f.hasWeakLinkage()) {
       // A shared helper compiled on its own (an entry point like any kernel).
       f.setLinkage(llvm::GlobalValue::ExternalLinkage);
@@ -276,8 +279,10 @@ static Error prepareModule(llvm::Module &M_, llvm::TargetMachine &tm, const Host
     }
   }
   for (llvm::GlobalVariable &g : M->globals())
-    if (!g.isDeclaration() && !keep.count(g.getName().str()))
+    if (!g.isDeclaration() && !keep.count(g.getName().str())) {
       g.setLinkage(llvm::GlobalValue::InternalLinkage);
+      g.setComdat(nullptr);
+    }
 
   if (llvm::verifyModule(*M, &llvm::errs()))
     return makeError(ErrorCode::Internal, "CPU backend: generated LLVM IR does not verify");
