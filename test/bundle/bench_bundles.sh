@@ -55,7 +55,7 @@ cp -f "$BIN/src/tools/kiln-compile" "$BIN/src/tools/kiln-run" "$BIN/test/bundle/
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-field() { grep -o "$2 [0-9.]*" <<<"$1" | awk '{ print $2 }'; }
+field() { grep -o "$2 [0-9.]*" <<<"$1" | awk '{ print $NF }'; }
 
 echo "host: $(nproc) cores, load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-14s | %-6s | %-9s | %-11s | %-19s | %-19s | %-34s | %s\n' model ref "=JIT bits" \
@@ -92,12 +92,14 @@ EOF
 )
   bits=no
   cmp -s "$w/bundle_out.bin" "$w/jit_out.bin" && bits=yes
-  b_med=() b_min=() j_med=() j_min=()
+  b_med=() b_min=() j_med=() j_min=() b_cpu=() j_cpu=()
   for ((r = 0; r < ROUNDS; r++)); do
     line=$("$w/run_$m" "$w/$m.weights" "$w/input_0.bin" -o "$w/bundle_out.bin" -n "$ITERS")
-    b_med+=("$(field "$line" median_ms)"); b_min+=("$(field "$line" min_ms)")
+    b_med+=("$(field "$line" " median_ms")"); b_min+=("$(field "$line" " min_ms")")
+    b_cpu+=("$(field "$line" cpu_median_ms)")
     line=$("$OUT/jit_run" "$dir/model.onnx" "$w/input_0.bin" "$w/jit_out.bin" "$THREADS" "$ITERS" "avx512=$avx512")
-    j_med+=("$(field "$line" median_ms)"); j_min+=("$(field "$line" min_ms)")
+    j_med+=("$(field "$line" " median_ms")"); j_min+=("$(field "$line" " min_ms")")
+    j_cpu+=("$(field "$line" cpu_median_ms)")
   done
   bm=$(printf '%s\n' "${b_med[@]}" | median) bn=$(printf '%s\n' "${b_min[@]}" | sort -g | head -1)
   jm=$(printf '%s\n' "${j_med[@]}" | median) jn=$(printf '%s\n' "${j_min[@]}" | sort -g | head -1)
@@ -124,5 +126,8 @@ EOF
     "$(pmedian "${fb[@]}") / $(pmedian "${fw[@]}") / $(pmedian "${fc[@]}") ms" \
     "$size_o + $size_w B"
   echo "  rounds, bundle medians: ${b_med[*]}; JIT medians: ${j_med[*]}"
+  echo "  CPU time per run (process, all threads), median of round medians: bundle" \
+    "$(printf '%s\n' "${b_cpu[@]}" | median) ms, JIT $(printf '%s\n' "${j_cpu[@]}" | median) ms;" \
+    "rounds: ${b_cpu[*]}; ${j_cpu[*]}"
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
