@@ -380,6 +380,55 @@ int main(void) {
                                 "accepted, 6: the two bundles disagree";
 }
 
+TEST(BundleTest, AFailedRunTimeCheckIsTheEntryPointsResult) {
+  // Gather checks its indices at run time: the bundle returns 1 + the check's index, and
+  // the header lists the check with the Interpreter's message.
+  Module m;
+  Function *f = m.createFunction("g");
+  Placeholder *data = m.createPlaceholder(ElemKind::Float, {3, 2}, "data");
+  Placeholder *idx = m.createPlaceholder(ElemKind::Int64I, {2}, "idx");
+  SaveNode *s = f->createSave("y", f->createGather("lookup", data, idx, 0));
+  std::string dir = tmpPath("gather");
+  cpu::BundleOptions o;
+  o.name = "gather";
+  o.outDir = dir;
+  o.target = "x86-64-v3";
+  Expected<cpu::BundleResult> r =
+      cpu::writeBundle(f, {{"data", data}, {"idx", idx}}, {{"y", s->getPlaceholder()}}, o);
+  ASSERT_TRUE(bool(r)) << r.takeError().toString();
+  std::ifstream h(dir + "/gather.h");
+  std::stringstream hs;
+  hs << h.rdbuf();
+  EXPECT_NE(hs.str().find("1: Gather 'lookup'"), std::string::npos) << hs.str();
+  std::string src = tmpPath("gather.c"), exe = tmpPath("gather_run");
+  std::ofstream(src) << R"(#include "gather.h"
+#include <stdio.h>
+#include <stdlib.h>
+int main(void) {
+  uint8_t *c = aligned_alloc(64, GATHER_CONSTANTS_SIZE + 64), *m = aligned_alloc(64, GATHER_MUTABLES_SIZE);
+  uint8_t *a = aligned_alloc(64, GATHER_ACTIVATIONS_SIZE);
+  float *d = (float *)(m + GATHER_DATA_OFFSET), *y = (float *)(m + GATHER_Y_OFFSET);
+  int64_t *i = (int64_t *)(m + GATHER_IDX_OFFSET);
+  for (int k = 0; k < 6; k++) d[k] = (float)k;
+  i[0] = 2; i[1] = 0;
+  int ok = gather(c, m, a);
+  printf("%d %g %g %g %g\n", ok, y[0], y[1], y[2], y[3]);
+  i[1] = 3;
+  printf("%d\n", gather(c, m, a));
+  return 0;
+}
+)";
+  Result cc = sh("cc -std=c11 -O2 -I" + dir + " " + src + " " + dir + "/gather.o -o " + exe);
+  if (cc.exitCode == 127) {
+    std::printf("no C compiler on PATH: not checked\n");
+    return;
+  }
+  ASSERT_EQ(cc.exitCode, 0) << cc.err;
+  Result run = sh(exe);
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_EQ(run.out, "0 4 5 0 1\n1\n");
+}
+
 /// How many instructions of \p obj's disassembly match the extended regular expression
 /// \p re, or -1 without objdump.
 int countInstructions(const std::string &obj, const std::string &re) {

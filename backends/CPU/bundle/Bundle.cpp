@@ -264,7 +264,8 @@ void addEntryPoint(llvm::Module &M, const Program &prog, const std::vector<Slot>
       auto *fail = llvm::BasicBlock::Create(C, "check_failed", F);
       auto *next = llvm::BasicBlock::Create(C, "next", F);
       B.CreateCondBr(B.CreateICmpNE(v, B.getInt64(0)), fail, next);
-      llvm::IRBuilder<>(fail).CreateRet(B.CreateTrunc(v, i32));
+      llvm::IRBuilder<> fb(fail);
+      fb.CreateRet(fb.CreateTrunc(v, i32));
       B.SetInsertPoint(next);
     }
   }
