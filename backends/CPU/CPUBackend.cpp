@@ -194,17 +194,7 @@ BackendCompileSpec CPUBackend::getCompileSpec(const CompileOptions &opts) const 
   return spec;
 }
 
-Expected<std::unique_ptr<CompiledFunction>>
-CPUBackend::generateCode(Function *f, PlannedIR &P, const CompileOptions &opts) const {
-  KILN_ASSIGN_OR_RETURN(CPUBackendOptions o, parseCPUBackendOptions(opts, opts_));
-  IRFunction &F = *P.F;
-  if (!P.planned)
-    return makeError(ErrorCode::InvalidArgument, "CPU backend: function '", f->getName(),
-                     "' comes without a memory plan");
-  // The compile driver verified the plan it made; one handed in another way is checked
-  // here, so every plan the CPU compiles from has passed the verifier.
-  if (Error e = verifyMemoryPlan(F, P.plan))
-    return std::move(e).addContext("CPU backend compiling '" + f->getName() + "'");
+CodegenOptions getCodegenOptions(const CPUBackendOptions &o, const CompileOptions &opts) {
   CodegenOptions co;
   co.threads = opts.threads ? opts.threads : ThreadPool::hardwareThreads();
   co.jit.keepIR = o.keepIR || !o.dumpLLVMIR.empty();
@@ -220,6 +210,21 @@ CPUBackend::generateCode(Function *f, PlannedIR &P, const CompileOptions &opts) 
   co.transposedConv = o.transposedConv;
   co.forceConv = o.forceConv;
   co.profile = o.profile;
+  return co;
+}
+
+Expected<std::unique_ptr<CompiledFunction>>
+CPUBackend::generateCode(Function *f, PlannedIR &P, const CompileOptions &opts) const {
+  KILN_ASSIGN_OR_RETURN(CPUBackendOptions o, parseCPUBackendOptions(opts, opts_));
+  IRFunction &F = *P.F;
+  if (!P.planned)
+    return makeError(ErrorCode::InvalidArgument, "CPU backend: function '", f->getName(),
+                     "' comes without a memory plan");
+  // The compile driver verified the plan it made; one handed in another way is checked
+  // here, so every plan the CPU compiles from has passed the verifier.
+  if (Error e = verifyMemoryPlan(F, P.plan))
+    return std::move(e).addContext("CPU backend compiling '" + f->getName() + "'");
+  CodegenOptions co = getCodegenOptions(o, opts);
   Expected<std::unique_ptr<Program>> prog = generateProgram(F, P.plan, co);
   if (!prog)
     return prog.takeError().addContext("CPU backend compiling '" + f->getName() + "'");

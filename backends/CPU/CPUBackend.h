@@ -16,6 +16,7 @@
 
 namespace kiln::cpu {
 
+struct CodegenOptions;
 struct Program;
 class ThreadPool;
 
@@ -79,6 +80,10 @@ std::vector<BackendParameter> getCPUBackendParameters();
 /// parameter for an unknown one or a bad value.
 Expected<CPUBackendOptions> parseCPUBackendOptions(const CompileOptions &opts,
                                                    CPUBackendOptions base);
+
+/// The code generator's options for backend options \p o and compile options \p opts
+/// (what generateCode compiles with; ahead-of-time bundles use the same).
+CodegenOptions getCodegenOptions(const CPUBackendOptions &o, const CompileOptions &opts);
 
 class CPUBackend final : public Backend {
 public:

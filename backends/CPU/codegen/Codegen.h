@@ -157,6 +157,30 @@ struct Program {
 Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPlan &plan,
                                                    const CodegenOptions &opts);
 
+/// A program emitted as LLVM IR but not compiled yet: generateProgram hands it to the JIT,
+/// an ahead-of-time bundle (backends/CPU/bundle) to LLVM's object-file emitter.
+struct EmittedProgram {
+  /// Stages named (Stage::fn still null), placeholders, constants packed for host.avx512.
+  std::unique_ptr<Program> prog;
+  std::unique_ptr<llvm::LLVMContext> ctx;
+  /// The stage functions (`entries`) over the lazily loaded kernel library.
+  std::unique_ptr<llvm::Module> module;
+  std::vector<std::string> entries;
+  /// Kernels the program calls that the JIT compiles once per process and calls by
+  /// address (getSharedKernels) rather than compiling them into the program's module.
+  std::vector<std::string> sharedKernels;
+  /// The target (JitOptions::targetCpu or the host).
+  HostInfo host;
+  unsigned fusedLoops = 0, fusedInstrs = 0;
+  EmittedProgram();
+  EmittedProgram(EmittedProgram &&);
+  ~EmittedProgram();
+};
+
+/// The first half of generateProgram: \p F as LLVM IR for the target of \p opts.jit.
+Expected<EmittedProgram> emitProgram(IRFunction &F, const MemoryPlan &plan,
+                                     const CodegenOptions &opts);
+
 /// Modules in the reuse cache, and how many compiles reused one (for tests and stats).
 struct JitCacheStats {
   size_t entries = 0;

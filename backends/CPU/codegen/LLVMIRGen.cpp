@@ -516,25 +516,31 @@ Error Emitter::run(std::vector<std::string> &entryNames) {
   return Error::success();
 }
 
-Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPlan &plan,
-                                                   const CodegenOptions &opts) {
-  auto prog = std::make_unique<Program>();
+EmittedProgram::EmittedProgram() = default;
+EmittedProgram::EmittedProgram(EmittedProgram &&) = default;
+EmittedProgram::~EmittedProgram() = default;
+
+Expected<EmittedProgram> emitProgram(IRFunction &F, const MemoryPlan &plan,
+                                     const CodegenOptions &opts) {
+  EmittedProgram out;
+  out.prog = std::make_unique<Program>();
+  Program *prog = out.prog.get();
   prog->threads = std::max(1u, opts.threads);
   CodegenOptions o = opts;
   o.threads = prog->threads;
   // Hosts without AVX2 run the 256-bit variant too: LLVM splits its vectors for SSE, so
   // it stays correct, only slower.
-  HostInfo host = detectHost(opts.jit);
+  out.host = detectHost(opts.jit);
+  const HostInfo &host = out.host;
   prog->avx512 = host.avx512;
 
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> M, loadLibjitModule(*ctx));
+  out.ctx = std::make_unique<llvm::LLVMContext>();
+  KILN_ASSIGN_OR_RETURN(out.module, loadLibjitModule(*out.ctx));
+  llvm::Module *M = out.module.get();
   M->setModuleIdentifier("kiln_" + F.getName());
-  Emitter em(F, o, plan, host.avx512, *ctx, *M, *prog);
-  std::vector<std::string> entries;
-  KILN_RETURN_IF_ERR(em.run(entries));
+  Emitter em(F, o, plan, host.avx512, *out.ctx, *M, *prog);
+  KILN_RETURN_IF_ERR(em.run(out.entries));
   // The GEMM-based kernels come precompiled (once per process) unless specialised.
-  std::map<std::string, void *> shared;
   if (!o.specializeGemm) {
     std::string isa = host.avx512 ? "avx512" : "avx2";
     std::vector<std::string> candidates = {"libjit_conv2d_f32_" + isa, "libjit_fc_f32_" + isa,
@@ -549,13 +555,9 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPl
                                       "libjit_conv2d_dw_f32", "libjit_maxpool_f32",
                                       "libjit_avgpool_f32", "libjit_adaptive_avgpool_f32"};
     // Only those this program calls: small programs then compile in milliseconds.
-    std::vector<std::string> names;
     for (const std::string &n : candidates)
       if (em.called().count(n))
-        names.push_back(n);
-    if (!names.empty()) {
-      KILN_ASSIGN_OR_RETURN(shared, getSharedKernels(names, o.jit));
-    }
+        out.sharedKernels.push_back(n);
   }
 
   prog->activationPeakBytes = plan.activationBytes;
@@ -565,6 +567,25 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPl
   KILN_ASSIGN_OR_RETURN(ConstantArena::Released consts, c.release());
   prog->constants = consts.data;
   prog->constantMappedBytes = consts.mappedBytes;
+  out.fusedLoops = em.numFusedLoops();
+  out.fusedInstrs = em.numFusedInstrs();
+  return std::move(out);
+}
+
+Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPlan &plan,
+                                                   const CodegenOptions &opts) {
+  KILN_ASSIGN_OR_RETURN(EmittedProgram ep, emitProgram(F, plan, opts));
+  std::unique_ptr<Program> prog = std::move(ep.prog);
+  std::unique_ptr<llvm::LLVMContext> ctx = std::move(ep.ctx);
+  std::unique_ptr<llvm::Module> M = std::move(ep.module);
+  const std::vector<std::string> &entries = ep.entries;
+  const HostInfo &host = ep.host;
+  CodegenOptions o = opts;
+  o.threads = prog->threads;
+  std::map<std::string, void *> shared;
+  if (!ep.sharedKernels.empty()) {
+    KILN_ASSIGN_OR_RETURN(shared, getSharedKernels(ep.sharedKernels, o.jit));
+  }
 
   std::string key = reuseKey(*M, entries, o, host);
   prog->jit = jitCache().find(key);
@@ -591,7 +612,7 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPl
       unshared += alignUp(b.size);
   std::ostringstream os;
   os << "stages " << prog->stages.size() << ", fused epilogues " << fused
-     << ", element-wise loops " << em.numFusedLoops() << " (" << em.numFusedInstrs()
+     << ", element-wise loops " << ep.fusedLoops << " (" << ep.fusedInstrs
      << " instrs), activations " << plan.activationBytes << " B (unshared " << unshared
      << " B), arena " << prog->activationBytes << " B, constants " << prog->constantBytes
      << " B, " << (host.avx512 ? "avx512" : "avx2") << ", threads " << prog->threads

@@ -18,6 +18,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Host.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
@@ -192,8 +193,19 @@ llvm::Error dropUnmaterialized(llvm::Module &m) {
   return m.materializeAll();
 }
 
+bool isKnownTargetCpu(const std::string &cpu) {
+  return cpu == "x86-64" || cpu == "x86-64-v3" || cpu == "x86-64-v4";
+}
+
 HostInfo detectHost(const JitOptions &opts) {
   HostInfo h;
+  if (!opts.targetCpu.empty()) {
+    // The named CPU's own features (the subtarget derives them from the name).
+    h.cpu = opts.targetCpu;
+    h.avx512 = opts.targetCpu == "x86-64-v4";
+    h.avx2 = h.avx512 || opts.targetCpu == "x86-64-v3";
+    return h;
+  }
   hostFeatures(opts, h.cpu, h.features, h.avx512, h.avx2);
   return h;
 }
@@ -211,36 +223,17 @@ Expected<std::unique_ptr<llvm::Module>> loadLibjitModule(llvm::LLVMContext &ctx)
   return std::move(*m);
 }
 
-struct JitModule::Impl {
-  std::unique_ptr<llvm::orc::LLJIT> jit;
-};
-
-JitModule::JitModule() : impl_(new Impl) {}
-JitModule::~JitModule() = default;
-
-Expected<std::unique_ptr<JitModule>>
-JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm::Module> M,
-                   const std::vector<std::string> &entries, const JitOptions &opts,
-                   const std::map<std::string, void *> &externals,
-                   const std::string &objectCachePath) {
-  initLLVM();
-  std::unique_ptr<JitModule> jm(new JitModule());
-  jm->host_ = detectHost(opts);
-  const HostInfo &host = jm->host_;
-
-  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!jtmb)
-    return makeError(ErrorCode::Internal, "CPU backend: ", errString(jtmb.takeError()));
-  jtmb->setCPU(host.cpu);
-  jtmb->getFeatures() = llvm::SubtargetFeatures(host.features);
-  jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
-
-  auto tm = jtmb->createTargetMachine();
-  if (!tm)
-    return makeError(ErrorCode::Internal, "CPU backend: ", errString(tm.takeError()));
-
-  M->setDataLayout((*tm)->createDataLayout());
-  M->setTargetTriple((*tm)->getTargetTriple().str());
+/// What JitModule::compile and compileToObject do to a module before code generation:
+/// the target's data layout and per-function attributes, the bodies of \p externals
+/// dropped (called by address), only what \p entries reach read, everything else
+/// internalised, \p outOfLine kept from being inlined, then LLVM's O3 pipeline.
+static Error prepareModule(llvm::Module &M_, llvm::TargetMachine &tm, const HostInfo &host,
+                    const std::vector<std::string> &entries, const JitOptions &opts,
+                    const std::map<std::string, void *> &externals,
+                    const std::set<std::string> &outOfLine) {
+  llvm::Module *M = &M_;
+  M->setDataLayout(tm.createDataLayout());
+  M->setTargetTriple(tm.getTargetTriple().str());
 
   // The bitcode was compiled for generic x86-64; per-function attributes beat the
   // TargetMachine, so replace them with the host's.
@@ -272,8 +265,13 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
     f.addFnAttr("target-cpu", host.cpu);
     f.addFnAttr("target-features", host.features);
     f.addFnAttr("prefer-vector-width", std::to_string(width));
+    if (outOfLine.count(f.getName().str()))
+      f.addFnAttr(llvm::Attribute::NoInline);
     if (!keep.count(f.getName().str())) {
       f.setLinkage(llvm::GlobalValue::InternalLinkage);
+      // A local symbol in a COMDAT group named like another object's (two bundles with
+      // the same GEMM helpers) would be discarded with that group at link time.
+      f.setComdat(nullptr);
     } else if (f.hasLinkOnceLinkage() || f.hasWeakLinkage()) {
       // A shared helper compiled on its own (an entry point like any kernel).
       f.setLinkage(llvm::GlobalValue::ExternalLinkage);
@@ -281,8 +279,10 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
     }
   }
   for (llvm::GlobalVariable &g : M->globals())
-    if (!g.isDeclaration())
+    if (!g.isDeclaration() && !keep.count(g.getName().str())) {
       g.setLinkage(llvm::GlobalValue::InternalLinkage);
+      g.setComdat(nullptr);
+    }
 
   if (llvm::verifyModule(*M, &llvm::errs()))
     return makeError(ErrorCode::Internal, "CPU backend: generated LLVM IR does not verify");
@@ -296,7 +296,7 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
     llvm::PipelineTuningOptions pto;
     pto.LoopVectorization = true;
     pto.SLPVectorization = true;
-    llvm::PassBuilder pb(tm->get(), pto);
+    llvm::PassBuilder pb(&tm, pto);
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cgam);
     pb.registerFunctionAnalyses(fam);
@@ -307,6 +307,40 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
     mpm.addPass(pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3));
     mpm.run(*M, mam);
   }
+
+  return Error::success();
+}
+
+struct JitModule::Impl {
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+};
+
+JitModule::JitModule() : impl_(new Impl) {}
+JitModule::~JitModule() = default;
+
+Expected<std::unique_ptr<JitModule>>
+JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm::Module> M,
+                   const std::vector<std::string> &entries, const JitOptions &opts,
+                   const std::map<std::string, void *> &externals,
+                   const std::string &objectCachePath) {
+  initLLVM();
+  std::unique_ptr<JitModule> jm(new JitModule());
+  jm->host_ = detectHost(opts);
+  const HostInfo &host = jm->host_;
+
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb)
+    return makeError(ErrorCode::Internal, "CPU backend: ", errString(jtmb.takeError()));
+  jtmb->setCPU(host.cpu);
+  jtmb->getFeatures() = llvm::SubtargetFeatures(host.features);
+  jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+
+  auto tm = jtmb->createTargetMachine();
+  if (!tm)
+    return makeError(ErrorCode::Internal, "CPU backend: ", errString(tm.takeError()));
+
+  if (Error e = prepareModule(*M, **tm, host, entries, opts, externals, {}))
+    return e;
 
   if (opts.keepIR) {
     llvm::raw_string_ostream os(jm->ir_);
@@ -418,6 +452,41 @@ Expected<void *> JitModule::lookup(const std::string &name) {
 #else
   return reinterpret_cast<void *>(sym->getAddress());
 #endif
+}
+
+Expected<std::string> compileToObject(std::unique_ptr<llvm::Module> M,
+                                      const std::vector<std::string> &entries,
+                                      const JitOptions &opts,
+                                      const std::vector<std::string> &outOfLine) {
+  initLLVM();
+  HostInfo host = detectHost(opts);
+  std::string triple = llvm::sys::getProcessTriple();
+  std::string err;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!target)
+    return makeError(ErrorCode::Internal, "CPU backend: no LLVM target for ", triple, ": ", err);
+  // As the JIT's (JITTargetMachineBuilder: default target options), but position-
+  // independent, so that the object links into PIE executables and shared libraries.
+  llvm::TargetOptions to;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, host.cpu, host.features, to, llvm::Reloc::PIC_, llvm::CodeModel::Small,
+      llvm::CodeGenOpt::Aggressive));
+  if (!tm)
+    return makeError(ErrorCode::Internal, "CPU backend: cannot create a target machine for ",
+                     host.cpu);
+  std::set<std::string> noInline(outOfLine.begin(), outOfLine.end());
+  KILN_RETURN_IF_ERR(prepareModule(*M, *tm, host, entries, opts, {}, noInline));
+  llvm::SmallString<0> buf;
+  {
+    PhaseTimer pt(M->getModuleIdentifier() + ": object code", opts.times);
+    llvm::raw_svector_ostream os(buf);
+    llvm::legacy::PassManager pm;
+    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_ObjectFile))
+      return makeError(ErrorCode::Internal, "CPU backend: ", host.cpu,
+                       " cannot emit object files");
+    pm.run(*M);
+  }
+  return std::string(buf.str());
 }
 
 } // namespace kiln::cpu

@@ -31,6 +31,11 @@ struct JitOptions {
   bool disableAvx512 = false;
   /// Print the wall time of each JIT phase to stderr.
   bool times = false;
+  /// Compile for this LLVM CPU instead of the host ("": the host), with the CPU's own
+  /// features: "x86-64-v4" (AVX-512 kernels), "x86-64-v3" (AVX2), "x86-64" (the AVX2
+  /// kernels, which LLVM splits into SSE vectors). Ahead-of-time bundles use it
+  /// (compileToObject); disableAvx512 does not apply.
+  std::string targetCpu;
   /// Where getSharedKernels keeps compiled kernels across processes, created on demand;
   /// "" keeps them in the process only.
   std::string cacheDir;
@@ -60,6 +65,18 @@ Expected<std::unique_ptr<llvm::Module>> loadLibjitModule(llvm::LLVMContext &ctx)
 /// once, before the kernels that call them.
 Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::string> &names,
                                                          const JitOptions &opts);
+
+/// True for the CPU names JitOptions::targetCpu accepts.
+bool isKnownTargetCpu(const std::string &cpu);
+
+/// Optimises \p module for the target of \p opts exactly as JitModule::compile does
+/// (every function except \p entryPoints internalised, the functions in \p outOfLine kept
+/// from being inlined) and returns it as a relocatable ELF object (position-independent
+/// code), for ahead-of-time bundles.
+Expected<std::string> compileToObject(std::unique_ptr<llvm::Module> module,
+                                      const std::vector<std::string> &entryPoints,
+                                      const JitOptions &opts,
+                                      const std::vector<std::string> &outOfLine);
 
 /// A module compiled to native code. Owns the LLJIT instance; the code lives as long as
 /// this object.
