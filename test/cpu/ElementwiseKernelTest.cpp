@@ -187,6 +187,29 @@ TEST(ElementwiseKernels, IntegerArithmetic) {
   EXPECT_EQ(libjit_elem_select_bool(0, 1, 0), 0);
 }
 
+TEST(ElementwiseKernels, ModBitShiftIntegerPow) {
+  const int32_t mn = std::numeric_limits<int32_t>::min();
+  EXPECT_EQ(libjit_elem_mod_i32(-5, 3, false), 1);
+  EXPECT_EQ(libjit_elem_mod_i32(-5, 3, true), -2);
+  EXPECT_EQ(libjit_elem_mod_i32(5, -3, false), -1);
+  EXPECT_EQ(libjit_elem_mod_i32(mn, -1, false), 0);
+  EXPECT_EQ(libjit_elem_mod_i64(7, 0, true), 0);
+  EXPECT_EQ(libjit_elem_mod_f32(-7.5f, 2.0f, false), 0.5f);
+  EXPECT_EQ(libjit_elem_mod_f32(-7.5f, 2.0f, true), -1.5f);
+  EXPECT_TRUE(std::isnan(libjit_elem_mod_f32(1.0f, 0.0f, true)));
+  EXPECT_EQ(libjit_elem_bitshift_i32(-1, 28, false), 15);
+  EXPECT_EQ(libjit_elem_bitshift_i32(1, 31, true), mn);
+  EXPECT_EQ(libjit_elem_bitshift_i32(1, 32, true), 0);
+  EXPECT_EQ(libjit_elem_bitshift_i64(5, -1, true), 0);
+  EXPECT_EQ(libjit_elem_pow_i32(2, 31), mn);
+  EXPECT_EQ(libjit_elem_pow_i32(-2, 3), -8);
+  EXPECT_EQ(libjit_elem_pow_i32(-1, -3), -1);
+  EXPECT_EQ(libjit_elem_pow_i32(5, -1), 0);
+  EXPECT_EQ(libjit_elem_pow_i64(3, 40), -6289078614652622815LL);
+  EXPECT_EQ(libjit_elem_sin_f32(0.5f), std::sin(0.5f));
+  EXPECT_EQ(libjit_elem_atanh_f32(1.0f), std::numeric_limits<float>::infinity());
+}
+
 TEST(ElementwiseKernels, ConvertTo) {
   EXPECT_EQ(libjit_elem_convertto_f32_i32(2.5f), 2);
   EXPECT_EQ(libjit_elem_convertto_f32_i32(-2.5f), -2);

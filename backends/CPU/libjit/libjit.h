@@ -192,7 +192,7 @@ LIBJIT_DECLARE_GATHER_IDXS(u64, uint64_t)
 #undef LIBJIT_DECLARE_GATHER_IDXS
 #undef LIBJIT_DECLARE_GATHER_IDX
 /// ScatterElements / ScatterND into dst (already holding Data); red 0 none, 1 add, 2 mul,
-/// 3 max, 4 min; b8 is Bool (add/max OR, mul/min AND); u16 (16-bit floats) replaces only.
+/// 3 max, 4 min; bool is Bool (add/max OR, mul/min AND); u16 (16-bit floats) replaces only.
 #define LIBJIT_DECLARE_SCATTER(SUFFIX, T, ISUFFIX, I)                                       \
   LIBJIT_EXPORT void libjit_scatter_elements_##SUFFIX##_##ISUFFIX(                           \
       T *dst, const I *idx, const T *upd, const int64_t *idxDims, const int64_t *dstStrides, \
@@ -207,7 +207,7 @@ LIBJIT_DECLARE_GATHER_IDXS(u64, uint64_t)
 LIBJIT_DECLARE_SCATTERS(f32, float)
 LIBJIT_DECLARE_SCATTERS(i32, int32_t)
 LIBJIT_DECLARE_SCATTERS(i64, int64_t)
-LIBJIT_DECLARE_SCATTERS(b8, uint8_t)
+LIBJIT_DECLARE_SCATTERS(bool, uint8_t)
 LIBJIT_DECLARE_SCATTERS(u16, uint16_t)
 #undef LIBJIT_DECLARE_SCATTERS
 #undef LIBJIT_DECLARE_SCATTER
