@@ -48,7 +48,7 @@ void defineConvolutionsAndPooling(Table &t) {
       .noLowering()
       .onnx({"MaxPool"})
       .interpreter("floats|i8q|index -> =")
-      .cpu("uniform(floats)", "rank-4 Input")
+      .cpu("uniform(floats|index)", "rank-4 Input")
       .sim("f32|f16|i8q -> =");
   t.node("AvgPool")
       .input("Input")

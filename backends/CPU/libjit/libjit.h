@@ -321,6 +321,17 @@ LIBJIT_EXPORT void libjit_avgpool_f32(float *dst, const float *src, int64_t N, i
                                       int64_t KW, int64_t SH, int64_t SW, int64_t PT,
                                       int64_t PL, int64_t countIncludePads, float *scratch,
                                       int64_t tid, int64_t nthreads);
+/// Integer MaxPool: the largest in-bounds element of each window (the kind's minimum for a
+/// window wholly in the padding), planes split between threads.
+#define LIBJIT_DECLARE_INT_MAXPOOL(K, T)                                                    \
+  LIBJIT_EXPORT void libjit_maxpool_##K(T *dst, const T *src, int64_t N, int64_t C,         \
+                                        int64_t H, int64_t W, int64_t OH, int64_t OW,       \
+                                        int64_t KH, int64_t KW, int64_t SH, int64_t SW,     \
+                                        int64_t PT, int64_t PL, int64_t tid,                \
+                                        int64_t nthreads);
+LIBJIT_DECLARE_INT_MAXPOOL(i32, int32_t)
+LIBJIT_DECLARE_INT_MAXPOOL(i64, int64_t)
+#undef LIBJIT_DECLARE_INT_MAXPOOL
 LIBJIT_EXPORT void libjit_adaptive_avgpool_f32(float *dst, const float *src, int64_t N,
                                                int64_t C, int64_t H, int64_t W, int64_t OH,
                                                int64_t OW, int64_t tid, int64_t nthreads);
