@@ -1,6 +1,7 @@
 #include "CPUBackend.h"
 
 #include "ThreadPool.h"
+#include "WidenHalfFloats.h"
 #include "codegen/Codegen.h"
 #include "kiln/Memory/MemoryPipeline.h"
 #include "kiln/Passes/IR/IRPasses.h"
@@ -176,6 +177,13 @@ BackendCompileSpec CPUBackend::getCompileSpec(const CompileOptions &opts) const 
   Expected<CPUBackendOptions> parsed = parseCPUBackendOptions(opts, opts_);
   bool optimizeIR = parsed ? parsed->optimizeIR : opts_.optimizeIR;
   BackendCompileSpec spec;
+  // Float16 and BFloat16 nodes the kernels do not run as they stand compute on float32
+  // between ConvertTos (the table's rule: computed in float, rounded once per operator).
+  spec.graphSteps.push_back({"widen-half-floats", [this](Function *f) {
+                               return widenHalfFloats(f, [this](const Node &n) {
+                                 return !isNativelySupported(n) && isOpSupported(n);
+                               });
+                             }});
   // By default a memory-aware node order and the default IR pipeline (a Concat's operands
   // become views of its result, copies into saved results disappear, element-wise results
   // share dead buffers), so the plan has less to hold and less to copy; off: topological

@@ -90,6 +90,9 @@ public:
   explicit CPUBackend(CPUBackendOptions opts = {}) : opts_(opts) {}
   std::string getName() const override { return "CPU"; }
   bool isOpSupported(const Node &node) const override;
+  /// What the kernels run as the node stands; isOpSupported adds the 16-bit float nodes
+  /// computed widened to float32 (widen-half-floats, WidenHalfFloats.h).
+  bool isNativelySupported(const Node &node) const;
   /// Lowers only the nodes isOpSupported refuses: whatever the CPU claims, it runs as it
   /// is (its kernels fuse better than the lowered forms).
   bool shouldLower(const Node &node) const override;

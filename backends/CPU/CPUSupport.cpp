@@ -6,6 +6,7 @@
 // suite against the Interpreter.
 
 #include "CPUBackend.h"
+#include "WidenHalfFloats.h"
 
 #include "src/ClassGen/OpTable.h"
 
@@ -79,10 +80,47 @@ bool shapeSupported(const Node &n, bool fuseEpilogues) {
   }
 }
 
+/// The kinds whose kernels handle 16-bit floats as they are: they move elements by size
+/// (ConvertTo converts them). Every other kind computes on float32 only.
+bool movesHalfFloats(const Node &n) {
+  switch (n.getKind()) {
+  case NodeKind::Concat:
+  case NodeKind::Slice:
+  case NodeKind::Reshape:
+  case NodeKind::Transpose:
+  case NodeKind::Gather:
+  case NodeKind::Tile:
+  case NodeKind::Pad:
+  case NodeKind::Broadcast:
+  case NodeKind::Splat:
+  case NodeKind::ConvertTo:
+  case NodeKind::Save:
+  case NodeKind::InsertTensor:
+  case NodeKind::GatherElements:
+  case NodeKind::GatherND:
+  case NodeKind::ScatterElements:
+  case NodeKind::ScatterND:
+    return true;
+  default:
+    return false;
+  }
+}
+
 } // namespace
 
+bool CPUBackend::isNativelySupported(const Node &n) const {
+  return optable::kindsSupported(n, optable::TableBackend::CPU) &&
+         shapeSupported(n, opts_.fuseEpilogues) && (!hasHalfFloats(n) || movesHalfFloats(n));
+}
+
 bool CPUBackend::isOpSupported(const Node &n) const {
-  return optable::kindsSupported(n, optable::TableBackend::CPU) && shapeSupported(n, opts_.fuseEpilogues);
+  // The table's CPU column lists float16 and bfloat16 for the float operators: they run
+  // widened (WidenHalfFloats.h) when their float32 form runs natively.
+  if (isNativelySupported(n))
+    return true;
+  return optable::kindsSupported(n, optable::TableBackend::CPU) && hasHalfFloats(n) &&
+         !movesHalfFloats(n) &&
+         isWidenable(n, [this](const Node &w) { return isNativelySupported(w); });
 }
 
 } // namespace kiln::cpu

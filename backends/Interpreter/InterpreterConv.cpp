@@ -376,8 +376,13 @@ Error InterpreterRun::fwdRoiAlign(const RoiAlignInst *I) {
         rh = std::max(rh, 1.0);
       }
       double bh = rh / double(oh), bw = rw / double(ow);
-      dim_t gh = ratio ? ratio : dim_t(std::ceil(rh / double(oh)));
-      dim_t gw = ratio ? ratio : dim_t(std::ceil(rw / double(ow)));
+      // With half pixels a region may have a negative size: no samples (as the CPU
+      // kernel); NaN too. Converting a negative double to dim_t would be undefined.
+      auto grid = [&](double size, dim_t bins) -> dim_t {
+        double g = std::ceil(size / double(bins));
+        return ratio ? ratio : (g > 0 ? dim_t(g) : 0);
+      };
+      dim_t gh = grid(rh, oh), gw = grid(rw, ow);
       double count = double(std::max<dim_t>(gh * gw, 1));
       for (dim_t c = 0; c < C; c++) {
         const T *img = x + (dim_t(b) * C + c) * H * W;

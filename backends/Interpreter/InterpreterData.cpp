@@ -129,13 +129,28 @@ Error InterpreterRun::fwdTranspose(const TransposeInst *I) {
 
 /// Indices are read as int64; a negative index counts from the end of the axis; an index
 /// outside [-size, size) is an Error.
+namespace {
+
+/// The prologue of the gathers (Gather, GatherElements, GatherND): the result of Data's
+/// kind, Indices of an index kind, and Data with the result's quantization parameters
+/// (\p scratch holds a requantized copy when they differ).
+Expected<const Tensor *> gatherData(const Instruction *I, const Tensor &out,
+                                    const Tensor &data0, const Tensor &indices,
+                                    Tensor &scratch) {
+  KILN_RETURN_IF_ERR(checkSameKind(I, out, data0));
+  if (!isIndexKind(indices.getElementType()))
+    return unsupportedKinds(I);
+  return withQuantParamsOf(I, data0, out.getType(), scratch);
+}
+
+} // namespace
+
 Error InterpreterRun::fwdGather(const GatherInst *I) {
   Tensor &out = getTensor(I->getDest());
   const Tensor &data0 = getTensor(I->getData());
   const Tensor &indices = getTensor(I->getIndices());
-  KILN_RETURN_IF_ERR(checkSameKind(I, out, data0));
-  if (!isIndexKind(indices.getElementType()))
-    return unsupportedKinds(I);
+  Tensor scratch;
+  KILN_ASSIGN_OR_RETURN(const Tensor *data, gatherData(I, out, data0, indices, scratch));
   const Type &dt = data0.getType(), &ot = out.getType();
   const dim_t axis = I->getAxis();
   bool ok = axis < dt.rank() && ot.rank() == dt.rank() - 1 + indices.dims().size();
@@ -153,8 +168,6 @@ Error InterpreterRun::fwdGather(const GatherInst *I) {
     return operandError(I, "result ", ot.toString(), " does not match Data ", dt.toString(),
                         " gathered along axis ", axis, " by Indices ",
                         indices.getType().toString());
-  Tensor scratch;
-  KILN_ASSIGN_OR_RETURN(const Tensor *data, withQuantParamsOf(I, data0, ot, scratch));
   const size_t bytes = ot.elemBytes();
   const AxisSplit split(dt.dims, axis);
   const dim_t outer = split.outer, size = split.size, inner = split.inner;
@@ -384,9 +397,8 @@ Error InterpreterRun::fwdGatherElements(const GatherElementsInst *I) {
   Tensor &out = getTensor(I->getDest());
   const Tensor &data0 = getTensor(I->getData());
   const Tensor &indices = getTensor(I->getIndices());
-  KILN_RETURN_IF_ERR(checkSameKind(I, out, data0));
-  if (!isIndexKind(indices.getElementType()))
-    return unsupportedKinds(I);
+  Tensor scratch;
+  KILN_ASSIGN_OR_RETURN(const Tensor *data, gatherData(I, out, data0, indices, scratch));
   const Type &dt = data0.getType(), &ot = out.getType();
   const dim_t axis = I->getAxis();
   bool ok = axis < dt.rank() && ot.dims == indices.dims() && ot.rank() == dt.rank();
@@ -395,8 +407,6 @@ Error InterpreterRun::fwdGatherElements(const GatherElementsInst *I) {
   if (!ok)
     return operandError(I, "result ", ot.toString(), " and Indices ",
                         indices.getType().toString(), " do not fit Data ", dt.toString());
-  Tensor scratch;
-  KILN_ASSIGN_OR_RETURN(const Tensor *data, withQuantParamsOf(I, data0, ot, scratch));
   const size_t bytes = ot.elemBytes();
   const Dims strides = dt.strides();
   size_t k = 0;
@@ -537,9 +547,8 @@ Error InterpreterRun::fwdGatherND(const GatherNDInst *I) {
   Tensor &out = getTensor(I->getDest());
   const Tensor &data0 = getTensor(I->getData());
   const Tensor &indices = getTensor(I->getIndices());
-  KILN_RETURN_IF_ERR(checkSameKind(I, out, data0));
-  if (!isIndexKind(indices.getElementType()))
-    return unsupportedKinds(I);
+  Tensor scratch;
+  KILN_ASSIGN_OR_RETURN(const Tensor *data, gatherData(I, out, data0, indices, scratch));
   const Type &dt = data0.getType(), &ot = out.getType();
   const Dims &id = indices.dims();
   const size_t b = I->getBatchDims();
@@ -547,6 +556,12 @@ Error InterpreterRun::fwdGatherND(const GatherNDInst *I) {
       b + id[id.size() - 1] > dt.rank() || id[id.size() - 1] == 0)
     return operandError(I, "Indices ", indices.getType().toString(), " do not fit Data ",
                         dt.toString());
+  // The first BatchDims dims of Indices and Data must agree (the type rule checks it for
+  // graphs; IR reaches here without it).
+  for (size_t d = 0; d < b; d++)
+    if (id[d] != dt.dims[d])
+      return operandError(I, "dim ", d, " of Indices ", indices.getType().toString(),
+                          " differs from Data ", dt.toString(), " within BatchDims = ", b);
   const size_t k = id[id.size() - 1];
   size_t slice = 1, batches = 1;
   for (size_t d = b + k; d < dt.rank(); d++)
@@ -557,8 +572,6 @@ Error InterpreterRun::fwdGatherND(const GatherNDInst *I) {
   if (out.size() != tuples * slice)
     return operandError(I, "result ", ot.toString(), " does not fit Indices ",
                         indices.getType().toString(), " and Data ", dt.toString());
-  Tensor scratch;
-  KILN_ASSIGN_OR_RETURN(const Tensor *data, withQuantParamsOf(I, data0, ot, scratch));
   const size_t bytes = ot.elemBytes();
   const size_t batchStride = b ? dt.strides()[b - 1] : 0;
   Error err = Error::success();

@@ -7,6 +7,11 @@ namespace kiln {
 
 Expected<PlannedIR> Backend::planIR(Function *f, const CompileOptions &opts) const {
   BackendCompileSpec spec = getCompileSpec(opts);
+  for (const auto &[name, step] : spec.graphSteps)
+    if (step(f))
+      if (Error e = f->verify())
+        return makeError(ErrorCode::Internal, getName(), " backend step '", name, "' left '",
+                         f->getName(), "' invalid: ", e.message());
   MemoryPipelineOptions mo;
   mo.memoryAwareSchedule = spec.memoryAwareSchedule;
   mo.irPasses = spec.irPasses;

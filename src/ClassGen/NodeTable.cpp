@@ -11,7 +11,10 @@
 //   (a Broadcast node), so backends never see implicit broadcasting.
 // - Quantized values follow real = scale * (q - offset); results round half away from zero
 //   and saturate to the element kind's range.
-// - Float16 and BFloat16 results are computed in float and rounded once per operator.
+// - Float16 and BFloat16 results are computed in float and rounded once per operator. The
+//   CPU backend runs them so: a float operator on 16-bit floats becomes ConvertTo(float)
+//   operands -> the float32 kernel -> ConvertTo back (backends/CPU/WidenHalfFloats.h);
+//   data movement moves them as they are.
 
 #include "NodeGen.h"
 
@@ -34,7 +37,7 @@ void defineConvolutionsAndPooling(Table &t) {
                 "Slice_g bias, Group = 1), joined by Concat on the channel axis")
       .onnx({"Conv"})
       .interpreter("uniform(floats); i8q, i8q, i32q -> i8q")
-      .cpu("uniform(f32)", "rank-4 Input and Filter")
+      .cpu("uniform(floats)", "rank-4 Input and Filter")
       .sim("uniform(f32|f16); i8q, i8q, i32q -> i8q");
   t.node("MaxPool")
       .input("Input")
@@ -45,7 +48,7 @@ void defineConvolutionsAndPooling(Table &t) {
       .noLowering()
       .onnx({"MaxPool"})
       .interpreter("floats|i8q|index -> =")
-      .cpu("uniform(f32)", "rank-4 Input")
+      .cpu("uniform(floats|index)", "rank-4 Input")
       .sim("f32|f16|i8q -> =");
   t.node("AvgPool")
       .input("Input")
@@ -57,7 +60,7 @@ void defineConvolutionsAndPooling(Table &t) {
       .noLowering()
       .onnx({"AveragePool"})
       .interpreter("floats|i8q -> =")
-      .cpu("uniform(f32)", "rank-4 Input")
+      .cpu("uniform(floats)", "rank-4 Input")
       .sim("f32|f16|i8q -> =");
   t.node("AdaptiveAvgPool")
       .input("Input")
@@ -69,7 +72,7 @@ void defineConvolutionsAndPooling(Table &t) {
       .noLowering()
       .onnx({"GlobalAveragePool"})
       .interpreter("floats|i8q -> =")
-      .cpu("uniform(f32)", "rank-4 Input")
+      .cpu("uniform(floats)", "rank-4 Input")
       .sim("f32|f16|i8q -> =");
 }
 
@@ -82,7 +85,7 @@ void defineLinearAlgebra(Table &t) {
       .lowering("lowerFullyConnected", "BatchedAdd(MatMul(Input, Weights), Bias)")
       .onnx({"Gemm"})
       .interpreter("uniform(floats); i8q, i8q, i32q -> i8q")
-      .cpu("uniform(f32)", "rank-2 Input and Weights")
+      .cpu("uniform(floats)", "rank-2 Input and Weights")
       .sim("uniform(f32|f16); i8q, i8q, i32q -> i8q");
   t.node("MatMul")
       .input("LHS").input("RHS")
@@ -91,7 +94,7 @@ void defineLinearAlgebra(Table &t) {
       .noLowering()
       .onnx({"MatMul", "Gemm"})
       .interpreter("uniform(floats); i8q, i8q -> i8q")
-      .cpu("uniform(f32)", "rank-2 LHS and RHS")
+      .cpu("uniform(floats)", "rank-2 LHS and RHS")
       .sim("uniform(f32|f16); i8q, i8q -> i8q");
   t.node("BatchMatMul")
       .input("LHS").input("RHS")
@@ -102,7 +105,7 @@ void defineLinearAlgebra(Table &t) {
                 "joined by Concat on axis 0")
       .onnx({"MatMul"})
       .interpreter("uniform(floats); i8q, i8q -> i8q")
-      .cpu("uniform(f32)", "rank-3 LHS and RHS")
+      .cpu("uniform(floats)", "rank-3 LHS and RHS")
       .sim("none");
   t.node("BatchedAdd")
       .input("Batch").input("Slice")
@@ -110,7 +113,7 @@ void defineLinearAlgebra(Table &t) {
       .describe("Adds Slice to every batch of Batch: Batch [N, d1..dk] + Slice [d1..dk].")
       .noLowering()
       .interpreter("uniform(floats); i8q, i8q -> i8q")
-      .cpu("uniform(f32)")
+      .cpu("uniform(floats)")
       .sim("none");
 }
 
@@ -127,7 +130,7 @@ void defineNormalization(Table &t) {
                 "vectors reshaped to 1s but at ChannelIdx and broadcast")
       .onnx({"BatchNormalization"})
       .interpreter("uniform(floats)")
-      .cpu("uniform(f32)")
+      .cpu("uniform(floats)")
       .sim("none");
   t.node("LayerNormalization")
       .input("Input").input("Scale").input("Bias")
@@ -143,7 +146,7 @@ void defineNormalization(Table &t) {
                 "y = d * Rsqrt(var + Epsilon) * Scale + Bias (broadcast to x)")
       .onnx({"LayerNormalization"})
       .interpreter("uniform(floats)")
-      .cpu("uniform(f32)")
+      .cpu("uniform(floats)")
       .sim("none");
   t.node("SoftMax")
       .input("Input").attr(AttrKind::Axis, "Axis").result("Result")
@@ -151,7 +154,7 @@ void defineNormalization(Table &t) {
       .noLowering()
       .onnx({"Softmax"})
       .interpreter("uniform(floats)")
-      .cpu("uniform(f32)")
+      .cpu("uniform(floats)")
       .sim("none");
   t.node("LogSoftMax")
       .input("Input").attr(AttrKind::Axis, "Axis").result("Result")
@@ -161,17 +164,17 @@ void defineNormalization(Table &t) {
                 "(kept dims, broadcast)")
       .onnx({"LogSoftmax"})
       .interpreter("uniform(floats)")
-      .cpu("uniform(f32)")
+      .cpu("uniform(floats)")
       .sim("none");
 }
 
 void defineActivations(Table &t) {
-  // Unary element-wise operators: no lowering, run by the CPU backend on float32 and not
-  // by the Sim chip, unless stated after.
+  // Unary element-wise operators: no lowering, run by the CPU backend on the float kinds
+  // (16-bit ones widened to float32) and not by the Sim chip, unless stated after.
   auto unary = [&](const char *name, const char *doc) -> NodeDef & {
     return t.node(name).input("Input").result("Result").typeRule(TypeRule::SameAsInput)
         .dataParallelOp().describe(doc)
-        .noLowering().interpreter("uniform(floats)").cpu("uniform(f32)").sim("none");
+        .noLowering().interpreter("uniform(floats)").cpu("uniform(floats)").sim("none");
   };
   unary("Relu", "max(x, 0). Quantized: output may have its own scale and offset.")
       .onnx({"Relu"}).interpreter("floats|i8q -> =").sim("f32|f16|i8q -> =");
@@ -200,12 +203,12 @@ void defineActivations(Table &t) {
       .lowering("lowerPRelu", "Max(x, 0) + Min(x, 0) * Slope")
       .onnx({"PRelu"})
       .interpreter("uniform(floats)")
-      .cpu("uniform(f32)")
+      .cpu("uniform(floats)")
       .sim("none");
   unary("Neg", "-x (integers wrap).").onnx({"Neg"}).interpreter("numeric")
-      .cpu("uniform(f32|i32|i64)");
+      .cpu("uniform(numeric)");
   unary("Abs", "|x| (integers: |MIN| wraps to MIN).").onnx({"Abs"}).interpreter("numeric")
-      .cpu("uniform(f32|i32|i64)");
+      .cpu("uniform(numeric)");
   unary("Exp", "e^x.").onnx({"Exp"});
   unary("Log", "Natural logarithm (NaN below 0, -inf at 0).").onnx({"Log", "Softplus"});
   unary("Sqrt", "Square root.").onnx({"Sqrt"});
@@ -218,12 +221,12 @@ void defineActivations(Table &t) {
 }
 
 void defineArithmetic(Table &t) {
-  // Binary element-wise operators: no lowering, float32, int32 and int64 on the CPU backend
-  // (integers wrap), not on Sim, unless stated after.
+  // Binary element-wise operators: no lowering, the float kinds, int32 and int64 on the CPU
+  // backend (integers wrap), not on Sim, unless stated after.
   auto binary = [&](const char *name, const char *doc) -> NodeDef & {
     return t.node(name).input("LHS").input("RHS").result("Result")
         .typeRule(TypeRule::SameAsInputs).dataParallelOp().describe(doc)
-        .noLowering().cpu("uniform(f32|i32|i64)").sim("none");
+        .noLowering().cpu("uniform(numeric)").sim("none");
   };
   binary("Add", "LHS + RHS. Quantized operands may have different scales; so may the result.")
       .onnx({"Add", "Sum"}).interpreter("numeric|i8q -> =").sim("f32|f16|i8q -> =");
@@ -236,12 +239,13 @@ void defineArithmetic(Table &t) {
   binary("Max", "max(LHS, RHS).").onnx({"Max"}).interpreter("numeric|i8q -> =");
   binary("Min", "min(LHS, RHS).").onnx({"Min"}).interpreter("numeric|i8q -> =");
   binary("Pow", "LHS raised to RHS. Integers: exact with wrapping; a negative exponent "
-                "gives 1 / LHS^-RHS truncated (0 unless LHS is 1 or -1); 0^negative is an error.")
-      .onnx({"Pow"}).interpreter("numeric").cpu("uniform(f32)");
+                "gives 1 / LHS^-RHS truncated (0 unless LHS is 1 or -1); 0^negative is an "
+                "error on the Interpreter and 0 on the CPU backend.")
+      .onnx({"Pow"}).interpreter("numeric");
   auto cmp = [&](const char *name, const char *doc) -> NodeDef & {
     return t.node(name).input("LHS").input("RHS").result("Result")
         .typeRule(TypeRule::BoolOfInputs).dataParallelOp().describe(doc)
-        .noLowering().interpreter("numeric").cpu("f32|i32|i64, = -> bool").sim("none");
+        .noLowering().interpreter("numeric").cpu("numeric, = -> bool").sim("none");
   };
   cmp("CmpEQ", "LHS == RHS, a Bool tensor.").onnx({"Equal", "Not"});
   cmp("CmpLT", "LHS < RHS, a Bool tensor.").onnx({"Less", "Greater"});
@@ -252,7 +256,7 @@ void defineArithmetic(Table &t) {
       .noLowering()
       .onnx({"Where"})
       .interpreter("bool, all")
-      .cpu("bool, f32|i32|i64|bool")
+      .cpu("bool, plain")
       .sim("none");
 }
 
@@ -261,7 +265,7 @@ void defineReductions(Table &t) {
     return t.node(name).input("Input")
         .attr(AttrKind::Axes, "Axes").attr(AttrKind::Bool, "KeepDims")
         .result("Result").describe(doc)
-        .noLowering().interpreter("numeric").cpu("uniform(f32|index)", "Input rank at most 16")
+        .noLowering().interpreter("numeric").cpu("uniform(numeric)", "Input rank at most 16")
         .sim("none");
   };
   reduce("ReduceSum", "Sum over Axes (distinct); KeepDims keeps them as size 1.")
@@ -270,7 +274,7 @@ void defineReductions(Table &t) {
       .lowering("lowerReduceMean", "ReduceSum(x, Axes) / Splat(count)")
       .onnx({"ReduceMean"})
       .interpreter("floats")
-      .cpu("uniform(f32)", "Input rank at most 16");
+      .cpu("uniform(floats)", "Input rank at most 16");
   reduce("ReduceMax", "Maximum over Axes.").onnx({"ReduceMax", "GlobalMaxPool"});
   reduce("ReduceMin", "Minimum over Axes.").onnx({"ReduceMin"});
   reduce("ReduceProd", "Product over Axes.").onnx({"ReduceProd"});
@@ -278,20 +282,20 @@ void defineReductions(Table &t) {
       .input("Input").attr(AttrKind::Axis, "Axis").attr(AttrKind::Bool, "KeepDims")
       .result("Result")
       .describe("Int64 index of the largest element along Axis (first one on ties).")
-      .noLowering().onnx({"ArgMax"}).interpreter("numeric|i8q").cpu("f32|index|i8q -> i64")
+      .noLowering().onnx({"ArgMax"}).interpreter("numeric|i8q").cpu("numeric|i8q -> i64")
       .sim("none");
   t.node("ArgMin")
       .input("Input").attr(AttrKind::Axis, "Axis").attr(AttrKind::Bool, "KeepDims")
       .result("Result")
       .describe("Int64 index of the smallest element along Axis (first one on ties).")
-      .noLowering().onnx({"ArgMin"}).interpreter("numeric|i8q").cpu("f32|index|i8q -> i64")
+      .noLowering().onnx({"ArgMin"}).interpreter("numeric|i8q").cpu("numeric|i8q -> i64")
       .sim("none");
   t.node("TopK")
       .input("Input").attr(AttrKind::Dim, "K")
       .result("Values").result("Indices")
       .describe("The K largest elements along the last axis, in descending order, and their "
                 "Int64 indices (lower index first on ties).")
-      .noLowering().onnx({"TopK"}).interpreter("numeric|i8q").cpu("f32|index|i8q -> =")
+      .noLowering().onnx({"TopK"}).interpreter("numeric|i8q").cpu("numeric|i8q -> =")
       .sim("none");
 }
 
@@ -379,7 +383,7 @@ void defineDataMovement(Table &t) {
       .noLowering()
       .onnx({"Cast", "CastLike"})
       .interpreter("plain -> plain")
-      .cpu("f32|i32|i64|bool -> f32|i32|i64|bool")
+      .cpu("plain -> plain")
       .sim("none");
   t.node("Save")
       .input("Input").input("Output").typeRule(TypeRule::NoResult).customIRGen()
@@ -458,16 +462,14 @@ void defineLoweringTargets(Table &t) {
       .sim("none");
 }
 
-/// Operators added for ONNX breadth (issue "Every model runs"). They run on the Interpreter;
-/// the CPU backend leaves them to the Interpreter (fallback) until it has kernels. Their
-/// type rules and Interpreter kernels are with their families: the trigonometric
+/// Operators added for ONNX breadth (issue "Every model runs"). Their type rules and Interpreter kernels are with their families: the trigonometric
 /// functions, Mod and BitShift with Elementwise, CumSum with Reduce, the gathers and
 /// scatters with Data.
 void defineOnnxBreadth(Table &t) {
   auto unary = [&](const char *name, const char *doc) -> NodeDef & {
     return t.node(name).input("Input").result("Result").typeRule(TypeRule::SameAsInput)
         .dataParallelOp().describe(doc)
-        .noLowering().interpreter("uniform(floats)").cpu("none").sim("none");
+        .noLowering().interpreter("uniform(floats)").cpu("uniform(floats)").sim("none");
   };
   unary("Sin", "Sine (radians).").onnx({"Sin"});
   unary("Cos", "Cosine (radians).").onnx({"Cos"});
@@ -486,11 +488,12 @@ void defineOnnxBreadth(Table &t) {
       .typeRule(TypeRule::SameAsInputs).dataParallelOp()
       .describe("Remainder of LHS / RHS. With Fmod the result has the sign of LHS (C fmod; "
                 "integers truncate); without, the sign of RHS (Python %; floor division). "
-                "Integer division by zero is an error; float x mod 0 is NaN.")
+                "Integer x mod 0 is an error on the Interpreter and 0 on the CPU backend (as "
+                "Div); float x mod 0 is NaN.")
       .noLowering()
       .onnx({"Mod"})
       .interpreter("numeric")
-      .cpu("none")
+      .cpu("uniform(numeric)")
       .sim("none");
   t.node("BitShift")
       .input("LHS").input("RHS").attr(AttrKind::Bool, "Left").result("Result")
@@ -501,7 +504,7 @@ void defineOnnxBreadth(Table &t) {
       .noLowering()
       .onnx({"BitShift"})
       .interpreter("uniform(index)")
-      .cpu("none")
+      .cpu("uniform(index)")
       .sim("none");
   t.node("CumSum")
       .input("Input").attr(AttrKind::Axis, "Axis").attr(AttrKind::Bool, "Exclusive")
@@ -513,7 +516,7 @@ void defineOnnxBreadth(Table &t) {
       .noLowering()
       .onnx({"CumSum"})
       .interpreter("numeric")
-      .cpu("uniform(f32|index)")
+      .cpu("uniform(numeric)")
       .sim("none");
   t.node("GatherElements")
       .input("Data").input("Indices").attr(AttrKind::Axis, "Axis").result("Result")
@@ -574,7 +577,7 @@ void defineOnnxBreadth(Table &t) {
       .noLowering()
       .onnx({"GridSample"})
       .interpreter("uniform(floats)")
-      .cpu("uniform(f32)")
+      .cpu("uniform(floats)")
       .sim("none");
   t.node("RoiAlign")
       .input("Input").input("Rois").input("BatchIndices")
@@ -590,7 +593,7 @@ void defineOnnxBreadth(Table &t) {
       .noLowering()
       .onnx({"RoiAlign"})
       .interpreter("floats, =, index -> =")
-      .cpu("f32, =, index -> =")
+      .cpu("floats, =, index -> =")
       .sim("none");
 }
 

@@ -447,16 +447,17 @@ Error convertGlobalPool(Importer &I, const Node &n) {
   return Error::success();
 }
 
-/// ConvTranspose (1-D and 2-D) as a Convolution: the input is dilated by the strides
+/// ConvTranspose (1-D, 2-D and 3-D) as a Convolution: the input is dilated by the strides
 /// (zeros inserted between elements), padded by dilation * (kernel - 1) minus the pads (a
 /// negative amount crops), with output_padding and output_shape added at the end; the
-/// filter [C, O/group, k...] becomes [O, C/group, k...] flipped in space.
+/// filter [C, O/group, k...] becomes [O, C/group, k...] flipped in space. 1-D runs as 2-D
+/// with a height of 1; 3-D as 2-D convolutions over the kernel's depths (window3D).
 Error convertConvTranspose(Importer &I, const Node &n) {
   KILN_ASSIGN_OR_RETURN(Dims xd, I.inputDims(n, 0));
   KILN_ASSIGN_OR_RETURN(Dims wd, I.inputDims(n, 1));
-  if (xd.size() != 3 && xd.size() != 4)
-    return I.unsupported(n, "only 1-D and 2-D transposed convolutions are supported; the "
-                         "input is ", dimsToString(xd));
+  if (xd.size() < 3 || xd.size() > 5)
+    return I.unsupported(n, "only 1-D, 2-D and 3-D transposed convolutions are supported; "
+                         "the input is ", dimsToString(xd));
   if (wd.size() != xd.size())
     return I.parseError(n, "the filter ", dimsToString(wd), " does not match the input ",
                         dimsToString(xd));
@@ -506,30 +507,53 @@ Error convertConvTranspose(Importer &I, const Node &n) {
   KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
   Function *F = I.F;
   dim_t N = xd[0], C = xd[1], O = wd[1] * dim_t(group), g = dim_t(group);
-  std::vector<dim_t> in2 = {sp == 1 ? 1 : xd[2], xd[xd.size() - 1]};
-  std::vector<int64_t> s2 = {sp == 1 ? 1 : st[0], st[sp - 1]}, d2 = {sp == 1 ? 1 : dil[0], dil[sp - 1]},
-                       k2 = {sp == 1 ? 1 : k[0], k[sp - 1]}, op2 = {sp == 1 ? 0 : op[0], op[sp - 1]},
-                       pb2 = {sp == 1 ? 0 : pads[0], pads[sp - 1]},
-                       pe2 = {sp == 1 ? 0 : pads[sp], pads[2 * sp - 1]};
-  x = I.reshape(I.opName(n, "x4d"), x, Dims({N, C, in2[0], in2[1]}));
-  // Dilate by the strides: [N,C,H,1,W,1] padded to [N,C,H,sh,W,sw], flattened, cut.
-  dim_t uh = (in2[0] - 1) * dim_t(s2[0]) + 1, uw = (in2[1] - 1) * dim_t(s2[1]) + 1;
-  if (s2[0] > 1 || s2[1] > 1) {
-    NodeValue e = I.reshape(I.opName(n, "expand"), x, Dims({N, C, in2[0], 1, in2[1], 1}));
-    std::vector<dim_t> p(12, 0);
-    p[6 + 3] = dim_t(s2[0] - 1);
-    p[6 + 5] = dim_t(s2[1] - 1);
+  // S spatial dims from here on: 1-D becomes 2-D with a height of 1.
+  const size_t S = sp == 1 ? 2 : sp, lead = S - sp;
+  auto widen = [&](const std::vector<int64_t> &v, size_t at, int64_t fill) {
+    std::vector<int64_t> r(S, fill);
+    for (size_t i = 0; i < sp; i++)
+      r[lead + i] = v[at + i];
+    return r;
+  };
+  std::vector<int64_t> in(S, 1), s2 = widen(st, 0, 1), d2 = widen(dil, 0, 1),
+                       k2 = widen(k, 0, 1), op2 = widen(op, 0, 0), pb2 = widen(pads, 0, 0),
+                       pe2 = widen(pads, sp, 0);
+  for (size_t i = 0; i < sp; i++)
+    in[lead + i] = int64_t(xd[2 + i]);
+  Dims xs = {N, C};
+  for (int64_t v : in)
+    xs.push_back(dim_t(v));
+  x = I.reshape(I.opName(n, "xnd"), x, xs);
+  // Dilate by the strides: [N,C,D,1,H,1,W,1] padded to [N,C,D,sd,H,sh,W,sw], flattened, cut.
+  std::vector<dim_t> u(S);
+  bool strided = false;
+  for (size_t i = 0; i < S; i++) {
+    u[i] = dim_t((in[i] - 1) * s2[i] + 1);
+    strided |= s2[i] > 1;
+  }
+  if (strided) {
+    Dims ed = {N, C}, dd = {N, C};
+    for (size_t i = 0; i < S; i++) {
+      ed.push_back(dim_t(in[i]));
+      ed.push_back(1);
+      dd.push_back(dim_t(in[i] * s2[i]));
+    }
+    NodeValue e = I.reshape(I.opName(n, "expand"), x, ed);
+    std::vector<dim_t> p(2 * ed.size(), 0);
+    for (size_t i = 0; i < S; i++)
+      p[ed.size() + 3 + 2 * i] = dim_t(s2[i] - 1);
     e = F->createPad(I.opName(n, "dilate"), e, p, 0.0f);
-    e = I.reshape(I.opName(n, "dilated"), e,
-                  Dims({N, C, in2[0] * dim_t(s2[0]), in2[1] * dim_t(s2[1])}));
-    x = F->createSlice(I.opName(n, "cut"), e, {0, 0, 0, 0}, {N, C, uh, uw});
+    e = I.reshape(I.opName(n, "dilated"), e, dd);
+    std::vector<dim_t> zero(2 + S, 0), ue = {N, C};
+    ue.insert(ue.end(), u.begin(), u.end());
+    x = F->createSlice(I.opName(n, "cut"), e, zero, ue);
   }
   // Convolution pads; negative amounts crop the dilated input instead.
-  std::vector<dim_t> cb = {0, 0, 0, 0}, ce = {N, C, uh, uw};
-  std::vector<dim_t> cp(4, 0);
+  std::vector<dim_t> cb(2 + S, 0), ce = {N, C};
+  ce.insert(ce.end(), u.begin(), u.end());
+  std::vector<int64_t> cpB(S), cpE(S);
   bool crop = false;
-  dim_t u[2] = {uh, uw};
-  for (int i = 0; i < 2; i++) {
+  for (size_t i = 0; i < S; i++) {
     int64_t full = d2[i] * (k2[i] - 1);
     int64_t b = full - pb2[i], e = full - pe2[i] + op2[i];
     if (b < 0) {
@@ -544,29 +568,50 @@ Error convertConvTranspose(Importer &I, const Node &n) {
       crop = true;
       e = 0;
     }
-    cp[i] = dim_t(b);
-    cp[2 + i] = dim_t(e);
+    if (int64_t(ce[2 + i]) - int64_t(cb[2 + i]) + b + e < (k2[i] - 1) * d2[i] + 1)
+      return I.parseError(n, "the pads leave an empty result");
+    cpB[i] = b;
+    cpE[i] = e;
   }
   if (crop)
     x = F->createSlice(I.opName(n, "crop"), x, cb, ce);
-  // Filter: [C, O/g, kh, kw] -> [g, C/g, O/g, k] -> [g, O/g, C/g, k] -> [O, C/g, k], flipped.
-  dim_t cg = C / g, og = O / g, kh = dim_t(k2[0]), kw = dim_t(k2[1]);
+  // Filter: [C, O/g, k...] -> [g, C/g, O/g, k...] -> [g, O/g, C/g, k...] -> [O, C/g, k...],
+  // flipped in every spatial dim.
+  dim_t cg = C / g, og = O / g, taps = 1;
+  Dims fd = {O, cg};
+  for (size_t i = 0; i < S; i++) {
+    fd.push_back(dim_t(k2[i]));
+    taps *= dim_t(k2[i]);
+  }
   NodeValue w;
   if (const Tensor *wc = I.constInput(n, 1)) {
     // A filter known at load is rearranged here, so no Gather reaches the graph.
-    w = I.makeConstant(I.opName(n, "filter"), gatherElements(*wc, Dims({O, cg, kh, kw}),
-                                                             [&](size_t i) {
-      size_t b = i % kw, a = (i / kw) % kh, cc = (i / (kw * kh)) % cg, o = i / (kw * kh * cg);
-      size_t gi = o / og, oo = o % og;
-      return (((gi * cg + cc) * og + oo) * kh + (kh - 1 - a)) * kw + (kw - 1 - b);
+    w = I.makeConstant(I.opName(n, "filter"), gatherElements(*wc, fd, [&](size_t i) {
+      size_t t = i % taps, cc = (i / taps) % cg, o = i / (taps * cg);
+      size_t gi = o / og, oo = o % og, flipped = 0, rest = t;
+      // The tap's position with every coordinate mirrored, row-major over k2.
+      size_t stride = 1;
+      for (size_t a = S; a-- > 0;) {
+        size_t len = size_t(k2[a]), c = rest % len;
+        rest /= len;
+        flipped += (len - 1 - c) * stride;
+        stride *= len;
+      }
+      return ((gi * cg + cc) * og + oo) * taps + flipped;
     }));
   } else {
     KILN_ASSIGN_OR_RETURN(w, I.input(n, 1));
-    w = I.reshape(I.opName(n, "w5d"), w, Dims({g, cg, og, kh, kw}));
-    w = F->createTranspose(I.opName(n, "wt"), w, {0, 2, 1, 3, 4});
-    w = I.reshape(I.opName(n, "w4d"), w, Dims({O, cg, kh, kw}));
-    for (unsigned ax = 2; ax < 4; ax++) {
-      dim_t len = ax == 2 ? kh : kw;
+    Dims w5 = {g, cg, og};
+    std::vector<dim_t> perm = {0, 2, 1};
+    for (size_t i = 0; i < S; i++) {
+      w5.push_back(dim_t(k2[i]));
+      perm.push_back(dim_t(3 + i));
+    }
+    w = I.reshape(I.opName(n, "wsplit"), w, w5);
+    w = F->createTranspose(I.opName(n, "wt"), w, perm);
+    w = I.reshape(I.opName(n, "wnd"), w, fd);
+    for (unsigned ax = 2; ax < 2 + S; ax++) {
+      dim_t len = fd[ax];
       if (len == 1)
         continue;
       std::vector<int64_t> rev(len);
@@ -584,11 +629,37 @@ Error convertConvTranspose(Importer &I, const Node &n) {
   } else {
     b = I.makeConstant(I.opName(n, "bias"), Tensor(x.getElementType(), {O}));
   }
-  NodeValue y = F->createConvolution(I.opName(n), x, w, b, {kh, kw}, {1, 1}, cp,
-                                     {dim_t(d2[0]), dim_t(d2[1])}, g);
-  if (sp == 1) {
-    const Dims &yd = y.dims();
-    y = I.reshape(I.opName(n, "to1d"), y, Dims({yd[0], yd[1], yd[3]}));
+  NodeValue y;
+  if (S == 2) {
+    y = F->createConvolution(I.opName(n), x, w, b, {fd[2], fd[3]}, {1, 1},
+                             {dim_t(cpB[0]), dim_t(cpB[1]), dim_t(cpE[0]), dim_t(cpE[1])},
+                             {dim_t(d2[0]), dim_t(d2[1])}, g);
+    if (sp == 1) {
+      const Dims &yd = y.dims();
+      y = I.reshape(I.opName(n, "to1d"), y, Dims({yd[0], yd[1], yd[3]}));
+    }
+  } else {
+    // 3-D: a stride-1 convolution of the dilated input, one 2-D convolution per kernel
+    // depth, summed (the bias on the first).
+    Window w3;
+    w3.k = k2;
+    w3.st = {1, 1, 1};
+    w3.dil = d2;
+    w3.pad = {cpB[0], cpB[1], cpB[2], cpE[0], cpE[1], cpE[2]};
+    std::vector<dim_t> k2d, st2d, dil2d, pads2d;
+    window2DOf(w3, k2d, st2d, dil2d, pads2d);
+    NodeValue zero = I.makeConstant(I.opName(n, "nobias"), Tensor(x.getElementType(), {O}));
+    auto conv = [&](NodeValue slab, int64_t kd) -> NodeValue {
+      NodeValue fk = F->createSlice(I.opName(n, "filterd"), w, {0, 0, dim_t(kd), 0, 0},
+                                    {O, cg, dim_t(kd) + 1, fd[3], fd[4]});
+      fk = I.reshape(I.opName(n, "filter2d"), fk, Dims({O, cg, fd[3], fd[4]}));
+      return F->createConvolution(I.opName(n), slab, fk, kd == 0 ? b : zero, k2d, st2d,
+                                  pads2d, dil2d, g);
+    };
+    auto add = [&](NodeValue a, NodeValue c) -> NodeValue {
+      return F->createAdd(I.opName(n, "sumd"), a, c);
+    };
+    KILN_ASSIGN_OR_RETURN(y, window3D(I, n, x, w3, 0.0f, conv, add));
   }
   I.setOutput(n, 0, y);
   return Error::success();

@@ -187,6 +187,66 @@ TEST(ElementwiseKernels, IntegerArithmetic) {
   EXPECT_EQ(libjit_elem_select_bool(0, 1, 0), 0);
 }
 
+TEST(ElementwiseKernels, ModBitShiftIntegerPow) {
+  const int32_t mn = std::numeric_limits<int32_t>::min();
+  EXPECT_EQ(libjit_elem_mod_i32(-5, 3, false), 1);
+  EXPECT_EQ(libjit_elem_mod_i32(-5, 3, true), -2);
+  EXPECT_EQ(libjit_elem_mod_i32(5, -3, false), -1);
+  EXPECT_EQ(libjit_elem_mod_i32(mn, -1, false), 0);
+  EXPECT_EQ(libjit_elem_mod_i64(7, 0, true), 0);
+  EXPECT_EQ(libjit_elem_mod_f32(-7.5f, 2.0f, false), 0.5f);
+  EXPECT_EQ(libjit_elem_mod_f32(-7.5f, 2.0f, true), -1.5f);
+  EXPECT_TRUE(std::isnan(libjit_elem_mod_f32(1.0f, 0.0f, true)));
+  EXPECT_EQ(libjit_elem_bitshift_i32(-1, 28, false), 15);
+  EXPECT_EQ(libjit_elem_bitshift_i32(1, 31, true), mn);
+  EXPECT_EQ(libjit_elem_bitshift_i32(1, 32, true), 0);
+  EXPECT_EQ(libjit_elem_bitshift_i64(5, -1, true), 0);
+  EXPECT_EQ(libjit_elem_pow_i32(2, 31), mn);
+  EXPECT_EQ(libjit_elem_pow_i32(-2, 3), -8);
+  EXPECT_EQ(libjit_elem_pow_i32(-1, -3), -1);
+  EXPECT_EQ(libjit_elem_pow_i32(5, -1), 0);
+  EXPECT_EQ(libjit_elem_pow_i64(3, 40), -6289078614652622815LL);
+  EXPECT_EQ(libjit_elem_sin_f32(0.5f), std::sin(0.5f));
+  EXPECT_EQ(libjit_elem_atanh_f32(1.0f), std::numeric_limits<float>::infinity());
+}
+
+/// The 16-bit float conversions against kiln::float16 / kiln::bfloat16 (the Interpreter's),
+/// bit for bit: every 16-bit pattern to float and back, and every 257th float pattern
+/// (all exponents, denormals, infinities, NaN) to 16 bits; integers through round to odd.
+TEST(ElementwiseKernels, HalfAndBfloatConversionsAreBitExact) {
+  auto bits = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+  };
+  for (uint32_t h = 0; h < 65536; h++) {
+    float ref = float16::toFloat(uint16_t(h)), got = libjit_elem_convertto_f16_f32(uint16_t(h));
+    ASSERT_EQ(bits(got), bits(ref)) << "f16 " << h;
+    float bref = bfloat16::toFloat(uint16_t(h)), bgot = libjit_elem_convertto_bf16_f32(uint16_t(h));
+    ASSERT_EQ(bits(bgot), bits(bref)) << "bf16 " << h;
+    if (!std::isnan(ref))
+      ASSERT_EQ(libjit_elem_convertto_f32_f16(ref), uint16_t(h)) << "f16 round trip " << h;
+  }
+  for (uint64_t u = 0; u <= 0xffffffffull; u += 257) {
+    float f;
+    uint32_t u32 = uint32_t(u);
+    std::memcpy(&f, &u32, 4);
+    ASSERT_EQ(libjit_elem_convertto_f32_f16(f), float16::fromFloat(f)) << std::hex << u32;
+    ASSERT_EQ(libjit_elem_convertto_f32_bf16(f), bfloat16::fromFloat(f)) << std::hex << u32;
+  }
+  // Integers round once: 2^24 + 2^16 + 1 lies just above a bfloat16 midpoint (through
+  // float's nearest even it would round down to 2^24).
+  EXPECT_EQ(libjit_elem_convertto_i32_bf16(16777216 + 65536 + 1), bfloat16(16908288.0f).bits());
+  EXPECT_EQ(libjit_elem_convertto_i64_f16(65519), float16(65504.0f).bits());
+  EXPECT_EQ(libjit_elem_convertto_i64_f16(65520), float16::fromFloat(65536.0f)); // infinity
+  EXPECT_EQ(libjit_elem_convertto_i64_bf16(std::numeric_limits<int64_t>::min()),
+            bfloat16(-9223372036854775808.0f).bits());
+  EXPECT_EQ(libjit_elem_convertto_f16_i32(float16(-2.5f).bits()), -2);
+  EXPECT_EQ(libjit_elem_convertto_bf16_bool(bfloat16(-0.0f).bits()), 0);
+  EXPECT_EQ(libjit_elem_convertto_bool_f16(1), float16(1.0f).bits());
+  EXPECT_EQ(libjit_elem_convertto_f16_bf16(float16(0.1f).bits()), bfloat16(float(float16(0.1f))).bits());
+}
+
 TEST(ElementwiseKernels, ConvertTo) {
   EXPECT_EQ(libjit_elem_convertto_f32_i32(2.5f), 2);
   EXPECT_EQ(libjit_elem_convertto_f32_i32(-2.5f), -2);

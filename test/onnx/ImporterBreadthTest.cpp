@@ -123,6 +123,119 @@ TEST_F(ImporterTest, ConvTransposeStridesPadsDilationsOutputPadding) {
   EXPECT_EQ(count(NodeKind::Gather), 0u);
 }
 
+/// 3-D ConvTranspose by a naive scatter: y[n, g*og + oo, id*s - pb + kd*d, ...] +=
+/// x[n, c, id, ih, iw] * w[c, oo, kd, kh, kw] for c in group g, plus the bias.
+struct ConvT3D {
+  std::vector<int> xd, wd, st, pads, dil, op; // xd [N,C,D,H,W], wd [C,O/g,kd,kh,kw]
+  int group = 1;
+  std::vector<int> outDims() const {
+    std::vector<int> o = {xd[0], wd[1] * group};
+    for (int a = 0; a < 3; a++)
+      o.push_back((xd[2 + a] - 1) * st[a] + (wd[2 + a] - 1) * dil[a] + 1 + op[a] - pads[a] -
+                  pads[3 + a]);
+    return o;
+  }
+  std::vector<double> run(const std::vector<float> &x, const std::vector<float> &w,
+                          const std::vector<float> &b) const {
+    std::vector<int> od = outDims();
+    int N = xd[0], C = xd[1], O = od[1], cg = C / group, og = O / group;
+    std::vector<double> y(size_t(N) * O * od[2] * od[3] * od[4]);
+    auto yAt = [&](int n, int o, int d, int h, int ww) -> double & {
+      return y[(((size_t(n) * O + o) * od[2] + d) * od[3] + h) * od[4] + ww];
+    };
+    for (int n = 0; n < N; n++)
+      for (int o = 0; o < O; o++)
+        for (int d = 0; d < od[2]; d++)
+          for (int h = 0; h < od[3]; h++)
+            for (int ww = 0; ww < od[4]; ww++)
+              yAt(n, o, d, h, ww) = b.empty() ? 0.0 : b[o];
+    for (int n = 0; n < N; n++)
+      for (int c = 0; c < C; c++)
+        for (int id = 0; id < xd[2]; id++)
+          for (int ih = 0; ih < xd[3]; ih++)
+            for (int iw = 0; iw < xd[4]; iw++) {
+              double xv = x[(((size_t(n) * C + c) * xd[2] + id) * xd[3] + ih) * xd[4] + iw];
+              for (int oo = 0; oo < og; oo++)
+                for (int kd = 0; kd < wd[2]; kd++)
+                  for (int kh = 0; kh < wd[3]; kh++)
+                    for (int kw = 0; kw < wd[4]; kw++) {
+                      int d = id * st[0] - pads[0] + kd * dil[0];
+                      int h = ih * st[1] - pads[1] + kh * dil[1];
+                      int ww = iw * st[2] - pads[2] + kw * dil[2];
+                      if (d < 0 || h < 0 || ww < 0 || d >= od[2] || h >= od[3] || ww >= od[4])
+                        continue;
+                      double wv = w[(((size_t(c) * og + oo) * wd[2] + kd) * wd[3] + kh) *
+                                        wd[4] + kw];
+                      yAt(n, (c / cg) * og + oo, d, h, ww) += xv * wv;
+                    }
+            }
+    return y;
+  }
+};
+
+std::vector<int64_t> i64s(const std::vector<int> &v) { return {v.begin(), v.end()}; }
+Dims dimsOf(const std::vector<int> &v) {
+  Dims d;
+  for (int x : v)
+    d.push_back(dim_t(x));
+  return d;
+}
+
+TEST_F(ImporterTest, ConvTranspose3DGroupsStridesPadsDilationsOutputPadding) {
+  ConvT3D c;
+  c.xd = {2, 4, 2, 3, 3};
+  c.wd = {4, 3, 2, 2, 3};
+  c.group = 2;
+  c.st = {2, 1, 2};
+  c.pads = {1, 0, 0, 0, 1, 2};
+  c.dil = {1, 2, 1};
+  c.op = {1, 0, 1};
+  size_t nx = 2 * 4 * 2 * 3 * 3, nw = 4 * 3 * 2 * 2 * 3;
+  std::vector<float> x = ramp(nx), w = ramp(nw, 0.05f), b = {0.5f, -1, 0.25f, 2, 0, -0.75f};
+  B m(13);
+  m.input("x", i64s(c.xd)).init("w", i64s(c.wd), w).init("b", {6}, b).output("y");
+  auto &n = m.node("ConvTranspose", {"x", "w", "b"}, {"y"});
+  B::attrInt(n, "group", 2);
+  B::attrInts(n, "strides", i64s(c.st));
+  B::attrInts(n, "pads", i64s(c.pads));
+  B::attrInts(n, "dilations", i64s(c.dil));
+  B::attrInts(n, "output_padding", i64s(c.op));
+  expectValues(run(m, one("x", floats(dimsOf(c.xd), x))), dimsOf(c.outDims()), c.run(x, w, b),
+               1e-5);
+  EXPECT_EQ(count(NodeKind::Gather) > 0, true); // the depth taps (window3D)
+}
+
+/// A filter that is a graph input (rearranged and flipped in the graph), no bias, strides
+/// in depth only, SAME_UPPER (pads from the output size in * stride).
+TEST_F(ImporterTest, ConvTranspose3DRuntimeFilterAutoPad) {
+  ConvT3D c;
+  c.xd = {1, 2, 3, 2, 2};
+  c.wd = {2, 2, 3, 2, 2};
+  c.st = {2, 1, 1};
+  c.dil = {1, 1, 1};
+  c.op = {0, 0, 0};
+  // SAME_UPPER: total = s (in - 1) + k - in s; begin = total / 2, the rest at the end.
+  c.pads.assign(6, 0);
+  for (int a = 0; a < 3; a++) {
+    int total = c.st[a] * (c.xd[2 + a] - 1) + c.wd[2 + a] - c.xd[2 + a] * c.st[a];
+    c.pads[a] = total / 2;
+    c.pads[3 + a] = total - total / 2;
+  }
+  size_t nx = 1 * 2 * 3 * 2 * 2, nw = 2 * 2 * 3 * 2 * 2;
+  std::vector<float> x = ramp(nx), w = ramp(nw, 0.3f);
+  B m(13);
+  m.input("x", i64s(c.xd)).input("w", i64s(c.wd)).output("y");
+  auto &n = m.node("ConvTranspose", {"x", "w"}, {"y"});
+  B::attrInts(n, "strides", i64s(c.st));
+  B::attrString(n, "auto_pad", "SAME_UPPER");
+  std::map<std::string, Tensor> in;
+  in.emplace("x", floats(dimsOf(c.xd), x));
+  in.emplace("w", floats(dimsOf(c.wd), w));
+  std::vector<int> od = c.outDims();
+  EXPECT_EQ(od[2], 6); // in * stride
+  expectValues(run(m, std::move(in)), dimsOf(od), c.run(x, w, {}), 1e-5);
+}
+
 TEST_F(ImporterTest, TriluUpperAndLowerWithK) {
   B m(14);
   m.input("x", {3, 3}).initI64("k", {}, {1}).output("u").output("l");

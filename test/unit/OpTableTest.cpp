@@ -49,7 +49,7 @@ TEST_F(OpTableTest, ConvolutionFloatAndInt8Paths) {
   EXPECT_TRUE(kindsSupported(*f32, kCPU));
   EXPECT_TRUE(kindsSupported(*f32, kSim));
   EXPECT_TRUE(kindsSupported(*bf16, kInterp));
-  EXPECT_FALSE(kindsSupported(*bf16, kCPU));
+  EXPECT_TRUE(kindsSupported(*bf16, kCPU)); // computed in float32 (widen-half-floats)
   EXPECT_FALSE(kindsSupported(*bf16, kSim)); // the chip has f32 and f16 only
   EXPECT_TRUE(kindsSupported(*q, kInterp));
   EXPECT_FALSE(kindsSupported(*q, kCPU));
@@ -63,9 +63,10 @@ TEST_F(OpTableTest, ElementwiseAndDataMovement) {
   Placeholder *i32 = ph(K::Int32I, {4});
   Node *addI = f->createAdd("addi", i32, i32);
   EXPECT_TRUE(kindsSupported(*addI, kInterp));
-  EXPECT_TRUE(kindsSupported(*addI, kCPU)); // f32, int32, int64 arithmetic
-  EXPECT_FALSE(
+  EXPECT_TRUE(kindsSupported(*addI, kCPU)); // the float kinds, int32, int64 arithmetic
+  EXPECT_TRUE(
       kindsSupported(*f->createAdd("add16", ph(K::Float16, {4}), ph(K::Float16, {4})), kCPU));
+  EXPECT_FALSE(kindsSupported(*f->createAdd("addb", ph(K::Bool, {4}), ph(K::Bool, {4})), kCPU));
   EXPECT_FALSE(kindsSupported(*addI, kSim));
   Placeholder *h = ph(K::Float16, {4});
   EXPECT_TRUE(kindsSupported(*f->createRelu("relu16", h), kSim));
@@ -88,14 +89,14 @@ TEST_F(OpTableTest, ElementwiseAndDataMovement) {
   EXPECT_TRUE(kindsSupported(*g, kCPU));
   EXPECT_FALSE(kindsSupported(*g, kSim));
 
-  // ConvertTo: between unquantized kinds; the CPU backend without the 16-bit floats.
+  // ConvertTo: between unquantized kinds, the 16-bit floats included.
   Node *toF = f->createConvertTo("b2f", m.uniqueType(K::Float, {4}), ph(K::Bool, {4}));
   Node *fromQ = f->createConvertTo("q2f", m.uniqueType(K::Float, {4}), ph(K::Int8Q, {4}));
   EXPECT_TRUE(kindsSupported(*toF, kInterp));
   EXPECT_FALSE(kindsSupported(*fromQ, kInterp));
   EXPECT_TRUE(kindsSupported(*toF, kCPU));
   EXPECT_FALSE(kindsSupported(*fromQ, kCPU));
-  EXPECT_FALSE(kindsSupported(
+  EXPECT_TRUE(kindsSupported(
       *f->createConvertTo("h2f", m.uniqueType(K::Float, {4}), ph(K::Float16, {4})), kCPU));
 
   // Splat: the result kind decides.
@@ -149,9 +150,12 @@ private:
 
 TEST_F(OpTableTest, BackendDefaultIsTheTableColumnOfItsName) {
   Node *sig = f->createSigmoid("sig", ph(ElemKind::Float16, {2}));
+  Node *qrelu = f->createRelu("qrelu", ph(ElemKind::Int8Q, {2}, 0.5f, 0));
   NamedBackend interp("Interpreter"), cpu("CPU"), other("Elsewhere");
   EXPECT_TRUE(interp.isOpSupported(*sig));
-  EXPECT_FALSE(cpu.isOpSupported(*sig)); // float16 compute: not on the CPU backend
+  EXPECT_TRUE(cpu.isOpSupported(*sig)); // the CPU column lists the float kinds
+  EXPECT_TRUE(interp.isOpSupported(*qrelu));
+  EXPECT_FALSE(cpu.isOpSupported(*qrelu)); // int8 compute: not on the CPU backend
   EXPECT_FALSE(other.isOpSupported(*sig));
   Error e = other.checkAllNodesSupported(*f);
   ASSERT_TRUE(bool(e));

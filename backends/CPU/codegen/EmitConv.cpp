@@ -181,6 +181,17 @@ Error Emitter::planPool(Instruction *I, std::vector<Item> &items) {
   }
   if (id.size() != 4 || k.size() != 2)
     return makeError(ErrorCode::Unsupported, "CPU backend: only 2-D pooling");
+  ElemKind ek = in->getType()->kind;
+  if (isMax && isIndexKind(ek)) {
+    // Integer MaxPool: a plain kernel per kind, no scratch.
+    std::string fn = std::string("libjit_maxpool_") + kindSuffix(ek);
+    items.push_back({true, "maxpool", [=] {
+                       call(fn, {ptr(dest), ptr(in), I64(id[0]), I64(id[1]), I64(id[2]),
+                                 I64(id[3]), I64(od[2]), I64(od[3]), I64(k[0]), I64(k[1]),
+                                 I64(s[0]), I64(s[1]), I64(p[0]), I64(p[1]), tid_, nth_});
+                     }});
+    return Error::success();
+  }
   needPoolScratch(libjit_pool_scratch_floats(id[2], id[3], od[2], od[3], k[0], k[1], s[0],
                                              s[1], 1, 1));
   items.push_back({true, isMax ? "maxpool" : "avgpool", [=] {

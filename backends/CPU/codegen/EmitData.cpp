@@ -14,10 +14,14 @@
 
 namespace kiln::cpu {
 
-const char *valueSuffix(ElemKind k) {
+const char *kindSuffix(ElemKind k) {
   switch (k) {
   case ElemKind::Float:
     return "f32";
+  case ElemKind::Float16:
+    return "f16";
+  case ElemKind::BFloat16:
+    return "bf16";
   case ElemKind::Int8Q:
     return "i8";
   case ElemKind::UInt8Q:
@@ -27,13 +31,31 @@ const char *valueSuffix(ElemKind k) {
     return "i32";
   case ElemKind::Int64I:
     return "i64";
-  case ElemKind::Float16:
-  case ElemKind::BFloat16:
   case ElemKind::Bool:
-    return nullptr;
+    return "bool";
   }
   return nullptr;
 }
+
+const char *valueSuffix(ElemKind k) {
+  bool moveOnly = k == ElemKind::Float16 || k == ElemKind::BFloat16 || k == ElemKind::Bool;
+  return moveOnly ? nullptr : kindSuffix(k);
+}
+
+namespace {
+
+/// "i32" / "i64" for an index kind, null for others.
+const char *indexSuffix(ElemKind k) { return isIndexKind(k) ? kindSuffix(k) : nullptr; }
+
+/// The kernel suffix of Scatter* on kind \p k with reduction \p red (libjit_index.cpp), or
+/// null: reductions on f32, index kinds and Bool; 16-bit floats replace only (by size).
+const char *scatterSuffix(ElemKind k, const std::string &red) {
+  if (k == ElemKind::Float16 || k == ElemKind::BFloat16)
+    return red == "none" ? sizeSuffix(2) : nullptr;
+  return k == ElemKind::Float || k == ElemKind::Bool || isIndexKind(k) ? kindSuffix(k) : nullptr;
+}
+
+} // namespace
 
 int64_t Emitter::addRunCheck(RunCheck check) {
   if (prog_.statusOffset < 0)
@@ -312,8 +334,8 @@ Error Emitter::planGather(Instruction *I, std::vector<Item> &items) {
   after << " of Indices " << it.toString() << " is out of range for axis " << axis
         << " of size " << size << " of Data " << dt.toString();
   int64_t id = addRunCheck({"Gather '" + I->getName() + "': index ", after.str()});
-  std::string fn = std::string("libjit_gather_") + sizeSuffix(dt.elemBytes()) +
-                   (it.kind == ElemKind::Int32I ? "_i32" : "_i64");
+  std::string fn =
+      std::string("libjit_gather_") + sizeSuffix(dt.elemBytes()) + "_" + indexSuffix(it.kind);
   // Every result element comes from Data: requantize the result in place after.
   Requant rq;
   bool requant = requantOf(dt, *dest->getType(), rq);
@@ -328,31 +350,6 @@ Error Emitter::planGather(Instruction *I, std::vector<Item> &items) {
 }
 
 namespace {
-
-/// "_i32" / "_i64" for an index kind, null for others.
-const char *indexSuffix(ElemKind k) {
-  return k == ElemKind::Int32I ? "_i32" : k == ElemKind::Int64I ? "_i64" : nullptr;
-}
-
-/// The kernel suffix of Scatter* on kind \p k with reduction \p red (libjit_index.cpp), or
-/// null: reductions on f32, index kinds and Bool; 16-bit floats replace only.
-const char *scatterSuffix(ElemKind k, const std::string &red) {
-  switch (k) {
-  case ElemKind::Float:
-    return "f32";
-  case ElemKind::Int32I:
-    return "i32";
-  case ElemKind::Int64I:
-    return "i64";
-  case ElemKind::Bool:
-    return "b8";
-  case ElemKind::Float16:
-  case ElemKind::BFloat16:
-    return red == "none" ? "u16" : nullptr;
-  default:
-    return nullptr;
-  }
-}
 
 /// The reduction code of libjit_index.cpp, or -1.
 int64_t reductionCode(const std::string &red) {
@@ -392,7 +389,8 @@ Error Emitter::planGatherElements(Instruction *I, std::vector<Item> &items) {
   if (n == 0)
     return Error::success();
   int64_t check = addRunCheck(indexCheck(I, it, d[axis], dt));
-  std::string fn = std::string("libjit_gather_elements_") + sizeSuffix(dt.elemBytes()) + is;
+  std::string fn =
+      std::string("libjit_gather_elements_") + sizeSuffix(dt.elemBytes()) + "_" + is;
   Requant rq;
   bool requant = requantOf(dt, ot, rq);
   auto strides = stridesOf(d);
@@ -440,7 +438,7 @@ Error Emitter::planGatherND(Instruction *I, std::vector<Item> &items) {
   std::vector<int64_t> kd(d.begin() + b, d.begin() + b + k),
       ks(strides.begin() + b, strides.begin() + b + k);
   int64_t perBatch = tuples / batches, batchStride = b ? strides[b - 1] : 0;
-  std::string fn = std::string("libjit_gather_nd_") + sizeSuffix(dt.elemBytes()) + is;
+  std::string fn = std::string("libjit_gather_nd_") + sizeSuffix(dt.elemBytes()) + "_" + is;
   Requant rq;
   bool requant = requantOf(dt, ot, rq);
   serial("gathernd", [=] {
@@ -453,44 +451,68 @@ Error Emitter::planGatherND(Instruction *I, std::vector<Item> &items) {
   return Error::success();
 }
 
+/// The operands and kernel names of ScatterElements and ScatterND, after the checks they
+/// share; `copyData` (in the stage) copies Data to the result unless it is in place.
+struct Emitter::ScatterPlan {
+  Value *dest, *data, *idx, *upd;
+  const Type *dt, *it;
+  const char *is, *vs; ///< kernel suffixes of Indices' and Data's kinds
+  int64_t code;        ///< reductionCode
+  bool same;           ///< the result is Data's buffer
+};
+
+Expected<Emitter::ScatterPlan> Emitter::scatterPlan(Instruction *I, Value *dest, Value *data,
+                                                    Value *idx, Value *upd,
+                                                    const std::string &red) {
+  ScatterPlan p{dest, data, idx, upd, data->getType(), idx->getType(), indexSuffix(idx->getType()->kind),
+                scatterSuffix(data->getType()->kind, red), reductionCode(red), false};
+  if (!p.is || !p.vs || p.code < 0 || dest->getType()->kind != p.dt->kind ||
+      upd->getType()->kind != p.dt->kind)
+    return unsupported(I);
+  if (dest->getType()->numElements() != p.dt->numElements())
+    return makeError(ErrorCode::InvalidArgument, "CPU backend: ", I->getKindName(), " '",
+                     I->getName(), "': result ", dest->getType()->toString(),
+                     " does not fit Data ", p.dt->toString());
+  KILN_ASSIGN_OR_RETURN(Location dl, loc(dest));
+  KILN_ASSIGN_OR_RETURN(Location sl, loc(data));
+  p.same = dl == sl;
+  return p;
+}
+
+void Emitter::copyData(const ScatterPlan &p) {
+  uint64_t bytes = p.dt->sizeInBytes();
+  if (!p.same && bytes)
+    B_.CreateMemCpy(ptr(p.dest), llvm::MaybeAlign(1), ptr(p.data), llvm::MaybeAlign(1),
+                    I64(int64_t(bytes)));
+}
+
 /// ScatterElements: Data copied to the result (unless in place), then one kernel combines
 /// the updates in row-major order of Indices.
 Error Emitter::planScatterElements(Instruction *I, std::vector<Item> &items) {
   auto serial = serialTo(items);
   auto *s = cast<ScatterElementsInst>(I);
-  Value *dest = s->getDest(), *data = s->getData(), *idx = s->getIndices(),
-        *upd = s->getUpdates();
-  const Type &dt = *data->getType(), &it = *idx->getType(), &ot = *dest->getType();
-  const std::string red = s->getReduction();
-  const char *is = indexSuffix(it.kind), *vs = scatterSuffix(dt.kind, red);
-  int64_t code = reductionCode(red);
-  if (!is || !vs || code < 0 || ot.kind != dt.kind || upd->getType()->kind != dt.kind)
-    return unsupported(I);
-  auto d = dimsOf(data), id = dimsOf(idx);
+  KILN_ASSIGN_OR_RETURN(ScatterPlan p, scatterPlan(I, s->getDest(), s->getData(),
+                                                   s->getIndices(), s->getUpdates(),
+                                                   s->getReduction()));
+  const Type &dt = *p.dt, &it = *p.it;
+  auto d = dimsOf(p.data), id = dimsOf(p.idx);
   size_t axis = s->getAxis();
-  bool ok = axis < d.size() && d.size() <= 16 && dimsOf(upd) == id && id.size() == d.size() &&
-            ot.numElements() == dt.numElements();
+  bool ok = axis < d.size() && d.size() <= 16 && dimsOf(p.upd) == id && id.size() == d.size();
   for (size_t k = 0; ok && k < d.size(); k++)
     ok = k == axis || id[k] <= d[k];
   if (!ok)
     return makeError(ErrorCode::InvalidArgument, "CPU backend: ScatterElements '",
                      I->getName(), "': Indices ", it.toString(), " and Updates ",
-                     upd->getType()->toString(), " do not fit Data ", dt.toString());
-  KILN_ASSIGN_OR_RETURN(Location dl, loc(dest));
-  KILN_ASSIGN_OR_RETURN(Location sl, loc(data));
-  bool same = dl == sl;
-  uint64_t bytes = dt.sizeInBytes();
+                     p.upd->getType()->toString(), " do not fit Data ", dt.toString());
   int64_t count = int64_t(it.numElements());
   int64_t check = count ? addRunCheck(indexCheck(I, it, d[axis], dt)) : 0;
-  std::string fn = std::string("libjit_scatter_elements_") + vs + is;
+  std::string fn = std::string("libjit_scatter_elements_") + p.vs + "_" + p.is;
   auto strides = stridesOf(d);
   serial("scatterelements", [=] {
-    if (!same && bytes)
-      B_.CreateMemCpy(ptr(dest), llvm::MaybeAlign(1), ptr(data), llvm::MaybeAlign(1),
-                      I64(int64_t(bytes)));
+    copyData(p);
     if (count)
-      call(fn, {ptr(dest), ptr(idx), ptr(upd), i64Array(id), i64Array(strides),
-                I64(int64_t(d.size())), I64(int64_t(axis)), I64(d[axis]), I64(code),
+      call(fn, {ptr(p.dest), ptr(p.idx), ptr(p.upd), i64Array(id), i64Array(strides),
+                I64(int64_t(d.size())), I64(int64_t(axis)), I64(d[axis]), I64(p.code),
                 statusPtr(), I64(check)});
   });
   return Error::success();
@@ -501,29 +523,20 @@ Error Emitter::planScatterElements(Instruction *I, std::vector<Item> &items) {
 Error Emitter::planScatterND(Instruction *I, std::vector<Item> &items) {
   auto serial = serialTo(items);
   auto *s = cast<ScatterNDInst>(I);
-  Value *dest = s->getDest(), *data = s->getData(), *idx = s->getIndices(),
-        *upd = s->getUpdates();
-  const Type &dt = *data->getType(), &it = *idx->getType(), &ot = *dest->getType();
-  const std::string red = s->getReduction();
-  const char *is = indexSuffix(it.kind), *vs = scatterSuffix(dt.kind, red);
-  int64_t code = reductionCode(red);
-  if (!is || !vs || code < 0 || ot.kind != dt.kind || upd->getType()->kind != dt.kind)
-    return unsupported(I);
-  auto d = dimsOf(data), id = dimsOf(idx);
-  bool ok = !id.empty() && id.back() >= 0 && size_t(id.back()) <= d.size() &&
-            ot.numElements() == dt.numElements();
+  KILN_ASSIGN_OR_RETURN(ScatterPlan p, scatterPlan(I, s->getDest(), s->getData(),
+                                                   s->getIndices(), s->getUpdates(),
+                                                   s->getReduction()));
+  const Type &dt = *p.dt, &it = *p.it;
+  auto d = dimsOf(p.data), id = dimsOf(p.idx);
+  bool ok = !id.empty() && id.back() >= 0 && size_t(id.back()) <= d.size();
   size_t k = ok ? size_t(id.back()) : 0;
   int64_t slice = ok ? product(d, k) : 0;
   int64_t tuples = ok ? (k ? int64_t(it.numElements()) / int64_t(k) : product(id)) : 0;
-  ok = ok && int64_t(upd->getType()->numElements()) == tuples * slice;
+  ok = ok && int64_t(p.upd->getType()->numElements()) == tuples * slice;
   if (!ok)
     return makeError(ErrorCode::InvalidArgument, "CPU backend: ScatterND '", I->getName(),
-                     "': Indices ", it.toString(), " and Updates ", upd->getType()->toString(),
-                     " do not fit Data ", dt.toString());
-  KILN_ASSIGN_OR_RETURN(Location dl, loc(dest));
-  KILN_ASSIGN_OR_RETURN(Location sl, loc(data));
-  bool same = dl == sl;
-  uint64_t bytes = dt.sizeInBytes();
+                     "': Indices ", it.toString(), " and Updates ",
+                     p.upd->getType()->toString(), " do not fit Data ", dt.toString());
   auto strides = stridesOf(d);
   int64_t check = 0;
   for (size_t m = 0; m < k && tuples; m++) {
@@ -536,14 +549,12 @@ Error Emitter::planScatterND(Instruction *I, std::vector<Item> &items) {
     kd.push_back(1);
     ks.push_back(0);
   }
-  std::string fn = std::string("libjit_scatter_nd_") + vs + is;
+  std::string fn = std::string("libjit_scatter_nd_") + p.vs + "_" + p.is;
   serial("scatternd", [=] {
-    if (!same && bytes)
-      B_.CreateMemCpy(ptr(dest), llvm::MaybeAlign(1), ptr(data), llvm::MaybeAlign(1),
-                      I64(int64_t(bytes)));
+    copyData(p);
     if (tuples && slice)
-      call(fn, {ptr(dest), ptr(idx), ptr(upd), I64(tuples), I64(int64_t(k)), i64Array(kd),
-                i64Array(ks), I64(slice), I64(code), statusPtr(), I64(check)});
+      call(fn, {ptr(p.dest), ptr(p.idx), ptr(p.upd), I64(tuples), I64(int64_t(k)), i64Array(kd),
+                i64Array(ks), I64(slice), I64(p.code), statusPtr(), I64(check)});
   });
   return Error::success();
 }
@@ -630,7 +641,7 @@ Error Emitter::planRoiAlign(Instruction *I, std::vector<Item> &items) {
   int64_t check = addRunCheck({"RoiAlign '" + I->getName() + "': batch index ",
                                " of BatchIndices " + bidx->getType()->toString() +
                                    " is out of range for Input " + in->getType()->toString()});
-  std::string fn = std::string("libjit_roi_align_f32") + is;
+  std::string fn = std::string("libjit_roi_align_f32_") + is;
   int64_t ratio = int64_t(r->getSamplingRatio());
   double scale = double(r->getSpatialScale());
   bool half = r->getHalfPixel(), isMax = mode == "max";

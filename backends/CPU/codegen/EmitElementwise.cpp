@@ -1,6 +1,6 @@
 // Element-wise instructions: the default kernel of a data-parallel instruction comes from
-// the operator table (libjit_elem_<lower-case kind>_f32, its float attributes appended as
-// arguments); only exceptions are listed here. Chains of them become one loop.
+// the operator table (libjit_elem_<lower-case kind>_<kind>, its float and Bool attributes
+// appended as arguments); only exceptions are listed here. Chains of them become one loop.
 #include "Emitter.h"
 
 #include <algorithm>
@@ -12,16 +12,17 @@ namespace kiln::cpu {
 
 namespace {
 
-/// Collects an instruction's float attributes in table order (Clip: Min, Max; LeakyRelu:
-/// Alpha); any other kind of attribute means the default kernel does not apply.
+/// Collects an instruction's float and Bool attributes in table order (Clip: Min, Max;
+/// LeakyRelu: Alpha; Mod: Fmod; BitShift: Left); any other kind of attribute means the
+/// default kernel does not apply.
 class FloatAttrs : public AttrVisitor {
 public:
-  std::vector<float> values;
+  std::vector<ElemOp::Attr> values;
   bool other = false;
   void visit(const char *, dim_t &) override { other = true; }
   void visit(const char *, int64_t &) override { other = true; }
-  void visit(const char *, float &v) override { values.push_back(v); }
-  void visit(const char *, bool &) override { other = true; }
+  void visit(const char *, float &v) override { values.push_back({false, v}); }
+  void visit(const char *, bool &v) override { values.push_back({true, v ? 1.0f : 0.0f}); }
   void visit(const char *, std::vector<dim_t> &) override { other = true; }
   void visit(const char *, std::vector<int64_t> &) override { other = true; }
   void visit(const char *, std::string &) override { other = true; }
@@ -39,30 +40,13 @@ llvm::Type *Emitter::elemType(ElemKind k) {
     return i64_;
   case ElemKind::Bool:
     return i8_;
+  case ElemKind::Float16:
+  case ElemKind::BFloat16:
+    return llvm::Type::getInt16Ty(ctx_); // stored bits; only ConvertTo computes on them
   default:
     return nullptr;
   }
 }
-
-namespace {
-
-/// The kernel-name suffix of an element kind (libjit_elementwise.h's kinds).
-const char *kindSuffix(ElemKind k) {
-  switch (k) {
-  case ElemKind::Float:
-    return "f32";
-  case ElemKind::Int32I:
-    return "i32";
-  case ElemKind::Int64I:
-    return "i64";
-  case ElemKind::Bool:
-    return "bool";
-  default:
-    return nullptr;
-  }
-}
-
-} // namespace
 
 bool Emitter::elemOpOf(Instruction *I, ElemOp &op) {
   if (!I->isDataParallel() || I->getNumOperands() < 2)
@@ -102,6 +86,10 @@ bool Emitter::elemOpOf(Instruction *I, ElemOp &op) {
   for (unsigned k = 1; k < I->getNumOperands(); k++)
     if (f->getFunctionType()->getParamType(k - 1) !=
         elemType(I->getOperand(k).first->getType()->kind))
+      return false;
+  for (size_t a = 0; a < attrs.values.size(); a++)
+    if (f->getFunctionType()->getParamType(I->getNumOperands() - 1 + a) !=
+        (attrs.values[a].isBool ? llvm::Type::getInt1Ty(ctx_) : f32_))
       return false;
   op.fn = std::move(name);
   op.attrs = std::move(attrs.values);
@@ -146,6 +134,10 @@ llvm::Constant *Emitter::splatConstant(ElemKind k, float v) {
         elemType(k), uint64_t(toInt(-9223372036854775808.0, 9223372036854775808.0)), true);
   case ElemKind::Bool:
     return llvm::ConstantInt::get(elemType(k), v != 0.0f ? 1 : 0);
+  case ElemKind::Float16:
+    return llvm::ConstantInt::get(elemType(k), float16(v).bits());
+  case ElemKind::BFloat16:
+    return llvm::ConstantInt::get(elemType(k), bfloat16(v).bits());
   default:
     return llvm::ConstantFP::get(f32_, v);
   }
@@ -334,8 +326,9 @@ void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n
         const Value *v = I->getOperand(k).first;
         args.push_back(read(v, elemType(v->getType()->kind)));
       }
-      for (float a : op.attrs)
-        args.push_back(F32(a));
+      for (const ElemOp::Attr &a : op.attrs)
+        args.push_back(a.isBool ? llvm::ConstantInt::get(llvm::Type::getInt1Ty(ctx_), a.value != 0)
+                                : F32(a.value));
       llvm::Value *r = call(op.fn, args);
       if (!r)
         return;

@@ -64,7 +64,13 @@ inline bool requantOf(const Type &src, const Type &dst, Requant &rq) {
 /// An element-wise instruction's scalar kernel and its float attributes.
 struct ElemOp {
   std::string fn;
-  std::vector<float> attrs;
+  /// The instruction's float and Bool attributes in table order, appended to the kernel's
+  /// arguments (a Bool one as an i1 constant: the kernel's `bool` parameter).
+  struct Attr {
+    bool isBool;
+    float value;
+  };
+  std::vector<Attr> attrs;
 };
 
 inline std::vector<int64_t> dimsOf(const Value *v) {
@@ -152,6 +158,10 @@ public:
   Error planGatherND(Instruction *I, std::vector<Item> &items);
   Error planScatterElements(Instruction *I, std::vector<Item> &items);
   Error planScatterND(Instruction *I, std::vector<Item> &items);
+  struct ScatterPlan;
+  Expected<ScatterPlan> scatterPlan(Instruction *I, Value *dest, Value *data, Value *idx,
+                                    Value *upd, const std::string &red);
+  void copyData(const ScatterPlan &p);
   Error planCumSum(Instruction *I, std::vector<Item> &items);
   Error planGridSample(Instruction *I, std::vector<Item> &items);
   Error planRoiAlign(Instruction *I, std::vector<Item> &items);
@@ -314,8 +324,12 @@ void registerNormEmitters(EmitterTable &t);
 void registerDataEmitters(EmitterTable &t);
 void registerQuantEmitters(EmitterTable &t);
 
-/// The kernel suffix of element kind \p k for kernels that compute on values (f32, i32,
-/// i64, and the storage type of a quantized kind: i8, u8, i32), or null (16-bit floats).
+/// The libjit name of element kind \p k, the one table kernel names are built from: "f32",
+/// "f16", "bf16", "i32", "i64", "bool", a quantized kind by its storage type ("i8", "u8",
+/// "i32").
+const char *kindSuffix(ElemKind k);
+/// kindSuffix for kernels that compute on values, or null for the kinds that are only
+/// moved or converted (16-bit floats, Bool).
 const char *valueSuffix(ElemKind k);
 /// The kernel suffix of an element size in bytes for kernels that only move elements.
 inline const char *sizeSuffix(uint64_t bytes) {

@@ -192,7 +192,7 @@ LIBJIT_DECLARE_GATHER_IDXS(u64, uint64_t)
 #undef LIBJIT_DECLARE_GATHER_IDXS
 #undef LIBJIT_DECLARE_GATHER_IDX
 /// ScatterElements / ScatterND into dst (already holding Data); red 0 none, 1 add, 2 mul,
-/// 3 max, 4 min; b8 is Bool (add/max OR, mul/min AND); u16 (16-bit floats) replaces only.
+/// 3 max, 4 min; bool is Bool (add/max OR, mul/min AND); u16 (16-bit floats) replaces only.
 #define LIBJIT_DECLARE_SCATTER(SUFFIX, T, ISUFFIX, I)                                       \
   LIBJIT_EXPORT void libjit_scatter_elements_##SUFFIX##_##ISUFFIX(                           \
       T *dst, const I *idx, const T *upd, const int64_t *idxDims, const int64_t *dstStrides, \
@@ -207,7 +207,7 @@ LIBJIT_DECLARE_GATHER_IDXS(u64, uint64_t)
 LIBJIT_DECLARE_SCATTERS(f32, float)
 LIBJIT_DECLARE_SCATTERS(i32, int32_t)
 LIBJIT_DECLARE_SCATTERS(i64, int64_t)
-LIBJIT_DECLARE_SCATTERS(b8, uint8_t)
+LIBJIT_DECLARE_SCATTERS(bool, uint8_t)
 LIBJIT_DECLARE_SCATTERS(u16, uint16_t)
 #undef LIBJIT_DECLARE_SCATTERS
 #undef LIBJIT_DECLARE_SCATTER
@@ -321,6 +321,17 @@ LIBJIT_EXPORT void libjit_avgpool_f32(float *dst, const float *src, int64_t N, i
                                       int64_t KW, int64_t SH, int64_t SW, int64_t PT,
                                       int64_t PL, int64_t countIncludePads, float *scratch,
                                       int64_t tid, int64_t nthreads);
+/// Integer MaxPool: the largest in-bounds element of each window (the kind's minimum for a
+/// window wholly in the padding), planes split between threads.
+#define LIBJIT_DECLARE_INT_MAXPOOL(K, T)                                                    \
+  LIBJIT_EXPORT void libjit_maxpool_##K(T *dst, const T *src, int64_t N, int64_t C,         \
+                                        int64_t H, int64_t W, int64_t OH, int64_t OW,       \
+                                        int64_t KH, int64_t KW, int64_t SH, int64_t SW,     \
+                                        int64_t PT, int64_t PL, int64_t tid,                \
+                                        int64_t nthreads);
+LIBJIT_DECLARE_INT_MAXPOOL(i32, int32_t)
+LIBJIT_DECLARE_INT_MAXPOOL(i64, int64_t)
+#undef LIBJIT_DECLARE_INT_MAXPOOL
 LIBJIT_EXPORT void libjit_adaptive_avgpool_f32(float *dst, const float *src, int64_t N,
                                                int64_t C, int64_t H, int64_t W, int64_t OH,
                                                int64_t OW, int64_t tid, int64_t nthreads);

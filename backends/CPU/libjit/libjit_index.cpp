@@ -273,7 +273,7 @@ LIBJIT_GATHER_IDX_ENTRIES(u64, uint64_t)
 LIBJIT_SCATTER_ENTRIES(f32, float)
 LIBJIT_SCATTER_ENTRIES(i32, int32_t)
 LIBJIT_SCATTER_ENTRIES(i64, int64_t)
-LIBJIT_SCATTER_ENTRIES(b8, uint8_t)
+LIBJIT_SCATTER_ENTRIES(bool, uint8_t)
 LIBJIT_SCATTER_ENTRIES(u16, uint16_t)
 
 LIBJIT_EXPORT void libjit_cumsum_f32(float *dst, const float *src, int64_t outer, int64_t size,

@@ -245,6 +245,52 @@ LIBJIT_EXPORT void libjit_maxpool_f32(float *dst, const float *src, int64_t N, i
   poolPlanes<MaxOp>(dst, src, N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, t, fin, tid, nthreads);
 }
 
+namespace {
+
+template <typename T> struct IntMin;
+template <> struct IntMin<int32_t> { static constexpr int32_t value = -2147483647 - 1; };
+template <> struct IntMin<int64_t> {
+  static constexpr int64_t value = -9223372036854775807LL - 1;
+};
+
+template <typename T>
+LIBJIT_INLINE void maxPoolInt(T *dst, const T *src, int64_t N, int64_t C, int64_t H, int64_t W,
+                              int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
+                              int64_t SW, int64_t PT, int64_t PL, int64_t tid,
+                              int64_t nthreads) {
+  int64_t p0, p1;
+  partition(N * C, 1, tid, nthreads, &p0, &p1);
+  for (int64_t p = p0; p < p1; p++) {
+    const T *x = src + p * H * W;
+    T *y = dst + p * OH * OW;
+    for (int64_t i = 0; i < OH; i++) {
+      int64_t h0 = maxI(i * SH - PT, 0), h1 = minI(i * SH - PT + KH, H);
+      for (int64_t j = 0; j < OW; j++) {
+        int64_t w0 = maxI(j * SW - PL, 0), w1 = minI(j * SW - PL + KW, W);
+        T m = IntMin<T>::value;
+        for (int64_t h = h0; h < h1; h++)
+          for (int64_t w = w0; w < w1; w++)
+            m = x[h * W + w] > m ? x[h * W + w] : m;
+        y[i * OW + j] = m;
+      }
+    }
+  }
+}
+
+} // namespace
+
+#define LIBJIT_DEFINE_INT_MAXPOOL(K, T)                                                     \
+  LIBJIT_EXPORT void libjit_maxpool_##K(T *dst, const T *src, int64_t N, int64_t C,         \
+                                        int64_t H, int64_t W, int64_t OH, int64_t OW,       \
+                                        int64_t KH, int64_t KW, int64_t SH, int64_t SW,     \
+                                        int64_t PT, int64_t PL, int64_t tid,                \
+                                        int64_t nthreads) {                                 \
+    maxPoolInt<T>(dst, src, N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, tid, nthreads);     \
+  }
+LIBJIT_DEFINE_INT_MAXPOOL(i32, int32_t)
+LIBJIT_DEFINE_INT_MAXPOOL(i64, int64_t)
+#undef LIBJIT_DEFINE_INT_MAXPOOL
+
 /// Average pooling: the window sum over KH * KW when countIncludePads, else over the
 /// window's cells inside the image (0 when there are none).
 LIBJIT_EXPORT void libjit_avgpool_f32(float *dst, const float *src, int64_t N, int64_t C, int64_t H,

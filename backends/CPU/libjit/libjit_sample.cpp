@@ -141,10 +141,11 @@ LIBJIT_INLINE void roiAlign(float *dst, const float *src, const float *rois, con
       rh = rh < 1.0 ? 1.0 : rh;
     }
     double bh = rh / double(oH), bw = rw / double(oW);
-    int64_t gh = ratio ? ratio : int64_t(__builtin_ceil(rh / double(oH)));
-    int64_t gw = ratio ? ratio : int64_t(__builtin_ceil(rw / double(oW)));
-    gh = gh < 0 ? 0 : gh;
-    gw = gw < 0 ? 0 : gw;
+    // A negative (half pixels) or NaN region size gives no samples, as the Interpreter;
+    // clamped before the conversion, which is undefined for them.
+    double ch = __builtin_ceil(rh / double(oH)), cw = __builtin_ceil(rw / double(oW));
+    int64_t gh = ratio ? ratio : (ch > 0 ? int64_t(ch) : 0);
+    int64_t gw = ratio ? ratio : (cw > 0 ? int64_t(cw) : 0);
     double count = double(gh * gw > 1 ? gh * gw : 1);
     for (int64_t c = 0; c < C; c++) {
       const float *img = src + (b * C + c) * H * W;

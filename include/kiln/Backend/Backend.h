@@ -41,6 +41,11 @@ public:
 /// (kiln/Backend/Compiler.h): a backend describes itself by this data rather than by
 /// running the steps itself.
 struct BackendCompileSpec {
+  /// Graph rewrites the backend's code generation needs, run in order on every function it
+  /// compiles (prepared or not), in place, before scheduling: (name, step), the step
+  /// returning true when it changed the function (the driver then verifies it). The CPU's
+  /// widen-half-floats computes 16-bit float nodes on float32 this way.
+  std::vector<std::pair<std::string, std::function<bool(Function *)>>> graphSteps;
   /// Order nodes for low peak memory (kiln/Memory/Scheduler.h); otherwise topologically.
   bool memoryAwareSchedule = false;
   /// The IR passes to run after IRGen, in order (names of kiln/Passes/IR/IRPasses.h).
