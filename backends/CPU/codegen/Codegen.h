@@ -20,6 +20,7 @@
 #ifndef KILN_BACKENDS_CPU_CODEGEN_CODEGEN_H
 #define KILN_BACKENDS_CPU_CODEGEN_CODEGEN_H
 
+#include "kiln/Base/Trace.h"
 #include "backends/CPU/jit/Jit.h"
 #include "kiln/IR/IR.h"
 #include "kiln/Memory/MemoryPlanner.h"
@@ -61,6 +62,8 @@ struct Stage {
 
 struct CodegenOptions {
   unsigned threads = 1; ///< intra-op threads the program is compiled for (>= 1)
+  /// Records the phases (llvm-irgen, jit) when set; not owned (kiln/Base/Trace.h).
+  Tracer *tracer = nullptr;
   JitOptions jit;
   bool fuseElementwise = true;
   /// Inline the GEMM/convolution drivers into each call (constant shapes everywhere);

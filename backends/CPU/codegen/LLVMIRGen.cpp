@@ -5,6 +5,7 @@
 #include "Emitter.h"
 
 #include "backends/CPU/libjit/libjit.h"
+#include "kiln/Base/Trace.h"
 #include "backends/CPU/libjit/libjit_gemm_config.h"
 
 #include "llvm/IR/Constants.h"
@@ -517,12 +518,15 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPl
   HostInfo host = detectHost(opts.jit);
   prog->avx512 = host.avx512;
 
+  TraceScope irgen(opts.tracer, "compile", "llvm-irgen");
   auto ctx = std::make_unique<llvm::LLVMContext>();
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> M, loadLibjitModule(*ctx));
   M->setModuleIdentifier("kiln_" + F.getName());
   Emitter em(F, o, plan, host.avx512, *ctx, *M, *prog);
   std::vector<std::string> entries;
   KILN_RETURN_IF_ERR(em.run(entries));
+  irgen.arg("stages", int64_t(prog->stages.size()));
+  irgen.end();
   // The GEMM-based kernels come precompiled (once per process) unless specialised.
   std::map<std::string, void *> shared;
   if (!o.specializeGemm) {
@@ -544,6 +548,7 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPl
       if (em.called().count(n))
         names.push_back(n);
     if (!names.empty()) {
+      TraceScope sharedJit(opts.tracer, "compile", "jit-shared-kernels");
       KILN_ASSIGN_OR_RETURN(shared, getSharedKernels(names, o.jit));
     }
   }
@@ -560,9 +565,11 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPl
     std::memcpy(prog->constants, c.data(), c.size());
   c = {};
 
+  TraceScope jit(opts.tracer, "compile", "jit");
   std::string key = reuseKey(*M, entries, o, host);
   prog->jit = jitCache().find(key);
   prog->jitReused = prog->jit != nullptr;
+  jit.arg("reused", int64_t(prog->jitReused));
   if (!prog->jit) {
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<JitModule> jm,
                           JitModule::compile(std::move(ctx), std::move(M), entries, o.jit, shared));
@@ -576,6 +583,7 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPl
       s.fn = reinterpret_cast<StageFn>(addr);
     }
   }
+  jit.end();
   unsigned fused = 0;
   uint64_t unshared = 0;
   for (const auto &I : F.getInstrs())
