@@ -553,6 +553,7 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPl
     }
   }
 
+  TraceScope pack(opts.tracer, "compile", "constants");
   prog->activationPeakBytes = plan.activationBytes;
   prog->activationBytes = em.activationBytes();
   std::vector<char> &c = em.constants();
@@ -564,6 +565,8 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPl
   if (!c.empty()) // an empty vector's data() may be null
     std::memcpy(prog->constants, c.data(), c.size());
   c = {};
+  pack.arg("bytes", int64_t(prog->constantBytes));
+  pack.end();
 
   TraceScope jit(opts.tracer, "compile", "jit");
   std::string key = reuseKey(*M, entries, o, host);
