@@ -240,21 +240,22 @@ std::vector<StageTiming> CPUFunction::getProfile() const {
 }
 
 void CPUFunction::addToProfile(const std::vector<TraceEvent> &events) {
-  // The profile is the kernel events of every run but the first, summed per stage.
-  std::vector<TraceSummary> run = summarizeTrace(events, "kernel");
+  // The profile is the kernel events of every run but the first, summed per stage: event
+  // i of a run is stage i (names repeat: two stages may compute alike).
   std::lock_guard<std::mutex> l(arenasMutex_);
   if (!profileWarm_) {
     profileWarm_ = true;
-    profile_.assign(run.size(), TraceSummary{});
-    for (size_t i = 0; i < run.size(); i++)
-      profile_[i].name = run[i].name;
+    profile_.assign(events.size(), TraceSummary{});
+    for (size_t i = 0; i < events.size(); i++)
+      profile_[i].name = events[i].name;
     return;
   }
-  for (size_t i = 0; i < run.size() && i < profile_.size(); i++) {
+  for (size_t i = 0; i < events.size() && i < profile_.size(); i++) {
     TraceSummary &p = profile_[i];
-    p.minNs = p.count ? std::min(p.minNs, run[i].minNs) : run[i].minNs;
-    p.count += run[i].count;
-    p.sumNs += run[i].sumNs;
+    int64_t d = events[i].durNs;
+    p.minNs = p.count ? std::min(p.minNs, d) : d;
+    p.count++;
+    p.sumNs += d;
   }
 }
 
