@@ -6,6 +6,7 @@ PACKAGES=(
   bazel-bootstrap                 # Bazel 4.2.3
   build-essential
   llvm-14-dev clang-14 libclang-rt-14-dev   # CPU backend: ORC JIT, bitcode kernels, sanitizers
+  llvm-14-tools                   # FileCheck-14 for the golden tests (test/filecheck)
   libgoogle-glog-dev libeigen3-dev libpng-dev libgtest-dev libbenchmark-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata   # ONNX import + conformance
   doxygen                         # the API reference (//docs:api_reference)

@@ -218,6 +218,7 @@ CodegenOptions getCodegenOptions(const CPUBackendOptions &o, const CompileOption
   co.transposedConv = o.transposedConv;
   co.forceConv = o.forceConv;
   co.profile = o.profile;
+  co.tracer = opts.tracer;
   return co;
 }
 
@@ -247,7 +248,7 @@ CPUBackend::generateCode(Function *f, PlannedIR &P, const CompileOptions &opts) 
 
 CPUFunction::CPUFunction(std::unique_ptr<Program> prog, std::shared_ptr<ThreadPool> pool,
                          bool profile)
-    : prog_(std::move(prog)), pool_(std::move(pool)), profile_(profile) {}
+    : prog_(std::move(prog)), pool_(std::move(pool)), profileOn_(profile) {}
 
 CPUFunction::~CPUFunction() {
   for (char *a : arenas_)
@@ -257,16 +258,37 @@ CPUFunction::~CPUFunction() {
 std::vector<StageTiming> CPUFunction::getProfile() const {
   std::lock_guard<std::mutex> l(arenasMutex_);
   std::vector<StageTiming> out;
-  for (size_t i = 0; i < profileSum_.size(); i++) {
+  for (size_t i = 0; i < profile_.size(); i++) {
     const Stage &s = prog_->stages[i];
+    const TraceSummary &k = profile_[i];
     StageTiming t;
     t.name = std::string(s.parallel ? "P " : "S ") + s.desc;
-    t.runs = profileRuns_;
-    t.meanMs = profileRuns_ ? profileSum_[i] / double(profileRuns_) : 0.0;
-    t.minMs = profileRuns_ ? profileMin_[i] : 0.0;
+    t.runs = k.count;
+    t.meanMs = k.count ? double(k.sumNs) / double(k.count) * 1e-6 : 0.0;
+    t.minMs = k.count ? double(k.minNs) * 1e-6 : 0.0;
     out.push_back(std::move(t));
   }
   return out;
+}
+
+void CPUFunction::addToProfile(const std::vector<TraceEvent> &events) {
+  // The profile is the kernel events of every run but the first, summed per stage: event
+  // i of a run is stage i (names repeat: two stages may compute alike).
+  std::lock_guard<std::mutex> l(arenasMutex_);
+  if (!profileWarm_) {
+    profileWarm_ = true;
+    profile_.assign(events.size(), TraceSummary{});
+    for (size_t i = 0; i < events.size(); i++)
+      profile_[i].name = events[i].name;
+    return;
+  }
+  for (size_t i = 0; i < events.size() && i < profile_.size(); i++) {
+    TraceSummary &p = profile_[i];
+    int64_t d = events[i].durNs;
+    p.minNs = p.count ? std::min(p.minNs, d) : d;
+    p.count++;
+    p.sumNs += d;
+  }
 }
 
 const std::string &CPUFunction::getIR() const { return prog_->jit->getIR(); }
@@ -316,21 +338,38 @@ Error CPUFunction::execute(ExecutionContext &ctx) {
     status[0] = status[1] = status[2] = 0;
   char **bp = bufs.data();
   unsigned nth = pool_->size();
-  const bool profile = profile_;
-  std::vector<double> times;
-  if (profile)
-    times.resize(prog_->stages.size());
+  // Kernel events, one per stage: for a trace that asks for them, and for the profile
+  // (profile=1), which is their sum over runs.
+  Tracer *tracer = ctx.getTracer() && ctx.getTracer()->kernels() ? ctx.getTracer() : nullptr;
+  const bool record = tracer || profileOn_;
+  std::vector<TraceEvent> events;
+  auto now = [tracer, epoch = std::chrono::steady_clock::time_point()]() {
+    return tracer ? tracer->nowNs()
+                  : int64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now() - epoch)
+                                .count());
+  };
+  if (record)
+    events.reserve(prog_->stages.size());
   for (size_t i = 0; i < prog_->stages.size(); i++) {
     const Stage &s = prog_->stages[i];
-    auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    int64_t t0 = record ? now() : 0;
     if (s.parallel && nth > 1) {
       StageFn fn = s.fn;
       pool_->run([fn, bp, nth](unsigned tid) { fn(bp, int64_t(tid), int64_t(nth)); });
     } else {
       s.fn(bp, 0, 1);
     }
-    if (profile)
-      times[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (record) {
+      TraceEvent e;
+      e.name = s.desc;
+      e.category = "kernel";
+      e.pid = ctx.getTracePid();
+      e.startNs = t0;
+      e.durNs = now() - t0;
+      e.args.push_back({"parallel", s.parallel && nth > 1 ? "1" : "0", true});
+      events.push_back(std::move(e));
+    }
     if (status && status[0]) {
       size_t check = size_t(status[0] - 1);
       int64_t position = status[1], value = status[2];
@@ -342,19 +381,10 @@ Error CPUFunction::execute(ExecutionContext &ctx) {
                        c.after);
     }
   }
-  if (profile) {
-    std::lock_guard<std::mutex> l(arenasMutex_);
-    if (profileSum_.empty()) {
-      profileSum_.assign(times.size(), 0.0);
-      profileMin_.assign(times.size(), 1e300);
-    } else {
-      for (size_t i = 0; i < times.size(); i++) {
-        profileSum_[i] += times[i];
-        profileMin_[i] = std::min(profileMin_[i], times[i]);
-      }
-      profileRuns_++;
-    }
-  }
+  if (profileOn_)
+    addToProfile(events);
+  if (tracer)
+    tracer->append(std::move(events));
   returnArena(arena);
   return Error::success();
 }

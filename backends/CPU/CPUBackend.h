@@ -8,6 +8,7 @@
 
 #include "backends/CPU/codegen/ConvPlan.h"
 #include "kiln/Backend/Backend.h"
+#include "kiln/Base/Trace.h"
 
 #include <memory>
 #include <mutex>
@@ -139,10 +140,13 @@ private:
   std::shared_ptr<ThreadPool> pool_;
   mutable std::mutex arenasMutex_; ///< also guards the profile
   std::vector<char *> arenas_;
-  bool profile_ = false;
-  /// Per-stage milliseconds summed over runs after the first, and their minima.
-  std::vector<double> profileSum_, profileMin_;
-  uint64_t profileRuns_ = 0;
+  /// Folds one run's kernel events into the profile (the first run only warms up).
+  void addToProfile(const std::vector<TraceEvent> &events);
+
+  bool profileOn_ = false;
+  /// Per stage, the kernel events of the runs after the first: count, sum, minimum.
+  std::vector<TraceSummary> profile_;
+  bool profileWarm_ = false;
 };
 
 } // namespace kiln::cpu

@@ -1,5 +1,6 @@
 #include "Interpreter.h"
 
+#include "kiln/Base/Trace.h"
 #include "kiln/Memory/MemoryPipeline.h"
 
 #include <cstring>
@@ -57,13 +58,15 @@ InterpreterFunction::InterpreterFunction(std::unique_ptr<IRFunction> F,
 Error InterpreterFunction::execute(ExecutionContext &ctx) {
   if (!ctx.getBindings())
     return makeError(ErrorCode::InvalidArgument, "execute: no placeholder bindings");
+  Tracer *tracer = ctx.getTracer() && ctx.getTracer()->kernels() ? ctx.getTracer() : nullptr;
   if (plan_)
-    return executePlanned(*ctx.getBindings());
+    return executePlanned(*ctx.getBindings(), tracer, ctx.getTracePid());
   InterpreterRun run(*F_);
-  return run.run(*ctx.getBindings());
+  return run.run(*ctx.getBindings(), tracer, ctx.getTracePid());
 }
 
-Error InterpreterFunction::executePlanned(PlaceholderBindings &bindings) {
+Error InterpreterFunction::executePlanned(PlaceholderBindings &bindings, Tracer *tracer,
+                                          uint32_t pid) {
   AlignedBytes mutables = allocAligned(plan_->mutableBytes, plan_->alignment);
   AlignedBytes activations = allocAligned(plan_->activationBytes, plan_->alignment);
   // All ones: float NaNs, so a kernel that reads a byte nobody wrote shows in the output.
@@ -79,7 +82,7 @@ Error InterpreterFunction::executePlanned(PlaceholderBindings &bindings) {
   }
   PlannedMemory mem{constants_.get(), mutables.get(), activations.get(), &offsets_};
   InterpreterRun run(*F_, &mem);
-  KILN_RETURN_IF_ERR(run.run(bindings));
+  KILN_RETURN_IF_ERR(run.run(bindings, tracer, pid));
   for (auto &[w, t] : outputs)
     std::memcpy(t->getUnsafePtr(), mutables.get() + offsets_.at(w), t->getSizeInBytes());
   return Error::success();
@@ -91,7 +94,7 @@ Tensor &InterpreterRun::getTensor(const Value *v) {
   return it->second;
 }
 
-Error InterpreterRun::run(PlaceholderBindings &bindings) {
+Error InterpreterRun::run(PlaceholderBindings &bindings, Tracer *tracer, uint32_t pid) {
   for (const auto &w : F_.getWeights()) {
     Storage *s = w->getOrigin();
     if (mem_) {
@@ -108,9 +111,31 @@ Error InterpreterRun::run(PlaceholderBindings &bindings) {
     KILN_ASSIGN_OR_RETURN(Tensor * t, bindings.getChecked(ph));
     tensors_.emplace(w.get(), Tensor::view(t->getType(), t->getUnsafePtr()));
   }
-  for (const auto &I : F_.getInstrs())
-    KILN_RETURN_IF_ERR(execute(I.get()));
-  return Error::success();
+  if (!tracer) {
+    for (const auto &I : F_.getInstrs())
+      KILN_RETURN_IF_ERR(execute(I.get()));
+    return Error::success();
+  }
+  // One kernel event per instruction, gathered here and handed over in one piece.
+  std::vector<TraceEvent> events;
+  events.reserve(F_.getInstrs().size());
+  Error err = Error::success();
+  for (const auto &I : F_.getInstrs()) {
+    int64_t t0 = tracer->nowNs();
+    err = execute(I.get());
+    TraceEvent e;
+    e.name = I->getName();
+    e.category = "kernel";
+    e.pid = pid;
+    e.startNs = t0;
+    e.durNs = tracer->nowNs() - t0;
+    e.args.push_back({"kind", I->getKindName(), false});
+    events.push_back(std::move(e));
+    if (err)
+      break;
+  }
+  tracer->append(std::move(events));
+  return err;
 }
 
 Error InterpreterRun::execute(const Instruction *I) {

@@ -61,7 +61,7 @@ public:
   const MemoryPlan *getMemoryPlan() const { return plan_.get(); }
 
 private:
-  Error executePlanned(PlaceholderBindings &bindings);
+  Error executePlanned(PlaceholderBindings &bindings, Tracer *tracer, uint32_t pid);
 
   std::unique_ptr<IRFunction> F_;
   std::unique_ptr<MemoryPlan> plan_;
@@ -77,8 +77,9 @@ public:
   explicit InterpreterRun(const IRFunction &F, const PlannedMemory *mem = nullptr)
       : F_(F), mem_(mem) {}
 
-  /// Binds weights (constants and placeholders), then executes every instruction.
-  Error run(PlaceholderBindings &bindings);
+  /// Binds weights (constants and placeholders), then executes every instruction; with
+  /// \p tracer asking for kernel events, records one per instruction on process \p pid.
+  Error run(PlaceholderBindings &bindings, Tracer *tracer = nullptr, uint32_t pid = 0);
 
   /// The tensor of buffer \p v (a weight, an activation, or a view).
   Tensor &getTensor(const Value *v);

@@ -1,5 +1,7 @@
 #include "SimDeviceManager.h"
 
+#include "kiln/Base/Trace.h"
+
 #include <thread>
 
 namespace kiln {
@@ -80,6 +82,12 @@ Error SimDeviceManager::runImpl(const std::string &name, CompiledFunction &fn,
   SimCost cost = estimateCost(work, sim_);
   stats.cycles = cost.cycles;
   stats.dmaBytes = cost.dmaBytes;
+  if (Tracer *t = ctx.getTracer()) { // the simulated DMA of the inputs and outputs
+    int64_t now = t->nowNs();
+    t->complete(ctx.getTracePid(), "transfer", "dma", now, now,
+                {{"bytes", std::to_string(cost.dmaBytes), true},
+                 {"cycles", std::to_string(cost.cycles), true}});
+  }
   std::lock_guard<std::mutex> lock(mu_);
   stats_.cycles += cost.cycles;
   stats_.dmaBytes += cost.dmaBytes;

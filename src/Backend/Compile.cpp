@@ -1,6 +1,7 @@
 // The back half of the compile driver (kiln/Backend/Compiler.h): from a prepared function
 // to the backend's code, through the shared schedule, IRGen, IR passes and memory plan.
 #include "kiln/Backend/Backend.h"
+#include "kiln/Base/Trace.h"
 #include "kiln/Memory/MemoryPipeline.h"
 
 namespace kiln {
@@ -19,6 +20,7 @@ Expected<PlannedIR> Backend::planIR(Function *f, const CompileOptions &opts) con
   mo.staticPlan = spec.staticPlan;
   mo.planner.alignment = spec.alignment;
   mo.needsOwnBuffer = spec.needsOwnBuffer;
+  mo.tracer = opts.tracer;
   Expected<PlannedIR> P = generatePlannedIR(f, mo);
   if (!P)
     return P.takeError().addContext(getName() + " backend planning '" + f->getName() + "'");
@@ -26,9 +28,14 @@ Expected<PlannedIR> Backend::planIR(Function *f, const CompileOptions &opts) con
 }
 
 Expected<std::unique_ptr<CompiledFunction>> Backend::compile(Function *f,
-                                                             const CompileOptions &opts) const {
+                                                             const CompileOptions &options) const {
+  // Parameters qualified for another backend ("CPU:profile") are not this one's.
+  CompileOptions opts = options.forBackend(getName());
+  TraceScope scope(opts.tracer, "compile", "compile " + f->getName());
+  scope.arg("backend", getName());
   KILN_RETURN_IF_ERR(checkBackendOptions(getName(), opts, getParameters()));
   KILN_ASSIGN_OR_RETURN(PlannedIR P, planIR(f, opts));
+  TraceScope codegen(opts.tracer, "compile", "codegen");
   return generateCode(f, P, opts);
 }
 

@@ -30,12 +30,38 @@ Error CompileOptions::setBackendOption(const std::string &item) {
     return makeError(ErrorCode::InvalidArgument, "backend option '", item,
                      "': expected name=value");
   std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+  size_t colon = name.find(':');
+  if (colon == 0 || colon + 1 == name.size())
+    return makeError(ErrorCode::InvalidArgument, "backend option '", item,
+                     "': expected BACKEND:name=value or name=value");
   if (name == "threads") {
     KILN_ASSIGN_OR_RETURN(threads, parseUnsignedParameter(name, value));
     return Error::success();
   }
   backendOptions[name] = value;
   return Error::success();
+}
+
+CompileOptions CompileOptions::forBackend(const std::string &backend, bool unqualified) const {
+  CompileOptions o = *this;
+  o.backendOptions.clear();
+  for (const auto &[name, value] : backendOptions) {
+    size_t colon = name.find(':');
+    if (colon == std::string::npos) {
+      if (unqualified)
+        o.backendOptions[name] = value;
+      continue;
+    }
+    if (name.compare(0, colon, backend) != 0 || colon != backend.size())
+      continue;
+    std::string plain = name.substr(colon + 1);
+    unsigned n = 0;
+    if (plain == "threads" && parseDecimal(value, n))
+      o.threads = n;
+    else // a bad thread count stays, and the backend names it
+      o.backendOptions[plain] = value;
+  }
+  return o;
 }
 
 Error checkBackendOptions(const std::string &backend, const CompileOptions &opts,

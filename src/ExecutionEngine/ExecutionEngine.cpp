@@ -99,6 +99,34 @@ Expected<NetworkSplit> ExecutionEngine::getNetworkSplit(const std::string &name)
   return host_->getNetworkSplit(n);
 }
 
+void ExecutionEngine::startTrace(const TraceOptions &opts) {
+  if (host_)
+    host_->startTrace(opts);
+}
+
+std::shared_ptr<Tracer> ExecutionEngine::stopTrace() {
+  if (!host_)
+    return nullptr;
+  std::shared_ptr<Tracer> t = host_->stopTrace();
+  if (t)
+    lastTrace_ = t;
+  return t;
+}
+
+std::shared_ptr<Tracer> ExecutionEngine::getTrace() const {
+  return host_ ? host_->getTrace() : nullptr;
+}
+
+Error ExecutionEngine::writeTrace(const std::string &path) const {
+  std::shared_ptr<Tracer> t = getTrace();
+  if (!t)
+    t = lastTrace_;
+  if (!t)
+    return makeError(ErrorCode::InvalidArgument,
+                     "writeTrace: no trace was started (call startTrace first)");
+  return t->writeJSON(path);
+}
+
 Error ExecutionEngine::run(PlaceholderBindings &bindings, const std::string &name) {
   Expected<std::string> n = networkName(name);
   if (!n)

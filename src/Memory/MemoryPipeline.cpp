@@ -1,4 +1,5 @@
 #include "kiln/Memory/MemoryPipeline.h"
+#include "kiln/Base/Trace.h"
 
 #include <unordered_set>
 
@@ -38,6 +39,7 @@ Error checkOwnBuffers(const IRFunction &F,
 
 Expected<PlannedIR> generatePlannedIR(Function *f, const MemoryPipelineOptions &opts) {
   PlannedIR r;
+  TraceScope schedule(opts.tracer, "compile", "schedule");
   if (opts.memoryAwareSchedule) {
     KILN_ASSIGN_OR_RETURN(r.schedule, scheduleForMemory(f, {opts.planner.alignment}));
   } else {
@@ -46,15 +48,25 @@ Expected<PlannedIR> generatePlannedIR(Function *f, const MemoryPipelineOptions &
     r.schedule.peakBytes = r.schedule.topologicalPeakBytes =
         computePeakLiveBytes(r.schedule.order, opts.planner.alignment);
   }
+  schedule.arg("strategy", r.schedule.strategy);
+  schedule.end();
+  TraceScope irgen(opts.tracer, "compile", "irgen");
   KILN_ASSIGN_OR_RETURN(r.F, generateIR(f, r.schedule.order));
+  irgen.arg("instructions", int64_t(r.F->getInstrs().size()));
+  irgen.end();
   if (opts.runIRPasses) {
+    TraceScope irPasses(opts.tracer, "compile", "ir-passes");
     std::vector<std::string> passes = opts.irPasses.empty() ? getDefaultIRPipeline() : opts.irPasses;
-    KILN_ASSIGN_OR_RETURN(r.passes, runIRPipeline(*r.F, passes, opts.passManager));
+    IRPassManagerOptions pm = opts.passManager;
+    if (!pm.tracer)
+      pm.tracer = opts.tracer;
+    KILN_ASSIGN_OR_RETURN(r.passes, runIRPipeline(*r.F, passes, pm));
   }
   if (opts.needsOwnBuffer)
     KILN_RETURN_IF_ERR(checkOwnBuffers(*r.F, opts.needsOwnBuffer));
   if (!opts.staticPlan)
     return r;
+  TraceScope plan(opts.tracer, "compile", "memory-plan");
   KILN_ASSIGN_OR_RETURN(r.plan, planMemory(*r.F, opts.planner));
   KILN_RETURN_IF_ERR(verifyMemoryPlan(*r.F, r.plan));
   r.planned = true;

@@ -1,4 +1,5 @@
 #include "kiln/Runtime/DeviceManager.h"
+#include "kiln/Base/Trace.h"
 
 #include <cctype>
 
@@ -114,7 +115,8 @@ void DeviceManager::runFunction(const std::string &name, ExecutionContext *ctx, 
   {
     std::unique_lock<std::mutex> lock(mu_);
     if (started_ && !stopping_) {
-      queue_.push_back(RunRequest{name, ctx, std::move(cb), deadline});
+      Tracer *t = ctx ? ctx->getTracer() : nullptr;
+      queue_.push_back(RunRequest{name, ctx, std::move(cb), deadline, t ? t->nowNs() : 0});
       // Wake the worker after unlocking, or it wakes only to wait for this lock.
       lock.unlock();
       cv_.notify_one(); // stop() cannot be waiting yet: stopping_ was false
@@ -176,6 +178,8 @@ void DeviceManager::workerLoop() {
 }
 
 void DeviceManager::execute(RunRequest &r, CompiledFunction *fn) {
+  if (Tracer *t = r.ctx ? r.ctx->getTracer() : nullptr) // its wait for this device
+    t->async(t->process(getName()), "queue", r.name, r.queuedNs, t->nowNs());
   DeviceRunStats stats;
   Error err = runLoaded(r.name, fn, *r.ctx, r.deadline, stats);
   {
@@ -190,6 +194,16 @@ void DeviceManager::execute(RunRequest &r, CompiledFunction *fn) {
 Error DeviceManager::runLoaded(const std::string &name, CompiledFunction *fn,
                                ExecutionContext &ctx, Deadline deadline, DeviceRunStats &stats) {
   Error err = Error::success();
+  // Traced runs: one "partition" event on this device's process, around the kernels'.
+  Tracer *tracer = ctx.getTracer();
+  uint32_t pid = 0;
+  int64_t traceStart = 0;
+  if (tracer) {
+    pid = tracer->process(getName());
+    tracer->thread(pid, std::this_thread::get_id() == worker_.get_id() ? "worker" : "caller");
+    ctx.setTracer(tracer, pid);
+    traceStart = tracer->nowNs();
+  }
   auto start = Clock::now();
   if (!fn)
     err = makeError(ErrorCode::NotFound, "device '", getName(), "' holds no network '", name, "'");
@@ -199,6 +213,10 @@ Error DeviceManager::runLoaded(const std::string &name, CompiledFunction *fn,
   else if (Error e = runImpl(name, *fn, ctx, stats))
     err = std::move(e).addContext("running '" + name + "' on device '" + getName() + "'");
   auto end = Clock::now();
+  if (tracer)
+    tracer->complete(pid, "partition", name, traceStart, tracer->nowNs(),
+                     {{"device", getName()}, {"backend", getBackendName()},
+                      {"ok", err ? "0" : "1", true}});
   stats.seconds = std::chrono::duration<double>(end - start).count();
   if (!err && fn && end > deadline)
     err = makeError(ErrorCode::Runtime, "deadline exceeded: '", name, "' on device '", getName(),

@@ -1,4 +1,5 @@
 #include "kiln/Runtime/Executor.h"
+#include "kiln/Base/Trace.h"
 
 #include <mutex>
 #include <sstream>
@@ -47,6 +48,7 @@ struct Executor::Request {
   Deadline deadline = kNoDeadline;
   DoneCallback done;
   Clock::time_point start;
+  Tracer *trace = nullptr;
 
   std::mutex mu;
   std::vector<unsigned> parentsLeft;
@@ -69,6 +71,7 @@ struct Executor::Request {
     if (!readsOrWritesIntermediates(part)) {
       // Every tensor it touches is the caller's: run on the caller's bindings as they are.
       contexts[p] = std::make_unique<ExecutionContext>(user);
+      contexts[p]->setTracer(trace, 0); // the device names its process
       return contexts[p].get();
     }
     auto b = std::make_unique<PlaceholderBindings>();
@@ -88,10 +91,16 @@ struct Executor::Request {
     }
     for (const Placeholder *ph : part.inputs) {
       auto v = values.find(ph);
+      int64_t t0 = trace ? trace->nowNs() : 0;
       bind(ph, v != values.end() ? v->second.get() : user->get(ph));
+      if (trace && v != values.end()) // a value another partition made, handed over
+        trace->complete(Tracer::kHostPid, "transfer", ph->getName(), t0, trace->nowNs(),
+                        {{"bytes", std::to_string(ph->getType()->sizeInBytes()), true},
+                         {"to", part.name}});
     }
     bindings[p] = std::move(b);
     contexts[p] = std::make_unique<ExecutionContext>(bindings[p].get());
+    contexts[p]->setTracer(trace, 0);
     return contexts[p].get();
   }
 
@@ -160,7 +169,7 @@ DeviceManager *Executor::pickDevice(const LoadedPartition &lp) {
 }
 
 void Executor::run(const ExecutableNetwork *net, PlaceholderBindings *bindings, Deadline deadline,
-                   DoneCallback done) {
+                   DoneCallback done, Tracer *trace) {
   if (!bindings) {
     done(makeError(ErrorCode::InvalidArgument, "run: no placeholder bindings"), RunReport{});
     return;
@@ -176,6 +185,7 @@ void Executor::run(const ExecutableNetwork *net, PlaceholderBindings *bindings, 
   r->deadline = deadline;
   r->done = std::move(done);
   r->start = Clock::now();
+  r->trace = trace;
   r->bindings.resize(n);
   r->contexts.resize(n);
   std::vector<unsigned> roots;
@@ -195,7 +205,7 @@ void Executor::run(const ExecutableNetwork *net, PlaceholderBindings *bindings, 
 
 std::optional<Error> Executor::tryRunOnCaller(const ExecutableNetwork &net,
                                               PlaceholderBindings &bindings, Deadline deadline,
-                                              RunReport *report) {
+                                              RunReport *report, Tracer *trace) {
   if (net.plan.partitions.size() != 1 || !net.plan.intermediates.empty())
     return std::nullopt;
   if (Error e = checkBindings(net, bindings)) {
@@ -211,6 +221,7 @@ std::optional<Error> Executor::tryRunOnCaller(const ExecutableNetwork &net,
   Clock::time_point start = report ? Clock::now() : Clock::time_point();
   // A single partition reads and writes only the caller's tensors: no views needed.
   ExecutionContext ctx(&bindings);
+  ctx.setTracer(trace, 0);
   for (size_t k = 0; k < n; k++) {
     DeviceManager *d = lp.devices[(first + k) % n];
     DeviceRunStats stats;

@@ -202,6 +202,9 @@ Error HostManager::addNetworkImpl(Function *f, std::shared_ptr<Module> owner,
                                   const NetworkOptions &opts) {
   const std::string name = f->getName();
   auto ctx = [&](Error e) { return std::move(e).addContext("adding network '" + name + "'"); };
+  std::shared_ptr<Tracer> trace = getTrace();
+  Tracer *tracer = opts.compile.tracer ? opts.compile.tracer : trace.get();
+  TraceScope add(tracer, "compile", "add network " + name);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (networks_.count(name))
@@ -228,15 +231,20 @@ Error HostManager::addNetworkImpl(Function *f, std::shared_ptr<Module> owner,
   // below, over all the backends, so that what none of them runs can fall back.
   PrepareOptions prep;
   prep.checkSupport = false;
+  prep.tracer = tracer;
+  prep.afterPass = opts.compile.afterGraphPass;
   if (Error e = opts.prepare ? prepareFunction(f, *pbs.front().backend, prep) : f->verify())
     return ctx(std::move(e));
   std::vector<FallbackNode> fellBack;
   if (Error e = addFallback(f, opts, pbs, fellBack))
     return ctx(std::move(e));
+  TraceScope partition(tracer, "compile", "partition");
   Expected<PartitionPlan> plan =
       partitionFunction(f, name, pbs, opts.partition ? &*opts.partition : nullptr);
   if (!plan)
     return ctx(plan.takeError());
+  partition.arg("partitions", int64_t(plan->partitions.size()));
+  partition.end();
   NetworkSplit split = splitOf(*plan, pbs);
   if (!fellBack.empty()) {
     split.fallbackBackend = opts.fallbackBackend;
@@ -247,6 +255,14 @@ Error HostManager::addNetworkImpl(Function *f, std::shared_ptr<Module> owner,
   ProvisionOptions po;
   po.replicas = opts.replicas;
   po.compile = opts.compile;
+  po.compile.tracer = tracer;
+  // Backend parameters are for the backends the caller named, not for the fallback.
+  if (!opts.optionBackends.empty())
+    po.optionBackends = opts.optionBackends;
+  else
+    for (const PartitionerBackend &b : pbs)
+      if (split.fallbackNodes.empty() || &b != &pbs.back())
+        po.optionBackends.push_back(b.backend->getName());
   Expected<std::vector<LoadedPartition>> loaded = provisioner_->provision(exec->plan, po);
   if (!loaded)
     return ctx(loaded.takeError()); // exec erases its partition functions here
@@ -428,6 +444,27 @@ Expected<std::vector<StageTiming>> HostManager::getProfile(const std::string &na
   return out;
 }
 
+void HostManager::startTrace(const TraceOptions &opts) {
+  auto t = std::make_shared<Tracer>(opts);
+  std::lock_guard<std::mutex> lock(mu_);
+  trace_ = std::move(t);
+}
+
+void HostManager::startTrace(std::shared_ptr<Tracer> trace) {
+  std::lock_guard<std::mutex> lock(mu_);
+  trace_ = std::move(trace);
+}
+
+std::shared_ptr<Tracer> HostManager::stopTrace() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::move(trace_);
+}
+
+std::shared_ptr<Tracer> HostManager::getTrace() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return trace_;
+}
+
 RunId HostManager::runNetwork(const std::string &name,
                               std::unique_ptr<PlaceholderBindings> bindings, ResultCallback cb,
                               const RunOptions &opts) {
@@ -454,7 +491,8 @@ Deadline deadlineOf(const RunOptions &opts) {
 Error HostManager::runNetworkBlocking(const std::string &name, PlaceholderBindings &bindings,
                                       const RunOptions &opts, RunReport *report) {
   RunId id;
-  Expected<Network *> admitted = admit(name, id);
+  std::shared_ptr<Tracer> trace;
+  Expected<Network *> admitted = admit(name, id, &trace);
   if (!admitted) {
     if (report)
       *report = RunReport{};
@@ -465,10 +503,16 @@ Error HostManager::runNetworkBlocking(const std::string &name, PlaceholderBindin
   // The caller waits anyway: where the device is idle, run on this thread and spare the
   // two thread hand-offs (to the device's worker and back), which cost more than a small
   // network's whole run.
-  if (std::optional<Error> e = executor_->tryRunOnCaller(*net->exec, bindings, deadline, report)) {
+  int64_t traceStart = trace ? trace->nowNs() : 0;
+  if (std::optional<Error> e =
+          executor_->tryRunOnCaller(*net->exec, bindings, deadline, report, trace.get())) {
+    if (trace) // the request's event on the host, from admission to its result
+      trace->complete(Tracer::kHostPid, "runtime", "run " + name, traceStart, trace->nowNs(),
+                      {{"request", std::to_string(id), true}});
     release(net);
     return std::move(*e);
   }
+  // Otherwise dispatch records the request.
   auto w = std::make_shared<Waiter>();
   dispatch(net, id, &bindings, nullptr,
            [w](RunResult r) {
@@ -482,7 +526,7 @@ Error HostManager::runNetworkBlocking(const std::string &name, PlaceholderBindin
              // callback's copy of w keeps the condition variable alive meanwhile.
              w->cv.notify_all();
            },
-           deadline);
+           deadline, trace);
   std::unique_lock<std::mutex> lock(w->mu);
   w->cv.wait(lock, [&] { return w->done; });
   if (report)
@@ -490,9 +534,12 @@ Error HostManager::runNetworkBlocking(const std::string &name, PlaceholderBindin
   return std::move(w->error);
 }
 
-Expected<HostManager::Network *> HostManager::admit(const std::string &name, RunId &id) {
+Expected<HostManager::Network *> HostManager::admit(const std::string &name, RunId &id,
+                                                    std::shared_ptr<Tracer> *trace) {
   std::lock_guard<std::mutex> lock(mu_);
   id = nextId_++;
+  if (trace && trace_)
+    *trace = trace_;
   Expected<Network *> found = findLocked(name);
   if (!found)
     return found.takeError().addContext("run");
@@ -518,7 +565,8 @@ RunId HostManager::submit(const std::string &name, PlaceholderBindings *bindings
                           std::unique_ptr<PlaceholderBindings> owned, ResultCallback cb,
                           const RunOptions &opts) {
   RunId id;
-  Expected<Network *> admitted = admit(name, id);
+  std::shared_ptr<Tracer> trace;
+  Expected<Network *> admitted = admit(name, id, &trace);
   if (!admitted) {
     RunResult r;
     r.id = id;
@@ -527,17 +575,25 @@ RunId HostManager::submit(const std::string &name, PlaceholderBindings *bindings
     cb(std::move(r));
     return id;
   }
-  dispatch(*admitted, id, bindings, std::move(owned), std::move(cb), deadlineOf(opts));
+  dispatch(*admitted, id, bindings, std::move(owned), std::move(cb), deadlineOf(opts),
+           std::move(trace));
   return id;
 }
 
 void HostManager::dispatch(Network *net, RunId id, PlaceholderBindings *bindings,
                            std::unique_ptr<PlaceholderBindings> owned, ResultCallback cb,
-                           Deadline deadline) {
+                           Deadline deadline, std::shared_ptr<Tracer> trace) {
   // std::function needs a copyable callable: the owned bindings ride in a shared box.
   auto box = std::make_shared<std::pair<std::unique_ptr<PlaceholderBindings>, ResultCallback>>(
       std::move(owned), std::move(cb));
-  executor_->run(net->exec.get(), bindings, deadline, [this, net, id, box](Error e, RunReport rep) {
+  int64_t traceStart = trace ? trace->nowNs() : 0;
+  std::string traceName = trace ? "run " + net->exec->plan.networkName : std::string();
+  Tracer *tracer = trace.get();
+  executor_->run(net->exec.get(), bindings, deadline, [this, net, id, box, trace, traceStart,
+                                                       traceName](Error e, RunReport rep) {
+    if (trace) // the request, from admission to its result, on the host
+      trace->complete(Tracer::kHostPid, "runtime", traceName, traceStart, trace->nowNs(),
+                      {{"request", std::to_string(id), true}});
     release(net); // touch neither net nor this below
     RunResult r;
     r.id = id;
@@ -546,7 +602,7 @@ void HostManager::dispatch(Network *net, RunId id, PlaceholderBindings *bindings
     r.report = std::move(rep);
     ResultCallback cb = std::move(box->second);
     cb(std::move(r));
-  });
+  }, tracer);
 }
 
 } // namespace kiln

@@ -34,6 +34,7 @@ Expected<MultiDeviceNetwork> createMultiDeviceNetwork(Function *f, const MultiDe
   }
   net.replicas = opts.replicas;
   net.compile = opts.compile;
+  net.optionBackends = {opts.backend}; // the fallback's partitions take none of them
   MultiDeviceNetwork r;
   KILN_ASSIGN_OR_RETURN(r.host, HostManager::create(std::move(devs), opts.host));
   net.prepare = opts.optimize; // verify and the graph pipeline of opts.backend

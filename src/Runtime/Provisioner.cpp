@@ -1,4 +1,5 @@
 #include "kiln/Runtime/Provisioner.h"
+#include "kiln/Base/Trace.h"
 
 #include <algorithm>
 #include <map>
@@ -16,13 +17,19 @@ Expected<std::vector<LoadedPartition>> Provisioner::provision(PartitionPlan &pla
     return std::move(e).addContext("provisioning network '" + plan.networkName + "'");
   };
   // 1. Compile everything before taking any device memory.
+  TraceScope compile(opts.compile.tracer, "compile", "provision " + plan.networkName);
   for (size_t i = 0; i < plan.partitions.size(); i++) {
     Partition &p = plan.partitions[i];
     auto b = backends_.find(p.backendName);
     if (b == backends_.end())
       return fail(
           makeError(ErrorCode::NotFound, "no backend '", p.backendName, "' for '", p.name, "'"));
-    Expected<std::unique_ptr<CompiledFunction>> cf = b->second->compile(p.function, opts.compile);
+    bool takesUnqualified =
+        opts.optionBackends.empty() || std::find(opts.optionBackends.begin(),
+                                                 opts.optionBackends.end(),
+                                                 p.backendName) != opts.optionBackends.end();
+    Expected<std::unique_ptr<CompiledFunction>> cf =
+        b->second->compile(p.function, opts.compile.forBackend(p.backendName, takesUnqualified));
     if (!cf)
       return fail(
           cf.takeError().addContext("compiling partition '" + p.name + "' for " + p.backendName));
@@ -30,6 +37,8 @@ Expected<std::vector<LoadedPartition>> Provisioner::provision(PartitionPlan &pla
     loaded[i].compiled = std::move(cf).get();
   }
 
+  compile.end();
+  TraceScope loading(opts.compile.tracer, "compile", "load " + plan.networkName);
   auto candidates = [&](const Partition &p) {
     // Devices of this backend, most free memory first (ties keep device order).
     std::vector<DeviceManager *> cands;

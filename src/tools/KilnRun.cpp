@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -31,6 +32,9 @@ struct Options {
   unsigned iterations = 10, warmup = 1;
   bool json = false;
   bool noFallback = false;
+  std::string trace;          ///< --trace FILE
+  bool traceKernels = false;  ///< --trace-kernels
+  std::string dumpGraph;      ///< --dump-graph DIR
   /// --shape items, by input name.
   std::map<std::string, std::vector<kiln::dim_t>> shapes;
   /// --backend-opt items (threads=N sets compile.threads, overriding --threads).
@@ -88,8 +92,20 @@ std::optional<int> parseOptions(int argc, char **argv, Options &o) {
             [&o](const std::string &v) { return parseShape(v, o.shapes); });
   flags.add("--no-fallback", o.noFallback,
             "fail on nodes the backend cannot run instead of running them on the Interpreter");
+  flags.add("--trace", o.trace, "FILE",
+            "write a Chrome trace (chrome://tracing, Perfetto) of the import, the compile "
+            "phases and passes, and every run");
+  flags.add("--trace-kernels", o.traceKernels,
+            "with --trace: one event per executed instruction (Interpreter, Sim) or compiled "
+            "stage (CPU)");
+  flags.add("--dump-graph", o.dumpGraph, "DIR",
+            "write Graphviz DOT of the graph as imported, after the optimising passes, "
+            "after lowering, after the whole pipeline, and the partition plan into DIR "
+            "(created if missing)");
   if (std::optional<int> exitCode = flags.parse(argc, argv))
     return exitCode;
+  if (o.traceKernels && o.trace.empty())
+    return flags.fail("--trace-kernels needs --trace FILE");
   if (o.compile.threads) // threads=N among the backend options
     o.threads = o.compile.threads;
   if (o.iterations == 0)
@@ -154,6 +170,22 @@ int main(int argc, char **argv) {
   runner.setStrictBackend(f.noFallback);
   if (f.devices)
     runner.setMultiDevice(f.devices, f.deviceMemory);
+  if (!f.dumpGraph.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(f.dumpGraph, ec);
+    if (ec) {
+      std::cerr << "kiln-run: cannot create '" << f.dumpGraph << "': " << ec.message() << "\n";
+      return 2;
+    }
+    runner.setDumpGraphDir(f.dumpGraph);
+  }
+  std::shared_ptr<Tracer> trace;
+  if (!f.trace.empty()) {
+    TraceOptions to;
+    to.kernels = f.traceKernels;
+    trace = std::make_shared<Tracer>(to);
+    runner.setTrace(trace);
+  }
   auto t0 = std::chrono::steady_clock::now();
   if (Error e = runner.load(f.model, haveData ? &data : nullptr))
     return fail(e, "loading the model");
@@ -247,6 +279,13 @@ int main(int argc, char **argv) {
     for (const StageTiming *t : order)
       std::fprintf(stderr, "  %8.3f  %8.3f %5.1f%%  %s\n", t->meanMs, t->minMs,
                    100.0 * t->minMs / std::max(sumMin, 1e-9), t->name.c_str());
+  }
+  for (const std::string &g : runner.getDumpedGraphs())
+    std::cerr << "kiln-run: wrote " << g << "\n";
+  if (trace) {
+    if (Error e = trace->writeJSON(f.trace))
+      return fail(e, "writing the trace");
+    std::cerr << "kiln-run: wrote " << trace->size() << " trace events to " << f.trace << "\n";
   }
   if (haveData && !cmp.match && f.json)
     std::cerr << "kiln-run: mismatch: " << cmp.detail << "\n";

@@ -124,7 +124,9 @@ Error ModelRunner::load(const std::string &path, const TestDataSet *data,
   md_.reset(); // it runs functions of the module cleared next
   ee_->clear();
   f_ = ee_->getModule().createFunction("main");
+  TraceScope import(trace_.get(), "import", "import " + path);
   Expected<ONNXModel> m = loadONNX(path, f_, opts);
+  import.end();
   if (!m) {
     Error e = m.takeError();
     if (!contradiction)
@@ -133,13 +135,66 @@ Error ModelRunner::load(const std::string &path, const TestDataSet *data,
                      "; at the data set's shapes the model does not load: ", e.message());
   }
   model_ = std::move(m).get();
+  if (!dumpDir_.empty())
+    KILN_RETURN_IF_ERR(writeGraph("1-imported.dot", f_->toDot()));
   return Error::success();
 }
 
-Error ModelRunner::compile(const CompileOptions &opts) {
+Error ModelRunner::writeGraph(const std::string &file, const std::string &dot) {
+  std::string path = dumpDir_ + "/" + file;
+  std::ofstream out(path);
+  out << dot;
+  out.close();
+  if (!out)
+    return makeError(ErrorCode::InvalidArgument, "cannot write the graph picture '", path, "'");
+  dumped_.push_back(path);
+  return Error::success();
+}
+
+Error ModelRunner::compile(const CompileOptions &options) {
   ee_->setStrictBackend(strict_);
-  if (!devices_)
+  CompileOptions opts = options;
+  if (trace_ && !opts.tracer)
+    opts.tracer = trace_.get();
+  // Pictures between passes: the graph entering lowering (after the optimising passes
+  // before it) and the one leaving it.
+  std::string beforeLower;
+  bool lowered = false;
+  Error dumpError = Error::success();
+  if (!dumpDir_.empty() && f_) {
+    beforeLower = f_->toDot();
+    opts.afterGraphPass = [&](const std::string &pass, const Function &f) {
+      if (lowered || &f != f_)
+        return;
+      if (pass != "lower") {
+        beforeLower = f.toDot();
+        return;
+      }
+      lowered = true;
+      Error e1 = writeGraph("2-optimized.dot", beforeLower);
+      Error e2 = writeGraph("3-lowered.dot", f.toDot());
+      if (!dumpError)
+        dumpError = e1 ? std::move(e1) : std::move(e2);
+    };
+  }
+  KILN_RETURN_IF_ERR(compileImpl(opts));
+  KILN_RETURN_IF_ERR(std::move(dumpError));
+  if (dumpDir_.empty())
+    return Error::success();
+  if (!lowered) // a pipeline without lowering: the optimised graph is the final one
+    KILN_RETURN_IF_ERR(writeGraph("2-optimized.dot", f_->toDot()));
+  KILN_RETURN_IF_ERR(writeGraph("4-final.dot", f_->toDot()));
+  HostManager *hm = md_ ? md_->host.get() : ee_->getHostManager();
+  KILN_ASSIGN_OR_RETURN(std::string plan, hm->getPlanDot(f_->getName()));
+  return writeGraph("5-partitions.dot", plan);
+}
+
+Error ModelRunner::compileImpl(const CompileOptions &opts) {
+  if (!devices_) {
+    if (trace_ && ee_->getHostManager())
+      ee_->getHostManager()->startTrace(trace_);
     return ee_->compile(opts);
+  }
   MultiDeviceOptions o;
   o.backend = backend_;
   o.devices = devices_;
@@ -148,6 +203,8 @@ Error ModelRunner::compile(const CompileOptions &opts) {
   md_.reset();
   KILN_ASSIGN_OR_RETURN(MultiDeviceNetwork md, createMultiDeviceNetwork(f_, o));
   md_ = std::move(md);
+  if (trace_)
+    md_->host->startTrace(trace_);
   return Error::success();
 }
 

@@ -74,6 +74,16 @@ public:
     devices_ = devices;
     deviceMemory_ = deviceMemory;
   }
+  /// Records the import, the compile and the runs into \p trace (kiln/Base/Trace.h).
+  /// Call before load().
+  void setTrace(std::shared_ptr<Tracer> trace) { trace_ = std::move(trace); }
+  /// Writes Graphviz DOT pictures into \p dir (which must exist): 1-imported.dot (the
+  /// graph as imported), 2-optimized.dot (after the graph passes before lowering),
+  /// 3-lowered.dot (right after lowering), 4-final.dot (after the whole pipeline, as
+  /// partitioned) and 5-partitions.dot (the partition plan). Call before load().
+  void setDumpGraphDir(std::string dir) { dumpDir_ = std::move(dir); }
+  /// The files setDumpGraphDir wrote so far.
+  const std::vector<std::string> &getDumpedGraphs() const { return dumped_; }
   Error compile(const CompileOptions &opts = {});
   /// Binds inputs (copies of \p inputs; random values in [0, 1) when empty).
   Error bindInputs(const std::vector<Tensor> &inputs);
@@ -116,6 +126,11 @@ private:
   std::map<std::string, std::vector<dim_t>> shapes_;
   bool strict_ = true;
   PlaceholderBindings bindings_;
+  std::shared_ptr<Tracer> trace_;
+  std::string dumpDir_;
+  std::vector<std::string> dumped_;
+  Error writeGraph(const std::string &file, const std::string &dot);
+  Error compileImpl(const CompileOptions &opts);
 };
 
 /// VmHWM of this process in bytes (0 when /proc is unavailable).

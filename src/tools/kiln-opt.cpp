@@ -3,6 +3,7 @@
 //
 //   kiln-opt --pass=cse,dce [--dump-after=cse] [--time-passes] FILE
 //   kiln-opt --pipeline=default --backend=CPU --split-input-file test/golden/cse.txt
+//   kiln-opt --pipeline=default --backend=CPU --dot=after.dot model.txt
 //
 // `kiln-opt --help` lists the flags. Exit 0 on success, 1 when parsing or a pass fails,
 // 2 on a bad command line.
@@ -24,7 +25,7 @@ using namespace kiln;
 namespace {
 
 struct Options {
-  std::string passes, pipeline, backend, function, output, input = "-";
+  std::string passes, pipeline, backend, function, output, dot, input = "-";
   std::vector<std::string> dumpAfter;
   bool timePasses = false, noVerify = false, listPasses = false, split = false;
 };
@@ -51,6 +52,9 @@ std::optional<int> parseOptions(int argc, char **argv, Options &o) {
             "tests); outputs are separated the same way");
   flags.add("--list-passes", o.listPasses, "print the passes and exit");
   flags.add("-o", o.output, "FILE", "write the result to FILE instead of stdout");
+  flags.add("--dot", o.dot, "FILE",
+            "also write Graphviz DOT of every function after the passes to FILE (one "
+            "digraph per function, in order)");
   flags.positional(o.input, "input file");
   if (std::optional<int> exitCode = flags.parse(argc, argv))
     return exitCode;
@@ -115,7 +119,7 @@ Error run(const Options &o) {
   pm.verifyEach = !o.noVerify;
   pm.dumpAfter = o.dumpAfter;
   pm.dumpStream = &std::cerr;
-  std::string out;
+  std::string out, dot;
   for (size_t c = 0; c < chunks.size(); c++) {
     std::string where =
         source + (o.split ? " (case at line " + std::to_string(chunks[c].second) + ")" : "");
@@ -135,6 +139,8 @@ Error run(const Options &o) {
         std::cerr << "function " << f->getName() << ", pipeline '" << pipeline.name
                   << "': " << pipeline.toString() << "\n"
                   << report->timingTable();
+      if (!o.dot.empty())
+        dot += f->toDot();
     }
     if (!found)
       return makeError(ErrorCode::NotFound, where, ": no function named '", o.function, "'");
@@ -143,6 +149,13 @@ Error run(const Options &o) {
     out += printModule(*m);
   }
 
+  if (!o.dot.empty()) {
+    std::ofstream ds(o.dot);
+    ds << dot;
+    ds.close();
+    if (!ds)
+      return makeError(ErrorCode::NotFound, "cannot write '", o.dot, "'");
+  }
   if (o.output.empty()) {
     std::cout << out;
     return Error::success();

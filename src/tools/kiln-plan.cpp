@@ -5,7 +5,10 @@
 //   kiln-plan --report            the figures of the three built-in networks
 //   kiln-plan --backend CPU MODEL the plan that backend compiles from: the function goes
 //                                 through the compile driver (kiln/Backend/Compiler.h),
-//                                 with the backend's graph pipeline, schedule and IR passes
+//                                 with the backend's graph pipeline, schedule and IR passes;
+//                                 nodes the backend cannot run (Sim: SoftMax, ...) go to
+//                                 Interpreter partitions, as the runtime places them, and
+//                                 every partition's plan is printed
 //
 // MODEL is resnet50, mobilenetv2 or transformer (built with the API, batch 1, random
 // weights), or a file in the graph text form.
@@ -19,6 +22,7 @@
 #include "kiln/Backend/Compiler.h"
 #include "kiln/Graph/TextIR.h"
 #include "kiln/Memory/MemoryPipeline.h"
+#include "kiln/Runtime/Partitioner.h"
 
 #include <cstdio>
 #include <fstream>
@@ -31,7 +35,7 @@ using namespace kiln;
 namespace {
 
 struct Options {
-  std::string model, function, svg, irPasses = "default", backend;
+  std::string model, function, svg, irPasses = "default", backend, dot;
   std::vector<std::string> dumpAfter;
   bool topological = false, dumpIR = false, timePasses = false, report = false;
 };
@@ -49,6 +53,9 @@ std::optional<int> parseOptions(int argc, char **argv, Options &o) {
   flags.add("--backend", o.backend, "NAME",
             "plan as backend NAME compiles: its graph pipeline, schedule, IR passes and "
             "alignment (--ir-passes, --topological and --dump-after do not apply)");
+  flags.add("--dot", o.dot, "FILE",
+            "with --backend: write Graphviz DOT of the prepared graph, or of the partition "
+            "plan when part of it falls back to the Interpreter");
   flags.add("--topological", o.topological,
             "plain topological order instead of the memory-aware schedule");
   flags.add("--dump-ir", o.dumpIR, "print the final IR");
@@ -155,21 +162,114 @@ int report() {
   return status;
 }
 
-/// Prints (and draws) the plan \p P of function \p what ("name'" or "name' for B").
-int finish(const Options &o, const PlannedIR &P, const std::string &what) {
+/// Prints (and draws) the plan \p P of function \p what ("name'" or "name' for B"),
+/// drawing into \p svg.
+int finish(const Options &o, const PlannedIR &P, const std::string &what, const std::string &svg) {
   if (o.dumpIR)
     std::cout << P.F->toString();
   printPlan("plan of '" + what, P);
   if (o.timePasses)
     std::cout << P.passes.timingTable();
-  if (!o.svg.empty()) {
-    std::ofstream out(o.svg);
+  if (!svg.empty()) {
+    std::ofstream out(svg);
     out << renderMemoryPlanSVG(*P.F, P.plan, P.F->getName());
     if (!out) {
-      std::cerr << "kiln-plan: cannot write " << o.svg << "\n";
+      std::cerr << "kiln-plan: cannot write " << svg << "\n";
       return 1;
     }
-    std::printf("  wrote %s\n", o.svg.c_str());
+    std::printf("  wrote %s\n", svg.c_str());
+  }
+  return 0;
+}
+
+int finish(const Options &o, const PlannedIR &P, const std::string &what) {
+  return finish(o, P, what, o.svg);
+}
+
+bool writeText(const std::string &path, const std::string &text) {
+  std::ofstream out(path);
+  out << text;
+  out.close();
+  if (!out) {
+    std::cerr << "kiln-plan: cannot write " << path << "\n";
+    return false;
+  }
+  std::printf("wrote %s\n", path.c_str());
+  return true;
+}
+
+/// "plan.svg", 2 -> "plan-p2.svg".
+std::string partitionPath(const std::string &path, size_t i) {
+  if (path.empty())
+    return path;
+  size_t dot = path.rfind('.');
+  size_t slash = path.rfind('/');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash))
+    dot = path.size();
+  return path.substr(0, dot) + "-p" + std::to_string(i) + path.substr(dot);
+}
+
+/// Plans \p f as backend \p b compiles it: prepared with its pipeline; when it cannot run
+/// every node, split as the runtime splits it, the rest on the Interpreter, and every
+/// partition planned by its own backend.
+int planForBackend(const Options &o, Function *f, const Backend &b) {
+  CompileOptions co;
+  // Backends whose static plan is optional (the Interpreter) plan with their optimised IR.
+  co.optimizeIR = co.staticMemoryPlan = true;
+  PrepareOptions prep;
+  prep.checkSupport = false;
+  if (Error e = prepareFunction(f, b, prep)) {
+    std::cerr << "kiln-plan: " << e.toString() << "\n";
+    return 1;
+  }
+  std::vector<const Node *> unsupported;
+  for (const auto &n : f->getNodes())
+    if (!b.isOpSupported(*n))
+      unsupported.push_back(n.get());
+  if (unsupported.empty()) {
+    if (!o.dot.empty() && !writeText(o.dot, f->toDot()))
+      return 1;
+    Expected<PlannedIR> P = b.planIR(f, co);
+    if (!P) {
+      std::cerr << "kiln-plan: " << P.getError().toString() << "\n";
+      return 1;
+    }
+    if (!P->planned) {
+      std::cerr << "kiln-plan: backend " << b.getName() << " does not plan memory statically\n";
+      return 1;
+    }
+    return finish(o, *P, f->getName() + "' for " + b.getName());
+  }
+  Expected<std::unique_ptr<Backend>> interp = createBackend("Interpreter");
+  if (b.getName() == "Interpreter" || !interp) {
+    std::cerr << "kiln-plan: " << b.checkAllNodesSupported(*f).toString() << "\n";
+    return 1;
+  }
+  std::printf("%zu node%s of '%s' fall back to the Interpreter:", unsupported.size(),
+              unsupported.size() == 1 ? "" : "s", f->getName().c_str());
+  for (const Node *n : unsupported)
+    std::printf(" %s (%s)", n->getName().c_str(), n->getKindName());
+  std::printf("\n");
+  const uint64_t unlimited = ~uint64_t(0);
+  std::vector<PartitionerBackend> pbs = {{&b, unlimited}, {interp->get(), unlimited}};
+  Expected<PartitionPlan> plan = partitionFunction(f, f->getName(), pbs);
+  if (!plan) {
+    std::cerr << "kiln-plan: " << plan.getError().toString() << "\n";
+    return 1;
+  }
+  std::printf("%s\n", plan->toString().c_str());
+  if (!o.dot.empty() && !writeText(o.dot, plan->toDot()))
+    return 1;
+  for (size_t i = 0; i < plan->partitions.size(); i++) {
+    const Partition &p = plan->partitions[i];
+    const Backend &pb = p.backendName == b.getName() ? b : **interp;
+    Expected<PlannedIR> P = pb.planIR(p.function, co);
+    if (!P) {
+      std::cerr << "kiln-plan: " << P.getError().toString() << "\n";
+      return 1;
+    }
+    if (int rc = finish(o, *P, p.name + "' for " + pb.getName(), partitionPath(o.svg, i)))
+      return rc;
   }
   return 0;
 }
@@ -195,20 +295,7 @@ int main(int argc, char **argv) {
       std::cerr << "kiln-plan: " << b.getError().toString() << "\n";
       return 2;
     }
-    CompileOptions co;
-    // Backends whose static plan is optional (the Interpreter) plan with their optimised IR.
-    co.optimizeIR = co.staticMemoryPlan = true;
-    Error e = prepareFunction(*f, **b);
-    Expected<PlannedIR> P = e ? Expected<PlannedIR>(std::move(e)) : (*b)->planIR(*f, co);
-    if (!P) {
-      std::cerr << "kiln-plan: " << P.getError().toString() << "\n";
-      return 1;
-    }
-    if (!P->planned) {
-      std::cerr << "kiln-plan: backend " << o.backend << " does not plan memory statically\n";
-      return 1;
-    }
-    return finish(o, *P, (*f)->getName() + "' for " + o.backend);
+    return planForBackend(o, *f, **b);
   }
   if (Error e = (*f)->verify()) {
     std::cerr << "kiln-plan: " << e.toString() << "\n";

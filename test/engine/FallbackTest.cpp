@@ -359,4 +359,94 @@ TEST(RealCPU, NodesTheCPUBackendLacksRunOnTheInterpreter) {
     GTEST_SKIP() << "the CPU backend runs every node of these cases now";
 }
 
+// Backend parameters go only to the backend they name: the CPU's profile=1 never reaches
+// the Interpreter partition the fallback adds (it used to fail there as an unknown
+// option), an unknown one is still an error of the backend it names, and a qualified
+// one ("Interpreter:...") reaches only that backend.
+TEST_F(RefusingCPU, BackendOptionsGoOnlyToTheBackendTheyName) {
+  {
+    ExecutionEngine ee("CPU");
+    Net n = buildNet(ee.getModule());
+    ee.setWarningHandler([](const std::string &) {});
+    CompileOptions o;
+    ASSERT_FALSE(o.setBackendOption("profile=1"));
+    Error e = ee.compile(o);
+    ASSERT_FALSE(e) << e.message();
+    std::vector<double> want = expected();
+    for (int run = 0; run < 3; run++) {
+      std::vector<float> got = runNet(ee, n);
+      for (size_t i = 0; i < 4; i++)
+        EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+    }
+    // The CPU partitions profiled their stages (runs after the first).
+    Expected<std::vector<StageTiming>> p = ee.getHostManager()->getProfile("main");
+    ASSERT_TRUE(bool(p)) << p.getError().message();
+    ASSERT_FALSE(p->empty());
+    for (const StageTiming &t : *p)
+      EXPECT_EQ(t.runs, 2u) << t.name;
+  }
+  {
+    ExecutionEngine ee("CPU");
+    buildNet(ee.getModule());
+    ee.setWarningHandler([](const std::string &) {});
+    CompileOptions o;
+    ASSERT_FALSE(o.setBackendOption("no-such-option=1"));
+    Error e = ee.compile(o);
+    ASSERT_TRUE(bool(e));
+    EXPECT_TRUE(contains(e.message(), "backend CPU: unknown option 'no-such-option'"))
+        << e.message();
+  }
+  {
+    ExecutionEngine ee("CPU");
+    buildNet(ee.getModule());
+    ee.setWarningHandler([](const std::string &) {});
+    CompileOptions o;
+    ASSERT_FALSE(o.setBackendOption("Interpreter:no-such-option=1"));
+    ASSERT_FALSE(o.setBackendOption("CPU:spin-us=0"));
+    Error e = ee.compile(o);
+    ASSERT_TRUE(bool(e));
+    EXPECT_TRUE(contains(e.message(), "backend Interpreter: unknown option 'no-such-option'"))
+        << e.message();
+  }
+  {
+    // Qualified for the CPU only: the Interpreter partition ignores it.
+    ExecutionEngine ee("CPU");
+    Net n = buildNet(ee.getModule());
+    ee.setWarningHandler([](const std::string &) {});
+    CompileOptions o;
+    ASSERT_FALSE(o.setBackendOption("CPU:spin-us=0"));
+    ASSERT_FALSE(o.setBackendOption("Sim:anything=1"));
+    Error e = ee.compile(o);
+    ASSERT_FALSE(e) << e.message();
+    std::vector<float> got = runNet(ee, n);
+    std::vector<double> want = expected();
+    for (size_t i = 0; i < 4; i++)
+      EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+  }
+  CompileOptions bad;
+  EXPECT_TRUE(bool(bad.setBackendOption(":profile=1")));
+  EXPECT_TRUE(bool(bad.setBackendOption("CPU:=1")));
+}
+
+TEST(CompileOptions, ForBackendKeepsItsOwnAndUnqualifiedParameters) {
+  CompileOptions o;
+  ASSERT_FALSE(o.setBackendOption("profile=1"));
+  ASSERT_FALSE(o.setBackendOption("CPU:spin-us=0"));
+  ASSERT_FALSE(o.setBackendOption("CPU:threads=3"));
+  ASSERT_FALSE(o.setBackendOption("Sim:config_file=x"));
+  CompileOptions cpu = o.forBackend("CPU");
+  EXPECT_EQ(cpu.backendOptions.size(), 2u);
+  EXPECT_EQ(cpu.backendOptions["profile"], "1");
+  EXPECT_EQ(cpu.backendOptions["spin-us"], "0");
+  EXPECT_EQ(cpu.threads, 3u);
+  CompileOptions interp = o.forBackend("Interpreter", /*unqualified=*/false);
+  EXPECT_TRUE(interp.backendOptions.empty());
+  EXPECT_EQ(interp.threads, 0u);
+  CompileOptions sim = o.forBackend("Sim");
+  EXPECT_EQ(sim.backendOptions.size(), 2u);
+  EXPECT_EQ(sim.backendOptions["config_file"], "x");
+  // "CP" is not a prefix match for "CPU:".
+  EXPECT_EQ(o.forBackend("CP", false).backendOptions.size(), 0u);
+}
+
 } // namespace

@@ -1,6 +1,7 @@
 #include "IRTestUtils.h"
 
 #include "backends/Interpreter/Interpreter.h"
+#include "test/filecheck/LLVMFileCheck.h"
 
 #include <fstream>
 #include <sstream>
@@ -26,75 +27,30 @@ std::string trim(const std::string &s) {
 } // namespace
 
 std::string fileCheck(const std::string &output, const std::string &checks, size_t firstLine) {
-  std::vector<std::string> out = splitLines(output);
-  struct Directive {
-    std::string kind, text;
-    size_t line;
-  };
-  std::vector<Directive> ds;
-  size_t ln = firstLine - 1;
+  // LLVM's FileCheck runs the CHECK directives; CHECK-NONE lines (nowhere in the output)
+  // become NONE-NOT directives of a second run, which with no positive pattern covers the
+  // whole output.
+  std::string main, none;
+  bool hasMain = false, hasNone = false;
   for (const std::string &l : splitLines(checks)) {
-    ln++;
-    std::string t = trim(l);
-    if (t.rfind("//", 0) != 0)
+    size_t p = l.find("CHECK-NONE:");
+    if (p == std::string::npos) {
+      main += l + "\n";
+      none += "\n";
+      hasMain |= l.find("CHECK") != std::string::npos;
       continue;
-    t = trim(t.substr(2));
-    for (const char *k : {"CHECK-NEXT:", "CHECK-NOT:", "CHECK-NONE:", "CHECK:"}) {
-      if (t.rfind(k, 0) == 0) {
-        std::string kind(k);
-        ds.push_back({kind.substr(0, kind.size() - 1), trim(t.substr(kind.size())), ln});
-        break;
-      }
     }
+    main += "\n";
+    none += l.substr(0, p) + "NONE-NOT:" + l.substr(p + 11) + "\n";
+    hasNone = true;
   }
-  auto where = [&](const Directive &d) {
-    return "line " + std::to_string(d.line) + ": " + d.kind + ": " + d.text;
-  };
-  size_t cursor = 0; // next output line to search
-  std::vector<const Directive *> pendingNot;
-  bool first = true;
-  auto checkNots = [&](size_t from, size_t to) -> std::string {
-    for (const Directive *d : pendingNot)
-      for (size_t i = from; i < to && i < out.size(); i++)
-        if (out[i].find(d->text) != std::string::npos)
-          return where(*d) + "\n  found in output line " + std::to_string(i + 1) + ": " + out[i];
-    pendingNot.clear();
-    return "";
-  };
-  for (const Directive &d : ds) {
-    if (d.kind == "CHECK-NONE") {
-      for (size_t i = 0; i < out.size(); i++)
-        if (out[i].find(d.text) != std::string::npos)
-          return where(d) + "\n  found in output line " + std::to_string(i + 1) + ": " + out[i];
-      continue;
-    }
-    if (d.kind == "CHECK-NOT") {
-      pendingNot.push_back(&d);
-      continue;
-    }
-    size_t match = std::string::npos;
-    if (d.kind == "CHECK-NEXT") {
-      if (first)
-        return where(d) + "\n  CHECK-NEXT without an earlier CHECK";
-      if (cursor < out.size() && out[cursor].find(d.text) != std::string::npos)
-        match = cursor;
-      else
-        return where(d) + "\n  the next output line is: " +
-               (cursor < out.size() ? out[cursor] : std::string("<end of output>"));
-    } else {
-      for (size_t i = cursor; i < out.size() && match == std::string::npos; i++)
-        if (out[i].find(d.text) != std::string::npos)
-          match = i;
-      if (match == std::string::npos)
-        return where(d) + "\n  not found after output line " + std::to_string(cursor);
-    }
-    std::string e = checkNots(cursor, match);
-    if (!e.empty())
+  if (hasMain)
+    if (std::string e = runLLVMFileCheck(main, output, "golden.txt", unsigned(firstLine));
+        !e.empty())
       return e;
-    cursor = match + 1;
-    first = false;
-  }
-  return checkNots(cursor, out.size());
+  if (hasNone)
+    return runLLVMFileCheck(none, output, "golden.txt", unsigned(firstLine), "NONE");
+  return "";
 }
 
 std::vector<GoldenCase> splitGoldenFile(const std::string &text) {

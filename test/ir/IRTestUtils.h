@@ -1,5 +1,5 @@
 /// \file
-/// Helpers of the low-level IR tests: a small FileCheck for golden files, and running an
+/// Helpers of the low-level IR tests: LLVM's FileCheck for golden files, and running an
 /// IRFunction on the Interpreter (unplanned or with a memory plan).
 #ifndef KILN_TEST_IR_IRTESTUTILS_H
 #define KILN_TEST_IR_IRTESTUTILS_H
@@ -14,14 +14,12 @@
 
 namespace kiln::test {
 
-/// Checks \p output against the directives in \p checks (lines of the form
-/// `// CHECK: text` and so on):
-///   CHECK: text       a later line contains text
-///   CHECK-NEXT: text  the line right after the previous match contains text
-///   CHECK-NOT: text   no line between the previous match and the next one contains text
+/// Checks \p output against the directives in \p checks with LLVM's FileCheck
+/// (test/filecheck: CHECK, CHECK-NEXT, CHECK-NOT, CHECK-DAG, CHECK-LABEL, {{regex}}, ...),
+/// plus one of Kiln's own:
 ///   CHECK-NONE: text  no line of the output contains text
-/// Returns an empty string on success, else what failed; directives are named by their
-/// line in \p checks plus \p firstLine - 1.
+/// Returns an empty string on success, else FileCheck's diagnostics; directives are named
+/// by their line in \p checks plus \p firstLine - 1.
 std::string fileCheck(const std::string &output, const std::string &checks, size_t firstLine = 1);
 
 /// One case of a golden file: the text between `// -----` separators.

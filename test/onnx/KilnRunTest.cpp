@@ -1,6 +1,8 @@
 // kiln-run end to end: BENCH.md's flags, the JSON line, and exit codes 0 / 1 / 2.
 
 #include "ONNXTestUtils.h"
+#include "test/trace/DotCheck.h"
+#include "test/trace/TraceCheck.h"
 
 #include <gtest/gtest.h>
 
@@ -217,6 +219,85 @@ TEST_F(KilnRunTest, ReportsTheSplitAndFallsBackUnlessTold) {
   EXPECT_EQ(r.exitCode, 2) << r.out;
   err = readFile(tmpDir() + "/stderr.txt");
   EXPECT_NE(err.find("backend Sim does not support 1 node(s)"), std::string::npos) << err;
+}
+
+// The CPU's profile=1 with part of the model on the Interpreter (the option used to reach
+// the Interpreter partition and fail there), a trace with kernel events, and the graph
+// pictures of --dump-graph.
+TEST_F(KilnRunTest, TracesProfilesAndDrawsAModelThatFallsBack) {
+  B m(13);
+  m.input("x", {2, 3}).init("w", {2, 3}, {1, 0, -1, 0.5f, 0.5f, 0.5f}).output("y");
+  auto &g = m.node("Gemm", {"x", "w"}, {"g"}, "gemm");
+  B::attrInt(g, "transB", 1);
+  m.node("Sin", {"g"}, {"s"}, "sin"); // the CPU has no Sin: the Interpreter runs it
+  m.node("Relu", {"s"}, {"y"}, "relu");
+  writeFile(dir_ + "/sin.onnx", m.bytes());
+  std::string trace = tmpDir() + "/sin-trace.json", pics = tmpDir() + "/sin-pictures";
+  RunResult r = kilnRun("--model " + dir_ + "/sin.onnx --backend CPU --iterations 3 "
+                        "--backend-opt profile=1 --trace " + trace +
+                        " --trace-kernels --dump-graph " + pics);
+  std::string err = readFile(tmpDir() + "/stderr.txt");
+  ASSERT_EQ(r.exitCode, 0) << r.out << err;
+  EXPECT_NE(r.out.find("split:        CPU: 2 partitions, "), std::string::npos) << r.out;
+  EXPECT_NE(err.find("profile: "), std::string::npos) << err;
+  EXPECT_NE(err.find("trace events to " + trace), std::string::npos) << err;
+
+  ParsedTrace t;
+  ASSERT_EQ(readTrace(readFile(trace), t), "");
+  EXPECT_GE(t.pidOf("cpu0"), 0);
+  EXPECT_GE(t.pidOf("host-interpreter"), 0);
+  EXPECT_EQ(t.select("import").size(), 1u);
+  // 1 warm-up and 3 timed runs, each running the three partitions.
+  EXPECT_EQ(t.select("runtime").size(), 4u);
+  EXPECT_EQ(t.select("partition").size(), 12u);
+  for (const ParsedEvent *k : t.select("kernel")) {
+    bool inside = false;
+    for (const ParsedEvent *p : t.select("partition"))
+      inside |= p->pid == k->pid && p->tid == k->tid && p->contains(*k);
+    EXPECT_TRUE(inside) << k->name;
+  }
+  EXPECT_FALSE(t.select("transfer").empty());
+
+  // The pictures: imported, optimised, lowered, final, partitions; well formed.
+  const char *files[] = {"1-imported.dot", "2-optimized.dot", "3-lowered.dot", "4-final.dot",
+                         "5-partitions.dot"};
+  for (const char *f : files) {
+    std::vector<DotGraph> graphs;
+    std::string text = readFile(pics + "/" + f);
+    ASSERT_EQ(checkDot(text, graphs), "") << f << ":\n" << text;
+    ASSERT_EQ(graphs.size(), 1u) << f;
+    size_t sin = 0, relu = 0;
+    for (const std::string &l : graphs[0].nodeLabels) {
+      sin += l.find("Sin|sin") != std::string::npos;
+      relu += l.find("relu") != std::string::npos;
+    }
+    if (std::string(f) == "5-partitions.dot") {
+      EXPECT_EQ(graphs[0].nodeLabels.size(), 3u) << text;
+      EXPECT_EQ(graphs[0].edges, 2u) << text;
+    } else {
+      EXPECT_EQ(sin, 1u) << f << ":\n" << text;
+      EXPECT_EQ(relu, 1u) << f << ":\n" << text;
+    }
+  }
+  // The CPU's options still reach the CPU: an unknown one is its error.
+  r = kilnRun("--model " + dir_ + "/sin.onnx --backend CPU --backend-opt no-such=1");
+  EXPECT_EQ(r.exitCode, 2);
+  err = readFile(tmpDir() + "/stderr.txt");
+  EXPECT_NE(err.find("backend CPU: unknown option 'no-such'"), std::string::npos) << err;
+}
+
+TEST_F(KilnRunTest, TracesATwoDeviceSimRun) {
+  std::string trace = tmpDir() + "/sim-trace.json";
+  RunResult r = kilnRun("--model " + dir_ + "/model.onnx --data " + dir_ +
+                        "/test_data_set_0 --backend Sim --devices 2 --iterations 2 --trace " +
+                        trace + " --trace-kernels");
+  ASSERT_EQ(r.exitCode, 0) << r.out << readFile(tmpDir() + "/stderr.txt");
+  ParsedTrace t;
+  ASSERT_EQ(readTrace(readFile(trace), t), "");
+  EXPECT_GE(t.pidOf("sim0"), 0);
+  EXPECT_EQ(t.select("runtime").size(), 3u);
+  EXPECT_FALSE(t.select("kernel").empty());
+  EXPECT_FALSE(t.select("pass").empty());
 }
 
 } // namespace

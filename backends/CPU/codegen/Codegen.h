@@ -21,6 +21,7 @@
 #define KILN_BACKENDS_CPU_CODEGEN_CODEGEN_H
 
 #include "backends/CPU/codegen/ConvPlan.h"
+#include "kiln/Base/Trace.h"
 #include "backends/CPU/jit/Jit.h"
 #include "kiln/IR/IR.h"
 #include "kiln/Memory/MemoryPlanner.h"
@@ -95,6 +96,8 @@ struct Stage {
 
 struct CodegenOptions {
   unsigned threads = 1; ///< intra-op threads the program is compiled for (>= 1)
+  /// Records the phases (llvm-irgen, jit) when set; not owned (kiln/Base/Trace.h).
+  Tracer *tracer = nullptr;
   JitOptions jit;
   bool fuseElementwise = true;
   /// Inline the GEMM/convolution drivers into each call (constant shapes everywhere);

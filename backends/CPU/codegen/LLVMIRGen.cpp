@@ -5,6 +5,7 @@
 #include "Emitter.h"
 
 #include "backends/CPU/libjit/libjit.h"
+#include "kiln/Base/Trace.h"
 #include "backends/CPU/libjit/libjit_gemm_config.h"
 
 #include "llvm/IR/Constants.h"
@@ -534,12 +535,15 @@ Expected<EmittedProgram> emitProgram(IRFunction &F, const MemoryPlan &plan,
   const HostInfo &host = out.host;
   prog->avx512 = host.avx512;
 
+  TraceScope irgen(opts.tracer, "compile", "llvm-irgen");
   out.ctx = std::make_unique<llvm::LLVMContext>();
   KILN_ASSIGN_OR_RETURN(out.module, loadLibjitModule(*out.ctx));
   llvm::Module *M = out.module.get();
   M->setModuleIdentifier("kiln_" + F.getName());
   Emitter em(F, o, plan, host.avx512, *out.ctx, *M, *prog);
   KILN_RETURN_IF_ERR(em.run(out.entries));
+  irgen.arg("stages", int64_t(prog->stages.size()));
+  irgen.end();
   // The GEMM-based kernels come precompiled (once per process) unless specialised.
   if (!o.specializeGemm) {
     std::string isa = host.avx512 ? "avx512" : "avx2";
@@ -560,6 +564,7 @@ Expected<EmittedProgram> emitProgram(IRFunction &F, const MemoryPlan &plan,
         out.sharedKernels.push_back(n);
   }
 
+  TraceScope pack(opts.tracer, "compile", "constants");
   prog->activationPeakBytes = plan.activationBytes;
   prog->activationBytes = em.activationBytes();
   ConstantArena &c = em.constants();
@@ -567,6 +572,8 @@ Expected<EmittedProgram> emitProgram(IRFunction &F, const MemoryPlan &plan,
   KILN_ASSIGN_OR_RETURN(ConstantArena::Released consts, c.release());
   prog->constants = consts.data;
   prog->constantMappedBytes = consts.mappedBytes;
+  pack.arg("bytes", int64_t(prog->constantBytes));
+  pack.end();
   out.fusedLoops = em.numFusedLoops();
   out.fusedInstrs = em.numFusedInstrs();
   return std::move(out);
@@ -584,12 +591,15 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPl
   o.threads = prog->threads;
   std::map<std::string, void *> shared;
   if (!ep.sharedKernels.empty()) {
+    TraceScope sharedJit(opts.tracer, "compile", "jit-shared-kernels");
     KILN_ASSIGN_OR_RETURN(shared, getSharedKernels(ep.sharedKernels, o.jit));
   }
 
+  TraceScope jit(opts.tracer, "compile", "jit");
   std::string key = reuseKey(*M, entries, o, host);
   prog->jit = jitCache().find(key);
   prog->jitReused = prog->jit != nullptr;
+  jit.arg("reused", int64_t(prog->jitReused));
   if (!prog->jit) {
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<JitModule> jm,
                           JitModule::compile(std::move(ctx), std::move(M), entries, o.jit, shared));
@@ -603,6 +613,7 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPl
       s.fn = reinterpret_cast<StageFn>(addr);
     }
   }
+  jit.end();
   unsigned fused = 0;
   uint64_t unshared = 0;
   for (const auto &I : F.getInstrs())

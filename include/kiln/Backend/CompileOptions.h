@@ -8,11 +8,15 @@
 
 #include "kiln/Base/Error.h"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 namespace kiln {
+
+class Function; // kiln/Graph/Graph.h
+class Tracer;   // kiln/Base/Trace.h
 
 /// Options of one compilation; passed in, never global.
 struct CompileOptions {
@@ -27,13 +31,29 @@ struct CompileOptions {
   /// activation. Backends without such a mode ignore it.
   bool staticMemoryPlan = false;
   /// Backend parameters by name (e.g. "spin-us" -> "100"), checked by the backend that
-  /// compiles: an unknown name or a bad value fails the compile.
+  /// compiles: an unknown name or a bad value fails the compile. A name qualified by a
+  /// backend ("CPU:profile") goes to that backend only; the others ignore it. The runtime
+  /// hands unqualified names only to the backends a network was given, never to the
+  /// fallback backend it adds for the nodes those cannot run (NetworkOptions).
   std::map<std::string, std::string> backendOptions;
+  /// Records the compile's phases (schedule, IRGen, IR passes, memory plan, codegen,
+  /// JIT) when set; not owned (kiln/Base/Trace.h).
+  Tracer *tracer = nullptr;
+  /// Called after every graph pass that the compile driver's front half runs
+  /// (prepareFunction, through ExecutionEngine::compile or HostManager::addNetwork with
+  /// NetworkOptions::prepare), with the pass name and the function as it left it; for
+  /// pictures of the graph between passes (kiln-run --dump-graph).
+  std::function<void(const std::string &pass, const Function &f)> afterGraphPass;
 
   /// Takes one "name=value" item. The generic name "threads" sets `threads`; any other
   /// name is stored in backendOptions (a later item of the same name replaces it).
   /// InvalidArgument for an item without '=' or a name, or a bad thread count.
   Error setBackendOption(const std::string &item);
+
+  /// The options as backend \p backend takes them: its qualified parameters with the
+  /// qualifier removed (a qualified "threads" sets `threads`), the unqualified ones when
+  /// \p unqualified, and no parameter qualified for another backend.
+  CompileOptions forBackend(const std::string &backend, bool unqualified = true) const;
 };
 
 /// A parameter a backend takes in CompileOptions::backendOptions.

@@ -19,6 +19,7 @@
 
 #include "kiln/Backend/Backend.h"
 
+#include <functional>
 #include <memory>
 
 namespace kiln {
@@ -28,6 +29,10 @@ struct PrepareOptions {
   /// Check that the backend supports every node. Off where a partitioner places the nodes
   /// a backend cannot run on a fallback backend (it checks each partition's nodes).
   bool checkSupport = true;
+  /// Records the phases (verify, each graph pass, support check) when set; not owned.
+  Tracer *tracer = nullptr;
+  /// Called after each graph pass (CompileOptions::afterGraphPass).
+  std::function<void(const std::string &pass, const Function &f)> afterPass;
 };
 
 /// Phase 1: verifies \p f, runs \p backend's graph pipeline on it (in place), and checks

@@ -52,6 +52,8 @@ private:
   std::map<const Placeholder *, std::unique_ptr<Tensor>> map_;
 };
 
+class Tracer; // kiln/Base/Trace.h
+
 /// What one run of a compiled function needs: the bindings, and room for per-run state.
 class ExecutionContext {
 public:
@@ -60,8 +62,20 @@ public:
   /// The tensors of the run.
   PlaceholderBindings *getBindings() const { return bindings_; }
 
+  /// The trace this run records into (null: none), and the trace process of the device
+  /// that runs it (the runtime sets both). A backend asked for kernel events
+  /// (Tracer::kernels) records one per instruction or stage it executes.
+  Tracer *getTracer() const { return tracer_; }
+  uint32_t getTracePid() const { return tracePid_; }
+  void setTracer(Tracer *t, uint32_t pid) {
+    tracer_ = t;
+    tracePid_ = pid;
+  }
+
 private:
   PlaceholderBindings *bindings_;
+  Tracer *tracer_ = nullptr;
+  uint32_t tracePid_ = 0;
 };
 
 } // namespace kiln

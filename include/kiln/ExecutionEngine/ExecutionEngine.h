@@ -14,6 +14,7 @@
 
 #include "kiln/Backend/CompileOptions.h"
 #include "kiln/Backend/ExecutionContext.h"
+#include "kiln/Base/Trace.h"
 
 #include <functional>
 #include <map>
@@ -80,6 +81,19 @@ public:
   /// when there is one), and the nodes that fell back.
   Expected<NetworkSplit> getNetworkSplit(const std::string &name = "") const;
 
+  /// Tracing (kiln/Base/Trace.h): startTrace records the compiles (every phase and pass)
+  /// and runs (requests, partitions per device, and with TraceOptions::kernels one event
+  /// per instruction or compiled stage) from now on; stopTrace ends it and returns the
+  /// trace (null when none was started); writeTrace writes the trace being recorded, or
+  /// else the last one stopped, as Chrome trace event JSON (chrome://tracing, Perfetto).
+  /// The ExecutionEngine's own runtime records; an unknown backend makes these no-ops
+  /// (and writeTrace an error).
+  void startTrace(const TraceOptions &opts = {});
+  std::shared_ptr<Tracer> stopTrace();
+  /// The trace being recorded, or null.
+  std::shared_ptr<Tracer> getTrace() const;
+  Error writeTrace(const std::string &path) const;
+
 private:
   /// Removes every network of an earlier compile.
   void unload();
@@ -98,6 +112,7 @@ private:
   std::vector<std::string> networks_;
   bool strict_ = false;
   std::function<void(const std::string &)> onWarning_;
+  std::shared_ptr<Tracer> lastTrace_; ///< the last trace stopped
 };
 
 } // namespace kiln

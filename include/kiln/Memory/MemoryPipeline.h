@@ -33,6 +33,9 @@ struct MemoryPipelineOptions {
   /// instruction it names must not write a buffer that one of its inputs lives in; a pass
   /// that broke this is reported as an Internal error.
   std::function<bool(const Instruction &)> needsOwnBuffer;
+  /// Records the phases (schedule, irgen, ir-passes and each pass, memory-plan) when set;
+  /// not owned (kiln/Base/Trace.h).
+  Tracer *tracer = nullptr;
 };
 
 /// The IR of a function with its schedule, pass report and memory plan.

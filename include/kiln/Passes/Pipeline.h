@@ -25,6 +25,7 @@
 namespace kiln {
 
 class Function;
+class Tracer; // kiln/Base/Trace.h
 
 /// Whether a step runs once or is repeated until its passes report no change.
 enum class Convergence { Once, FixedPoint };
@@ -90,6 +91,10 @@ struct PassManagerOptions {
   std::ostream *dumpStream = nullptr;
   /// Upper bound on the rounds of a FixedPoint step.
   unsigned maxIterations = 20;
+  /// Records one event per pass run (category "pass") when set; not owned.
+  Tracer *tracer = nullptr;
+  /// Called after every pass run with its name and the function as it left it.
+  std::function<void(const std::string &pass, const Function &f)> afterPass;
 };
 
 /// What the pass manager measured for one pass name over a pipeline run.

@@ -116,6 +116,7 @@ private:
     ExecutionContext *ctx;
     RunCallback cb;
     Deadline deadline;
+    int64_t queuedNs = 0; ///< when it was queued, in its trace's time (if traced)
   };
   void workerLoop();
   void execute(RunRequest &r, CompiledFunction *fn);

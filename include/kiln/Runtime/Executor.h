@@ -46,8 +46,10 @@ public:
   /// executor touches neither afterwards. \p done is called exactly once: on the
   /// caller's thread for a bad binding, otherwise on a device worker thread after the
   /// last partition of this request has finished.
+  /// With \p trace, its partitions record into it (the caller keeps it alive until
+  /// \p done is called).
   void run(const ExecutableNetwork *net, PlaceholderBindings *bindings, Deadline deadline,
-           DoneCallback done);
+           DoneCallback done, Tracer *trace = nullptr);
 
   /// Runs \p net on \p bindings on this thread, with no hand-off to a device worker,
   /// when it is one partition and one of that partition's devices takes the run now
@@ -55,7 +57,8 @@ public:
   /// nothing, when run() must be used instead; otherwise the error run() would report,
   /// with \p report (when given) filled as run() would fill it.
   std::optional<Error> tryRunOnCaller(const ExecutableNetwork &net, PlaceholderBindings &bindings,
-                                      Deadline deadline, RunReport *report);
+                                      Deadline deadline, RunReport *report,
+                                      Tracer *trace = nullptr);
 
 private:
   struct Request;

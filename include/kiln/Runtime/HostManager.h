@@ -15,6 +15,7 @@
 
 #include "kiln/Backend/CompileOptions.h"
 #include "kiln/Backend/ExecutionContext.h"
+#include "kiln/Base/Trace.h"
 #include "kiln/Runtime/RuntimeTypes.h"
 
 #include <chrono>
@@ -57,6 +58,9 @@ struct NetworkOptions {
   bool prepare = false;
   /// The options every partition is compiled with.
   CompileOptions compile;
+  /// The backends that take compile.backendOptions' unqualified parameters; empty: every
+  /// backend of `backends`. Never the fallback backend (CompileOptions::forBackend).
+  std::vector<std::string> optionBackends;
   /// Nodes that none of the backends can run go to fallbackBackend on a host device (one
   /// is started the first time it is needed, unless a device of that backend exists), and
   /// one warning lists them (onWarning). With strictBackend they are an error instead,
@@ -131,6 +135,20 @@ public:
   /// several); empty unless their backend was asked to profile.
   Expected<std::vector<StageTiming>> getProfile(const std::string &name) const;
 
+  /// Starts recording a trace (kiln/Base/Trace.h) of the networks added (compile phases,
+  /// each pass) and the requests run from now on (one "runtime" event per request on the
+  /// host; "queue", "partition" and, with TraceOptions::kernels, "kernel" events on a
+  /// process per device; "transfer" events for values crossing partitions). Replaces a
+  /// trace being recorded. Without a trace the runtime records nothing.
+  void startTrace(const TraceOptions &opts = {});
+  /// Records into \p trace instead (e.g. one that also holds an import or other hosts).
+  void startTrace(std::shared_ptr<Tracer> trace);
+  /// Stops recording and returns the trace (null when none was started); requests in
+  /// flight finish recording into it.
+  std::shared_ptr<Tracer> stopTrace();
+  /// The trace being recorded, or null.
+  std::shared_ptr<Tracer> getTrace() const;
+
   /// Runs \p name on \p bindings and calls \p cb exactly once with the result: on a
   /// device worker thread, or on this thread when the request is refused (unknown
   /// network, QueueFull, bad bindings). Callbacks should be short; they may start runs.
@@ -164,14 +182,15 @@ private:
                const RunOptions &opts);
   /// Admits a request of \p name, numbered \p id: counts it active and in flight on its
   /// network, or says why it is refused (unknown network, QueueFull).
-  Expected<Network *> admit(const std::string &name, RunId &id);
+  Expected<Network *> admit(const std::string &name, RunId &id,
+                           std::shared_ptr<Tracer> *trace = nullptr);
   /// Ends an admitted request. Afterwards the network may be removed and this
   /// HostManager destroyed.
   void release(Network *net);
   /// Hands an admitted request to the executor; \p cb gets its result.
   void dispatch(Network *net, RunId id, PlaceholderBindings *bindings,
                 std::unique_ptr<PlaceholderBindings> owned, ResultCallback cb,
-                Deadline deadline);
+                Deadline deadline, std::shared_ptr<Tracer> trace);
   /// The ready network \p name (call with mu_ held).
   Expected<Network *> findLocked(const std::string &name) const;
   /// Finds the nodes of \p f none of \p backends runs; unless opts say strict, appends
@@ -202,6 +221,7 @@ private:
   std::map<std::string, std::shared_ptr<Network>> networks_;
   size_t active_ = 0;
   RunId nextId_ = 1;
+  std::shared_ptr<Tracer> trace_; ///< guarded by mu_
 };
 
 } // namespace kiln

@@ -29,7 +29,11 @@ struct ProvisionOptions {
   /// Load each partition on up to this many devices of its backend (at least one is
   /// required; more are added where memory allows), so requests can run side by side.
   unsigned replicas = 1;
+  /// Every partition compiles with these, as its backend takes them
+  /// (CompileOptions::forBackend): unqualified backend parameters only on the backends of
+  /// optionBackends (empty: on every backend).
   CompileOptions compile;
+  std::vector<std::string> optionBackends;
 };
 
 /// Compiles the partitions of a plan and loads them on devices (see the file comment).

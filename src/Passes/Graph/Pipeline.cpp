@@ -3,6 +3,7 @@
 // themselves come from Passes.def.
 
 #include "kiln/Passes/Pipeline.h"
+#include "kiln/Base/Trace.h"
 
 #include "kiln/Backend/Backend.h"
 #include "kiln/Graph/Graph.h"
@@ -298,8 +299,12 @@ Expected<PipelineReport> runPipeline(Function *f, const Pipeline &pipeline, cons
         }
         PassRecord &rec = report.passes[it->second];
         auto tp = std::chrono::steady_clock::now();
+        int64_t traceStart = opts.tracer ? opts.tracer->nowNs() : 0;
         bool changed = info->fn(f, ctx);
         rec.seconds += secondsSince(tp);
+        if (opts.tracer)
+          opts.tracer->complete(Tracer::kHostPid, "pass", name, traceStart, opts.tracer->nowNs(),
+                                {{"function", f->getName()}, {"changed", changed ? "1" : "0", true}});
         rec.runs++;
         rec.changed += changed;
         anyChange |= changed;
@@ -307,6 +312,8 @@ Expected<PipelineReport> runPipeline(Function *f, const Pipeline &pipeline, cons
           if (Error e = f->verify())
             return makeError(ErrorCode::Internal, "pass '", name, "' left function '", f->getName(),
                              "' invalid: ", e.message());
+        if (opts.afterPass)
+          opts.afterPass(name, *f);
         if (wantsDump(name))
           dump << "// ----- after " << name << " (function " << f->getName()
                << (changed ? "" : ", unchanged") << ") -----\n"

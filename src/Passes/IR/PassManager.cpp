@@ -2,6 +2,7 @@
 // place that verifies after each pass, dumps and times.
 
 #include "kiln/Passes/IR/IRPasses.h"
+#include "kiln/Base/Trace.h"
 
 #include "CopyElimination.h"
 #include "DeadStoreElimination.h"
@@ -119,7 +120,11 @@ Expected<IRPipelineReport> runIRPipeline(IRFunction &F, const std::vector<std::s
       return makeError(ErrorCode::InvalidArgument, "unknown IR pass '", name,
                        "'; known passes: ", knownPasses());
     auto s = Clock::now();
+    int64_t traceStart = opts.tracer ? opts.tracer->nowNs() : 0;
     bool changed = p->fn(F);
+    if (opts.tracer)
+      opts.tracer->complete(Tracer::kHostPid, "pass", name, traceStart, opts.tracer->nowNs(),
+                            {{"function", F.getName()}, {"changed", changed ? "1" : "0", true}});
     double secs = std::chrono::duration<double>(Clock::now() - s).count();
     report.runs.push_back({name, changed, secs});
     if (opts.verifyEach)

@@ -20,6 +20,8 @@
 
 namespace kiln {
 
+class Tracer; // kiln/Base/Trace.h
+
 /// Names of every IR pass, in the order of Passes.def.
 std::vector<std::string> getIRPassNames();
 /// One-line description of IR pass \p name, or an empty string when there is none.
@@ -44,6 +46,8 @@ struct IRPassManagerOptions {
   std::vector<std::string> dumpAfter;
   /// Where dumps go; null means std::cerr.
   std::ostream *dumpStream = nullptr;
+  /// Records one event per pass run (category "pass") when set; not owned.
+  Tracer *tracer = nullptr;
 };
 
 /// What the pass manager measured for one pass run.
