@@ -7,7 +7,10 @@
 #
 #   bash test/e2e/run_corpus.sh [--models DIR] [--backends "Interpreter CPU"]
 #                               [--iterations 5] [--threads 1] [--only "lenet5 mlp_mnist"]
-#                               [--kiln-run PATH] [--timeout 1800]
+#                               [--kiln-run PATH] [--timeout 1800] [--no-fallback]
+#
+# --no-fallback: a node the backend cannot run is an error (kiln-run --no-fallback) instead
+# of running on the Interpreter.
 #
 # The Interpreter runs each model once (--interpreter-iterations, default 1): it is the
 # reference, not a contender. A backend this build does not register prints "n/a".
@@ -25,6 +28,7 @@ THREADS=1
 ONLY=""
 KILN_RUN=""
 TIMEOUT=1800
+FALLBACK=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --models) MODELS=$2; shift 2 ;;
@@ -35,6 +39,7 @@ while [[ $# -gt 0 ]]; do
     --only) ONLY=$2; shift 2 ;;
     --kiln-run) KILN_RUN=$2; shift 2 ;;
     --timeout) TIMEOUT=$2; shift 2 ;;
+    --no-fallback) FALLBACK=(--no-fallback); shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "run_corpus.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -80,7 +85,7 @@ for m in "${models[@]}"; do
     echo "running $m on $b ($iters iterations)..." >&2
     timeout "$TIMEOUT" "$KILN_RUN" --model "$MODELS/$m/model.onnx" \
       --data "$MODELS/$m/test_data_set_0" --backend "$b" --threads "$THREADS" \
-      --iterations "$iters" --warmup 1 --json >"$log.json" 2>"$log.err"
+      --iterations "$iters" --warmup 1 --json "${FALLBACK[@]}" >"$log.json" 2>"$log.err"
     rc=$?
     json=$(tail -n 1 "$log.json")
     if [[ $rc -eq 2 ]] && grep -qiE "unknown backend|not registered|no backend" "$log.err"; then
