@@ -309,7 +309,9 @@ Error convertPool3D(Importer &I, const Node &n, const Dims &xd) {
   return Error::success();
 }
 
-/// 1-D / 2-D MaxPool with dilations or its Indices output: the maximum over the kernel's
+/// 1-D / 2-D MaxPool with dilations or its Indices output. Without Indices and with strides
+/// that are multiples of the dilations: the rows and columns the taps can reach, then a
+/// plain MaxPool. Otherwise the maximum over the kernel's
 /// taps, each a strided Gather of the input padded with the lowest value; the first
 /// largest tap wins, and Indices are flat positions in the (unpadded) input,
 /// ((n * C + c) * H + h) * W + w (storage_order 1: column-major within each image).
@@ -321,12 +323,6 @@ Error convertMaxPoolByTaps(Importer &I, const Node &n, const Window &w, const Di
   ElemKind ek = x.getElementType();
   if (!isFloatKind(ek))
     return I.unsupported(n, "MaxPool with dilations or Indices of ", x.getType()->toString());
-  // Each tap is four nodes; a window of thousands of taps (a 60x80 dilated kernel) would
-  // make a graph of tens of thousands of nodes that no backend compiles in reasonable time.
-  constexpr dim_t kMaxTaps = 1024;
-  if (w.kernels[0] * w.kernels[1] > kMaxTaps)
-    return I.unsupported(n, "MaxPool with dilations or Indices over a ", w.kernels[0], "x",
-                         w.kernels[1], " window (at most ", kMaxTaps, " taps)");
   bool colMajor = I.attrInt(n, "storage_order", 0) != 0;
   dim_t kh = w.kernels[0], kw = w.kernels[1], sh = w.strides[0], sw = w.strides[1];
   dim_t dh = w.dilations[0], dw = w.dilations[1];
@@ -338,6 +334,43 @@ Error convertMaxPoolByTaps(Importer &I, const Node &n, const Window &w, const Di
     xp = F->createPad(I.opName(n, "pad"), x, {0, 0, pt, pl, 0, 0, pb, pr},
                       -std::numeric_limits<float>::infinity());
   bool wantIdx = I.isOutputUsed(n, 1);
+  if (!wantIdx && sh % dh == 0 && sw % dw == 0) {
+    // With strides that are multiples of the dilations, every tap lies on a row and a
+    // column of the padded input that is a multiple of the dilation: keep those, and the
+    // result is a plain max pool of the kernel's size with stride / dilation (its output
+    // size works out to oH x oW).
+    auto multiples = [](dim_t len, dim_t d) {
+      std::vector<int64_t> v;
+      for (dim_t i = 0; i < len; i += d)
+        v.push_back(int64_t(i));
+      return v;
+    };
+    NodeValue v = xp;
+    if (dh > 1) {
+      std::vector<int64_t> rows = multiples(Hp, dh);
+      v = F->createGather(I.opName(n, "dilrows"), v,
+                          I.makeConstant(I.opName(n, "rows"),
+                                         tensorFromInts(ElemKind::Int64I, {rows.size()}, rows)),
+                          2);
+    }
+    if (dw > 1) {
+      std::vector<int64_t> cols = multiples(Wp, dw);
+      v = F->createGather(I.opName(n, "dilcols"), v,
+                          I.makeConstant(I.opName(n, "cols"),
+                                         tensorFromInts(ElemKind::Int64I, {cols.size()}, cols)),
+                          3);
+    }
+    NodeValue y = F->createMaxPool(I.opName(n), v, {kh, kw}, {sh / dh, sw / dw}, {0, 0, 0, 0});
+    bindWindowResult(I, n, y, xd.size() == 3);
+    return Error::success();
+  }
+  // Otherwise each tap is four nodes; a window of thousands of taps would make a graph of
+  // tens of thousands of nodes.
+  constexpr dim_t kMaxTaps = 1024;
+  if (kh * kw > kMaxTaps)
+    return I.unsupported(n, "MaxPool with dilations or Indices over a ", kh, "x", kw,
+                         " window (at most ", kMaxTaps, " taps when the strides are not "
+                         "multiples of the dilations or Indices are wanted)");
   NodeValue best, bestIdx;
   for (dim_t a = 0; a < kh; a++)
     for (dim_t b = 0; b < kw; b++) {

@@ -205,4 +205,21 @@ std::string Flags::help() const {
   return os.str();
 }
 
+bool parseShapeFlag(const std::string &v, std::map<std::string, std::vector<uint64_t>> &shapes) {
+  size_t eq = v.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == v.size() || v.back() == 'x')
+    return false;
+  std::vector<uint64_t> dims;
+  std::stringstream ss(v.substr(eq + 1));
+  std::string d;
+  while (std::getline(ss, d, 'x')) {
+    if (d.empty() || d.size() > 12 || d.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    dims.push_back(std::stoull(d));
+    if (dims.back() == 0)
+      return false;
+  }
+  return shapes.emplace(v.substr(0, eq), std::move(dims)).second;
+}
+
 } // namespace kiln::tools

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -85,6 +86,10 @@ private:
   std::string *onePositional_ = nullptr;
   std::string onePositionalWhat_;
 };
+
+/// Parses a shape flag "NAME=8x3x224x224" into \p shapes (positive dims); false when it is
+/// malformed or NAME was given before.
+bool parseShapeFlag(const std::string &v, std::map<std::string, std::vector<uint64_t>> &shapes);
 
 } // namespace kiln::tools
 

@@ -20,24 +20,6 @@
 
 namespace {
 
-/// Parses "NAME=8x3x224x224" into \p shapes; false when malformed or given twice.
-bool parseShape(const std::string &v, std::map<std::string, std::vector<kiln::dim_t>> &shapes) {
-  size_t eq = v.rfind('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == v.size() || v.back() == 'x')
-    return false;
-  std::vector<kiln::dim_t> dims;
-  std::stringstream ss(v.substr(eq + 1));
-  std::string d;
-  while (std::getline(ss, d, 'x')) {
-    if (d.empty() || d.size() > 12 || d.find_first_not_of("0123456789") != std::string::npos)
-      return false;
-    dims.push_back(std::stoull(d));
-    if (dims.back() == 0)
-      return false;
-  }
-  return shapes.emplace(v.substr(0, eq), std::move(dims)).second;
-}
-
 /// The model file's stem as a C identifier ("resnet-50.onnx" -> "resnet_50").
 std::string defaultName(const std::string &model) {
   std::string stem = model.substr(model.find_last_of('/') + 1);
@@ -83,7 +65,7 @@ int main(int argc, char **argv) {
   flags.add("--shape", "NAME=DxDx...",
             "the shape of input NAME, repeatable (inputs with symbolic dimensions)",
             "NAME=DxD... with positive sizes", "the model's, symbolic dimensions 1",
-            [&shapes](const std::string &v) { return parseShape(v, shapes); });
+            [&shapes](const std::string &v) { return kiln::tools::parseShapeFlag(v, shapes); });
   flags.add("--backend-opt", "NAME=VALUE",
             "a CPU backend parameter, repeatable (winograd=0, avx512=0, ...)", "NAME=VALUE",
             "none", [&compile](const std::string &v) { return !bool(compile.setBackendOption(v)); });

@@ -41,26 +41,6 @@ struct Options {
   kiln::CompileOptions compile;
 };
 
-/// Parses "NAME=8x3x224x224" into \p shapes; false when malformed or given twice.
-bool parseShape(const std::string &v, std::map<std::string, std::vector<kiln::dim_t>> &shapes) {
-  size_t eq = v.rfind('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
-    return false;
-  std::vector<kiln::dim_t> dims;
-  std::stringstream ss(v.substr(eq + 1));
-  std::string d;
-  while (std::getline(ss, d, 'x')) {
-    if (d.empty() || d.size() > 12 || d.find_first_not_of("0123456789") != std::string::npos)
-      return false;
-    dims.push_back(std::stoull(d));
-    if (dims.back() == 0)
-      return false;
-  }
-  if (v.back() == 'x')
-    return false;
-  return shapes.emplace(v.substr(0, eq), std::move(dims)).second;
-}
-
 /// Parses the flags into \p o; returns the exit status when the tool should stop.
 std::optional<int> parseOptions(int argc, char **argv, Options &o) {
   kiln::tools::Flags flags(
@@ -89,7 +69,7 @@ std::optional<int> parseOptions(int argc, char **argv, Options &o) {
             "the shape of input NAME, repeatable (for inputs with symbolic dimensions; a "
             "dimension the model fixes must match)",
             "NAME=DxD... with positive sizes", "the model's, symbolic dimensions 1",
-            [&o](const std::string &v) { return parseShape(v, o.shapes); });
+            [&o](const std::string &v) { return kiln::tools::parseShapeFlag(v, o.shapes); });
   flags.add("--no-fallback", o.noFallback,
             "fail on nodes the backend cannot run instead of running them on the Interpreter");
   flags.add("--trace", o.trace, "FILE",
