@@ -109,20 +109,25 @@ size_t Tracer::size() const {
   return meta_.size() + events_.size();
 }
 
-namespace {
-
-void writeString(std::ostringstream &os, const std::string &s) {
-  os << '"';
+std::string jsonQuote(const std::string &s) {
+  std::string out = "\"";
   for (char c : s) {
-    if (c == '"' || c == '\\')
-      os << '\\' << c;
-    else if (static_cast<unsigned char>(c) < 0x20)
-      os << "\\u00" << "0123456789abcdef"[(c >> 4) & 0xf] << "0123456789abcdef"[c & 0xf];
-    else
-      os << c;
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += "\\u00";
+      out += "0123456789abcdef"[(c >> 4) & 0xf];
+      out += "0123456789abcdef"[c & 0xf];
+    } else {
+      out += c;
+    }
   }
-  os << '"';
+  out += '"';
+  return out;
 }
+
+namespace {
 
 /// Nanoseconds as microseconds with three decimals, the format's unit.
 void writeMicros(std::ostringstream &os, int64_t ns) {
@@ -140,10 +145,10 @@ std::string Tracer::toJSON() const {
   for (size_t i = 0; i < events.size(); i++) {
     const TraceEvent &e = events[i];
     os << "{\"ph\": \"" << e.phase << "\", \"name\": ";
-    writeString(os, e.name);
+    os << jsonQuote(e.name);
     if (!e.category.empty()) {
       os << ", \"cat\": ";
-      writeString(os, e.category);
+      os << jsonQuote(e.category);
     }
     os << ", \"pid\": " << e.pid << ", \"tid\": " << e.tid;
     if (e.phase != 'M') {
@@ -162,12 +167,12 @@ std::string Tracer::toJSON() const {
       os << ", \"args\": {";
       for (size_t a = 0; a < e.args.size(); a++) {
         os << (a ? ", " : "");
-        writeString(os, e.args[a].key);
+        os << jsonQuote(e.args[a].key);
         os << ": ";
         if (e.args[a].number)
           os << e.args[a].value;
         else
-          writeString(os, e.args[a].value);
+          os << jsonQuote(e.args[a].value);
       }
       os << "}";
     }

@@ -11,6 +11,7 @@
 
 #include "Flags.h"
 #include "ModelRunner.h"
+#include "kiln/Base/Trace.h"
 
 #include <algorithm>
 #include <chrono>
@@ -91,21 +92,6 @@ std::optional<int> parseOptions(int argc, char **argv, Options &o) {
   if (o.iterations == 0)
     return flags.fail("--iterations must be at least 1");
   return std::nullopt;
-}
-
-std::string jsonString(const std::string &s) {
-  std::ostringstream os;
-  os << '"';
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      os << '\\' << c;
-    else if (static_cast<unsigned char>(c) < 0x20)
-      os << "\\u00" << "0123456789abcdef"[(c >> 4) & 0xf] << "0123456789abcdef"[c & 0xf];
-    else
-      os << c;
-  }
-  os << '"';
-  return os.str();
 }
 
 std::string jsonNumber(double v) {
@@ -272,7 +258,8 @@ int main(int argc, char **argv) {
   if (f.json) {
     // activation_bytes is the peak of live activation bytes in the low-level IR (allocs
     // minus deallocs in instruction order); activation_alloc_bytes their plain sum.
-    std::cout << "{\"model\": " << jsonString(f.model) << ", \"backend\": " << jsonString(f.backend)
+    std::cout << "{\"model\": " << kiln::jsonQuote(f.model)
+              << ", \"backend\": " << kiln::jsonQuote(f.backend)
               << ", \"threads\": " << f.threads << ", \"load_ms\": " << jsonNumber(loadMs)
               << ", \"compile_ms\": " << jsonNumber(compileMs)
               << ", \"median_ms\": " << jsonNumber(median)
@@ -287,13 +274,13 @@ int main(int argc, char **argv) {
               << ", \"peak_rss_bytes\": " << tools::peakRSSBytes() << ", \"split\": [";
     for (size_t i = 0; i < split->backends.size(); i++) {
       const BackendShare &b = split->backends[i];
-      std::cout << (i ? ", " : "") << "{\"backend\": " << jsonString(b.backend)
+      std::cout << (i ? ", " : "") << "{\"backend\": " << kiln::jsonQuote(b.backend)
                 << ", \"partitions\": " << b.partitions << ", \"nodes\": " << b.nodes << "}";
     }
     std::cout << "], \"fallback_nodes\": " << split->fallbackNodes.size() << ", \"inputs\": {";
     const std::vector<std::pair<std::string, Type>> ins = runner.inputTypes();
     for (size_t i = 0; i < ins.size(); i++) {
-      std::cout << (i ? ", " : "") << jsonString(ins[i].first) << ": [";
+      std::cout << (i ? ", " : "") << kiln::jsonQuote(ins[i].first) << ": [";
       for (size_t d = 0; d < ins[i].second.dims.size(); d++)
         std::cout << (d ? ", " : "") << ins[i].second.dims[d];
       std::cout << "]";

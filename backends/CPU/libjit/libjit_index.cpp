@@ -107,12 +107,13 @@ LIBJIT_INLINE void forEachPos(const int64_t *dims, int64_t rank, int64_t *coords
   }
 }
 
-/// GatherElements: dst (shape idxDims) [i] = src[i with dim axis replaced by idx[i]], src
-/// of strides srcStrides and size axisSize along axis. Ranks up to 16.
-template <class T, class I>
-LIBJIT_INLINE void gatherElements(T *dst, const T *src, const I *idx, const int64_t *idxDims,
-                                  const int64_t *srcStrides, int64_t rank, int64_t axis,
-                                  int64_t axisSize, int64_t *status, int64_t id) {
+/// For each position k of idx (shape idxDims, row-major), the offset (strides) of that
+/// position with dim axis replaced by idx[k]: fn(k, offset). Stops after reporting the
+/// first index outside [-axisSize, axisSize) (check id). Ranks up to 16.
+template <class I, class Fn>
+LIBJIT_INLINE void forEachAxisIndex(const I *idx, const int64_t *idxDims,
+                                    const int64_t *strides, int64_t rank, int64_t axis,
+                                    int64_t axisSize, int64_t *status, int64_t id, Fn fn) {
   int64_t c[16];
   forEachPos(idxDims, rank, c, [&](int64_t k) {
     int64_t v = int64_t(idx[k]);
@@ -122,10 +123,20 @@ LIBJIT_INLINE void gatherElements(T *dst, const T *src, const I *idx, const int6
     }
     int64_t off = 0;
     for (int64_t d = 0; d < rank; d++)
-      off += (d == axis ? v : c[d]) * srcStrides[d];
-    dst[k] = src[off];
+      off += (d == axis ? v : c[d]) * strides[d];
+    fn(k, off);
     return true;
   });
+}
+
+/// GatherElements: dst (shape idxDims) [i] = src[i with dim axis replaced by idx[i]], src
+/// of strides srcStrides and size axisSize along axis. Ranks up to 16.
+template <class T, class I>
+LIBJIT_INLINE void gatherElements(T *dst, const T *src, const I *idx, const int64_t *idxDims,
+                                  const int64_t *srcStrides, int64_t rank, int64_t axis,
+                                  int64_t axisSize, int64_t *status, int64_t id) {
+  forEachAxisIndex(idx, idxDims, srcStrides, rank, axis, axisSize, status, id,
+                   [&](int64_t k, int64_t off) { dst[k] = src[off]; });
 }
 
 /// ScatterElements: dst (already a copy of Data, strides dstStrides) [i with dim axis
@@ -134,19 +145,10 @@ template <class T, class I>
 LIBJIT_INLINE void scatterElements(T *dst, const I *idx, const T *upd, const int64_t *idxDims,
                                    const int64_t *dstStrides, int64_t rank, int64_t axis,
                                    int64_t axisSize, int64_t red, int64_t *status, int64_t id) {
-  int64_t c[16];
-  forEachPos(idxDims, rank, c, [&](int64_t k) {
-    int64_t v = int64_t(idx[k]);
-    if (!norm(v, axisSize)) {
-      fail(status, id, k, int64_t(idx[k]));
-      return false;
-    }
-    int64_t off = 0;
-    for (int64_t d = 0; d < rank; d++)
-      off += (d == axis ? v : c[d]) * dstStrides[d];
-    dst[off] = Combine<T>::apply(red, dst[off], upd[k]);
-    return true;
-  });
+  forEachAxisIndex(idx, idxDims, dstStrides, rank, axis, axisSize, status, id,
+                   [&](int64_t k, int64_t off) {
+                     dst[off] = Combine<T>::apply(red, dst[off], upd[k]);
+                   });
 }
 
 /// The element offset of index tuple j (k entries of idx, entry m along a dim of size

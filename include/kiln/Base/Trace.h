@@ -32,6 +32,10 @@
 
 namespace kiln {
 
+/// \p s as a JSON string literal (quotes, backslashes and control characters escaped), as
+/// trace files write names; also what the tools use for their JSON output.
+std::string jsonQuote(const std::string &s);
+
 /// One argument of an event: written as a JSON number when \p number, else a string.
 struct TraceArg {
   std::string key, value;
