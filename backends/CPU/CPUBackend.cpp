@@ -98,6 +98,8 @@ std::vector<BackendParameter> getCPUBackendParameters() {
       {"profile", "0|1", "time every stage (CompiledFunction::getProfile)"},
       {"jit-times", "0|1", "print the JIT's time per module and phase to stderr"},
       {"cache-dir", "PATH", "on-disk kernel cache (off: none)"},
+      {"prebuilt-kernels", "0|1",
+       "1: the shared kernels compiled when Kiln was built; 0: JIT-compile them for this CPU"},
   };
 }
 
@@ -154,6 +156,8 @@ Expected<CPUBackendOptions> parseCPUBackendOptions(const CompileOptions &opts,
       KILN_RETURN_IF_ERR(flag(o.profile));
     } else if (k == "jit-times") {
       KILN_RETURN_IF_ERR(flag(o.jitTimes));
+    } else if (k == "prebuilt-kernels") {
+      KILN_RETURN_IF_ERR(flag(o.prebuiltKernels));
     } else if (k == "dump-llvm-ir" || k == "dump-asm" || k == "cache-dir") {
       if (v.empty())
         return makeError(ErrorCode::InvalidArgument, "backend option '", k,
@@ -211,6 +215,7 @@ CodegenOptions getCodegenOptions(const CPUBackendOptions &o, const CompileOption
   co.jit.preferVectorWidth = o.preferVectorWidth;
   co.jit.times = o.jitTimes;
   co.jit.cacheDir = o.cacheDir == "off" || o.cacheDir == "0" ? "" : o.cacheDir;
+  co.jit.prebuilt = o.prebuiltKernels;
   co.fuseElementwise = o.fuseElementwise;
   co.specializeGemm = o.specializeGemm;
   co.winograd = o.winograd;

@@ -65,6 +65,8 @@ struct CPUBackendOptions {
   bool profile = false;
   /// Print the load, optimise and codegen time of every JIT module to stderr.
   bool jitTimes = false;
+  /// Shared kernels from those compiled when Kiln was built (JitOptions::prebuilt).
+  bool prebuiltKernels = true;
   /// The on-disk cache of precompiled kernels ("" or "off": none); by default
   /// defaultKernelCacheDir().
   std::string cacheDir = defaultKernelCacheDir();

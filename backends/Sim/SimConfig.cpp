@@ -18,7 +18,8 @@ std::map<std::string, uint64_t SimConfig::*> integerFields() {
           {"macs_per_cycle_i8", &SimConfig::macsPerCycleI8},
           {"vector_lanes", &SimConfig::vectorLanes},
           {"dma_bytes_per_cycle", &SimConfig::dmaBytesPerCycle},
-          {"launch_cycles", &SimConfig::launchCycles}};
+          {"launch_cycles", &SimConfig::launchCycles},
+          {"realtime", &SimConfig::realtime}};
 }
 
 /// A parser for the one JSON shape we accept: a flat object of numbers.
@@ -119,7 +120,10 @@ Error SimConfig::set(const std::string &key, double value) {
     return makeError(ErrorCode::InvalidArgument, "Sim config: unknown key '", key,
                      "'; known: ", known);
   }
-  bool mayBeZero = key == "launch_cycles";
+  if (key == "realtime" && value != 0 && value != 1)
+    return makeError(ErrorCode::InvalidArgument, "Sim config: realtime must be 0 or 1, got ",
+                     value);
+  bool mayBeZero = key == "launch_cycles" || key == "realtime";
   if (!std::isfinite(value) || value < (mayBeZero ? 0 : 1) || value != std::floor(value) ||
       value > 1e18)
     return makeError(ErrorCode::InvalidArgument, "Sim config: ", key, " must be a ",

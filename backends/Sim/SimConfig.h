@@ -33,6 +33,11 @@ struct SimConfig {
   uint64_t dmaBytesPerCycle = 32;
   /// "launch_cycles": fixed cost of starting a run.
   uint64_t launchCycles = 1000;
+  /// "realtime": 1 makes a run last at least its simulated time (its cycles at clock_mhz):
+  /// the device sleeps the rest after computing, so wall-clock measurements (a stream of
+  /// requests through a pipeline of devices) see the chip's speed rather than the host's.
+  /// 0 (default): a run takes what its computation on the host takes.
+  uint64_t realtime = 0;
 
   /// Sets field \p key (one of the quoted names above); InvalidArgument for an unknown
   /// key or a value out of range (non-positive rates, fractional integer fields).

@@ -72,6 +72,7 @@ Error SimDeviceManager::runImpl(const std::string &name, CompiledFunction &fn,
   }
   if (delay.count())
     std::this_thread::sleep_for(delay);
+  auto start = std::chrono::steady_clock::now();
   // The base class checked that fn was compiled by the Sim backend.
   const SimWork &work = static_cast<SimFunction &>(fn).getWork();
   if (Error e = fn.execute(ctx)) {
@@ -88,6 +89,9 @@ Error SimDeviceManager::runImpl(const std::string &name, CompiledFunction &fn,
                 {{"bytes", std::to_string(cost.dmaBytes), true},
                  {"cycles", std::to_string(cost.cycles), true}});
   }
+  if (sim_.realtime) // the chip's time, not the host's
+    std::this_thread::sleep_until(
+        start + std::chrono::duration<double, std::micro>(double(cost.cycles) / sim_.clockMHz));
   std::lock_guard<std::mutex> lock(mu_);
   stats_.cycles += cost.cycles;
   stats_.dmaBytes += cost.dmaBytes;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <deque>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <sstream>
@@ -88,7 +90,59 @@ struct HostManager::Network {
   bool ready = false;    ///< Loaded; runs are admitted.
   bool removing = false; ///< removeNetwork waits for inFlight to reach zero.
   size_t inFlight = 0;
+  /// NetworkOptions::pipeline. Off: one request in the executor at a time (busy); the
+  /// others wait in `waiting`, in order (both guarded by mu_).
+  bool pipeline = true;
+  bool busy = false;
+  std::deque<std::function<void()>> waiting;
 };
+
+struct HostManager::Stream {
+  std::mutex mu;
+  uint64_t submitted = 0; ///< the sequence number of the next request of the stream
+  uint64_t delivered = 0; ///< the sequence number whose callback comes next
+  bool delivering = false; ///< a thread is calling callbacks (the others only queue)
+  std::map<uint64_t, std::pair<ResultCallback, RunResult>> ready;
+};
+
+ResultCallback HostManager::inStreamOrder(uint64_t stream, ResultCallback cb) {
+  std::shared_ptr<Stream> s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::weak_ptr<Stream> &w = streams_[stream];
+    s = w.lock();
+    if (!s) {
+      s = std::make_shared<Stream>();
+      w = s;
+    }
+    if (streams_.size() > 64) // forget the streams with nothing pending
+      for (auto it = streams_.begin(); it != streams_.end();)
+        it = it->second.expired() ? streams_.erase(it) : std::next(it);
+  }
+  uint64_t seq;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    seq = s->submitted++;
+  }
+  // Called after the request was released: touches only the stream and the callbacks.
+  return [s, seq, cb = std::move(cb)](RunResult r) mutable {
+    std::unique_lock<std::mutex> lock(s->mu);
+    s->ready.emplace(seq, std::make_pair(std::move(cb), std::move(r)));
+    if (s->delivering)
+      return; // the delivering thread will find it
+    s->delivering = true;
+    for (auto it = s->ready.find(s->delivered); it != s->ready.end();
+         it = s->ready.find(s->delivered)) {
+      std::pair<ResultCallback, RunResult> item = std::move(it->second);
+      s->ready.erase(it);
+      s->delivered++;
+      lock.unlock();
+      item.first(std::move(item.second));
+      lock.lock();
+    }
+    s->delivering = false;
+  };
+}
 
 HostManager::HostManager(const HostConfig &config)
     : config_(config), executor_(std::make_unique<Executor>()) {}
@@ -278,6 +332,7 @@ Error HostManager::addNetworkImpl(Function *f, std::shared_ptr<Module> owner,
   auto net = std::make_shared<Network>();
   net->exec = std::move(exec);
   net->split = std::move(split);
+  net->pipeline = opts.pipeline;
   net->ready = true;
   std::lock_guard<std::mutex> lock(mu_);
   networks_[name] = std::move(net);
@@ -504,8 +559,10 @@ Error HostManager::runNetworkBlocking(const std::string &name, PlaceholderBindin
   // two thread hand-offs (to the device's worker and back), which cost more than a small
   // network's whole run.
   int64_t traceStart = trace ? trace->nowNs() : 0;
-  if (std::optional<Error> e =
-          executor_->tryRunOnCaller(*net->exec, bindings, deadline, report, trace.get())) {
+  std::optional<Error> e;
+  if (net->pipeline) // otherwise the request may have to wait its turn: dispatch knows
+    e = executor_->tryRunOnCaller(*net->exec, bindings, deadline, report, trace.get());
+  if (e) {
     if (trace) // the request's event on the host, from admission to its result
       trace->complete(Tracer::kHostPid, "runtime", "run " + name, traceStart, trace->nowNs(),
                       {{"request", std::to_string(id), true}});
@@ -564,6 +621,8 @@ void HostManager::release(Network *net) {
 RunId HostManager::submit(const std::string &name, PlaceholderBindings *bindings,
                           std::unique_ptr<PlaceholderBindings> owned, ResultCallback cb,
                           const RunOptions &opts) {
+  if (opts.stream)
+    cb = inStreamOrder(opts.stream, std::move(cb));
   RunId id;
   std::shared_ptr<Tracer> trace;
   Expected<Network *> admitted = admit(name, id, &trace);
@@ -588,21 +647,45 @@ void HostManager::dispatch(Network *net, RunId id, PlaceholderBindings *bindings
       std::move(owned), std::move(cb));
   int64_t traceStart = trace ? trace->nowNs() : 0;
   std::string traceName = trace ? "run " + net->exec->plan.networkName : std::string();
-  Tracer *tracer = trace.get();
-  executor_->run(net->exec.get(), bindings, deadline, [this, net, id, box, trace, traceStart,
-                                                       traceName](Error e, RunReport rep) {
-    if (trace) // the request, from admission to its result, on the host
-      trace->complete(Tracer::kHostPid, "runtime", traceName, traceStart, trace->nowNs(),
-                      {{"request", std::to_string(id), true}});
-    release(net); // touch neither net nor this below
-    RunResult r;
-    r.id = id;
-    r.error = std::move(e);
-    r.bindings = std::move(box->first);
-    r.report = std::move(rep);
-    ResultCallback cb = std::move(box->second);
-    cb(std::move(r));
-  }, tracer);
+  auto launch = [this, net, id, bindings, deadline, box, trace, traceStart, traceName] {
+    executor_->run(net->exec.get(), bindings, deadline, [this, net, id, box, trace, traceStart,
+                                                         traceName](Error e, RunReport rep) {
+      if (trace) // the request, from admission to its result, on the host
+        trace->complete(Tracer::kHostPid, "runtime", traceName, traceStart, trace->nowNs(),
+                        {{"request", std::to_string(id), true}});
+      if (!net->pipeline) { // hand the network to the next request waiting for it
+        std::function<void()> next;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (net->waiting.empty()) {
+            net->busy = false;
+          } else {
+            next = std::move(net->waiting.front());
+            net->waiting.pop_front();
+          }
+        }
+        if (next) // admitted, so this HostManager and the network stay until it ends
+          next();
+      }
+      release(net); // touch neither net nor this below
+      RunResult r;
+      r.id = id;
+      r.error = std::move(e);
+      r.bindings = std::move(box->first);
+      r.report = std::move(rep);
+      ResultCallback cb = std::move(box->second);
+      cb(std::move(r));
+    }, trace.get());
+  };
+  if (!net->pipeline) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (net->busy) {
+      net->waiting.push_back(std::move(launch));
+      return;
+    }
+    net->busy = true;
+  }
+  launch();
 }
 
 } // namespace kiln

@@ -33,6 +33,7 @@ Expected<MultiDeviceNetwork> createMultiDeviceNetwork(Function *f, const MultiDe
     break;
   }
   net.replicas = opts.replicas;
+  net.pipeline = opts.pipeline;
   net.compile = opts.compile;
   net.optionBackends = {opts.backend}; // the fallback's partitions take none of them
   MultiDeviceNetwork r;

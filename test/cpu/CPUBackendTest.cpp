@@ -5,11 +5,18 @@
 #include "backends/CPU/ThreadPool.h"
 #include "backends/CPU/codegen/Codegen.h"
 #include "backends/CPU/jit/Jit.h"
+#include "backends/CPU/jit/Prebuilt.h"
 #include "kiln/Backend/Compiler.h"
 #include "kiln/Memory/MemoryPipeline.h"
 #include "kiln/kiln.h"
 
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <dirent.h>
+#include <fstream>
+#include <iterator>
+#include <unistd.h>
 
 #include <cmath>
 
@@ -658,6 +665,85 @@ void buildConvNet(Net &n, uint64_t seed, dim_t channels = 8) {
   auto *fw = randomConstant(n.mod, "fc.w", {16 * 12 * 12, 5}, seed + 2, 0.05f);
   auto *fb = randomConstant(n.mod, "fc.b", {5}, seed + 3);
   n.saves = {F->createSave("y", F->createFullyConnected("fc", flat, fw, fb))};
+}
+
+// The compiled program's native code is kept in the kernel cache on disk: a process that
+// compiles a graph another process compiled before loads the object instead of running
+// LLVM, and computes what the Interpreter computes. Each process here is a child running
+// the Child test below on its own, with the cache directory in the environment.
+TEST(CPUBackend, SecondProcessLoadsProgramFromDisk) {
+  if (std::getenv("KILN_STAGE_CACHE_DIR"))
+    GTEST_SKIP() << "run by the parent only";
+  const char *tmp = std::getenv("TEST_TMPDIR");
+  std::string dir =
+      std::string(tmp ? tmp : "/tmp") + "/kiln-stage-cache-" + std::to_string(::getpid());
+  std::string self = "/proc/" + std::to_string(::getpid()) + "/exe";
+  auto child = [&](const std::string &statsFile) {
+    std::string run = "env -u TEST_PREMATURE_EXIT_FILE KILN_STAGE_CACHE_DIR=" + dir +
+                      " KILN_STAGE_CACHE_STATS=" + statsFile +
+                      " " + self + " --gtest_filter=CPUBackend.ProgramCacheChild > /dev/null 2>&1";
+    EXPECT_EQ(std::system(run.c_str()), 0) << run;
+    std::ifstream in(statsFile);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  std::string first = child(dir + ".first"), second = child(dir + ".second");
+  EXPECT_NE(first.find("stages"), std::string::npos) << first;
+  EXPECT_EQ(first.find("native code from disk"), std::string::npos) << first;
+  EXPECT_NE(second.find("native code from disk"), std::string::npos) << second;
+}
+
+// The backend carries the shared kernels compiled at build time for both levels: a fresh
+// process with an empty kernel cache loads them instead of compiling them (the cache then
+// receives only the program's own module), and computes what the Interpreter computes; with
+// prebuilt-kernels=0 it compiles them for the host and writes each to the cache.
+TEST(CPUBackend, PrebuiltKernelsSkipTheJit) {
+  if (std::getenv("KILN_STAGE_CACHE_DIR"))
+    GTEST_SKIP() << "run by the parent only";
+  for (bool avx512 : {true, false})
+    for (const std::string &k : cpu::sharedKernelNames(avx512))
+      EXPECT_NE(cpu::findPrebuiltUnit(avx512 ? "x86-64-v4" : "x86-64-v3", k), nullptr) << k;
+  const char *tmp = std::getenv("TEST_TMPDIR");
+  std::string base =
+      std::string(tmp ? tmp : "/tmp") + "/kiln-prebuilt-" + std::to_string(::getpid());
+  std::string self = "/proc/" + std::to_string(::getpid()) + "/exe";
+  auto objectsAfterChild = [&](const std::string &dir, const std::string &prebuilt) {
+    std::string run = "env -u TEST_PREMATURE_EXIT_FILE KILN_STAGE_CACHE_DIR=" + dir +
+                      " KILN_STAGE_CACHE_STATS=" + dir +
+                      ".stats KILN_PREBUILT=" + prebuilt + " " + self +
+                      " --gtest_filter=CPUBackend.ProgramCacheChild > /dev/null 2>&1";
+    EXPECT_EQ(std::system(run.c_str()), 0) << run;
+    size_t n = 0;
+    if (DIR *d = ::opendir(dir.c_str())) {
+      while (dirent *e = ::readdir(d))
+        n += std::string(e->d_name).rfind("kernel-", 0) == 0;
+      ::closedir(d);
+    }
+    return n;
+  };
+  EXPECT_EQ(objectsAfterChild(base + "-on", "1"), 1u); // the program's module only
+  EXPECT_GT(objectsAfterChild(base + "-off", "0"), 2u); // its shared kernels and helpers too
+}
+
+TEST(CPUBackend, ProgramCacheChild) {
+  const char *dir = std::getenv("KILN_STAGE_CACHE_DIR");
+  const char *statsFile = std::getenv("KILN_STAGE_CACHE_STATS");
+  if (!dir || !statsFile)
+    GTEST_SKIP() << "a child of SecondProcessLoadsProgramFromDisk";
+  auto interp = exitOnError(createBackend("Interpreter"));
+  cpu::CPUBackend cpu;
+  CompileOptions opts;
+  opts.threads = 1;
+  opts.backendOptions["cache-dir"] = dir;
+  if (const char *prebuilt = std::getenv("KILN_PREBUILT"))
+    opts.backendOptions["prebuilt-kernels"] = prebuilt;
+  Net ref, net;
+  buildConvNet(ref, 900);
+  buildConvNet(net, 900);
+  auto expected = runOn(ref, *interp, {});
+  std::string stats;
+  auto got = runOn(net, cpu, opts, &stats);
+  expectClose(got, expected);
+  std::ofstream(statsFile) << stats;
 }
 
 // A second compile of the same graph reuses the first one's native code, also when the

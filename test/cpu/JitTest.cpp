@@ -74,7 +74,8 @@ std::vector<Isa> hostIsas() {
   return v;
 }
 
-/// The object files in \p dir and when each was last written.
+/// The object files in \p dir and the file each name holds (its inode: the cache writes an
+/// object as a new file renamed into place, while loading one only refreshes its time).
 std::map<std::string, int64_t> objectFiles(const std::string &dir) {
   std::map<std::string, int64_t> files;
   if (DIR *d = ::opendir(dir.c_str())) {
@@ -83,7 +84,7 @@ std::map<std::string, int64_t> objectFiles(const std::string &dir) {
       struct stat st;
       if (name.size() > 2 && name.compare(name.size() - 2, 2, ".o") == 0 &&
           ::stat((dir + "/" + name).c_str(), &st) == 0)
-        files[name] = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+        files[name] = int64_t(st.st_ino);
     }
     ::closedir(d);
   }

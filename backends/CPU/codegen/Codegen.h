@@ -131,7 +131,8 @@ struct Program {
   /// Native code; shared with other programs compiled from the same LLVM IR (see
   /// generateProgram), which differ only in their constants.
   std::shared_ptr<JitModule> jit;
-  bool jitReused = false; ///< the code came from an earlier compile in this process
+  bool jitReused = false;   ///< the code came from an earlier compile in this process
+  bool jitFromDisk = false; ///< the code was loaded from the kernel cache on disk
   std::vector<Stage> stages;
   std::vector<const Placeholder *> placeholders; ///< bufs[kFirstPlaceholderBase + k]
   std::vector<bool> placeholderWritten;          ///< written by the program

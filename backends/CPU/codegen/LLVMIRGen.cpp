@@ -546,18 +546,7 @@ Expected<EmittedProgram> emitProgram(IRFunction &F, const MemoryPlan &plan,
   irgen.end();
   // The GEMM-based kernels come precompiled (once per process) unless specialised.
   if (!o.specializeGemm) {
-    std::string isa = host.avx512 ? "avx512" : "avx2";
-    std::vector<std::string> candidates = {"libjit_conv2d_f32_" + isa, "libjit_fc_f32_" + isa,
-                                      "libjit_batchmatmul_f32_" + isa,
-                                      "libjit_conv2d_t_f32_" + isa,
-                                      "libjit_conv2d_strip_f32_" + isa,
-                                      "libjit_conv2d_wino_f32_" + isa,
-                                      "libjit_conv2d_wino_rows2_f32_" + isa,
-                                      "libjit_conv2d_wino_rows4_f32_" + isa,
-                                      // Loop nests that gain little from constant shapes
-                                      // and cost much to compile once per call.
-                                      "libjit_conv2d_dw_f32", "libjit_maxpool_f32",
-                                      "libjit_avgpool_f32", "libjit_adaptive_avgpool_f32"};
+    std::vector<std::string> candidates = sharedKernelNames(host.avx512);
     // Only those this program calls: small programs then compile in milliseconds.
     for (const std::string &n : candidates)
       if (em.called().count(n))
@@ -601,8 +590,21 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPl
   prog->jitReused = prog->jit != nullptr;
   jit.arg("reused", int64_t(prog->jitReused));
   if (!prog->jit) {
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<JitModule> jm,
-                          JitModule::compile(std::move(ctx), std::move(M), entries, o.jit, shared));
+    // Compiled before, by this process or another: the object code on disk (the key is
+    // the module's text, so any change of code, shapes or options is a new file).
+    std::string path = o.jit.keepIR || o.jit.keepAsm ? "" : cachedObjectPath(o.jit.cacheDir, key);
+    std::unique_ptr<JitModule> jm;
+    if (!path.empty())
+      jm = JitModule::loadObject(path, entries, o.jit, shared);
+    prog->jitFromDisk = jm != nullptr;
+    if (jm) {
+      touchCachedObject(path);
+    } else {
+      KILN_ASSIGN_OR_RETURN(jm, JitModule::compile(std::move(ctx), std::move(M), entries, o.jit,
+                                                   shared, path));
+      if (!path.empty()) // programs add a file each: keep the cache bounded
+        trimObjectCache(o.jit.cacheDir, kObjectCacheMaxBytes);
+    }
     prog->jit = std::move(jm);
     jitCache().insert(std::move(key), prog->jit);
   }
@@ -627,7 +629,7 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPl
      << " instrs), activations " << plan.activationBytes << " B (unshared " << unshared
      << " B), arena " << prog->activationBytes << " B, constants " << prog->constantBytes
      << " B, " << (host.avx512 ? "avx512" : "avx2") << ", threads " << prog->threads
-     << (prog->jitReused ? ", native code reused" : "");
+     << (prog->jitReused ? ", native code reused" : prog->jitFromDisk ? ", native code from disk" : "");
   prog->stats = os.str();
   return std::move(prog);
 }

@@ -397,11 +397,29 @@ std::unique_ptr<JitModule> JitModule::loadObject(const std::string &path,
                                                  const std::vector<std::string> &entries,
                                                  const JitOptions &opts,
                                                  const std::map<std::string, void *> &externals) {
-  initLLVM();
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                          /*RequiresNullTerminator=*/false);
   if (!buf)
     return nullptr;
+  return loadObjectBuffer(std::move(*buf), entries, opts, externals);
+}
+
+std::unique_ptr<JitModule> JitModule::loadObject(const void *data, size_t size,
+                                                 const std::string &name,
+                                                 const std::vector<std::string> &entries,
+                                                 const JitOptions &opts,
+                                                 const std::map<std::string, void *> &externals) {
+  auto buf = llvm::MemoryBuffer::getMemBuffer(
+      llvm::StringRef(static_cast<const char *>(data), size), name,
+      /*RequiresNullTerminator=*/false);
+  return loadObjectBuffer(std::move(buf), entries, opts, externals);
+}
+
+std::unique_ptr<JitModule>
+JitModule::loadObjectBuffer(std::unique_ptr<llvm::MemoryBuffer> buf,
+                            const std::vector<std::string> &entries, const JitOptions &opts,
+                            const std::map<std::string, void *> &externals) {
+  initLLVM();
   std::unique_ptr<JitModule> jm(new JitModule());
   jm->host_ = detectHost(opts);
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
@@ -427,7 +445,7 @@ std::unique_ptr<JitModule> JitModule::loadObject(const std::string &path,
     llvm::consumeError(std::move(e));
     return nullptr;
   }
-  if (auto e = (*jit)->addObjectFile(std::move(*buf))) {
+  if (auto e = (*jit)->addObjectFile(std::move(buf))) {
     llvm::consumeError(std::move(e));
     return nullptr;
   }

@@ -14,6 +14,7 @@
 
 namespace llvm {
 class LLVMContext;
+class MemoryBuffer;
 class Module;
 } // namespace llvm
 
@@ -39,6 +40,11 @@ struct JitOptions {
   /// Where getSharedKernels keeps compiled kernels across processes, created on demand;
   /// "" keeps them in the process only.
   std::string cacheDir;
+  /// getSharedKernels takes the kernels compiled when Kiln was built (Prebuilt.h) for the
+  /// host's level (x86-64-v4 with AVX-512, x86-64-v3 with AVX2) when the binary has them
+  /// and preferVectorWidth is 0, instead of compiling them on first use; off: they are
+  /// compiled for the host CPU (or found in cacheDir).
+  bool prebuilt = true;
 };
 
 /// The host as the JIT sees it.
@@ -65,6 +71,26 @@ Expected<std::unique_ptr<llvm::Module>> loadLibjitModule(llvm::LLVMContext &ctx)
 /// once, before the kernels that call them.
 Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::string> &names,
                                                          const JitOptions &opts);
+
+/// The object file that holds the code of reuse key \p key in cache directory \p dir
+/// (created on demand), or "" when \p dir is "", "off", "0" or cannot be created. The
+/// key is combined with a hash of the embedded kernel library, so objects written by
+/// another build are never found.
+std::string cachedObjectPath(const std::string &dir, const std::string &key);
+
+/// The kernels compiled once per process rather than into each program (getSharedKernels):
+/// the GEMM-based convolutions, FC and batched MatMul, and the loop nests that gain little
+/// from constant shapes (depthwise convolution, pooling); \p avx512 picks the AVX-512 or the
+/// AVX2 GEMM kernels.
+std::vector<std::string> sharedKernelNames(bool avx512);
+
+/// Keeps the kernel cache \p dir under \p maxBytes of object files: deletes the ones used
+/// least recently (loads refresh a file's time, see touchCachedObject) until it fits.
+void trimObjectCache(const std::string &dir, uint64_t maxBytes);
+/// Marks \p path as just used (its modification time), for trimObjectCache.
+void touchCachedObject(const std::string &path);
+/// The size trimObjectCache keeps a kernel cache under when a program writes to it.
+constexpr uint64_t kObjectCacheMaxBytes = uint64_t(512) << 20;
 
 /// True for the CPU names JitOptions::targetCpu accepts.
 bool isKnownTargetCpu(const std::string &cpu);
@@ -101,6 +127,13 @@ public:
                                                const std::vector<std::string> &entryPoints,
                                                const JitOptions &opts,
                                                const std::map<std::string, void *> &externals = {});
+  /// The same for object code in memory (\p size bytes at \p data, which must outlive
+  /// the module; \p name labels it in LLVM's messages), e.g. prebuilt kernels.
+  static std::unique_ptr<JitModule> loadObject(const void *data, size_t size,
+                                               const std::string &name,
+                                               const std::vector<std::string> &entryPoints,
+                                               const JitOptions &opts,
+                                               const std::map<std::string, void *> &externals = {});
   ~JitModule();
   JitModule(const JitModule &) = delete;
   JitModule &operator=(const JitModule &) = delete;
@@ -114,6 +147,10 @@ public:
 
 private:
   JitModule();
+  static std::unique_ptr<JitModule>
+  loadObjectBuffer(std::unique_ptr<llvm::MemoryBuffer> buf,
+                   const std::vector<std::string> &entryPoints, const JitOptions &opts,
+                   const std::map<std::string, void *> &externals);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string ir_, asm_;

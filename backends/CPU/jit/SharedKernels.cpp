@@ -5,9 +5,12 @@
 // each kernel by address, where every kernel module used to compile its own copy.
 #include "Jit.h"
 #include "JitInternal.h"
+#include "Prebuilt.h"
 
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 #include <algorithm>
 #include <condition_variable>
@@ -15,6 +18,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <thread>
+#include <utime.h>
 
 namespace kiln::cpu {
 
@@ -29,28 +33,6 @@ uint64_t fnv1a(const void *data, size_t n, uint64_t h = 1469598103934665603ull) 
   for (size_t i = 0; i < n; i++)
     h = (h ^ p[i]) * 1099511628211ull;
   return h;
-}
-
-/// \p dir, created on demand, or "" when it is disabled ("", "off", "0") or cannot be
-/// created.
-std::string usableCacheDir(const std::string &dir) {
-  if (dir.empty() || dir == "off" || dir == "0")
-    return "";
-  if (llvm::sys::fs::create_directories(dir))
-    return "";
-  return dir;
-}
-
-/// The object file of the unit with reuse key \p key in cache directory \p dir, or ""
-/// without one.
-std::string objectPath(const std::string &dir, const std::string &key) {
-  if (dir.empty())
-    return "";
-  static const uint64_t bcHash = fnv1a(kObjectFormat, 1, fnv1a(kLibjitBitcode, kLibjitBitcodeSize));
-  uint64_t h = fnv1a(key.data(), key.size(), bcHash);
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
-  return dir + "/kernel-" + hex + ".o";
 }
 
 /// A unit (kernel or shared helper) of the library as its bitcode shows it.
@@ -99,12 +81,19 @@ Error findHelpers(const std::vector<std::string> &units, std::map<std::string, U
 /// One unit compiled alone (everything it does not reach dropped, the helpers it calls
 /// linked by address), or loaded from its object file on disk.
 Expected<std::unique_ptr<JitModule>> buildUnit(const std::string &name, const std::string &key,
-                                               const JitOptions &o,
+                                               const std::string &level, const JitOptions &o,
                                                const std::map<std::string, void *> &helpers) {
-  std::string cachePath = objectPath(o.cacheDir, key);
+  if (!level.empty())
+    if (const PrebuiltUnit *u = findPrebuiltUnit(level, name))
+      if (std::unique_ptr<JitModule> jm =
+              JitModule::loadObject(u->data, u->size, level + " " + name, {name}, o, helpers))
+        return std::move(jm);
+  std::string cachePath = cachedObjectPath(o.cacheDir, key);
   if (!cachePath.empty())
-    if (std::unique_ptr<JitModule> jm = JitModule::loadObject(cachePath, {name}, o, helpers))
+    if (std::unique_ptr<JitModule> jm = JitModule::loadObject(cachePath, {name}, o, helpers)) {
+      touchCachedObject(cachePath);
       return std::move(jm);
+    }
   auto ctx = std::make_unique<llvm::LLVMContext>();
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> mod, loadLibjitModule(*ctx));
   mod->setModuleIdentifier("shared");
@@ -112,6 +101,18 @@ Expected<std::unique_ptr<JitModule>> buildUnit(const std::string &name, const st
 }
 
 } // namespace
+
+std::string cachedObjectPath(const std::string &dir, const std::string &key) {
+  if (dir.empty() || dir == "off" || dir == "0" || llvm::sys::fs::create_directories(dir))
+    return "";
+  // The kernel library's bitcode is part of every key: objects of an older build are
+  // never loaded.
+  static const uint64_t bcHash = fnv1a(kObjectFormat, 1, fnv1a(kLibjitBitcode, kLibjitBitcodeSize));
+  uint64_t h = fnv1a(key.data(), key.size(), bcHash);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+  return dir + "/kernel-" + hex + ".o";
+}
 
 Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::string> &names,
                                                          const JitOptions &opts) {
@@ -123,7 +124,13 @@ Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::
       host.cpu + "|" + host.features + "|" + std::to_string(opts.preferVectorWidth) + "|";
   JitOptions o = opts;
   o.keepIR = o.keepAsm = false;
-  o.cacheDir = usableCacheDir(opts.cacheDir);
+  // The level whose prebuilt objects this host runs, "" to compile for the host itself.
+  std::string level;
+  if (opts.prebuilt && opts.targetCpu.empty() && opts.preferVectorWidth == 0)
+    level = host.avx512 ? "x86-64-v4" : host.avx2 ? "x86-64-v3" : "";
+  // This process's modules by unit, host and source: prebuilt and host-compiled code are
+  // kept apart, so each caller gets what its options ask for.
+  const std::string memo = prefix + level + "|";
   std::lock_guard<std::mutex> l(m);
 
   // The units to build: the kernels not compiled yet in this process and the helpers
@@ -131,7 +138,7 @@ Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::
   std::map<std::string, void *> addrs; // of every unit built, by name
   std::vector<std::string> missing;
   for (const std::string &n : names)
-    if (!modules.count(prefix + n))
+    if (!modules.count(memo + n))
       missing.push_back(n);
   KILN_RETURN_IF_ERR(findHelpers(missing, info, opts.times));
   std::vector<std::string> helpers, kernels;
@@ -141,7 +148,7 @@ Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::
     const std::string n = work[i];
     if (!seen.insert(n).second)
       continue;
-    auto it = modules.find(prefix + n);
+    auto it = modules.find(memo + n);
     if (it != modules.end()) {
       KILN_ASSIGN_OR_RETURN(addrs[n], it->second->lookup(n));
       continue;
@@ -202,7 +209,7 @@ Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::
       for (const std::string &h : info.at(n).helpers)
         helpers[h] = addrs[h];
       bl.unlock();
-      Expected<std::unique_ptr<JitModule>> built = buildUnit(n, prefix + n, o, helpers);
+      Expected<std::unique_ptr<JitModule>> built = buildUnit(n, prefix + n, level, o, helpers);
       Expected<void *> addr = built ? (*built)->lookup(n) : Expected<void *>(built.takeError());
       bl.lock();
       inFlight--;
@@ -211,7 +218,7 @@ Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::
           failure = addr.takeError();
       } else {
         addrs[n] = *addr;
-        modules.emplace(prefix + n, std::move(*built));
+        modules.emplace(memo + n, std::move(*built));
       }
       cv.notify_all();
     }
@@ -231,6 +238,117 @@ Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::
   for (const std::string &n : names)
     result[n] = addrs.at(n);
   return result;
+}
+
+void touchCachedObject(const std::string &path) {
+  ::utime(path.c_str(), nullptr); // best effort: an untouched file is only evicted sooner
+}
+
+void trimObjectCache(const std::string &dir, uint64_t maxBytes) {
+  if (dir.empty())
+    return;
+  struct Entry {
+    std::string path;
+    uint64_t size;
+    llvm::sys::TimePoint<> time;
+  };
+  std::vector<Entry> files;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    if (!name.startswith("kernel-") || !name.endswith(".o"))
+      continue;
+    llvm::sys::fs::file_status st;
+    if (llvm::sys::fs::status(it->path(), st))
+      continue;
+    files.push_back({it->path(), st.getSize(), st.getLastModificationTime()});
+    total += st.getSize();
+  }
+  if (total <= maxBytes)
+    return;
+  std::sort(files.begin(), files.end(),
+            [](const Entry &a, const Entry &b) { return a.time < b.time; });
+  for (const Entry &f : files) {
+    if (total <= maxBytes)
+      break;
+    if (!llvm::sys::fs::remove(f.path))
+      total -= f.size;
+  }
+}
+
+std::vector<std::string> sharedKernelNames(bool avx512) {
+  std::string isa = avx512 ? "avx512" : "avx2";
+  return {"libjit_conv2d_f32_" + isa,       "libjit_fc_f32_" + isa,
+          "libjit_batchmatmul_f32_" + isa,  "libjit_conv2d_t_f32_" + isa,
+          "libjit_conv2d_strip_f32_" + isa, "libjit_conv2d_wino_f32_" + isa,
+          "libjit_conv2d_wino_rows2_f32_" + isa, "libjit_conv2d_wino_rows4_f32_" + isa,
+          // Loop nests that gain little from constant shapes and cost much to compile
+          // once per call.
+          "libjit_conv2d_dw_f32", "libjit_maxpool_f32", "libjit_avgpool_f32",
+          "libjit_adaptive_avgpool_f32"};
+}
+
+namespace {
+struct PrebuiltRegistry {
+  std::mutex mu;
+  std::map<std::pair<std::string, std::string>, const PrebuiltUnit *> units;
+};
+PrebuiltRegistry &prebuiltRegistry() {
+  static PrebuiltRegistry r;
+  return r;
+}
+} // namespace
+
+uint64_t libjitBitcodeHash() {
+  static const uint64_t h = fnv1a(kLibjitBitcode, kLibjitBitcodeSize);
+  return h;
+}
+
+bool registerPrebuiltUnits(const PrebuiltUnit *units, size_t n, uint64_t bitcodeHash) {
+  if (bitcodeHash != libjitBitcodeHash())
+    return false;
+  PrebuiltRegistry &r = prebuiltRegistry();
+  std::lock_guard<std::mutex> l(r.mu);
+  for (size_t i = 0; i < n; i++)
+    r.units[{units[i].level, units[i].unit}] = &units[i];
+  return true;
+}
+
+const PrebuiltUnit *findPrebuiltUnit(const std::string &level, const std::string &unit) {
+  PrebuiltRegistry &r = prebuiltRegistry();
+  std::lock_guard<std::mutex> l(r.mu);
+  auto it = r.units.find({level, unit});
+  return it == r.units.end() ? nullptr : it->second;
+}
+
+Expected<std::vector<std::pair<std::string, std::string>>>
+compileSharedUnits(const std::string &level, const std::vector<std::string> &kernels,
+                   const std::string &scratchDir) {
+  if (level != "x86-64-v4" && level != "x86-64-v3")
+    return makeError(ErrorCode::InvalidArgument, "prebuilt kernels: unknown level '", level, "'");
+  JitOptions o;
+  o.targetCpu = level;
+  o.cacheDir = scratchDir;
+  o.prebuilt = false;
+  KILN_RETURN_IF_ERR(getSharedKernels(kernels, o).takeError());
+  // Every unit getSharedKernels built wrote its object under its key: the kernels and,
+  // transitively, the helpers they call.
+  std::map<std::string, UnitInfo> info;
+  KILN_RETURN_IF_ERR(findHelpers(kernels, info, false));
+  HostInfo host = detectHost(o);
+  std::string prefix = host.cpu + "|" + host.features + "|0|";
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto &kv : info) {
+    std::string path = cachedObjectPath(scratchDir, prefix + kv.first);
+    auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+    if (!buf)
+      return makeError(ErrorCode::Internal, "prebuilt kernels: no object for '", kv.first,
+                       "' at ", path);
+    out.emplace_back(kv.first, (*buf)->getBuffer().str());
+  }
+  return out;
 }
 
 } // namespace kiln::cpu

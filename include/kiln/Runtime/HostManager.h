@@ -69,6 +69,12 @@ struct NetworkOptions {
   bool strictBackend = false;
   /// The backend that runs what none of `backends` can (see strictBackend).
   std::string fallbackBackend = "Interpreter";
+  /// Requests overlap: a request starts on its first partitions while earlier ones are
+  /// still in later partitions on other devices, so a stream of requests through a network
+  /// split over several devices runs at about the rate of its slowest partition. Off: a
+  /// request starts only when the one admitted before it has finished (the others wait, in
+  /// the order they were admitted).
+  bool pipeline = true;
   /// Receives the fallback warning; null prints it on stderr ("kiln: warning: ...").
   std::function<void(const std::string &)> onWarning;
 };
@@ -78,6 +84,12 @@ struct RunOptions {
   /// Fail the request with a Runtime error when it has not finished after this long;
   /// zero: no limit. Checked when each partition starts and ends on its device.
   std::chrono::milliseconds timeout{0};
+  /// Non-zero: the caller's stream. The callbacks of requests run (runNetwork) with the
+  /// same stream are called in the order the requests were submitted, whatever order they
+  /// finish in: a result that is ready early waits for those before it. Every request
+  /// still gets exactly one callback, failed and refused ones included, in its place.
+  /// runNetworkBlocking ignores it (its caller waits for each result anyway).
+  uint64_t stream = 0;
 };
 
 /// Numbers a request (from 1, per HostManager).
@@ -202,6 +214,12 @@ private:
   /// started here on first use (call with addRemoveMu_ held).
   Expected<PartitionerBackend> fallbackFor(const std::string &name);
 
+  /// The requests of one RunOptions::stream whose callbacks are pending; shared with the
+  /// callbacks, so it outlives nothing it needs.
+  struct Stream;
+  /// Wraps \p cb so that it is called in stream order (see RunOptions::stream).
+  ResultCallback inStreamOrder(uint64_t stream, ResultCallback cb);
+
   HostConfig config_;
   std::vector<std::shared_ptr<DeviceManager>> devices_;
   std::map<std::string, std::unique_ptr<Backend>> backends_;
@@ -222,6 +240,7 @@ private:
   size_t active_ = 0;
   RunId nextId_ = 1;
   std::shared_ptr<Tracer> trace_; ///< guarded by mu_
+  std::map<uint64_t, std::weak_ptr<Stream>> streams_; ///< guarded by mu_
 };
 
 } // namespace kiln

@@ -24,6 +24,8 @@ struct MultiDeviceOptions {
   /// (and is not the accelerator) gets one host device. None registered: no fallback.
   std::vector<std::string> fallbacks = {"CPU", "Interpreter"};
   unsigned replicas = 1;
+  /// NetworkOptions::pipeline: requests overlap across the devices.
+  bool pipeline = true;
   /// Optimise the function first with the accelerator's pipeline (BatchNorm folding,
   /// constant folding...), as ExecutionEngine::compile does for its backend.
   bool optimize = true;

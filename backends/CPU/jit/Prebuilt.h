@@ -1,0 +1,51 @@
+/// \file
+/// Shared kernels compiled when Kiln is built. The build runs `prebuild_kernels`, which
+/// compiles every shared kernel (sharedKernelNames) and the shared helpers they call for
+/// two levels, x86-64-v4 (the AVX-512 kernels) and x86-64-v3 (the AVX2 kernels), and
+/// writes their object code into a generated source file that registers it here when the
+/// program starts (the `//backends/CPU/jit:prebuilt` library). getSharedKernels then loads
+/// those objects instead of running LLVM on first use, so a process's first compile costs
+/// what later ones do. A binary without the library compiles the kernels as before.
+#ifndef KILN_BACKENDS_CPU_JIT_PREBUILT_H
+#define KILN_BACKENDS_CPU_JIT_PREBUILT_H
+
+#include "kiln/Base/Error.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kiln::cpu {
+
+/// The object code of one unit (a kernel or a shared helper) for one level.
+struct PrebuiltUnit {
+  const char *level; ///< "x86-64-v4" or "x86-64-v3"
+  const char *unit;  ///< the kernel's or helper's name
+  const char *data;  ///< ELF object code, static storage
+  size_t size;
+};
+
+/// Registers \p n units of static storage, compiled from the kernel library whose bitcode
+/// hashes to \p bitcodeHash (libjitBitcodeHash of the build that made them); units of
+/// another bitcode are never returned by findPrebuiltUnit. Returns true (for use in a static
+/// initialiser).
+bool registerPrebuiltUnits(const PrebuiltUnit *units, size_t n, uint64_t bitcodeHash);
+
+/// The registered unit \p unit for \p level, or null.
+const PrebuiltUnit *findPrebuiltUnit(const std::string &level, const std::string &unit);
+
+/// A hash of the embedded kernel bitcode.
+uint64_t libjitBitcodeHash();
+
+/// For the build tool: compiles \p kernels and every shared helper they call for \p level
+/// ("x86-64-v4" or "x86-64-v3"), writing the objects through \p scratchDir, and returns
+/// each unit's name and object code, helpers included.
+Expected<std::vector<std::pair<std::string, std::string>>>
+compileSharedUnits(const std::string &level, const std::vector<std::string> &kernels,
+                   const std::string &scratchDir);
+
+} // namespace kiln::cpu
+
+#endif // KILN_BACKENDS_CPU_JIT_PREBUILT_H
