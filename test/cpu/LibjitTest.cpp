@@ -536,10 +536,13 @@ TEST(Libjit, AdaptiveAvgPool) {
 
 // Depthwise convolution on each path: rows (output rows of 16 or more; stride 1 and 2, odd
 // widths, pads 0-2, SH != SW), flat (narrow planes, stride 1 and 2, 3x3 and 5x5) and the
-// generic loop (dilation, stride 3); with and without the clamp, without a bias, 1-3 threads.
+// any path (kernels of every size, non-square ones, dilations, strides 1-4, SH != SW, pads
+// larger than the kernel's reach); with and without the clamp, without a bias, 1-3 threads.
 TEST(Libjit, DepthwiseConvolutionAllPaths) {
   struct Case {
     int64_t H, W, K, SH, SW, PT, PL, PB, PR, D;
+    int64_t KW = 0; ///< the kernel's width when not K
+    int64_t DW = 0; ///< the column dilation when not D
   } cases[] = {
       {112, 112, 3, 1, 1, 1, 1, 1, 1, 1}, // rows, stride 1
       {37, 35, 3, 2, 2, 1, 1, 1, 1, 1},   // rows, stride 2, odd sizes
@@ -556,22 +559,35 @@ TEST(Libjit, DepthwiseConvolutionAllPaths) {
       {16, 18, 3, 1, 1, 2, 2, 2, 2, 2},   // generic: dilation 2
       {20, 20, 3, 3, 3, 1, 1, 1, 1, 1},   // generic: stride 3
       {10, 12, 3, 2, 1, 1, 1, 1, 1, 1},   // generic: narrow, SH != SW
+      {23, 19, 7, 1, 1, 3, 3, 3, 3, 1},   // any: 7x7 (ConvNeXt), odd sizes
+      {7, 7, 7, 1, 1, 3, 3, 3, 3, 1},     // any: 7x7 on a 7x7 plane
+      {56, 56, 7, 1, 1, 3, 3, 3, 3, 1},   // any: 7x7, several blocks per row
+      {14, 14, 5, 1, 1, 4, 4, 4, 4, 2},   // any: 5x5 dilation 2 (DeepLabV3's backbone)
+      {15, 13, 5, 2, 2, 4, 4, 4, 4, 2},   // any: 5x5 dilation 2, stride 2
+      {17, 21, 3, 2, 2, 3, 3, 3, 3, 3},   // any: dilation 3, stride 2
+      {25, 22, 9, 1, 1, 4, 4, 4, 4, 1},   // any: 9x9
+      {26, 29, 11, 4, 4, 5, 5, 5, 5, 1},  // any: 11x11 stride 4
+      {19, 23, 3, 3, 2, 0, 2, 1, 0, 1},   // any: SH 3, SW 2, asymmetric pads
+      {12, 14, 3, 1, 1, 6, 6, 6, 6, 6},   // any: pads and dilation beyond the plane
+      {11, 16, 1, 1, 1, 0, 0, 0, 0, 1},   // any: 1x1
+      {13, 17, 3, 1, 2, 1, 3, 1, 3, 2, 7, 1}, // any: 3x7, row dilation 2, column stride 2
+      {18, 9, 5, 2, 1, 2, 0, 2, 0, 1, 1},  // any: 5x1
   };
   for (const Case &k : cases) {
     int64_t N = 2, C = 3;
-    auto in = randomVec(N * C * k.H * k.W, 31), w = randomVec(C * k.K * k.K, 32),
+    auto in = randomVec(N * C * k.H * k.W, 31), w = randomVec(C * k.K * (k.KW ? k.KW : k.K), 32),
          bias = randomVec(C, 33);
     std::vector<float> zeros(C, 0.0f);
     for (bool withBias : {true, false}) {
-      int64_t OH, OW;
-      auto ref = refConv(in, w, withBias ? bias : zeros, N, C, k.H, k.W, C, k.K, k.K, k.SH,
-                         k.SW, k.PT, k.PL, k.PB, k.PR, k.D, k.D, C, OH, OW);
-      int64_t per = libjit_conv2d_dw_scratch_floats(k.H, k.W, OH, OW, k.K, k.K, k.SH, k.SW, k.D,
-                                                    k.D);
+      int64_t OH, OW, KW = k.KW ? k.KW : k.K, DW = k.DW ? k.DW : k.D;
+      auto ref = refConv(in, w, withBias ? bias : zeros, N, C, k.H, k.W, C, k.K, KW, k.SH,
+                         k.SW, k.PT, k.PL, k.PB, k.PR, k.D, DW, C, OH, OW);
+      int64_t per = libjit_conv2d_dw_scratch_floats(k.H, k.W, OH, OW, k.K, KW, k.SH, k.SW, k.D,
+                                                    DW);
       for (int64_t nth : {1, 2, 3}) {
         for (int act : {0, 1}) {
           SCOPED_TRACE(std::to_string(k.H) + "x" + std::to_string(k.W) + " K " +
-                       std::to_string(k.K) + " S " + std::to_string(k.SH) + "," +
+                       std::to_string(k.K) + "x" + std::to_string(KW) + " S " + std::to_string(k.SH) + "," +
                        std::to_string(k.SW) + " D " + std::to_string(k.D) + " threads " +
                        std::to_string(nth) + " act " + std::to_string(act) +
                        (withBias ? "" : " no bias"));
@@ -579,7 +595,7 @@ TEST(Libjit, DepthwiseConvolutionAllPaths) {
           for (int64_t t = 0; t < nth; t++)
             libjit_conv2d_dw_f32(out.data(), in.data(), w.data(),
                                  withBias ? bias.data() : nullptr, N, C, k.H, k.W, OH, OW, k.K,
-                                 k.K, k.SH, k.SW, k.PT, k.PL, k.D, k.D, act, 0.0f, 0.5f,
+                                 KW, k.SH, k.SW, k.PT, k.PL, k.D, DW, act, 0.0f, 0.5f,
                                  scratch.data(), t, nth);
           std::vector<float> r = ref;
           if (act)
