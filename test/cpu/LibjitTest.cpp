@@ -608,6 +608,69 @@ TEST(Libjit, DepthwiseConvolutionAllPaths) {
   }
 }
 
+// Grouped convolution (libjit_conv2d_grouped_f32_avx512 and _avx2) against the naive loop:
+// group counts 2 to 32 with 1 to 20 channels per group on either side (output tiles of
+// 8, 4, 2 and 1 channels and their remainders), strides 1 to 3, pads (asymmetric too),
+// dilations, 1x1 and 5x5 kernels, batch 2, with and without bias, residual add and clamp,
+// one to five threads (units split over output rows when there are few groups). Writes
+// outside the output are caught by guard values.
+TEST(Libjit, GroupedConvolution) {
+  struct Case {
+    int64_t C, O, G, H, W, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW;
+  } cases[] = {
+      {32, 32, 2, 29, 31, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},   // regnet's g2 stride 2, odd sizes
+      {160, 160, 10, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, // 16 per group: two 8-tiles
+      {100, 100, 25, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},   // 4 per group
+      {128, 128, 32, 9, 10, 3, 3, 1, 1, 1, 0, 1, 2, 1, 1},  // 4 per group, asymmetric pads
+      {24, 60, 3, 11, 9, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2},     // 8 -> 20 per group, dilation 2
+      {12, 42, 6, 8, 13, 5, 5, 3, 2, 2, 1, 2, 3, 1, 1},     // 2 -> 7 per group, 5x5, S 3x2
+      {8, 16, 8, 6, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},       // 1x1, 1 -> 2 per group
+      {6, 6, 6, 12, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      // depthwise, as grouped
+      {4, 4, 2, 3, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        // tiny plane
+  };
+  for (const Case &k : cases) {
+    int64_t N = 2, Cg = k.C / k.G, Og = k.O / k.G, K = Cg * k.KH * k.KW;
+    auto in = randomVec(N * k.C * k.H * k.W, 51), w = randomVec(k.O * K, 52),
+         bias = randomVec(k.O, 53);
+    std::vector<float> zeros(k.O, 0.0f), packed(k.O * K);
+    libjit_pack_grouped_f32(packed.data(), w.data(), k.G, Og, K);
+    for (bool withBias : {true, false}) {
+      int64_t OH, OW;
+      auto ref = refConv(in, w, withBias ? bias : zeros, N, k.C, k.H, k.W, k.O, k.KH, k.KW, k.SH,
+                         k.SW, k.PT, k.PL, k.PB, k.PR, k.DH, k.DW, k.G, OH, OW);
+      auto add = randomVec(ref.size(), 54);
+      int64_t per = libjit_conv2d_grouped_scratch_floats(Cg, Og, OH, OW, k.KH, k.KW, k.SH, k.SW,
+                                                         k.DH, k.DW);
+      for (bool v512 : {true, false})
+        for (int64_t nth : {1, 2, 5})
+          for (int mode : {0, 1, 2}) { // plain, clamp, residual add + clamp
+            SCOPED_TRACE(std::to_string(k.C) + "->" + std::to_string(k.O) + " g" +
+                         std::to_string(k.G) + " " + std::to_string(k.H) + "x" +
+                         std::to_string(k.W) + (v512 ? " avx512" : " avx2") + " threads " +
+                         std::to_string(nth) + " mode " + std::to_string(mode) +
+                         (withBias ? "" : " no bias"));
+            std::vector<float> out(ref.size() + 32, 7.0f), scratch(nth * per);
+            for (int64_t t = 0; t < nth; t++)
+              (v512 ? libjit_conv2d_grouped_f32_avx512 : libjit_conv2d_grouped_f32_avx2)(
+                  out.data(), in.data(), packed.data(), withBias ? bias.data() : nullptr,
+                  mode == 2 ? add.data() : nullptr, N, k.C, k.H, k.W, k.O, OH, OW, k.KH, k.KW,
+                  k.SH, k.SW, k.PT, k.PL, k.DH, k.DW, k.G, mode != 0, -0.25f, 0.5f,
+                  scratch.data(), t, nth);
+            std::vector<float> r = ref;
+            for (size_t i = 0; i < r.size(); i++) {
+              if (mode == 2)
+                r[i] += add[i];
+              if (mode != 0)
+                r[i] = std::min(0.5f, std::max(-0.25f, r[i]));
+            }
+            for (int i = 0; i < 32; i++)
+              r.push_back(7.0f);
+            expectNear(out, r);
+          }
+    }
+  }
+}
+
 // Winograd F(4x4, 3x3) (tiles as columns and as rows) and F(2x2, 3x3) (tiles as rows)
 // against a double-precision direct convolution: ragged and tiny images (one or several
 // tile rows per vector), pads 0 to 3 (asymmetric too), channel counts off the register

@@ -2,12 +2,16 @@
 // (dilated convolutions on small maps: DeepLabV3's ASPP branches, dilation 12-36 on a 14x14
 // map with pads equal to the dilation) becomes the Convolution of the live taps alone. Tap
 // k' = k - first of the new kernel reads what tap k read: new pads begin - first * dilation
-// and end - (kernel - 1 - last) * dilation keep every position and the output size.
+// and end - (kernel - 1 - last) * dilation keep every position and the output size. Where
+// most of what remains still reads padding (dilation 12 on a 14x14 map: 18 of 42
+// (position, tap) pairs per axis read the map), the output is split into bands of equal
+// live taps, each an unpadded Convolution of the input Slice it reads.
 
 #include "PruneConvTaps.h"
 
 #include "PassUtils.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace kiln {
@@ -45,7 +49,90 @@ Tensor sliceKernel(const Tensor &filter, dim_t h0, dim_t kh, dim_t w0, dim_t kw)
   return out;
 }
 
+/// The taps of output position \p o that read real input: [first, last], first > last
+/// when none (for fixed o, input positions grow with k, so they are an interval).
+TapBand liveTapsAt(int64_t o, int64_t inSize, int64_t kernel, int64_t stride, int64_t padBegin,
+                   int64_t dilation) {
+  // 0 <= o * stride + k * dilation - padBegin < inSize.
+  int64_t base = o * stride - padBegin;
+  int64_t first = std::max<int64_t>(0, ceilDiv(-base, dilation));
+  int64_t last = std::min<int64_t>(kernel - 1, floorDiv(inSize - 1 - base, dilation));
+  return {o, o + 1, first, last};
+}
+
+/// Splits \p conv (float, constant filter \p w) into the bands of tapBands along both axes
+/// when at most half of its (output position, tap) pairs read real input; null otherwise.
+NodeValue splitIntoBands(Function *f, ConvolutionNode *conv, Constant *w) {
+  const Dims &in = conv->getInput().dims(), &out = conv->getResultType()->dims;
+  const std::vector<dim_t> &kernels = conv->getKernels(), &strides = conv->getStrides(),
+                           &pads = conv->getPads(), &dilations = conv->getDilations();
+  std::vector<TapBand> bands[2];
+  double live = 1, all = 1;
+  for (unsigned d = 0; d < 2; d++) {
+    bands[d] = tapBands(in[2 + d], out[2 + d], kernels[d], strides[d], pads[d], dilations[d]);
+    int64_t sum = 0;
+    for (const TapBand &b : bands[d]) {
+      if (b.first > b.last || bands[d].size() > 3)
+        return NodeValue();
+      sum += (b.end - b.begin) * (b.last - b.first + 1);
+    }
+    live *= double(sum);
+    all *= double(out[2 + d] * kernels[d]);
+  }
+  if (bands[0].size() * bands[1].size() < 2 || live > 0.5 * all)
+    return NodeValue();
+  const std::string &name = conv->getName();
+  std::vector<NodeValue> rows;
+  for (const TapBand &bh : bands[0]) {
+    std::vector<NodeValue> cols;
+    for (const TapBand &bw : bands[1]) {
+      std::string tag = "." + std::to_string(bh.begin) + "_" + std::to_string(bw.begin);
+      const TapBand *b[2] = {&bh, &bw};
+      std::vector<dim_t> starts = {0, 0, 0, 0}, ends = {in[0], in[1], 0, 0};
+      std::vector<dim_t> k(2), dil(2);
+      for (unsigned d = 0; d < 2; d++) {
+        int64_t S = strides[d], D = dilations[d], P = pads[d];
+        starts[2 + d] = dim_t(b[d]->begin * S + b[d]->first * D - P);
+        ends[2 + d] = dim_t((b[d]->end - 1) * S + b[d]->last * D - P + 1);
+        k[d] = dim_t(b[d]->last - b[d]->first + 1);
+        dil[d] = k[d] == 1 ? 1 : dim_t(D);
+      }
+      NodeValue x = f->createSlice(name + ".in" + tag, conv->getInput(), starts, ends);
+      Constant *wb = passutil::makeConstant(
+          f, w->getName() + ".taps" + tag,
+          sliceKernel(w->getPayload(), dim_t(bh.first), k[0], dim_t(bw.first), k[1]));
+      TypeRef ty = passutil::withDims(f, *conv->getResultType(),
+                                      {out[0], out[1], dim_t(bh.end - bh.begin),
+                                       dim_t(bw.end - bw.begin)});
+      cols.push_back(f->createConvolution(name + tag, ty, x, wb, conv->getBias(), k, strides,
+                                          {0, 0, 0, 0}, dil, conv->getGroup()));
+    }
+    rows.push_back(cols.size() == 1 ? cols[0]
+                                    : NodeValue(f->createConcat(name + ".cols" +
+                                                                    std::to_string(bh.begin),
+                                                                cols, 3)));
+  }
+  if (rows.size() == 1)
+    return rows[0];
+  return f->createConcat(name + ".rows", rows, 2);
+}
+
 } // namespace
+
+std::vector<TapBand> tapBands(int64_t inSize, int64_t outSize, int64_t kernel, int64_t stride,
+                              int64_t padBegin, int64_t dilation) {
+  std::vector<TapBand> bands;
+  for (int64_t o = 0; o < outSize; o++) {
+    TapBand t = liveTapsAt(o, inSize, kernel, stride, padBegin, dilation);
+    if (t.first > t.last)
+      t.first = kernel, t.last = -1;
+    if (!bands.empty() && bands.back().first == t.first && bands.back().last == t.last)
+      bands.back().end = o + 1;
+    else
+      bands.push_back(t);
+  }
+  return bands;
+}
 
 LiveTaps liveTapRange(int64_t inSize, int64_t outSize, int64_t kernel, int64_t stride,
                       int64_t padBegin, int64_t dilation) {
@@ -64,6 +151,8 @@ bool pruneConvTaps(Function *f, const PassContext &) {
     if (!conv || !isFloatKind(conv->getResultType()->kind))
       return NodeValue();
     Constant *w = passutil::asConstant(conv->getFilter());
+    if (!w)
+      return NodeValue();
     const Dims &in = conv->getInput().dims(), &out = conv->getResultType()->dims;
     std::vector<dim_t> kernels = conv->getKernels(), strides = conv->getStrides(),
                        pads = conv->getPads(), dilations = conv->getDilations();
@@ -86,7 +175,7 @@ bool pruneConvTaps(Function *f, const PassContext &) {
       pruned = true;
     }
     if (!pruned)
-      return NodeValue();
+      return splitIntoBands(f, conv, w);
     std::vector<dim_t> newKernels(2), newPads(4), newDilations(2);
     for (unsigned d = 0; d < 2; d++) {
       int64_t K = kernels[d], D = dilations[d];
