@@ -4,6 +4,7 @@
 
 #include "BackendTestUtils.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace kiln::test {
@@ -80,6 +81,28 @@ protected:
       return;
     EXPECT_EQ(output(s).dims(), c.outDims());
     expectValues(output(s), expected, 1e-4, rtolFor(k));
+  }
+
+  /// Relu(convolution + residual) on random data, checked against refConv + residual,
+  /// clamped at 0.
+  void checkResidualRelu(const ConvCase &c, uint64_t seed) {
+    Tensor x = randomTensor(Type(F32, c.in), -1, 1, seed);
+    Tensor f = randomTensor(Type(F32, c.filterDims()), -1, 1, seed + 1);
+    Tensor b = randomTensor(Type(F32, {c.outC}), -1, 1, seed + 2);
+    Tensor r = randomTensor(Type(F32, c.outDims()), -1, 1, seed + 3);
+    std::vector<double> expected = refConv(c, toDoubles(x), toDoubles(f), toDoubles(b));
+    std::vector<double> rs = toDoubles(r);
+    for (size_t i = 0; i < expected.size(); i++)
+      expected[i] = std::max(0.0, expected[i] + rs[i]);
+    auto *in = input("x", std::move(x));
+    auto *res = input("r", std::move(r));
+    auto *conv = F()->createConvolution("conv", in, mod().createConstant("f", std::move(f)),
+                                        mod().createConstant("b", std::move(b)), c.kernels,
+                                        c.strides, c.pads, c.dilations, c.group);
+    auto *s = save(F()->createRelu("relu", F()->createAdd("add", conv, res)));
+    if (!run(1e-3f, 1e-3f))
+      return;
+    expectValues(output(s), expected, 1e-4, 1e-4);
   }
 
   /// An int8 convolution on random data with non-zero offsets, checked exactly against
@@ -211,6 +234,51 @@ const ConvCase kDilated{{1, 2, 9, 9}, 3, {3, 3}, {1, 2}, {2, 2, 2, 2}, {2, 3}, 1
 const ConvCase kGrouped{{2, 6, 5, 5}, 4, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2};
 const ConvCase kDepthwise{{1, 5, 6, 7}, 5, {3, 3}, {2, 2}, {1, 0, 1, 1}, {1, 1}, 5};
 const ConvCase kLarger{{1, 16, 14, 14}, 32, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
+
+// Depthwise of every kernel size, stride and dilation (odd sizes, asymmetric pads).
+const ConvCase kDw5Dilated{{1, 6, 14, 14}, 6, {5, 5}, {1, 1}, {4, 4, 4, 4}, {2, 2}, 6};
+const ConvCase kDw7{{2, 4, 11, 9}, 4, {7, 7}, {1, 1}, {3, 3, 3, 3}, {1, 1}, 4};
+const ConvCase kDw7Stride2{{1, 5, 13, 15}, 5, {7, 7}, {2, 2}, {3, 2, 3, 4}, {1, 1}, 5};
+const ConvCase kDw3Dil2Stride2{{1, 3, 17, 12}, 3, {3, 3}, {2, 2}, {2, 2, 2, 2}, {2, 2}, 3};
+const ConvCase kDw9{{1, 2, 10, 19}, 2, {9, 9}, {1, 3}, {4, 4, 4, 4}, {1, 1}, 2};
+// Grouped convolutions: group counts 2, 4, 10, 25, 32 and 64, 1 to 16 channels per group,
+// strides 1 and 2, pads, a dilation; a depthwise multiplier (group = C, O = 2 C).
+const ConvCase kG2{{2, 6, 9, 7}, 8, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2};
+const ConvCase kG4Stride2{{1, 16, 15, 13}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 4};
+const ConvCase kG10{{1, 160, 14, 14}, 160, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 10};
+const ConvCase kG25{{1, 50, 7, 7}, 100, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 25};
+const ConvCase kG32{{1, 128, 8, 11}, 128, {3, 3}, {2, 1}, {1, 0, 1, 2}, {1, 1}, 32};
+const ConvCase kG64Pointwise{{1, 128, 5, 6}, 192, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 64};
+const ConvCase kG4Dilated{{1, 8, 12, 10}, 12, {3, 3}, {1, 1}, {2, 3, 2, 3}, {2, 3}, 4};
+const ConvCase kDwMultiplier{{1, 6, 10, 9}, 12, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 6};
+// Dilated 3x3 on a 6x7 map (DeepLabV3's ASPP shape, scaled): dilation 7 with pads 7 reads
+// the map through the centre tap only; dilation 4 with pads 4 through every tap.
+const ConvCase kAsppDead{{1, 8, 6, 7}, 5, {3, 3}, {1, 1}, {7, 7, 7, 7}, {7, 7}, 1};
+const ConvCase kAsppLive{{1, 8, 6, 7}, 5, {3, 3}, {1, 1}, {4, 4, 4, 4}, {4, 4}, 1};
+
+TEST_P(ConvTest, FloatDepthwise5x5Dilated) { checkFloatConv(kDw5Dilated, F32, 21); }
+TEST_P(ConvTest, FloatDepthwise7x7) { checkFloatConv(kDw7, F32, 22); }
+TEST_P(ConvTest, FloatDepthwise7x7Stride2) { checkFloatConv(kDw7Stride2, F32, 23); }
+TEST_P(ConvTest, FloatDepthwiseDilatedStride2) { checkFloatConv(kDw3Dil2Stride2, F32, 24); }
+TEST_P(ConvTest, FloatDepthwise9x9) { checkFloatConv(kDw9, F32, 25); }
+TEST_P(ConvTest, FloatGroups2) { checkFloatConv(kG2, F32, 26); }
+TEST_P(ConvTest, FloatGroups4Stride2) { checkFloatConv(kG4Stride2, F32, 27); }
+TEST_P(ConvTest, FloatGroups10) { checkFloatConv(kG10, F32, 28); }
+TEST_P(ConvTest, FloatGroups25) { checkFloatConv(kG25, F32, 29); }
+TEST_P(ConvTest, FloatGroups32) { checkFloatConv(kG32, F32, 30); }
+TEST_P(ConvTest, FloatGroups64Pointwise) { checkFloatConv(kG64Pointwise, F32, 31); }
+TEST_P(ConvTest, FloatGroups4Dilated) { checkFloatConv(kG4Dilated, F32, 32); }
+TEST_P(ConvTest, FloatDepthwiseMultiplier) { checkFloatConv(kDwMultiplier, F32, 33); }
+TEST_P(ConvTest, FloatDilatedDeadTaps) { checkFloatConv(kAsppDead, F32, 34); }
+TEST_P(ConvTest, FloatDilatedLiveTaps) { checkFloatConv(kAsppLive, F32, 35); }
+TEST_P(ConvTest, Float16Groups10) { checkFloatConv(kG10, F16, 36); }
+
+// Relu(grouped convolution + residual): the residual add and the clamp in the grouped
+// kernel's epilogue where the backend fuses them (also a depthwise one, which the
+// depthwise kernel leaves to the grouped kernel), against refConv + residual, clamped.
+TEST_P(ConvTest, FloatGroupedResidualRelu) { checkResidualRelu(kG10, 41); }
+TEST_P(ConvTest, FloatGroupedStride2ResidualRelu) { checkResidualRelu(kG4Stride2, 42); }
+TEST_P(ConvTest, FloatDepthwiseResidualRelu) { checkResidualRelu(kDw7, 43); }
 
 TEST_P(ConvTest, FloatPlain) { checkFloatConv(kPlain, F32, 1); }
 TEST_P(ConvTest, FloatPadStride) { checkFloatConv(kPadStride, F32, 2); }

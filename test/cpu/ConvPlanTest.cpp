@@ -43,18 +43,40 @@ TEST(ConvPlan, DocumentedRules) {
   ConvShape varW = square(512, 512, 7, 3);
   varW.constantWeights = false;
   ConvShape alexnet = square(64, 192, 27, 5); // pad 2: 27x27 out
+  ConvShape varGrouped = square(160, 160, 14, 3, 1, 10);
+  varGrouped.constantWeights = false;
   const Case cases[] = {
       // Depthwise (group = channels), no residual add.
       {"depthwise 3x3/1 32 112x112", square(32, 32, 112, 3, 1, 32), Isa::Avx512, 1,
        ConvAlgorithm::Depthwise, WeightPacking::None},
       {"depthwise 3x3/2 on AVX2", square(96, 96, 112, 3, 2, 96), Isa::Avx2, 2,
        ConvAlgorithm::Depthwise, WeightPacking::None},
-      // With a residual add it is a grouped convolution: neither Winograd (group 1), the
-      // strip nor the transposed GEMM (group 1) apply.
-      {"depthwise + residual add", dwAdd, Isa::Avx512, 1, ConvAlgorithm::PackedGemm,
-       WeightPacking::GemmA},
-      {"grouped g2", square(64, 64, 28, 3, 1, 2), Isa::Avx512, 1, ConvAlgorithm::PackedGemm,
-       WeightPacking::GemmA},
+      // With a residual add it is a grouped convolution of 1-channel groups: the grouped
+      // kernel (neither Winograd, the strip nor the transposed GEMM take groups).
+      {"depthwise + residual add", dwAdd, Isa::Avx512, 1, ConvAlgorithm::Grouped,
+       WeightPacking::GroupedTaps},
+      // Grouped convolutions with groups of at most 64 channels on either side: the
+      // grouped kernel, whatever the group count (regnet_x_400mf's g2 32->32 112x112,
+      // g10 160->160 14x14, g25 400->400 7x7; resnext50_32x4d's 4 to 32 channels per group
+      // in 32 groups), on both instruction sets, any stride.
+      {"grouped g2 32->32 112x112", square(32, 32, 112, 3, 2, 2), Isa::Avx512, 1,
+       ConvAlgorithm::Grouped, WeightPacking::GroupedTaps},
+      {"grouped g10 160->160 14x14", square(160, 160, 14, 3, 1, 10), Isa::Avx512, 2,
+       ConvAlgorithm::Grouped, WeightPacking::GroupedTaps},
+      {"grouped g25 400->400 7x7 AVX2", square(400, 400, 7, 3, 1, 25), Isa::Avx2, 1,
+       ConvAlgorithm::Grouped, WeightPacking::GroupedTaps},
+      {"grouped g32 1024->1024 7x7", square(1024, 1024, 14, 3, 2, 32), Isa::Avx512, 1,
+       ConvAlgorithm::Grouped, WeightPacking::GroupedTaps},
+      {"grouped g2 128->128: 64 per group", square(128, 128, 28, 3, 1, 2), Isa::Avx512, 1,
+       ConvAlgorithm::Grouped, WeightPacking::GroupedTaps},
+      // Wider groups (65+ channels on either side) keep the packed GEMM, one per group.
+      {"grouped g2 130->128", square(130, 128, 28, 3, 1, 2), Isa::Avx512, 1,
+       ConvAlgorithm::PackedGemm, WeightPacking::GemmA},
+      {"grouped g2 64->256", square(64, 256, 28, 3, 1, 2), Isa::Avx512, 1,
+       ConvAlgorithm::PackedGemm, WeightPacking::GemmA},
+      // A depthwise multiplier (group = C, O = 2 C): 1 input and 2 output channels per group.
+      {"depthwise multiplier 2", square(16, 32, 28, 3, 1, 16), Isa::Avx512, 1,
+       ConvAlgorithm::Grouped, WeightPacking::GroupedTaps},
       // 3x3/1 64->64 56x56: 784 F(2x2) tiles (> 100), 196 F(4x4) tiles, 196/208 = 0.94 of
       // the column vectors: rows on AVX-512 (< 0.95, >= 3 x 14 tiles), columns on AVX2
       // (not < 0.9).
@@ -140,6 +162,9 @@ TEST(ConvPlan, DocumentedRules) {
       {"no transposed", square(512, 512, 7, 3), Isa::Avx512, 1, ConvAlgorithm::PackedGemm,
        WeightPacking::GemmA, {true, false, true}},
       {"weights at run time", varW, Isa::Avx512, 1, ConvAlgorithm::PackedGemm,
+       WeightPacking::GemmA},
+      // Grouped weights computed at run time cannot be packed at compile time.
+      {"grouped weights at run time", varGrouped, Isa::Avx512, 1, ConvAlgorithm::PackedGemm,
        WeightPacking::GemmA},
   };
   for (const Case &c : cases) {
@@ -243,9 +268,15 @@ TEST(ConvPlan, ForcedAlgorithm) {
   // and K = 576 takes the strip).
   EXPECT_EQ(name(forced(strided, ConvAlgorithm::Winograd).algorithm),
             name(chooseConvAlgorithm(strided, Isa::Avx512, 1).algorithm));
-  EXPECT_EQ(name(forced(grouped, ConvAlgorithm::Strip).algorithm), "conv");
-  EXPECT_EQ(name(forced(grouped, ConvAlgorithm::Depthwise).algorithm), "conv");
+  EXPECT_EQ(name(forced(grouped, ConvAlgorithm::Strip).algorithm), "conv_grp");
+  EXPECT_EQ(name(forced(grouped, ConvAlgorithm::Depthwise).algorithm), "conv_grp");
+  EXPECT_EQ(name(forced(grouped, ConvAlgorithm::PackedGemm).algorithm), "conv");
   EXPECT_EQ(name(forced(dw, ConvAlgorithm::PackedGemm).algorithm), "conv");
+  // The grouped kernel computes depthwise layers too; not group 1.
+  EXPECT_EQ(name(forced(dw, ConvAlgorithm::Grouped).algorithm), "conv_grp");
+  EXPECT_EQ(int(forced(dw, ConvAlgorithm::Grouped).packing), int(WeightPacking::GroupedTaps));
+  EXPECT_EQ(name(forced(k3, ConvAlgorithm::Grouped).algorithm),
+            name(chooseConvAlgorithm(k3, Isa::Avx512, 1).algorithm));
   EXPECT_EQ(name(forced(varW, ConvAlgorithm::Transposed).algorithm), "convS");
   EXPECT_EQ(name(forced(varW, ConvAlgorithm::WinogradRows2).algorithm), "convS");
   // The strip up to K = 9904 (48 K + 64 floats in the 475456-float AVX-512 GEMM scratch:
@@ -256,7 +287,8 @@ TEST(ConvPlan, ForcedAlgorithm) {
   EXPECT_EQ(name(forced(square(9905, 64, 28, 1), ConvAlgorithm::Strip).algorithm), "conv");
   EXPECT_EQ(name(forced(square(2048, 512, 28, 3), ConvAlgorithm::Strip).algorithm), "conv");
   // Names round-trip.
-  for (ConvAlgorithm a : {ConvAlgorithm::Depthwise, ConvAlgorithm::WinogradRows2,
+  for (ConvAlgorithm a : {ConvAlgorithm::Depthwise, ConvAlgorithm::Grouped,
+                          ConvAlgorithm::WinogradRows2,
                           ConvAlgorithm::WinogradRows4, ConvAlgorithm::Winograd,
                           ConvAlgorithm::Transposed, ConvAlgorithm::Strip,
                           ConvAlgorithm::PackedGemm})

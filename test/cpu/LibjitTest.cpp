@@ -536,10 +536,13 @@ TEST(Libjit, AdaptiveAvgPool) {
 
 // Depthwise convolution on each path: rows (output rows of 16 or more; stride 1 and 2, odd
 // widths, pads 0-2, SH != SW), flat (narrow planes, stride 1 and 2, 3x3 and 5x5) and the
-// generic loop (dilation, stride 3); with and without the clamp, without a bias, 1-3 threads.
+// any path (kernels of every size, non-square ones, dilations, strides 1-4, SH != SW, pads
+// larger than the kernel's reach); with and without the clamp, without a bias, 1-3 threads.
 TEST(Libjit, DepthwiseConvolutionAllPaths) {
   struct Case {
     int64_t H, W, K, SH, SW, PT, PL, PB, PR, D;
+    int64_t KW = 0; ///< the kernel's width when not K
+    int64_t DW = 0; ///< the column dilation when not D
   } cases[] = {
       {112, 112, 3, 1, 1, 1, 1, 1, 1, 1}, // rows, stride 1
       {37, 35, 3, 2, 2, 1, 1, 1, 1, 1},   // rows, stride 2, odd sizes
@@ -556,22 +559,35 @@ TEST(Libjit, DepthwiseConvolutionAllPaths) {
       {16, 18, 3, 1, 1, 2, 2, 2, 2, 2},   // generic: dilation 2
       {20, 20, 3, 3, 3, 1, 1, 1, 1, 1},   // generic: stride 3
       {10, 12, 3, 2, 1, 1, 1, 1, 1, 1},   // generic: narrow, SH != SW
+      {23, 19, 7, 1, 1, 3, 3, 3, 3, 1},   // any: 7x7 (ConvNeXt), odd sizes
+      {7, 7, 7, 1, 1, 3, 3, 3, 3, 1},     // any: 7x7 on a 7x7 plane
+      {56, 56, 7, 1, 1, 3, 3, 3, 3, 1},   // any: 7x7, several blocks per row
+      {14, 14, 5, 1, 1, 4, 4, 4, 4, 2},   // any: 5x5 dilation 2 (DeepLabV3's backbone)
+      {15, 13, 5, 2, 2, 4, 4, 4, 4, 2},   // any: 5x5 dilation 2, stride 2
+      {17, 21, 3, 2, 2, 3, 3, 3, 3, 3},   // any: dilation 3, stride 2
+      {25, 22, 9, 1, 1, 4, 4, 4, 4, 1},   // any: 9x9
+      {26, 29, 11, 4, 4, 5, 5, 5, 5, 1},  // any: 11x11 stride 4
+      {19, 23, 3, 3, 2, 0, 2, 1, 0, 1},   // any: SH 3, SW 2, asymmetric pads
+      {12, 14, 3, 1, 1, 6, 6, 6, 6, 6},   // any: pads and dilation beyond the plane
+      {11, 16, 1, 1, 1, 0, 0, 0, 0, 1},   // any: 1x1
+      {13, 17, 3, 1, 2, 1, 3, 1, 3, 2, 7, 1}, // any: 3x7, row dilation 2, column stride 2
+      {18, 9, 5, 2, 1, 2, 0, 2, 0, 1, 1},  // any: 5x1
   };
   for (const Case &k : cases) {
     int64_t N = 2, C = 3;
-    auto in = randomVec(N * C * k.H * k.W, 31), w = randomVec(C * k.K * k.K, 32),
+    auto in = randomVec(N * C * k.H * k.W, 31), w = randomVec(C * k.K * (k.KW ? k.KW : k.K), 32),
          bias = randomVec(C, 33);
     std::vector<float> zeros(C, 0.0f);
     for (bool withBias : {true, false}) {
-      int64_t OH, OW;
-      auto ref = refConv(in, w, withBias ? bias : zeros, N, C, k.H, k.W, C, k.K, k.K, k.SH,
-                         k.SW, k.PT, k.PL, k.PB, k.PR, k.D, k.D, C, OH, OW);
-      int64_t per = libjit_conv2d_dw_scratch_floats(k.H, k.W, OH, OW, k.K, k.K, k.SH, k.SW, k.D,
-                                                    k.D);
+      int64_t OH, OW, KW = k.KW ? k.KW : k.K, DW = k.DW ? k.DW : k.D;
+      auto ref = refConv(in, w, withBias ? bias : zeros, N, C, k.H, k.W, C, k.K, KW, k.SH,
+                         k.SW, k.PT, k.PL, k.PB, k.PR, k.D, DW, C, OH, OW);
+      int64_t per = libjit_conv2d_dw_scratch_floats(k.H, k.W, OH, OW, k.K, KW, k.SH, k.SW, k.D,
+                                                    DW);
       for (int64_t nth : {1, 2, 3}) {
         for (int act : {0, 1}) {
           SCOPED_TRACE(std::to_string(k.H) + "x" + std::to_string(k.W) + " K " +
-                       std::to_string(k.K) + " S " + std::to_string(k.SH) + "," +
+                       std::to_string(k.K) + "x" + std::to_string(KW) + " S " + std::to_string(k.SH) + "," +
                        std::to_string(k.SW) + " D " + std::to_string(k.D) + " threads " +
                        std::to_string(nth) + " act " + std::to_string(act) +
                        (withBias ? "" : " no bias"));
@@ -579,7 +595,7 @@ TEST(Libjit, DepthwiseConvolutionAllPaths) {
           for (int64_t t = 0; t < nth; t++)
             libjit_conv2d_dw_f32(out.data(), in.data(), w.data(),
                                  withBias ? bias.data() : nullptr, N, C, k.H, k.W, OH, OW, k.K,
-                                 k.K, k.SH, k.SW, k.PT, k.PL, k.D, k.D, act, 0.0f, 0.5f,
+                                 KW, k.SH, k.SW, k.PT, k.PL, k.D, DW, act, 0.0f, 0.5f,
                                  scratch.data(), t, nth);
           std::vector<float> r = ref;
           if (act)
@@ -588,6 +604,69 @@ TEST(Libjit, DepthwiseConvolutionAllPaths) {
           expectNear(out, r);
         }
       }
+    }
+  }
+}
+
+// Grouped convolution (libjit_conv2d_grouped_f32_avx512 and _avx2) against the naive loop:
+// group counts 2 to 32 with 1 to 20 channels per group on either side (output tiles of
+// 8, 4, 2 and 1 channels and their remainders), strides 1 to 3, pads (asymmetric too),
+// dilations, 1x1 and 5x5 kernels, batch 2, with and without bias, residual add and clamp,
+// one to five threads (units split over output rows when there are few groups). Writes
+// outside the output are caught by guard values.
+TEST(Libjit, GroupedConvolution) {
+  struct Case {
+    int64_t C, O, G, H, W, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW;
+  } cases[] = {
+      {32, 32, 2, 29, 31, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},   // regnet's g2 stride 2, odd sizes
+      {160, 160, 10, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, // 16 per group: two 8-tiles
+      {100, 100, 25, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},   // 4 per group
+      {128, 128, 32, 9, 10, 3, 3, 1, 1, 1, 0, 1, 2, 1, 1},  // 4 per group, asymmetric pads
+      {24, 60, 3, 11, 9, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2},     // 8 -> 20 per group, dilation 2
+      {12, 42, 6, 8, 13, 5, 5, 3, 2, 2, 1, 2, 3, 1, 1},     // 2 -> 7 per group, 5x5, S 3x2
+      {8, 16, 8, 6, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},       // 1x1, 1 -> 2 per group
+      {6, 6, 6, 12, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      // depthwise, as grouped
+      {4, 4, 2, 3, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        // tiny plane
+  };
+  for (const Case &k : cases) {
+    int64_t N = 2, Cg = k.C / k.G, Og = k.O / k.G, K = Cg * k.KH * k.KW;
+    auto in = randomVec(N * k.C * k.H * k.W, 51), w = randomVec(k.O * K, 52),
+         bias = randomVec(k.O, 53);
+    std::vector<float> zeros(k.O, 0.0f), packed(k.O * K);
+    libjit_pack_grouped_f32(packed.data(), w.data(), k.G, Og, K);
+    for (bool withBias : {true, false}) {
+      int64_t OH, OW;
+      auto ref = refConv(in, w, withBias ? bias : zeros, N, k.C, k.H, k.W, k.O, k.KH, k.KW, k.SH,
+                         k.SW, k.PT, k.PL, k.PB, k.PR, k.DH, k.DW, k.G, OH, OW);
+      auto add = randomVec(ref.size(), 54);
+      int64_t per = libjit_conv2d_grouped_scratch_floats(Cg, Og, OH, OW, k.KH, k.KW, k.SH, k.SW,
+                                                         k.DH, k.DW);
+      for (bool v512 : {true, false})
+        for (int64_t nth : {1, 2, 5})
+          for (int mode : {0, 1, 2}) { // plain, clamp, residual add + clamp
+            SCOPED_TRACE(std::to_string(k.C) + "->" + std::to_string(k.O) + " g" +
+                         std::to_string(k.G) + " " + std::to_string(k.H) + "x" +
+                         std::to_string(k.W) + (v512 ? " avx512" : " avx2") + " threads " +
+                         std::to_string(nth) + " mode " + std::to_string(mode) +
+                         (withBias ? "" : " no bias"));
+            std::vector<float> out(ref.size() + 32, 7.0f), scratch(nth * per);
+            for (int64_t t = 0; t < nth; t++)
+              (v512 ? libjit_conv2d_grouped_f32_avx512 : libjit_conv2d_grouped_f32_avx2)(
+                  out.data(), in.data(), packed.data(), withBias ? bias.data() : nullptr,
+                  mode == 2 ? add.data() : nullptr, N, k.C, k.H, k.W, k.O, OH, OW, k.KH, k.KW,
+                  k.SH, k.SW, k.PT, k.PL, k.DH, k.DW, k.G, mode != 0, -0.25f, 0.5f,
+                  scratch.data(), t, nth);
+            std::vector<float> r = ref;
+            for (size_t i = 0; i < r.size(); i++) {
+              if (mode == 2)
+                r[i] += add[i];
+              if (mode != 0)
+                r[i] = std::min(0.5f, std::max(-0.25f, r[i]));
+            }
+            for (int i = 0; i < 32; i++)
+              r.push_back(7.0f);
+            expectNear(out, r);
+          }
     }
   }
 }

@@ -6,6 +6,8 @@
 
 #include "kiln/Passes/Pipeline.h"
 
+#include <algorithm>
+
 namespace kiln::test {
 
 namespace {
@@ -175,6 +177,34 @@ TEST_F(PassNumericTest, merge_pads) {
   expectSameNumbers(F_, g);
 }
 
+// Dilated 3x3 convolutions on a 5x6 map: dilation 6 with pads 6 reads real input only
+// through its centre tap (a 1x1 convolution after the pass); dilation 3 with pads 3 keeps
+// its rows and columns (each reaches the map for some output) but splits into bands of
+// equal live taps: rows 0-1 taps 1-2, row 2 tap 1, rows 3-4 taps 0-1 (9 of 15 pairs);
+// columns 0-2 taps 1-2, 3-5 taps 0-1 (12 of 18): 0.4 of the work, six convolutions of
+// 2x2, 1x2, 2x2 by 2 kernels; dilation
+// (5, 1) with pads (5, 1) loses its top and bottom rows only.
+TEST_F(PassNumericTest, prune_conv_taps) {
+  auto *x = input("x", {1, 3, 5, 6});
+  auto conv = [&](const std::string &name, dim_t dh, dim_t dw) {
+    auto *w = rand(name + ".w", {2, 3, 3, 3});
+    auto *b = rand(name + ".b", {2});
+    return F_->createConvolution(name, x, w, b, {3, 3}, {1, 1}, {dh, dw, dh, dw}, {dh, dw}, 1);
+  };
+  save(conv("d6", 6, 6));
+  save(conv("d3", 3, 3));
+  save(conv("d51", 5, 1));
+  Function *g = optimizedCopy(F_, "prune-conv-taps,dce");
+  std::vector<std::vector<dim_t>> kernels;
+  for (const auto &n : g->getNodes())
+    if (auto *c = dyn_cast<ConvolutionNode>(n.get()))
+      kernels.push_back(c->getKernels());
+  std::sort(kernels.begin(), kernels.end());
+  EXPECT_EQ(kernels, (std::vector<std::vector<dim_t>>{
+                         {1, 1}, {1, 2}, {1, 2}, {1, 3}, {2, 2}, {2, 2}, {2, 2}, {2, 2}}));
+  expectSameNumbers(F_, g, 1e-6f, 1e-5f);
+}
+
 TEST_F(PassNumericTest, simplify_arithmetic) {
   auto *x = input("x", {5});
   TypeRef ty = x->getType();
@@ -235,6 +265,7 @@ TEST(PassList, IsTheOneTested) {
                                      "flatten-concats",
                                      "simplify-splats",
                                      "merge-pads",
+                                     "prune-conv-taps",
                                      "simplify-arithmetic",
                                      "drop-identities",
                                      "lower"};

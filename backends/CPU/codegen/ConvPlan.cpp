@@ -82,12 +82,23 @@ bool stripFitsScratch(int64_t K) {
              libjit::gemmScratchFloats<libjit::GemmAvx2>();
 }
 
+/// Whether the grouped kernel can compute \p s: groups of at most kGroupedMaxWidth
+/// channels on either side (depthwise ones too, which it takes when they add a residual),
+/// weights packed at compile time.
+bool groupedApplies(const ConvShape &s) {
+  if (s.group <= 1 || s.C % s.group || s.O % s.group || !s.constantWeights)
+    return false;
+  return s.C / s.group <= kGroupedMaxWidth && s.O / s.group <= kGroupedMaxWidth;
+}
+
 /// The weight layout of \p a's kernel.
 WeightPacking packingOf(ConvAlgorithm a) {
   switch (a) {
   case ConvAlgorithm::Depthwise:
   case ConvAlgorithm::Strip:
     return WeightPacking::None;
+  case ConvAlgorithm::Grouped:
+    return WeightPacking::GroupedTaps;
   case ConvAlgorithm::WinogradRows2:
     return WeightPacking::WinogradRows2x2;
   case ConvAlgorithm::WinogradRows4:
@@ -103,7 +114,8 @@ WeightPacking packingOf(ConvAlgorithm a) {
 }
 
 constexpr ConvAlgorithm kAllAlgorithms[] = {
-    ConvAlgorithm::Depthwise,  ConvAlgorithm::WinogradRows2, ConvAlgorithm::WinogradRows4,
+    ConvAlgorithm::Depthwise,  ConvAlgorithm::Grouped,       ConvAlgorithm::WinogradRows2,
+    ConvAlgorithm::WinogradRows4,
     ConvAlgorithm::Winograd,   ConvAlgorithm::Transposed,    ConvAlgorithm::Strip,
     ConvAlgorithm::PackedGemm,
 };
@@ -114,6 +126,8 @@ bool convAlgorithmApplies(ConvAlgorithm a, const ConvShape &s) {
   switch (a) {
   case ConvAlgorithm::Depthwise:
     return s.group > 1 && s.group == s.C && s.O == s.C && !s.residualAdd;
+  case ConvAlgorithm::Grouped:
+    return groupedApplies(s);
   case ConvAlgorithm::WinogradRows2:
   case ConvAlgorithm::WinogradRows4:
   case ConvAlgorithm::Winograd:
@@ -144,6 +158,10 @@ ConvPlan chooseConvAlgorithm(const ConvShape &s, Isa isa, unsigned threads,
   // Depthwise: its own kernel, which has no residual operand.
   if (s.group > 1 && s.group == s.C && s.O == s.C && !s.residualAdd)
     return {ConvAlgorithm::Depthwise, WeightPacking::None};
+  // Other grouped convolutions with narrow groups: one kernel over the groups (the packed
+  // GEMM pads each group's few output channels to whole register tiles).
+  if (groupedApplies(s))
+    return {ConvAlgorithm::Grouped, WeightPacking::GroupedTaps};
 
   // Winograd for 3x3 stride-1 layers with weights to transform at compile time.
   bool winograd3x3 = s.group == 1 && s.constantWeights && allowed.winograd && s.KH == 3 &&
@@ -196,6 +214,8 @@ const char *convAlgorithmName(ConvAlgorithm a) {
   switch (a) {
   case ConvAlgorithm::Depthwise:
     return "conv_dw";
+  case ConvAlgorithm::Grouped:
+    return "conv_grp";
   case ConvAlgorithm::WinogradRows2:
     return "conv_wino2";
   case ConvAlgorithm::WinogradRows4:

@@ -33,6 +33,7 @@ struct ConvShape {
 /// The kernel that computes a convolution; the profile name of each in brackets.
 enum class ConvAlgorithm {
   Depthwise,     ///< [conv_dw] one filter per channel (libjit_conv2d_dw)
+  Grouped,       ///< [conv_grp] groups as a batch of direct convolutions (libjit_conv2d_grouped)
   WinogradRows2, ///< [conv_wino2] F(2x2, 3x3), tiles as GEMM rows
   WinogradRows4, ///< [conv_wino4r] F(4x4, 3x3), tiles as GEMM rows
   Winograd,      ///< [conv_wino] F(4x4, 3x3), tiles as GEMM columns
@@ -51,6 +52,7 @@ enum class WeightPacking {
   Winograd4x4,     ///< F(4x4, 3x3) transformed, for the tiles-as-columns kernel
   WinogradRows2x2, ///< F(2x2, 3x3) transformed, for the tiles-as-rows kernel
   WinogradRows4x4, ///< F(4x4, 3x3) transformed, for the tiles-as-rows kernel
+  GroupedTaps,     ///< [G][C/G][KH KW][O/G]: per group, the taps' output channels adjacent
 };
 
 /// Algorithms that may be switched off (CodegenOptions::winograd, transposedConv), and
@@ -83,11 +85,16 @@ const char *convAlgorithmName(ConvAlgorithm a);
 std::optional<ConvAlgorithm> parseConvAlgorithmName(const std::string &name);
 
 /// Whether \p a's kernel can compute \p s at all, fast or not: depthwise needs group =
-/// channels and no residual add; Winograd a 3x3 stride-1 undilated kernel, one group and
+/// channels and no residual add; the grouped kernel 1 < group, constant weights and groups
+/// of at most kGroupedMaxWidth input and output channels; Winograd a 3x3 stride-1 undilated kernel, one group and
 /// constant weights; the transposed GEMM constant weights and one group; the strip one
 /// group and a reduction C KH KW <= 9904 (its block of one strip in the GEMM scratch); the
 /// packed GEMM takes everything.
 bool convAlgorithmApplies(ConvAlgorithm a, const ConvShape &s);
+
+/// The widest group (input or output channels) the grouped kernel takes: its per-thread
+/// copy of one group's padded input planes stays small.
+constexpr int64_t kGroupedMaxWidth = 64;
 
 } // namespace kiln::cpu
 

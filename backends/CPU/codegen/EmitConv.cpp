@@ -73,6 +73,21 @@ Error Emitter::emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpi
                              F32(epi.hi), scratch(), tid_, nth_});
                      }});
     return Error::success();
+  case ConvAlgorithm::Grouped: {
+    int64_t Og = O / G, Cg = C / G;
+    KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, plan.packing, G, Og, Cg * KH * KW));
+    Location wl{kConstantBase, off};
+    needPoolScratch(libjit_conv2d_grouped_scratch_floats(Cg, Og, OH, OW, KH, KW, SH, SW, DH, DW));
+    items.push_back({true, label, [=] {
+                       call("libjit_conv2d_grouped_f32_" + isa_,
+                            {ptr(dest), ptr(in), at(wl), ptr(bias),
+                             residual ? ptr(residual) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
+                             I64(O), I64(OH), I64(OW), I64(KH), I64(KW), I64(SH), I64(SW),
+                             I64(PT), I64(PL), I64(DH), I64(DW), I64(G), I64(epi.act),
+                             F32(epi.lo), F32(epi.hi), scratch(), tid_, nth_});
+                     }});
+    return Error::success();
+  }
   case ConvAlgorithm::WinogradRows2:
   case ConvAlgorithm::WinogradRows4: {
     int64_t tile = plan.algorithm == ConvAlgorithm::WinogradRows2 ? 2 : 4;

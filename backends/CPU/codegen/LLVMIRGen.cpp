@@ -157,7 +157,8 @@ Expected<uint64_t> Emitter::constRaw(const WeightVar *w) {
 /// `rows` (K) x `cols` (N) matrix; GemmBTransposed: W [cols x rows] packed as the B operand
 /// W^T; Winograd4x4, WinogradRows2x2/4x4: 3x3 filters [rows = O][cols = C][3][3]
 /// transformed for Winograd F(4x4, 3x3) (libjit_pack_wino), and with the tiles as rows
-/// F(2x2, 3x3) and F(4x4, 3x3) (libjit_pack_wino_rows).
+/// F(2x2, 3x3) and F(4x4, 3x3) (libjit_pack_wino_rows); GroupedTaps: each of `groups`
+/// blocks of `rows` (O / G) x `cols` (C / G KH KW) transposed (libjit_pack_grouped_f32).
 Expected<uint64_t> Emitter::constPacked(const WeightVar *w, WeightPacking kind, int64_t groups,
                                         int64_t rows, int64_t cols) {
   auto key = std::make_tuple(w, kind, groups);
@@ -180,6 +181,8 @@ Expected<uint64_t> Emitter::constPacked(const WeightVar *w, WeightPacking kind, 
   else if (kind == WeightPacking::Winograd4x4)
     floats = avx512_ ? libjit_pack_wino_floats_avx512(rows, cols)
                      : libjit_pack_wino_floats_avx2(rows, cols);
+  else if (kind == WeightPacking::GroupedTaps) // `groups` blocks of rows (Og) x cols (K)
+    floats = groups * rows * cols;
   else if (winoRowsTile)
     floats = avx512_ ? libjit_pack_wino_rows_floats_avx512(winoRowsTile, rows, cols)
                      : libjit_pack_wino_rows_floats_avx2(winoRowsTile, rows, cols);
@@ -208,6 +211,8 @@ Expected<uint64_t> Emitter::constPacked(const WeightVar *w, WeightPacking kind, 
       libjit_pack_wino_f32_avx512(dst, src, rows, cols);
     else
       libjit_pack_wino_f32_avx2(dst, src, rows, cols);
+  } else if (kind == WeightPacking::GroupedTaps) {
+    libjit_pack_grouped_f32(dst, src, groups, rows, cols);
   } else if (winoRowsTile) {
     if (avx512_)
       libjit_pack_wino_rows_f32_avx512(winoRowsTile, dst, src, rows, cols);

@@ -283,6 +283,7 @@ std::vector<std::string> sharedKernelNames(bool avx512) {
           "libjit_batchmatmul_f32_" + isa,  "libjit_conv2d_t_f32_" + isa,
           "libjit_conv2d_strip_f32_" + isa, "libjit_conv2d_wino_f32_" + isa,
           "libjit_conv2d_wino_rows2_f32_" + isa, "libjit_conv2d_wino_rows4_f32_" + isa,
+          "libjit_conv2d_grouped_f32_" + isa,
           // Loop nests that gain little from constant shapes and cost much to compile
           // once per call.
           "libjit_conv2d_dw_f32", "libjit_maxpool_f32", "libjit_avgpool_f32",

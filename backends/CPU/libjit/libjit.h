@@ -350,4 +350,24 @@ LIBJIT_EXPORT void libjit_conv2d_dw_f32(float *out, const float *in, const float
                                         float lo, float hi, float *scratch, int64_t tid,
                                         int64_t nthreads);
 
+// Grouped convolution (libjit_depthwise.cpp): 1 < G, Cg = C / G, Og = O / G per group.
+/// Floats of scratch per thread of libjit_conv2d_grouped_f32_*.
+LIBJIT_EXPORT int64_t libjit_conv2d_grouped_scratch_floats(int64_t Cg, int64_t Og, int64_t OH,
+                                                           int64_t OW, int64_t KH, int64_t KW,
+                                                           int64_t SH, int64_t SW, int64_t DH,
+                                                           int64_t DW);
+/// dst [G][K][Og] = filter [G][Og][K] (K = Cg KH KW): the grouped kernel's weights.
+LIBJIT_EXPORT void libjit_pack_grouped_f32(float *dst, const float *filter, int64_t G,
+                                           int64_t Og, int64_t K);
+#define LIBJIT_DECLARE_GROUPED(SUFFIX)                                                       \
+  LIBJIT_EXPORT void libjit_conv2d_grouped_f32_##SUFFIX(                                     \
+      float *out, const float *in, const float *packedW, const float *bias, const float *add, \
+      int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW,          \
+      int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,     \
+      int64_t DW, int64_t G, int64_t act, float lo, float hi, float *scratch, int64_t tid,    \
+      int64_t nthreads);
+LIBJIT_DECLARE_GROUPED(avx512)
+LIBJIT_DECLARE_GROUPED(avx2)
+#undef LIBJIT_DECLARE_GROUPED
+
 #endif // KILN_BACKENDS_CPU_LIBJIT_LIBJIT_H

@@ -8,7 +8,9 @@
 //  - rows (stride 2 with output rows of 16 or more, and SH != SW): the plane is copied
 //    into zero-padded rows split into even and odd columns, so that every tap of a block
 //    of 16 outputs is one contiguous load and one FMA.
-// Other shapes (dilations, larger strides) use a generic loop over a padded copy.
+// Every other shape (kernels of any size, dilations, any strides) takes the any path: the
+// flat path's phase split with the taps a runtime table of offsets (one per tap, into the
+// S x S phases), 64 outputs (four vectors) per block and the taps as the inner loop.
 #include "libjit.h"
 #include "libjit_vec.h"
 
@@ -26,22 +28,12 @@ template <int K> LIBJIT_INLINE F16 sumRows(const F16 *acc, int64_t act, F16 lo, 
   return act ? clamp16(v, lo, hi) : v;
 }
 
-/// The generic path's padded, column-phase-split plane: Hp rows of Wq cells per phase.
-struct PhaseGeom {
-  int64_t Hp, Wq;
-  PhaseGeom(int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t DH,
-            int64_t DW) {
-    Hp = (OH - 1) * SH + (KH - 1) * DH + 1;
-    Wq = OW + ((KW - 1) * DW) / SW + 1;
-  }
-};
-
 /// Cells of one row of the row path (one column phase), with slack for the copies.
 LIBJIT_INLINE int64_t rowCells(int64_t OW, int64_t K, int64_t S) {
   return (OW + (K - 1) / S + 32 + 15) / 16 * 16;
 }
 
-/// Which path a shape takes: 0 generic, 1 rows, 2 flat. Stride 1 runs flat at every size
+/// Which path a shape takes: 0 any, 1 rows, 2 flat. Stride 1 runs flat at every size
 /// (its padded copy is a plain row copy and it has no per-row overhead); stride 2 runs
 /// flat only on narrow planes, since its phase split copies element by element.
 LIBJIT_INLINE int dwPath(int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t DH,
@@ -206,65 +198,122 @@ LIBJIT_INLINE void dwFlat(float *__restrict y, const float *__restrict x, const 
     copyRow(y + i * OW, o + i * g.Wq, OW);
 }
 
-/// Copies plane x [H x W] into SW column phases of its padded form, for windows read with
-/// column stride SW: phase f holds padded columns f, f + SW, f + 2 SW, ... so that every
-/// window tap reads a contiguous run. Padded row r, padded column q = j * SW + f is
-/// x[r - PT][q - PL] inside the image and 0 outside. Each phase is Hp x Wq.
-LIBJIT_INLINE void padPhases(float *dst, const float *x, int64_t H, int64_t W, int64_t PT,
-                             int64_t PL, int64_t Hp, int64_t Wq, int64_t SW) {
-  for (int64_t f = 0; f < SW; f++) {
-    float *d = dst + f * Hp * Wq;
-    int64_t off = f - PL;
+/// Geometry of the any path: SH x SW phases of Hq x Wq cells, each followed by slack for
+/// the loads of the last output blocks (a tap reads up to Wq cells past the phase's last
+/// row), then OH x Wq outputs rounded up to a block of four vectors; the tap table (one
+/// int64 per tap) comes first.
+struct AnyGeom {
+  int64_t Hq, Wq, phase, outCells, tapFloats, taps;
+  AnyGeom(int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t DH,
+          int64_t DW) {
+    Hq = OH + ((KH - 1) * DH) / SH;
+    Wq = OW + ((KW - 1) * DW) / SW;
+    phase = (Hq * Wq + Wq + 64 + 15) / 16 * 16;
+    outCells = (OH * Wq + 63) / 64 * 64;
+    taps = KH * KW;
+    tapFloats = (2 * taps + 15) / 16 * 16;
+  }
+  int64_t floats(int64_t SH, int64_t SW) const {
+    return tapFloats + SH * SW * phase + outCells;
+  }
+};
+
+/// Copies input row xr [W] into row i of the phases of column phase 0..SW-1 whose cells
+/// start at d (phase c at d + c * phaseCells): padded column q = j * SW + c lands at cell
+/// j of phase c when j < Wq. Padding cells are never written.
+LIBJIT_INLINE void anyLoadRow(float *__restrict d, const float *__restrict xr, int64_t W,
+                              int64_t PL, int64_t SW, int64_t Wq, int64_t phaseCells) {
+  if (SW == 1) {
+    int64_t jLo = maxI(PL, 0), jHi = minI(Wq, W + PL);
+    if (jHi > jLo)
+      copyRow(d + jLo, xr + jLo - PL, jHi - jLo);
+    return;
+  }
+  if (SW == 2 && PL >= 0) {
+    loadRow<2>(d, xr, W, PL, Wq, phaseCells);
+    return;
+  }
+  for (int64_t c = 0; c < SW; c++) {
+    float *dc = d + c * phaseCells;
+    // Columns j with 0 <= j * SW + c - PL < W.
+    int64_t off = c - PL;
     int64_t jLo = off >= 0 ? 0 : ceilDiv(-off, SW);
-    int64_t jHi = W - off <= 0 ? 0 : ceilDiv(W - off, SW);
-    jLo = minI(jLo, Wq);
-    jHi = maxI(minI(jHi, Wq), jLo);
-    for (int64_t r = 0; r < Hp; r++) {
-      float *dr = d + r * Wq;
-      int64_t ih = r - PT;
-      if (ih < 0 || ih >= H) {
-        for (int64_t j = 0; j < Wq; j++)
-          dr[j] = 0.0f;
-        continue;
-      }
-      const float *xr = x + ih * W + off;
-      for (int64_t j = 0; j < jLo; j++)
-        dr[j] = 0.0f;
-      for (int64_t j = jLo; j < jHi; j++)
-        dr[j] = xr[j * SW];
-      for (int64_t j = jHi; j < Wq; j++)
-        dr[j] = 0.0f;
-    }
+    int64_t jHi = minI(Wq, W - off <= 0 ? 0 : ceilDiv(W - off, SW));
+    for (int64_t j = jLo; j < jHi; j++)
+      dc[j] = xr[j * SW + off];
   }
 }
 
-/// One plane on the generic path: every tap is a multiply-add over an output row.
-LIBJIT_INLINE void dwGeneric(float *y, const float *x, const float *f, float b, int64_t H,
-                             int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
-                             int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int act,
-                             float lo, float hi, float *buf) {
-  PhaseGeom g(OH, OW, KH, KW, SH, SW, DH, DW);
-  int64_t plane = g.Hp * g.Wq;
-  padPhases(buf, x, H, W, PT, PL, g.Hp, g.Wq, SW);
-  for (int64_t oh = 0; oh < OH; oh++) {
-    float *yr = y + oh * OW;
-    for (int64_t ow = 0; ow < OW; ow++)
-      yr[ow] = b;
-    for (int64_t kh = 0; kh < KH; kh++) {
-      int64_t r = oh * SH + kh * DH;
-      for (int64_t kw = 0; kw < KW; kw++) {
-        float wv = f[kh * KW + kw];
-        int64_t q = kw * DW;
-        const float *s = buf + (q % SW) * plane + r * g.Wq + q / SW;
-        for (int64_t ow = 0; ow < OW; ow++)
-          yr[ow] += wv * s[ow];
-      }
+/// The any path's tap table: tap (kh, kw) reads phase (kh DH % SH, kw DW % SW) at
+/// (kh DH / SH) rows and (kw DW / SW) cells from the output's cell.
+LIBJIT_INLINE void anyTaps(int64_t *toff, const AnyGeom &g, int64_t KH, int64_t KW, int64_t SH,
+                           int64_t SW, int64_t DH, int64_t DW) {
+  for (int64_t kh = 0; kh < KH; kh++)
+    for (int64_t kw = 0; kw < KW; kw++) {
+      int64_t r = kh * DH, q = kw * DW;
+      toff[kh * KW + kw] = ((r % SH) * SW + q % SW) * g.phase + (r / SH) * g.Wq + q / SW;
     }
-    if (act)
-      for (int64_t ow = 0; ow < OW; ow++) {
-        float v = yr[ow] < lo ? lo : yr[ow];
-        yr[ow] = v > hi ? hi : v;
-      }
+}
+
+/// One plane on the any path; buf's padding cells are zero and its tap table filled
+/// (once per call).
+LIBJIT_INLINE void dwAny(float *__restrict y, const float *__restrict x, const float *__restrict f,
+                         float b, const AnyGeom &g, int64_t H, int64_t W, int64_t OH, int64_t OW,
+                         int64_t SH, int64_t SW, int64_t PT, int64_t PL, int act, float lo,
+                         float hi, float *buf) {
+  const int64_t *toff = reinterpret_cast<const int64_t *>(buf);
+  float *planes = buf + g.tapFloats;
+  // Phase (a, c) cell (i, j) is padded row i * SH + a, padded column j * SW + c.
+  for (int64_t a = 0; a < SH; a++)
+    for (int64_t i = 0; i < g.Hq; i++) {
+      int64_t ih = i * SH + a - PT;
+      if (ih < 0 || ih >= H)
+        continue;
+      anyLoadRow(planes + a * SW * g.phase + i * g.Wq, x + ih * W, W, PL, SW, g.Wq, g.phase);
+    }
+  float *o = planes + SH * SW * g.phase;
+  F16 bv = splat16(b), lov = splat16(lo), hiv = splat16(hi);
+  const int64_t T = g.taps, cells = OH * g.Wq;
+  int64_t i0 = 0;
+  for (; i0 + 64 <= g.outCells && i0 < cells; i0 += 64) {
+    F16 a0 = bv, a1 = bv, a2 = bv, a3 = bv;
+    const float *p0 = planes + i0;
+    for (int64_t t = 0; t < T; t++) {
+      F16 w = splat16(f[t]);
+      const float *p = p0 + toff[t];
+      a0 += w * ld16(p);
+      a1 += w * ld16(p + 16);
+      a2 += w * ld16(p + 32);
+      a3 += w * ld16(p + 48);
+    }
+    if (act) {
+      a0 = clamp16(a0, lov, hiv), a1 = clamp16(a1, lov, hiv);
+      a2 = clamp16(a2, lov, hiv), a3 = clamp16(a3, lov, hiv);
+    }
+    st16(o + i0, a0);
+    st16(o + i0 + 16, a1);
+    st16(o + i0 + 32, a2);
+    st16(o + i0 + 48, a3);
+  }
+  for (int64_t i = 0; i < OH; i++)
+    copyRow(y + i * OW, o + i * g.Wq, OW);
+}
+
+/// The any path over planes [p0, p1).
+LIBJIT_INLINE void dwAnyPlanes(float *out, const float *in, const float *filter,
+                               const float *bias, int64_t C, int64_t H, int64_t W, int64_t OH,
+                               int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW,
+                               int64_t PT, int64_t PL, int64_t DH, int64_t DW, int act, float lo,
+                               float hi, float *buf, int64_t p0, int64_t p1) {
+  AnyGeom g(OH, OW, KH, KW, SH, SW, DH, DW);
+  int64_t n = g.floats(SH, SW);
+  for (int64_t i = 0; i < n; i++)
+    buf[i] = 0.0f;
+  anyTaps(reinterpret_cast<int64_t *>(buf), g, KH, KW, SH, SW, DH, DW);
+  for (int64_t p = p0; p < p1; p++) {
+    int64_t c = p % C;
+    dwAny(out + p * OH * OW, in + p * H * W, filter + c * KH * KW, bias ? bias[c] : 0.0f, g, H, W,
+          OH, OW, SH, SW, PT, PL, act, lo, hi, buf);
   }
 }
 
@@ -304,10 +353,8 @@ LIBJIT_EXPORT int64_t libjit_conv2d_dw_scratch_floats(int64_t H, int64_t W, int6
   case 2:
     n = FlatGeom(OH, OW, KH, SH).floats(SH);
     break;
-  default: {
-    PhaseGeom g(OH, OW, KH, KW, SH, SW, DH, DW);
-    n = g.Hp * g.Wq * SW;
-  }
+  default:
+    n = AnyGeom(OH, OW, KH, KW, SH, SW, DH, DW).floats(SH, SW);
   }
   return (n + 15) / 16 * 16;
 }
@@ -342,9 +389,219 @@ LIBJIT_EXPORT void libjit_conv2d_dw_f32(float *out, const float *in, const float
                      rows);
     return;
   }
-  for (int64_t p = p0; p < p1; p++) {
-    int64_t c = p % C;
-    dwGeneric(out + p * OH * OW, in + p * H * W, filter + c * KH * KW, bias ? bias[c] : 0.0f, H, W,
-              OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, a, lo, hi, buf);
+  dwAnyPlanes(out, in, filter, bias, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, a, lo, hi,
+              buf, p0, p1);
+}
+
+// ---------------------------------------------------------------------------------------
+// Grouped convolution (1 < Group < C, Cg = C / Group input and Og = O / Group output
+// channels per group): the groups are a batch of small direct convolutions over the any
+// path's padded phase planes. Per group, the Cg planes are copied once; a register tile of
+// OT output channels x two vectors of output cells accumulates, for every input channel and
+// tap, one broadcast weight times the tap's two vectors. Weights come packed at compile
+// time as [G][Cg][KH KW][Og] (libjit_pack_grouped_f32), so a tile's OT weights of one
+// (channel, tap) are adjacent. Results go to an [Og][cells] buffer, and from there to the
+// output rows with the residual add and the clamp.
+
+namespace {
+
+typedef float V16 __attribute__((vector_size(64)));
+typedef float V8 __attribute__((vector_size(32)));
+template <int VW> struct GVec;
+template <> struct GVec<16> { typedef V16 T; };
+template <> struct GVec<8> { typedef V8 T; };
+
+template <class V> LIBJIT_INLINE V gLoad(const float *p) {
+  V v;
+  __builtin_memcpy(&v, p, sizeof(V));
+  return v;
+}
+template <class V> LIBJIT_INLINE void gStore(float *p, V v) { __builtin_memcpy(p, &v, sizeof(V)); }
+template <class V> LIBJIT_INLINE V gSplat(float s) {
+  V v = {};
+  return v + s;
+}
+
+/// Per-thread scratch of the grouped kernel: the tap table, Cg channels of phase planes,
+/// then Og rows of output cells.
+struct GroupedGeom {
+  AnyGeom g;
+  int64_t chFloats, outFloats;
+  GroupedGeom(int64_t Cg, int64_t Og, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
+              int64_t SW, int64_t DH, int64_t DW)
+      : g(OH, OW, KH, KW, SH, SW, DH, DW) {
+    chFloats = SH * SW * g.phase;
+    outFloats = Og * g.outCells;
+    (void)Cg;
+  }
+  int64_t floats(int64_t Cg) const { return g.tapFloats + Cg * chFloats + outFloats; }
+};
+
+/// One tile of OT output channels over cells [0, cells) in blocks of two VW-float vectors:
+/// o[j][i] = bias[j] + sum over channels ci and taps t of w[ci][t][j] x[ci][i + toff[t]].
+template <int VW, int OT>
+LIBJIT_INLINE void groupedTile(float *__restrict o, int64_t oPitch,
+                               const float *__restrict planes, int64_t chFloats,
+                               const int64_t *__restrict toff, int64_t T, int64_t Cg,
+                               const float *__restrict w, int64_t Og,
+                               const float *__restrict bias, int64_t cells) {
+  typedef typename GVec<VW>::T V;
+  for (int64_t i0 = 0; i0 < cells; i0 += 2 * VW) {
+    V acc[OT][2];
+    LIBJIT_UNROLL
+    for (int j = 0; j < OT; j++)
+      acc[j][0] = acc[j][1] = gSplat<V>(bias ? bias[j] : 0.0f);
+    for (int64_t ci = 0; ci < Cg; ci++) {
+      const float *pc = planes + ci * chFloats + i0;
+      const float *wc = w + ci * T * Og;
+      for (int64_t t = 0; t < T; t++) {
+        const float *p = pc + toff[t];
+        V x0 = gLoad<V>(p), x1 = gLoad<V>(p + VW);
+        const float *wt = wc + t * Og;
+        LIBJIT_UNROLL
+        for (int j = 0; j < OT; j++) {
+          V wj = gSplat<V>(wt[j]);
+          acc[j][0] += wj * x0;
+          acc[j][1] += wj * x1;
+        }
+      }
+    }
+    LIBJIT_UNROLL
+    for (int j = 0; j < OT; j++) {
+      gStore<V>(o + j * oPitch + i0, acc[j][0]);
+      gStore<V>(o + j * oPitch + i0 + VW, acc[j][1]);
+    }
   }
 }
+
+/// Output channels [0, Og) of one group in tiles of MaxOT, then 4, 2, 1.
+template <int VW, int MaxOT>
+LIBJIT_INLINE void groupedChannels(float *o, int64_t oPitch, const float *planes,
+                                   int64_t chFloats, const int64_t *toff, int64_t T, int64_t Cg,
+                                   const float *w, int64_t Og, const float *bias, int64_t cells) {
+  int64_t j = 0;
+  for (; j + MaxOT <= Og; j += MaxOT)
+    groupedTile<VW, MaxOT>(o + j * oPitch, oPitch, planes, chFloats, toff, T, Cg, w + j, Og,
+                           bias ? bias + j : nullptr, cells);
+  if (MaxOT > 4 && j + 4 <= Og) {
+    groupedTile<VW, 4>(o + j * oPitch, oPitch, planes, chFloats, toff, T, Cg, w + j, Og,
+                       bias ? bias + j : nullptr, cells);
+    j += 4;
+  }
+  if (j + 2 <= Og) {
+    groupedTile<VW, 2>(o + j * oPitch, oPitch, planes, chFloats, toff, T, Cg, w + j, Og,
+                       bias ? bias + j : nullptr, cells);
+    j += 2;
+  }
+  if (j < Og)
+    groupedTile<VW, 1>(o + j * oPitch, oPitch, planes, chFloats, toff, T, Cg, w + j, Og,
+                       bias ? bias + j : nullptr, cells);
+}
+
+template <int VW, int MaxOT>
+LIBJIT_INLINE void conv2dGrouped(float *out, const float *in, const float *packedW,
+                                 const float *bias, const float *add, int64_t N, int64_t C,
+                                 int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW,
+                                 int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT,
+                                 int64_t PL, int64_t DH, int64_t DW, int64_t G, int64_t act,
+                                 float lo, float hi, float *scratch, int64_t tid,
+                                 int64_t nthreads) {
+  const int64_t Cg = C / G, Og = O / G;
+  GroupedGeom gg(Cg, Og, OH, OW, KH, KW, SH, SW, DH, DW);
+  const AnyGeom &g = gg.g;
+  // Work units: (image, group) pairs, each split into R ranges of output rows when there
+  // are too few pairs to share between the threads.
+  int64_t pairs = N * G, R = 1;
+  if (pairs < 4 * nthreads)
+    R = minI(OH, ceilDiv(4 * nthreads, pairs));
+  int64_t u0, u1;
+  partition(pairs * R, 1, tid, nthreads, &u0, &u1);
+  if (u0 >= u1)
+    return;
+  float *buf = scratch + tid * ((gg.floats(Cg) + 15) / 16 * 16);
+  int64_t n0 = gg.floats(Cg);
+  for (int64_t i = 0; i < n0; i++)
+    buf[i] = 0.0f;
+  int64_t *toff = reinterpret_cast<int64_t *>(buf);
+  anyTaps(toff, g, KH, KW, SH, SW, DH, DW);
+  float *planes = buf + g.tapFloats;
+  float *o = planes + Cg * gg.chFloats;
+  const int64_t T = KH * KW, P = OH * OW;
+  int64_t lastPair = -1;
+  for (int64_t u = u0; u < u1; u++) {
+    int64_t pair = u / R, part = u % R, n = pair / G, grp = pair % G;
+    // Output rows [r0, r1) of this unit.
+    int64_t r0 = part * OH / R, r1 = (part + 1) * OH / R;
+    if (r0 >= r1)
+      continue;
+    if (pair != lastPair) {
+      for (int64_t ci = 0; ci < Cg; ci++) {
+        const float *x = in + (n * C + grp * Cg + ci) * H * W;
+        float *pl = planes + ci * gg.chFloats;
+        for (int64_t a = 0; a < SH; a++)
+          for (int64_t i = 0; i < g.Hq; i++) {
+            int64_t ih = i * SH + a - PT;
+            if (ih < 0 || ih >= H)
+              continue;
+            anyLoadRow(pl + a * SW * g.phase + i * g.Wq, x + ih * W, W, PL, SW, g.Wq, g.phase);
+          }
+      }
+      lastPair = pair;
+    }
+    // Cells of rows [r0, r1), from the block holding row r0's first cell.
+    int64_t c0 = r0 * g.Wq / (2 * VW) * (2 * VW), c1 = r1 * g.Wq;
+    groupedChannels<VW, MaxOT>(o + c0, g.outCells, planes + c0, gg.chFloats, toff, T, Cg,
+                               packedW + grp * Cg * T * Og, Og, bias ? bias + grp * Og : nullptr,
+                               c1 - c0);
+    for (int64_t j = 0; j < Og; j++) {
+      int64_t oc = grp * Og + j;
+      float *y = out + (n * O + oc) * P;
+      const float *ad = add ? add + (n * O + oc) * P : nullptr;
+      const float *src = o + j * g.outCells;
+      for (int64_t r = r0; r < r1; r++) {
+        float *yr = y + r * OW;
+        const float *sr = src + r * g.Wq;
+        const float *ar = ad ? ad + r * OW : nullptr;
+        for (int64_t c = 0; c < OW; c++) {
+          float v = sr[c] + (ar ? ar[c] : 0.0f);
+          if (act) {
+            v = v < lo ? lo : v;
+            v = v > hi ? hi : v;
+          }
+          yr[c] = v;
+        }
+      }
+    }
+  }
+}
+
+} // namespace
+
+LIBJIT_EXPORT int64_t libjit_conv2d_grouped_scratch_floats(int64_t Cg, int64_t Og, int64_t OH,
+                                                           int64_t OW, int64_t KH, int64_t KW,
+                                                           int64_t SH, int64_t SW, int64_t DH,
+                                                           int64_t DW) {
+  return (GroupedGeom(Cg, Og, OH, OW, KH, KW, SH, SW, DH, DW).floats(Cg) + 15) / 16 * 16;
+}
+
+LIBJIT_EXPORT void libjit_pack_grouped_f32(float *dst, const float *filter, int64_t G,
+                                           int64_t Og, int64_t K) {
+  for (int64_t g = 0; g < G; g++)
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t j = 0; j < Og; j++)
+        dst[(g * K + k) * Og + j] = filter[(g * Og + j) * K + k];
+}
+
+#define LIBJIT_GROUPED_ENTRY_POINT(SUFFIX, VW, MAXOT)                                        \
+  LIBJIT_EXPORT void libjit_conv2d_grouped_f32_##SUFFIX(                                     \
+      float *out, const float *in, const float *packedW, const float *bias, const float *add, \
+      int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW,          \
+      int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,     \
+      int64_t DW, int64_t G, int64_t act, float lo, float hi, float *scratch, int64_t tid,    \
+      int64_t nthreads) {                                                                     \
+    conv2dGrouped<VW, MAXOT>(out, in, packedW, bias, add, N, C, H, W, O, OH, OW, KH, KW, SH,  \
+                             SW, PT, PL, DH, DW, G, act, lo, hi, scratch, tid, nthreads);     \
+  }
+LIBJIT_GROUPED_ENTRY_POINT(avx512, 16, 8)
+LIBJIT_GROUPED_ENTRY_POINT(avx2, 8, 4)
+#undef LIBJIT_GROUPED_ENTRY_POINT

@@ -181,7 +181,8 @@ Pipeline getDefaultPipeline() {
   // Cheap local rewrites, repeated together because each exposes work for the others.
   std::vector<std::string> simplify = {"drop-identities", "simplify-arithmetic", "simplify-splats",
                                        "remove-no-ops",   "merge-reshapes",      "flatten-concats",
-                                       "sink-transposes", "merge-pads",          "dce"};
+                                       "sink-transposes", "merge-pads",          "prune-conv-taps",
+                                       "dce"};
   Pipeline p;
   p.name = "default";
   p.steps = {
