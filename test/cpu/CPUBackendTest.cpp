@@ -431,6 +431,22 @@ TEST(CPUBackend, NormalizationsOddSizes) {
   });
 }
 
+// BatchMatMul with more batches than threads (whole batches per thread: 5 over 2) and
+// with fewer (one batch split inside), on sizes that leave partial register tiles.
+TEST(CPUBackend, BatchMatMulSplits) {
+  checkAgainstInterpreter([](Net &n) {
+    n.F = n.mod.createFunction("main");
+    Function *F = n.F;
+    auto *a = n.mod.createPlaceholder(ElemKind::Float, {5, 19, 7}, "a");
+    auto *b = n.mod.createPlaceholder(ElemKind::Float, {5, 7, 33}, "b");
+    auto *c = n.mod.createPlaceholder(ElemKind::Float, {1, 37, 20}, "c");
+    auto *d = n.mod.createPlaceholder(ElemKind::Float, {1, 20, 70}, "d");
+    n.inputs = {a, b, c, d};
+    n.saves = {F->createSave("ab", F->createBatchMatMul("mab", a, b)),
+               F->createSave("cd", F->createBatchMatMul("mcd", c, d))};
+  });
+}
+
 TEST(CPUBackend, ElementwiseChainAndData) {
   checkAgainstInterpreter([](Net &n) {
     n.F = n.mod.createFunction("main");
