@@ -168,6 +168,11 @@ TEST_P(NormTest, LayerNormLastTwoDimsHand) {
 
 TEST_P(NormTest, LayerNormLastDim) { checkLayerNorm(F32, {3, 4, 16}, -1, 11); }
 TEST_P(NormTest, LayerNormLastTwoDims) { checkLayerNorm(F32, {3, 4, 6}, 1, 12); }
+// Rows that leave vector tails (197 = 12 x 16 + 5; 37; fewer than 16) and one of 771.
+TEST_P(NormTest, LayerNormOddRows) { checkLayerNorm(F32, {3, 5, 197}, -1, 15); }
+TEST_P(NormTest, LayerNormShortRows) { checkLayerNorm(F32, {7, 5}, -1, 16); }
+TEST_P(NormTest, LayerNormLongRows) { checkLayerNorm(F32, {2, 771}, -1, 17); }
+TEST_P(NormTest, LayerNormOddTwoDims) { checkLayerNorm(F32, {3, 7, 9}, 1, 18); }
 TEST_P(NormTest, LayerNormFloat16) { checkLayerNorm(F16, {4, 32}, -1, 13); }
 TEST_P(NormTest, LayerNormBFloat16) { checkLayerNorm(BF16, {2, 3, 8}, -2, 14); }
 
@@ -200,6 +205,13 @@ TEST_P(NormTest, SoftMaxAxis0) { checkSoftMax(F32, {5, 3, 4}, 0, false, -5, 5, 2
 TEST_P(NormTest, SoftMaxAxis1) { checkSoftMax(F32, {2, 7, 3}, 1, false, -5, 5, 22); }
 TEST_P(NormTest, SoftMaxLastAxis) { checkSoftMax(F32, {3, 10}, -1, false, -5, 5, 23); }
 TEST_P(NormTest, SoftMaxLargeRandom) { checkSoftMax(F32, {4, 9}, -1, false, 500, 520, 24); }
+// Rows and columns that leave vector tails: a last axis of 197, a middle axis with 37
+// columns (two blocks of 16 and 5 single columns), and LogSoftMax the same.
+TEST_P(NormTest, SoftMaxOddRows) { checkSoftMax(F32, {3, 4, 197}, -1, false, -8, 8, 27); }
+TEST_P(NormTest, SoftMaxOddColumns) { checkSoftMax(F32, {2, 9, 37}, 1, false, -8, 8, 28); }
+TEST_P(NormTest, SoftMaxSixteenColumns) { checkSoftMax(F32, {5, 32}, 0, false, -8, 8, 29); }
+TEST_P(NormTest, LogSoftMaxOddRows) { checkSoftMax(F32, {2, 53}, -1, true, -8, 8, 34); }
+TEST_P(NormTest, LogSoftMaxOddColumns) { checkSoftMax(F32, {3, 6, 21}, 1, true, -8, 8, 35); }
 TEST_P(NormTest, SoftMaxFloat16) { checkSoftMax(F16, {3, 12}, -1, false, -4, 4, 25); }
 TEST_P(NormTest, SoftMaxBFloat16) { checkSoftMax(BF16, {4, 3, 5}, 1, false, -4, 4, 26); }
 TEST_P(NormTest, LogSoftMaxAxis0) { checkSoftMax(F32, {6, 5}, 0, true, -5, 5, 31); }

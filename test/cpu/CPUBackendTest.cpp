@@ -406,6 +406,54 @@ TEST(CPUBackend, GroupedDilatedConv) {
   });
 }
 
+// LayerNormalization and SoftMax/LogSoftMax on sizes that leave vector tails (the row and
+// column kernels of libjit_norm.cpp): rows of 197, 37 and 5, columns of 37 (two blocks of
+// 16 and 5 single ones), rows split between 2 threads, AVX-512 and AVX2.
+TEST(CPUBackend, NormalizationsOddSizes) {
+  checkAgainstInterpreter([](Net &n) {
+    n.F = n.mod.createFunction("main");
+    Function *F = n.F;
+    auto *a = n.mod.createPlaceholder(ElemKind::Float, {3, 7, 197}, "a");
+    auto *b = n.mod.createPlaceholder(ElemKind::Float, {2, 37, 37}, "b");
+    auto *c = n.mod.createPlaceholder(ElemKind::Float, {9, 5}, "c");
+    n.inputs = {a, b, c};
+    auto ln = [&](const char *name, NodeValue x, int64_t axis) {
+      const Dims &d = x.getType()->dims;
+      size_t ax = size_t(axis < 0 ? axis + int64_t(d.size()) : axis);
+      Dims nd(std::vector<dim_t>(d.begin() + ax, d.end()));
+      return F->createLayerNormalization(name, x,
+                                         randomConstant(n.mod, std::string(name) + ".g", nd, 7, 2),
+                                         randomConstant(n.mod, std::string(name) + ".b", nd, 8, 1),
+                                         axis, 1e-5f);
+    };
+    n.saves = {F->createSave("ln_a", ln("lna", a, -1)),
+               F->createSave("ln_b", ln("lnb", b, 1)),
+               F->createSave("ln_c", ln("lnc", c, 1)),
+               F->createSave("sm_a", F->createSoftMax("sma", a, 2)),
+               F->createSave("sm_b", F->createSoftMax("smb", b, 1)),
+               F->createSave("sm_b0", F->createSoftMax("smb0", b, 0)),
+               F->createSave("sm_c", F->createSoftMax("smc", c, 1)),
+               F->createSave("lsm_a", F->createLogSoftMax("lsma", a, 2)),
+               F->createSave("lsm_b", F->createLogSoftMax("lsmb", b, 1))};
+  });
+}
+
+// BatchMatMul with more batches than threads (whole batches per thread: 5 over 2) and
+// with fewer (one batch split inside), on sizes that leave partial register tiles.
+TEST(CPUBackend, BatchMatMulSplits) {
+  checkAgainstInterpreter([](Net &n) {
+    n.F = n.mod.createFunction("main");
+    Function *F = n.F;
+    auto *a = n.mod.createPlaceholder(ElemKind::Float, {5, 19, 7}, "a");
+    auto *b = n.mod.createPlaceholder(ElemKind::Float, {5, 7, 33}, "b");
+    auto *c = n.mod.createPlaceholder(ElemKind::Float, {1, 37, 20}, "c");
+    auto *d = n.mod.createPlaceholder(ElemKind::Float, {1, 20, 70}, "d");
+    n.inputs = {a, b, c, d};
+    n.saves = {F->createSave("ab", F->createBatchMatMul("mab", a, b)),
+               F->createSave("cd", F->createBatchMatMul("mcd", c, d))};
+  });
+}
+
 TEST(CPUBackend, ElementwiseChainAndData) {
   checkAgainstInterpreter([](Net &n) {
     n.F = n.mod.createFunction("main");

@@ -237,7 +237,7 @@ TEST(Libjit, ReduceAndSoftmax) {
     for (int c = 0; c < 4; c++)
       EXPECT_NEAR(sum[a * 4 + c], in[a * 12 + c] + in[a * 12 + 4 + c] + in[a * 12 + 8 + c], 1e-6);
   std::vector<float> sm(24);
-  libjit_softmax_f32(sm.data(), in.data(), 6, 4, 1, 0);
+  libjit_softmax_f32(sm.data(), in.data(), 6, 4, 1, 0, 0, 1);
   for (int r = 0; r < 6; r++) {
     float s = 0;
     for (int c = 0; c < 4; c++)

@@ -74,6 +74,122 @@ TEST_F(PassNumericTest, fold_batch_norm) {
   expectSameNumbers(F_, g, 1e-5f, 1e-5f);
 }
 
+/// The export forms of LayerNorm fold-layer-norm recognises (see FoldLayerNorm.cpp).
+struct LayerNormForm {
+  bool mulSquare;   ///< Mul(d, d) instead of Pow(d, 2)
+  int inverse;      ///< 0: Div by the Sqrt, 1: Mul by Reciprocal, 2: Mul by Rsqrt, 3: Mul by 1/s
+  bool epsFirst;    ///< Add(eps, var)
+  int affine;       ///< 0: none, 1: scale, 2: scale and shift, 3: shift only
+};
+
+/// A LayerNorm over the trailing axes of \p x from \p axis, written out in primitives.
+NodeValue decomposedLayerNorm(Module &m, Function *f, NodeValue x, size_t axis,
+                              const LayerNormForm &form) {
+  const Dims &dims = x.getType()->dims;
+  std::vector<int64_t> axes;
+  for (size_t a = axis; a < dims.size(); a++)
+    axes.push_back(int64_t(a));
+  std::vector<dim_t> td(dims.begin(), dims.end());
+  auto *mean = f->createReduceMean("mean", x, axes, true);
+  auto *d = f->createSub("d", x, f->createBroadcast("mb", mean, td));
+  Node *sq = form.mulSquare
+                 ? static_cast<Node *>(f->createMul("sq", d, d))
+                 : f->createPow("sq", d, f->createSplat("two", d->getType(0), 2.0f));
+  auto *var = f->createReduceMean("var", sq, axes, true);
+  auto *eps = f->createSplat("eps", var->getType(0), 1e-5f);
+  auto *ve = form.epsFirst ? f->createAdd("ve", eps, var) : f->createAdd("ve", var, eps);
+  NodeValue y;
+  if (form.inverse == 0) {
+    y = f->createDiv("y", d, f->createBroadcast("sb", f->createSqrt("s", ve), td));
+  } else {
+    NodeValue inv;
+    if (form.inverse == 1)
+      inv = f->createReciprocal("inv", f->createSqrt("s", ve));
+    else if (form.inverse == 2)
+      inv = f->createRsqrt("inv", ve);
+    else
+      inv = f->createDiv("inv", f->createSplat("one", ve->getType(0), 1.0f), f->createSqrt("s", ve));
+    y = f->createMul("y", f->createBroadcast("ib", inv, td), d);
+  }
+  Dims nd(std::vector<dim_t>(dims.begin() + axis, dims.end()));
+  if (form.affine == 1 || form.affine == 2) {
+    auto *g = randomConstant(m, "gamma", nd, 0.5f, 2, 7);
+    y = f->createMul("ys", y, f->createBroadcast("gb", g, td));
+  }
+  if (form.affine >= 2) {
+    auto *b = randomConstant(m, "beta", nd, -1, 1, 8);
+    y = f->createAdd("yb", f->createBroadcast("bb", b, td), y);
+  }
+  return y;
+}
+
+TEST_F(PassNumericTest, fold_layer_norm) {
+  const LayerNormForm forms[] = {{false, 0, false, 2}, {true, 1, true, 1}, {false, 2, false, 0},
+                                 {true, 3, false, 3}, {false, 0, true, 2}};
+  for (const LayerNormForm &form : forms) {
+    Module m;
+    Function *f = m.createFunction("main");
+    auto *x = m.createPlaceholder(ElemKind::Float, {2, 5, 12}, "x");
+    f->createSave("out", decomposedLayerNorm(m, f, x, 2, form));
+    Function *g = optimizedCopy(f, "fold-layer-norm,dce");
+    EXPECT_EQ(countKind(g, NodeKind::LayerNormalization), 1u);
+    for (NodeKind k : {NodeKind::ReduceMean, NodeKind::Sub, NodeKind::Sqrt, NodeKind::Div,
+                       NodeKind::Mul, NodeKind::Add, NodeKind::Rsqrt, NodeKind::Reciprocal})
+      EXPECT_EQ(countKind(g, k), 0u) << getNodeKindName(k) << " form " << form.inverse;
+    expectSameNumbers(f, g, 1e-5f, 1e-4f);
+  }
+  // Over the last two axes; and a mean over other axes than the variance's is left alone.
+  {
+    Module m;
+    Function *f = m.createFunction("main");
+    auto *x = m.createPlaceholder(ElemKind::Float, {3, 4, 6}, "x");
+    f->createSave("out", decomposedLayerNorm(m, f, x, 1, {false, 0, false, 2}));
+    Function *g = optimizedCopy(f, "fold-layer-norm,dce");
+    EXPECT_EQ(countKind(g, NodeKind::LayerNormalization), 1u);
+    expectSameNumbers(f, g, 1e-5f, 1e-4f);
+  }
+  // Epsilon after the Sqrt is another function: not folded.
+  {
+    Module m;
+    Function *f = m.createFunction("main");
+    auto *x = m.createPlaceholder(ElemKind::Float, {2, 8}, "x");
+    auto *mean = f->createReduceMean("mean", x, {1}, true);
+    auto *d = f->createSub("d", x, f->createBroadcast("mb", mean, {2, 8}));
+    auto *var = f->createReduceMean("var", f->createMul("sq", d, d), {1}, true);
+    auto *s = f->createAdd("se", f->createSqrt("s", var), f->createSplat("eps", var->getType(0), 1e-5f));
+    f->createSave("out", f->createDiv("y", d, f->createBroadcast("sb", s, {2, 8})));
+    Function *g = optimizedCopy(f, "fold-layer-norm,dce");
+    EXPECT_EQ(countKind(g, NodeKind::LayerNormalization), 0u);
+  }
+  // The centred value read elsewhere too: not folded (it would be computed twice).
+  {
+    Module m;
+    Function *f = m.createFunction("main");
+    auto *x = m.createPlaceholder(ElemKind::Float, {2, 8}, "x");
+    NodeValue y = decomposedLayerNorm(m, f, x, 1, {false, 0, false, 0});
+    Node *d = nullptr;
+    for (const auto &n : f->getNodes())
+      if (n->getName() == "d")
+        d = n.get();
+    ASSERT_NE(d, nullptr);
+    f->createSave("out", y);
+    f->createSave("out2", f->createRelu("r", NodeValue(d, 0)));
+    Function *g = optimizedCopy(f, "fold-layer-norm,dce");
+    EXPECT_EQ(countKind(g, NodeKind::LayerNormalization), 0u);
+  }
+  // The Interpreter runs LayerNormalization whole, so it gets the folded node.
+  {
+    std::unique_ptr<Backend> interp = exitOnError(createBackend("Interpreter"));
+    Module m;
+    Function *f = m.createFunction("main");
+    auto *x = m.createPlaceholder(ElemKind::Float, {2, 8}, "x");
+    f->createSave("out", decomposedLayerNorm(m, f, x, 1, {false, 0, false, 2}));
+    Function *g = optimizedCopy(f, "fold-layer-norm", interp.get());
+    EXPECT_EQ(countKind(g, NodeKind::LayerNormalization), 1u);
+    expectSameNumbers(f, g, 1e-5f, 1e-4f);
+  }
+}
+
 TEST_F(PassNumericTest, fuse_bias_add) {
   auto *x = input("x", {2, 3, 5, 5});
   auto *c = F_->createConv("conv", x, 4, 3, 1, 1);
@@ -257,6 +373,7 @@ TEST(PassList, IsTheOneTested) {
                                      "cse",
                                      "constant-fold",
                                      "fold-batch-norm",
+                                     "fold-layer-norm",
                                      "fuse-bias-add",
                                      "fuse-activations",
                                      "sink-transposes",

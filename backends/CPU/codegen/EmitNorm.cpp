@@ -22,30 +22,30 @@ Error Emitter::planBatchNormalization(Instruction *I, std::vector<Item> &items) 
 }
 
 Error Emitter::planLayerNormalization(Instruction *I, std::vector<Item> &items) {
-  auto serial = serialTo(items);
   auto *ln = cast<LayerNormalizationInst>(I);
   auto d = dimsOf(ln->getInput());
   size_t a = ln->getAxis();
   int64_t outer = product(d, 0, a), inner = product(d, a);
   float eps = ln->getEpsilon();
-  serial("layernorm", [=] {
-    call("libjit_layernorm_f32", {ptr(ln->getDest()), ptr(ln->getInput()), ptr(ln->getScale()),
-                                  ptr(ln->getBias()), I64(outer), I64(inner), F32(eps)});
-  });
+  items.push_back({outer > 1, "layernorm", [=] {
+                     call("libjit_layernorm_f32",
+                          {ptr(ln->getDest()), ptr(ln->getInput()), ptr(ln->getScale()),
+                           ptr(ln->getBias()), I64(outer), I64(inner), F32(eps), tid_, nth_});
+                   }});
   return Error::success();
 }
 
 /// SoftMax and LogSoftMax.
 Error Emitter::planSoftMax(Instruction *I, std::vector<Item> &items) {
-  auto serial = serialTo(items);
   bool lg = I->getKind() == InstrKind::LogSoftMax;
   size_t a = lg ? cast<LogSoftMaxInst>(I)->getAxis() : cast<SoftMaxInst>(I)->getAxis();
   Value *dest = I->getOperand(0).first, *in = I->getOperand(1).first;
   auto d = dimsOf(in);
   int64_t outer = product(d, 0, a), ax = d[a], inner = product(d, a + 1);
-  serial("softmax", [=] {
-    call("libjit_softmax_f32", {ptr(dest), ptr(in), I64(outer), I64(ax), I64(inner), I64(lg)});
-  });
+  items.push_back({outer * ((inner + 15) / 16) > 1, "softmax", [=] {
+                     call("libjit_softmax_f32", {ptr(dest), ptr(in), I64(outer), I64(ax),
+                                                 I64(inner), I64(lg), tid_, nth_});
+                   }});
   return Error::success();
 }
 

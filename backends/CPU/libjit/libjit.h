@@ -294,14 +294,15 @@ LIBJIT_DECLARE_QUANT(i32, int32_t)
 
 // Normalizations (libjit_norm.cpp).
 LIBJIT_EXPORT void libjit_softmax_f32(float *dst, const float *src, int64_t outer,
-                                      int64_t axis, int64_t inner, int64_t logForm);
+                                      int64_t axis, int64_t inner, int64_t logForm,
+                                      int64_t tid, int64_t nthreads);
 LIBJIT_EXPORT void libjit_batchnorm_f32(float *dst, const float *src, const float *scale,
                                         const float *bias, const float *mean, const float *var,
                                         float eps, int64_t outer, int64_t channels,
                                         int64_t inner);
 LIBJIT_EXPORT void libjit_layernorm_f32(float *dst, const float *src, const float *scale,
                                         const float *bias, int64_t outer, int64_t inner,
-                                        float eps);
+                                        float eps, int64_t tid, int64_t nthreads);
 LIBJIT_EXPORT void libjit_batchedadd_f32(float *dst, const float *batch, const float *slice,
                                          int64_t n, int64_t sliceSize);
 

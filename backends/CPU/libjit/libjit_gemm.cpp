@@ -241,6 +241,17 @@ LIBJIT_INLINE void batchMatMul(float *out, const float *lhs, const float *rhs, i
                                int64_t N, int64_t K, int64_t M, float *scratch, int64_t tid,
                                int64_t nthreads) {
   Epilogue epi = {nullptr, nullptr, nullptr, 0, 0, 0.0f, 0.0f};
+  if (nthreads > 1 && B >= nthreads) {
+    // Whole batches per thread: each packs only its own operands, with no split of the
+    // small per-batch products (attention's heads and windows).
+    int64_t b0, b1;
+    partition(B, 1, tid, nthreads, &b0, &b1);
+    float *mine = scratch + tid * gemmScratchFloats<Cfg>();
+    for (int64_t b = b0; b < b1; b++)
+      gemmDriver<Cfg>(N, M, K, RawA<Cfg>{lhs + b * N * K, K}, RawB<Cfg>{rhs + b * K * M, M},
+                      out + b * N * M, M, epi, mine, 0, 1);
+    return;
+  }
   for (int64_t b = 0; b < B; b++)
     gemmDriver<Cfg>(N, M, K, RawA<Cfg>{lhs + b * N * K, K}, RawB<Cfg>{rhs + b * K * M, M},
                     out + b * N * M, M, epi, scratch, tid, nthreads);

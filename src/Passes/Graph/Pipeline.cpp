@@ -187,7 +187,8 @@ Pipeline getDefaultPipeline() {
   p.name = "default";
   p.steps = {
       S::fixedPoint(simplify),  S::once("fold-batch-norm"),
-      S::once("fuse-bias-add"), S::once("cse"),
+      S::once("fold-layer-norm"), S::once("fuse-bias-add"),
+      S::once("cse"),
       S::once("constant-fold"), S::once("lower"),
       S::fixedPoint(simplify),  S::once("cse"),
       S::once("constant-fold"), S::once("fuse-bias-add"),
