@@ -23,22 +23,17 @@ bool shapeSupported(const Node &n, bool fuseEpilogues) {
   case NodeKind::Convolution:
     return rankOf(n, 0) == 4 && rankOf(n, 1) == 4;
   case NodeKind::FusedConvolution: {
-    // The GEMM kernels' epilogue: a residual and/or a clamp. The depthwise kernel has the
-    // clamp only.
+    // The kernels' epilogue: a residual and/or any activation the type rule admits
+    // (libjit_act.h). The depthwise kernel has no residual.
     auto *c = cast<FusedConvolutionNode>(&n);
-    const std::string &act = c->getActivation();
     const Type &in = *c->getInput().getType(), &out = *c->getType(0);
     bool depthwise = rankOf(n, 0) == 4 && c->getGroup() > 1 && c->getGroup() == in.dims[1] &&
                      out.dims[1] == in.dims[1];
     return fuseEpilogues && rankOf(n, 0) == 4 && rankOf(n, 1) == 4 &&
-           (act == "None" || act == "Relu" || act == "Clip") &&
            !(depthwise && !c->getResidual().empty());
   }
-  case NodeKind::FusedFullyConnected: {
-    const std::string &act = cast<FusedFullyConnectedNode>(&n)->getActivation();
-    return fuseEpilogues && rankOf(n, 0) == 2 && rankOf(n, 1) == 2 &&
-           (act == "None" || act == "Relu" || act == "Clip");
-  }
+  case NodeKind::FusedFullyConnected:
+    return fuseEpilogues && rankOf(n, 0) == 2 && rankOf(n, 1) == 2;
   case NodeKind::MaxPool:
   case NodeKind::AvgPool:
   case NodeKind::AdaptiveAvgPool:

@@ -272,7 +272,7 @@ template <int K, int S>
 LIBJIT_INLINE void dwPlanes(float *out, const float *in, const float *filter, const float *bias,
                             int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t SH,
                             int64_t PT, int64_t PL, int act, float lo, float hi, float *buf,
-                            int64_t p0, int64_t p1, bool rows) {
+                            int64_t p0, int64_t p1, bool rows, int gact) {
   // Padding cells are never written by the per-plane copies: zero them once.
   int64_t n =
       rows ? rowPlaneRows(OH, K, SH) * S * rowCells(OW, K, S) : FlatGeom(OH, OW, K, S).floats(S);
@@ -287,6 +287,9 @@ LIBJIT_INLINE void dwPlanes(float *out, const float *in, const float *filter, co
     else
       dwFlat<K, S>(out + p * OH * OW, in + p * H * W, filter + c * K * K, b, H, W, OH, OW, PT, PL,
                    act, lo, hi, buf);
+    // Another activation than the clamp (libjit_act.h) on the plane just written.
+    if (gact)
+      activateContiguous(out + p * OH * OW, OH * OW, gact, lo, hi);
   }
 }
 
@@ -325,26 +328,30 @@ LIBJIT_EXPORT void libjit_conv2d_dw_f32(float *out, const float *in, const float
   float *buf =
       scratch + tid * libjit_conv2d_dw_scratch_floats(H, W, OH, OW, KH, KW, SH, SW, DH, DW);
   int path = dwPath(OW, KH, KW, SH, SW, DH, DW);
-  int a = int(act);
+  // A clamp in the kernels' registers; another activation (gact) on each plane as it is
+  // finished, while it is in the cache.
+  int a = act == ActClamp, gact = act > ActClamp ? int(act) : 0;
   if (path != 0) {
     bool rows = path == 1;
     if (KH == 3 && SW == 1)
       dwPlanes<3, 1>(out, in, filter, bias, C, H, W, OH, OW, SH, PT, PL, a, lo, hi, buf, p0, p1,
-                     rows);
+                     rows, gact);
     else if (KH == 3)
       dwPlanes<3, 2>(out, in, filter, bias, C, H, W, OH, OW, SH, PT, PL, a, lo, hi, buf, p0, p1,
-                     rows);
+                     rows, gact);
     else if (SW == 1)
       dwPlanes<5, 1>(out, in, filter, bias, C, H, W, OH, OW, SH, PT, PL, a, lo, hi, buf, p0, p1,
-                     rows);
+                     rows, gact);
     else
       dwPlanes<5, 2>(out, in, filter, bias, C, H, W, OH, OW, SH, PT, PL, a, lo, hi, buf, p0, p1,
-                     rows);
+                     rows, gact);
     return;
   }
   for (int64_t p = p0; p < p1; p++) {
     int64_t c = p % C;
     dwGeneric(out + p * OH * OW, in + p * H * W, filter + c * KH * KW, bias ? bias[c] : 0.0f, H, W,
               OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, a, lo, hi, buf);
+    if (gact)
+      activateContiguous(out + p * OH * OW, OH * OW, gact, lo, hi);
   }
 }
