@@ -3,7 +3,8 @@
 // the element-wise chain an importer writes) after every convolution algorithm (forced
 // with CodegenOptions::forceConv) and after FullyConnected and MatMul, odd sizes, with
 // and without a residual, at 1 and 2 threads, AVX-512 and AVX2 kernels. Each case also
-// checks that fuse-activations left no element-wise stage behind. And the
+// checks that fuse-activations left no element-wise stage behind (with
+// CPUBackendOptions::fuseSigmoids, which the default leaves off). And the
 // squeeze-and-excitation fold (the channel scale moved onto the next convolution's
 // filter) on a small SE block.
 #include "backends/CPU/CPUBackend.h"
@@ -76,7 +77,9 @@ std::vector<std::vector<float>> reference(Net &net) {
 /// \p net on the CPU with \p co; the stage descriptions in \p stages.
 std::vector<std::vector<float>> runCPU(Net &net, const cpu::CodegenOptions &co,
                                        std::vector<std::string> &stages) {
-  cpu::CPUBackend cpu;
+  cpu::CPUBackendOptions o;
+  o.fuseSigmoids = true; // every kind the kernels have
+  cpu::CPUBackend cpu(o);
   Error prep = prepareFunction(net.F, cpu);
   EXPECT_FALSE(bool(prep)) << prep.message();
   auto ir = generateIR(net.F);
@@ -330,7 +333,9 @@ TEST(FusedActivation, SqueezeExcitation) {
     // The channel scale went onto the projection's filter: no Mul of the activation.
     Net n;
     buildSE(n, 24, 15, 16, hard);
-    cpu::CPUBackend cpu;
+    cpu::CPUBackendOptions o;
+    o.fuseSigmoids = true;
+    cpu::CPUBackend cpu(o);
     ASSERT_FALSE(bool(prepareFunction(n.F, cpu)));
     unsigned bigMuls = 0, fused = 0;
     for (const auto &np : n.F->getNodes()) {
