@@ -32,10 +32,14 @@ struct CPUBackendOptions {
   /// Preferred vector width for auto-vectorised loops (0: 512 on AVX-512 hosts).
   unsigned preferVectorWidth = 0;
   /// Run FusedConvolution/FusedFullyConnected (the graph pass fuse-activations folds a
-  /// residual Add and Relu/Clip into them); off: isOpSupported refuses them, nothing fuses.
-  /// A constructor option, not a backend parameter: fusion happens in the graph pipeline,
-  /// before the compile options reach the backend.
+  /// residual Add and an activation into them); off: isOpSupported refuses them, nothing
+  /// fuses. A constructor option, not a backend parameter: fusion happens in the graph
+  /// pipeline, before the compile options reach the backend.
   bool fuseEpilogues = true;
+  /// Also fuse Sigmoid, Tanh and Swish, whose cost is their arithmetic rather than memory:
+  /// the kernels run them, but measured no faster fused than as their own element-wise
+  /// stage (backends/CPU/README.md), so by default they stay unfused.
+  bool fuseSigmoids = false;
   bool fuseElementwise = true;
   /// Schedule nodes for low peak memory and run the default IR pass pipeline (views for
   /// Concat operands, copy elimination, buffer sharing) before the static plan; off: plain

@@ -18,27 +18,28 @@ unsigned rankOf(const Node &n, unsigned i) { return unsigned(n.getNthInput(i).di
 
 /// Rank and attribute conditions of the CPU kernels, for a node whose kinds the table
 /// accepts. A new operator needs no case here unless its kernel has such a limit.
-bool shapeSupported(const Node &n, bool fuseEpilogues) {
+bool shapeSupported(const Node &n, bool fuseEpilogues, bool fuseSigmoids) {
+  auto sigmoidLike = [](const std::string &act) {
+    return act == "Sigmoid" || act == "Tanh" || act == "Swish";
+  };
   switch (n.getKind()) {
   case NodeKind::Convolution:
     return rankOf(n, 0) == 4 && rankOf(n, 1) == 4;
   case NodeKind::FusedConvolution: {
-    // The GEMM kernels' epilogue: a residual and/or a clamp. The depthwise kernel has the
-    // clamp only.
+    // The kernels' epilogue: a residual and/or any activation the type rule admits
+    // (libjit_act.h). The depthwise kernel has no residual.
     auto *c = cast<FusedConvolutionNode>(&n);
-    const std::string &act = c->getActivation();
     const Type &in = *c->getInput().getType(), &out = *c->getType(0);
     bool depthwise = rankOf(n, 0) == 4 && c->getGroup() > 1 && c->getGroup() == in.dims[1] &&
                      out.dims[1] == in.dims[1];
     return fuseEpilogues && rankOf(n, 0) == 4 && rankOf(n, 1) == 4 &&
-           (act == "None" || act == "Relu" || act == "Clip") &&
-           !(depthwise && !c->getResidual().empty());
+           !(depthwise && !c->getResidual().empty()) &&
+           (fuseSigmoids || !sigmoidLike(c->getActivation()));
   }
-  case NodeKind::FusedFullyConnected: {
-    const std::string &act = cast<FusedFullyConnectedNode>(&n)->getActivation();
+  case NodeKind::FusedFullyConnected:
     return fuseEpilogues && rankOf(n, 0) == 2 && rankOf(n, 1) == 2 &&
-           (act == "None" || act == "Relu" || act == "Clip");
-  }
+           (fuseSigmoids ||
+            !sigmoidLike(cast<FusedFullyConnectedNode>(&n)->getActivation()));
   case NodeKind::MaxPool:
   case NodeKind::AvgPool:
   case NodeKind::AdaptiveAvgPool:
@@ -110,7 +111,7 @@ bool movesHalfFloats(const Node &n) {
 
 bool CPUBackend::isNativelySupported(const Node &n) const {
   return optable::kindsSupported(n, optable::TableBackend::CPU) &&
-         shapeSupported(n, opts_.fuseEpilogues) && (!hasHalfFloats(n) || movesHalfFloats(n));
+         shapeSupported(n, opts_.fuseEpilogues, opts_.fuseSigmoids) && (!hasHalfFloats(n) || movesHalfFloats(n));
 }
 
 bool CPUBackend::isOpSupported(const Node &n) const {

@@ -578,6 +578,18 @@ float activate(const std::string &act, float x, float alpha, float beta) {
     return x >= 0 ? x : alpha * x;
   if (act == "Sigmoid")
     return 1.0f / (1.0f + std::exp(-x));
+  if (act == "Swish")
+    return x / (1.0f + std::exp(-x));
+  if (act == "HardSwish" || act == "HardSigmoid") {
+    float h = std::min(std::max(alpha * x + beta, 0.0f), 1.0f);
+    return act == "HardSwish" ? x * h : h;
+  }
+  if (act == "Gelu")
+    return float(0.5 * double(x) * (1.0 + std::erf(double(x) / std::sqrt(2.0))));
+  if (act == "GeluTanh") {
+    double d = x;
+    return float(0.5 * d * (1.0 + std::tanh(0.79788456080286536 * (d + 0.044715 * d * d * d))));
+  }
   return std::tanh(x); // "Tanh"; the type rule admits nothing else
 }
 

@@ -444,10 +444,13 @@ void defineLoweringTargets(Table &t) {
       .describe("A Convolution, then the Add of an optional Residual (none or one tensor of "
                 "the result's type), then an activation, applied to each output element "
                 "before it is stored: Activation is None, Relu, Clip (min(max(x, Alpha), "
-                "Beta)), LeakyRelu (x >= 0 ? x : Alpha * x), Sigmoid or Tanh.")
+                "Beta)), LeakyRelu (x >= 0 ? x : Alpha * x), Sigmoid, Tanh, Swish (x * sigmoid(x)), "
+                "HardSwish (x * min(max(Alpha * x + Beta, 0), 1)), HardSigmoid "
+                "(min(max(Alpha * x + Beta, 0), 1)), Gelu (x * Phi(x)) or GeluTanh (GELU's "
+                "tanh form).")
       .noLowering()
       .interpreter("uniform(floats)")
-      .cpu("uniform(f32)", "rank-4 Input and Filter; Activation None, Relu or Clip; no Residual on depthwise")
+      .cpu("uniform(f32)", "rank-4 Input and Filter; no Residual on depthwise")
       .sim("none");
   t.node("FusedFullyConnected")
       .input("Input").input("Weights").input("Bias").variadic("Residual")
@@ -458,7 +461,7 @@ void defineLoweringTargets(Table &t) {
                 "FusedConvolution.")
       .noLowering()
       .interpreter("uniform(floats)")
-      .cpu("uniform(f32)", "rank-2 Input and Weights; Activation None, Relu or Clip")
+      .cpu("uniform(f32)", "rank-2 Input and Weights")
       .sim("none");
 }
 

@@ -77,10 +77,12 @@ Error checkBiasKind(const Node &n, unsigned biasIdx, const Type &bias,
 
 Error checkActivation(const std::string &act) {
   if (act == "None" || act == "Relu" || act == "Clip" || act == "LeakyRelu" || act == "Sigmoid" ||
-      act == "Tanh")
+      act == "Tanh" || act == "Swish" || act == "HardSwish" || act == "HardSigmoid" ||
+      act == "Gelu" || act == "GeluTanh")
     return Error::success();
   return invalid("attribute Activation = \"", act,
-                 "\" must be one of None, Relu, Clip, LeakyRelu, Sigmoid, Tanh");
+                 "\" must be one of None, Relu, Clip, LeakyRelu, Sigmoid, Tanh, Swish, "
+                 "HardSwish, HardSigmoid, Gelu, GeluTanh");
 }
 
 /// A fused node's Residual: none, or one operand of exactly the result's type.

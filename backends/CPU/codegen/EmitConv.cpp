@@ -4,9 +4,39 @@
 #include "Emitter.h"
 
 #include "backends/CPU/libjit/libjit.h"
+#include "backends/CPU/libjit/libjit_act.h"
 #include "backends/CPU/libjit/libjit_gemm_config.h"
 
 namespace kiln::cpu {
+
+bool activationCode(const std::string &act, float alpha, float beta, FusedEpilogue &epi) {
+  epi.lo = alpha, epi.hi = beta;
+  if (act.empty() || act == "None")
+    epi.act = libjit::ActNone;
+  else if (act == "Relu")
+    epi.act = libjit::ActClamp, epi.lo = 0.0f, epi.hi = INFINITY;
+  else if (act == "Clip")
+    epi.act = libjit::ActClamp;
+  else if (act == "LeakyRelu")
+    epi.act = libjit::ActLeakyRelu;
+  else if (act == "Sigmoid")
+    epi.act = libjit::ActSigmoid;
+  else if (act == "Tanh")
+    epi.act = libjit::ActTanh;
+  else if (act == "Swish")
+    epi.act = libjit::ActSwish;
+  else if (act == "HardSwish")
+    epi.act = libjit::ActHardSwish;
+  else if (act == "HardSigmoid")
+    epi.act = libjit::ActHardSigmoid;
+  else if (act == "Gelu")
+    epi.act = libjit::ActGelu;
+  else if (act == "GeluTanh")
+    epi.act = libjit::ActGeluTanh;
+  else
+    return false;
+  return true;
+}
 
 Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
   // The fused epilogue and the convolution's attributes.

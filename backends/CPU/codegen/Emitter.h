@@ -37,12 +37,18 @@ struct Range {
   uint64_t begin, end;
 };
 
-/// The epilogue of a GEMM-based kernel: the residual added after the bias, then a clamp.
+/// The epilogue of a GEMM-based kernel: the residual added after the bias, then an
+/// activation: act is the kernels' code (backends/CPU/libjit/libjit_act.h: 0 none, 1 clamp
+/// to [lo, hi], 2-9 the others with parameters lo, hi).
 struct FusedEpilogue {
   Value *add = nullptr; ///< residual (same shape as the result), or null
-  bool act = false;     ///< then clamp to [lo, hi]
+  int act = 0;
   float lo = 0.0f, hi = 0.0f;
 };
+
+/// The kernels' code of a fused node's Activation (the table's names), with its parameters
+/// from the node's Alpha and Beta; false for a name the kernels do not have.
+bool activationCode(const std::string &act, float alpha, float beta, FusedEpilogue &epi);
 
 /// Data movement between quantized types of one kind with other scales or offsets: each
 /// element is requantized as it moves (libjit_strided_rescale_*).
@@ -288,30 +294,12 @@ private:
   std::unordered_map<const Value *, std::vector<const Instruction *>> users_;
 };
 
-/// The epilogue of a FusedConvolution/FusedFullyConnected: its residual, and its
-/// activation as a clamp; false for an activation the kernels do not have.
+/// The epilogue of a FusedConvolution/FusedFullyConnected: its residual and its
+/// activation; false for an activation the kernels do not have.
 template <typename InstT> bool epilogueOf(const InstT *I, FusedEpilogue &epi) {
   std::vector<Value *> residual = I->getResidual();
   epi.add = residual.empty() ? nullptr : residual.front();
-  const std::string &act = I->getActivation();
-  float alpha = I->getAlpha(), beta = I->getBeta();
-  if (act == "Relu") {
-    epi.act = true;
-    epi.lo = 0.0f;
-    epi.hi = INFINITY;
-    return true;
-  }
-  if (act == "Clip") {
-    epi.act = true;
-    epi.lo = alpha;
-    epi.hi = beta;
-    return true;
-  }
-  if (act.empty() || act == "None") {
-    epi.act = false;
-    return true;
-  }
-  return false;
+  return activationCode(I->getActivation(), I->getAlpha(), I->getBeta(), epi);
 }
 
 /// Emitters by instruction kind; kinds without one (and without an element-wise kernel)

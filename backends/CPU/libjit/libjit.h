@@ -2,7 +2,9 @@
 // callers (unit tests, benchmarks, compile-time weight packing). Names follow
 // libjit_<op>_<kind>[_<variant>]; GEMM-based kernels come in an _avx512 and an _avx2
 // variant (register tiles for 512- and 256-bit vectors, see libjit_gemm_config.h).
-// Epilogues: act != 0 clamps results to [lo, hi] (Relu: [0, inf], Relu6: [0, 6]).
+// Epilogues: act is an activation code of libjit_act.h with parameters lo, hi: 0 none,
+// 1 clamps results to [lo, hi] (Relu: [0, inf], Relu6: [0, 6]), 2-9 LeakyRelu, Sigmoid,
+// Tanh, Swish, HardSwish, HardSigmoid, GELU and GELU's tanh form.
 // Kernels taking (tid, nthreads) compute the share of thread tid; scratch is
 // nthreads * gemmScratchFloats<Cfg>() floats.
 #ifndef KILN_BACKENDS_CPU_LIBJIT_LIBJIT_H
@@ -67,7 +69,7 @@ LIBJIT_DECLARE_CONV_STRIP(avx2)
 // stride 1, dilation 1, group 1, any pads. Weights are transformed at compile time by
 // libjit_pack_wino_f32_* (libjit_pack_wino_floats_* floats, from W [O][C][3][3]); scratch
 // is nthreads * libjit_conv2d_wino_scratch_floats_*(...) floats. Epilogue: + bias[o]
-// (may be null), + add (the output's shape, may be null), then the clamp when act.
+// (may be null), + add (the output's shape, may be null), then the activation act.
 #define LIBJIT_DECLARE_WINO(SUFFIX)                                                         \
   LIBJIT_EXPORT int64_t libjit_conv2d_wino_scratch_floats_##SUFFIX(                         \
       int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW);        \

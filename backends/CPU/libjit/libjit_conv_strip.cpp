@@ -73,13 +73,15 @@ LIBJIT_NOINLINE void stripKernel(int64_t K, const float *__restrict a, int64_t l
         V x = acc[r][v];
         if (epi->add)
           x += loadV<V>(epi->add + r * epi->ldadd + v * VW);
-        if (epi->act) {
+        if (epi->act == ActClamp) {
           x = x < epi->lo ? splatV<V>(epi->lo) : x;
           x = x > epi->hi ? splatV<V>(epi->hi) : x;
         }
         storeV(c + r * ldc + v * VW, x);
       }
     }
+    if (epi->act > ActClamp)
+      activateTileN<NR>(c, ldc, MRr, epi->act, epi->lo, epi->hi);
     return;
   }
   // A partial strip: out of line (storePartialTile); the bias is in the accumulators.

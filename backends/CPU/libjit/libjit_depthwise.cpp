@@ -321,7 +321,7 @@ template <int K, int S>
 LIBJIT_INLINE void dwPlanes(float *out, const float *in, const float *filter, const float *bias,
                             int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t SH,
                             int64_t PT, int64_t PL, int act, float lo, float hi, float *buf,
-                            int64_t p0, int64_t p1, bool rows) {
+                            int64_t p0, int64_t p1, bool rows, int gact) {
   // Padding cells are never written by the per-plane copies: zero them once.
   int64_t n =
       rows ? rowPlaneRows(OH, K, SH) * S * rowCells(OW, K, S) : FlatGeom(OH, OW, K, S).floats(S);
@@ -336,6 +336,9 @@ LIBJIT_INLINE void dwPlanes(float *out, const float *in, const float *filter, co
     else
       dwFlat<K, S>(out + p * OH * OW, in + p * H * W, filter + c * K * K, b, H, W, OH, OW, PT, PL,
                    act, lo, hi, buf);
+    // Another activation than the clamp (libjit_act.h) on the plane just written.
+    if (gact)
+      activateContiguous(out + p * OH * OW, OH * OW, gact, lo, hi);
   }
 }
 
@@ -372,25 +375,30 @@ LIBJIT_EXPORT void libjit_conv2d_dw_f32(float *out, const float *in, const float
   float *buf =
       scratch + tid * libjit_conv2d_dw_scratch_floats(H, W, OH, OW, KH, KW, SH, SW, DH, DW);
   int path = dwPath(OW, KH, KW, SH, SW, DH, DW);
-  int a = int(act);
+  // A clamp in the kernels' registers; another activation (gact) on each plane as it is
+  // finished, while it is in the cache.
+  int a = act == ActClamp, gact = act > ActClamp ? int(act) : 0;
   if (path != 0) {
     bool rows = path == 1;
     if (KH == 3 && SW == 1)
       dwPlanes<3, 1>(out, in, filter, bias, C, H, W, OH, OW, SH, PT, PL, a, lo, hi, buf, p0, p1,
-                     rows);
+                     rows, gact);
     else if (KH == 3)
       dwPlanes<3, 2>(out, in, filter, bias, C, H, W, OH, OW, SH, PT, PL, a, lo, hi, buf, p0, p1,
-                     rows);
+                     rows, gact);
     else if (SW == 1)
       dwPlanes<5, 1>(out, in, filter, bias, C, H, W, OH, OW, SH, PT, PL, a, lo, hi, buf, p0, p1,
-                     rows);
+                     rows, gact);
     else
       dwPlanes<5, 2>(out, in, filter, bias, C, H, W, OH, OW, SH, PT, PL, a, lo, hi, buf, p0, p1,
-                     rows);
+                     rows, gact);
     return;
   }
   dwAnyPlanes(out, in, filter, bias, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, a, lo, hi,
               buf, p0, p1);
+  if (gact) // on this thread's planes, just written
+    for (int64_t p = p0; p < p1; p++)
+      activateContiguous(out + p * OH * OW, OH * OW, gact, lo, hi);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -564,12 +572,15 @@ LIBJIT_INLINE void conv2dGrouped(float *out, const float *in, const float *packe
         const float *ar = ad ? ad + r * OW : nullptr;
         for (int64_t c = 0; c < OW; c++) {
           float v = sr[c] + (ar ? ar[c] : 0.0f);
-          if (act) {
+          if (act == ActClamp) {
             v = v < lo ? lo : v;
             v = v > hi ? hi : v;
           }
           yr[c] = v;
         }
+        // Another activation (libjit_act.h) on the row just written.
+        if (act > ActClamp)
+          activateContiguous(yr, OW, int(act), lo, hi);
       }
     }
   }

@@ -7,6 +7,7 @@
 #ifndef KILN_BACKENDS_CPU_LIBJIT_LIBJIT_GEMM_IMPL_H
 #define KILN_BACKENDS_CPU_LIBJIT_LIBJIT_GEMM_IMPL_H
 
+#include "libjit_act.h"
 #include "libjit_defs.h"
 #include "libjit_gemm_config.h"
 
@@ -32,7 +33,9 @@ template <class V> LIBJIT_INLINE V splatV(float s) {
 }
 
 /// What happens to a finished tile: C = (accumulate ? C : 0) + A*B, and on the last K
-/// block + biasRow[r] + biasCol[c] + add[r][c], then clamped to [lo, hi] when act.
+/// block + biasRow[r] + biasCol[c] + add[r][c], then activation act (libjit_act.h) with
+/// parameters lo, hi: ActClamp clamps to [lo, hi] in registers, the other kinds run on the
+/// stored tile (activateTile).
 struct Epilogue {
   const float *biasRow;
   const float *biasCol;
@@ -63,7 +66,7 @@ LIBJIT_NOINLINE inline void storePartialTile(const float *tile, int64_t ldt, int
           x += epi->biasCol[j];
         if (epi->add)
           x += epi->add[r * epi->ldadd + j];
-        if (epi->act) {
+        if (epi->act == ActClamp) {
           x = x < epi->lo ? epi->lo : x;
           x = x > epi->hi ? epi->hi : x;
         }
@@ -71,6 +74,8 @@ LIBJIT_NOINLINE inline void storePartialTile(const float *tile, int64_t ldt, int
       *p = x;
     }
   }
+  if (last && epi->act > ActClamp)
+    activateTile(c, ldc, rows, nr, epi->act, epi->lo, epi->hi);
 }
 
 /// C[0:mr, 0:nr] (+)= A panel x B panel over kc, computed as an MRr-row tile (mr <= MRr;
@@ -129,7 +134,7 @@ LIBJIT_NOINLINE void microKernel(int64_t kc, const float *__restrict a, const fl
             x += loadV<V>(epi->biasCol + v * VW);
           if (epi->add)
             x += loadV<V>(epi->add + r * epi->ldadd + v * VW);
-          if (epi->act) {
+          if (epi->act == ActClamp) {
             x = x < epi->lo ? splatV<V>(epi->lo) : x;
             x = x > epi->hi ? splatV<V>(epi->hi) : x;
           }
@@ -137,6 +142,8 @@ LIBJIT_NOINLINE void microKernel(int64_t kc, const float *__restrict a, const fl
         storeV(p, x);
       }
     }
+    if (last && epi->act > ActClamp)
+      activateTileN<NR>(c, ldc, minI(mr, MRr), epi->act, epi->lo, epi->hi);
     return;
   }
   // A partial tile (the last panel of a row): out of line, see storePartialTile.

@@ -6,6 +6,7 @@
 #ifndef KILN_BACKENDS_CPU_LIBJIT_LIBJIT_VEC_H
 #define KILN_BACKENDS_CPU_LIBJIT_LIBJIT_VEC_H
 
+#include "libjit_act.h"
 #include "libjit_defs.h"
 
 namespace libjit {
@@ -80,8 +81,8 @@ LIBJIT_INLINE void transpose16(F16 v[16]) {
     }
 }
 
-/// y[o][p] = clamp(t[p][o] + a[o][p]) over pixels [m0, m1) and channels [n0, n1) (a and
-/// the clamp optional), where y and a are [channels][P] and t is pixel-major from channel
+/// y[o][p] = act(t[p][o] + a[o][p]) over pixels [m0, m1) and channels [n0, n1) (a and
+/// the activation optional; act a libjit_act.h code, ActClamp to [lo, hi]), where y and a are [channels][P] and t is pixel-major from channel
 /// n0 (t[p][o] at t + p ldt + o - n0): 16 x 16 blocks transposed in registers, the ragged
 /// edges one value at a time. Every output is written once, so y may be the same buffer
 /// as a.
@@ -89,6 +90,10 @@ LIBJIT_INLINE void transposeOut(float *y, const float *t, int64_t ldt, const flo
                                 int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t act,
                                 float lo, float hi) {
   F16 lov = splat16(lo), hiv = splat16(hi);
+  // Other activations than the clamp: on each block once it is stored.
+  int gact = act > ActClamp ? int(act) : 0;
+  float ga = lo, gb = hi;
+  act = act == ActClamp;
   int64_t pEnd = m0 + (m1 - m0) / 16 * 16, oEnd = n0 + (n1 - n0) / 16 * 16;
   auto one = [&](int64_t o, int64_t p) {
     float v = t[p * ldt + o - n0];
@@ -117,14 +122,20 @@ LIBJIT_INLINE void transposeOut(float *y, const float *t, int64_t ldt, const flo
           x = clamp16(x, lov, hiv);
         st16(d, x);
       }
+      if (gact)
+        activateTileN<16>(y + ob * P + pb, P, 16, gact, ga, gb);
     }
     for (int64_t o = ob; o < ob + 16; o++)
       for (int64_t p = pEnd; p < m1; p++)
         one(o, p);
+    if (gact && pEnd < m1)
+      activateTile(y + ob * P + pEnd, P, 16, m1 - pEnd, gact, ga, gb);
   }
   for (int64_t o = oEnd; o < n1; o++)
     for (int64_t p = m0; p < m1; p++)
       one(o, p);
+  if (gact && oEnd < n1)
+    activateTile(y + oEnd * P + m0, P, n1 - oEnd, m1 - m0, gact, ga, gb);
 }
 
 } // namespace libjit

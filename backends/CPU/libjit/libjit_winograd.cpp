@@ -217,7 +217,7 @@ LIBJIT_INLINE void winoStorePart(float *dst, VecOf<8>::T y, int64_t n, float bo,
 template <class Cfg>
 LIBJIT_NOINLINE void winoOutput(const Wino<Cfg> &w, float *out, const float *bias, const float *add,
                                 int64_t b0, int64_t b1, int64_t o0, int64_t o1, float lo, float hi,
-                                float *scratch) {
+                                int gact, float ga, float gb, float *scratch) {
   typedef typename VecOf<Cfg::VW>::T V;
   typedef Lanes<Cfg::VW> L;
   constexpr int64_t VW = Cfg::VW;
@@ -267,6 +267,8 @@ LIBJIT_NOINLINE void winoOutput(const Wino<Cfg> &w, float *out, const float *bia
               winoStore(dst + x, loadV<V>(src + x), bo, ad ? ad + x : nullptr, lo, hi);
             if (x < len)
               winoStorePart(dst + x, loadV<V>(src + x), len - x, bo, ad ? ad + x : nullptr, lo, hi);
+            if (gact)
+              activateRow(dst, len, gact, ga, gb);
           }
           l0 += ns;
         }
@@ -295,6 +297,8 @@ LIBJIT_NOINLINE void winoOutput(const Wino<Cfg> &w, float *out, const float *bia
           V last = whole == 0 ? a[0] : whole == 1 ? a[1] : whole == 2 ? a[2] : a[3];
           winoStorePart(dst + whole * VW, last, rem, bo, ad ? ad + whole * VW : nullptr, lo, hi);
         }
+        if (gact)
+          activateRow(dst, len, gact, ga, gb);
       }
       t += nt;
     }
@@ -330,7 +334,11 @@ LIBJIT_INLINE void conv2dWino(float *out, const float *in, const float *U, const
   constexpr int64_t VW = Cfg::VW, NR = Cfg::NR, MR = Cfg::MR;
   Wino<Cfg> w(N, C, H, W, O, OH, OW, PT, PL);
   float *s = scratch + tid * w.total;
-  if (!act) {
+  // A clamp is applied as each vector is stored; another activation (gact) on each output
+  // row segment just written.
+  int gact = act > ActClamp ? int(act) : 0;
+  float ga = lo, gb = hi;
+  if (act != ActClamp) {
     lo = -__builtin_inff();
     hi = __builtin_inff();
   }
@@ -359,7 +367,7 @@ LIBJIT_INLINE void conv2dWino(float *out, const float *in, const float *U, const
       gemmRange<Cfg>(o0, o1, 0, cols, C, PackedA<Cfg>{U + p * perU, C},
                      PackedB<Cfg>{s + w.vOff + p * w.vStride, C + 1}, s + w.mOff + p * w.mStride,
                      w.ldm, none, s);
-    winoOutput<Cfg>(w, out, bias, add, b0, b1, o0, o1, lo, hi, s);
+    winoOutput<Cfg>(w, out, bias, add, b0, b1, o0, o1, lo, hi, gact, ga, gb, s);
   }
 }
 
