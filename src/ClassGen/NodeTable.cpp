@@ -401,6 +401,7 @@ void defineQuantization(Table &t) {
       .input("Input").result("Result").typeRule(TypeRule::Explicit).dataParallelOp()
       .describe("Float to quantized: q = clamp(round(x / scale) + offset).")
       .noLowering()
+      .onnx({"QuantizeLinear", "DynamicQuantizeLinear"})
       .interpreter("f32 -> quantized")
       .cpu("f32 -> quantized")
       .sim("f32 -> i8q");
@@ -408,6 +409,7 @@ void defineQuantization(Table &t) {
       .input("Input").result("Result").typeRule(TypeRule::Explicit).dataParallelOp()
       .describe("Quantized to float: scale * (q - offset).")
       .noLowering()
+      .onnx({"DequantizeLinear"})
       .interpreter("quantized -> f32")
       .cpu("quantized -> f32")
       .sim("i8q -> f32");
@@ -439,6 +441,7 @@ void defineQuantization(Table &t) {
                 "away from zero, saturated. An i32 result (ONNX ConvInteger) is acc plus an "
                 "i32 bias itself, wrapped to 32 bits; the scales do not enter it.")
       .noLowering()
+      .onnx({"QLinearConv", "ConvInteger"})
       .interpreter("i8q|u8q, i8q|u8q, f32, i32, i32|f32 -> i8q|u8q|i32")
       .cpu("none")
       .sim("none");
@@ -454,6 +457,7 @@ void defineQuantization(Table &t) {
                 "Arithmetic, rounding and the i32 result (ONNX MatMulInteger) as "
                 "ChannelwiseQuantizedConvolution.")
       .noLowering()
+      .onnx({"QLinearMatMul", "MatMulInteger"})
       .interpreter("i8q|u8q, i8q|u8q, f32, i32, i32|f32 -> i8q|u8q|i32")
       .cpu("none")
       .sim("none");

@@ -184,7 +184,9 @@ Pipeline getDefaultPipeline() {
                                        "sink-transposes", "merge-pads",          "dce"};
   Pipeline p;
   p.name = "default";
+  // fold-qdq first: constant-fold would fold the dequantized weights it recognises.
   p.steps = {
+      S::once("fold-qdq"),
       S::fixedPoint(simplify),  S::once("fold-batch-norm"),
       S::once("fuse-bias-add"), S::once("cse"),
       S::once("constant-fold"), S::once("lower"),
