@@ -1,5 +1,6 @@
 // fold-qdq: Quantize(Op(Dequantize(x), W, B)) with Op a float Convolution, FullyConnected
-// or MatMul (2-D), x i8q or u8q, and W dequantized 8-bit constant weights becomes one
+// or MatMul (2-D; its input may also be Reshape(Dequantize(x)), which becomes a Reshape of
+// x), x i8q or u8q, and W dequantized 8-bit constant weights becomes one
 // ChannelwiseQuantizedConvolution / ChannelwiseQuantizedFullyConnected of x with the
 // Quantize's type. An optional Relu between Op and Quantize folds too when the Quantize's
 // offset is its kind's minimum (saturation is then the Relu). Each float node must have no
@@ -183,8 +184,16 @@ std::pair<Constant *, Constant *> channelConstants(Function *f, const std::strin
           passutil::makeConstant(f, name + ".offsets", std::move(o))};
 }
 
-/// The quantized value behind float operand \p x: Dequantize of an i8q / u8q value.
-NodeValue quantizedInput(NodeValue x) {
+/// The quantized value behind float operand \p x: Dequantize of an i8q / u8q value, or a
+/// Reshape of one (with \p f, the Reshape is then made on the quantized value; without, only
+/// whether there is one is answered).
+NodeValue quantizedInput(NodeValue x, Function *f = nullptr) {
+  if (auto *r = dyn_cast<ReshapeNode>(x.node)) {
+    NodeValue inner = quantizedInput(r->getInput());
+    if (!inner || !f)
+      return inner;
+    return f->createReshape(r->getName(), inner, r->getDims());
+  }
   auto *dq = dyn_cast<DequantizeNode>(x.node);
   if (!dq || !isEightBit(dq->getInput().getElementType()))
     return NodeValue();
@@ -236,11 +245,12 @@ NodeValue fold(Function *f, QuantizeNode *q) {
   }
   NodeValue x = quantizedInput(in);
   QWeights w;
-  if (!x || x.dims().size() != 2 || weights.dims().size() != 2 || !matchWeights(weights, 1, w))
+  if (!x || in.dims().size() != 2 || weights.dims().size() != 2 || !matchWeights(weights, 1, w))
     return NodeValue();
   Constant *bias = matchBias(f, name + ".bias", b, w.scales.size(), x.getType()->scale, w.scales);
   if (!bias)
     return NodeValue();
+  x = quantizedInput(in, f);
   auto [s, o] = channelConstants(f, name, w);
   Constant *wc = passutil::makeConstant(f, name + ".weights", std::move(w.raw));
   return f->createChannelwiseQuantizedFullyConnected(
