@@ -212,6 +212,37 @@ Error convertConv3D(Importer &I, const Node &n, const Dims &xd, const Dims &wd) 
   return Error::success();
 }
 
+} // namespace
+
+Expected<ConvWindow2D> readConvWindow2D(Importer &I, const Node &n, const Dims &xd,
+                                        const Dims &wd) {
+  if (xd.size() != 3 && xd.size() != 4)
+    return I.unsupported(n, "only 1-D and 2-D convolutions are supported; the input is ",
+                         dimsToString(xd));
+  if (wd.size() != xd.size())
+    return I.parseError(n, "the filter ", dimsToString(wd), " does not match the input ",
+                        dimsToString(xd));
+  std::vector<int64_t> kernel = I.attrInts(n, "kernel_shape");
+  if (kernel.empty())
+    for (size_t i = 2; i < wd.size(); i++)
+      kernel.push_back(int64_t(wd[i]));
+  KILN_ASSIGN_OR_RETURN(Window w, readWindow(I, n, spatial(xd), kernel, false));
+  int64_t group = I.attrInt(n, "group", 1);
+  if (group <= 0 || xd[1] % dim_t(group) || wd[0] % dim_t(group) || wd[1] * dim_t(group) != xd[1])
+    return I.parseError(n, "group ", group, " does not fit input ", dimsToString(xd),
+                        " and filter ", dimsToString(wd));
+  for (size_t i = 2; i < wd.size(); i++)
+    if (wd[i] != dim_t(kernel[i - 2]))
+      return I.parseError(n, "kernel_shape does not match the filter ", dimsToString(wd));
+  ConvWindow2D c;
+  c.kernels = w.kernels, c.strides = w.strides, c.pads = w.pads, c.dilations = w.dilations;
+  c.group = dim_t(group);
+  c.is1D = w.is1D;
+  return c;
+}
+
+namespace {
+
 Error convertConv(Importer &I, const Node &n) {
   KILN_ASSIGN_OR_RETURN(Dims xd, I.inputDims(n, 0));
   KILN_ASSIGN_OR_RETURN(Dims wd, I.inputDims(n, 1));

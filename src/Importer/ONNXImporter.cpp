@@ -34,6 +34,12 @@ constexpr int64_t kMaxOpset = 17;
 
 bool isDefaultDomain(const std::string &d) { return d.empty() || d == "ai.onnx"; }
 
+/// The converter map's key of \p n: its op type, prefixed by its domain outside the ONNX
+/// domain ("com.microsoft.QLinearAdd").
+std::string converterKey(const onnx::NodeProto &n) {
+  return isDefaultDomain(n.domain()) ? n.op_type() : n.domain() + "." + n.op_type();
+}
+
 /// How many leading inputs operator \p op requires at \p opset (ONNX's schemas). The
 /// converters rely on these being present, so a node lacking one is rejected up front.
 int requiredInputs(const std::string &op, int64_t opset) {
@@ -70,6 +76,7 @@ Importer::Importer(Function *f, const ONNXLoadOptions &o) : F(f), M(f->getParent
   registerElementwiseConverters(converters_);
   registerDataConverters(converters_);
   registerReduceConverters(converters_);
+  registerQuantConverters(converters_);
 }
 
 std::string Importer::nodeName(const onnx::NodeProto &n) const {
@@ -102,6 +109,13 @@ const Tensor *Importer::constInput(const onnx::NodeProto &n, int i) const {
     return nullptr;
   auto it = consts_.find(n.input(i));
   return it == consts_.end() ? nullptr : &it->second.get();
+}
+
+const Tensor *Importer::constInputAsStored(const onnx::NodeProto &n, int i) const {
+  if (!hasInput(n, i))
+    return nullptr;
+  auto it = consts_.find(n.input(i));
+  return it == consts_.end() ? nullptr : &it->second.asStored();
 }
 
 Expected<const Tensor *> Importer::requireConstInput(const onnx::NodeProto &n, int i,
@@ -141,10 +155,12 @@ Expected<NodeValue> Importer::input(const onnx::NodeProto &n, int i) {
   if (c == consts_.end())
     return parseError(n, "input '", name, "' is not defined");
   Known &k = c->second;
-  if (k.owned.size() == 0)
+  if (k.get().size() == 0)
     return unsupported(n, "input '", name, "' is an empty tensor (",
-                       k.owned.getType().toString(), ")");
-  k.c = M->createConstant(name, std::move(k.owned));
+                       k.get().getType().toString(), ")");
+  // An 8-bit initializer keeps its 8-bit tensor for the quantization converters.
+  k.c = M->createConstant(name, isEightBitKind(k.owned.getElementType()) ? std::move(k.wide)
+                                                                         : std::move(k.owned));
   NodeValue nv(k.c);
   values_[name] = nv;
   return nv;
@@ -325,8 +341,8 @@ Error Importer::collectUnsupported(const onnx::GraphProto &g) {
   };
   std::map<std::string, Info> bad;
   for (const auto &n : g.node()) {
-    std::string key = isDefaultDomain(n.domain()) ? n.op_type() : n.domain() + "." + n.op_type();
-    if (isDefaultDomain(n.domain()) && converters_.count(n.op_type()))
+    std::string key = converterKey(n);
+    if (converters_.count(key))
       continue;
     Info &i = bad[key];
     i.count++;
@@ -389,7 +405,11 @@ Error Importer::convertNode(const onnx::NodeProto &n) {
     if (!n.output(i).empty() && (values_.count(n.output(i)) || consts_.count(n.output(i))))
       return parseError(n, "output '", n.output(i), "' is defined twice");
 
-  KILN_RETURN_IF_ERR(converters_.at(n.op_type())(*this, n));
+  if (n.op_type() == "Constant" && n.output_size() == 1)
+    for (const auto &a : n.attribute())
+      if (a.name() == "value" && a.has_t())
+        onnxTypes_[n.output(0)] = a.t().data_type();
+  KILN_RETURN_IF_ERR(converters_.at(converterKey(n))(*this, n));
   return checkOutputs(n);
 }
 
@@ -486,9 +506,10 @@ Error Importer::importGraph(const onnx::GraphProto &g, ONNXModel &out) {
       return makeError(ErrorCode::ModelParse, "an initializer has no name");
     if (consts_.count(t.name()))
       return makeError(ErrorCode::ModelParse, "initializer '", t.name(), "' is defined twice");
-    Expected<Tensor> tt = tensorFromProto(t, opts.maxTensorElements);
+    Expected<Tensor> tt = tensorFromProto(t, opts.maxTensorElements, /*keepEightBit=*/true);
     if (!tt)
       return tt.takeError().addContext("initializer '" + t.name() + "'");
+    onnxTypes_[t.name()] = t.data_type();
     Known k;
     k.owned = std::move(tt).get();
     consts_[t.name()] = std::move(k);
@@ -508,6 +529,7 @@ Error Importer::importGraph(const onnx::GraphProto &g, ONNXModel &out) {
       return makeError(ErrorCode::ModelParse, "graph input '", name, "' is declared twice");
     if (!vi.type().has_tensor_type())
       return makeError(ErrorCode::Unsupported, "graph input '", name, "' is not a tensor");
+    onnxTypes_[name] = vi.type().tensor_type().elem_type();
     auto frozen = opts.constantInputs.find(name);
     if (frozen != opts.constantInputs.end() && frozen->second) {
       Known k;
@@ -526,7 +548,7 @@ Error Importer::importGraph(const onnx::GraphProto &g, ONNXModel &out) {
   }
 
   for (const auto &n : g.node()) {
-    if (!isDefaultDomain(n.domain()))
+    if (!converters_.count(converterKey(n)))
       return unsupported(n, "domain '", n.domain(), "' is not supported");
     KILN_RETURN_IF_ERR(convertNode(n));
   }
@@ -547,7 +569,10 @@ Error Importer::importGraph(const onnx::GraphProto &g, ONNXModel &out) {
       if (c->second.get().size() == 0)
         return makeError(ErrorCode::Unsupported, "graph output '", name, "' is an empty tensor");
       if (!c->second.c) {
-        c->second.c = M->createConstant(name, std::move(c->second.owned));
+        Known &k = c->second;
+        k.c = M->createConstant(name, isEightBitKind(k.owned.getElementType())
+                                          ? k.owned.clone()
+                                          : std::move(k.owned));
         values_[name] = NodeValue(c->second.c);
       }
       v = NodeValue(c->second.c);

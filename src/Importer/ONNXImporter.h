@@ -38,6 +38,7 @@ void registerNormConverters(ConverterMap &m);
 void registerElementwiseConverters(ConverterMap &m);
 void registerDataConverters(ConverterMap &m);
 void registerReduceConverters(ConverterMap &m);
+void registerQuantConverters(ConverterMap &m);
 
 
 // ---- Tensors and types (Tensors.cpp). ----
@@ -74,8 +75,28 @@ private:
 bool readWholeFile(const std::string &path, std::string &out);
 /// Frees the value storage of \p t (raw and typed data), keeping its name, type and dims.
 void releaseTensorData(onnx::TensorProto &t);
-/// Converts a TensorProto (inline data only) into a tensor.
-Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElements);
+/// Converts a TensorProto (inline data only) into a tensor. INT8 and UINT8 data become
+/// Int32I, unless \p keepEightBit: then Int8Q / UInt8Q with scale 1 and offset 0 (the raw
+/// values), as the importer keeps 8-bit initializers.
+Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElements,
+                                 bool keepEightBit = false);
+/// True for the 8-bit quantized kinds, which hold ONNX INT8 / UINT8 data.
+inline bool isEightBitKind(ElemKind k) { return k == ElemKind::Int8Q || k == ElemKind::UInt8Q; }
+/// An Int32I copy of the raw values of an 8-bit tensor.
+Tensor widenEightBit(const Tensor &t);
+
+// ---- Window attributes of Conv-like nodes (ConvertConv.cpp). ----
+
+/// The 2-D window of a Conv-like node \p n with input dims \p xd and filter dims \p wd (1-D
+/// windows become 2-D with a height of 1): kernels, strides, pads (top, left, bottom,
+/// right), dilations, group; errors name the node.
+struct ConvWindow2D {
+  std::vector<dim_t> kernels, strides, pads, dilations;
+  dim_t group = 1;
+  bool is1D = false;
+};
+Expected<ConvWindow2D> readConvWindow2D(Importer &I, const onnx::NodeProto &n, const Dims &xd,
+                                        const Dims &wd);
 
 // ---- Evaluation of small constant tensors (ConstFold.cpp). ----
 // Converters fold a node in the importer when all its inputs are known constants of at
@@ -142,8 +163,21 @@ public:
   bool isOutputUsed(const onnx::NodeProto &n, int i) const;
   /// The value of input \p i as a graph value (constants are materialised).
   Expected<NodeValue> input(const onnx::NodeProto &n, int i);
-  /// The known constant of input \p i, or null.
+  /// The known constant of input \p i, or null. ONNX INT8 / UINT8 initializers are kept
+  /// 8-bit (Int8Q / UInt8Q, scale 1, offset 0); this gives them widened to Int32I, as every
+  /// converter but the quantization family's expects.
   const Tensor *constInput(const onnx::NodeProto &n, int i) const;
+  /// The known constant of input \p i as stored: 8-bit initializers stay 8-bit. Null when
+  /// the input is not a known constant.
+  const Tensor *constInputAsStored(const onnx::NodeProto &n, int i) const;
+  /// The ONNX element type (TensorProto::DataType) of value \p name where the model states
+  /// it (graph inputs, initializers, Constant nodes, the outputs of the quantization
+  /// converters); 0 (UNDEFINED) otherwise.
+  int32_t onnxType(const std::string &name) const {
+    auto it = onnxTypes_.find(name);
+    return it == onnxTypes_.end() ? 0 : it->second;
+  }
+  void setONNXType(const std::string &name, int32_t t) { onnxTypes_[name] = t; }
   /// The known constant of input \p i; a ModelParse/Unsupported error when it is absent
   /// or not constant (\p what names it).
   Expected<const Tensor *> requireConstInput(const onnx::NodeProto &n, int i,
@@ -209,7 +243,21 @@ private:
   struct Known {
     Tensor owned;
     Constant *c = nullptr;
-    const Tensor &get() const { return c ? c->getPayload() : owned; }
+    /// The Int32I copy of an 8-bit `owned`, made on first use by a converter that needs it.
+    mutable Tensor wide;
+    const Tensor &get() const {
+      if (c)
+        return c->getPayload();
+      if (isEightBitKind(owned.getElementType())) {
+        if (wide.getElementType() != ElemKind::Int32I)
+          wide = widenEightBit(owned);
+        return wide;
+      }
+      return owned;
+    }
+    const Tensor &asStored() const {
+      return isEightBitKind(owned.getElementType()) || !c ? owned : c->getPayload();
+    }
   };
   Error importGraph(const onnx::GraphProto &g, ONNXModel &out);
   /// The top-level graph, whose initializers' data importGraph frees once converted.
@@ -227,6 +275,7 @@ private:
   std::unordered_map<std::string, NodeValue> values_;
   std::unordered_map<std::string, Known> consts_;
   std::unordered_map<std::string, unsigned> uses_;
+  std::unordered_map<std::string, int32_t> onnxTypes_;
   const onnx::GraphProto *graph_ = nullptr;
   std::unordered_map<const onnx::NodeProto *, int> nodeIndex_;
   /// Values of symbolic dimensions by dim_param.

@@ -212,7 +212,38 @@ void releaseTensorData(onnx::TensorProto &t) {
   google::protobuf::RepeatedField<uint64_t>().Swap(t.mutable_uint64_data());
 }
 
-Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElements) {
+Tensor widenEightBit(const Tensor &t) {
+  Tensor out(ElemKind::Int32I, t.dims());
+  int32_t *o = out.getHandle<int32_t>().begin();
+  for (size_t i = 0; i < t.size(); i++)
+    o[i] = int32_t(t.getAsDouble(i));
+  return out;
+}
+
+Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElements,
+                                 bool keepEightBit) {
+  if (keepEightBit && (t.data_type() == TP::INT8 || t.data_type() == TP::UINT8) &&
+      t.data_location() != TP::EXTERNAL && !t.has_segment()) {
+    std::vector<int64_t> dv(t.dims().begin(), t.dims().end());
+    KILN_ASSIGN_OR_RETURN(Dims dims,
+                          checkedDims(dv, maxElements, "tensor '" + t.name() + "'"));
+    ElemKind k = t.data_type() == TP::INT8 ? ElemKind::Int8Q : ElemKind::UInt8Q;
+    size_t n = dims.product();
+    size_t have = t.has_raw_data() ? t.raw_data().size() : size_t(t.int32_data_size());
+    if (have != n)
+      return makeError(ErrorCode::ModelParse, "tensor '", t.name(), "' of ",
+                       onnxTypeName(t.data_type()), "<", dimsToString(dims), "> holds ", have,
+                       " values; expected ", n);
+    Tensor out(Type(k, dims, 1.0f, 0));
+    if (t.has_raw_data()) {
+      if (n)
+        std::memcpy(out.getUnsafePtr(), t.raw_data().data(), n);
+    } else {
+      for (size_t i = 0; i < n; i++)
+        out.setFromDouble(i, double(t.int32_data(int(i)))); // saturates out-of-range values
+    }
+    return out;
+  }
   std::string what = "tensor '" + t.name() + "'";
   if (t.data_location() == TP::EXTERNAL)
     return makeError(ErrorCode::Unsupported, what, " uses external data, which is not supported");

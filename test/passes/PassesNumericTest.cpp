@@ -188,6 +188,42 @@ TEST_F(PassNumericTest, fold_layer_norm) {
     EXPECT_EQ(countKind(g, NodeKind::LayerNormalization), 1u);
     expectSameNumbers(f, g, 1e-5f, 1e-4f);
   }
+// A QDQ convolution (per-tensor int8 weights) and a QDQ fully-connected layer (per-column
+// weights in the importer's Mul(Sub(Dequantize, zero points), scales) form, and a Relu the
+// uint8 offset 0 makes redundant) become integer nodes; the outputs agree within one output
+// step (float then rounded vs integer then rounded), two for the second layer.
+TEST_F(PassNumericTest, fold_qdq) {
+  Module &m = m_;
+  auto *x = input("x", {1, 2, 5, 5});
+  auto f32 = [&](const Dims &d) { return m.uniqueType(ElemKind::Float, d); };
+  NodeValue qx = F_->createQuantize("qx", m.uniqueType(ElemKind::UInt8Q, {1, 2, 5, 5}, 1.0f / 127, 128), x);
+  Tensor wt(Type(ElemKind::Int8Q, {3, 2, 3, 3}, 0.01f, 0));
+  PseudoRNG rng(3);
+  wt.randomize(-100, 100, rng);
+  NodeValue w = F_->createDequantize("dqw", f32({3, 2, 3, 3}), m.createConstant("w", std::move(wt)));
+  NodeValue conv = F_->createConvolution("conv", F_->createDequantize("dqx", f32({1, 2, 5, 5}), qx), w,
+                                         rand("b", {3}), {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+  NodeValue qy = F_->createQuantize("qy", m.uniqueType(ElemKind::Int8Q, {1, 3, 5, 5}, 0.02f, -3), conv);
+  save(F_->createDequantize("dqy", f32({1, 3, 5, 5}), qy), "conv_out");
+  NodeValue flat = F_->createReshape("flat", qy, {1, 75});
+  Tensor ft(Type(ElemKind::UInt8Q, {75, 4}, 1.0f, 0));
+  ft.randomize(0, 255, rng);
+  NodeValue raw = F_->createDequantize("raw", f32({75, 4}), m.createConstant("fw", std::move(ft)));
+  NodeValue zp = F_->createBroadcast("zp", m.createConstant("fz", Tensor(ElemKind::Float, {1, 4}, {128, 120, 130, 127})), {75, 4});
+  NodeValue sc = F_->createBroadcast("sc", m.createConstant("fs", Tensor(ElemKind::Float, {1, 4}, {0.002, 0.004, 0.001, 0.003})), {75, 4});
+  NodeValue fw = F_->createMul("fwf", F_->createSub("centre", raw, zp), sc);
+  NodeValue fc = F_->createFullyConnected("fc", F_->createDequantize("dqflat", f32({1, 75}), flat), fw,
+                                          rand("fb", {4}));
+  NodeValue qfc = F_->createQuantize("qfc", m.uniqueType(ElemKind::UInt8Q, {1, 4}, 0.05f, 0),
+                                     F_->createRelu("relu", fc));
+  save(F_->createDequantize("dqfc", f32({1, 4}), qfc), "fc_out");
+  Function *g = optimizedCopy(F_, "fold-qdq");
+  EXPECT_EQ(countKind(g, NodeKind::ChannelwiseQuantizedConvolution), 1u);
+  EXPECT_EQ(countKind(g, NodeKind::ChannelwiseQuantizedFullyConnected), 1u);
+  EXPECT_EQ(countKind(g, NodeKind::Convolution), 0u);
+  EXPECT_EQ(countKind(g, NodeKind::FullyConnected), 0u);
+  EXPECT_EQ(countKind(g, NodeKind::Relu), 0u);
+  expectSameNumbers(F_, g, 0.1001f, 0);
 }
 
 TEST_F(PassNumericTest, fuse_bias_add) {
@@ -372,6 +408,7 @@ TEST(PassList, IsTheOneTested) {
   std::vector<std::string> tested = {"dce",
                                      "cse",
                                      "constant-fold",
+                                     "fold-qdq",
                                      "fold-batch-norm",
                                      "fold-layer-norm",
                                      "fuse-bias-add",

@@ -185,7 +185,9 @@ Pipeline getDefaultPipeline() {
                                        "dce"};
   Pipeline p;
   p.name = "default";
+  // fold-qdq first: constant-fold would fold the dequantized weights it recognises.
   p.steps = {
+      S::once("fold-qdq"),
       S::fixedPoint(simplify),  S::once("fold-batch-norm"),
       S::once("fold-layer-norm"), S::once("fuse-bias-add"),
       S::once("cse"),
