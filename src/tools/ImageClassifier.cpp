@@ -4,7 +4,8 @@
 //   image-classifier --model M.onnx [--backend Interpreter] [--top-k 5] [--labels FILE]
 //                    [--mean 0.485,0.456,0.406] [--std 0.229,0.224,0.225] [--scale 1|255]
 //                    [--layout NCHW|NHWC] [--channels 1|3] [--threads N]
-//                    [--backend-opt NAME=VALUE]... IMAGE.png...
+//                    [--backend-opt NAME=VALUE]... [--quantize PROFILE [--schema S]
+//                    [--calibrate M] [--keep-float K,...]] IMAGE.png...
 //
 // Images are read with libpng (any colour type and bit depth), resized (bilinear) to the
 // model's input size, normalised as (p * scale - mean) / std per channel with p in [0, 1],
@@ -14,6 +15,7 @@
 
 #include "Flags.h"
 #include "Image.h"
+#include "QuantFlags.h"
 
 #include "kiln/Backend/Backend.h"
 #include "kiln/Importer/ONNX.h"
@@ -43,6 +45,8 @@ struct Options {
   std::vector<std::string> images;
   /// --backend-opt items (threads=N sets compile.threads, overriding --threads).
   CompileOptions compile;
+  /// --quantize PROFILE and its schema, calibration and keep-float flags.
+  tools::QuantFlags quant;
 };
 
 bool parseFloats(const std::string &s, std::vector<float> &out) {
@@ -104,6 +108,7 @@ std::optional<int> parseOptions(int argc, char **argv, Options &f) {
             "known ones)",
             "NAME=VALUE", "none",
             [&f](const std::string &v) { return !bool(f.compile.setBackendOption(v)); });
+  tools::addQuantFlags(flags, f.quant, /*profiling=*/false);
   flags.positional(f.images);
   if (std::optional<int> exitCode = flags.parse(argc, argv))
     return exitCode;
@@ -200,6 +205,8 @@ Expected<Compiled> compileAt(const Options &f, const InputShape &s, dim_t batch)
     return makeError(ErrorCode::InvalidArgument, "the model's output '", m.outputNames[0],
                      "' is ", oty.toString(), " for a batch of ", batch,
                      "; expected [batch, classes]");
+  if (!f.quant.quantize.empty())
+    KILN_RETURN_IF_ERR(tools::quantizeWithFlags(fn, f.quant, std::cerr));
   CompileOptions copts = f.compile;
   copts.threads = f.threads;
   KILN_RETURN_IF_ERR(c.ee->compile(copts));
