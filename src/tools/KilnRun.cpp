@@ -85,7 +85,7 @@ std::optional<int> parseOptions(int argc, char **argv, Options &o) {
             "write Graphviz DOT of the graph as imported, after the optimising passes, "
             "after lowering, after the whole pipeline, and the partition plan into DIR "
             "(created if missing)");
-  kiln::tools::addQuantFlags(flags, o.quant, /*profiling=*/true);
+  kiln::tools::addQuantFlags(flags, o.quant, /*profiling=*/true, /*calibrationDir=*/true);
   if (std::optional<int> exitCode = flags.parse(argc, argv))
     return exitCode;
   if (!o.quant.profileOut.empty() && o.quant.calibration.empty())

@@ -9,14 +9,18 @@
 
 namespace kiln::tools {
 
-void addQuantFlags(Flags &flags, QuantFlags &q, bool profiling) {
+void addQuantFlags(Flags &flags, QuantFlags &q, bool profiling, bool calibrationDir) {
   if (profiling) {
     flags.add("--quant-profile", q.profileOut, "FILE",
-              "profile the model for quantization over --calibration's inputs and write the "
-              "profile (JSON: min, max, histogram per value) to FILE, then stop");
-    flags.add("--calibration", q.calibration, "DIR",
-              "calibration inputs for --quant-profile: test_data_set_* folders, or input_*.pb "
-              "files of a single-input model");
+              calibrationDir
+                  ? "profile the model for quantization over --calibration's inputs and write "
+                    "the profile (JSON: min, max, histogram per value) to FILE, then stop"
+                  : "profile the float model over the images for quantization and write the "
+                    "profile (JSON: min, max, histogram per value) to FILE");
+    if (calibrationDir)
+      flags.add("--calibration", q.calibration, "DIR",
+                "calibration inputs for --quant-profile: test_data_set_* folders, or "
+                "input_*.pb files of a single-input model");
     flags.add("--quant-bins", q.bins, "N", "histogram bins per value in --quant-profile");
   }
   flags.add("--quantize", q.quantize, "PROFILE",

@@ -26,9 +26,10 @@ struct QuantFlags {
   unsigned bins = 1024;            ///< --quant-bins N
 };
 
-/// Declares --quantize, --schema, --calibrate, --percentile, --keep-float and, with
-/// \p profiling, --quant-profile, --calibration and --quant-bins.
-void addQuantFlags(Flags &flags, QuantFlags &q, bool profiling);
+/// Declares --quantize, --schema, --calibrate, --percentile, --keep-float; with
+/// \p profiling also --quant-profile and --quant-bins, and with \p calibrationDir
+/// --calibration (kiln-run; image-classifier profiles over its images).
+void addQuantFlags(Flags &flags, QuantFlags &q, bool profiling, bool calibrationDir);
 
 /// The QuantizationOptions the flags name; InvalidArgument for an unknown schema or method.
 Expected<QuantizationOptions> quantOptions(const QuantFlags &q);

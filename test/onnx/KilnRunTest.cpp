@@ -126,6 +126,22 @@ TEST_F(KilnRunTest, QuantProfileThenQuantize) {
   EXPECT_NE(json.find("\"min\": -3, \"max\": 6.5"), std::string::npos) << json;
   EXPECT_NE(json.find("\"min\": 0, \"max\": 6.5"), std::string::npos) << json;
   EXPECT_EQ(kilnRun("--model " + dir_ + "/model.onnx --quant-profile " + prof).exitCode, 2);
+  // The same inputs as input_0.pb and input_1.pb of one folder (a single-input model):
+  // the same profile.
+  std::string flat = dir_ + "/flat";
+  mkdir(flat.c_str(), 0755);
+  writeFile(flat + "/input_0.pb",
+            B::floatTensor("x", {2, 3}, {1, 2, 3, 4, 5, 6}, true).SerializeAsString());
+  writeFile(flat + "/input_1.pb",
+            B::floatTensor("x", {2, 3}, {-1, 0, 2, 0, 0, 0}, true).SerializeAsString());
+  std::string prof2 = dir_ + "/profile2.json";
+  ASSERT_EQ(kilnRun("--model " + dir_ + "/model.onnx --quant-profile " + prof2 +
+                    " --calibration " + flat)
+                .exitCode,
+            0);
+  std::ifstream in2(prof2);
+  std::string json2((std::istreambuf_iterator<char>(in2)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(json2, json);
 
   r = kilnRun("--model " + dir_ + "/model.onnx --data " + dir_ +
               "/test_data_set_0 --json --quantize " + prof);
