@@ -315,6 +315,7 @@ private:
       auto *r = f_->createRelu(c->getName() + "_relu",
                                qType(outDims, chooseQuantParams(0, c->getMax(), opts_.schema)), in);
       c->replaceAllUsesOfWith(0, NodeValue(r));
+      f_->eraseNode(c); // visited already; left in place it would count as a float user
       q_.insert(r);
       return;
     }

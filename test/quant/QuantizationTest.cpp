@@ -299,6 +299,7 @@ TEST(Transform, ConcatRescalesFoldIntoProducersAndClipBecomesRelu) {
   EXPECT_EQ(c2q->getType(0)->offset, f->getNodeByName("cat")->getType(0)->offset);
   EXPECT_EQ(countKind(f, NodeKind::Quantize), 1u);
   EXPECT_EQ(countKind(f, NodeKind::Dequantize), 1u);
+  EXPECT_EQ(r->dequantizeNodes, 1u); // the replaced Clip is no float user of c1
   (void)x;
 
   // Power-of-two scales cannot end a grid exactly at 6: the Clip stays float.
