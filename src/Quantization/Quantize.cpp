@@ -16,7 +16,8 @@ std::string QuantizationReport::toString() const {
   std::ostringstream os;
   os << quantizedNodes << " nodes quantized, " << quantizeNodes << " Quantize, "
      << dequantizeNodes << " Dequantize, " << rescaleNodes << " RescaleQuantized ("
-     << foldedRescales << " folded into their producer), " << keptFloat.size()
+     << foldedRescales << " folded into their producer), " << foldedIntoRelu
+     << " producers given their Relu's grid, " << keptFloat.size()
      << " quantizable nodes kept in float";
   for (const auto &k : keptFloat)
     os << "\n  " << k.first << ": " << k.second;
@@ -62,11 +63,11 @@ bool ruleOf(NodeKind k, Rule &r) {
   case NodeKind::Max:
   case NodeKind::Min:
   case NodeKind::Relu:
+  case NodeKind::AvgPool:         // an average is narrower than what it averages:
+  case NodeKind::AdaptiveAvgPool: // its own grid is finer
     r = Rule::Free;
     return true;
   case NodeKind::MaxPool:
-  case NodeKind::AvgPool:
-  case NodeKind::AdaptiveAvgPool:
   case NodeKind::Reshape:
   case NodeKind::Transpose:
   case NodeKind::Slice:
@@ -143,6 +144,7 @@ public:
       transform(n, rule);
       report_.quantizedNodes++;
     }
+    foldIntoRelus();
     exitRegions();
     foldRescales();
     f_->eraseDeadNodes();
@@ -339,6 +341,24 @@ private:
           report_.dequantizeNodes++;
         }
         u.user->setNthInput(u.idx, deq);
+      }
+    }
+  }
+
+  /// A Relu whose producer's output type is free and used only by it: the producer takes
+  /// the Relu's type. Relu then maps that grid to itself exactly (0 is on every grid), so
+  /// the result is the same as rounding Relu(x) once into it, while the producer no longer
+  /// spends its 256 levels on the negative values the Relu drops (and, for Clip(0, 6),
+  /// saturates at 6 itself).
+  void foldIntoRelus() {
+    std::vector<const Node *> nodes(q_.begin(), q_.end());
+    for (const Node *cn : nodes) {
+      if (cn->getKind() != NodeKind::Relu)
+        continue;
+      Node *p = cn->getNthInput(0).node;
+      if (freeOutput_.count(p) && p->getUsers().size() == 1 && p->getKind() != NodeKind::Relu) {
+        p->setType(0, m_->uniqueType(Type::withDims(*cn->getType(0), p->getType(0)->dims)));
+        report_.foldedIntoRelu++;
       }
     }
   }

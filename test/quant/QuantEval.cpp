@@ -7,6 +7,7 @@
 //   quant_eval --model M.onnx --calibration DIR --test DIR [--labels FILE]
 //              [--schemas asymmetric,symmetric,...] [--calibrates minmax,mse,...]
 //              [--float-backend CPU] [--quant-backend Interpreter] [--profile-out FILE]
+//              [--keep-float K,...]
 //
 // DIRs hold test_data_set_* folders (or input_*.pb files); the first output of the model
 // is [batch, classes]; labels are one integer class per line, in the order of the test
@@ -67,7 +68,7 @@ tools::TestDataSet firstSet(const std::vector<std::vector<Tensor>> &sets) {
 int main(int argc, char **argv) {
   std::string model, calibration, test, labels, floatBackend = "CPU", quantBackend = "Interpreter",
                                                 profileOut, name;
-  std::vector<std::string> schemas, calibrates;
+  std::vector<std::string> schemas, calibrates, keepFloat;
   unsigned percentile = 9999;
   tools::Flags flags("quant_eval", "usage: quant_eval --model M.onnx --calibration DIR --test DIR");
   flags.add("--model", model, "M.onnx", "the float ONNX model").required();
@@ -77,6 +78,7 @@ int main(int argc, char **argv) {
   flags.add("--labels", labels, "FILE", "true classes of the test rows, one per line");
   flags.add("--schemas", schemas, "S,...", "schemas to measure (default: all four)");
   flags.add("--calibrates", calibrates, "M,...", "calibration methods (default: minmax)");
+  flags.add("--keep-float", keepFloat, "K,...", "node kinds or names kept in float");
   flags.add("--percentile", percentile, "P", "for percentile: hundredths of a per cent kept");
   flags.add("--float-backend", floatBackend, "NAME", "backend of the float32 reference and profile");
   flags.add("--quant-backend", quantBackend, "NAME", "backend of the int8 runs");
@@ -164,6 +166,7 @@ int main(int argc, char **argv) {
       qf.schema = schema;
       qf.calibrate = calibName;
       qf.percentile = percentile;
+      qf.keepFloat = keepFloat;
       auto opts = tools::quantOptions(qf);
       if (!opts)
         return fail(opts.getError(), "options");

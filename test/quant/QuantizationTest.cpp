@@ -240,6 +240,9 @@ TEST(Transform, QuantizeAndDequantizeOnlyAtRegionEdges) {
   EXPECT_FLOAT_EQ(fc1->getNthInput(2).getType()->scale,
                   fc1->getNthInput(0).getType()->scale * fc1->getNthInput(1).getType()->scale);
   EXPECT_EQ(fc2->getNthInput(0).node->getKind(), NodeKind::Relu); // no Dequantize/Quantize
+  // fc1's only user is the Relu: fc1 outputs on the Relu's grid.
+  EXPECT_EQ(r->foldedIntoRelu, 1u);
+  EXPECT_EQ(fc1->getType(0), q.f->getNodeByName("relu")->getType(0));
   auto *sm = q.f->getNodeByName("sm");
   EXPECT_EQ(sm->getNthInput(0).node->getKind(), NodeKind::Dequantize);
 

@@ -11,7 +11,7 @@
 /// where a quantized value leaves one; inside a region quantized nodes feed each other
 /// directly, and a RescaleQuantized is added only where an operator needs equal types
 /// (Concat inputs), then folded into its producer where that producer's output type is
-/// free.
+/// free. A node whose only user is a Relu outputs on the Relu's grid.
 #ifndef KILN_QUANTIZATION_QUANTIZE_H
 #define KILN_QUANTIZATION_QUANTIZE_H
 
@@ -87,6 +87,9 @@ struct QuantizationReport {
   unsigned dequantizeNodes = 0; ///< Dequantize nodes added at region exits
   unsigned rescaleNodes = 0;    ///< RescaleQuantized nodes left after folding
   unsigned foldedRescales = 0;  ///< rescales folded into their producer's type
+  /// Convolutions, FCs, ... whose only user is a Relu (or a Clip(0, Max) made a Relu)
+  /// and that output on the Relu's grid instead of their own wider one
+  unsigned foldedIntoRelu = 0;
   /// Nodes of a quantizable kind kept in float, with why ("keep-float", "no profile for
   /// 'x'", "weights are not constant", ...).
   std::vector<std::pair<std::string, std::string>> keptFloat;
@@ -98,9 +101,9 @@ struct QuantizationReport {
 Error prepareForQuantization(Function *f);
 
 /// Quantizes \p f in place from \p profile (see the file comment). Quantizable: Convolution,
-/// FullyConnected, MatMul, BatchedAdd, Add, Sub, Mul, Max, Min, Relu, Clip with Min 0 (a
-/// Relu whose output grid saturates at Max), MaxPool, AvgPool, AdaptiveAvgPool, Reshape,
-/// Transpose, Slice and Concat, in their Interpreter int8 forms. A node stays float when
+/// FullyConnected, MatMul, BatchedAdd, Add, Sub, Mul, Max, Min, Relu, AvgPool,
+/// AdaptiveAvgPool (output grids from their profiles), Clip with Min 0 (a Relu whose output
+/// grid saturates at Max), MaxPool, Reshape, Transpose, Slice (the operand's grid) and Concat, in their Interpreter int8 forms. A node stays float when
 /// its kind or name is in keepFloat, when a float operand has no profile, or when weights
 /// are not constants. With options.perChannel: Unsupported (this build has no channel-wise
 /// quantized convolution node).
