@@ -418,6 +418,45 @@ void defineQuantization(Table &t) {
       .interpreter("quantized -> =")
       .cpu("quantized -> =")
       .sim("none");
+  t.node("ChannelwiseQuantizedConvolution")
+      .input("Input").input("Filter").input("FilterScales").input("FilterOffsets")
+      .input("Bias")
+      .attr(AttrKind::Dims, "Kernels").attr(AttrKind::Dims, "Strides")
+      .attr(AttrKind::Dims, "Pads").attr(AttrKind::Dims, "Dilations")
+      .attr(AttrKind::Dim, "Group")
+      .result("Result").typeRule(TypeRule::Explicit)
+      .describe("Convolution (Convolution's shapes and attributes) of a quantized Input "
+                "[N,C,H,W] (i8q or u8q) with an 8-bit Filter [O,C/Group,kH,kW] (i8q or u8q, "
+                "its type's scale 1 and offset 0) quantized per output channel: filter "
+                "value f of channel o means FilterScales[o] * (f - FilterOffsets[o]) "
+                "(FilterScales [O] float, positive and finite; FilterOffsets [O] i32, usually "
+                "Constants). Bias [O] is i32 in accumulator units (worth inScale * "
+                "FilterScales[o] each, as ONNX QLinearConv's) or float (real values). Per "
+                "output: acc = sum of (x - inOffset) * (f - FilterOffsets[o]) over the "
+                "in-bounds taps (the padding is real zero), exact in 64-bit integers, plus an "
+                "i32 bias; real = inScale * FilterScales[o] * acc (plus a float bias) in "
+                "double; an i8q or u8q result is round(real / outScale) + outOffset, halves "
+                "away from zero, saturated. An i32 result (ONNX ConvInteger) is acc plus an "
+                "i32 bias itself, wrapped to 32 bits; the scales do not enter it.")
+      .noLowering()
+      .interpreter("i8q|u8q, i8q|u8q, f32, i32, i32|f32 -> i8q|u8q|i32")
+      .cpu("none")
+      .sim("none");
+  t.node("ChannelwiseQuantizedFullyConnected")
+      .input("Input").input("Weights").input("WeightScales").input("WeightOffsets")
+      .input("Bias")
+      .result("Result").typeRule(TypeRule::Explicit)
+      .describe("Quantized Input [N,K] (i8q or u8q) times 8-bit Weights [K,M] (i8q or u8q, "
+                "its type's scale 1 and offset 0) quantized per output column: weight w of "
+                "column m means WeightScales[m] * (w - WeightOffsets[m]) (WeightScales [M] "
+                "float, WeightOffsets [M] i32), plus Bias [M] (i32 in accumulator units, "
+                "worth inScale * WeightScales[m] each, or float) -> [N,M] i8q, u8q or i32. "
+                "Arithmetic, rounding and the i32 result (ONNX MatMulInteger) as "
+                "ChannelwiseQuantizedConvolution.")
+      .noLowering()
+      .interpreter("i8q|u8q, i8q|u8q, f32, i32, i32|f32 -> i8q|u8q|i32")
+      .cpu("none")
+      .sim("none");
 }
 
 /// Nodes that exist as targets of lowering and fusion (src/Lower, src/Passes/Graph); their

@@ -230,6 +230,168 @@ TEST_P(QuantTest, QuantizedReluAndAddPipeline) {
   expectValues(output(s), {1, 1, 1, -1, 3, 72}, 0, 0);
 }
 
+// ------------------------------------------------------------------ channelwise
+
+namespace {
+
+/// A [n] vector constant of kind \p k.
+Constant *vec(Module &m, const std::string &name, ElemKind k, std::vector<double> v) {
+  Tensor t(k, {dim_t(v.size())});
+  for (size_t i = 0; i < v.size(); i++) {
+    if (k == ElemKind::Float)
+      t.getHandle<float>().raw(i) = float(v[i]);
+    else
+      t.getHandle<int32_t>().raw(i) = int32_t(v[i]);
+  }
+  return m.createConstant(name, std::move(t));
+}
+
+} // namespace
+
+// 1x1 convolution, three output channels with their own scales and offsets, an int32 bias in
+// accumulator units. Input i8q scale 0.5 offset 1: raw ch0 [3, -1], ch1 [5, 1] -> centred
+// [2, -2], [4, 0]. Filter raw o0 [2, 1], o1 [-3, 4], o2 [10, -10] with offsets 0, 2, -5 ->
+// [2, 1], [-5, 2], [15, -5]. acc pixel 0: 8, -2, 10; pixel 1: -4, 10, -30; plus bias 4, -8,
+// 0: 12, 0 | -10, 2 | 10, -30. real = 0.5 * scale[o] * acc with scales 0.25, 0.5, 1:
+// 1.5, 0 | -2.5, 0.5 | 5, -15 -> scale 1 offset 0, halves away from zero: 2, 0, -3, 1, 5, -15.
+TEST_P(QuantTest, ChannelwiseConvolutionPerChannelScalesAndOffsets) {
+  auto *x = input("x", qTensor(ElemKind::Int8Q, {1, 2, 1, 2}, 0.5f, 1, {3, -1, 5, 1}));
+  auto *f = mod().createConstant(
+      "f", qTensor(ElemKind::Int8Q, {3, 2, 1, 1}, 1.0f, 0, {2, 1, -3, 4, 10, -10}));
+  auto *c = F()->createChannelwiseQuantizedConvolution(
+      "cwconv", mod().uniqueType(ElemKind::Int8Q, {1, 3, 1, 2}, 1.0f, 0), x, f,
+      vec(mod(), "fs", ElemKind::Float, {0.25, 0.5, 1.0}),
+      vec(mod(), "fo", ElemKind::Int32I, {0, 2, -5}), vec(mod(), "b", ElemKind::Int32I, {4, -8, 0}),
+      {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  SaveNode *s = save(c);
+  if (!run(0, 0))
+    return;
+  expectValues(output(s), {2, 0, -3, 1, 5, -15}, 0, 0);
+}
+
+// Grouped (2 groups) 2x2 convolution with top/left padding of uint8 data, a float bias and a
+// saturating uint8 result. Input u8q scale 0.25 offset 128: ch0 centred [[4, -4], [0, 8]],
+// ch1 [[0, 2], [-2, 0]]. Filter u8q o0 raw [10, 20, 30, 40] offset 20 -> [[-10, 0], [10, 20]],
+// scale 0.5; o1 raw [1, 2, 3, 4] offset 0, scale 2. Output pixel (oh, ow) sees input rows
+// oh-1..oh and columns ow-1..ow. o0 acc: 80, -40, 0, 120 -> * 0.125 + 0.5: 10.5, -4.5, 0.5,
+// 15.5; o1 acc: 0, 8, -8, -2 -> * 0.5 + 120: 120, 124, 116, 119. Result u8q scale 0.5 offset
+// 10: 31, 1, 11, 41 | 250, 258 -> 255, 242, 248.
+TEST_P(QuantTest, ChannelwiseConvolutionGroupedPaddedUInt8FloatBias) {
+  auto *x = input("x", qTensor(ElemKind::UInt8Q, {1, 2, 2, 2}, 0.25f, 128,
+                               {132, 124, 128, 136, 128, 130, 126, 128}));
+  auto *f = mod().createConstant(
+      "f", qTensor(ElemKind::UInt8Q, {2, 1, 2, 2}, 1.0f, 0, {10, 20, 30, 40, 1, 2, 3, 4}));
+  auto *c = F()->createChannelwiseQuantizedConvolution(
+      "cwconv", mod().uniqueType(ElemKind::UInt8Q, {1, 2, 2, 2}, 0.5f, 10), x, f,
+      vec(mod(), "fs", ElemKind::Float, {0.5, 2.0}), vec(mod(), "fo", ElemKind::Int32I, {20, 0}),
+      vec(mod(), "b", ElemKind::Float, {0.5, 120}), {2, 2}, {1, 1}, {1, 1, 0, 0}, {1, 1}, 2);
+  SaveNode *s = save(c);
+  if (!run(0, 0))
+    return;
+  expectValues(output(s), {31, 1, 11, 41, 250, 255, 242, 248}, 0, 0);
+}
+
+// Random int8 data, strides, dilation, padding and groups against a reference computed from
+// the dequantized reals in double (power-of-two scales, so every sum is exact).
+TEST_P(QuantTest, ChannelwiseConvolutionRandomAgainstRealReference) {
+  const dim_t N = 2, C = 4, H = 7, W = 6, O = 6, G = 2, KH = 3, KW = 2;
+  const std::vector<dim_t> strides{2, 1}, pads{1, 0, 2, 1}, dil{1, 2};
+  const dim_t OH = (H + 3 - 3) / 2 + 1, OW = (W + 1 - 3) / 1 + 1;
+  Tensor xt = randomTensor(Type(ElemKind::Int8Q, {N, C, H, W}, 0.5f, -3), -128, 127, 21);
+  Tensor ft = randomTensor(Type(ElemKind::Int8Q, {O, C / G, KH, KW}, 1.0f, 0), -128, 127, 22);
+  std::vector<double> fs{0.25, 0.125, 1, 0.5, 0.0625, 2}, fo{0, 3, -7, 1, 0, -2};
+  std::vector<double> bias{100, -50, 0, 7, -1000, 3};
+  std::vector<double> xs = toDoubles(xt), fsv = toDoubles(ft);
+  std::vector<double> want;
+  for (dim_t n = 0; n < N; n++)
+    for (dim_t o = 0; o < O; o++)
+      for (dim_t oh = 0; oh < OH; oh++)
+        for (dim_t ow = 0; ow < OW; ow++) {
+          double real = 0.5 * fs[o] * bias[o];
+          for (dim_t c = 0; c < C / G; c++)
+            for (dim_t kh = 0; kh < KH; kh++)
+              for (dim_t kw = 0; kw < KW; kw++) {
+                long ih = long(oh * strides[0] + kh * dil[0]) - long(pads[0]);
+                long iw = long(ow * strides[1] + kw * dil[1]) - long(pads[1]);
+                if (ih < 0 || ih >= long(H) || iw < 0 || iw >= long(W))
+                  continue;
+                dim_t ic = (o / (O / G)) * (C / G) + c;
+                double xr = 0.5 * (xs[((n * C + ic) * H + ih) * W + iw] + 3);
+                double fr = fs[o] * (fsv[((o * (C / G) + c) * KH + kh) * KW + kw] - fo[o]);
+                real += xr * fr;
+              }
+          want.push_back(quantizeRef(real, 16.0, 5));
+        }
+  auto *x = input("x", std::move(xt));
+  auto *c = F()->createChannelwiseQuantizedConvolution(
+      "cwconv", mod().uniqueType(ElemKind::Int8Q, {N, O, OH, OW}, 16.0f, 5), x,
+      mod().createConstant("f", std::move(ft)), vec(mod(), "fs", ElemKind::Float, fs),
+      vec(mod(), "fo", ElemKind::Int32I, fo), vec(mod(), "b", ElemKind::Int32I, bias), {KH, KW},
+      strides, pads, dil, G);
+  SaveNode *s = save(c);
+  if (!run(0, 0))
+    return;
+  expectValues(output(s), want, 0, 0);
+}
+
+// Input i8q [2, 3] scale 0.5 offset 0: [[1, 2, 3], [-1, 0, 4]]. Weights i8q raw
+// [[1, -1], [2, 0], [3, 1]], column offsets 0 and -1 -> columns [1, 2, 3] and [0, 1, 2],
+// scales 1 and 0.25. acc [[14, 8], [11, 8]] + int32 bias [1, -2] -> [[15, 6], [12, 6]];
+// real = 0.5 * scale * acc: [[7.5, 0.75], [6, 0.75]] -> scale 1 offset 0: [[8, 1], [6, 1]].
+// With uint8 input (offset 10, the same reals) and a float bias [0.5, -0.5] to uint8 scale
+// 0.25 offset 3: reals [[7.5, 0.5], [6, 0.5]] (acc without bias [14, 8], [11, 8] -> 7, 1;
+// 5.5, 1 plus bias) -> [[33, 5], [27, 5]].
+TEST_P(QuantTest, ChannelwiseFullyConnected) {
+  auto *x = input("x", qTensor(ElemKind::Int8Q, {2, 3}, 0.5f, 0, {1, 2, 3, -1, 0, 4}));
+  auto *xu = input("xu", qTensor(ElemKind::UInt8Q, {2, 3}, 0.5f, 10, {11, 12, 13, 9, 10, 14}));
+  auto *w =
+      mod().createConstant("w", qTensor(ElemKind::Int8Q, {3, 2}, 1.0f, 0, {1, -1, 2, 0, 3, 1}));
+  Constant *ws = vec(mod(), "ws", ElemKind::Float, {1.0, 0.25});
+  Constant *wo = vec(mod(), "wo", ElemKind::Int32I, {0, -1});
+  auto *fc = F()->createChannelwiseQuantizedFullyConnected(
+      "cwfc", mod().uniqueType(ElemKind::Int8Q, {2, 2}, 1.0f, 0), x, w, ws, wo,
+      vec(mod(), "b", ElemKind::Int32I, {1, -2}));
+  auto *fcu = F()->createChannelwiseQuantizedFullyConnected(
+      "cwfcu", mod().uniqueType(ElemKind::UInt8Q, {2, 2}, 0.25f, 3), xu, w, ws, wo,
+      vec(mod(), "bf", ElemKind::Float, {0.5, -0.5}));
+  SaveNode *s = save(fc, "s");
+  SaveNode *su = save(fcu, "su");
+  if (!run(0, 0))
+    return;
+  expectValues(output(s), {8, 1, 6, 1}, 0, 0);
+  expectValues(output(su), {33, 5, 27, 5}, 0, 0);
+}
+
+// An i32 result is the exact accumulator (ONNX ConvInteger and MatMulInteger): the conv is
+// ONNX's ConvInteger example, uint8 x = 2..10 with zero point 1 (the input type's offset),
+// a 2x2 filter of ones: window sums of 1..9 = 12, 16, 24, 28; with the filter's per-channel
+// offset 1 for a second channel of twos (2 - 1 = 1) the same sums, and an i32 bias of -5.
+// The product is ONNX's MatMulInteger example: A - 12 times B (zero point 0).
+TEST_P(QuantTest, ChannelwiseInt32ResultIsTheAccumulator) {
+  auto *x = input("x", qTensor(ElemKind::UInt8Q, {1, 1, 3, 3}, 1.0f, 1,
+                               {2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  auto *f = mod().createConstant(
+      "f", qTensor(ElemKind::UInt8Q, {2, 1, 2, 2}, 1.0f, 0, {1, 1, 1, 1, 2, 2, 2, 2}));
+  auto *c = F()->createChannelwiseQuantizedConvolution(
+      "conv", mod().uniqueType(ElemKind::Int32I, {1, 2, 2, 2}), x, f,
+      vec(mod(), "fs", ElemKind::Float, {1, 1}), vec(mod(), "fo", ElemKind::Int32I, {0, 1}),
+      vec(mod(), "b", ElemKind::Int32I, {0, -5}), {2, 2}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  auto *a = input("a", qTensor(ElemKind::UInt8Q, {4, 3}, 1.0f, 12,
+                               {11, 7, 3, 10, 6, 2, 9, 5, 1, 8, 4, 0}));
+  auto *b = mod().createConstant("bm", qTensor(ElemKind::UInt8Q, {3, 2}, 1.0f, 0,
+                                               {1, 4, 2, 5, 3, 6}));
+  auto *mm = F()->createChannelwiseQuantizedFullyConnected(
+      "mm", mod().uniqueType(ElemKind::Int32I, {4, 2}), a, b,
+      vec(mod(), "ms", ElemKind::Float, {1, 1}), vec(mod(), "mo", ElemKind::Int32I, {0, 0}),
+      vec(mod(), "mb", ElemKind::Int32I, {0, 0}));
+  SaveNode *sc = save(c, "sc");
+  SaveNode *sm = save(mm, "sm");
+  if (!run(0, 0))
+    return;
+  expectValues(output(sc), {12, 16, 24, 28, 7, 11, 19, 23}, 0, 0);
+  expectValues(output(sm), {-38, -83, -44, -98, -50, -113, -56, -128}, 0, 0);
+}
+
 KILN_INSTANTIATE_BACKEND_TESTS(QuantTest);
 
 } // namespace kiln::test

@@ -150,6 +150,56 @@ TEST(TextIR, RoundTripManyOperators) {
             std::string::npos);
 }
 
+// The per-channel quantized nodes: their extra vector operands, explicit quantized result
+// types and int32 / float biases survive print -> parse -> print.
+TEST(TextIR, RoundTripChannelwiseQuantized) {
+  Module m;
+  Function *f = m.createFunction("main");
+  auto *x = m.createPlaceholder(m.uniqueType(ElemKind::UInt8Q, {1, 2, 4, 4}, 0.5f, 128), "x");
+  Tensor wt(Type(ElemKind::Int8Q, {3, 2, 2, 2}, 1.0f, 0));
+  for (size_t i = 0; i < wt.size(); i++)
+    wt.setFromDouble(i, i % 2 ? -double(i * 11) : double(i * 5));
+  auto *w = m.createConstant("w", std::move(wt));
+  auto *s = m.createConstant("s", Tensor(ElemKind::Float, {3}, {0.5, 0.25, 0.125}));
+  Tensor ot(ElemKind::Int32I, {3});
+  ot.setFromDouble(0, 0), ot.setFromDouble(1, -3), ot.setFromDouble(2, 7);
+  auto *o = m.createConstant("o", std::move(ot));
+  Tensor bt(ElemKind::Int32I, {3});
+  bt.setFromDouble(0, 100), bt.setFromDouble(1, -100), bt.setFromDouble(2, 5);
+  auto *b = m.createConstant("b", std::move(bt));
+  auto *cv = f->createChannelwiseQuantizedConvolution(
+      "cw", m.uniqueType(ElemKind::Int8Q, {1, 3, 2, 2}, 0.75f, -2), x, w, s, o, b, {2, 2},
+      {2, 2}, {0, 0, 0, 0}, {1, 1}, 1);
+  f->createSave("cw", cv);
+  auto *flat = f->createReshape("flat", cv, {1, 12});
+  auto *fw = m.createConstant(m.uniqueType(ElemKind::UInt8Q, {12, 2}, 1.0f, 0), "fw");
+  auto *fs = m.createConstant("fs", Tensor(ElemKind::Float, {2}, {1.5, 0.5}));
+  auto *fo = m.createConstant(ElemKind::Int32I, {2}, "fo");
+  auto *fb = m.createConstant("fb", Tensor(ElemKind::Float, {2}, {-1.25, 2}));
+  f->createSave("fc", f->createChannelwiseQuantizedFullyConnected(
+                          "fc", m.uniqueType(ElemKind::UInt8Q, {1, 2}, 0.125f, 3), flat, fw,
+                          fs, fo, fb));
+  ASSERT_FALSE(bool(f->verify())) << f->verify().toString();
+  std::string text = m.toString();
+  auto m2 = parseOrFail(text);
+  ASSERT_TRUE(m2);
+  EXPECT_EQ(text, m2->toString());
+  expectSameStructure(*f, *m2->getFunction("main"));
+  EXPECT_NE(text.find("%cw = ChannelwiseQuantizedConvolution(@x, @w, @s, @o, @b) "
+                      "{Kernels=[2,2], Strides=[2,2], Pads=[0,0,0,0], Dilations=[1,1], "
+                      "Group=1} : i8q<1x3x2x2:0.75:-2>"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("ChannelwiseQuantizedFullyConnected(%flat, @fw, @fs, @fo, @fb) : "
+                      "u8q<1x2:0.125:3>"),
+            std::string::npos)
+      << text;
+  for (const char *c : {"w", "s", "o", "b", "fb"})
+    EXPECT_TRUE(m.getConstantByName(c)->getPayload().isEqual(
+        m2->getConstantByName(c)->getPayload()))
+        << c;
+}
+
 TEST(TextIR, RoundTripConstantDataExactly) {
   Module m;
   const float inf = std::numeric_limits<float>::infinity();

@@ -371,6 +371,119 @@ TEST_F(VerifierTest, NodeOfAnotherFunction) {
   EXPECT_FALSE(e) << e.message();
 }
 
+// ------------------------------------------------------------------ channelwise
+// quantized
+
+namespace {
+
+/// A [n] vector of kind \p k filled with \p v.
+Constant *filled(Module &m, const std::string &name, ElemKind k, dim_t n, double v) {
+  Tensor t(k, {n});
+  for (size_t i = 0; i < n; i++)
+    t.setFromDouble(i, v);
+  return m.createConstant(name, std::move(t));
+}
+
+} // namespace
+
+class ChannelwiseVerifierTest : public VerifierTest {
+protected:
+  /// A channelwise convolution of an i8q [1,4,5,5] input with a [6,4/group,3,3] filter of
+  /// kind \p fk and per-channel vectors of \p channels entries.
+  void conv(ElemKind fk = ElemKind::Int8Q, float fScale = 1.0f, dim_t channels = 6,
+            ElemKind biasKind = ElemKind::Int32I, double scale = 0.5, dim_t group = 1,
+            Dims outDims = {1, 6, 3, 3}) {
+    auto *x = m.createPlaceholder(m.uniqueType(ElemKind::Int8Q, {1, 4, 5, 5}, 0.5f, 0), "x");
+    auto *w = m.createConstant(m.uniqueType(fk, {6, 4 / group, 3, 3}, fScale, 0), "w");
+    f->createChannelwiseQuantizedConvolution(
+        "cw", m.uniqueType(ElemKind::Int8Q, outDims, 0.25f, 1), x, w,
+        filled(m, "s", ElemKind::Float, channels, scale),
+        filled(m, "o", ElemKind::Int32I, channels, 0), filled(m, "b", biasKind, channels, 0),
+        {3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, group);
+  }
+};
+
+TEST_F(ChannelwiseVerifierTest, ValidConvolutionVerifies) {
+  conv();
+  Error e = f->verify();
+  EXPECT_FALSE(e) << e.message();
+}
+
+TEST_F(ChannelwiseVerifierTest, FilterWithItsOwnScale) {
+  conv(ElemKind::Int8Q, 0.5f);
+  expectInvalid({"'cw'", "(ChannelwiseQuantizedConvolution)", "Filter i8q<6x4x3x3:0.5:0>",
+                 "scale 1 and offset 0"});
+}
+
+TEST_F(ChannelwiseVerifierTest, FloatFilter) {
+  conv(ElemKind::Float);
+  expectInvalid({"'cw'", "Filter float<6x4x3x3>", "i8q or u8q"});
+}
+
+TEST_F(ChannelwiseVerifierTest, ScalesOfTheWrongLength) {
+  conv(ElemKind::Int8Q, 1.0f, 5);
+  expectInvalid({"'cw'", "FilterScales float<5>", "6 entries", "output channel"});
+}
+
+TEST_F(ChannelwiseVerifierTest, BoolBias) {
+  conv(ElemKind::Int8Q, 1.0f, 6, ElemKind::Bool);
+  expectInvalid({"'cw'", "Bias bool<6>", "i32 or float"});
+}
+
+TEST_F(ChannelwiseVerifierTest, ZeroScaleConstant) {
+  conv(ElemKind::Int8Q, 1.0f, 6, ElemKind::Int32I, 0.0);
+  expectInvalid({"'cw'", "FilterScales float<6>", "positive and finite"});
+}
+
+TEST_F(ChannelwiseVerifierTest, GroupDoesNotDivide) {
+  conv(ElemKind::Int8Q, 1.0f, 6, ElemKind::Int32I, 0.5, 4);
+  expectInvalid({"'cw'", "Group = 4", "i8q<1x4x5x5:0.5:0>", "6 output channels"});
+}
+
+TEST_F(ChannelwiseVerifierTest, ResultOfTheWrongShape) {
+  conv(ElemKind::Int8Q, 1.0f, 6, ElemKind::Int32I, 0.5, 1, {1, 6, 5, 5});
+  expectInvalid({"'cw'", "result type i8q<1x6x5x5:0.25:1>", "1x6x3x3"});
+}
+
+TEST_F(ChannelwiseVerifierTest, FullyConnectedShapes) {
+  auto *x = m.createPlaceholder(m.uniqueType(ElemKind::UInt8Q, {2, 3}, 0.5f, 128), "x");
+  auto *w = m.createConstant(m.uniqueType(ElemKind::Int8Q, {4, 5}, 1.0f, 0), "w");
+  f->createChannelwiseQuantizedFullyConnected(
+      "cwfc", m.uniqueType(ElemKind::UInt8Q, {2, 5}, 1.0f, 0), x, w,
+      filled(m, "s", ElemKind::Float, 5, 1), filled(m, "o", ElemKind::Int32I, 5, 0),
+      filled(m, "b", ElemKind::Float, 5, 0));
+  expectInvalid({"'cwfc'", "(ChannelwiseQuantizedFullyConnected)", "Weights i8q<4x5:1:0>",
+                 "3 rows", "u8q<2x3:0.5:128>"});
+}
+
+TEST_F(ChannelwiseVerifierTest, FullyConnectedFloatResult) {
+  auto *x = m.createPlaceholder(m.uniqueType(ElemKind::Int8Q, {2, 4}, 0.5f, 0), "x");
+  auto *w = m.createConstant(m.uniqueType(ElemKind::Int8Q, {4, 5}, 1.0f, 0), "w");
+  f->createChannelwiseQuantizedFullyConnected(
+      "cwfc", m.uniqueType(ElemKind::Float, {2, 5}), x, w,
+      filled(m, "s", ElemKind::Float, 5, 1), filled(m, "o", ElemKind::Int32I, 5, 0),
+      filled(m, "b", ElemKind::Int32I, 5, 0));
+  expectInvalid({"'cwfc'", "result type float<2x5>", "i8q, u8q or i32"});
+}
+
+TEST_F(ChannelwiseVerifierTest, Int32ResultNeedsAnInt32Bias) {
+  conv(ElemKind::Int8Q, 1.0f, 6, ElemKind::Float);
+  Error e = f->verify();
+  EXPECT_FALSE(e) << e.message(); // float bias, i8q result: fine
+  Function *g = m.createFunction("g");
+  auto *x = m.createPlaceholder(m.uniqueType(ElemKind::Int8Q, {2, 4}, 0.5f, 0), "x2");
+  auto *w = m.createConstant(m.uniqueType(ElemKind::Int8Q, {4, 5}, 1.0f, 0), "w2");
+  g->createChannelwiseQuantizedFullyConnected(
+      "cwfc", m.uniqueType(ElemKind::Int32I, {2, 5}), x, w,
+      filled(m, "s2", ElemKind::Float, 5, 1), filled(m, "o2", ElemKind::Int32I, 5, 0),
+      filled(m, "b2", ElemKind::Float, 5, 0));
+  Error e2 = g->verify();
+  ASSERT_TRUE(bool(e2));
+  EXPECT_NE(e2.message().find("Bias float<5> must be i32 for the i32 result i32<2x5>"),
+            std::string::npos)
+      << e2.message();
+}
+
 TEST_F(VerifierTest, ClonePreservesBuilderErrors) {
   f->createTranspose("tr", input({2, 3}), {1, 1});
   Function *g = f->clone("copy");
