@@ -257,8 +257,66 @@ private:
     return chooseQuantParams(lo, hi, opts_.schema);
   }
 
+  /// Convolution / FullyConnected with one weight scale and offset per output channel:
+  /// a Channelwise node (8-bit weights of type scale 1 offset 0, float scales, i32
+  /// offsets, i32 bias in accumulator units inScale * scale[o]) replaces \p n.
+  void transformPerChannel(Node *n) {
+    const Dims outDims = n->getType(0)->dims;
+    const bool conv = n->getKind() == NodeKind::Convolution;
+    NodeValue in = activation(n->getNthInput(0));
+    auto *w = cast<Constant>(n->getNthInput(1).node);
+    auto *b = cast<Constant>(n->getNthInput(2).node);
+    const Dims wd = w->getType()->dims;
+    // Conv filter [O, ...]: channel o is a contiguous block. FC weights [K, M]: column m.
+    const dim_t channels = conv ? wd[0] : wd[1];
+    const dim_t per = w->getType()->numElements() / channels;
+    auto index = [&](dim_t c, dim_t i) { return conv ? c * per + i : i * channels + c; };
+    auto wv = w->getPayload().getHandle<float>();
+    auto bv = b->getPayload().getHandle<float>();
+    Tensor qw(Type(ElemKind::Int8Q, wd, 1.0f, 0));
+    Tensor scales(ElemKind::Float, {channels}), offsets(ElemKind::Int32I, {channels}),
+        qb(ElemKind::Int32I, {channels});
+    auto qwh = qw.getHandle<int8_t>();
+    const double inScale = in.getType()->scale;
+    for (dim_t c = 0; c < channels; c++) {
+      float lo = INFINITY, hi = -INFINITY;
+      for (dim_t i = 0; i < per; i++) {
+        lo = std::min(lo, wv.raw(index(c, i)));
+        hi = std::max(hi, wv.raw(index(c, i)));
+      }
+      QuantParams p = chooseQuantParams(lo, hi, opts_.schema);
+      for (dim_t i = 0; i < per; i++) {
+        double q = std::round(double(wv.raw(index(c, i))) / p.scale) + p.offset;
+        qwh.raw(index(c, i)) = int8_t(std::clamp(q, -128.0, 127.0));
+      }
+      scales.getHandle<float>().raw(c) = p.scale;
+      offsets.getHandle<int32_t>().raw(c) = p.offset;
+      double acc = std::round(double(bv.raw(c)) / (inScale * p.scale));
+      qb.getHandle<int32_t>().raw(c) = int32_t(std::clamp(acc, -2147483648.0, 2147483647.0));
+    }
+    NodeValue qwC(m_->createConstant(w->getName() + "_qc", std::move(qw)));
+    NodeValue sC(m_->createConstant(w->getName() + "_scales", std::move(scales)));
+    NodeValue oC(m_->createConstant(w->getName() + "_offsets", std::move(offsets)));
+    NodeValue bC(m_->createConstant(b->getName() + "_q32", std::move(qb)));
+    TypeRef outTy = qType(outDims, outputParams(n));
+    Node *r;
+    if (auto *cv = dyn_cast<ConvolutionNode>(n))
+      r = f_->createChannelwiseQuantizedConvolution(
+          n->getName() + "_channelwise", outTy, in, qwC, sC, oC, bC, cv->getKernels(),
+          cv->getStrides(), cv->getPads(), cv->getDilations(), cv->getGroup());
+    else
+      r = f_->createChannelwiseQuantizedFullyConnected(n->getName() + "_channelwise", outTy, in,
+                                                       qwC, sC, oC, bC);
+    n->replaceAllUsesOfWith(0, NodeValue(r));
+    f_->eraseNode(n); // visited already
+    q_.insert(r);
+    freeOutput_.insert(r);
+  }
+
   void transform(Node *n, Rule rule) {
     const Dims outDims = n->getType(0)->dims;
+    if (rule == Rule::Weighted && opts_.perChannel)
+      return transformPerChannel(n);
     switch (rule) {
     case Rule::Weighted: {
       NodeValue in = activation(n->getNthInput(0));
@@ -393,10 +451,6 @@ private:
 
 Expected<QuantizationReport> quantizeFunction(Function *f, const QuantizationProfile &profile,
                                               const QuantizationOptions &options) {
-  if (options.perChannel)
-    return makeError(ErrorCode::Unsupported,
-                     "per-channel weight scales need a channel-wise quantized convolution node, "
-                     "which this build does not have");
   KILN_RETURN_IF_ERR(f->verify());
   return Quantizer(f, profile, options).run();
 }

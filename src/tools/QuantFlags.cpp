@@ -32,6 +32,9 @@ void addQuantFlags(Flags &flags, QuantFlags &q, bool profiling, bool calibration
   flags.add("--percentile", q.percentile, "P",
             "with --calibrate percentile: the central share kept, in hundredths of a per cent "
             "(9999 = 99.99%)");
+  flags.add("--per-channel", q.perChannel,
+            "with --quantize: one weight scale and offset per output channel of Convolution and "
+            "FullyConnected (ChannelwiseQuantized* nodes; the Interpreter runs them)");
   flags.add("--keep-float", q.keepFloat, "K,...",
             "with --quantize: node kinds (Convolution, Add, ...) or node names kept in float");
 }
@@ -45,6 +48,7 @@ Expected<QuantizationOptions> quantOptions(const QuantFlags &q) {
                      q.percentile);
   o.percentile = float(q.percentile) / 100.0f;
   o.keepFloat.insert(q.keepFloat.begin(), q.keepFloat.end());
+  o.perChannel = q.perChannel;
   return o;
 }
 
@@ -54,7 +58,7 @@ Error quantizeWithFlags(Function *f, const QuantFlags &q, std::ostream &log) {
   KILN_RETURN_IF_ERR(prepareForQuantization(f));
   KILN_ASSIGN_OR_RETURN(QuantizationReport r, quantizeFunction(f, p, o));
   log << "quantized (" << quantSchemaName(o.schema) << ", " << calibrationName(o.calibration)
-      << "): " << r.toString() << "\n";
+      << (o.perChannel ? ", per-channel weights" : "") << "): " << r.toString() << "\n";
   return Error::success();
 }
 

@@ -68,7 +68,7 @@ tools::TestDataSet firstSet(const std::vector<std::vector<Tensor>> &sets) {
 int main(int argc, char **argv) {
   std::string model, calibration, test, labels, floatBackend = "CPU", quantBackend = "Interpreter",
                                                 profileOut, name;
-  std::vector<std::string> schemas, calibrates, keepFloat;
+  std::vector<std::string> schemas, calibrates, keepFloat, weights;
   unsigned percentile = 9999;
   tools::Flags flags("quant_eval", "usage: quant_eval --model M.onnx --calibration DIR --test DIR");
   flags.add("--model", model, "M.onnx", "the float ONNX model").required();
@@ -78,6 +78,7 @@ int main(int argc, char **argv) {
   flags.add("--labels", labels, "FILE", "true classes of the test rows, one per line");
   flags.add("--schemas", schemas, "S,...", "schemas to measure (default: all four)");
   flags.add("--calibrates", calibrates, "M,...", "calibration methods (default: minmax)");
+  flags.add("--weights", weights, "W,...", "per-tensor and/or per-channel (default per-tensor)");
   flags.add("--keep-float", keepFloat, "K,...", "node kinds or names kept in float");
   flags.add("--percentile", percentile, "P", "for percentile: hundredths of a per cent kept");
   flags.add("--float-backend", floatBackend, "NAME", "backend of the float32 reference and profile");
@@ -89,6 +90,8 @@ int main(int argc, char **argv) {
     schemas = {"asymmetric", "symmetric", "symmetric-uint8", "power2"};
   if (calibrates.empty())
     calibrates = {"minmax"};
+  if (weights.empty())
+    weights = {"per-tensor"};
   if (name.empty())
     name = model;
 
@@ -157,9 +160,10 @@ int main(int argc, char **argv) {
     std::cout << ", float32 top-1 accuracy " << std::setprecision(2) << accuracy(refTop1) << "% ("
               << truth.size() << " labels)";
   std::cout << "\n";
-  std::cout << "| model | schema | calibration | SQNR dB | top-1 = float32 |"
+  std::cout << "| model | schema | calibration | weights | SQNR dB | top-1 = float32 |"
             << (truth.empty() ? "" : " top-1 accuracy |") << " quantized nodes | s/row |\n";
 
+  for (const std::string &weightMode : weights)
   for (const std::string &calibName : calibrates) {
     for (const std::string &schema : schemas) {
       tools::QuantFlags qf;
@@ -167,6 +171,10 @@ int main(int argc, char **argv) {
       qf.calibrate = calibName;
       qf.percentile = percentile;
       qf.keepFloat = keepFloat;
+      if (weightMode != "per-tensor" && weightMode != "per-channel")
+        return fail(makeError(ErrorCode::InvalidArgument, "--weights: per-tensor or per-channel, not '",
+                              weightMode, "'"), "options");
+      qf.perChannel = weightMode == "per-channel";
       auto opts = tools::quantOptions(qf);
       if (!opts)
         return fail(opts.getError(), "options");
@@ -190,7 +198,8 @@ int main(int argc, char **argv) {
       size_t agree = 0;
       for (size_t i = 0; i < top1.size(); i++)
         agree += top1[i] == refTop1[i];
-      std::cout << "| " << name << " | " << schema << " | " << calibName << " | "
+      std::cout << "| " << name << " | " << schema << " | " << calibName << " | " << weightMode
+                << " | "
                 << std::setprecision(2) << sqnrDB(refValues, values) << " | " << agree << "/"
                 << top1.size() << " |";
       if (!truth.empty())

@@ -410,13 +410,63 @@ TEST(Transform, SmallNetworkIsCloseToFloat) {
   EXPECT_LT(worst, 1.0);
 }
 
-TEST(Transform, PerChannelIsRefusedWithoutTheNode) {
-  SmallMLP n;
+// Per-channel weights, symmetric: a 1x1 convolution with two output channels of very
+// different magnitudes. Channel 0's filter {1, -0.25} gets scale 1/127, channel 1's
+// {0.02, 0.005} 0.02/127 (per-tensor both would get 1/127, and channel 1 would round to
+// {3, 1}: 0.0236 and 0.0079, errors of 18% and 57%). Bias 0.5 of channel 0 is
+// round(0.5 / (inScale / 127)) accumulator units, inScale = 2/127 (x in [-2, 2]).
+TEST(Transform, PerChannelWeightsGetTheirOwnScales) {
+  ExecutionEngine ee("Interpreter");
+  Module &m = ee.getModule();
+  Function *f = m.createFunction("main");
+  Placeholder *x = m.createPlaceholder(ElemKind::Float, {1, 2, 1, 1}, "x");
+  Tensor w(ElemKind::Float, {2, 2, 1, 1}, {1, -0.25, 0.02, 0.005});
+  Tensor bias(ElemKind::Float, {2}, {0.5, 0});
+  auto *conv = f->createConvolution("conv", x, m.createConstant("w", std::move(w)),
+                                    m.createConstant("b", std::move(bias)), {1, 1}, {1, 1},
+                                    {0, 0, 0, 0}, {1, 1}, 1);
+  auto *save = f->createSave("y", conv);
+  QuantizationProfile p;
+  auto set = [&](const char *name, float lo, float hi) {
+    p.getOrAdd(name, "", 2).hist = Histogram::fromParts(lo, hi, lo, hi, {0, 0});
+  };
+  set("x", -2, 2);
+  set("conv", -3, 3);
   QuantizationOptions o;
+  o.schema = QuantSchema::Symmetric;
   o.perChannel = true;
-  Expected<QuantizationReport> r = quantizeFunction(n.f, QuantizationProfile(), o);
-  ASSERT_FALSE(bool(r));
-  EXPECT_EQ(r.getError().code(), ErrorCode::Unsupported);
+  Expected<QuantizationReport> r = quantizeFunction(f, p, o);
+  ASSERT_TRUE(bool(r)) << r.getError().toString();
+  EXPECT_EQ(countKind(f, NodeKind::Convolution), 0u);
+  ASSERT_EQ(countKind(f, NodeKind::ChannelwiseQuantizedConvolution), 1u);
+  Node *cw = nullptr;
+  for (const auto &n : f->getNodes())
+    if (n->getKind() == NodeKind::ChannelwiseQuantizedConvolution)
+      cw = n.get();
+  auto scales = cast<Constant>(cw->getNthInput(2).node)->getPayload().getHandle<float>();
+  EXPECT_FLOAT_EQ(scales.raw(0), 1.0f / 127);
+  EXPECT_FLOAT_EQ(scales.raw(1), 0.02f / 127);
+  auto fw = cast<Constant>(cw->getNthInput(1).node)->getPayload().getHandle<int8_t>();
+  EXPECT_EQ(fw.raw(0), 127);
+  EXPECT_EQ(fw.raw(1), -32); // -0.25 * 127 = -31.75
+  EXPECT_EQ(fw.raw(2), 127);
+  EXPECT_EQ(fw.raw(3), 32);  // 0.005 / (0.02/127) = 31.75
+  auto qb = cast<Constant>(cw->getNthInput(4).node)->getPayload().getHandle<int32_t>();
+  const double acc0 = double(2.0f / 127) * double(1.0f / 127);
+  EXPECT_EQ(qb.raw(0), int32_t(std::round(0.5 / acc0)));
+  EXPECT_EQ(qb.raw(1), 0);
+  // Numbers: x = {1, -1}: channel 0 = 1 + 0.25 + 0.5 = 1.75, channel 1 = 0.02 - 0.005.
+  ASSERT_FALSE(ee.compile());
+  PlaceholderBindings b;
+  b.allocate(m.getPlaceholders());
+  b.get(x)->getHandle<float>().raw(0) = 1;
+  b.get(x)->getHandle<float>().raw(1) = -1;
+  ASSERT_FALSE(ee.run(b));
+  auto y = b.get(save->getPlaceholder())->getHandle<float>();
+  // Output grid 3/127 = 0.0236: within half a step (plus the input and weight rounding,
+  // well below it here: x is on its grid, channel 1's weights to 0.8%).
+  EXPECT_NEAR(y.raw(0), 1.75, 3.0 / 127);
+  EXPECT_NEAR(y.raw(1), 0.015, 3.0 / 127 / 2 + 1e-3);
 }
 
 TEST(Sqnr, ByHand) {

@@ -75,8 +75,9 @@ struct QuantizationOptions {
   float percentile = 99.99f;
   /// Node kinds ("Convolution", "Add", ...) and node names kept in float.
   std::set<std::string> keepFloat;
-  /// One weight scale per output channel of a Convolution / FullyConnected (needs a
-  /// backend with channel-wise quantized nodes; see quantizeFunction).
+  /// One weight scale and offset per output channel of a Convolution / FullyConnected:
+  /// they become ChannelwiseQuantizedConvolution / ChannelwiseQuantizedFullyConnected
+  /// (the Interpreter runs them; the CPU does not yet).
   bool perChannel = false;
 };
 
@@ -105,8 +106,7 @@ Error prepareForQuantization(Function *f);
 /// AdaptiveAvgPool (output grids from their profiles), Clip with Min 0 (a Relu whose output
 /// grid saturates at Max), MaxPool, Reshape, Transpose, Slice (the operand's grid) and Concat, in their Interpreter int8 forms. A node stays float when
 /// its kind or name is in keepFloat, when a float operand has no profile, or when weights
-/// are not constants. With options.perChannel: Unsupported (this build has no channel-wise
-/// quantized convolution node).
+/// are not constants.
 Expected<QuantizationReport> quantizeFunction(Function *f, const QuantizationProfile &profile,
                                               const QuantizationOptions &options = {});
 
