@@ -59,5 +59,6 @@ for m in "${MODELS[@]}"; do
   $BIN/test/quant/quant_eval --name "$m" --model "/tmp/kiln-models/$m/model.onnx" \
     --calibration "$OUT/images/calib" --test "$OUT/images/test" \
     --profile-out "$OUT/images/$m.profile.json" \
-    --schemas asymmetric,symmetric,symmetric-uint8,power2 --calibrates minmax
+    --schemas asymmetric,symmetric,symmetric-uint8,power2 --calibrates minmax \
+    --weights per-tensor,per-channel
 done
