@@ -109,28 +109,43 @@ void convInt8(const Tensor &in, const Tensor &filter, const Tensor &bias, Tensor
   auto f = filter.getHandle<int8_t>();
   auto b = bias.getHandle<int32_t>();
   auto y = out.getHandle<int8_t>();
-  const dim_t cg = w.C / group, og = w.OC / group;
+  const int8_t *xp = x.begin(), *fp = f.begin();
+  int8_t *yp = y.begin();
+  const dim_t cg = w.C / group, og = w.OC / group, taps = cg * w.kH * w.kW;
   const double accScale = double(inTy.scale) * double(fTy.scale);
+  // Filter values minus their offset, one output channel at a time (same integers as
+  // f - fOffset per tap; the sum is exact in int32 whatever the order).
+  std::vector<int32_t> fo(taps);
   for (dim_t n = 0; n < w.N; n++) {
     for (dim_t o = 0; o < w.OC; o++) {
       const dim_t g = o / og;
+      for (dim_t t = 0; t < taps; t++)
+        fo[t] = int32_t(fp[o * taps + t]) - fTy.offset;
+      const double biasReal = dequantizeValue(b.raw(o), bias.getType());
+      const int8_t *xg = xp + (n * w.C + g * cg) * w.H * w.W;
+      int8_t *yo = yp + (n * w.OC + o) * w.OH * w.OW;
       for (dim_t oh = 0; oh < w.OH; oh++) {
         for (dim_t ow = 0; ow < w.OW; ow++) {
           int32_t acc = 0;
           for (dim_t c = 0; c < cg; c++) {
+            const int8_t *xc = xg + c * w.H * w.W;
+            const int32_t *fc = fo.data() + c * w.kH * w.kW;
             for (dim_t kh = 0; kh < w.kH; kh++) {
+              sdim_t ih = w.inRow(oh, kh);
+              if (ih < 0 || ih >= sdim_t(w.H))
+                continue;
+              const int8_t *xr = xc + dim_t(ih) * w.W;
+              const int32_t *fr = fc + kh * w.kW;
               for (dim_t kw = 0; kw < w.kW; kw++) {
-                sdim_t ih = w.inRow(oh, kh), iw = w.inCol(ow, kw);
-                if (!w.inBounds(ih, iw))
-                  continue;
-                int32_t xv = x.at({n, g * cg + c, dim_t(ih), dim_t(iw)}) - inTy.offset;
-                int32_t fv = f.at({o, c, kh, kw}) - fTy.offset;
-                acc += xv * fv;
+                sdim_t iw = w.inCol(ow, kw);
+                if (iw < 0 || iw >= sdim_t(w.W))
+                  continue; // the pad is real zero: it adds nothing
+                acc += (int32_t(xr[iw]) - inTy.offset) * fr[kw];
               }
             }
           }
-          double real = accScale * acc + dequantizeValue(b.raw(o), bias.getType());
-          y.at({n, o, oh, ow}) = quantizeValue<int8_t>(real, outTy.scale, outTy.offset);
+          double real = accScale * acc + biasReal;
+          yo[oh * w.OW + ow] = quantizeValue<int8_t>(real, outTy.scale, outTy.offset);
         }
       }
     }

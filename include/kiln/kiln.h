@@ -27,6 +27,7 @@
 #include "kiln/ExecutionEngine/ONNXSession.h"
 #include "kiln/Graph/Graph.h"
 #include "kiln/Importer/ONNX.h"
+#include "kiln/Quantization/Quantize.h"
 #include "kiln/Runtime/HostManager.h"
 
 #endif // KILN_KILN_H

@@ -4,7 +4,8 @@
 //   image-classifier --model M.onnx [--backend Interpreter] [--top-k 5] [--labels FILE]
 //                    [--mean 0.485,0.456,0.406] [--std 0.229,0.224,0.225] [--scale 1|255]
 //                    [--layout NCHW|NHWC] [--channels 1|3] [--threads N]
-//                    [--backend-opt NAME=VALUE]... IMAGE.png...
+//                    [--backend-opt NAME=VALUE]... [--quantize PROFILE [--schema S]
+//                    [--calibrate M] [--keep-float K,...]] [--quant-profile FILE] IMAGE.png...
 //
 // Images are read with libpng (any colour type and bit depth), resized (bilinear) to the
 // model's input size, normalised as (p * scale - mean) / std per channel with p in [0, 1],
@@ -14,6 +15,7 @@
 
 #include "Flags.h"
 #include "Image.h"
+#include "QuantFlags.h"
 
 #include "kiln/Backend/Backend.h"
 #include "kiln/Importer/ONNX.h"
@@ -43,6 +45,8 @@ struct Options {
   std::vector<std::string> images;
   /// --backend-opt items (threads=N sets compile.threads, overriding --threads).
   CompileOptions compile;
+  /// --quantize PROFILE and its schema, calibration and keep-float flags.
+  tools::QuantFlags quant;
 };
 
 bool parseFloats(const std::string &s, std::vector<float> &out) {
@@ -104,6 +108,7 @@ std::optional<int> parseOptions(int argc, char **argv, Options &f) {
             "known ones)",
             "NAME=VALUE", "none",
             [&f](const std::string &v) { return !bool(f.compile.setBackendOption(v)); });
+  tools::addQuantFlags(flags, f.quant, /*profiling=*/true, /*calibrationDir=*/false);
   flags.positional(f.images);
   if (std::optional<int> exitCode = flags.parse(argc, argv))
     return exitCode;
@@ -113,6 +118,8 @@ std::optional<int> parseOptions(int argc, char **argv, Options &f) {
     return flags.fail("no images given");
   if (f.topK == 0)
     return flags.fail("--top-k must be at least 1");
+  if (!f.quant.profileOut.empty() && !f.quant.quantize.empty())
+    return flags.fail("--quant-profile and --quantize are separate steps");
   return std::nullopt;
 }
 
@@ -174,6 +181,8 @@ struct Compiled {
   std::unique_ptr<ExecutionEngine> ee;
   Placeholder *input = nullptr, *output = nullptr;
   dim_t batch = 0;
+  /// With --quant-profile: the instrumented function's profiler.
+  std::unique_ptr<Profiler> profiler;
 };
 
 Expected<Compiled> compileAt(const Options &f, const InputShape &s, dim_t batch) {
@@ -200,6 +209,13 @@ Expected<Compiled> compileAt(const Options &f, const InputShape &s, dim_t batch)
     return makeError(ErrorCode::InvalidArgument, "the model's output '", m.outputNames[0],
                      "' is ", oty.toString(), " for a batch of ", batch,
                      "; expected [batch, classes]");
+  if (!f.quant.quantize.empty())
+    KILN_RETURN_IF_ERR(tools::quantizeWithFlags(fn, f.quant, std::cerr));
+  if (!f.quant.profileOut.empty()) {
+    KILN_RETURN_IF_ERR(prepareForQuantization(fn));
+    c.profiler = std::make_unique<Profiler>(f.quant.bins);
+    c.profiler->instrument(fn);
+  }
   CompileOptions copts = f.compile;
   copts.threads = f.threads;
   KILN_RETURN_IF_ERR(c.ee->compile(copts));
@@ -340,11 +356,22 @@ int classify(const Options &f) {
     b.clear();
     b.insert(c.input, std::move(in));
     b.allocate(c.output);
+    if (c.profiler)
+      c.profiler->allocate(b);
     if (Error e = c.ee->run(b))
       return fail("running", e);
+    if (c.profiler)
+      if (Error e = c.profiler->record(b))
+        return fail("profiling", e);
     const Tensor *out = b.get(c.output);
     for (size_t i = 0; i < count * classes; i++)
       scores[start * classes + i] = out->getAsDouble(i);
+  }
+  if (c.profiler) {
+    if (Error e = c.profiler->profile().writeFile(f.quant.profileOut))
+      return fail("writing the profile", e);
+    std::cerr << "image-classifier: profiled " << c.profiler->profile().size() << " values over "
+              << n << " images; wrote " << f.quant.profileOut << "\n";
   }
   bool normalised = isNormalised(scores, n, classes);
   if (!normalised)

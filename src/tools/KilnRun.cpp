@@ -11,6 +11,7 @@
 
 #include "Flags.h"
 #include "ModelRunner.h"
+#include "QuantFlags.h"
 #include "kiln/Base/Trace.h"
 
 #include <algorithm>
@@ -40,6 +41,7 @@ struct Options {
   std::map<std::string, std::vector<kiln::dim_t>> shapes;
   /// --backend-opt items (threads=N sets compile.threads, overriding --threads).
   kiln::CompileOptions compile;
+  kiln::tools::QuantFlags quant;
 };
 
 /// Parses the flags into \p o; returns the exit status when the tool should stop.
@@ -83,8 +85,13 @@ std::optional<int> parseOptions(int argc, char **argv, Options &o) {
             "write Graphviz DOT of the graph as imported, after the optimising passes, "
             "after lowering, after the whole pipeline, and the partition plan into DIR "
             "(created if missing)");
+  kiln::tools::addQuantFlags(flags, o.quant, /*profiling=*/true, /*calibrationDir=*/true);
   if (std::optional<int> exitCode = flags.parse(argc, argv))
     return exitCode;
+  if (!o.quant.profileOut.empty() && o.quant.calibration.empty())
+    return flags.fail("--quant-profile needs --calibration DIR");
+  if (!o.quant.profileOut.empty() && !o.quant.quantize.empty())
+    return flags.fail("--quant-profile and --quantize are separate steps");
   if (o.traceKernels && o.trace.empty())
     return flags.fail("--trace-kernels needs --trace FILE");
   if (o.compile.threads) // threads=N among the backend options
@@ -114,6 +121,46 @@ double msSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// kiln-run --quant-profile: runs the instrumented model over every calibration set and
+/// writes the profile.
+int profileForQuantization(const Options &f) {
+  using namespace kiln;
+  Expected<std::vector<std::vector<Tensor>>> sets = tools::loadCalibrationSets(f.quant.calibration);
+  if (!sets)
+    return fail(sets.getError(), "reading the calibration inputs");
+  tools::TestDataSet first;
+  for (const Tensor &t : sets->front())
+    first.inputs.push_back(t.clone());
+  tools::ModelRunner runner(f.backend);
+  runner.setInputShapes(f.shapes);
+  runner.setStrictBackend(f.noFallback);
+  if (Error e = runner.load(f.model, &first))
+    return fail(e, "loading the model");
+  if (Error e = prepareForQuantization(runner.function()))
+    return fail(e, "preparing the model for quantization");
+  Profiler prof(f.quant.bins);
+  size_t probes = prof.instrument(runner.function());
+  CompileOptions copts = f.compile;
+  copts.threads = f.threads;
+  if (Error e = runner.compile(copts))
+    return fail(e, "compiling");
+  for (size_t i = 0; i < sets->size(); i++) {
+    if (Error e = runner.bindInputs((*sets)[i]))
+      return fail(e, ("binding calibration set " + std::to_string(i)).c_str());
+    prof.allocate(runner.bindings());
+    if (Error e = runner.run())
+      return fail(e, "running");
+    if (Error e = prof.record(runner.bindings()))
+      return fail(e, "recording the profile");
+  }
+  if (Error e = prof.profile().writeFile(f.quant.profileOut))
+    return fail(e, "writing the profile");
+  std::cout << "kiln-run: profiled " << probes << " values over " << sets->size()
+            << " calibration input sets on " << f.backend << "; wrote " << f.quant.profileOut
+            << "\n";
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -121,6 +168,9 @@ int main(int argc, char **argv) {
   Options f;
   if (std::optional<int> exitCode = parseOptions(argc, argv, f))
     return *exitCode;
+
+  if (!f.quant.profileOut.empty())
+    return profileForQuantization(f);
 
   tools::TestDataSet data;
   bool haveData = !f.data.empty();
@@ -156,6 +206,9 @@ int main(int argc, char **argv) {
   if (Error e = runner.load(f.model, haveData ? &data : nullptr))
     return fail(e, "loading the model");
   double loadMs = msSince(t0);
+  if (!f.quant.quantize.empty())
+    if (Error e = tools::quantizeWithFlags(runner.function(), f.quant, std::cerr))
+      return fail(e, "quantizing");
 
   CompileOptions copts = f.compile;
   copts.threads = f.threads;

@@ -92,6 +92,9 @@ public:
   /// in graph order, and as text: "x float<8x3>, mask i64<8x128>".
   std::vector<std::pair<std::string, Type>> inputTypes() const;
   std::string inputShapesText() const;
+  /// The bindings of the next run (inputs after bindInputs; extra placeholders, such as a
+  /// quantization Profiler's, may be added).
+  PlaceholderBindings &bindings() { return bindings_; }
   /// Output tensors in graph order (valid after run()).
   std::vector<const Tensor *> outputs() const;
 

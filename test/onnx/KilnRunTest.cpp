@@ -97,6 +97,69 @@ TEST_F(KilnRunTest, MatchPrintsJsonAndExitsZero) {
     EXPECT_NE(j.find(field), std::string::npos) << field << " not in " << j;
 }
 
+// --quant-profile over two calibration sets, then --quantize from the profile. x is
+// {1..6} then {-1, 0, 2, 0, 0, 0}: min -1, max 6 over 12 values. The Gemm gives
+// [[-2, 2], [-2, 6.5]] then [[-3, -0.5], [0, -1]]: min -3, max 6.5. Quantized
+// (asymmetric): s_x = 7/255, s_w = 2/255, Gemm output 9.5/255, Relu output 6.5/255. The
+// worst element (row 2, column 1: x = {4, 5, 6}, w = 0.5 each) can be off by at most
+// sum(s_x/2 |w|) + sum(|x| s_w/2) + 3 s_x s_w/4 + s_b/2 + s_g/2 + s_y/2 = 0.0206 + 0.0588
+// + 0.0002 + 0.0001 + 0.0186 + 0.0127 = 0.111.
+TEST_F(KilnRunTest, QuantProfileThenQuantize) {
+  std::string cal = dir_ + "/calibration";
+  mkdir(cal.c_str(), 0755);
+  mkdir((cal + "/test_data_set_0").c_str(), 0755);
+  mkdir((cal + "/test_data_set_1").c_str(), 0755);
+  writeFile(cal + "/test_data_set_0/input_0.pb",
+            B::floatTensor("x", {2, 3}, {1, 2, 3, 4, 5, 6}, true).SerializeAsString());
+  writeFile(cal + "/test_data_set_1/input_0.pb",
+            B::floatTensor("x", {2, 3}, {-1, 0, 2, 0, 0, 0}, true).SerializeAsString());
+  std::string prof = dir_ + "/profile.json";
+  RunResult r = kilnRun("--model " + dir_ + "/model.onnx --quant-profile " + prof +
+                        " --calibration " + cal);
+  ASSERT_EQ(r.exitCode, 0) << r.out;
+  std::ifstream in(prof);
+  std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(json.find("\"name\": \"x\", \"kind\": \"Placeholder\", \"count\": 12, \"min\": -1, "
+                      "\"max\": 6"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"min\": -3, \"max\": 6.5"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"min\": 0, \"max\": 6.5"), std::string::npos) << json;
+  EXPECT_EQ(kilnRun("--model " + dir_ + "/model.onnx --quant-profile " + prof).exitCode, 2);
+  // The same inputs as input_0.pb and input_1.pb of one folder (a single-input model):
+  // the same profile.
+  std::string flat = dir_ + "/flat";
+  mkdir(flat.c_str(), 0755);
+  writeFile(flat + "/input_0.pb",
+            B::floatTensor("x", {2, 3}, {1, 2, 3, 4, 5, 6}, true).SerializeAsString());
+  writeFile(flat + "/input_1.pb",
+            B::floatTensor("x", {2, 3}, {-1, 0, 2, 0, 0, 0}, true).SerializeAsString());
+  std::string prof2 = dir_ + "/profile2.json";
+  ASSERT_EQ(kilnRun("--model " + dir_ + "/model.onnx --quant-profile " + prof2 +
+                    " --calibration " + flat)
+                .exitCode,
+            0);
+  std::ifstream in2(prof2);
+  std::string json2((std::istreambuf_iterator<char>(in2)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(json2, json);
+
+  r = kilnRun("--model " + dir_ + "/model.onnx --data " + dir_ +
+              "/test_data_set_0 --json --quantize " + prof);
+  ASSERT_NE(r.exitCode, 2) << r.out;
+  std::string j = lastLine(r.out);
+  size_t at = j.find("\"max_abs_err\": ");
+  ASSERT_NE(at, std::string::npos) << j;
+  double err = std::atof(j.c_str() + at + 15);
+  EXPECT_GT(err, 0.0); // it did quantize
+  EXPECT_LE(err, 0.111) << j;
+  std::ifstream log(tmpDir() + "/stderr.txt");
+  std::string logText((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(logText.find("quantized (asymmetric, minmax)"), std::string::npos) << logText;
+  EXPECT_EQ(kilnRun("--model " + dir_ + "/model.onnx --quantize " + prof + " --schema int4")
+                .exitCode,
+            2);
+}
+
 TEST_F(KilnRunTest, MismatchExitsOne) {
   writeFile(dir_ + "/test_data_set_0/output_0.pb",
             B::floatTensor("y", {2, 2}, {0, 2, 0, 7}).SerializeAsString());

@@ -86,6 +86,33 @@ TEST(ImageClassifierTest, CPUBackendAgrees) {
     EXPECT_EQ(topClass(r.out, image(d)), std::to_string(d)) << r.out;
 }
 
+// --quant-profile over the ten shipped digits, then --quantize from that profile: every
+// schema keeps each digit's top-1 class (the classes were checked above), and the log
+// says what was quantized.
+TEST(ImageClassifierTest, QuantizedFromItsOwnProfileKeepsTheClasses) {
+  std::string images;
+  for (int d = 0; d < 10; d++)
+    images += " " + image(d);
+  std::string profile = tmpPath("digits.profile.json");
+  Result r = classify(std::string("--model ") + kModel + kNorm + "--quant-profile " + profile +
+                      images);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.err.find("profiled 10 values over 10 images"), std::string::npos) << r.err;
+  for (const char *schema : {"asymmetric", "symmetric", "symmetric-uint8", "power2"}) {
+    r = classify(std::string("--model ") + kModel + kNorm + "--quantize " + profile +
+                 " --schema " + schema + images);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.err.find("9 nodes quantized, 1 Quantize, 1 Dequantize"), std::string::npos)
+        << r.err;
+    for (int d = 0; d < 10; d++)
+      EXPECT_EQ(topClass(r.out, image(d)), std::to_string(d)) << schema << "\n" << r.out;
+  }
+  EXPECT_EQ(classify(std::string("--model ") + kModel + " --quantize " + profile +
+                     " --schema int4" + images)
+                .exitCode,
+            2);
+}
+
 TEST(ImageClassifierTest, LabelsAndTopK) {
   std::string labels = tmpPath("labels.txt");
   {
