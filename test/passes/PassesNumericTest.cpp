@@ -188,6 +188,8 @@ TEST_F(PassNumericTest, fold_layer_norm) {
     EXPECT_EQ(countKind(g, NodeKind::LayerNormalization), 1u);
     expectSameNumbers(f, g, 1e-5f, 1e-4f);
   }
+}
+
 // A QDQ convolution (per-tensor int8 weights) and a QDQ fully-connected layer (per-column
 // weights in the importer's Mul(Sub(Dequantize, zero points), scales) form, and a Relu the
 // uint8 offset 0 makes redundant) become integer nodes; the outputs agree within one output
