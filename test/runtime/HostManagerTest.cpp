@@ -29,29 +29,6 @@ SimDeviceManager &sim(HostManager &hm, const std::string &name) {
   return static_cast<SimDeviceManager &>(*d);
 }
 
-/// Collects asynchronous results; wait() returns when \p n have arrived.
-class Results {
-public:
-  void add(RunResult r) {
-    std::lock_guard<std::mutex> lock(mu_);
-    results_.push_back(std::move(r));
-    cv_.notify_all();
-  }
-  std::vector<RunResult> &wait(size_t n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return results_.size() >= n; });
-    return results_;
-  }
-  ResultCallback callback() {
-    return [this](RunResult r) { add(std::move(r)); };
-  }
-
-private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<RunResult> results_;
-};
-
 /// The distinct devices in a plan's text: names in brackets after "on <backend>".
 std::set<std::string> devicesOf(const std::string &plan) {
   std::set<std::string> d;

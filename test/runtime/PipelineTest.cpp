@@ -26,28 +26,6 @@ SimDeviceManager &sim(HostManager &hm, unsigned i) {
   return static_cast<SimDeviceManager &>(*hm.getDevice(i));
 }
 
-/// Results in the order their callbacks were called.
-class Results {
-public:
-  ResultCallback callback() {
-    return [this](RunResult r) {
-      std::lock_guard<std::mutex> lock(mu_);
-      results_.push_back(std::move(r));
-      cv_.notify_all();
-    };
-  }
-  std::vector<RunResult> &wait(size_t n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return results_.size() >= n; });
-    return results_;
-  }
-
-private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<RunResult> results_;
-};
-
 /// A chain of fully-connected layers that takes two Sim devices (no host device).
 struct TwoStage {
   Module m;

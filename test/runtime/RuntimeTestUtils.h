@@ -8,6 +8,8 @@
 #include "kiln/Runtime/HostManager.h"
 #include "kiln/kiln.h"
 
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,30 @@ bool sameOutputs(const Net &n, const PlaceholderBindings &b, const std::vector<T
 
 /// \p count Sim devices of \p memory bytes each, then one Interpreter device.
 std::vector<DeviceConfig> simDevices(unsigned count, uint64_t memory, bool withHost = true);
+
+/// Collects asynchronous results, in the order their callbacks were called; wait() returns
+/// when \p n have arrived.
+class Results {
+public:
+  void add(RunResult r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    results_.push_back(std::move(r));
+    cv_.notify_all();
+  }
+  std::vector<RunResult> &wait(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return results_.size() >= n; });
+    return results_;
+  }
+  ResultCallback callback() {
+    return [this](RunResult r) { add(std::move(r)); };
+  }
+
+private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<RunResult> results_;
+};
 
 inline bool contains(const std::string &s, const std::string &part) {
   return s.find(part) != std::string::npos;
