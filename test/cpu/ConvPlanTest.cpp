@@ -127,6 +127,16 @@ TEST(ConvPlan, DocumentedRules) {
        ConvAlgorithm::WinogradRows2, WeightPacking::WinogradRows2x2},
       {"3x3/1 256->128 7x7 accurate", square(256, 128, 7, 3), Isa::Avx512, 1,
        ConvAlgorithm::Transposed, WeightPacking::GemmBTransposed},
+      // 2048->512 28x28 (FCN's head): 196 F(2x2) tiles, 49 F(4x4) tiles; O C = 1048576 is
+      // over F(4x4)'s bound (8192 x 49) but within F(2x2)'s (8192 x 196): F(2x2), in both
+      // modes. 4096->512 28x28 (O C = 2097152 > 8192 x 196) is not: the GEMM convolution
+      // (K = 36864, 784 pixels).
+      {"3x3/1 2048->512 28x28 accurate", square(2048, 512, 28, 3), Isa::Avx512, 1,
+       ConvAlgorithm::WinogradRows2, WeightPacking::WinogradRows2x2},
+      {"3x3/1 2048->512 28x28", square(2048, 512, 28, 3), Isa::Avx512, 1,
+       ConvAlgorithm::WinogradRows2, WeightPacking::WinogradRows2x2, kFast},
+      {"3x3/1 4096->512 28x28 accurate", square(4096, 512, 28, 3), Isa::Avx512, 1,
+       ConvAlgorithm::PackedGemm, WeightPacking::GemmA},
       // Fewer than 8 input channels: no Winograd; K = 27, 1024 pixels fill the panels.
       {"3x3/1 3->16 32x32", square(3, 16, 32, 3), Isa::Avx512, 1, ConvAlgorithm::Strip,
        WeightPacking::None},
@@ -282,10 +292,12 @@ TEST(ConvPlan, ForcedAlgorithm) {
   // The strip up to K = 9904 (48 K + 64 floats in the 475456-float AVX-512 GEMM scratch:
   // 384 x (1024 + 32) + 384 x (168 + 14) + 64): pointwise 28x28 with 9904 channels fits,
   // 9905 not (the rules then take the packed GEMM: K > 1152, and 784 pixels fill 784/800
-  // of the panels); nor does the FCN head's 3x3 2048->512 28x28 (K = 18432).
+  // of the panels); nor does the FCN head's 3x3 2048->512 28x28 (K = 18432: the rules
+  // take F(2x2) there).
   EXPECT_EQ(name(forced(square(9904, 64, 28, 1), ConvAlgorithm::Strip).algorithm), "convS");
   EXPECT_EQ(name(forced(square(9905, 64, 28, 1), ConvAlgorithm::Strip).algorithm), "conv");
-  EXPECT_EQ(name(forced(square(2048, 512, 28, 3), ConvAlgorithm::Strip).algorithm), "conv");
+  EXPECT_EQ(name(forced(square(2048, 512, 28, 3), ConvAlgorithm::Strip).algorithm),
+            "conv_wino2");
   // Names round-trip.
   for (ConvAlgorithm a : {ConvAlgorithm::Depthwise, ConvAlgorithm::Grouped,
                           ConvAlgorithm::WinogradRows2,

@@ -27,10 +27,18 @@ bool winogradWins(const ConvShape &s) {
 /// 2.25x the multiplies of F(2x2). At 1 thread it only replaces the GEMM convolutions
 /// (a tie with F(4x4) there). Not on larger images, where F(4x4) is compute-bound and does
 /// fewer multiplies, nor at 7x7 or with smaller filters (ties or losses). Measured in
-/// network, see the README.
+/// network, see the README. On images of over 100 F(2x2) tiles it takes the filters too
+/// large for F(4x4)'s weight bound but within its own, whose transformed weights are 16/36
+/// of F(4x4)'s per filter and spread over 4x the tiles (O C <= 8192 x F(2x2) tiles):
+/// FCN's 3x3 2048->512 head at 28x28, 157 -> 63 ms at 1 thread against the GEMM
+/// convolution (per-stage minima, one run each).
 bool winograd2Wins(const ConvShape &s, unsigned threads) {
   int64_t tiles = s.N * ceilDiv(s.OH, 2) * ceilDiv(s.OW, 2);
-  if (tiles < 32 || tiles > 100 || s.O * s.C < 65536)
+  if (s.O * s.C < 65536)
+    return false;
+  if (tiles > 100)
+    return s.C >= 8 && !winogradWins(s) && s.O * s.C <= 8192 * tiles;
+  if (tiles < 32)
     return false;
   return threads > 1 || !winogradWins(s);
 }
