@@ -715,6 +715,27 @@ void buildConvNet(Net &n, uint64_t seed, dim_t channels = 8) {
   n.saves = {F->createSave("y", F->createFullyConnected("fc", flat, fw, fb))};
 }
 
+/// A scratch path unique to this process under the test's temporary folder.
+std::string scratchPath(const std::string &stem) {
+  const char *tmp = std::getenv("TEST_TMPDIR");
+  return std::string(tmp ? tmp : "/tmp") + "/" + stem + "-" + std::to_string(::getpid());
+}
+
+/// Runs this test binary's ProgramCacheChild in a process of its own, with kernel cache
+/// \p dir and prebuilt-kernels=\p prebuilt ("": the default); returns the compiled
+/// program's stats.
+std::string runProgramCacheChild(const std::string &dir, const std::string &statsFile,
+                                 const std::string &prebuilt = "") {
+  std::string run = "env -u TEST_PREMATURE_EXIT_FILE KILN_STAGE_CACHE_DIR=" + dir +
+                    " KILN_STAGE_CACHE_STATS=" + statsFile +
+                    (prebuilt.empty() ? "" : " KILN_PREBUILT=" + prebuilt) + " /proc/" +
+                    std::to_string(::getpid()) +
+                    "/exe --gtest_filter=CPUBackend.ProgramCacheChild > /dev/null 2>&1";
+  EXPECT_EQ(std::system(run.c_str()), 0) << run;
+  std::ifstream in(statsFile);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 // The compiled program's native code is kept in the kernel cache on disk: a process that
 // compiles a graph another process compiled before loads the object instead of running
 // LLVM, and computes what the Interpreter computes. Each process here is a child running
@@ -722,19 +743,9 @@ void buildConvNet(Net &n, uint64_t seed, dim_t channels = 8) {
 TEST(CPUBackend, SecondProcessLoadsProgramFromDisk) {
   if (std::getenv("KILN_STAGE_CACHE_DIR"))
     GTEST_SKIP() << "run by the parent only";
-  const char *tmp = std::getenv("TEST_TMPDIR");
-  std::string dir =
-      std::string(tmp ? tmp : "/tmp") + "/kiln-stage-cache-" + std::to_string(::getpid());
-  std::string self = "/proc/" + std::to_string(::getpid()) + "/exe";
-  auto child = [&](const std::string &statsFile) {
-    std::string run = "env -u TEST_PREMATURE_EXIT_FILE KILN_STAGE_CACHE_DIR=" + dir +
-                      " KILN_STAGE_CACHE_STATS=" + statsFile +
-                      " " + self + " --gtest_filter=CPUBackend.ProgramCacheChild > /dev/null 2>&1";
-    EXPECT_EQ(std::system(run.c_str()), 0) << run;
-    std::ifstream in(statsFile);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  };
-  std::string first = child(dir + ".first"), second = child(dir + ".second");
+  std::string dir = scratchPath("kiln-stage-cache");
+  std::string first = runProgramCacheChild(dir, dir + ".first");
+  std::string second = runProgramCacheChild(dir, dir + ".second");
   EXPECT_NE(first.find("stages"), std::string::npos) << first;
   EXPECT_EQ(first.find("native code from disk"), std::string::npos) << first;
   EXPECT_NE(second.find("native code from disk"), std::string::npos) << second;
@@ -750,16 +761,8 @@ TEST(CPUBackend, PrebuiltKernelsSkipTheJit) {
   for (bool avx512 : {true, false})
     for (const std::string &k : cpu::sharedKernelNames(avx512))
       EXPECT_NE(cpu::findPrebuiltUnit(avx512 ? "x86-64-v4" : "x86-64-v3", k), nullptr) << k;
-  const char *tmp = std::getenv("TEST_TMPDIR");
-  std::string base =
-      std::string(tmp ? tmp : "/tmp") + "/kiln-prebuilt-" + std::to_string(::getpid());
-  std::string self = "/proc/" + std::to_string(::getpid()) + "/exe";
-  auto objectsAfterChild = [&](const std::string &dir, const std::string &prebuilt) {
-    std::string run = "env -u TEST_PREMATURE_EXIT_FILE KILN_STAGE_CACHE_DIR=" + dir +
-                      " KILN_STAGE_CACHE_STATS=" + dir +
-                      ".stats KILN_PREBUILT=" + prebuilt + " " + self +
-                      " --gtest_filter=CPUBackend.ProgramCacheChild > /dev/null 2>&1";
-    EXPECT_EQ(std::system(run.c_str()), 0) << run;
+  auto objectsAfterChild = [](const std::string &dir, const std::string &prebuilt) {
+    runProgramCacheChild(dir, dir + ".stats", prebuilt);
     size_t n = 0;
     if (DIR *d = ::opendir(dir.c_str())) {
       while (dirent *e = ::readdir(d))
@@ -768,6 +771,7 @@ TEST(CPUBackend, PrebuiltKernelsSkipTheJit) {
     }
     return n;
   };
+  std::string base = scratchPath("kiln-prebuilt");
   EXPECT_EQ(objectsAfterChild(base + "-on", "1"), 1u); // the program's module only
   EXPECT_GT(objectsAfterChild(base + "-off", "0"), 2u); // its shared kernels and helpers too
 }

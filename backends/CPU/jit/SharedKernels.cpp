@@ -35,6 +35,12 @@ uint64_t fnv1a(const void *data, size_t n, uint64_t h = 1469598103934665603ull) 
   return h;
 }
 
+/// What the on-disk key of every unit compiled for \p host with \p opts starts with (the
+/// unit's name follows).
+std::string unitKeyPrefix(const HostInfo &host, const JitOptions &opts) {
+  return host.cpu + "|" + host.features + "|" + std::to_string(opts.preferVectorWidth) + "|";
+}
+
 /// A unit (kernel or shared helper) of the library as its bitcode shows it.
 struct UnitInfo {
   /// The shared helpers it calls, directly or through its own internal functions.
@@ -120,8 +126,7 @@ Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::
   static std::map<std::string, std::unique_ptr<JitModule>> modules; // by unit and host
   static std::map<std::string, UnitInfo> info;                      // by unit
   HostInfo host = detectHost(opts);
-  std::string prefix =
-      host.cpu + "|" + host.features + "|" + std::to_string(opts.preferVectorWidth) + "|";
+  std::string prefix = unitKeyPrefix(host, opts);
   JitOptions o = opts;
   o.keepIR = o.keepAsm = false;
   // The level whose prebuilt objects this host runs, "" to compile for the host itself.
@@ -337,8 +342,7 @@ compileSharedUnits(const std::string &level, const std::vector<std::string> &ker
   // transitively, the helpers they call.
   std::map<std::string, UnitInfo> info;
   KILN_RETURN_IF_ERR(findHelpers(kernels, info, false));
-  HostInfo host = detectHost(o);
-  std::string prefix = host.cpu + "|" + host.features + "|0|";
+  std::string prefix = unitKeyPrefix(detectHost(o), o);
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto &kv : info) {
     std::string path = cachedObjectPath(scratchDir, prefix + kv.first);
