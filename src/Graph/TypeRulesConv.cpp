@@ -149,9 +149,10 @@ Expected<std::vector<Type>> inferAdaptiveAvgPool(const AdaptiveAvgPoolNode &n) {
 }
 
 // FusedConvolution keeps Convolution's operands at the same indices.
-static_assert(FusedConvolutionNode::InputIdx == ConvolutionNode::InputIdx &&
-                  FusedConvolutionNode::FilterIdx == ConvolutionNode::FilterIdx &&
-                  FusedConvolutionNode::BiasIdx == ConvolutionNode::BiasIdx,
+static_assert(unsigned(FusedConvolutionNode::InputIdx) == unsigned(ConvolutionNode::InputIdx) &&
+                  unsigned(FusedConvolutionNode::FilterIdx) ==
+                      unsigned(ConvolutionNode::FilterIdx) &&
+                  unsigned(FusedConvolutionNode::BiasIdx) == unsigned(ConvolutionNode::BiasIdx),
               "FusedConvolution must keep Convolution's operands");
 
 Expected<std::vector<Type>> inferFusedConvolution(const FusedConvolutionNode &n) {

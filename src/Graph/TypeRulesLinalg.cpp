@@ -83,10 +83,11 @@ Expected<std::vector<Type>> inferBatchedAdd(const BatchedAddNode &n) {
 }
 
 // FusedFullyConnected keeps FullyConnected's operands at the same indices.
-static_assert(FusedFullyConnectedNode::InputIdx == FullyConnectedNode::InputIdx &&
-                  FusedFullyConnectedNode::WeightsIdx == FullyConnectedNode::WeightsIdx &&
-                  FusedFullyConnectedNode::BiasIdx == FullyConnectedNode::BiasIdx,
-              "FusedFullyConnected must keep FullyConnected's operands");
+static_assert(
+    unsigned(FusedFullyConnectedNode::InputIdx) == unsigned(FullyConnectedNode::InputIdx) &&
+        unsigned(FusedFullyConnectedNode::WeightsIdx) == unsigned(FullyConnectedNode::WeightsIdx) &&
+        unsigned(FusedFullyConnectedNode::BiasIdx) == unsigned(FullyConnectedNode::BiasIdx),
+    "FusedFullyConnected must keep FullyConnected's operands");
 
 Expected<std::vector<Type>> inferFusedFullyConnected(const FusedFullyConnectedNode &n) {
   KILN_RETURN_IF_ERR(checkFloatOperands(n));

@@ -985,7 +985,7 @@ Error convertResize(Importer &I, const Node &n) {
   std::vector<dim_t> outv(d.begin(), d.end());
   for (size_t i = 0; i < r; i++)
     outv[i] = dim_t(sizes[i]);
-  KILN_ASSIGN_OR_RETURN(Dims od, I.toDims(n, outv));
+  KILN_RETURN_IF_ERR(I.toDims(n, outv).takeError()); // the result's dims within the limits
   if (mode != "nearest" && !isFloatKind(x.getElementType()))
     return I.unsupported(n, mode, " resizing of ", x.getType()->toString());
   NodeValue y = x;
@@ -1059,15 +1059,6 @@ Error convertResize(Importer &I, const Node &n) {
 }
 
 // ---- Gathers, scatters, masks and generated constants. ----
-
-/// Input \p i as Int64 indices (int32 converted).
-Expected<NodeValue> int64Input(Importer &I, const Node &n, int i) {
-  KILN_ASSIGN_OR_RETURN(NodeValue v, I.input(n, i));
-  if (v.getElementType() == ElemKind::Int64I)
-    return v;
-  return NodeValue(I.F->createConvertTo(I.opName(n, "i64"),
-                                        I.M->uniqueType(ElemKind::Int64I, v.dims()), v));
-}
 
 Error convertGatherElements(Importer &I, const Node &n) {
   KILN_ASSIGN_OR_RETURN(NodeValue data, I.input(n, 0));
