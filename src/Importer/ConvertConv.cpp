@@ -248,21 +248,7 @@ Error convertConv(Importer &I, const Node &n) {
   KILN_ASSIGN_OR_RETURN(Dims wd, I.inputDims(n, 1));
   if (xd.size() == 5 && wd.size() == 5)
     return convertConv3D(I, n, xd, wd);
-  if (xd.size() != 3 && xd.size() != 4)
-    return I.unsupported(n, "only 1-D and 2-D convolutions are supported; the input is ",
-                         dimsToString(xd));
-  if (wd.size() != xd.size())
-    return I.parseError(n, "the filter ", dimsToString(wd), " does not match the input ",
-                        dimsToString(xd));
-  std::vector<int64_t> kernel = I.attrInts(n, "kernel_shape");
-  if (kernel.empty())
-    for (size_t i = 2; i < wd.size(); i++)
-      kernel.push_back(int64_t(wd[i]));
-  KILN_ASSIGN_OR_RETURN(Window w, readWindow(I, n, spatial(xd), kernel, false));
-  int64_t group = I.attrInt(n, "group", 1);
-  if (group <= 0 || xd[1] % dim_t(group) || wd[0] % dim_t(group) || wd[1] * dim_t(group) != xd[1])
-    return I.parseError(n, "group ", group, " does not fit input ", dimsToString(xd),
-                        " and filter ", dimsToString(wd));
+  KILN_ASSIGN_OR_RETURN(ConvWindow2D w, readConvWindow2D(I, n, xd, wd));
   KILN_ASSIGN_OR_RETURN(NodeValue x, input4D(I, n, 0));
   KILN_ASSIGN_OR_RETURN(NodeValue f, I.input(n, 1));
   if (w.is1D)
@@ -274,7 +260,7 @@ Error convertConv(Importer &I, const Node &n) {
     b = I.makeConstant(I.opName(n, "bias"), Tensor(f.getElementType(), {wd[0]}));
   }
   NodeValue y = I.F->createConvolution(I.opName(n), x, f, b, w.kernels, w.strides, w.pads,
-                                       w.dilations, dim_t(group));
+                                       w.dilations, w.group);
   bindWindowResult(I, n, y, w.is1D);
   return Error::success();
 }

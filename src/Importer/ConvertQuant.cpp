@@ -88,6 +88,30 @@ Expected<std::vector<int32_t>> zeroPointsOf(Importer &I, const Node &n, int i, E
   return v;
 }
 
+/// The scales and zero points of the two 8-bit operands of a QLinear op (a's scale and zero
+/// point at inputs 1 and 2, b's at 4 and 5) or of its Integer form (zero points at 2 and 3,
+/// scales 1). \p a and \p b name the operands in errors ("x" and "w" for convolutions).
+struct OperandQuantParams {
+  std::vector<float> aScales{1.0f}, bScales{1.0f};
+  std::vector<int32_t> aZeroPoints, bZeroPoints;
+};
+Expected<OperandQuantParams> operandQuantParams(Importer &I, const Node &n, bool integer,
+                                                ElemKind ak, ElemKind bk, const std::string &a,
+                                                const std::string &b) {
+  const std::string aScale = a + "_scale", aZp = a + "_zero_point";
+  const std::string bScale = b + "_scale", bZp = b + "_zero_point";
+  OperandQuantParams p;
+  if (!integer) {
+    KILN_ASSIGN_OR_RETURN(p.aScales, scalesOf(I, n, 1, aScale.c_str()));
+  }
+  KILN_ASSIGN_OR_RETURN(p.aZeroPoints, zeroPointsOf(I, n, 2, ak, 1, aZp.c_str()));
+  if (!integer) {
+    KILN_ASSIGN_OR_RETURN(p.bScales, scalesOf(I, n, 4, bScale.c_str()));
+  }
+  KILN_ASSIGN_OR_RETURN(p.bZeroPoints, zeroPointsOf(I, n, integer ? 3 : 5, bk, 1, bZp.c_str()));
+  return p;
+}
+
 /// \p v repeated to \p count entries when it has one; an error unless it then has \p count.
 template <typename T>
 Expected<std::vector<T>> perChannel(Importer &I, const Node &n, std::vector<T> v, size_t count,
@@ -277,17 +301,9 @@ Error convertQuantConv(Importer &I, const Node &n) {
   const dim_t M = wd[0];
   KILN_ASSIGN_OR_RETURN(ElemKind xk, eightBitKindOf(I, n, xi, "x"));
   KILN_ASSIGN_OR_RETURN(ElemKind wk, eightBitKindOf(I, n, wi, "w"));
-  std::vector<float> xs{1.0f}, ws{1.0f};
-  std::vector<int32_t> xzp, wzp;
-  if (integer) {
-    KILN_ASSIGN_OR_RETURN(xzp, zeroPointsOf(I, n, 2, xk, 1, "x_zero_point"));
-    KILN_ASSIGN_OR_RETURN(wzp, zeroPointsOf(I, n, 3, wk, 1, "w_zero_point"));
-  } else {
-    KILN_ASSIGN_OR_RETURN(xs, scalesOf(I, n, 1, "x_scale"));
-    KILN_ASSIGN_OR_RETURN(xzp, zeroPointsOf(I, n, 2, xk, 1, "x_zero_point"));
-    KILN_ASSIGN_OR_RETURN(ws, scalesOf(I, n, 4, "w_scale"));
-    KILN_ASSIGN_OR_RETURN(wzp, zeroPointsOf(I, n, 5, wk, 1, "w_zero_point"));
-  }
+  KILN_ASSIGN_OR_RETURN(OperandQuantParams q, operandQuantParams(I, n, integer, xk, wk, "x", "w"));
+  std::vector<float> &xs = q.aScales, &ws = q.bScales;
+  std::vector<int32_t> &xzp = q.aZeroPoints, &wzp = q.bZeroPoints;
   if (xs.size() != 1 || xzp.size() != 1)
     return I.unsupported(n, "x must be quantized per tensor; x_scale has ", xs.size(),
                          " entries and x_zero_point ", xzp.size());
@@ -372,17 +388,9 @@ Error convertQuantMatMul(Importer &I, const Node &n) {
   }
   KILN_ASSIGN_OR_RETURN(ElemKind ak, eightBitKindOf(I, n, ai, "a"));
   KILN_ASSIGN_OR_RETURN(ElemKind bk, eightBitKindOf(I, n, bi, "b"));
-  std::vector<float> as{1.0f}, bs{1.0f};
-  std::vector<int32_t> azp, bzp;
-  if (integer) {
-    KILN_ASSIGN_OR_RETURN(azp, zeroPointsOf(I, n, 2, ak, 1, "a_zero_point"));
-    KILN_ASSIGN_OR_RETURN(bzp, zeroPointsOf(I, n, 3, bk, 1, "b_zero_point"));
-  } else {
-    KILN_ASSIGN_OR_RETURN(as, scalesOf(I, n, 1, "a_scale"));
-    KILN_ASSIGN_OR_RETURN(azp, zeroPointsOf(I, n, 2, ak, 1, "a_zero_point"));
-    KILN_ASSIGN_OR_RETURN(bs, scalesOf(I, n, 4, "b_scale"));
-    KILN_ASSIGN_OR_RETURN(bzp, zeroPointsOf(I, n, 5, bk, 1, "b_zero_point"));
-  }
+  KILN_ASSIGN_OR_RETURN(OperandQuantParams q, operandQuantParams(I, n, integer, ak, bk, "a", "b"));
+  std::vector<float> &as = q.aScales, &bs = q.bScales;
+  std::vector<int32_t> &azp = q.aZeroPoints, &bzp = q.bZeroPoints;
   // A per-row zero point of a whose rows all agree is a per-tensor one.
   if (azp.size() > 1 && std::all_of(azp.begin(), azp.end(), [&](int32_t z) { return z == azp[0]; }))
     azp.resize(1);

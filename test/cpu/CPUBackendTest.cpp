@@ -9,6 +9,7 @@
 #include "kiln/Backend/Compiler.h"
 #include "kiln/Memory/MemoryPipeline.h"
 #include "kiln/kiln.h"
+#include "test/cpu/CodegenRun.h"
 
 #include <gtest/gtest.h>
 
@@ -480,26 +481,10 @@ TEST(CPUBackend, ElementwiseChainAndData) {
 std::vector<std::vector<float>> runWithCodegen(Net &net, const cpu::CodegenOptions &co,
                                                std::vector<std::string> &stages) {
   cpu::CPUBackend cpu;
-  Error prep = prepareFunction(net.F, cpu); // fuses the residual adds and activations
-  EXPECT_FALSE(bool(prep)) << prep.message();
-  auto ir = generateIR(net.F);
-  EXPECT_TRUE(bool(ir)) << ir.getError().message();
-  if (!ir)
+  auto fn = test::compileWithCodegen(net.F, cpu, co, stages);
+  if (!fn)
     return {};
-  auto plan = planMemory(**ir);
-  EXPECT_TRUE(bool(plan)) << plan.getError().message();
-  if (!plan)
-    return {};
-  cpu::CodegenOptions withCache = co;
-  withCache.jit.cacheDir = cpu::CPUBackendOptions::defaultKernelCacheDir();
-  auto prog = cpu::generateProgram(**ir, *plan, withCache);
-  EXPECT_TRUE(bool(prog)) << prog.getError().message();
-  if (!prog)
-    return {};
-  for (const cpu::Stage &s : (*prog)->stages)
-    stages.push_back(s.desc);
-  cpu::CPUFunction fn(std::move(*prog), std::make_shared<cpu::ThreadPool>(co.threads));
-  return executeOn(net, fn);
+  return executeOn(net, *fn);
 }
 
 // 3x3 stride-1 convolutions with Winograd off, F(2x2) only (the default) and fast (F(4x4)

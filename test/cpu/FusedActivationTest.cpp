@@ -14,6 +14,7 @@
 #include "kiln/Backend/Compiler.h"
 #include "kiln/Memory/MemoryPipeline.h"
 #include "kiln/kiln.h"
+#include "test/cpu/CodegenRun.h"
 
 #include <gtest/gtest.h>
 
@@ -80,26 +81,10 @@ std::vector<std::vector<float>> runCPU(Net &net, const cpu::CodegenOptions &co,
   cpu::CPUBackendOptions o;
   o.fuseSigmoids = true; // every kind the kernels have
   cpu::CPUBackend cpu(o);
-  Error prep = prepareFunction(net.F, cpu);
-  EXPECT_FALSE(bool(prep)) << prep.message();
-  auto ir = generateIR(net.F);
-  EXPECT_TRUE(bool(ir)) << ir.getError().message();
-  if (!ir)
+  auto fn = test::compileWithCodegen(net.F, cpu, co, stages);
+  if (!fn)
     return {};
-  auto plan = planMemory(**ir);
-  EXPECT_TRUE(bool(plan)) << plan.getError().message();
-  if (!plan)
-    return {};
-  cpu::CodegenOptions withCache = co;
-  withCache.jit.cacheDir = cpu::CPUBackendOptions::defaultKernelCacheDir();
-  auto prog = cpu::generateProgram(**ir, *plan, withCache);
-  EXPECT_TRUE(bool(prog)) << prog.getError().message();
-  if (!prog)
-    return {};
-  for (const cpu::Stage &s : (*prog)->stages)
-    stages.push_back(s.desc);
-  cpu::CPUFunction fn(std::move(*prog), std::make_shared<cpu::ThreadPool>(co.threads));
-  return execute(net, fn);
+  return execute(net, *fn);
 }
 
 /// The activations, each as the graph writes it: a node, or an importer's chain.
