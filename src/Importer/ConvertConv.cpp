@@ -720,6 +720,8 @@ Error convertConvTranspose(Importer &I, const Node &n) {
 void registerConvConverters(ConverterMap &m) {
   m["ConvTranspose"] = convertConvTranspose;
   m["Conv"] = convertConv;
+  m.requireInputs("ConvTranspose", 2);
+  m.requireInputs("Conv", 2);
   m["MaxPool"] = convertPool;
   m["AveragePool"] = convertPool;
   m["GlobalAveragePool"] = convertGlobalPool;

@@ -1613,6 +1613,7 @@ void registerDataConverters(ConverterMap &m) {
   m["NonZero"] = convertNonZero;
   m["NonMaxSuppression"] = convertNonMaxSuppression;
   m["Constant"] = convertConstant;
+  m.requireInputs("Constant", 0);
   m["ConstantOfShape"] = convertConstantOfShape;
   m["Shape"] = convertShape;
   m["Size"] = convertSize;
@@ -1636,6 +1637,14 @@ void registerDataConverters(ConverterMap &m) {
   m["Resize"] = convertResize;
   m["Upsample"] = convertResize;
   m["GatherElements"] = convertGatherElements;
+  for (const char *op : {"Expand", "Tile", "Gather", "GatherElements"})
+    m.requireInputs(op, 2);
+  m.requireInputs("Range", 3);
+  m.requireInputs("Reshape", 2, 5);
+  m.requireInputs("Slice", 3, 10);
+  m.requireInputs("Pad", 2, 11);
+  m.requireInputs("Upsample", 2, 9);
+  m.requireInputs("Unsqueeze", 2, 13);
   m["ScatterElements"] = convertScatterElements;
   m["Scatter"] = convertScatterElements;
   m["ScatterND"] = convertScatterND;

@@ -544,6 +544,10 @@ void registerElementwiseConverters(ConverterMap &m) {
   m["Cast"] = convertCast;
   m["CastLike"] = convertCast;
   m["Where"] = convertWhere;
+  for (const char *op : {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less", "LessOrEqual",
+                         "Greater", "GreaterOrEqual", "And", "Or", "Xor", "PRelu", "CastLike"})
+    m.requireInputs(op, 2);
+  m.requireInputs("Where", 3);
 }
 
 } // namespace kiln::onnximport

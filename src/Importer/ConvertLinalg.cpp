@@ -711,6 +711,8 @@ void registerLinalgConverters(ConverterMap &m) {
   m["LSTM"] = convertRecurrent;
   m["Gemm"] = convertGemm;
   m["MatMul"] = convertMatMul;
+  m.requireInputs("Gemm", 2);
+  m.requireInputs("MatMul", 2);
 }
 
 } // namespace kiln::onnximport

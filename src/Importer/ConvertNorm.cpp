@@ -342,6 +342,9 @@ void registerNormConverters(ConverterMap &m) {
   m["BatchNormalization"] = convertBatchNorm;
   m["LayerNormalization"] = convertLayerNorm;
   m["InstanceNormalization"] = convertInstanceNorm;
+  m.requireInputs("BatchNormalization", 5);
+  m.requireInputs("LayerNormalization", 2);
+  m.requireInputs("InstanceNormalization", 3);
   m["Softmax"] = convertSoftmax;
   m["LogSoftmax"] = convertSoftmax;
 }

@@ -256,6 +256,7 @@ void registerReduceConverters(ConverterMap &m) {
   m["ArgMax"] = convertArgMinMax;
   m["ArgMin"] = convertArgMinMax;
   m["TopK"] = convertTopK;
+  m.requireInputs("TopK", 2, 10);
 }
 
 } // namespace kiln::onnximport

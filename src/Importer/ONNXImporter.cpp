@@ -40,33 +40,6 @@ std::string converterKey(const onnx::NodeProto &n) {
   return isDefaultDomain(n.domain()) ? n.op_type() : n.domain() + "." + n.op_type();
 }
 
-/// How many leading inputs operator \p op requires at \p opset (ONNX's schemas). The
-/// converters rely on these being present, so a node lacking one is rejected up front.
-int requiredInputs(const std::string &op, int64_t opset) {
-  static const std::unordered_map<std::string, int> fixed = {
-      {"Constant", 0},
-      {"Add", 2}, {"Sub", 2}, {"Mul", 2}, {"Div", 2}, {"Pow", 2}, {"Mod", 2},
-      {"Equal", 2}, {"Less", 2}, {"LessOrEqual", 2}, {"Greater", 2}, {"GreaterOrEqual", 2},
-      {"And", 2}, {"Or", 2}, {"Xor", 2}, {"PRelu", 2}, {"MatMul", 2}, {"Gemm", 2},
-      {"Conv", 2}, {"ConvTranspose", 2}, {"BatchNormalization", 5},
-      {"InstanceNormalization", 3}, {"LayerNormalization", 2}, {"Expand", 2}, {"Tile", 2},
-      {"Gather", 2}, {"GatherElements", 2}, {"Where", 3}, {"Range", 3}, {"CastLike", 2},
-      {"Reshape", 2}};
-  auto it = fixed.find(op);
-  if (it != fixed.end())
-    return op == "Reshape" && opset < 5 ? 1 : it->second;
-  if (op == "Slice")
-    return opset >= 10 ? 3 : 1;
-  if (op == "Pad")
-    return opset >= 11 ? 2 : 1;
-  if (op == "TopK")
-    return opset >= 10 ? 2 : 1;
-  if (op == "Upsample")
-    return opset >= 9 ? 2 : 1;
-  if (op == "Unsqueeze")
-    return opset >= 13 ? 2 : 1;
-  return 1;
-}
 } // namespace
 
 Importer::Importer(Function *f, const ONNXLoadOptions &o) : F(f), M(f->getParent()), opts(o) {
@@ -389,7 +362,7 @@ Error Importer::checkOutputs(const onnx::NodeProto &n) {
 }
 
 Error Importer::convertNode(const onnx::NodeProto &n) {
-  int required = requiredInputs(n.op_type(), opset);
+  int required = converters_.requiredInputs(converterKey(n), opset);
   for (int i = 0; i < required; i++)
     if (!hasInput(n, i))
       return parseError(n, "expects at least ", required, " inputs; input ", i,

@@ -30,7 +30,39 @@ class Importer;
 
 /// Converts one node into graph nodes (or known constants).
 using Converter = std::function<Error(Importer &, const onnx::NodeProto &)>;
-using ConverterMap = std::unordered_map<std::string, Converter>;
+
+/// The converters by key (converterKey: the op type, domain-prefixed outside ONNX's
+/// domain), each with how many leading inputs ONNX's schema requires of its operator: a
+/// node lacking one is rejected before its converter runs, so converters read those inputs
+/// without checking. One input is required unless the family's register function says
+/// otherwise next to the converter.
+class ConverterMap {
+public:
+  Converter &operator[](const std::string &key) { return entries_[key].convert; }
+  /// \p key (registered before) requires its first \p n inputs from opset \p sinceOpset
+  /// on (one before it).
+  void requireInputs(const std::string &key, int n, int64_t sinceOpset = 1) {
+    Entry &e = entries_.at(key);
+    e.required = n, e.since = sinceOpset;
+  }
+  bool count(const std::string &key) const { return entries_.count(key) != 0; }
+  const Converter &at(const std::string &key) const { return entries_.at(key).convert; }
+  /// How many leading inputs \p key requires at \p opset.
+  int requiredInputs(const std::string &key, int64_t opset) const {
+    auto it = entries_.find(key);
+    if (it == entries_.end() || opset < it->second.since)
+      return 1;
+    return it->second.required;
+  }
+
+private:
+  struct Entry {
+    Converter convert;
+    int required = 1;
+    int64_t since = 1;
+  };
+  std::unordered_map<std::string, Entry> entries_;
+};
 
 void registerConvConverters(ConverterMap &m);
 void registerLinalgConverters(ConverterMap &m);

@@ -29,9 +29,8 @@ bool winogradWins(const ConvShape &s) {
 /// fewer multiplies, nor at 7x7 or with smaller filters (ties or losses). Measured in
 /// network, see the README. On images of over 100 F(2x2) tiles it takes the filters too
 /// large for F(4x4)'s weight bound but within its own, whose transformed weights are 16/36
-/// of F(4x4)'s per filter and spread over 4x the tiles (O C <= 8192 x F(2x2) tiles):
-/// FCN's 3x3 2048->512 head at 28x28, 157 -> 63 ms at 1 thread against the GEMM
-/// convolution (per-stage minima, one run each).
+/// of F(4x4)'s per filter and spread over 4x the tiles (O C <= 8192 x F(2x2) tiles), such
+/// as FCN's 3x3 2048->512 head at 28x28 (measured against the GEMM convolution: README).
 bool winograd2Wins(const ConvShape &s, unsigned threads) {
   int64_t tiles = s.N * ceilDiv(s.OH, 2) * ceilDiv(s.OW, 2);
   if (s.O * s.C < 65536)
@@ -57,8 +56,8 @@ bool winogradRowsWins(const ConvShape &s, int64_t MR, bool avx512) {
 /// Where F(2x2, 3x3), the only Winograd kernel within the error budget (README,
 /// "Accuracy"), is taken by default: wherever the rules above take a Winograd kernel, and
 /// on images of 16-31 F(2x2) tiles (7x7 to 10x10) with large filters (O C >= 65536), where
-/// they take a direct kernel: resnet50's 7x7 512->512 layers 2.16-2.17 -> 1.67-1.70 ms at
-/// 1 thread against the transposed GEMM (per-stage minima, 3 interleaved rounds, AVX-512).
+/// they take a direct kernel, such as resnet50's 7x7 512->512 layers (measured against the
+/// transposed GEMM: README).
 bool winograd2AccurateWins(const ConvShape &s, unsigned threads) {
   if (winograd2Wins(s, threads) || winogradWins(s))
     return true;
