@@ -241,6 +241,11 @@ const ConvCase kDw7{{2, 4, 11, 9}, 4, {7, 7}, {1, 1}, {3, 3, 3, 3}, {1, 1}, 4};
 const ConvCase kDw7Stride2{{1, 5, 13, 15}, 5, {7, 7}, {2, 2}, {3, 2, 3, 4}, {1, 1}, 5};
 const ConvCase kDw3Dil2Stride2{{1, 3, 17, 12}, 3, {3, 3}, {2, 2}, {2, 2, 2, 2}, {2, 2}, 3};
 const ConvCase kDw9{{1, 2, 10, 19}, 2, {9, 9}, {1, 3}, {4, 4, 4, 4}, {1, 1}, 2};
+// Stride 1 on planes narrower than 16 (the CPU's small-plane path): 5x5 on 7x7 and 3x3 on
+// 14x13 as in the mobile networks, and asymmetric pads that keep the output as wide.
+const ConvCase kDw5Small{{2, 12, 7, 7}, 12, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 12};
+const ConvCase kDw3Small{{1, 7, 14, 13}, 7, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 7};
+const ConvCase kDw5SmallAsym{{1, 3, 5, 9}, 3, {5, 5}, {1, 1}, {0, 1, 4, 3}, {1, 1}, 3};
 // Grouped convolutions: group counts 2, 4, 10, 25, 32 and 64, 1 to 16 channels per group,
 // strides 1 and 2, pads, a dilation; a depthwise multiplier (group = C, O = 2 C).
 const ConvCase kG2{{2, 6, 9, 7}, 8, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2};
@@ -261,6 +266,11 @@ TEST_P(ConvTest, FloatDepthwise7x7) { checkFloatConv(kDw7, F32, 22); }
 TEST_P(ConvTest, FloatDepthwise7x7Stride2) { checkFloatConv(kDw7Stride2, F32, 23); }
 TEST_P(ConvTest, FloatDepthwiseDilatedStride2) { checkFloatConv(kDw3Dil2Stride2, F32, 24); }
 TEST_P(ConvTest, FloatDepthwise9x9) { checkFloatConv(kDw9, F32, 25); }
+TEST_P(ConvTest, FloatDepthwise5x5SmallPlane) { checkFloatConv(kDw5Small, F32, 51); }
+TEST_P(ConvTest, FloatDepthwise3x3SmallPlane) { checkFloatConv(kDw3Small, F32, 52); }
+TEST_P(ConvTest, FloatDepthwise5x5SmallPlaneAsymmetricPads) {
+  checkFloatConv(kDw5SmallAsym, F32, 53);
+}
 TEST_P(ConvTest, FloatGroups2) { checkFloatConv(kG2, F32, 26); }
 TEST_P(ConvTest, FloatGroups4Stride2) { checkFloatConv(kG4Stride2, F32, 27); }
 TEST_P(ConvTest, FloatGroups10) { checkFloatConv(kG10, F32, 28); }

@@ -238,6 +238,9 @@ const ConvCase kConvCases[] = {
     {ConvAlgorithm::WinogradRows4, 6, 18, 17, 13, 3, 1, 1, 1, false},
     {ConvAlgorithm::Depthwise, 12, 12, 15, 19, 3, 1, 1, 12, false},
     {ConvAlgorithm::Depthwise, 10, 10, 21, 23, 5, 2, 2, 10, false},
+    // The small-plane path (7x7 and 14x13 planes at stride 1).
+    {ConvAlgorithm::Depthwise, 9, 9, 7, 7, 5, 1, 2, 9, false},
+    {ConvAlgorithm::Depthwise, 11, 11, 14, 13, 3, 1, 1, 11, false},
 };
 
 TEST(FusedActivation, EveryKindEveryConvolution) {

@@ -190,6 +190,42 @@ TEST(Libjit, DepthwiseConvolution) {
   expectNear(out, ref);
 }
 
+// The small-plane path (stride 1, output rows as wide as the input's, planes narrower than
+// 16): 3x3 and 5x5 on 7x7 and 14x14 as in the mobile networks, asymmetric pads (left pad
+// 1 with right pad 3, a top pad of 2 with output rows past the input's), an 18-cell plane,
+// with and without the clamp, on two threads, against the plain loop.
+TEST(Libjit, DepthwiseSmallPlanes) {
+  struct Case {
+    int64_t H, W, K, PT, PL, PB, PR;
+  };
+  const Case cases[] = {{7, 7, 3, 1, 1, 1, 1}, {7, 7, 5, 2, 2, 2, 2},  {14, 14, 5, 2, 2, 2, 2},
+                        {14, 13, 3, 1, 1, 1, 1}, {5, 9, 5, 0, 1, 4, 3}, {4, 15, 3, 2, 2, 2, 0},
+                        {3, 6, 3, 1, 1, 1, 1}};
+  int64_t N = 2, C = 5;
+  for (const Case &c : cases)
+    for (int act = 0; act < 2; act++) {
+      SCOPED_TRACE(std::to_string(c.K) + "x" + std::to_string(c.K) + " on " + std::to_string(c.H) +
+                   "x" + std::to_string(c.W) + " act " + std::to_string(act));
+      auto in = randomVec(N * C * c.H * c.W, 11), w = randomVec(C * c.K * c.K, 12),
+           bias = randomVec(C, 13);
+      int64_t OH, OW;
+      auto ref = refConv(in, w, bias, N, C, c.H, c.W, C, c.K, c.K, 1, 1, c.PT, c.PL, c.PB, c.PR,
+                         1, 1, C, OH, OW);
+      ASSERT_EQ(OW, c.W);
+      std::vector<float> out(ref.size(), NAN);
+      std::vector<float> scratch(
+          2 * libjit_conv2d_dw_scratch_floats(c.H, c.W, OH, OW, c.K, c.K, 1, 1, 1, 1));
+      for (int64_t t = 0; t < 2; t++)
+        libjit_conv2d_dw_f32(out.data(), in.data(), w.data(), bias.data(), N, C, c.H, c.W, OH, OW,
+                             c.K, c.K, 1, 1, c.PT, c.PL, 1, 1, act, -0.5f, 0.75f, scratch.data(),
+                             t, 2);
+      if (act)
+        for (float &r : ref)
+          r = std::min(0.75f, std::max(-0.5f, r));
+      expectNear(out, ref);
+    }
+}
+
 TEST(Libjit, Pooling) {
   int64_t N = 1, C = 3, H = 7, W = 6, OH = 4, OW = 3;
   auto in = randomVec(N * C * H * W, 4);

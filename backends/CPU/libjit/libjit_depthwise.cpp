@@ -33,13 +33,17 @@ LIBJIT_INLINE int64_t rowCells(int64_t OW, int64_t K, int64_t S) {
   return (OW + (K - 1) / S + 32 + 15) / 16 * 16;
 }
 
-/// Which path a shape takes: 0 any, 1 rows, 2 flat. Stride 1 runs flat at every size
+/// Which path a shape takes: 0 any, 1 rows, 2 flat, 3 small. Stride 1 on planes narrower
+/// than 16 whose output rows are as wide as the input's runs small (no padded columns to
+/// compute, the plane copied as one run); other stride 1 shapes run flat at every size
 /// (its padded copy is a plain row copy and it has no per-row overhead); stride 2 runs
 /// flat only on narrow planes, since its phase split copies element by element.
-LIBJIT_INLINE int dwPath(int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t DH,
-                         int64_t DW) {
+LIBJIT_INLINE int dwPath(int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
+                         int64_t SW, int64_t DH, int64_t DW) {
   if (KH != KW || (KH != 3 && KH != 5) || DH != 1 || DW != 1 || SW > 2)
     return 0;
+  if (SH == 1 && SW == 1 && OW == W && W < 16 && OH * OW >= 16)
+    return 3;
   if (SH == SW && (SW == 1 || OW < 16))
     return 2;
   return OW >= 16 ? 1 : 0;
@@ -198,6 +202,96 @@ LIBJIT_INLINE void dwFlat(float *__restrict y, const float *__restrict x, const 
     copyRow(y + i * OW, o + i * g.Wq, OW);
 }
 
+/// Geometry of the small path: the plane as one run of H W cells after `front` zero cells
+/// (the most rows and columns of top and left padding a shape with OW == W can have) and
+/// before enough zero cells for the bottom rows; then per kernel column kw one mask word
+/// per output cell, all ones where the cell's column ow + kw - PL is inside the image.
+struct SmallGeom {
+  int64_t front, planeFloats, cells;
+  SmallGeom(int64_t H, int64_t W, int64_t OH, int64_t K) {
+    front = ((maxI(OH - H, 0) + K - 1) * W + K - 1 + 15) / 16 * 16;
+    planeFloats = front + ((maxI(OH, H) + K) * W + K + 16 + 15) / 16 * 16;
+    cells = OH * W;
+  }
+  int64_t floats(int64_t K) const { return planeFloats + (K * cells + 15) / 16 * 16; }
+};
+
+/// The small path's masks (once per call): mask[kw][p] = ~0 where 0 <= p % W + kw - PL < W.
+LIBJIT_INLINE void smallMasks(uint32_t *mask, const SmallGeom &g, int64_t W, int64_t K,
+                              int64_t PL) {
+  for (int64_t kw = 0; kw < K; kw++)
+    for (int64_t p = 0; p < g.cells; p++) {
+      int64_t c = p % W + kw - PL;
+      mask[kw * g.cells + p] = c >= 0 && c < W ? ~0u : 0u;
+    }
+}
+
+typedef uint32_t U16 __attribute__((vector_size(64)));
+
+/// One plane on the small path (stride 1, undilated, OW == W): output cell p = oh W + ow
+/// reads tap (kh, kw) at plane cell p + (kh - PT) W + kw - PL, so 16 outputs at a time
+/// run across row ends with no padded columns. Rows above and below the image read the
+/// zero cells around the plane; a column outside it reads a neighbouring row's cell, so
+/// each kernel column's sum over kh is masked to zero there before it joins the output.
+/// buf's zero cells and masks are written once per call.
+template <int K>
+LIBJIT_INLINE void dwSmall(float *__restrict y, const float *__restrict x, const float *__restrict f,
+                           float b, const SmallGeom &g, int64_t H, int64_t W, int64_t PT,
+                           int64_t PL, int act, float lo, float hi, float *buf) {
+  copyRow(buf + g.front, x, H * W);
+  const float *base = buf + g.front - PT * W - PL;
+  const uint32_t *mask = reinterpret_cast<const uint32_t *>(buf + g.planeFloats);
+  F16 wv[K][K];
+  LIBJIT_UNROLL
+  for (int kh = 0; kh < K; kh++)
+    LIBJIT_UNROLL
+  for (int kw = 0; kw < K; kw++)
+    wv[kh][kw] = splat16(f[kh * K + kw]);
+  F16 bv = splat16(b), lov = splat16(lo), hiv = splat16(hi);
+  const int64_t cells = g.cells;
+  for (int64_t i0 = 0;; i0 += 16) {
+    // The last block overlaps the previous one instead of running past the plane.
+    int64_t i = minI(i0, cells - 16);
+    F16 col[K];
+    LIBJIT_UNROLL
+    for (int kw = 0; kw < K; kw++) {
+      col[kw] = wv[0][kw] * ld16(base + i + kw);
+      LIBJIT_UNROLL
+      for (int kh = 1; kh < K; kh++)
+        col[kw] += wv[kh][kw] * ld16(base + i + kh * W + kw);
+    }
+    F16 out = bv;
+    LIBJIT_UNROLL
+    for (int kw = 0; kw < K; kw++) {
+      U16 m;
+      __builtin_memcpy(&m, mask + kw * cells + i, sizeof(m));
+      out += (F16)((U16)col[kw] & m);
+    }
+    st16(y + i, act ? clamp16(out, lov, hiv) : out);
+    if (i0 + 16 >= cells)
+      break;
+  }
+}
+
+/// The small path over planes [p0, p1).
+template <int K>
+LIBJIT_INLINE void dwSmallPlanes(float *out, const float *in, const float *filter,
+                                 const float *bias, int64_t C, int64_t H, int64_t W, int64_t OH,
+                                 int64_t PT, int64_t PL, int act, float lo, float hi, float *buf,
+                                 int64_t p0, int64_t p1, int gact) {
+  SmallGeom g(H, W, OH, K);
+  for (int64_t i = 0; i < g.planeFloats; i++)
+    buf[i] = 0.0f;
+  smallMasks(reinterpret_cast<uint32_t *>(buf + g.planeFloats), g, W, K, PL);
+  for (int64_t p = p0; p < p1; p++) {
+    int64_t c = p % C;
+    dwSmall<K>(out + p * OH * W, in + p * H * W, filter + c * K * K, bias ? bias[c] : 0.0f, g, H,
+               W, PT, PL, act, lo, hi, buf);
+    if (gact)
+      activateContiguous(out + p * OH * W, OH * W, gact, lo, hi);
+  }
+}
+
 /// Geometry of the any path: SH x SW phases of Hq x Wq cells, each followed by slack for
 /// the loads of the last output blocks (a tap reads up to Wq cells past the phase's last
 /// row), then OH x Wq outputs rounded up to a block of four vectors; the tap table (one
@@ -347,9 +441,12 @@ LIBJIT_INLINE void dwPlanes(float *out, const float *in, const float *filter, co
 LIBJIT_EXPORT int64_t libjit_conv2d_dw_scratch_floats(int64_t H, int64_t W, int64_t OH, int64_t OW,
                                                       int64_t KH, int64_t KW, int64_t SH,
                                                       int64_t SW, int64_t DH, int64_t DW) {
-  (void)H, (void)W;
   int64_t n;
-  switch (dwPath(OW, KH, KW, SH, SW, DH, DW)) {
+  switch (dwPath(W, OH, OW, KH, KW, SH, SW, DH, DW)) {
+  case 3:
+    // Or the flat path's, where the pads do not fit the small path (see below).
+    n = maxI(SmallGeom(H, W, OH, KH).floats(KH), FlatGeom(OH, OW, KH, SH).floats(SH));
+    break;
   case 1:
     n = rowPlaneRows(OH, KH, SH) * SW * rowCells(OW, KW, SW);
     break;
@@ -374,10 +471,21 @@ LIBJIT_EXPORT void libjit_conv2d_dw_f32(float *out, const float *in, const float
     return;
   float *buf =
       scratch + tid * libjit_conv2d_dw_scratch_floats(H, W, OH, OW, KH, KW, SH, SW, DH, DW);
-  int path = dwPath(OW, KH, KW, SH, SW, DH, DW);
+  int path = dwPath(W, OH, OW, KH, KW, SH, SW, DH, DW);
   // A clamp in the kernels' registers; another activation (gact) on each plane as it is
   // finished, while it is in the cache.
   int a = act == ActClamp, gact = act > ActClamp ? int(act) : 0;
+  // The small path's zero cells cover pads of 0 <= PL < KW, 0 <= PT <= OH - H + KH - 1
+  // (every shape with nonnegative pads); others run flat.
+  if (path == 3 && PL >= 0 && PL < KW && PT >= 0 && PT <= maxI(OH - H, 0) + KH - 1) {
+    if (KH == 3)
+      dwSmallPlanes<3>(out, in, filter, bias, C, H, W, OH, PT, PL, a, lo, hi, buf, p0, p1, gact);
+    else
+      dwSmallPlanes<5>(out, in, filter, bias, C, H, W, OH, PT, PL, a, lo, hi, buf, p0, p1, gact);
+    return;
+  }
+  if (path == 3)
+    path = 2;
   if (path != 0) {
     bool rows = path == 1;
     if (KH == 3 && SW == 1)
