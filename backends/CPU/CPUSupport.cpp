@@ -8,6 +8,7 @@
 #include "CPUBackend.h"
 #include "WidenHalfFloats.h"
 
+#include "kiln/Graph/FusedActivation.h"
 #include "src/ClassGen/OpTable.h"
 
 namespace kiln::cpu {
@@ -20,7 +21,9 @@ unsigned rankOf(const Node &n, unsigned i) { return unsigned(n.getNthInput(i).di
 /// accepts. A new operator needs no case here unless its kernel has such a limit.
 bool shapeSupported(const Node &n, bool fuseEpilogues, bool fuseSigmoids) {
   auto sigmoidLike = [](const std::string &act) {
-    return act == "Sigmoid" || act == "Tanh" || act == "Swish";
+    std::optional<FusedActivation> a = parseFusedActivation(act);
+    return a == FusedActivation::Sigmoid || a == FusedActivation::Tanh ||
+           a == FusedActivation::Swish;
   };
   switch (n.getKind()) {
   case NodeKind::Convolution:

@@ -6,6 +6,8 @@
 
 #include "InterpreterUtil.h"
 
+#include "kiln/Graph/FusedActivation.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -567,40 +569,49 @@ namespace interp {
 
 namespace {
 
-float activate(const std::string &act, float x, float alpha, float beta) {
-  if (act == "None")
+float activate(FusedActivation act, float x, float alpha, float beta) {
+  switch (act) {
+  case FusedActivation::None:
     return x;
-  if (act == "Relu")
+  case FusedActivation::Relu:
     return x > 0 ? x : 0.0f;
-  if (act == "Clip")
+  case FusedActivation::Clip:
     return std::min(std::max(x, alpha), beta);
-  if (act == "LeakyRelu")
+  case FusedActivation::LeakyRelu:
     return x >= 0 ? x : alpha * x;
-  if (act == "Sigmoid")
+  case FusedActivation::Sigmoid:
     return 1.0f / (1.0f + std::exp(-x));
-  if (act == "Swish")
+  case FusedActivation::Tanh:
+    return std::tanh(x);
+  case FusedActivation::Swish:
     return x / (1.0f + std::exp(-x));
-  if (act == "HardSwish" || act == "HardSigmoid") {
-    float h = std::min(std::max(alpha * x + beta, 0.0f), 1.0f);
-    return act == "HardSwish" ? x * h : h;
-  }
-  if (act == "Gelu")
+  case FusedActivation::HardSwish:
+    return x * std::min(std::max(alpha * x + beta, 0.0f), 1.0f);
+  case FusedActivation::HardSigmoid:
+    return std::min(std::max(alpha * x + beta, 0.0f), 1.0f);
+  case FusedActivation::Gelu:
     return float(0.5 * double(x) * (1.0 + std::erf(double(x) / std::sqrt(2.0))));
-  if (act == "GeluTanh") {
+  case FusedActivation::GeluTanh: {
     double d = x;
     return float(0.5 * d * (1.0 + std::tanh(0.79788456080286536 * (d + 0.044715 * d * d * d))));
   }
-  return std::tanh(x); // "Tanh"; the type rule admits nothing else
+  }
+  return x; // not reached: the switch covers every activation
 }
 
 } // namespace
 
 /// The epilogue of a fused instruction on its result \p t: the residual \p res (null for
 /// none) added, then the activation.
-Error applyEpilogue(const Instruction *I, Tensor &t, const Tensor *res, const std::string &act,
-                    float alpha, float beta) {
+Error applyEpilogue(const Instruction *I, Tensor &t, const Tensor *res,
+                    const std::string &actName, float alpha, float beta) {
   if (!isFloatKind(t.getElementType()) || (res && res->getType() != t.getType()))
     return unsupportedKinds(I);
+  std::optional<FusedActivation> parsed = parseFusedActivation(actName);
+  if (!parsed)
+    return makeError(ErrorCode::InvalidArgument, "Interpreter: activation '", actName, "' of '",
+                     I->getName(), "' is not one of ", fusedActivationNames());
+  const FusedActivation act = *parsed;
   if (t.getElementType() == ElemKind::Float) {
     auto h = t.getHandle<float>();
     if (res) {

@@ -5,6 +5,8 @@
 
 #include "TypeRulesUtil.h"
 
+#include "kiln/Graph/FusedActivation.h"
+
 #include <cmath>
 #include <sstream>
 
@@ -76,13 +78,10 @@ Error checkBiasKind(const Node &n, unsigned biasIdx, const Type &bias,
 }
 
 Error checkActivation(const std::string &act) {
-  if (act == "None" || act == "Relu" || act == "Clip" || act == "LeakyRelu" || act == "Sigmoid" ||
-      act == "Tanh" || act == "Swish" || act == "HardSwish" || act == "HardSigmoid" ||
-      act == "Gelu" || act == "GeluTanh")
+  if (parseFusedActivation(act))
     return Error::success();
-  return invalid("attribute Activation = \"", act,
-                 "\" must be one of None, Relu, Clip, LeakyRelu, Sigmoid, Tanh, Swish, "
-                 "HardSwish, HardSigmoid, Gelu, GeluTanh");
+  return invalid("attribute Activation = \"", act, "\" must be one of ",
+                 fusedActivationNames());
 }
 
 /// A fused node's Residual: none, or one operand of exactly the result's type.

@@ -3,6 +3,8 @@
 // pooling (MaxPool, AvgPool, AdaptiveAvgPool).
 #include "Emitter.h"
 
+#include "kiln/Graph/FusedActivation.h"
+
 #include "backends/CPU/libjit/libjit.h"
 #include "backends/CPU/libjit/libjit_act.h"
 #include "backends/CPU/libjit/libjit_gemm_config.h"
@@ -11,30 +13,48 @@ namespace kiln::cpu {
 
 bool activationCode(const std::string &act, float alpha, float beta, FusedEpilogue &epi) {
   epi.lo = alpha, epi.hi = beta;
-  if (act.empty() || act == "None")
+  if (act.empty()) {
     epi.act = libjit::ActNone;
-  else if (act == "Relu")
-    epi.act = libjit::ActClamp, epi.lo = 0.0f, epi.hi = INFINITY;
-  else if (act == "Clip")
-    epi.act = libjit::ActClamp;
-  else if (act == "LeakyRelu")
-    epi.act = libjit::ActLeakyRelu;
-  else if (act == "Sigmoid")
-    epi.act = libjit::ActSigmoid;
-  else if (act == "Tanh")
-    epi.act = libjit::ActTanh;
-  else if (act == "Swish")
-    epi.act = libjit::ActSwish;
-  else if (act == "HardSwish")
-    epi.act = libjit::ActHardSwish;
-  else if (act == "HardSigmoid")
-    epi.act = libjit::ActHardSigmoid;
-  else if (act == "Gelu")
-    epi.act = libjit::ActGelu;
-  else if (act == "GeluTanh")
-    epi.act = libjit::ActGeluTanh;
-  else
+    return true;
+  }
+  std::optional<FusedActivation> a = parseFusedActivation(act);
+  if (!a)
     return false;
+  switch (*a) {
+  case FusedActivation::None:
+    epi.act = libjit::ActNone;
+    break;
+  case FusedActivation::Relu:
+    epi.act = libjit::ActClamp, epi.lo = 0.0f, epi.hi = INFINITY;
+    break;
+  case FusedActivation::Clip:
+    epi.act = libjit::ActClamp;
+    break;
+  case FusedActivation::LeakyRelu:
+    epi.act = libjit::ActLeakyRelu;
+    break;
+  case FusedActivation::Sigmoid:
+    epi.act = libjit::ActSigmoid;
+    break;
+  case FusedActivation::Tanh:
+    epi.act = libjit::ActTanh;
+    break;
+  case FusedActivation::Swish:
+    epi.act = libjit::ActSwish;
+    break;
+  case FusedActivation::HardSwish:
+    epi.act = libjit::ActHardSwish;
+    break;
+  case FusedActivation::HardSigmoid:
+    epi.act = libjit::ActHardSigmoid;
+    break;
+  case FusedActivation::Gelu:
+    epi.act = libjit::ActGelu;
+    break;
+  case FusedActivation::GeluTanh:
+    epi.act = libjit::ActGeluTanh;
+    break;
+  }
   return true;
 }
 
