@@ -533,9 +533,14 @@ template <class V> LIBJIT_INLINE V gLoad(const float *p) {
   return v;
 }
 template <class V> LIBJIT_INLINE void gStore(float *p, V v) { __builtin_memcpy(p, &v, sizeof(V)); }
+/// All lanes = s, written lane by lane: {} + s does not fold without fast-math and costs an
+/// add per broadcast in the inner loops.
 template <class V> LIBJIT_INLINE V gSplat(float s) {
-  V v = {};
-  return v + s;
+  V v;
+  LIBJIT_UNROLL
+  for (unsigned i = 0; i < sizeof(V) / sizeof(float); i++)
+    v[i] = s;
+  return v;
 }
 
 /// Per-thread scratch of the grouped kernel: the tap table, Cg channels of phase planes,
@@ -614,6 +619,175 @@ LIBJIT_INLINE void groupedChannels(float *o, int64_t oPitch, const float *planes
                        bias ? bias + j : nullptr, cells);
 }
 
+// Grouped convolution on small planes with 16 output channels per group (regnet_x's
+// group width; resnext50's 14x14 stage): stride 1, undilated, output rows as wide as the
+// input's, planes narrower than 16 (7x7, 14x14). There the cells-as-lanes tile above
+// computes the padded columns too (63 cells in 64 lanes for 49 outputs at 7x7); here the
+// 16 output channels are the vector lanes and the pixels the rows of the register tile, so
+// every lane is an output. Per input channel ci and kernel column kw, a plane holds the
+// input shifted by kw - PL with the columns that leave the image zeroed (rows outside it
+// are zero cells before and after), so tap (kh, kw) of pixel p is that plane's cell
+// p + (kh - PT) W: R consecutive pixels read R consecutive cells. The tile's rows are
+// stored as [P][16], transposed in 16 x 16 blocks into the output planes with the residual
+// add and the clamp.
+
+/// Geometry of the small grouped path for Cg channels and KW kernel columns: KW planes per
+/// channel (front zero cells for KH - 1 rows of top padding and slack, the plane, zero
+/// cells for the bottom rows), the [Cg][KH][KW] tap offsets, then the [P][16] results.
+struct GroupedSmallGeom {
+  int64_t front, planeFloats, P, offFloats;
+  GroupedSmallGeom(int64_t OH, int64_t W, int64_t KH, int64_t KW, int64_t Cg) {
+    front = ((KH - 1) * W + KW + 15) / 16 * 16;
+    planeFloats = front + ((OH + KH) * W + 16 + 15) / 16 * 16;
+    P = OH * W;
+    offFloats = (Cg * KH * KW + 15) / 16 * 16;
+  }
+  int64_t floats(int64_t Cg, int64_t KW) const {
+    return Cg * KW * planeFloats + offFloats + (P + 16) * 16;
+  }
+};
+
+/// Whether a grouped layer may take the small path (the kernel also needs 0 <= PL < KW,
+/// 0 <= PT < KH and no more input rows than the output rows read).
+LIBJIT_INLINE bool groupedSmallShape(int64_t Og, int64_t OH, int64_t OW, int64_t W, int64_t SH,
+                                     int64_t SW, int64_t DH, int64_t DW) {
+  return Og == 16 && SH == 1 && SW == 1 && DH == 1 && DW == 1 && OW == W && W < 16 &&
+         OH * OW >= 16;
+}
+
+/// Pixels [p0, p0 + R) of one group: acc[r][v] = bias + sum over the K = Cg KH KW taps of
+/// plane cell (off[k] + p0 + r) x weights w[k][v VW, (v + 1) VW), stored at res[p][16].
+template <int VW, int NV, int R>
+LIBJIT_INLINE void groupedSmallTile(float *__restrict res, const float *__restrict planes,
+                                    const int32_t *__restrict off, int64_t K,
+                                    const float *__restrict w, const float *__restrict bias,
+                                    int64_t p0) {
+  typedef typename GVec<VW>::T V;
+  V acc[R][NV];
+  LIBJIT_UNROLL
+  for (int v = 0; v < NV; v++) {
+    V b = bias ? gLoad<V>(bias + v * VW) : gSplat<V>(0.0f);
+    LIBJIT_UNROLL
+    for (int r = 0; r < R; r++)
+      acc[r][v] = b;
+  }
+  const float *base = planes + p0;
+  for (int64_t k = 0; k < K; k++) {
+    const float *x = base + off[k];
+    V wv[NV];
+    LIBJIT_UNROLL
+    for (int v = 0; v < NV; v++)
+      wv[v] = gLoad<V>(w + k * 16 + v * VW);
+    LIBJIT_UNROLL
+    for (int r = 0; r < R; r++) {
+      V xr = gSplat<V>(x[r]);
+      LIBJIT_UNROLL
+      for (int v = 0; v < NV; v++)
+        acc[r][v] += xr * wv[v];
+    }
+  }
+  LIBJIT_UNROLL
+  for (int r = 0; r < R; r++)
+    LIBJIT_UNROLL
+    for (int v = 0; v < NV; v++)
+      gStore<V>(res + (p0 + r) * 16 + v * VW, acc[r][v]);
+}
+
+/// All pixels of one group in tiles of R, the last one overlapping its predecessor.
+template <int VW, int NV, int R>
+LIBJIT_INLINE void groupedSmallPixels(float *res, const float *planes, const int32_t *off,
+                                      int64_t K, const float *w, const float *bias, int64_t P) {
+  for (int64_t q = 0;; q += R) {
+    int64_t p0 = minI(q, P - R);
+    groupedSmallTile<VW, NV, R>(res, planes, off, K, w, bias, p0);
+    if (q + R >= P)
+      break;
+  }
+}
+
+/// The small path over (image, group) pairs [u0, u1); returns false (nothing done) where
+/// the pads do not fit it.
+template <int VW>
+LIBJIT_INLINE bool conv2dGroupedSmall(float *out, const float *in, const float *packedW,
+                                      const float *bias, const float *add, int64_t C, int64_t H,
+                                      int64_t W, int64_t O, int64_t OH, int64_t KH, int64_t KW,
+                                      int64_t PT, int64_t PL, int64_t G, int64_t act, float lo,
+                                      float hi, float *buf, int64_t u0, int64_t u1) {
+  const int64_t Cg = C / G, Og = 16, T = KH * KW, K = Cg * T;
+  // Input rows H <= OH + KH - 1 - PT: the bottom pad is not negative.
+  if (PL < 0 || PL >= KW || PT < 0 || PT >= KH || H > OH + KH - 1 - PT)
+    return false;
+  GroupedSmallGeom g(OH, W, KH, KW, Cg);
+  const int64_t P = g.P, HW = H * W;
+  float *planes = buf;
+  int32_t *off = reinterpret_cast<int32_t *>(planes + Cg * KW * g.planeFloats);
+  float *res = planes + Cg * KW * g.planeFloats + g.offFloats;
+  for (int64_t i = 0; i < Cg * KW * g.planeFloats; i++)
+    planes[i] = 0.0f;
+  for (int64_t ci = 0; ci < Cg; ci++)
+    for (int64_t kh = 0; kh < KH; kh++)
+      for (int64_t kw = 0; kw < KW; kw++)
+        off[(ci * KH + kh) * KW + kw] =
+            int32_t((ci * KW + kw) * g.planeFloats + g.front + (kh - PT) * W);
+  F16 lov = splat16(lo), hiv = splat16(hi);
+  for (int64_t u = u0; u < u1; u++) {
+    int64_t n = u / G, grp = u % G;
+    // The planes: cell front + p = x[p + kw - PL] where that column is inside the row.
+    for (int64_t ci = 0; ci < Cg; ci++) {
+      const float *x = in + (n * C + grp * Cg + ci) * HW;
+      for (int64_t kw = 0; kw < KW; kw++) {
+        float *d = planes + (ci * KW + kw) * g.planeFloats + g.front;
+        int64_t sh = kw - PL; // d[p] = x[p + sh]
+        int64_t pLo = maxI(0, -sh), pHi = minI(HW, HW - sh);
+        copyRow(d + pLo, x + pLo + sh, pHi - pLo);
+        // Cells a previous call left outside [pLo, pHi) are zero: that range is the same
+        // for every plane of this kw. Columns that leave the row read the neighbour row.
+        if (sh < 0)
+          for (int64_t r = 0; r < H; r++)
+            for (int64_t c = 0; c < -sh; c++)
+              d[r * W + c] = 0.0f;
+        else
+          for (int64_t r = 0; r < H; r++)
+            for (int64_t c = W - sh; c < W; c++)
+              d[r * W + c] = 0.0f;
+      }
+    }
+    const float *w = packedW + grp * K * Og;
+    const float *b = bias ? bias + grp * Og : nullptr;
+    if (VW == 16) {
+      if (P % 14 == 0)
+        groupedSmallPixels<16, 1, 14>(res, planes, off, K, w, b, P);
+      else
+        groupedSmallPixels<16, 1, 7>(res, planes, off, K, w, b, P);
+    } else {
+      groupedSmallPixels<VW, 16 / VW, 6>(res, planes, off, K, w, b, P);
+    }
+    // [P][16] -> the 16 output planes, 16 pixels at a time (the last block overlapping).
+    float *y = out + (n * O + grp * Og) * P;
+    const float *ad = add ? add + (n * O + grp * Og) * P : nullptr;
+    for (int64_t q = 0;; q += 16) {
+      int64_t p0 = minI(q, P - 16);
+      F16 v[16];
+      for (int i = 0; i < 16; i++)
+        v[i] = ld16(res + (p0 + i) * 16);
+      transpose16(v);
+      for (int j = 0; j < 16; j++) {
+        F16 z = v[j];
+        if (ad)
+          z += ld16(ad + j * P + p0);
+        if (act == ActClamp)
+          z = clamp16(z, lov, hiv);
+        st16(y + j * P + p0, z);
+      }
+      if (q + 16 >= P)
+        break;
+    }
+    if (act > ActClamp)
+      activateContiguous(y, Og * P, int(act), lo, hi);
+  }
+  return true;
+}
+
 template <int VW, int MaxOT>
 LIBJIT_INLINE void conv2dGrouped(float *out, const float *in, const float *packedW,
                                  const float *bias, const float *add, int64_t N, int64_t C,
@@ -634,7 +808,12 @@ LIBJIT_INLINE void conv2dGrouped(float *out, const float *in, const float *packe
   partition(pairs * R, 1, tid, nthreads, &u0, &u1);
   if (u0 >= u1)
     return;
-  float *buf = scratch + tid * ((gg.floats(Cg) + 15) / 16 * 16);
+  float *buf = scratch + tid * libjit_conv2d_grouped_scratch_floats(Cg, Og, OH, OW, KH, KW, SH,
+                                                                    SW, DH, DW);
+  if (R == 1 && groupedSmallShape(Og, OH, OW, W, SH, SW, DH, DW) &&
+      conv2dGroupedSmall<VW>(out, in, packedW, bias, add, C, H, W, O, OH, KH, KW, PT, PL, G, act,
+                             lo, hi, buf, u0, u1))
+    return;
   int64_t n0 = gg.floats(Cg);
   for (int64_t i = 0; i < n0; i++)
     buf[i] = 0.0f;
@@ -696,11 +875,16 @@ LIBJIT_INLINE void conv2dGrouped(float *out, const float *in, const float *packe
 
 } // namespace
 
+
 LIBJIT_EXPORT int64_t libjit_conv2d_grouped_scratch_floats(int64_t Cg, int64_t Og, int64_t OH,
                                                            int64_t OW, int64_t KH, int64_t KW,
                                                            int64_t SH, int64_t SW, int64_t DH,
                                                            int64_t DW) {
-  return (GroupedGeom(Cg, Og, OH, OW, KH, KW, SH, SW, DH, DW).floats(Cg) + 15) / 16 * 16;
+  int64_t n = GroupedGeom(Cg, Og, OH, OW, KH, KW, SH, SW, DH, DW).floats(Cg);
+  // The small path's, when the shape may take it (W == OW there).
+  if (groupedSmallShape(Og, OH, OW, OW, SH, SW, DH, DW))
+    n = maxI(n, GroupedSmallGeom(OH, OW, KH, KW, Cg).floats(Cg, KW));
+  return (n + 15) / 16 * 16;
 }
 
 LIBJIT_EXPORT void libjit_pack_grouped_f32(float *dst, const float *filter, int64_t G,
