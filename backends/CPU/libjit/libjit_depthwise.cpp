@@ -65,6 +65,19 @@ LIBJIT_INLINE void copyRow(float *__restrict d, const float *__restrict s, int64
   }
 }
 
+/// y[i][0:OW) = o[i][0:OW) for rows i < OH (pitches OW and Wq >= OW). Rows narrower than
+/// 16 are stored as whole vectors in ascending order where the vector stays inside the
+/// plane: the lanes past a row land in rows stored after it; the rest row by row.
+LIBJIT_INLINE void copyPlaneRows(float *__restrict y, const float *__restrict o, int64_t OH,
+                                 int64_t OW, int64_t Wq) {
+  int64_t i = 0;
+  if (OW < 16)
+    for (; i * OW + 16 <= OH * OW; i++)
+      st16(y + i * OW, ld16(o + i * Wq));
+  for (; i < OH; i++)
+    copyRow(y + i * OW, o + i * Wq, OW);
+}
+
 /// Copies input row xr [W] into the zero-padded row at padded column PL, split into S
 /// column phases of `cells` cells each (padded column q lands in phase q % S at q / S).
 /// Only cells below Wq are written, so the padding written once stays zero.
@@ -198,8 +211,7 @@ LIBJIT_INLINE void dwFlat(float *__restrict y, const float *__restrict x, const 
     }
     st16(o + i0, sumRows<K>(acc, act, lov, hiv));
   }
-  for (int64_t i = 0; i < OH; i++)
-    copyRow(y + i * OW, o + i * g.Wq, OW);
+  copyPlaneRows(y, o, OH, OW, g.Wq);
 }
 
 /// Geometry of the small path: the plane as one run of H W cells after `front` zero cells
@@ -389,8 +401,7 @@ LIBJIT_INLINE void dwAny(float *__restrict y, const float *__restrict x, const f
     st16(o + i0 + 32, a2);
     st16(o + i0 + 48, a3);
   }
-  for (int64_t i = 0; i < OH; i++)
-    copyRow(y + i * OW, o + i * g.Wq, OW);
+  copyPlaneRows(y, o, OH, OW, g.Wq);
 }
 
 /// The any path over planes [p0, p1).
