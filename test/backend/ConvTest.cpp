@@ -262,6 +262,13 @@ const ConvCase kG16Small7{{1, 64, 7, 7}, 64, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1
 const ConvCase kG16Small14{{2, 32, 14, 13}, 32, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2};
 const ConvCase kG16Small5x5{{1, 24, 6, 9}, 48, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 3};
 const ConvCase kG16SmallAsym{{1, 32, 9, 11}, 32, {3, 3}, {1, 1}, {0, 1, 2, 1}, {1, 1}, 2};
+// 8 output channels per group (regnet_y's group width) on small planes: 7x7 with 8 input
+// channels per group, 14x13 with 4, a 5x7 plane with asymmetric pads, and a 4x6 plane
+// (too few pixels for that path).
+const ConvCase kG8Small7{{1, 16, 7, 7}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2};
+const ConvCase kG8Small14{{2, 12, 14, 13}, 24, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3};
+const ConvCase kG8SmallAsym{{1, 16, 5, 7}, 16, {3, 3}, {1, 1}, {2, 0, 0, 2}, {1, 1}, 2};
+const ConvCase kG8Tiny{{1, 16, 4, 6}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2};
 const ConvCase kDwMultiplier{{1, 6, 10, 9}, 12, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 6};
 // Dilated 3x3 on a 6x7 map (DeepLabV3's ASPP shape, scaled): dilation 7 with pads 7 reads
 // the map through the centre tap only; dilation 4 with pads 4 through every tap.
@@ -290,6 +297,11 @@ TEST_P(ConvTest, FloatGroups16Small14x13) { checkFloatConv(kG16Small14, F32, 55)
 TEST_P(ConvTest, FloatGroups16Small5x5) { checkFloatConv(kG16Small5x5, F32, 56); }
 TEST_P(ConvTest, FloatGroups16SmallAsymmetricPads) { checkFloatConv(kG16SmallAsym, F32, 57); }
 TEST_P(ConvTest, FloatGroups16SmallResidualRelu) { checkResidualRelu(kG16Small7, 58); }
+TEST_P(ConvTest, FloatGroups8Small7x7) { checkFloatConv(kG8Small7, F32, 59); }
+TEST_P(ConvTest, FloatGroups8Small14x13) { checkFloatConv(kG8Small14, F32, 60); }
+TEST_P(ConvTest, FloatGroups8SmallAsymmetricPads) { checkFloatConv(kG8SmallAsym, F32, 61); }
+TEST_P(ConvTest, FloatGroups8TinyPlane) { checkFloatConv(kG8Tiny, F32, 62); }
+TEST_P(ConvTest, FloatGroups8SmallResidualRelu) { checkResidualRelu(kG8Small14, 63); }
 TEST_P(ConvTest, FloatDepthwiseMultiplier) { checkFloatConv(kDwMultiplier, F32, 33); }
 TEST_P(ConvTest, FloatDilatedDeadTaps) { checkFloatConv(kAsppDead, F32, 34); }
 TEST_P(ConvTest, FloatDilatedLiveTaps) { checkFloatConv(kAsppLive, F32, 35); }

@@ -259,6 +259,7 @@ const ConvCase kConvCases[] = {
     // The small-plane grouped path (16 output channels per group, stride 1, narrow planes).
     {ConvAlgorithm::Grouped, 32, 32, 7, 7, 3, 1, 1, 2, true},
     {ConvAlgorithm::Grouped, 16, 32, 14, 13, 3, 1, 1, 2, false},
+    {ConvAlgorithm::Grouped, 16, 16, 7, 7, 3, 1, 1, 2, true},
 };
 
 TEST(FusedActivation, EveryKindEveryConvolution) {

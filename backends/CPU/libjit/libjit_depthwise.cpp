@@ -631,7 +631,8 @@ LIBJIT_INLINE void groupedChannels(float *o, int64_t oPitch, const float *planes
 }
 
 // Grouped convolution on small planes with 16 output channels per group (regnet_x's
-// group width; resnext50's 14x14 stage): stride 1, undilated, output rows as wide as the
+// group width; resnext50's 14x14 stage), or 8 (regnet_y's; planes of 32 pixels or more):
+// stride 1, undilated, output rows as wide as the
 // input's, planes narrower than 16 (7x7, 14x14). There the cells-as-lanes tile above
 // computes the padded columns too (63 cells in 64 lanes for 49 outputs at 7x7); here the
 // 16 output channels are the vector lanes and the pixels the rows of the register tile, so
@@ -639,8 +640,8 @@ LIBJIT_INLINE void groupedChannels(float *o, int64_t oPitch, const float *planes
 // input shifted by kw - PL with the columns that leave the image zeroed (rows outside it
 // are zero cells before and after), so tap (kh, kw) of pixel p is that plane's cell
 // p + (kh - PT) W: R consecutive pixels read R consecutive cells. The tile's rows are
-// stored as [P][16], transposed in 16 x 16 blocks into the output planes with the residual
-// add and the clamp.
+// stored as [P][Og], transposed in 16 x 16 blocks (of 16 pixels, or of 32 pixels as pairs
+// when Og = 8) into the output planes with the residual add and the clamp.
 
 /// Geometry of the small grouped path for Cg channels and KW kernel columns: KW planes per
 /// channel (front zero cells for KH - 1 rows of top padding and slack, the plane, zero
@@ -662,12 +663,13 @@ struct GroupedSmallGeom {
 /// 0 <= PT < KH and no more input rows than the output rows read).
 LIBJIT_INLINE bool groupedSmallShape(int64_t Og, int64_t OH, int64_t OW, int64_t W, int64_t SH,
                                      int64_t SW, int64_t DH, int64_t DW) {
-  return Og == 16 && SH == 1 && SW == 1 && DH == 1 && DW == 1 && OW == W && W < 16 &&
-         OH * OW >= 16;
+  return (Og == 16 || (Og == 8 && OH * OW >= 32)) && SH == 1 && SW == 1 && DH == 1 && DW == 1 &&
+         OW == W && W < 16 && OH * OW >= 16;
 }
 
-/// Pixels [p0, p0 + R) of one group: acc[r][v] = bias + sum over the K = Cg KH KW taps of
-/// plane cell (off[k] + p0 + r) x weights w[k][v VW, (v + 1) VW), stored at res[p][16].
+/// Pixels [p0, p0 + R) of one group of OG = VW NV output channels: acc[r][v] = bias + sum
+/// over the K = Cg KH KW taps of plane cell (off[k] + p0 + r) x weights w[k][v VW, (v + 1)
+/// VW), stored at res[p][OG].
 template <int VW, int NV, int R>
 LIBJIT_INLINE void groupedSmallTile(float *__restrict res, const float *__restrict planes,
                                     const int32_t *__restrict off, int64_t K,
@@ -688,7 +690,7 @@ LIBJIT_INLINE void groupedSmallTile(float *__restrict res, const float *__restri
     V wv[NV];
     LIBJIT_UNROLL
     for (int v = 0; v < NV; v++)
-      wv[v] = gLoad<V>(w + k * 16 + v * VW);
+      wv[v] = gLoad<V>(w + k * (VW * NV) + v * VW);
     LIBJIT_UNROLL
     for (int r = 0; r < R; r++) {
       V xr = gSplat<V>(x[r]);
@@ -701,7 +703,7 @@ LIBJIT_INLINE void groupedSmallTile(float *__restrict res, const float *__restri
   for (int r = 0; r < R; r++)
     LIBJIT_UNROLL
     for (int v = 0; v < NV; v++)
-      gStore<V>(res + (p0 + r) * 16 + v * VW, acc[r][v]);
+      gStore<V>(res + (p0 + r) * (VW * NV) + v * VW, acc[r][v]);
 }
 
 /// All pixels of one group in tiles of R, the last one overlapping its predecessor.
@@ -724,7 +726,7 @@ LIBJIT_INLINE bool conv2dGroupedSmall(float *out, const float *in, const float *
                                       int64_t W, int64_t O, int64_t OH, int64_t KH, int64_t KW,
                                       int64_t PT, int64_t PL, int64_t G, int64_t act, float lo,
                                       float hi, float *buf, int64_t u0, int64_t u1) {
-  const int64_t Cg = C / G, Og = 16, T = KH * KW, K = Cg * T;
+  const int64_t Cg = C / G, Og = O / G, T = KH * KW, K = Cg * T;
   // Input rows H <= OH + KH - 1 - PT: the bottom pad is not negative.
   if (PL < 0 || PL >= KW || PT < 0 || PT >= KH || H > OH + KH - 1 - PT)
     return false;
@@ -765,7 +767,13 @@ LIBJIT_INLINE bool conv2dGroupedSmall(float *out, const float *in, const float *
     }
     const float *w = packedW + grp * K * Og;
     const float *b = bias ? bias + grp * Og : nullptr;
-    if (VW == 16) {
+    // 8 output channels: one 8-float vector per pixel on either instruction set.
+    if (Og == 8) {
+      if (VW == 16 && P % 14 == 0)
+        groupedSmallPixels<8, 1, 14>(res, planes, off, K, w, b, P);
+      else
+        groupedSmallPixels<8, 1, 7>(res, planes, off, K, w, b, P);
+    } else if (VW == 16) {
       if (P % 14 == 0)
         groupedSmallPixels<16, 1, 14>(res, planes, off, K, w, b, P);
       else
@@ -773,9 +781,43 @@ LIBJIT_INLINE bool conv2dGroupedSmall(float *out, const float *in, const float *
     } else {
       groupedSmallPixels<VW, 16 / VW, 6>(res, planes, off, K, w, b, P);
     }
-    // [P][16] -> the 16 output planes, 16 pixels at a time (the last block overlapping).
     float *y = out + (n * O + grp * Og) * P;
     const float *ad = add ? add + (n * O + grp * Og) * P : nullptr;
+    if (Og == 8) {
+      // [P][8] -> the 8 output planes, 32 pixels at a time (the last block overlapping):
+      // as 16 rows of two pixels, transposed, row j < 8 holds channel j of the even
+      // pixels and row 8 + j of the odd ones, interleaved back into pixel order.
+      for (int64_t q = 0;; q += 32) {
+        int64_t p0 = minI(q, P - 32);
+        F16 v[16];
+        for (int i = 0; i < 16; i++)
+          v[i] = ld16(res + (p0 + 2 * i) * 8);
+        transpose16(v);
+        for (int j = 0; j < 8; j++) {
+          F16 e = v[j], o = v[8 + j];
+          F16 z0 = __builtin_shufflevector(e, o, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22,
+                                           7, 23);
+          F16 z1 = __builtin_shufflevector(e, o, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14,
+                                           30, 15, 31);
+          if (ad) {
+            z0 += ld16(ad + j * P + p0);
+            z1 += ld16(ad + j * P + p0 + 16);
+          }
+          if (act == ActClamp) {
+            z0 = clamp16(z0, lov, hiv);
+            z1 = clamp16(z1, lov, hiv);
+          }
+          st16(y + j * P + p0, z0);
+          st16(y + j * P + p0 + 16, z1);
+        }
+        if (q + 32 >= P)
+          break;
+      }
+      if (act > ActClamp)
+        activateContiguous(y, Og * P, int(act), lo, hi);
+      continue;
+    }
+    // [P][16] -> the 16 output planes, 16 pixels at a time (the last block overlapping).
     for (int64_t q = 0;; q += 16) {
       int64_t p0 = minI(q, P - 16);
       F16 v[16];
