@@ -255,6 +255,20 @@ const ConvCase kG25{{1, 50, 7, 7}, 100, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 25
 const ConvCase kG32{{1, 128, 8, 11}, 128, {3, 3}, {2, 1}, {1, 0, 1, 2}, {1, 1}, 32};
 const ConvCase kG64Pointwise{{1, 128, 5, 6}, 192, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 64};
 const ConvCase kG4Dilated{{1, 8, 12, 10}, 12, {3, 3}, {1, 1}, {2, 3, 2, 3}, {2, 3}, 4};
+// 16 output channels per group on planes narrower than 16 at stride 1 (the CPU's
+// small-plane grouped path): regnet_x's 7x7 g25 and 14x14 g10 scaled, 8 input channels per
+// group with a 5x5 kernel, asymmetric pads.
+const ConvCase kG16Small7{{1, 64, 7, 7}, 64, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 4};
+const ConvCase kG16Small14{{2, 32, 14, 13}, 32, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2};
+const ConvCase kG16Small5x5{{1, 24, 6, 9}, 48, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 3};
+const ConvCase kG16SmallAsym{{1, 32, 9, 11}, 32, {3, 3}, {1, 1}, {0, 1, 2, 1}, {1, 1}, 2};
+// 8 output channels per group (regnet_y's group width) on small planes: 7x7 with 8 input
+// channels per group, 14x13 with 4, a 5x7 plane with asymmetric pads, and a 4x6 plane
+// (too few pixels for that path).
+const ConvCase kG8Small7{{1, 16, 7, 7}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2};
+const ConvCase kG8Small14{{2, 12, 14, 13}, 24, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3};
+const ConvCase kG8SmallAsym{{1, 16, 5, 7}, 16, {3, 3}, {1, 1}, {2, 0, 0, 2}, {1, 1}, 2};
+const ConvCase kG8Tiny{{1, 16, 4, 6}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2};
 const ConvCase kDwMultiplier{{1, 6, 10, 9}, 12, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 6};
 // Dilated 3x3 on a 6x7 map (DeepLabV3's ASPP shape, scaled): dilation 7 with pads 7 reads
 // the map through the centre tap only; dilation 4 with pads 4 through every tap.
@@ -278,6 +292,16 @@ TEST_P(ConvTest, FloatGroups25) { checkFloatConv(kG25, F32, 29); }
 TEST_P(ConvTest, FloatGroups32) { checkFloatConv(kG32, F32, 30); }
 TEST_P(ConvTest, FloatGroups64Pointwise) { checkFloatConv(kG64Pointwise, F32, 31); }
 TEST_P(ConvTest, FloatGroups4Dilated) { checkFloatConv(kG4Dilated, F32, 32); }
+TEST_P(ConvTest, FloatGroups16Small7x7) { checkFloatConv(kG16Small7, F32, 54); }
+TEST_P(ConvTest, FloatGroups16Small14x13) { checkFloatConv(kG16Small14, F32, 55); }
+TEST_P(ConvTest, FloatGroups16Small5x5) { checkFloatConv(kG16Small5x5, F32, 56); }
+TEST_P(ConvTest, FloatGroups16SmallAsymmetricPads) { checkFloatConv(kG16SmallAsym, F32, 57); }
+TEST_P(ConvTest, FloatGroups16SmallResidualRelu) { checkResidualRelu(kG16Small7, 58); }
+TEST_P(ConvTest, FloatGroups8Small7x7) { checkFloatConv(kG8Small7, F32, 59); }
+TEST_P(ConvTest, FloatGroups8Small14x13) { checkFloatConv(kG8Small14, F32, 60); }
+TEST_P(ConvTest, FloatGroups8SmallAsymmetricPads) { checkFloatConv(kG8SmallAsym, F32, 61); }
+TEST_P(ConvTest, FloatGroups8TinyPlane) { checkFloatConv(kG8Tiny, F32, 62); }
+TEST_P(ConvTest, FloatGroups8SmallResidualRelu) { checkResidualRelu(kG8Small14, 63); }
 TEST_P(ConvTest, FloatDepthwiseMultiplier) { checkFloatConv(kDwMultiplier, F32, 33); }
 TEST_P(ConvTest, FloatDilatedDeadTaps) { checkFloatConv(kAsppDead, F32, 34); }
 TEST_P(ConvTest, FloatDilatedLiveTaps) { checkFloatConv(kAsppLive, F32, 35); }

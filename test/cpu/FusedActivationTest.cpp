@@ -241,6 +241,10 @@ const ConvCase kConvCases[] = {
     // The small-plane path (7x7 and 14x13 planes at stride 1).
     {ConvAlgorithm::Depthwise, 9, 9, 7, 7, 5, 1, 2, 9, false},
     {ConvAlgorithm::Depthwise, 11, 11, 14, 13, 3, 1, 1, 11, false},
+    // The small-plane grouped path (16 output channels per group, stride 1, narrow planes).
+    {ConvAlgorithm::Grouped, 32, 32, 7, 7, 3, 1, 1, 2, true},
+    {ConvAlgorithm::Grouped, 16, 32, 14, 13, 3, 1, 1, 2, false},
+    {ConvAlgorithm::Grouped, 16, 16, 7, 7, 3, 1, 1, 2, true},
 };
 
 TEST(FusedActivation, EveryKindEveryConvolution) {

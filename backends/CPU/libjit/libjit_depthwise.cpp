@@ -65,6 +65,19 @@ LIBJIT_INLINE void copyRow(float *__restrict d, const float *__restrict s, int64
   }
 }
 
+/// y[i][0:OW) = o[i][0:OW) for rows i < OH (pitches OW and Wq >= OW). Rows narrower than
+/// 16 are stored as whole vectors in ascending order where the vector stays inside the
+/// plane: the lanes past a row land in rows stored after it; the rest row by row.
+LIBJIT_INLINE void copyPlaneRows(float *__restrict y, const float *__restrict o, int64_t OH,
+                                 int64_t OW, int64_t Wq) {
+  int64_t i = 0;
+  if (OW < 16)
+    for (; i * OW + 16 <= OH * OW; i++)
+      st16(y + i * OW, ld16(o + i * Wq));
+  for (; i < OH; i++)
+    copyRow(y + i * OW, o + i * Wq, OW);
+}
+
 /// Copies input row xr [W] into the zero-padded row at padded column PL, split into S
 /// column phases of `cells` cells each (padded column q lands in phase q % S at q / S).
 /// Only cells below Wq are written, so the padding written once stays zero.
@@ -198,8 +211,7 @@ LIBJIT_INLINE void dwFlat(float *__restrict y, const float *__restrict x, const 
     }
     st16(o + i0, sumRows<K>(acc, act, lov, hiv));
   }
-  for (int64_t i = 0; i < OH; i++)
-    copyRow(y + i * OW, o + i * g.Wq, OW);
+  copyPlaneRows(y, o, OH, OW, g.Wq);
 }
 
 /// Geometry of the small path: the plane as one run of H W cells after `front` zero cells
@@ -389,8 +401,7 @@ LIBJIT_INLINE void dwAny(float *__restrict y, const float *__restrict x, const f
     st16(o + i0 + 32, a2);
     st16(o + i0 + 48, a3);
   }
-  for (int64_t i = 0; i < OH; i++)
-    copyRow(y + i * OW, o + i * g.Wq, OW);
+  copyPlaneRows(y, o, OH, OW, g.Wq);
 }
 
 /// The any path over planes [p0, p1).
@@ -533,9 +544,14 @@ template <class V> LIBJIT_INLINE V gLoad(const float *p) {
   return v;
 }
 template <class V> LIBJIT_INLINE void gStore(float *p, V v) { __builtin_memcpy(p, &v, sizeof(V)); }
+/// All lanes = s, written lane by lane: {} + s does not fold without fast-math and costs an
+/// add per broadcast in the inner loops.
 template <class V> LIBJIT_INLINE V gSplat(float s) {
-  V v = {};
-  return v + s;
+  V v;
+  LIBJIT_UNROLL
+  for (unsigned i = 0; i < sizeof(V) / sizeof(float); i++)
+    v[i] = s;
+  return v;
 }
 
 /// Per-thread scratch of the grouped kernel: the tap table, Cg channels of phase planes,
@@ -614,6 +630,217 @@ LIBJIT_INLINE void groupedChannels(float *o, int64_t oPitch, const float *planes
                        bias ? bias + j : nullptr, cells);
 }
 
+// Grouped convolution on small planes with 16 output channels per group (regnet_x's
+// group width; resnext50's 14x14 stage), or 8 (regnet_y's; planes of 32 pixels or more):
+// stride 1, undilated, output rows as wide as the
+// input's, planes narrower than 16 (7x7, 14x14). There the cells-as-lanes tile above
+// computes the padded columns too (63 cells in 64 lanes for 49 outputs at 7x7); here the
+// 16 output channels are the vector lanes and the pixels the rows of the register tile, so
+// every lane is an output. Per input channel ci and kernel column kw, a plane holds the
+// input shifted by kw - PL with the columns that leave the image zeroed (rows outside it
+// are zero cells before and after), so tap (kh, kw) of pixel p is that plane's cell
+// p + (kh - PT) W: R consecutive pixels read R consecutive cells. The tile's rows are
+// stored as [P][Og], transposed in 16 x 16 blocks (of 16 pixels, or of 32 pixels as pairs
+// when Og = 8) into the output planes with the residual add and the clamp.
+
+/// Geometry of the small grouped path for Cg channels and KW kernel columns: KW planes per
+/// channel (front zero cells for KH - 1 rows of top padding and slack, the plane, zero
+/// cells for the bottom rows), the [Cg][KH][KW] tap offsets, then the [P][16] results.
+struct GroupedSmallGeom {
+  int64_t front, planeFloats, P, offFloats;
+  GroupedSmallGeom(int64_t OH, int64_t W, int64_t KH, int64_t KW, int64_t Cg) {
+    front = ((KH - 1) * W + KW + 15) / 16 * 16;
+    planeFloats = front + ((OH + KH) * W + 16 + 15) / 16 * 16;
+    P = OH * W;
+    offFloats = (Cg * KH * KW + 15) / 16 * 16;
+  }
+  int64_t floats(int64_t Cg, int64_t KW) const {
+    return Cg * KW * planeFloats + offFloats + (P + 16) * 16;
+  }
+};
+
+/// Whether a grouped layer may take the small path (the kernel also needs 0 <= PL < KW,
+/// 0 <= PT < KH and no more input rows than the output rows read).
+LIBJIT_INLINE bool groupedSmallShape(int64_t Og, int64_t OH, int64_t OW, int64_t W, int64_t SH,
+                                     int64_t SW, int64_t DH, int64_t DW) {
+  return (Og == 16 || (Og == 8 && OH * OW >= 32)) && SH == 1 && SW == 1 && DH == 1 && DW == 1 &&
+         OW == W && W < 16 && OH * OW >= 16;
+}
+
+/// Pixels [p0, p0 + R) of one group of OG = VW NV output channels: acc[r][v] = bias + sum
+/// over the K = Cg KH KW taps of plane cell (off[k] + p0 + r) x weights w[k][v VW, (v + 1)
+/// VW), stored at res[p][OG].
+template <int VW, int NV, int R>
+LIBJIT_INLINE void groupedSmallTile(float *__restrict res, const float *__restrict planes,
+                                    const int32_t *__restrict off, int64_t K,
+                                    const float *__restrict w, const float *__restrict bias,
+                                    int64_t p0) {
+  typedef typename GVec<VW>::T V;
+  V acc[R][NV];
+  LIBJIT_UNROLL
+  for (int v = 0; v < NV; v++) {
+    V b = bias ? gLoad<V>(bias + v * VW) : gSplat<V>(0.0f);
+    LIBJIT_UNROLL
+    for (int r = 0; r < R; r++)
+      acc[r][v] = b;
+  }
+  const float *base = planes + p0;
+  for (int64_t k = 0; k < K; k++) {
+    const float *x = base + off[k];
+    V wv[NV];
+    LIBJIT_UNROLL
+    for (int v = 0; v < NV; v++)
+      wv[v] = gLoad<V>(w + k * (VW * NV) + v * VW);
+    LIBJIT_UNROLL
+    for (int r = 0; r < R; r++) {
+      V xr = gSplat<V>(x[r]);
+      LIBJIT_UNROLL
+      for (int v = 0; v < NV; v++)
+        acc[r][v] += xr * wv[v];
+    }
+  }
+  LIBJIT_UNROLL
+  for (int r = 0; r < R; r++)
+    LIBJIT_UNROLL
+    for (int v = 0; v < NV; v++)
+      gStore<V>(res + (p0 + r) * (VW * NV) + v * VW, acc[r][v]);
+}
+
+/// All pixels of one group in tiles of R, the last one overlapping its predecessor.
+template <int VW, int NV, int R>
+LIBJIT_INLINE void groupedSmallPixels(float *res, const float *planes, const int32_t *off,
+                                      int64_t K, const float *w, const float *bias, int64_t P) {
+  for (int64_t q = 0;; q += R) {
+    int64_t p0 = minI(q, P - R);
+    groupedSmallTile<VW, NV, R>(res, planes, off, K, w, bias, p0);
+    if (q + R >= P)
+      break;
+  }
+}
+
+/// The small path over (image, group) pairs [u0, u1); returns false (nothing done) where
+/// the pads do not fit it.
+template <int VW>
+LIBJIT_INLINE bool conv2dGroupedSmall(float *out, const float *in, const float *packedW,
+                                      const float *bias, const float *add, int64_t C, int64_t H,
+                                      int64_t W, int64_t O, int64_t OH, int64_t KH, int64_t KW,
+                                      int64_t PT, int64_t PL, int64_t G, int64_t act, float lo,
+                                      float hi, float *buf, int64_t u0, int64_t u1) {
+  const int64_t Cg = C / G, Og = O / G, T = KH * KW, K = Cg * T;
+  // Input rows H <= OH + KH - 1 - PT: the bottom pad is not negative.
+  if (PL < 0 || PL >= KW || PT < 0 || PT >= KH || H > OH + KH - 1 - PT)
+    return false;
+  GroupedSmallGeom g(OH, W, KH, KW, Cg);
+  const int64_t P = g.P, HW = H * W;
+  float *planes = buf;
+  int32_t *off = reinterpret_cast<int32_t *>(planes + Cg * KW * g.planeFloats);
+  float *res = planes + Cg * KW * g.planeFloats + g.offFloats;
+  for (int64_t i = 0; i < Cg * KW * g.planeFloats; i++)
+    planes[i] = 0.0f;
+  for (int64_t ci = 0; ci < Cg; ci++)
+    for (int64_t kh = 0; kh < KH; kh++)
+      for (int64_t kw = 0; kw < KW; kw++)
+        off[(ci * KH + kh) * KW + kw] =
+            int32_t((ci * KW + kw) * g.planeFloats + g.front + (kh - PT) * W);
+  F16 lov = splat16(lo), hiv = splat16(hi);
+  for (int64_t u = u0; u < u1; u++) {
+    int64_t n = u / G, grp = u % G;
+    // The planes: cell front + p = x[p + kw - PL] where that column is inside the row.
+    for (int64_t ci = 0; ci < Cg; ci++) {
+      const float *x = in + (n * C + grp * Cg + ci) * HW;
+      for (int64_t kw = 0; kw < KW; kw++) {
+        float *d = planes + (ci * KW + kw) * g.planeFloats + g.front;
+        int64_t sh = kw - PL; // d[p] = x[p + sh]
+        int64_t pLo = maxI(0, -sh), pHi = minI(HW, HW - sh);
+        copyRow(d + pLo, x + pLo + sh, pHi - pLo);
+        // Cells a previous call left outside [pLo, pHi) are zero: that range is the same
+        // for every plane of this kw. Columns that leave the row read the neighbour row.
+        if (sh < 0)
+          for (int64_t r = 0; r < H; r++)
+            for (int64_t c = 0; c < -sh; c++)
+              d[r * W + c] = 0.0f;
+        else
+          for (int64_t r = 0; r < H; r++)
+            for (int64_t c = W - sh; c < W; c++)
+              d[r * W + c] = 0.0f;
+      }
+    }
+    const float *w = packedW + grp * K * Og;
+    const float *b = bias ? bias + grp * Og : nullptr;
+    // 8 output channels: one 8-float vector per pixel on either instruction set.
+    if (Og == 8) {
+      if (VW == 16 && P % 14 == 0)
+        groupedSmallPixels<8, 1, 14>(res, planes, off, K, w, b, P);
+      else
+        groupedSmallPixels<8, 1, 7>(res, planes, off, K, w, b, P);
+    } else if (VW == 16) {
+      if (P % 14 == 0)
+        groupedSmallPixels<16, 1, 14>(res, planes, off, K, w, b, P);
+      else
+        groupedSmallPixels<16, 1, 7>(res, planes, off, K, w, b, P);
+    } else {
+      groupedSmallPixels<VW, 16 / VW, 6>(res, planes, off, K, w, b, P);
+    }
+    float *y = out + (n * O + grp * Og) * P;
+    const float *ad = add ? add + (n * O + grp * Og) * P : nullptr;
+    if (Og == 8) {
+      // [P][8] -> the 8 output planes, 32 pixels at a time (the last block overlapping):
+      // as 16 rows of two pixels, transposed, row j < 8 holds channel j of the even
+      // pixels and row 8 + j of the odd ones, interleaved back into pixel order.
+      for (int64_t q = 0;; q += 32) {
+        int64_t p0 = minI(q, P - 32);
+        F16 v[16];
+        for (int i = 0; i < 16; i++)
+          v[i] = ld16(res + (p0 + 2 * i) * 8);
+        transpose16(v);
+        for (int j = 0; j < 8; j++) {
+          F16 e = v[j], o = v[8 + j];
+          F16 z0 = __builtin_shufflevector(e, o, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22,
+                                           7, 23);
+          F16 z1 = __builtin_shufflevector(e, o, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14,
+                                           30, 15, 31);
+          if (ad) {
+            z0 += ld16(ad + j * P + p0);
+            z1 += ld16(ad + j * P + p0 + 16);
+          }
+          if (act == ActClamp) {
+            z0 = clamp16(z0, lov, hiv);
+            z1 = clamp16(z1, lov, hiv);
+          }
+          st16(y + j * P + p0, z0);
+          st16(y + j * P + p0 + 16, z1);
+        }
+        if (q + 32 >= P)
+          break;
+      }
+      if (act > ActClamp)
+        activateContiguous(y, Og * P, int(act), lo, hi);
+      continue;
+    }
+    // [P][16] -> the 16 output planes, 16 pixels at a time (the last block overlapping).
+    for (int64_t q = 0;; q += 16) {
+      int64_t p0 = minI(q, P - 16);
+      F16 v[16];
+      for (int i = 0; i < 16; i++)
+        v[i] = ld16(res + (p0 + i) * 16);
+      transpose16(v);
+      for (int j = 0; j < 16; j++) {
+        F16 z = v[j];
+        if (ad)
+          z += ld16(ad + j * P + p0);
+        if (act == ActClamp)
+          z = clamp16(z, lov, hiv);
+        st16(y + j * P + p0, z);
+      }
+      if (q + 16 >= P)
+        break;
+    }
+    if (act > ActClamp)
+      activateContiguous(y, Og * P, int(act), lo, hi);
+  }
+  return true;
+}
+
 template <int VW, int MaxOT>
 LIBJIT_INLINE void conv2dGrouped(float *out, const float *in, const float *packedW,
                                  const float *bias, const float *add, int64_t N, int64_t C,
@@ -634,7 +861,12 @@ LIBJIT_INLINE void conv2dGrouped(float *out, const float *in, const float *packe
   partition(pairs * R, 1, tid, nthreads, &u0, &u1);
   if (u0 >= u1)
     return;
-  float *buf = scratch + tid * ((gg.floats(Cg) + 15) / 16 * 16);
+  float *buf = scratch + tid * libjit_conv2d_grouped_scratch_floats(Cg, Og, OH, OW, KH, KW, SH,
+                                                                    SW, DH, DW);
+  if (R == 1 && groupedSmallShape(Og, OH, OW, W, SH, SW, DH, DW) &&
+      conv2dGroupedSmall<VW>(out, in, packedW, bias, add, C, H, W, O, OH, KH, KW, PT, PL, G, act,
+                             lo, hi, buf, u0, u1))
+    return;
   int64_t n0 = gg.floats(Cg);
   for (int64_t i = 0; i < n0; i++)
     buf[i] = 0.0f;
@@ -696,11 +928,16 @@ LIBJIT_INLINE void conv2dGrouped(float *out, const float *in, const float *packe
 
 } // namespace
 
+
 LIBJIT_EXPORT int64_t libjit_conv2d_grouped_scratch_floats(int64_t Cg, int64_t Og, int64_t OH,
                                                            int64_t OW, int64_t KH, int64_t KW,
                                                            int64_t SH, int64_t SW, int64_t DH,
                                                            int64_t DW) {
-  return (GroupedGeom(Cg, Og, OH, OW, KH, KW, SH, SW, DH, DW).floats(Cg) + 15) / 16 * 16;
+  int64_t n = GroupedGeom(Cg, Og, OH, OW, KH, KW, SH, SW, DH, DW).floats(Cg);
+  // The small path's, when the shape may take it (W == OW there).
+  if (groupedSmallShape(Og, OH, OW, OW, SH, SW, DH, DW))
+    n = maxI(n, GroupedSmallGeom(OH, OW, KH, KW, Cg).floats(Cg, KW));
+  return (n + 15) / 16 * 16;
 }
 
 LIBJIT_EXPORT void libjit_pack_grouped_f32(float *dst, const float *filter, int64_t G,
