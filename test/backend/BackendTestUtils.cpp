@@ -1,6 +1,7 @@
 #include "BackendTestUtils.h"
 
 #include <cmath>
+#include <set>
 
 #include <glog/logging.h>
 
@@ -62,7 +63,46 @@ Error BackendTest::runRaw(Function *f, std::vector<std::pair<Placeholder *, Tens
   PlaceholderBindings bindings;
   for (auto &in : inputs)
     bindings.insert(in.first, std::move(in.second));
+  ranRaw_ = true; // the test checks the Error (and any output it reads itself)
   return compileAndRun(GetParam(), f, bindings, skipped);
+}
+
+void BackendTest::TearDown() {
+  bool own = ranRaw_ || !F_->getSaves().empty();
+  for (SaveNode *s : F_->getSaves())
+    own = own && (ranRaw_ || read_.count(s));
+  RecordProperty("kiln_checks", own ? "own" : "interpreter");
+}
+
+std::string BackendTest::partlySupportedNote(const Backend &b) const {
+  std::set<const Node *> bad;
+  for (const auto &n : F_->getNodes())
+    if (!b.isOpSupported(*n))
+      bad.insert(n.get());
+  std::vector<SaveNode *> saves = F_->getSaves();
+  unsigned runnable = 0;
+  for (SaveNode *s : saves) {
+    // Every node this output depends on must be supported.
+    std::vector<const Node *> work = {s};
+    std::set<const Node *> seen;
+    bool ok = true;
+    while (!work.empty() && ok) {
+      const Node *n = work.back();
+      work.pop_back();
+      if (!seen.insert(n).second)
+        continue;
+      if (bad.count(n))
+        ok = false;
+      for (unsigned i = 0; i < n->getNumInputs(); i++)
+        if (const Node *in = n->getNthInput(i).node)
+          work.push_back(in);
+    }
+    runnable += ok;
+  }
+  if (runnable == 0)
+    return "";
+  return std::string(kPartlySupported) + std::to_string(runnable) + " of " +
+         std::to_string(saves.size()) + " outputs need only supported nodes] ";
 }
 
 namespace {
@@ -85,7 +125,7 @@ bool BackendTest::run(float atol, float rtol) {
       if (backend == "Interpreter")
         ADD_FAILURE() << "the reference backend must support every operator: " << e.toString();
       else
-        skip(e.message());
+        skip(partlySupportedNote(**b) + e.message());
       return false;
     }
   }
@@ -115,6 +155,7 @@ bool BackendTest::run(float atol, float rtol) {
 const Tensor &BackendTest::output(SaveNode *s) {
   Tensor *t = results_.get(cast<Placeholder>(s->getOutput().node));
   CHECK(t) << "output() before a successful run()";
+  read_.insert(s);
   return *t;
 }
 
@@ -176,6 +217,22 @@ std::vector<std::string> backendsUnderTest() {
 }
 
 void setBackendsUnderTest(std::vector<std::string> names) { selectedBackends() = std::move(names); }
+
+namespace {
+std::set<std::string> &interpreterKernelBackends() {
+  // The Sim compiles every function with the Interpreter and runs its kernels.
+  static std::set<std::string> names = {"Sim"};
+  return names;
+}
+} // namespace
+
+bool runsInterpreterKernels(const std::string &backend) {
+  return interpreterKernelBackends().count(backend) != 0;
+}
+
+void addInterpreterKernelBackend(std::string name) {
+  interpreterKernelBackends().insert(std::move(name));
+}
 
 double quantizeRef(double real, double scale, int offset) {
   double q = std::round(real / scale) + offset;

@@ -5,7 +5,11 @@
 /// Interpreter, also on the Interpreter, and checks both agree; the test then checks the
 /// result against hand-computed or independently derived expectations. A test skips itself
 /// when the backend reports through isOpSupported that it cannot run some node: never by a
-/// list of test names.
+/// list of test names; the skip message says when some of the test's outputs needed only
+/// supported nodes (a test that mixes cases a backend runs with cases it cannot: split it).
+/// Each test records whether it read the backend's outputs (an expectation of its own) or
+/// only relied on the comparison with the Interpreter; the suite's summary (SuiteReport.h)
+/// counts the latter as self-comparisons on backends that run the Interpreter's kernels.
 #ifndef KILN_TEST_BACKEND_BACKENDTESTUTILS_H
 #define KILN_TEST_BACKEND_BACKENDTESTUTILS_H
 
@@ -14,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +27,10 @@ namespace kiln::test {
 class BackendTest : public ::testing::TestWithParam<std::string> {
 protected:
   BackendTest() : F_(mod_.createFunction("main")) {}
+  /// Records the test property "kiln_checks": "own" when the test read every output after
+  /// run() or checked runRaw's Error (it has expectations of its own), "interpreter" when
+  /// some output was checked only by run()'s comparison with the Interpreter.
+  void TearDown() override;
 
   Module &mod() { return mod_; }
   Function *F() { return F_; }
@@ -64,11 +73,16 @@ private:
   static Error compileAndRun(const std::string &backend, Function *f, PlaceholderBindings &out,
                              bool &skipped);
   Error runOn(const std::string &backend, PlaceholderBindings &out);
+  /// "" when every output of F_ needs an unsupported node; else a note saying how many of
+  /// the outputs the backend \p b could have run.
+  std::string partlySupportedNote(const Backend &b) const;
 
   Module mod_;
   Function *F_;
   std::vector<std::pair<Placeholder *, Tensor>> inputs_;
   PlaceholderBindings results_;
+  std::set<const SaveNode *> read_; ///< The saves output() returned.
+  bool ranRaw_ = false;              ///< runRaw() was called.
 };
 
 /// A tensor of \p ty holding \p values, row-major (raw integers for quantized kinds).
@@ -89,6 +103,16 @@ double quantizeRef(double real, double scale, int offset);
 std::vector<std::string> backendsUnderTest();
 /// Restricts the suite to \p names (empty: every registered backend).
 void setBackendsUnderTest(std::vector<std::string> names);
+
+/// Whether \p backend computes with the Interpreter's kernels, so that its agreement with
+/// the Interpreter is a self-comparison: the Sim (backends/Sim/README.md, "How results
+/// stay exact") and the backends named with addInterpreterKernelBackend (the operator
+/// suite's --kiln_interpreter_kernels=NAME; kiln_operator_suite's interpreter_kernels).
+bool runsInterpreterKernels(const std::string &backend);
+void addInterpreterKernelBackend(std::string name);
+
+/// The prefix of a skip message when some of the test's outputs need only supported nodes.
+constexpr const char *kPartlySupported = "[part of the test is supported: ";
 
 /// Instantiates a TEST_P suite over the backends under test.
 #define KILN_INSTANTIATE_BACKEND_TESTS(SUITE)                                               \

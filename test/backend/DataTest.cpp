@@ -13,9 +13,6 @@ namespace kiln::test {
 
 namespace {
 
-constexpr ElemKind kAllKinds[] = {ElemKind::Float,  ElemKind::Float16, ElemKind::BFloat16,
-                                  ElemKind::Int8Q,  ElemKind::UInt8Q,  ElemKind::Int32Q,
-                                  ElemKind::Int32I, ElemKind::Int64I,  ElemKind::Bool};
 const double kInf = std::numeric_limits<double>::infinity();
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -85,11 +82,13 @@ protected:
   void gatherKindCase(ElemKind k);
   void padKindCase(ElemKind k);
   void splatKindCase(ElemKind k);
+  /// ConvertTo from \p from to each of f32, f16, bf16, i32, i64 and Bool.
+  void convertFromKind(ElemKind from);
 
   std::vector<Check> checks_;
 };
 
-/// One test case per element kind of kAllKinds, each calling \p FN(kind): a backend that
+/// One test case per element kind, each calling \p FN(kind): a backend that
 /// lacks one kind skips that case only.
 #define KILN_DATA_TEST_EVERY_KIND(NAME, FN)                                                 \
   TEST_P(DataTest, NAME##Float) { FN(ElemKind::Float); }                                     \
@@ -101,6 +100,24 @@ protected:
   TEST_P(DataTest, NAME##Int32) { FN(ElemKind::Int32I); }                                    \
   TEST_P(DataTest, NAME##Int64) { FN(ElemKind::Int64I); }                                    \
   TEST_P(DataTest, NAME##Bool) { FN(ElemKind::Bool); }
+
+/// Like KILN_DATA_TEST_EVERY_KIND with the body inline: KILN_DATA_KIND_TEST(Name, body using
+/// `k`) defines NameFloat, NameFloat16, ... NameBool.
+#define KILN_DATA_KIND_TEST_ONE(NAME, SFX, KIND, ...)                                         \
+  TEST_P(DataTest, NAME##SFX) {                                                              \
+    const ElemKind k = ElemKind::KIND;                                                       \
+    __VA_ARGS__                                                                              \
+  }
+#define KILN_DATA_KIND_TEST(NAME, ...)                                                        \
+  KILN_DATA_KIND_TEST_ONE(NAME, Float, Float, __VA_ARGS__)                                   \
+  KILN_DATA_KIND_TEST_ONE(NAME, Float16, Float16, __VA_ARGS__)                               \
+  KILN_DATA_KIND_TEST_ONE(NAME, BFloat16, BFloat16, __VA_ARGS__)                             \
+  KILN_DATA_KIND_TEST_ONE(NAME, Int8Q, Int8Q, __VA_ARGS__)                                   \
+  KILN_DATA_KIND_TEST_ONE(NAME, UInt8Q, UInt8Q, __VA_ARGS__)                                 \
+  KILN_DATA_KIND_TEST_ONE(NAME, Int32Q, Int32Q, __VA_ARGS__)                                 \
+  KILN_DATA_KIND_TEST_ONE(NAME, Int32, Int32I, __VA_ARGS__)                                  \
+  KILN_DATA_KIND_TEST_ONE(NAME, Int64, Int64I, __VA_ARGS__)                                  \
+  KILN_DATA_KIND_TEST_ONE(NAME, Bool, Bool, __VA_ARGS__)
 
 // ------------------------------------------------------------------ Concat
 
@@ -118,20 +135,18 @@ TEST_P(DataTest, ConcatAxis0And1) {
   expectValues(output(cols), {1, 2, 7, 1, 2, 3, 4, 8, 3, 4}, 0, 0);
 }
 
-TEST_P(DataTest, ConcatNegativeAxisEveryKind) {
-  for (ElemKind k : kAllKinds) {
-    std::string n = elemKindName(k);
-    auto *x = input(n + "x", patternTensor(k, {2, 1, 2}, 0));
-    auto *y = input(n + "y", patternTensor(k, {2, 1, 1}, 4));
-    auto *z = input(n + "z", patternTensor(k, {2, 1, 3}, 6));
-    auto p = [&](size_t i) { return pattern(k, i); };
-    // Along the last axis: each row is x's 2, y's 1 and z's 3 elements.
-    checks_.push_back({save(F()->createConcat("cat", {x, y, z}, -1)),
-                       {p(0), p(1), p(4), p(6), p(7), p(8), p(2), p(3), p(5), p(9), p(10), p(11)},
-                       n});
-  }
+KILN_DATA_KIND_TEST(ConcatNegativeAxis, {
+  std::string n = elemKindName(k);
+  auto *x = input(n + "x", patternTensor(k, {2, 1, 2}, 0));
+  auto *y = input(n + "y", patternTensor(k, {2, 1, 1}, 4));
+  auto *z = input(n + "z", patternTensor(k, {2, 1, 3}, 6));
+  auto p = [&](size_t i) { return pattern(k, i); };
+  // Along the last axis: each row is x's 2, y's 1 and z's 3 elements.
+  checks_.push_back({save(F()->createConcat("cat", {x, y, z}, -1)),
+                     {p(0), p(1), p(4), p(6), p(7), p(8), p(2), p(3), p(5), p(9), p(10), p(11)},
+                     n});
   runAndCheck();
-}
+})
 
 TEST_P(DataTest, ConcatMiddleAxisWithSizeOneDims) {
   auto *a = input("a", ElemKind::Int32I, {2, 1, 1}, {1, 2});
@@ -194,27 +209,25 @@ TEST_P(DataTest, DataMovementRequantizes) {
 
 // ------------------------------------------------------------------ Slice
 
-TEST_P(DataTest, SliceEdgesEveryKind) {
-  for (ElemKind k : kAllKinds) {
-    std::string n = elemKindName(k);
-    auto *x = input(n, patternTensor(k, {3, 4}));
-    auto p = [&](size_t r, size_t c) { return pattern(k, r * 4 + c); };
-    checks_.push_back({save(F()->createSlice("last_col", x, {0, 3}, {3, 4})),
-                       {p(0, 3), p(1, 3), p(2, 3)},
-                       n + " last column"});
-    checks_.push_back({save(F()->createSlice("last_row", x, {2, 0}, {3, 4})),
-                       {p(2, 0), p(2, 1), p(2, 2), p(2, 3)},
-                       n + " last row"});
-    checks_.push_back({save(F()->createSlice("inner", x, {1, 1}, {3, 3})),
-                       {p(1, 1), p(1, 2), p(2, 1), p(2, 2)},
-                       n + " inner"});
-    std::vector<double> all;
-    for (size_t i = 0; i < 12; i++)
-      all.push_back(pattern(k, i));
-    checks_.push_back({save(F()->createSlice("all", x, {0, 0}, {3, 4})), all, n + " all"});
-  }
+KILN_DATA_KIND_TEST(SliceEdges, {
+  std::string n = elemKindName(k);
+  auto *x = input(n, patternTensor(k, {3, 4}));
+  auto p = [&](size_t r, size_t c) { return pattern(k, r * 4 + c); };
+  checks_.push_back({save(F()->createSlice("last_col", x, {0, 3}, {3, 4})),
+                     {p(0, 3), p(1, 3), p(2, 3)},
+                     n + " last column"});
+  checks_.push_back({save(F()->createSlice("last_row", x, {2, 0}, {3, 4})),
+                     {p(2, 0), p(2, 1), p(2, 2), p(2, 3)},
+                     n + " last row"});
+  checks_.push_back({save(F()->createSlice("inner", x, {1, 1}, {3, 3})),
+                     {p(1, 1), p(1, 2), p(2, 1), p(2, 2)},
+                     n + " inner"});
+  std::vector<double> all;
+  for (size_t i = 0; i < 12; i++)
+    all.push_back(pattern(k, i));
+  checks_.push_back({save(F()->createSlice("all", x, {0, 0}, {3, 4})), all, n + " all"});
   runAndCheck();
-}
+})
 
 TEST_P(DataTest, Slice4DWithSizeOneDims) {
   auto *x = input("x", ElemKind::Float, {1, 2, 1, 3}, {1, 2, 3, 4, 5, 6});
@@ -240,28 +253,26 @@ TEST_P(DataTest, Transpose2DAnd3D) {
   expectValues(output(t3), {0, 2, 4, 6, 8, 10, 1, 3, 5, 7, 9, 11}, 0, 0);
 }
 
-TEST_P(DataTest, Transpose6DEveryKind) {
+KILN_DATA_KIND_TEST(Transpose6D, {
   const Dims inDims = {2, 3, 1, 2, 2, 3};
   const std::vector<dim_t> shuffle = {5, 3, 0, 4, 2, 1};
   Dims outDims;
   for (dim_t s : shuffle)
     outDims.push_back(inDims[s]);
-  for (ElemKind k : kAllKinds) {
-    auto *x = input(elemKindName(k), patternTensor(k, inDims));
-    std::vector<double> expected;
-    forEach(outDims, [&](const std::vector<dim_t> &o) {
-      std::vector<dim_t> in(6);
-      for (size_t i = 0; i < 6; i++)
-        in[shuffle[i]] = o[i];
-      expected.push_back(pattern(k, offsetOf(inDims, in)));
-    });
-    checks_.push_back({save(F()->createTranspose("t", x, shuffle)), expected, elemKindName(k)});
-  }
+  auto *x = input(elemKindName(k), patternTensor(k, inDims));
+  std::vector<double> expected;
+  forEach(outDims, [&](const std::vector<dim_t> &o) {
+    std::vector<dim_t> in(6);
+    for (size_t i = 0; i < 6; i++)
+      in[shuffle[i]] = o[i];
+    expected.push_back(pattern(k, offsetOf(inDims, in)));
+  });
+  checks_.push_back({save(F()->createTranspose("t", x, shuffle)), expected, elemKindName(k)});
   runAndCheck();
   if (!HasFailure() && !IsSkipped()) {
     EXPECT_EQ(output(checks_[0].save).dims(), outDims);
   }
-}
+})
 
 // ------------------------------------------------------------------ Gather
 
@@ -408,16 +419,14 @@ TEST_P(DataTest, Tile) {
   expectValues(output(id), {5, 6}, 0, 0);
 }
 
-TEST_P(DataTest, TileEveryKind) {
-  for (ElemKind k : kAllKinds) {
-    auto *x = input(elemKindName(k), patternTensor(k, {1, 3}));
-    auto p = [&](size_t i) { return pattern(k, i); };
-    checks_.push_back({save(F()->createTile("t", x, {2, 2})),
-                       {p(0), p(1), p(2), p(0), p(1), p(2), p(0), p(1), p(2), p(0), p(1), p(2)},
-                       elemKindName(k)});
-  }
+KILN_DATA_KIND_TEST(Tile, {
+  auto *x = input(elemKindName(k), patternTensor(k, {1, 3}));
+  auto p = [&](size_t i) { return pattern(k, i); };
+  checks_.push_back({save(F()->createTile("t", x, {2, 2})),
+                     {p(0), p(1), p(2), p(0), p(1), p(2), p(0), p(1), p(2), p(0), p(1), p(2)},
+                     elemKindName(k)});
   runAndCheck();
-}
+})
 
 // ------------------------------------------------------------------ Pad
 
@@ -508,16 +517,14 @@ TEST_P(DataTest, BroadcastSizeOneAndRankExpansion) {
   expectValues(output(m), {1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3}, 0, 0);
 }
 
-TEST_P(DataTest, BroadcastEveryKind) {
-  for (ElemKind k : kAllKinds) {
-    auto *x = input(elemKindName(k), patternTensor(k, {2, 1}));
-    auto p = [&](size_t i) { return pattern(k, i); };
-    checks_.push_back({save(F()->createBroadcast("b", x, {2, 2, 3})),
-                       {p(0), p(0), p(0), p(1), p(1), p(1), p(0), p(0), p(0), p(1), p(1), p(1)},
-                       elemKindName(k)});
-  }
+KILN_DATA_KIND_TEST(Broadcast, {
+  auto *x = input(elemKindName(k), patternTensor(k, {2, 1}));
+  auto p = [&](size_t i) { return pattern(k, i); };
+  checks_.push_back({save(F()->createBroadcast("b", x, {2, 2, 3})),
+                     {p(0), p(0), p(0), p(1), p(1), p(1), p(0), p(0), p(0), p(1), p(1), p(1)},
+                     elemKindName(k)});
   runAndCheck();
-}
+})
 
 // ------------------------------------------------------------------ Splat
 
@@ -552,19 +559,27 @@ TEST_P(DataTest, SplatRoundsAndSaturates) {
 
 // ------------------------------------------------------------------ ConvertTo
 
-TEST_P(DataTest, ConvertToEveryPair) {
+// ConvertTo from each of the six plain kinds to each, one test case per source kind.
+#define KILN_CONVERT_FROM_TEST(SFX, KIND)                                                     \
+  TEST_P(DataTest, ConvertToEveryPairFrom##SFX) { convertFromKind(ElemKind::KIND); }
+KILN_CONVERT_FROM_TEST(Float, Float)
+KILN_CONVERT_FROM_TEST(Float16, Float16)
+KILN_CONVERT_FROM_TEST(BFloat16, BFloat16)
+KILN_CONVERT_FROM_TEST(Int32, Int32I)
+KILN_CONVERT_FROM_TEST(Int64, Int64I)
+KILN_CONVERT_FROM_TEST(Bool, Bool)
+
+void DataTest::convertFromKind(ElemKind from) {
   const ElemKind kinds[] = {ElemKind::Float,  ElemKind::Float16, ElemKind::BFloat16,
                             ElemKind::Int32I, ElemKind::Int64I,  ElemKind::Bool};
-  for (ElemKind from : kinds) {
-    auto *x = input(elemKindName(from), Tensor(from, {4}, {0, 1, 2, 3}));
-    for (ElemKind to : kinds) {
-      std::vector<double> want = from == ElemKind::Bool || to == ElemKind::Bool
-                                     ? std::vector<double>{0, 1, 1, 1}
-                                     : std::vector<double>{0, 1, 2, 3};
-      TypeRef ty = mod().uniqueType(to, {4});
-      checks_.push_back({save(F()->createConvertTo("cvt", ty, x)), want,
-                         std::string(elemKindName(from)) + "->" + elemKindName(to)});
-    }
+  auto *x = input(elemKindName(from), Tensor(from, {4}, {0, 1, 2, 3}));
+  for (ElemKind to : kinds) {
+    std::vector<double> want = from == ElemKind::Bool || to == ElemKind::Bool
+                                   ? std::vector<double>{0, 1, 1, 1}
+                                   : std::vector<double>{0, 1, 2, 3};
+    TypeRef ty = mod().uniqueType(to, {4});
+    checks_.push_back({save(F()->createConvertTo("cvt", ty, x)), want,
+                       std::string(elemKindName(from)) + "->" + elemKindName(to)});
   }
   runAndCheck();
 }

@@ -56,6 +56,18 @@ using BinaryBuilder = std::function<NodeValue(Function *, NodeValue, NodeValue)>
     __VA_ARGS__                                                                                    \
   }
 
+/// One test per integer kind: INT_KIND_TEST(Name, body using `k`) defines NameInt32 and
+/// NameInt64.
+#define INT_KIND_TEST(NAME, ...)                                                                   \
+  TEST_P(ElementwiseTest, NAME##Int32) {                                                           \
+    const ElemKind k = ElemKind::Int32I;                                                           \
+    __VA_ARGS__                                                                                    \
+  }                                                                                                \
+  TEST_P(ElementwiseTest, NAME##Int64) {                                                           \
+    const ElemKind k = ElemKind::Int64I;                                                           \
+    __VA_ARGS__                                                                                    \
+  }
+
 class ElementwiseTest : public BackendTest {
 protected:
   struct Check {
@@ -107,6 +119,11 @@ protected:
     values = toDoubles(t);
     return input(name, std::move(t));
   }
+
+  /// An int8 binary operator \p build (result type, operands) on QuantizedInt8*'s operands.
+  void quantizedInt8Binary(
+      const std::function<NodeValue(Function *, TypeRef, NodeValue, NodeValue)> &build,
+      const std::vector<double> &want);
 
   /// Runs once and checks every added expectation.
   void runAndCheck() {
@@ -374,30 +391,55 @@ TEST_P(ElementwiseTest, NegAbsIntegers) {
 
 // ------------------------------------------------------------------ arithmetic
 
-FLOAT_KIND_TEST(
-    ArithmeticFloatKinds,
-    addBinary(
-        k, "add", [](Function *f, NodeValue a, NodeValue b) { return f->createAdd("o", a, b); },
-        [](double a, double b) { return a + b; }, -10, 10);
-    addBinary(
-        k, "sub", [](Function *f, NodeValue a, NodeValue b) { return f->createSub("o", a, b); },
-        [](double a, double b) { return a - b; }, -10, 10);
-    addBinary(
-        k, "mul", [](Function *f, NodeValue a, NodeValue b) { return f->createMul("o", a, b); },
-        [](double a, double b) { return a * b; }, -10, 10);
-    addBinary(
-        k, "div", [](Function *f, NodeValue a, NodeValue b) { return f->createDiv("o", a, b); },
-        [](double a, double b) { return a / b; }, 0.5f, 10);
-    addBinary(
-        k, "max", [](Function *f, NodeValue a, NodeValue b) { return f->createMax("o", a, b); },
-        [](double a, double b) { return std::max(a, b); }, -10, 10);
-    addBinary(
-        k, "min", [](Function *f, NodeValue a, NodeValue b) { return f->createMin("o", a, b); },
-        [](double a, double b) { return std::min(a, b); }, -10, 10);
-    addBinary(
-        k, "pow", [](Function *f, NodeValue a, NodeValue b) { return f->createPow("o", a, b); },
-        [](double a, double b) { return std::pow(a, b); }, 0.1f, 3);
-    runAndCheck();)
+// One test per operator and float kind.
+FLOAT_KIND_TEST(ArithmeticAdd, {
+  addBinary(
+      k, "add", [](Function *f, NodeValue a, NodeValue b) { return f->createAdd("o", a, b); },
+      [](double a, double b) { return a + b; }, -10, 10);
+  runAndCheck();
+})
+
+FLOAT_KIND_TEST(ArithmeticSub, {
+  addBinary(
+      k, "sub", [](Function *f, NodeValue a, NodeValue b) { return f->createSub("o", a, b); },
+      [](double a, double b) { return a - b; }, -10, 10);
+  runAndCheck();
+})
+
+FLOAT_KIND_TEST(ArithmeticMul, {
+  addBinary(
+      k, "mul", [](Function *f, NodeValue a, NodeValue b) { return f->createMul("o", a, b); },
+      [](double a, double b) { return a * b; }, -10, 10);
+  runAndCheck();
+})
+
+FLOAT_KIND_TEST(ArithmeticDiv, {
+  addBinary(
+      k, "div", [](Function *f, NodeValue a, NodeValue b) { return f->createDiv("o", a, b); },
+      [](double a, double b) { return a / b; }, 0.5f, 10);
+  runAndCheck();
+})
+
+FLOAT_KIND_TEST(ArithmeticMax, {
+  addBinary(
+      k, "max", [](Function *f, NodeValue a, NodeValue b) { return f->createMax("o", a, b); },
+      [](double a, double b) { return std::max(a, b); }, -10, 10);
+  runAndCheck();
+})
+
+FLOAT_KIND_TEST(ArithmeticMin, {
+  addBinary(
+      k, "min", [](Function *f, NodeValue a, NodeValue b) { return f->createMin("o", a, b); },
+      [](double a, double b) { return std::min(a, b); }, -10, 10);
+  runAndCheck();
+})
+
+FLOAT_KIND_TEST(ArithmeticPow, {
+  addBinary(
+      k, "pow", [](Function *f, NodeValue a, NodeValue b) { return f->createPow("o", a, b); },
+      [](double a, double b) { return std::pow(a, b); }, 0.1f, 3);
+  runAndCheck();
+})
 
 TEST_P(ElementwiseTest, FloatSpecialValues) {
   auto *a = input("a", ElemKind::Float, {6}, {1, -1, 0, kNaN, 2, kInf});
@@ -424,23 +466,21 @@ TEST_P(ElementwiseTest, PowHandValues) {
   expectValues(output(s), {8, 2, kNaN, 1, 4});
 }
 
-TEST_P(ElementwiseTest, IntegerArithmetic) {
-  for (ElemKind k : {ElemKind::Int32I, ElemKind::Int64I}) {
-    std::string n = elemKindName(k);
-    auto *a = input(n + "a", k, {6}, {7, -7, 7, -7, 0, 100});
-    auto *b = input(n + "b", k, {6}, {2, 2, -2, -2, 5, -3});
-    checks_.push_back({save(F()->createAdd("add", a, b)), {9, -5, 5, -9, 5, 97}, 0, 0, n + "add"});
-    checks_.push_back(
-        {save(F()->createSub("sub", a, b)), {5, -9, 9, -5, -5, 103}, 0, 0, n + "sub"});
-    checks_.push_back(
-        {save(F()->createMul("mul", a, b)), {14, -14, -14, 14, 0, -300}, 0, 0, n + "mul"});
-    // Division truncates toward zero.
-    checks_.push_back({save(F()->createDiv("div", a, b)), {3, -3, -3, 3, 0, -33}, 0, 0, n + "div"});
-    checks_.push_back({save(F()->createMax("max", a, b)), {7, 2, 7, -2, 5, 100}, 0, 0, n + "max"});
-    checks_.push_back({save(F()->createMin("min", a, b)), {2, -7, -2, -7, 0, -3}, 0, 0, n + "min"});
-  }
+INT_KIND_TEST(IntegerArithmetic, {
+  std::string n = elemKindName(k);
+  auto *a = input(n + "a", k, {6}, {7, -7, 7, -7, 0, 100});
+  auto *b = input(n + "b", k, {6}, {2, 2, -2, -2, 5, -3});
+  checks_.push_back({save(F()->createAdd("add", a, b)), {9, -5, 5, -9, 5, 97}, 0, 0, n + "add"});
+  checks_.push_back(
+      {save(F()->createSub("sub", a, b)), {5, -9, 9, -5, -5, 103}, 0, 0, n + "sub"});
+  checks_.push_back(
+      {save(F()->createMul("mul", a, b)), {14, -14, -14, 14, 0, -300}, 0, 0, n + "mul"});
+  // Division truncates toward zero.
+  checks_.push_back({save(F()->createDiv("div", a, b)), {3, -3, -3, 3, 0, -33}, 0, 0, n + "div"});
+  checks_.push_back({save(F()->createMax("max", a, b)), {7, 2, 7, -2, 5, 100}, 0, 0, n + "max"});
+  checks_.push_back({save(F()->createMin("min", a, b)), {2, -7, -2, -7, 0, -3}, 0, 0, n + "min"});
   runAndCheck();
-}
+})
 
 TEST_P(ElementwiseTest, IntegerOverflowWraps) {
   const double i32Max = 2147483647, i32Min = -2147483648.0;
@@ -458,54 +498,72 @@ TEST_P(ElementwiseTest, IntegerOverflowWraps) {
 
 /// The Interpreter reports integer division by zero; the CPU backend's kernels cannot stop
 /// a run and define x / 0 = 0 instead (NodeTable.cpp, Div). Neither may crash.
-TEST_P(ElementwiseTest, IntegerDivisionByZero) {
-  for (ElemKind k : {ElemKind::Int32I, ElemKind::Int64I}) {
-    SCOPED_TRACE(elemKindName(k));
-    Function *f = mod().createFunction(std::string("div_") + elemKindName(k));
-    Placeholder *a = mod().createPlaceholder(k, {3}, "a");
-    Placeholder *b = mod().createPlaceholder(k, {3}, "b");
-    f->createSave("q", f->createDiv("divide", a, b));
-    std::vector<std::pair<Placeholder *, Tensor>> in;
-    in.emplace_back(a, Tensor(k, {3}, {4, 5, 6}));
-    in.emplace_back(b, Tensor(k, {3}, {2, 0, 3}));
-    bool skipped;
-    Error e = runRaw(f, std::move(in), skipped);
-    if (skipped)
-      GTEST_SKIP() << e.message();
-    if (GetParam() == "CPU") {
-      EXPECT_FALSE(bool(e)) << e.message();
-      continue;
-    }
-    ASSERT_TRUE(bool(e)) << "integer division by zero must fail";
-    EXPECT_NE(e.message().find("divide"), std::string::npos) << e.message();
+INT_KIND_TEST(IntegerDivisionByZero, {
+  SCOPED_TRACE(elemKindName(k));
+  Function *f = mod().createFunction(std::string("div_") + elemKindName(k));
+  Placeholder *a = mod().createPlaceholder(k, {3}, "a");
+  Placeholder *b = mod().createPlaceholder(k, {3}, "b");
+  f->createSave("q", f->createDiv("divide", a, b));
+  std::vector<std::pair<Placeholder *, Tensor>> in;
+  in.emplace_back(a, Tensor(k, {3}, {4, 5, 6}));
+  in.emplace_back(b, Tensor(k, {3}, {2, 0, 3}));
+  bool skipped;
+  Error e = runRaw(f, std::move(in), skipped);
+  if (skipped)
+    GTEST_SKIP() << e.message();
+  if (GetParam() == "CPU") {
+    EXPECT_FALSE(bool(e)) << e.message();
+    return;
   }
-}
+  ASSERT_TRUE(bool(e)) << "integer division by zero must fail";
+  EXPECT_NE(e.message().find("divide"), std::string::npos) << e.message();
+})
 
-TEST_P(ElementwiseTest, QuantizedInt8Arithmetic) {
-  // LHS real = 0.5 q; RHS real = 0.25 (q - 4); result real = 0.5 (q + 10).
+// LHS real = 0.5 q; RHS real = 0.25 (q - 4); result real = 0.5 (q + 10), q =
+// round_half_away(real / 0.5) - 10, saturated to [-128, 127]. One test per operator.
+// reals a: 1, -2, 50, 63.5, -64, 1.5, -2.5, -1.5
+// reals b: 0.5, -1, 0, 30.75, -33, 0.25, 0, -0.25
+void ElementwiseTest::quantizedInt8Binary(
+    const std::function<NodeValue(Function *, TypeRef, NodeValue, NodeValue)> &build,
+    const std::vector<double> &want) {
   auto *a = input("a", qTensor(ElemKind::Int8Q, {8}, 0.5f, 0, {2, -4, 100, 127, -128, 3, -5, -3}));
   auto *b = input("b", qTensor(ElemKind::Int8Q, {8}, 0.25f, 4, {6, 0, 4, 127, -128, 5, 4, 3}));
-  // reals a: 1, -2, 50, 63.5, -64, 1.5, -2.5, -1.5
-  // reals b: 0.5, -1, 0, 30.75, -33, 0.25, 0, -0.25
   TypeRef outTy = mod().uniqueType(ElemKind::Int8Q, {8}, 0.5f, -10);
-  SaveNode *add = save(F()->createAdd("add", outTy, a, b), "add");
-  SaveNode *sub = save(F()->createSub("sub", outTy, a, b), "sub");
-  SaveNode *mul = save(F()->createMul("mul", outTy, a, b), "mul");
-  SaveNode *max = save(F()->createMax("max", outTy, a, b), "max");
-  SaveNode *min = save(F()->createMin("min", outTy, a, b), "min");
+  SaveNode *s = save(build(F(), outTy, a, b), "out");
   if (!run())
     return;
-  // q = round_half_away(real / 0.5) - 10, saturated to [-128, 127].
-  // add reals: 1.5, -3, 50, 94.25, -97, 1.75, -2.5, -1.75
-  expectValues(output(add), {-7, -16, 90, 127, -128, -6, -15, -14}, 0, 0);
-  // sub reals: 0.5, -1, 50, 32.75, -31, 1.25, -2.5, -1.25
-  expectValues(output(sub), {-9, -12, 90, 56, -72, -7, -15, -13}, 0, 0);
-  // mul reals: 0.5, 2, 0, 1952.625, 2112, 0.375, 0, 0.375
-  expectValues(output(mul), {-9, -6, -10, 127, 127, -9, -10, -9}, 0, 0);
-  // max reals: 1, -1, 50, 63.5, -33, 1.5, 0, -0.25
-  expectValues(output(max), {-8, -12, 90, 117, -76, -7, -10, -11}, 0, 0);
-  // min reals: 0.5, -2, 0, 30.75, -64, 0.25, -2.5, -1.5
-  expectValues(output(min), {-9, -14, -10, 52, -128, -9, -15, -13}, 0, 0);
+  expectValues(output(s), want, 0, 0);
+}
+
+// add reals: 1.5, -3, 50, 94.25, -97, 1.75, -2.5, -1.75
+TEST_P(ElementwiseTest, QuantizedInt8Add) {
+  quantizedInt8Binary(
+      [](Function *f, TypeRef t, NodeValue a, NodeValue b) { return f->createAdd("add", t, a, b); },
+      {-7, -16, 90, 127, -128, -6, -15, -14});
+}
+// sub reals: 0.5, -1, 50, 32.75, -31, 1.25, -2.5, -1.25
+TEST_P(ElementwiseTest, QuantizedInt8Sub) {
+  quantizedInt8Binary(
+      [](Function *f, TypeRef t, NodeValue a, NodeValue b) { return f->createSub("sub", t, a, b); },
+      {-9, -12, 90, 56, -72, -7, -15, -13});
+}
+// mul reals: 0.5, 2, 0, 1952.625, 2112, 0.375, 0, 0.375
+TEST_P(ElementwiseTest, QuantizedInt8Mul) {
+  quantizedInt8Binary(
+      [](Function *f, TypeRef t, NodeValue a, NodeValue b) { return f->createMul("mul", t, a, b); },
+      {-9, -6, -10, 127, 127, -9, -10, -9});
+}
+// max reals: 1, -1, 50, 63.5, -33, 1.5, 0, -0.25
+TEST_P(ElementwiseTest, QuantizedInt8Max) {
+  quantizedInt8Binary(
+      [](Function *f, TypeRef t, NodeValue a, NodeValue b) { return f->createMax("max", t, a, b); },
+      {-8, -12, 90, 117, -76, -7, -10, -11});
+}
+// min reals: 0.5, -2, 0, 30.75, -64, 0.25, -2.5, -1.5
+TEST_P(ElementwiseTest, QuantizedInt8Min) {
+  quantizedInt8Binary(
+      [](Function *f, TypeRef t, NodeValue a, NodeValue b) { return f->createMin("min", t, a, b); },
+      {-9, -14, -10, 52, -128, -9, -15, -13});
 }
 
 TEST_P(ElementwiseTest, QuantizedInt8SameParams) {
@@ -534,16 +592,21 @@ TEST_P(ElementwiseTest, BroadcastOperands) {
   expectValues(output(prod), {0.5, 1, 1.5, 2, 2.5, 3});
 }
 
-TEST_P(ElementwiseTest, ScalarAndSizeOneShapes) {
+TEST_P(ElementwiseTest, ScalarShapes) {
   auto *a = input("a", ElemKind::Float, {}, {3});
   auto *b = input("b", ElemKind::Float, {}, {-4});
-  auto *c = input("c", ElemKind::Float, {1, 1, 1}, {-2});
   SaveNode *s = save(F()->createSub("sub", a, b), "sub");
-  SaveNode *r = save(F()->createRelu("relu", c), "relu");
   if (!run())
     return;
   EXPECT_EQ(output(s).dims().size(), 0u);
   expectValues(output(s), {7});
+}
+
+TEST_P(ElementwiseTest, SizeOneShapes) {
+  auto *c = input("c", ElemKind::Float, {1, 1, 1}, {-2});
+  SaveNode *r = save(F()->createRelu("relu", c), "relu");
+  if (!run())
+    return;
   expectValues(output(r), {0});
 }
 
@@ -562,17 +625,15 @@ FLOAT_KIND_TEST(ComparisonsWithNaN, {
   }
 })
 
-TEST_P(ElementwiseTest, ComparisonsIntegers) {
-  for (ElemKind k : {ElemKind::Int32I, ElemKind::Int64I}) {
-    std::string n = elemKindName(k);
-    auto *a = input(n + "a", k, {4}, {-5, 0, 7, 2147483647});
-    auto *b = input(n + "b", k, {4}, {-6, 0, 8, 2147483646});
-    checks_.push_back({save(F()->createCmpEQ("eq", a, b)), {0, 1, 0, 0}, 0, 0, n + " eq"});
-    checks_.push_back({save(F()->createCmpLT("lt", a, b)), {0, 0, 1, 0}, 0, 0, n + " lt"});
-    checks_.push_back({save(F()->createCmpLTE("le", a, b)), {0, 1, 1, 0}, 0, 0, n + " le"});
-  }
+INT_KIND_TEST(Comparisons, {
+  std::string n = elemKindName(k);
+  auto *a = input(n + "a", k, {4}, {-5, 0, 7, 2147483647});
+  auto *b = input(n + "b", k, {4}, {-6, 0, 8, 2147483646});
+  checks_.push_back({save(F()->createCmpEQ("eq", a, b)), {0, 1, 0, 0}, 0, 0, n + " eq"});
+  checks_.push_back({save(F()->createCmpLT("lt", a, b)), {0, 0, 1, 0}, 0, 0, n + " lt"});
+  checks_.push_back({save(F()->createCmpLTE("le", a, b)), {0, 1, 1, 0}, 0, 0, n + " le"});
   runAndCheck();
-}
+})
 
 // ------------------------------------------------------------------ select
 

@@ -16,7 +16,8 @@
 // A case with `// ERROR: text` lines expects parsing or the pipeline to fail with a
 // message containing each text. Every other case is also checked for numbers: each
 // function is run on the Interpreter before and after the passes, on the same random
-// inputs, and the outputs must agree (unless the file says --no-numeric).
+// inputs, and the outputs must agree (unless the file says --no-numeric). A function the
+// Interpreter cannot run before the passes fails the case: the check is never skipped.
 
 #include "test/filecheck/LLVMFileCheck.h"
 
@@ -125,19 +126,21 @@ std::vector<std::string> expectedErrors(const std::string &text) {
 
 /// Runs \p before (in module \p mb) and \p after (in \p ma, a separately parsed copy) on
 /// the Interpreter with the same random inputs, matched by placeholder name; returns an
-/// empty string when they agree (or when the Interpreter cannot run \p before).
+/// empty string when they agree. When the Interpreter cannot run \p before, there is
+/// nothing to compare against: that is an error too (a file whose cases cannot run says
+/// --no-numeric), never a silent skip.
 std::string compareOnInterpreter(Module &mb, Function *before, Module &ma, Function *after,
                                  bool &compared) {
   compared = false;
   std::unique_ptr<Backend> interp = exitOnError(createBackend("Interpreter"));
   for (const auto &n : before->getNodes())
     if (!interp->isOpSupported(*n))
-      return ""; // nothing to compare against
+      return "the original function cannot run on the Interpreter (it does not support " +
+             n->describe() + "), so its numbers cannot be checked";
   Expected<std::unique_ptr<CompiledFunction>> cb = interp->compile(before, CompileOptions());
-  if (!cb) {
-    (void)cb.takeError();
-    return "";
-  }
+  if (!cb)
+    return "the original function does not compile on the Interpreter, so its numbers cannot "
+           "be checked: " + cb.takeError().message();
   Expected<std::unique_ptr<CompiledFunction>> ca = interp->compile(after, CompileOptions());
   if (!ca)
     return "the optimised function does not compile on the Interpreter: " +
@@ -166,7 +169,8 @@ std::string compareOnInterpreter(Module &mb, Function *before, Module &ma, Funct
   }
   ExecutionContext cxb(&bb), cxa(&ba);
   if (Error e = (*cb)->execute(cxb))
-    return "";
+    return "the original function fails on the Interpreter, so its numbers cannot be checked: " +
+           e.message();
   compared = true;
   if (Error e = (*ca)->execute(cxa))
     return "the optimised function fails on the Interpreter: " + e.message();
@@ -247,7 +251,8 @@ TEST_P(GoldenTest, Matches) {
     EXPECT_TRUE(msg.empty()) << where << ": FileCheck says:\n" << msg;
   }
   std::cout << path << ": " << numericCases << " of " << totalCases
-            << " functions checked for numbers on the Interpreter\n";
+            << " functions checked for numbers on the Interpreter"
+            << (run.numeric ? "" : " (the file says --no-numeric)") << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Golden, GoldenTest, ::testing::ValuesIn(goldenFiles()),
