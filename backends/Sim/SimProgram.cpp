@@ -38,6 +38,8 @@ uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 uint64_t roundUpTo(uint64_t v, uint64_t g) { return ceilDiv(v, g) * g; }
 constexpr uint64_t kAlign = 64;
+/// Tilings of a matrix layer the builder places and schedules before keeping the fastest.
+constexpr size_t kTilingCandidates = 4;
 
 /// [s, e) ranges covering [0, total): blocks of \p block, each cut into tiles of \p tile
 /// (the last tile of a block takes what is left of it).
@@ -337,6 +339,10 @@ private:
   /// Places the draft's tiles with the memory planner; the arena in \p arena.
   void placeDraft(Draft &d, uint64_t &arena) const;
   Error commit(Draft &d, const Instruction *I, const std::string &how, uint64_t arena);
+  /// Per instruction of \p d, the instructions it waits for (indices into d.instrs).
+  static std::vector<std::vector<uint32_t>> computeDeps(const Draft &d);
+  /// The makespan of \p d alone (its tiles placed), engines starting free.
+  static uint64_t localCycles(const Draft &d);
 
   Expected<bool> tryMatrix(const Instruction *I);
   Expected<bool> tryEltwise(const Instruction *I);
@@ -458,20 +464,13 @@ void SimProgramBuilder::placeDraft(Draft &d, uint64_t &arena) const {
     arena = 0;
 }
 
-Error SimProgramBuilder::commit(Draft &d, const Instruction *I, const std::string &how,
-                                uint64_t arena) {
-  const uint32_t layer = uint32_t(p_.layers_.size());
-  const int32_t tileBase = int32_t(p_.tiles_.size());
-  const uint32_t instrBase = uint32_t(p_.instrs_.size());
-  for (SimTile &t : d.tiles)
-    p_.tiles_.push_back(t);
-  // Dependencies: the last writer of each tile read; for a tile's first write, the last
-  // user of every earlier tile whose bytes it takes over (dead tiles, by planned offset).
-  std::vector<int64_t> lastWriter(d.tiles.size(), -1);
+std::vector<std::vector<uint32_t>> SimProgramBuilder::computeDeps(const Draft &d) {
+  // The last writer of each tile read; for a tile's first write, the last user of every
+  // earlier tile whose bytes it takes over (dead tiles, by planned offset).
+  std::vector<std::vector<uint32_t>> out(d.instrs.size());
+  std::vector<int64_t> lastWriter(d.tiles.size(), -1), finalUse(d.tiles.size(), -1);
   std::vector<bool> born(d.tiles.size(), false);
   std::map<uint64_t, std::pair<uint64_t, int64_t>> dead; // start -> (end, last use)
-  // Tiles die after their last use: precompute it.
-  std::vector<int64_t> finalUse(d.tiles.size(), -1);
   std::vector<int32_t> rd, wr;
   for (size_t i = 0; i < d.instrs.size(); i++) {
     tileUses(d.instrs[i], rd, wr);
@@ -484,13 +483,11 @@ Error SimProgramBuilder::commit(Draft &d, const Instruction *I, const std::strin
     if (finalUse[t] >= 0)
       diesAt[finalUse[t]].push_back(int32_t(t));
   for (size_t i = 0; i < d.instrs.size(); i++) {
-    SimInstr x = d.instrs[i];
-    x.layer = layer;
-    tileUses(x, rd, wr);
-    std::vector<uint32_t> deps;
+    tileUses(d.instrs[i], rd, wr);
+    std::vector<uint32_t> &deps = out[i];
     for (int32_t t : rd)
       if (lastWriter[t] >= 0)
-        deps.push_back(instrBase + uint32_t(lastWriter[t]));
+        deps.push_back(uint32_t(lastWriter[t]));
     for (int32_t t : wr) {
       if (born[t])
         continue;
@@ -506,7 +503,7 @@ Error SimProgramBuilder::commit(Draft &d, const Instruction *I, const std::strin
           ++it;
           continue;
         }
-        deps.push_back(instrBase + uint32_t(use));
+        deps.push_back(uint32_t(use));
         it = dead.erase(it);
         if (ds < s)
           dead[ds] = {s, use};
@@ -518,7 +515,46 @@ Error SimProgramBuilder::commit(Draft &d, const Instruction *I, const std::strin
       lastWriter[t] = int64_t(i);
     std::sort(deps.begin(), deps.end());
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-    x.deps = std::move(deps);
+    for (int32_t t : diesAt[i]) {
+      uint64_t s = d.tiles[t].offset, e = s + alignUp(d.tiles[t].bytes, kAlign);
+      auto it = dead.lower_bound(s);
+      while (it != dead.end() && it->first < e)
+        it = dead.erase(it);
+      dead[s] = {e, int64_t(i)};
+    }
+  }
+  return out;
+}
+
+uint64_t SimProgramBuilder::localCycles(const Draft &d) {
+  std::vector<std::vector<uint32_t>> deps = computeDeps(d);
+  std::vector<uint64_t> endAt(d.instrs.size(), 0);
+  uint64_t engineFree[4] = {0, 0, 0, 0}, span = 0;
+  for (size_t i = 0; i < d.instrs.size(); i++) {
+    unsigned e = unsigned(d.instrs[i].engine());
+    uint64_t s = engineFree[e];
+    for (uint32_t x : deps[i])
+      s = std::max(s, endAt[x]);
+    endAt[i] = engineFree[e] = s + d.instrs[i].cycles;
+    span = std::max(span, endAt[i]);
+  }
+  return span;
+}
+
+Error SimProgramBuilder::commit(Draft &d, const Instruction *I, const std::string &how,
+                                uint64_t arena) {
+  const uint32_t layer = uint32_t(p_.layers_.size());
+  const int32_t tileBase = int32_t(p_.tiles_.size());
+  const uint32_t instrBase = uint32_t(p_.instrs_.size());
+  for (SimTile &t : d.tiles)
+    p_.tiles_.push_back(t);
+  std::vector<std::vector<uint32_t>> deps = computeDeps(d);
+  for (size_t i = 0; i < d.instrs.size(); i++) {
+    SimInstr x = d.instrs[i];
+    x.layer = layer;
+    for (uint32_t &dep : deps[i])
+      dep += instrBase;
+    x.deps = std::move(deps[i]);
     auto remap = [&](int32_t &t) {
       if (t >= 0)
         t += tileBase;
@@ -528,14 +564,6 @@ Error SimProgramBuilder::commit(Draft &d, const Instruction *I, const std::strin
     remap(x.b);
     remap(x.c);
     p_.instrs_.push_back(std::move(x));
-    for (int32_t t : diesAt[i]) {
-      uint64_t s = d.tiles[t].offset, e = s + alignUp(d.tiles[t].bytes, kAlign);
-      // Live tiles never overlap a dying one's bytes except dead remnants: clear them.
-      auto it = dead.lower_bound(s);
-      while (it != dead.end() && it->first < e)
-        it = dead.erase(it);
-      dead[s] = {e, int64_t(i)};
-    }
   }
   SimLayerStats st;
   st.name = I ? I->getName() : std::string("host");
@@ -649,13 +677,17 @@ Expected<bool> SimProgramBuilder::tryMatrix(const Instruction *I) {
   const ElemKind elemKind = L.int8 ? ElemKind::Int8Q : ElemKind::Float;
   const ElemKind accKind = L.int8 ? ElemKind::Int32I : ElemKind::Float;
   const bool biasPerRow = L.kind == MatrixLayer::Kind::Conv;
+  // When one tile holds all of A (and its bias), it stays in the scratchpad for the item
+  // (A-stationary: loaded once, not double-buffered); otherwise every step loads its own.
   auto footprint = [&](uint64_t mt, uint64_t nt, uint64_t kt) {
-    uint64_t f = 2 * (alignUp(mt * kt * eA, kAlign) + alignUp(kt * nt * eB, kAlign)) +
+    bool resident = mt >= L.shape.M && kt >= L.shape.K;
+    uint64_t copies = resident ? 1 : 2;
+    uint64_t f = copies * alignUp(mt * kt * eA, kAlign) + 2 * alignUp(kt * nt * eB, kAlign) +
                  2 * alignUp(mt * nt * 4, kAlign);
     if (L.int8)
       f += 2 * alignUp(mt * nt, kAlign);
     if (L.hasBias)
-      f += 2 * alignUp((biasPerRow ? mt : nt) * 4, kAlign);
+      f += (biasPerRow ? copies : 2) * alignUp((biasPerRow ? mt : nt) * 4, kAlign);
     return f;
   };
   uint64_t Mt = roundUpTo(std::min<uint64_t>(L.shape.M, bM), gM);
@@ -700,6 +732,16 @@ Expected<bool> SimProgramBuilder::tryMatrix(const Instruction *I) {
   const uint64_t aAddr = addr(aV), bAddr = addr(bV), outAddr = addr(dest),
                  biasAddr = biasV ? addr(biasV) : 0;
   const std::string nm = I->getName();
+  // The largest tiles that fit, and a few smaller candidates after them: smaller steps
+  // pipeline better (the first load and the last store of a layer are never hidden), larger
+  // ones move fewer bytes. Each candidate is placed and scheduled; the fewest cycles win.
+  struct Best {
+    Draft d;
+    uint64_t cycles = UINT64_MAX, arena = 0;
+    std::string how;
+    bool any = false;
+  } best;
+  size_t candidates = 0, firstTiles = 0, lastTiles = 0;
   for (int attempt = 0;; attempt++) {
     Draft d;
     std::vector<Group> groups;
@@ -712,6 +754,8 @@ Expected<bool> SimProgramBuilder::tryMatrix(const Instruction *I) {
       const uint64_t aItem = L.kind == MatrixLayer::Kind::Conv ? aAddr + g * M * K * eA : aAddr;
       const uint64_t outItem =
           L.kind == MatrixLayer::Kind::Conv ? outAddr + item * M * Nn * eO : outAddr;
+      const bool resident = Ms.size() == 1 && Ks.size() == 1;
+      int32_t residentA = -1, residentBias = -1;
       for (auto [n0, n1] : Ns)
         for (auto [m0, m1] : Ms) {
           const uint32_t mt = m1 - m0, nt = n1 - n0;
@@ -722,14 +766,20 @@ Expected<bool> SimProgramBuilder::tryMatrix(const Instruction *I) {
             Group G;
             SimInstr la;
             la.op = SimOpcode::DmaIn;
-            la.dst = d.tile(nm + ".A", uint64_t(mt) * kt * eA, elemKind);
-            la.dev = aItem + (uint64_t(m0) * K + k0) * eA;
-            la.rows = mt;
-            la.rowBytes = uint64_t(kt) * eA;
-            la.devStride = K * eA;
-            la.bytes = uint64_t(mt) * kt * eA;
-            la.cycles = dmaCycles(la.bytes);
-            G.loads.push_back(la);
+            if (resident && residentA >= 0) {
+              la.dst = residentA;
+            } else {
+              la.dst = d.tile(nm + ".A", uint64_t(mt) * kt * eA, elemKind);
+              la.dev = aItem + (uint64_t(m0) * K + k0) * eA;
+              la.rows = mt;
+              la.rowBytes = uint64_t(kt) * eA;
+              la.devStride = K * eA;
+              la.bytes = uint64_t(mt) * kt * eA;
+              la.cycles = dmaCycles(la.bytes);
+              G.loads.push_back(la);
+              if (resident)
+                residentA = la.dst;
+            }
             SimInstr lb;
             lb.dst = d.tile(nm + ".B", uint64_t(kt) * nt * eB, elemKind);
             lb.bytes = uint64_t(kt) * nt * eB;
@@ -762,7 +812,9 @@ Expected<bool> SimProgramBuilder::tryMatrix(const Instruction *I) {
                 ep.m0 = m0, ep.m1 = m1, ep.n0 = n0, ep.n1 = n1, ep.item = uint32_t(item);
                 ep.elems = uint64_t(mt) * nt;
                 ep.cycles = vecCycles(ep.elems);
-                if (L.hasBias) {
+                if (L.hasBias && biasPerRow && resident && residentBias >= 0) {
+                  ep.b = residentBias;
+                } else if (L.hasBias) {
                   SimInstr lbias;
                   lbias.op = SimOpcode::DmaIn;
                   uint32_t b0 = biasPerRow ? uint32_t(g * M + m0) : n0;
@@ -775,6 +827,8 @@ Expected<bool> SimProgramBuilder::tryMatrix(const Instruction *I) {
                   lbias.cycles = dmaCycles(lbias.bytes);
                   G.loads.push_back(lbias);
                   ep.b = lbias.dst;
+                  if (biasPerRow && resident)
+                    residentBias = lbias.dst;
                 }
                 if (L.int8)
                   outTile = d.tile(nm + ".out", uint64_t(mt) * nt, elemKind);
@@ -803,12 +857,28 @@ Expected<bool> SimProgramBuilder::tryMatrix(const Instruction *I) {
       std::ostringstream os;
       os << "tiled " << how << " " << std::min<uint64_t>(Mt, L.shape.M) << "x"
          << std::min<uint64_t>(Nt, L.shape.N) << "x" << std::min<uint64_t>(Kt, L.shape.K);
-      KILN_RETURN_IF_ERR(commit(d, I, os.str(), arena));
+      uint64_t cyc = localCycles(d);
+      if (!best.any)
+        firstTiles = d.tiles.size();
+      lastTiles = d.tiles.size();
+      if (cyc < best.cycles) {
+        best.cycles = cyc;
+        best.arena = arena;
+        best.how = os.str();
+        best.d = std::move(d);
+        best.any = true;
+      }
+      candidates++;
+    }
+    bool more = candidates < kTilingCandidates &&
+                (!best.any || lastTiles <= 4 * firstTiles + 64);
+    if (!more || !shrink()) {
+      if (!best.any)
+        return tooSmall();
+      KILN_RETURN_IF_ERR(commit(best.d, I, best.how, best.arena));
       p_.layerImpls_.push_back(std::move(layer));
       return true;
     }
-    if (!shrink())
-      return tooSmall();
   }
 }
 

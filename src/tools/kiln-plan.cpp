@@ -11,8 +11,9 @@
 //                                 every partition's plan is printed
 //   kiln-plan --backend Sim MODEL also the Sim program of each Sim partition: per layer its
 //                                 cycles and DMA bytes, and its scratchpad plan (--svg
-//                                 draws it into FILE-scratchpad.svg; --backend-opt
-//                                 scratchpad=BYTES or config=PATH set the chip)
+//                                 draws it into FILE-scratchpad.svg; --dump-ir prints
+//                                 the program; --backend-opt scratchpad=BYTES or
+//                                 config=PATH set the chip)
 //
 // MODEL is resnet50, mobilenetv2 or transformer (built with the API, batch 1, random
 // weights), or a file in the graph text form.
@@ -238,6 +239,8 @@ int finishSim(const Options &o, PlannedIR &P, const CompileOptions &co, const st
   const SimProgram &p = **prog;
   std::printf("  Sim program (scratchpad %llu bytes, %zu instructions):\n%s",
               (unsigned long long)c->scratchpadBytes, p.instrs().size(), p.report().c_str());
+  if (o.dumpIR) // the program, the first instructions of each layer
+    std::printf("%s", p.toString(12).c_str());
   const MemoryPlan &sp = p.scratchpadPlan();
   std::printf("  scratchpad plan: %zu tiles, arena %llu bytes (max-live %llu), verified\n",
               p.tiles().size(), (unsigned long long)sp.activationBytes,
