@@ -335,7 +335,7 @@ private:
     uint64_t lanes = std::max<uint64_t>(1, (int8 ? c_.macsPerCycleI8 : c_.macsPerCycleF32) / cells);
     return ceilDiv(m, c_.macRows) * ceilDiv(n, c_.macCols) * ceilDiv(k, lanes);
   }
-  static void emitGroups(std::vector<Group> &groups, Draft &d);
+  static void emitGroups(std::vector<Group> &groups, Draft &d, bool delayTails);
   /// Places the draft's tiles with the memory planner; the arena in \p arena.
   void placeDraft(Draft &d, uint64_t &arena) const;
   Error commit(Draft &d, const Instruction *I, const std::string &how, uint64_t arena);
@@ -371,8 +371,10 @@ uint64_t SimProgramBuilder::addr(const Value *v) const {
   return off;
 }
 
-void SimProgramBuilder::emitGroups(std::vector<Group> &groups, Draft &d) {
-  // The loads of step i + 1 go before the compute of step i: double buffering.
+void SimProgramBuilder::emitGroups(std::vector<Group> &groups, Draft &d, bool delayTails) {
+  // The loads of step i + 1 go before the compute of step i: double buffering. With
+  // delayTails, the stores of step i also wait until after the compute of step i + 1, so
+  // the result tiles are double-buffered too (the MAC array does not wait for a store).
   if (groups.empty())
     return;
   for (SimInstr &x : groups[0].loads)
@@ -383,9 +385,16 @@ void SimProgramBuilder::emitGroups(std::vector<Group> &groups, Draft &d) {
         d.instrs.push_back(x);
     for (SimInstr &x : groups[i].compute)
       d.instrs.push_back(x);
-    for (SimInstr &x : groups[i].tail)
-      d.instrs.push_back(x);
+    if (!delayTails)
+      for (SimInstr &x : groups[i].tail)
+        d.instrs.push_back(x);
+    else if (i > 0)
+      for (SimInstr &x : groups[i - 1].tail)
+        d.instrs.push_back(x);
   }
+  if (delayTails)
+    for (SimInstr &x : groups.back().tail)
+      d.instrs.push_back(x);
 }
 
 namespace {
@@ -850,7 +859,7 @@ Expected<bool> SimProgramBuilder::tryMatrix(const Instruction *I) {
           }
         }
     }
-    emitGroups(groups, d);
+    emitGroups(groups, d, true);
     uint64_t arena = 0;
     placeDraft(d, arena);
     if (arena <= cap) {
@@ -960,7 +969,7 @@ Expected<bool> SimProgramBuilder::tryEltwise(const Instruction *I) {
       G.tail.push_back(st);
       groups.push_back(std::move(G));
     }
-    emitGroups(groups, d);
+    emitGroups(groups, d, false);
     uint64_t arena = 0;
     placeDraft(d, arena);
     if (arena <= cap) {
