@@ -4,6 +4,7 @@
 
 #include "SimDeviceManager.h"
 
+#include "kiln/Base/Trace.h"
 #include "kiln/Memory/MemoryPipeline.h"
 
 #include <cstdio>
@@ -80,7 +81,8 @@ SimBackend::generateCode(Function *f, PlannedIR &P, const CompileOptions &opts) 
 Error SimFunction::execute(ExecutionContext &ctx) {
   if (!ctx.getBindings())
     return makeError(ErrorCode::InvalidArgument, "execute: no placeholder bindings");
-  return program_->run(*ctx.getBindings());
+  Tracer *tracer = ctx.getTracer() && ctx.getTracer()->kernels() ? ctx.getTracer() : nullptr;
+  return program_->run(*ctx.getBindings(), tracer, ctx.getTracePid());
 }
 
 double SimBackend::estimateNodeSeconds(const Node &node) const {

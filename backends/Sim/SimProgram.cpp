@@ -21,6 +21,7 @@
 #include "SimGemm.h"
 
 #include "backends/Interpreter/InterpreterUtil.h"
+#include "kiln/Base/Trace.h"
 #include "kiln/Memory/MemoryPipeline.h"
 
 #include <algorithm>
@@ -1235,7 +1236,7 @@ std::unique_ptr<char[], FreeBytes> allocBytes(uint64_t n) {
 
 } // namespace
 
-Error SimProgram::run(PlaceholderBindings &bindings) const {
+Error SimProgram::run(PlaceholderBindings &bindings, Tracer *tracer, uint32_t pid) const {
   auto mem = allocBytes(deviceBytes_ - mutBase_);
   auto sp = allocBytes(config_.scratchpadBytes);
   if (!mem || !sp)
@@ -1262,7 +1263,31 @@ Error SimProgram::run(PlaceholderBindings &bindings) const {
     return a < mutBase ? constants + a : run + (a - mutBase);
   };
   char *s = sp.get();
+  std::vector<TraceEvent> events;
+  uint32_t layer = UINT32_MAX;
+  int64_t layerStart = 0;
+  auto closeLayer = [&]() {
+    if (!tracer || layer == UINT32_MAX)
+      return;
+    const SimLayerStats &st = layers_[layer];
+    TraceEvent e;
+    e.name = st.name;
+    e.category = "kernel";
+    e.pid = pid;
+    e.startNs = layerStart;
+    e.durNs = tracer->nowNs() - layerStart;
+    e.args.push_back({"kind", st.kind, false});
+    e.args.push_back({"how", st.how, false});
+    e.args.push_back({"cycles", std::to_string(st.cycles()), true});
+    e.args.push_back({"dma_bytes", std::to_string(st.dmaBytes), true});
+    events.push_back(std::move(e));
+  };
   for (const SimInstr &x : instrs_) {
+    if (tracer && x.layer != layer) {
+      closeLayer();
+      layer = x.layer;
+      layerStart = tracer->nowNs();
+    }
     switch (x.op) {
     case SimOpcode::DmaIn: {
       char *t = s + tiles_[x.dst].offset;
@@ -1289,6 +1314,10 @@ Error SimProgram::run(PlaceholderBindings &bindings) const {
       layerImpls_[x.layer]->exec(x, s, tiles_, dev);
       break;
     }
+  }
+  if (tracer) {
+    closeLayer();
+    tracer->append(std::move(events));
   }
   for (auto &[w, t] : placeholders)
     std::memcpy(t->getUnsafePtr(), mem.get() + plan_.find(w)->offset, t->getSizeInBytes());

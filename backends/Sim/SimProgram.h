@@ -110,8 +110,10 @@ public:
   /// layer, its operator, shapes and the bytes it needs), or a plan the verifier rejects.
   static Expected<std::unique_ptr<SimProgram>> build(PlannedIR &P, const SimConfig &config);
 
-  /// Runs the program once on \p bindings.
-  Error run(PlaceholderBindings &bindings) const;
+  /// Runs the program once on \p bindings; with \p tracer, one kernel event per layer
+  /// (wall time on the host, the layer's simulated cycles and DMA bytes as arguments) on
+  /// process \p pid.
+  Error run(PlaceholderBindings &bindings, Tracer *tracer = nullptr, uint32_t pid = 0) const;
 
   const SimConfig &getConfig() const { return config_; }
   const std::vector<SimInstr> &instrs() const { return instrs_; }
