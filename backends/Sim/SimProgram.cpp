@@ -645,9 +645,9 @@ Expected<bool> SimProgramBuilder::tryMatrix(const Instruction *I) {
   // Element kinds: f32 throughout, or int8 with an int32 bias.
   const Type &aT = *aV->getType(), &bT = *bV->getType(), &oT = *dest->getType();
   const Type *biasT = biasV ? biasV->getType() : nullptr;
-  // For a convolution, A is the filter and B the input.
-  const Type &filterOrA = aT;
-  const Type &inOrB = L.kind == MatrixLayer::Kind::Conv ? bT : bT;
+  // A is the filter of a convolution (B its input), the input of a FullyConnected (B its
+  // weights), the left operand of a MatMul.
+  const Type &filterOrA = aT, &inOrB = bT;
   if (aT.kind == ElemKind::Float && bT.kind == ElemKind::Float && oT.kind == ElemKind::Float &&
       (!biasT || biasT->kind == ElemKind::Float)) {
     L.int8 = false;
@@ -1335,13 +1335,16 @@ std::string SimProgram::report() const {
   os << line;
   for (size_t i = 0; i < layers_.size(); i++) {
     const SimLayerStats &s = layers_[i];
+    char hidden[16] = "      -";
+    if (s.dmaCycles)
+      std::snprintf(hidden, sizeof(hidden), "%6.1f%%", 100 * s.hiddenDma());
     std::snprintf(line, sizeof(line),
-                  "%-4zu %-28.28s %-18.18s %-26.26s %12llu %12llu %10llu %10llu %10llu %6.1f%% "
+                  "%-4zu %-28.28s %-18.18s %-26.26s %12llu %12llu %10llu %10llu %10llu %7s "
                   "%6llu %9llu\n",
                   i, s.name.c_str(), s.kind.c_str(), s.how.c_str(), (unsigned long long)s.cycles(),
                   (unsigned long long)s.dmaBytes, (unsigned long long)s.dmaCycles,
                   (unsigned long long)s.macCycles,
-                  (unsigned long long)(s.vectorCycles + s.hostCycles), 100 * s.hiddenDma(),
+                  (unsigned long long)(s.vectorCycles + s.hostCycles), hidden,
                   (unsigned long long)s.tiles, (unsigned long long)s.arenaBytes);
     os << line;
   }

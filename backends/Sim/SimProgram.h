@@ -16,8 +16,8 @@
 /// (placeActivations, layer by layer, every strategy, the smallest arena wins) and
 /// verifyMemoryPlan checks the whole plan. The DMA of the next step is issued before the
 /// compute of the current one, so their tiles are live together and the planner puts them
-/// in different places: that is the double buffering. The schedule (SimSchedule) runs each
-/// engine in program order, an instruction starting when its engine is free and its
+/// in different places: that is the double buffering. The schedule (SimProgramBuilder::
+/// finish) runs each engine in program order, an instruction starting when its engine is free and its
 /// dependencies (the writer of each tile it reads, and the last user of scratchpad bytes it
 /// overwrites) are done; its makespan is the run's cycle count.
 #ifndef KILN_BACKENDS_SIM_SIMPROGRAM_H
