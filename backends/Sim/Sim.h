@@ -4,18 +4,20 @@
 /// What a real backend replaces, and what it keeps:
 /// - isOpSupported (SimSupport.cpp) states exactly which nodes and element kinds the
 ///   chip runs; the partitioner sends everything else to the host (CPU/Interpreter).
-/// - compile produces the chip's program. The Sim has no instruction set of its own: it
-///   executes through the Interpreter's IR kernels (found through the backend registry),
-///   so its results are bit-exact against the Interpreter for the same precision, while
-///   countWork (SimCost.cpp) measures the run from the shapes alone. A real backend
-///   replaces the inner Interpreter function with its code generator; the cost model
-///   becomes its performance estimator.
+/// - compile produces the chip's program (SimProgram.h): the partition's low-level IR,
+///   planned in device memory, lowered to DMA, MAC-array and vector instructions over
+///   tiles of an on-chip scratchpad placed by the IR's memory planner, with whole-tensor
+///   host steps (the Interpreter's kernels) for what the tiler does not handle. Results
+///   are bit-exact against the Interpreter for float32 and int8; a run's cycles are the
+///   makespan of the program's schedule. countWork (SimCost.cpp) remains the shape-based
+///   estimate the partitioner balances pieces by.
 /// - SimDeviceManager (SimDeviceManager.h) is the device driver: memory, running,
 ///   counters, and fault injection for testing the runtime.
 #ifndef KILN_BACKENDS_SIM_SIM_H
 #define KILN_BACKENDS_SIM_SIM_H
 
 #include "SimConfig.h"
+#include "SimProgram.h"
 
 #include "kiln/Backend/Backend.h"
 
@@ -55,8 +57,13 @@ public:
   bool isOpSupported(const Node &node) const override;
   /// The MAC array runs FullyConnected and Convolution whole: nothing is lowered.
   bool shouldLower(const Node &) const override { return false; }
-  /// The Interpreter's: Sim programs run on its kernels.
+  /// The Interpreter's (its host steps run the Interpreter's kernels), always with the
+  /// memory-aware schedule, the default IR passes and the static plan: device memory.
   BackendCompileSpec getCompileSpec(const CompileOptions &opts) const override;
+  /// "config" (a SimConfig JSON file), "scratchpad" (bytes, overrides the file's
+  /// scratchpad_bytes) and "report" (1: print the program's per-layer cycles and DMA to
+  /// stderr after compiling).
+  std::vector<BackendParameter> getParameters() const override;
   Expected<std::unique_ptr<CompiledFunction>> generateCode(Function *f, PlannedIR &ir,
                                                            const CompileOptions &opts) const override;
   /// The cost model on the default SimConfig: a node's compute cycles, and DMA cycles
@@ -73,17 +80,22 @@ private:
   mutable std::unique_ptr<Backend> interpreter_;
 };
 
-/// A compiled Sim program: the Interpreter function that computes it and its work.
+/// The SimConfig a compile builds programs for: the "config" parameter's file (or the
+/// defaults), then "scratchpad".
+Expected<SimConfig> simConfigFromOptions(const CompileOptions &opts);
+
+/// A compiled Sim program and the shape-based work of its function.
 class SimFunction final : public CompiledFunction {
 public:
-  SimFunction(std::unique_ptr<CompiledFunction> inner, SimWork work)
-      : inner_(std::move(inner)), work_(work) {}
-  Error execute(ExecutionContext &ctx) override { return inner_->execute(ctx); }
+  SimFunction(std::unique_ptr<SimProgram> program, SimWork work)
+      : program_(std::move(program)), work_(work) {}
+  Error execute(ExecutionContext &ctx) override;
   std::string getBackendName() const override { return "Sim"; }
   const SimWork &getWork() const { return work_; }
+  const SimProgram &getProgram() const { return *program_; }
 
 private:
-  std::unique_ptr<CompiledFunction> inner_;
+  std::unique_ptr<SimProgram> program_;
   SimWork work_;
 };
 

@@ -19,6 +19,10 @@ std::map<std::string, uint64_t SimConfig::*> integerFields() {
           {"vector_lanes", &SimConfig::vectorLanes},
           {"dma_bytes_per_cycle", &SimConfig::dmaBytesPerCycle},
           {"launch_cycles", &SimConfig::launchCycles},
+          {"scratchpad_bytes", &SimConfig::scratchpadBytes},
+          {"mac_rows", &SimConfig::macRows},
+          {"mac_cols", &SimConfig::macCols},
+          {"dma_setup_cycles", &SimConfig::dmaSetupCycles},
           {"realtime", &SimConfig::realtime}};
 }
 
@@ -123,7 +127,7 @@ Error SimConfig::set(const std::string &key, double value) {
   if (key == "realtime" && value != 0 && value != 1)
     return makeError(ErrorCode::InvalidArgument, "Sim config: realtime must be 0 or 1, got ",
                      value);
-  bool mayBeZero = key == "launch_cycles" || key == "realtime";
+  bool mayBeZero = key == "launch_cycles" || key == "realtime" || key == "dma_setup_cycles";
   if (!std::isfinite(value) || value < (mayBeZero ? 0 : 1) || value != std::floor(value) ||
       value > 1e18)
     return makeError(ErrorCode::InvalidArgument, "Sim config: ", key, " must be a ",

@@ -29,10 +29,22 @@ struct SimConfig {
   /// "vector_lanes": elements per cycle of the vector unit (Add, Relu, pooling windows,
   /// Concat, Quantize, Dequantize).
   uint64_t vectorLanes = 64;
-  /// "dma_bytes_per_cycle": host <-> device bandwidth.
+  /// "dma_bytes_per_cycle": bandwidth of the DMA engine (device memory <-> scratchpad,
+  /// and host <-> device for a run's inputs and outputs).
   uint64_t dmaBytesPerCycle = 32;
   /// "launch_cycles": fixed cost of starting a run.
   uint64_t launchCycles = 1000;
+  /// "scratchpad_bytes": the on-chip scratchpad the program's tiles live in (placed by the
+  /// IR's memory planner); a layer whose smallest tile does not fit is a compile error.
+  uint64_t scratchpadBytes = uint64_t(1) << 20;
+  /// "mac_rows" / "mac_cols": the MAC array's shape. A tile step of rows x cols x depth
+  /// takes ceil(rows / mac_rows) * ceil(cols / mac_cols) * ceil(depth / lanes) cycles, with
+  /// lanes = macs_per_cycle of the path / (mac_rows * mac_cols) (at least 1).
+  uint64_t macRows = 16;
+  uint64_t macCols = 16;
+  /// "dma_setup_cycles": fixed cost of each DMA descriptor (on top of bytes /
+  /// dma_bytes_per_cycle).
+  uint64_t dmaSetupCycles = 16;
   /// "realtime": 1 makes a run last at least its simulated time (its cycles at clock_mhz):
   /// the device sleeps the rest after computing, so wall-clock measurements (a stream of
   /// requests through a pipeline of devices) see the chip's speed rather than the host's.

@@ -52,7 +52,7 @@ Error SimDeviceManager::loadNetworkImpl(const std::string &name, CompiledFunctio
   }
   // The weights cross the DMA once, here; runs move only inputs and outputs.
   stats_.loads++;
-  stats_.loadDmaBytes += static_cast<SimFunction &>(fn).getWork().weightBytes;
+  stats_.loadDmaBytes += static_cast<SimFunction &>(fn).getProgram().weightBytes();
   return Error::success();
 }
 
@@ -74,13 +74,19 @@ Error SimDeviceManager::runImpl(const std::string &name, CompiledFunction &fn,
     std::this_thread::sleep_for(delay);
   auto start = std::chrono::steady_clock::now();
   // The base class checked that fn was compiled by the Sim backend.
-  const SimWork &work = static_cast<SimFunction &>(fn).getWork();
+  const SimProgram &program = static_cast<SimFunction &>(fn).getProgram();
   if (Error e = fn.execute(ctx)) {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.failedRuns++;
     return e;
   }
-  SimCost cost = estimateCost(work, sim_);
+  // The program's schedule: tiles moved between device memory and the scratchpad, and
+  // the run's inputs and outputs crossing from the host.
+  const SimWork &work = static_cast<SimFunction &>(fn).getWork();
+  SimCost cost;
+  uint64_t ioBytes = work.inputBytes + work.outputBytes;
+  cost.dmaBytes = program.dmaBytes() + ioBytes;
+  cost.cycles = program.cycles() + (ioBytes + sim_.dmaBytesPerCycle - 1) / sim_.dmaBytesPerCycle;
   stats.cycles = cost.cycles;
   stats.dmaBytes = cost.dmaBytes;
   if (Tracer *t = ctx.getTracer()) { // the simulated DMA of the inputs and outputs

@@ -9,6 +9,11 @@
 //                                 nodes the backend cannot run (Sim: SoftMax, ...) go to
 //                                 Interpreter partitions, as the runtime places them, and
 //                                 every partition's plan is printed
+//   kiln-plan --backend Sim MODEL also the Sim program of each Sim partition: per layer its
+//                                 cycles and DMA bytes, and its scratchpad plan (--svg
+//                                 draws it into FILE-scratchpad.svg; --dump-ir prints
+//                                 the program; --backend-opt scratchpad=BYTES or
+//                                 config=PATH set the chip)
 //
 // MODEL is resnet50, mobilenetv2 or transformer (built with the API, batch 1, random
 // weights), or a file in the graph text form.
@@ -18,6 +23,8 @@
 
 #include "Flags.h"
 #include "Networks.h"
+
+#include "backends/Sim/Sim.h"
 
 #include "kiln/Backend/Compiler.h"
 #include "kiln/Graph/TextIR.h"
@@ -37,6 +44,7 @@ namespace {
 struct Options {
   std::string model, function, svg, irPasses = "default", backend, dot;
   std::vector<std::string> dumpAfter;
+  CompileOptions compile; ///< --backend-opt
   bool topological = false, dumpIR = false, timePasses = false, report = false;
 };
 
@@ -53,6 +61,11 @@ std::optional<int> parseOptions(int argc, char **argv, Options &o) {
   flags.add("--backend", o.backend, "NAME",
             "plan as backend NAME compiles: its graph pipeline, schedule, IR passes and "
             "alignment (--ir-passes, --topological and --dump-after do not apply)");
+  flags.add("--backend-opt", "NAME=VALUE",
+            "with --backend: a backend parameter, repeatable (Sim: scratchpad=BYTES, "
+            "config=PATH)",
+            "NAME=VALUE", "none",
+            [&o](const std::string &v) { return !bool(o.compile.setBackendOption(v)); });
   flags.add("--dot", o.dot, "FILE",
             "with --backend: write Graphviz DOT of the prepared graph, or of the partition "
             "plan when part of it falls back to the Interpreter");
@@ -209,11 +222,49 @@ std::string partitionPath(const std::string &path, size_t i) {
   return path.substr(0, dot) + "-p" + std::to_string(i) + path.substr(dot);
 }
 
+/// The Sim program of plan \p P (a Sim partition): its per-layer table, its scratchpad
+/// plan's summary, and with --svg the scratchpad plan drawn into SVG-scratchpad.svg.
+int finishSim(const Options &o, PlannedIR &P, const CompileOptions &co, const std::string &svg) {
+  Expected<SimConfig> c = simConfigFromOptions(co);
+  if (!c) {
+    std::cerr << "kiln-plan: " << c.getError().toString() << "\n";
+    return 1;
+  }
+  std::string name = P.F->getName();
+  Expected<std::unique_ptr<SimProgram>> prog = SimProgram::build(P, *c);
+  if (!prog) {
+    std::cerr << "kiln-plan: " << prog.getError().toString() << "\n";
+    return 1;
+  }
+  const SimProgram &p = **prog;
+  std::printf("  Sim program (scratchpad %llu bytes, %zu instructions):\n%s",
+              (unsigned long long)c->scratchpadBytes, p.instrs().size(), p.report().c_str());
+  if (o.dumpIR) // the program, the first instructions of each layer
+    std::printf("%s", p.toString(12).c_str());
+  const MemoryPlan &sp = p.scratchpadPlan();
+  std::printf("  scratchpad plan: %zu tiles, arena %llu bytes (max-live %llu), verified\n",
+              p.tiles().size(), (unsigned long long)sp.activationBytes,
+              (unsigned long long)sp.maxLiveBytes);
+  if (!svg.empty()) {
+    std::string path = svg;
+    size_t dot = path.rfind('.');
+    path = (dot == std::string::npos ? path : path.substr(0, dot)) + "-scratchpad.svg";
+    std::ofstream out(path);
+    out << renderMemoryPlanSVG(p.scratchpad(), sp, name + " scratchpad");
+    if (!out) {
+      std::cerr << "kiln-plan: cannot write " << path << "\n";
+      return 1;
+    }
+    std::printf("  wrote %s\n", path.c_str());
+  }
+  return 0;
+}
+
 /// Plans \p f as backend \p b compiles it: prepared with its pipeline; when it cannot run
 /// every node, split as the runtime splits it, the rest on the Interpreter, and every
 /// partition planned by its own backend.
 int planForBackend(const Options &o, Function *f, const Backend &b) {
-  CompileOptions co;
+  CompileOptions co = o.compile.forBackend(b.getName());
   // Backends whose static plan is optional (the Interpreter) plan with their optimised IR.
   co.optimizeIR = co.staticMemoryPlan = true;
   PrepareOptions prep;
@@ -238,7 +289,9 @@ int planForBackend(const Options &o, Function *f, const Backend &b) {
       std::cerr << "kiln-plan: backend " << b.getName() << " does not plan memory statically\n";
       return 1;
     }
-    return finish(o, *P, f->getName() + "' for " + b.getName());
+    if (int rc = finish(o, *P, f->getName() + "' for " + b.getName()))
+      return rc;
+    return b.getName() == "Sim" ? finishSim(o, *P, co, o.svg) : 0;
   }
   Expected<std::unique_ptr<Backend>> interp = createBackend("Interpreter");
   if (b.getName() == "Interpreter" || !interp) {
@@ -270,6 +323,9 @@ int planForBackend(const Options &o, Function *f, const Backend &b) {
     }
     if (int rc = finish(o, *P, p.name + "' for " + pb.getName(), partitionPath(o.svg, i)))
       return rc;
+    if (pb.getName() == "Sim")
+      if (int rc = finishSim(o, *P, co, partitionPath(o.svg, i)))
+        return rc;
   }
   return 0;
 }

@@ -124,7 +124,10 @@ TEST(Sim, ExactAgainstTheInterpreterForFloat32) {
   EXPECT_EQ(stats.runs, 1u);
   EXPECT_EQ(stats.cycles, cycles);
   EXPECT_GT(cycles, 0u);
-  EXPECT_EQ(stats.dmaBytes, 2u * 16 * 4);                 // input in, output out
+  // Input in and output out (2 x 16 floats), and the program's tiles: per layer the
+  // FullyConnected's input row, weights, bias and result (16 + 256 + 16 + 16 floats) and
+  // the Relu's input and result (16 + 16 floats).
+  EXPECT_EQ(stats.dmaBytes, 2u * 16 * 4 + 3u * (16 + 256 + 16 + 16 + 16 + 16) * 4);
   EXPECT_EQ(stats.loadDmaBytes, 3u * (16 * 16 + 16) * 4); // weights and biases, once
 }
 

@@ -160,7 +160,8 @@ TEST(Trace, TwoSimDevicesWithAFallback) {
   EXPECT_EQ(md.host->stopTrace(), trace);
   EXPECT_EQ(md.host->getTrace(), nullptr);
   ParsedTrace t = writeAndRead(*trace, "sim.json");
-  checkCompile(t, "mixed", /*memoryPlan=*/false);
+  // The Sim always plans its partitions' memory (the plan is its device memory).
+  checkCompile(t, "mixed", /*memoryPlan=*/true);
   checkRuns(t, "mixed", runs, /*kernels=*/true);
 
   // One process per device that ran a partition: the host, the Sim device(s) the plan
