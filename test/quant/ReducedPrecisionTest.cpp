@@ -225,10 +225,11 @@ TEST(ReducedPrecision, ReadsAWidenedHalfValueAtItsSource) {
   EXPECT_EQ(s->getPlaceholder()->getType()->kind, ElemKind::Float);
 }
 
-// Convolution (3x3, pad 1, stride 2, 2 groups) + Relu + MaxPool in bf16 on the Interpreter,
-// against float32: each output is a float32 sum of exact products of inputs and weights
-// each rounded to bf16 (relative error <= 2^-9 each), rounded once more: |error| <=
-// 2 * 2^-9 * sum |x w| + 2^-9 |y|, plus the bias's rounding (bias in [-1, 1]: <= 2^-9).
+// Convolution (3x3, pad 1, stride 2, 2 groups) in bf16 on the Interpreter, against float32.
+// u = 2^-8 (bf16 keeps 8 significant bits; rounding to nearest errs by <= u relative).
+// Inputs and weights are each rounded (a product errs by <= (2u + u^2) |x w|), the bias
+// too (<= u |b| <= u, b in [-1, 1]), the float32 sum is exact to ~1e-7, and the result is
+// rounded once more (<= u |y~|): |error| <= 2.1 u sum |x w| + 1.01 u |y| + 1.01 u.
 TEST(ReducedPrecision, ConvolutionWithinTheDerivedBound) {
   ExecutionEngine ee{"Interpreter"};
   Module &m = ee.getModule();
@@ -271,11 +272,11 @@ TEST(ReducedPrecision, ConvolutionWithinTheDerivedBound) {
   ASSERT_FALSE(ee.run(b, "bf16"));
   const Tensor &got = *b.get(save->getPlaceholder());
   const Tensor &sumAbs = *b.get(asave->getPlaceholder());
-  const double u = std::ldexp(1.0, -9);
+  const double u = std::ldexp(1.0, -8);
   double worst = 0;
   for (size_t i = 0; i < ref.size(); i++) {
     double y = ref.getAsDouble(i), e = std::fabs(got.getAsDouble(i) - y);
-    double bound = 2 * u * sumAbs.getAsDouble(i) + u * std::fabs(y) + u + 1e-6;
+    double bound = 2.1 * u * sumAbs.getAsDouble(i) + 1.01 * u * std::fabs(y) + 1.01 * u + 1e-6;
     EXPECT_LE(e, bound) << "output " << i;
     worst = std::max(worst, e / bound);
   }
