@@ -183,9 +183,13 @@ BackendCompileSpec CPUBackend::getCompileSpec(const CompileOptions &opts) const 
   BackendCompileSpec spec;
   // Float16 and BFloat16 nodes the kernels do not run as they stand compute on float32
   // between ConvertTos (the table's rule: computed in float, rounded once per operator).
-  spec.graphSteps.push_back({"widen-half-floats", [this](Function *f) {
-                               return widenHalfFloats(f, [this](const Node &n) {
-                                 return !isNativelySupported(n) && isOpSupported(n);
+  // bf16 FullyConnected / MatMul run natively only with AVX512_BF16 in this compile's ISA
+  // (not under avx512=0).
+  const bool noAvx512 = parsed ? parsed->disableAvx512 : opts_.disableAvx512;
+  spec.graphSteps.push_back({"widen-half-floats", [this, noAvx512](Function *f) {
+                               return widenHalfFloats(f, [this, noAvx512](const Node &n) {
+                                 return (!isNativelySupported(n) || (noAvx512 && isBf16Gemm(n))) &&
+                                        isOpSupported(n);
                                });
                              }});
   // By default a memory-aware node order and the default IR pipeline (a Concat's operands

@@ -100,6 +100,10 @@ public:
   /// What the kernels run as the node stands; isOpSupported adds the 16-bit float nodes
   /// computed widened to float32 (widen-half-floats, WidenHalfFloats.h).
   bool isNativelySupported(const Node &node) const;
+  /// True for a bf16 FullyConnected or MatMul, which runs natively (vdpbf16ps,
+  /// codegen/EmitBf16.cpp) when the host has AVX512_BF16 and AVX-512 is not disabled, and
+  /// widened otherwise.
+  static bool isBf16Gemm(const Node &node);
   /// Lowers only the nodes isOpSupported refuses: whatever the CPU claims, it runs as it
   /// is (its kernels fuse better than the lowered forms).
   bool shouldLower(const Node &node) const override;

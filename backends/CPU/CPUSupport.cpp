@@ -8,6 +8,7 @@
 #include "CPUBackend.h"
 #include "WidenHalfFloats.h"
 
+#include "backends/CPU/jit/Jit.h"
 #include "kiln/Graph/FusedActivation.h"
 #include "src/ClassGen/OpTable.h"
 
@@ -112,9 +113,16 @@ bool movesHalfFloats(const Node &n) {
 
 } // namespace
 
+bool CPUBackend::isBf16Gemm(const Node &n) {
+  return (n.getKind() == NodeKind::FullyConnected || n.getKind() == NodeKind::MatMul) &&
+         n.getType(0)->kind == ElemKind::BFloat16;
+}
+
 bool CPUBackend::isNativelySupported(const Node &n) const {
   return optable::kindsSupported(n, optable::TableBackend::CPU) &&
-         shapeSupported(n, opts_.fuseEpilogues, opts_.fuseSigmoids) && (!hasHalfFloats(n) || movesHalfFloats(n));
+         shapeSupported(n, opts_.fuseEpilogues, opts_.fuseSigmoids) &&
+         (!hasHalfFloats(n) || movesHalfFloats(n) ||
+          (isBf16Gemm(n) && !opts_.disableAvx512 && hostHasAvx512Bf16()));
 }
 
 bool CPUBackend::isOpSupported(const Node &n) const {

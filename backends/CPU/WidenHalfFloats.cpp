@@ -1,6 +1,7 @@
 // CPU graph step widen-half-floats (WidenHalfFloats.h).
 #include "WidenHalfFloats.h"
 
+#include <map>
 #include <memory>
 
 namespace kiln::cpu {
@@ -56,6 +57,21 @@ bool widenHalfFloats(Function *f, const std::function<bool(const Node &)> &widen
     if (hasHalfFloats(*up) && widen(*up))
       todo.push_back(up.get());
   Module &m = *f->getParent();
+  // A 16-bit constant operand is widened once, here, into a float32 constant: the kernels
+  // then see constant weights (packed at compile time) instead of a ConvertTo every run.
+  std::map<const Constant *, Constant *> wideConstants;
+  auto widenConstant = [&](Constant *c) {
+    Constant *&w = wideConstants[c];
+    if (!w) {
+      Tensor t(widened(*c->getType()));
+      auto out = t.getHandle<float>();
+      const Tensor &src = c->getPayload();
+      for (size_t i = 0; i < out.size(); i++)
+        out.raw(i) = float(src.getAsDouble(i)); // exact: every 16-bit float is a float32
+      w = m.createConstant(c->getName() + ".f32", std::move(t));
+    }
+    return w;
+  };
   for (Node *n : todo) {
     const std::string name = n->getName();
     Node *c = n->clone();
@@ -63,7 +79,11 @@ bool widenHalfFloats(Function *f, const std::function<bool(const Node &)> &widen
     f->addNode(c);
     for (unsigned i = 0; i < n->getNumInputs(); i++) {
       NodeValue in = n->getNthInput(i);
-      if (isHalf(in.getElementType()))
+      if (!isHalf(in.getElementType()))
+        continue;
+      if (auto *k = dyn_cast<Constant>(in.node))
+        c->setNthInput(i, widenConstant(k));
+      else
         c->setNthInput(i, f->createConvertTo(name + ".widen" + std::to_string(i),
                                              m.uniqueType(widened(*in.getType())), in));
     }

@@ -3,8 +3,11 @@
 /// operator table's rule (computed in float, rounded once per operator). Every node that
 /// reads or produces a 16-bit float and whose kernel computes on float32 only becomes
 /// ConvertTo(float) of each 16-bit operand -> the node on float32 -> ConvertTo back to each
-/// 16-bit result's type. The ConvertTo kernels are element-wise, so a chain of widened
-/// nodes' conversions fuses into the neighbouring loops. Run by the compile driver on every
+/// 16-bit result's type; a 16-bit Constant operand becomes a float32 Constant at compile
+/// time instead (exact; the kernels then pack it as they pack float32 weights, so a
+/// network converted to bf16 or fp16 by convertPrecision holds float32 weights on this
+/// path). The ConvertTo kernels are element-wise, so a chain of widened nodes' conversions
+/// fuses into the neighbouring loops. Run by the compile driver on every
 /// function the CPU compiles (BackendCompileSpec::graphSteps).
 #ifndef KILN_BACKENDS_CPU_WIDENHALFFLOATS_H
 #define KILN_BACKENDS_CPU_WIDENHALFFLOATS_H

@@ -28,6 +28,7 @@
 #include "kiln/Graph/Graph.h"
 #include "kiln/Importer/ONNX.h"
 #include "kiln/Quantization/Quantize.h"
+#include "kiln/Quantization/ReducedPrecision.h"
 #include "kiln/Runtime/HostManager.h"
 
 #endif // KILN_KILN_H

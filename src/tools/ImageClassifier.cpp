@@ -211,6 +211,8 @@ Expected<Compiled> compileAt(const Options &f, const InputShape &s, dim_t batch)
                      "; expected [batch, classes]");
   if (!f.quant.quantize.empty())
     KILN_RETURN_IF_ERR(tools::quantizeWithFlags(fn, f.quant, std::cerr));
+  if (!f.quant.precision.empty())
+    KILN_RETURN_IF_ERR(tools::convertPrecisionWithFlags(fn, f.quant, std::cerr));
   if (!f.quant.profileOut.empty()) {
     KILN_RETURN_IF_ERR(prepareForQuantization(fn));
     c.profiler = std::make_unique<Profiler>(f.quant.bins);

@@ -209,6 +209,9 @@ int main(int argc, char **argv) {
   if (!f.quant.quantize.empty())
     if (Error e = tools::quantizeWithFlags(runner.function(), f.quant, std::cerr))
       return fail(e, "quantizing");
+  if (!f.quant.precision.empty())
+    if (Error e = tools::convertPrecisionWithFlags(runner.function(), f.quant, std::cerr))
+      return fail(e, "converting precision");
 
   CompileOptions copts = f.compile;
   copts.threads = f.threads;

@@ -35,8 +35,12 @@ void addQuantFlags(Flags &flags, QuantFlags &q, bool profiling, bool calibration
   flags.add("--per-channel", q.perChannel,
             "with --quantize: one weight scale and offset per output channel of Convolution and "
             "FullyConnected (ChannelwiseQuantized* nodes; the Interpreter runs them)");
+  flags.add("--precision", q.precision, "P",
+            "run the float32 model in bf16 or fp16 (16-bit operands and results, float32 "
+            "arithmetic rounded once per operator; inputs and outputs stay float32)");
   flags.add("--keep-float", q.keepFloat, "K,...",
-            "with --quantize: node kinds (Convolution, Add, ...) or node names kept in float");
+            "with --quantize or --precision: node kinds (Convolution, Add, ...) or node names "
+            "kept in float32");
 }
 
 Expected<QuantizationOptions> quantOptions(const QuantFlags &q) {
@@ -59,6 +63,18 @@ Error quantizeWithFlags(Function *f, const QuantFlags &q, std::ostream &log) {
   KILN_ASSIGN_OR_RETURN(QuantizationReport r, quantizeFunction(f, p, o));
   log << "quantized (" << quantSchemaName(o.schema) << ", " << calibrationName(o.calibration)
       << (o.perChannel ? ", per-channel weights" : "") << "): " << r.toString() << "\n";
+  return Error::success();
+}
+
+Error convertPrecisionWithFlags(Function *f, const QuantFlags &q, std::ostream &log) {
+  if (!q.quantize.empty())
+    return makeError(ErrorCode::InvalidArgument, "--precision and --quantize exclude each other");
+  PrecisionOptions o;
+  KILN_ASSIGN_OR_RETURN(o.kind, parsePrecision(q.precision));
+  o.keepFloat.insert(q.keepFloat.begin(), q.keepFloat.end());
+  KILN_RETURN_IF_ERR(prepareForQuantization(f));
+  KILN_ASSIGN_OR_RETURN(PrecisionReport r, convertPrecision(f, o));
+  log << "precision " << elemKindName(o.kind) << ": " << r.toString() << "\n";
   return Error::success();
 }
 

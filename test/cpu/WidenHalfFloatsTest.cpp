@@ -129,6 +129,40 @@ TEST(WidenHalfFloats, SameNumbersOnTheInterpreterAndTheCPU) {
   }
 }
 
+// A bf16 constant filter becomes a float32 constant at compile time (its values exactly),
+// shared by both convolutions that read it; the activation still goes through ConvertTo.
+TEST(WidenHalfFloats, ConstantOperandsBecomeFloat32Constants) {
+  Module mod;
+  Function *F = mod.createFunction("f");
+  auto *x = mod.createPlaceholder(ElemKind::BFloat16, {1, 1, 3, 3}, "x");
+  Tensor wt(ElemKind::BFloat16, {1, 1, 1, 1}, {1.0078125});
+  Tensor bt(ElemKind::BFloat16, {1}, {-0.5});
+  Constant *w = mod.createConstant("w", std::move(wt));
+  Constant *b = mod.createConstant("b", std::move(bt));
+  auto *c1 = F->createConvolution("c1", x, w, b, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  auto *c2 = F->createConvolution("c2", x, w, b, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  F->createSave("y1", c1);
+  F->createSave("y2", c2);
+  cpu::CPUBackend cpu;
+  EXPECT_TRUE(cpu::widenHalfFloats(F, [&](const Node &n) {
+    return !cpu.isNativelySupported(n) && cpu.isOpSupported(n);
+  }));
+  ASSERT_FALSE(bool(F->verify()));
+  auto *w1 = cast<ConvolutionNode>(F->getNodeByName("c1.f32"));
+  auto *w2 = cast<ConvolutionNode>(F->getNodeByName("c2.f32"));
+  auto *fw = dyn_cast<Constant>(w1->getFilter().node);
+  ASSERT_NE(fw, nullptr);
+  EXPECT_EQ(fw, w2->getFilter().node);
+  EXPECT_EQ(fw->getType()->kind, ElemKind::Float);
+  EXPECT_EQ(fw->getPayload().getHandle<float>().raw(0), 1.0078125f);
+  auto *fb = dyn_cast<Constant>(w1->getBias().node);
+  ASSERT_NE(fb, nullptr);
+  EXPECT_EQ(fb->getPayload().getHandle<float>().raw(0), -0.5f);
+  EXPECT_TRUE(isa<ConvertToNode>(w1->getInput().node));
+  // 2 widened inputs (one per convolution) and 2 rounded results.
+  EXPECT_EQ(count(F, NodeKind::ConvertTo), 4u);
+}
+
 TEST(WidenHalfFloats, FusedNodesAndFloat32AreLeftAlone) {
   Module mod;
   Function *F = mod.createFunction("f");

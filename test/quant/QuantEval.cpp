@@ -7,7 +7,11 @@
 //   quant_eval --model M.onnx --calibration DIR --test DIR [--labels FILE]
 //              [--schemas asymmetric,symmetric,...] [--calibrates minmax,mse,...]
 //              [--float-backend CPU] [--quant-backend Interpreter] [--profile-out FILE]
-//              [--keep-float K,...]
+//              [--keep-float K,...] [--precisions bf16,fp16]
+//
+// --precisions adds one line per 16-bit kind: the model converted by convertPrecision
+// (after prepareForQuantization) and run on --quant-backend; with --schemas none only
+// those (no profile).
 //
 // DIRs hold test_data_set_* folders (or input_*.pb files); the first output of the model
 // is [batch, classes]; labels are one integer class per line, in the order of the test
@@ -22,6 +26,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 
 using namespace kiln;
 
@@ -68,7 +73,7 @@ tools::TestDataSet firstSet(const std::vector<std::vector<Tensor>> &sets) {
 int main(int argc, char **argv) {
   std::string model, calibration, test, labels, floatBackend = "CPU", quantBackend = "Interpreter",
                                                 profileOut, name;
-  std::vector<std::string> schemas, calibrates, keepFloat, weights;
+  std::vector<std::string> schemas, calibrates, keepFloat, weights, precisions;
   unsigned percentile = 9999;
   tools::Flags flags("quant_eval", "usage: quant_eval --model M.onnx --calibration DIR --test DIR");
   flags.add("--model", model, "M.onnx", "the float ONNX model").required();
@@ -80,6 +85,8 @@ int main(int argc, char **argv) {
   flags.add("--calibrates", calibrates, "M,...", "calibration methods (default: minmax)");
   flags.add("--weights", weights, "W,...", "per-tensor and/or per-channel (default per-tensor)");
   flags.add("--keep-float", keepFloat, "K,...", "node kinds or names kept in float");
+  flags.add("--precisions", precisions, "P,...",
+            "also run the model converted to bf16 and/or fp16 (convertPrecision)");
   flags.add("--percentile", percentile, "P", "for percentile: hundredths of a per cent kept");
   flags.add("--float-backend", floatBackend, "NAME", "backend of the float32 reference and profile");
   flags.add("--quant-backend", quantBackend, "NAME", "backend of the int8 runs");
@@ -88,6 +95,7 @@ int main(int argc, char **argv) {
     return *exitCode;
   if (schemas.empty())
     schemas = {"asymmetric", "symmetric", "symmetric-uint8", "power2"};
+  const bool int8 = !(schemas.size() == 1 && schemas[0] == "none");
   if (calibrates.empty())
     calibrates = {"minmax"};
   if (weights.empty())
@@ -123,6 +131,8 @@ int main(int argc, char **argv) {
     return fail(e, "compiling the profiling model");
   auto t0 = std::chrono::steady_clock::now();
   for (const auto &set : *calib) {
+    if (!int8)
+      break;
     if (Error e = prof.bindInputs(set))
       return fail(e, "binding calibration inputs");
     profiler.allocate(prof.bindings());
@@ -163,8 +173,41 @@ int main(int argc, char **argv) {
   std::cout << "| model | schema | calibration | weights | SQNR dB | top-1 = float32 |"
             << (truth.empty() ? "" : " top-1 accuracy |") << " quantized nodes | s/row |\n";
 
+  for (const std::string &precision : precisions) {
+    tools::QuantFlags qf;
+    qf.precision = precision;
+    qf.keepFloat = keepFloat;
+    tools::ModelRunner q(quantBackend);
+    q.setStrictBackend(false);
+    if (Error e = q.load(model, &shapeTest))
+      return fail(e, "loading the model");
+    std::ostringstream log;
+    if (Error e = tools::convertPrecisionWithFlags(q.function(), qf, log))
+      return fail(e, "converting precision");
+    if (Error e = q.compile())
+      return fail(e, "compiling " + precision);
+    std::vector<float> values;
+    std::vector<size_t> top1;
+    auto t1 = std::chrono::steady_clock::now();
+    if (Error e = runAll(q, *tests, values, top1))
+      return fail(e, "running " + precision);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+    size_t agree = 0;
+    for (size_t i = 0; i < top1.size(); i++)
+      agree += top1[i] == refTop1[i];
+    std::cout << "| " << name << " | " << precision << " on " << quantBackend << " | - | - | "
+              << std::setprecision(2) << sqnrDB(refValues, values) << " | " << agree << "/"
+              << top1.size() << " |";
+    if (!truth.empty())
+      std::cout << " " << accuracy(top1) << "% |";
+    std::cout << " " << log.str().substr(0, log.str().find(',')) << " | " << std::setprecision(3)
+              << s / double(std::max<size_t>(1, top1.size())) << " |" << std::endl;
+  }
+
   for (const std::string &weightMode : weights)
   for (const std::string &calibName : calibrates) {
+    if (!int8)
+      break;
     for (const std::string &schema : schemas) {
       tools::QuantFlags qf;
       qf.schema = schema;

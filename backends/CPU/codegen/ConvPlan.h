@@ -53,6 +53,7 @@ enum class WeightPacking {
   WinogradRows2x2, ///< F(2x2, 3x3) transformed, for the tiles-as-rows kernel
   WinogradRows4x4, ///< F(4x4, 3x3) transformed, for the tiles-as-rows kernel
   GroupedTaps,     ///< [G][C/G][KH KW][O/G]: per group, the taps' output channels adjacent
+  GemmBBf16Pairs,  ///< bf16 B in pairs of rows, 16-column panels (libjit_pack_b_bf16)
 };
 
 /// Algorithms that may be switched off (CodegenOptions::winograd, transposedConv), and

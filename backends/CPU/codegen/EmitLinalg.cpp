@@ -9,6 +9,8 @@ namespace kiln::cpu {
 
 Error Emitter::planFC(Instruction *I, Value *dest, Value *in, Value *weights, Value *bias,
                       std::vector<Item> &items, const FusedEpilogue *act) {
+  if (!act && dest->getType()->kind == ElemKind::BFloat16)
+    return planFCBf16(I, dest, in, weights, bias, items);
   auto id = dimsOf(in), wd = dimsOf(weights);
   int64_t N = id[0], K = id[1], M = wd[1];
   FusedEpilogue epi;
@@ -58,7 +60,7 @@ Error Emitter::planFusedFullyConnected(Instruction *I, std::vector<Item> &items)
 Error Emitter::planMatMul(Instruction *I, std::vector<Item> &items) {
   auto *mm = cast<MatMulInst>(I);
   auto *w = dyn_cast<WeightVar>(mm->getRHS());
-  if (w && w->isConstant())
+  if ((w && w->isConstant()) || mm->getDest()->getType()->kind == ElemKind::BFloat16)
     return planFC(I, mm->getDest(), mm->getLHS(), mm->getRHS(), nullptr, items);
   Value *dest = mm->getDest(), *l = mm->getLHS(), *r = mm->getRHS();
   auto ld = dimsOf(l), rd = dimsOf(r);

@@ -117,6 +117,9 @@ public:
     i8p_ = i8_->getPointerTo();
   }
 
+  /// The bf16 GEMMs may use vdpbf16ps (the target has AVX512_BF16).
+  void setAvx512Bf16(bool on) { avx512bf16_ = on; }
+
   Error run(std::vector<std::string> &entryNames);
   uint64_t activationBytes() const { return extrasTop_; }
   ConstantArena &constants() { return consts_; }
@@ -251,6 +254,9 @@ private:
                 unsigned elemSize, const Requant *rq = nullptr);
   Error planFC(Instruction *I, Value *dest, Value *in, Value *weights, Value *bias,
                std::vector<Item> &items, const FusedEpilogue *act = nullptr);
+  /// FullyConnected / MatMul with bf16 operands and result (EmitBf16.cpp).
+  Error planFCBf16(Instruction *I, Value *dest, Value *in, Value *weights, Value *bias,
+                   std::vector<Item> &items);
   Error planReduce(Instruction *I, const std::vector<dim_t> &axes, const char *op, bool mean,
                    std::vector<Item> &items);
   /// The run-time status words (Program::statusOffset), reserved on first use, and the
@@ -263,6 +269,7 @@ private:
   /// Planned offset of every activation (AllocActivation) in the arena.
   std::unordered_map<const Value *, uint64_t> activationOffsets_;
   bool avx512_;
+  bool avx512bf16_ = false;
   llvm::LLVMContext &ctx_;
   llvm::Module &M_;
   Program &prog_;

@@ -546,6 +546,7 @@ Expected<EmittedProgram> emitProgram(IRFunction &F, const MemoryPlan &plan,
   llvm::Module *M = out.module.get();
   M->setModuleIdentifier("kiln_" + F.getName());
   Emitter em(F, o, plan, host.avx512, *out.ctx, *M, *prog);
+  em.setAvx512Bf16(host.avx512bf16);
   KILN_RETURN_IF_ERR(em.run(out.entries));
   irgen.arg("stages", int64_t(prog->stages.size()));
   irgen.end();

@@ -207,7 +207,13 @@ HostInfo detectHost(const JitOptions &opts) {
     return h;
   }
   hostFeatures(opts, h.cpu, h.features, h.avx512, h.avx2);
+  h.avx512bf16 = h.avx512 && h.features.find("+avx512bf16") != std::string::npos;
   return h;
+}
+
+bool hostHasAvx512Bf16() {
+  static const bool has = detectHost(JitOptions()).avx512bf16;
+  return has;
 }
 
 Expected<std::unique_ptr<llvm::Module>> loadLibjitModule(llvm::LLVMContext &ctx) {

@@ -53,10 +53,15 @@ struct HostInfo {
   std::string features;  ///< "+avx2,+fma,..."
   bool avx512 = false;   ///< AVX-512 F/BW/DQ/VL usable (after JitOptions::disableAvx512)
   bool avx2 = false;     ///< AVX2 + FMA usable
+  bool avx512bf16 = false; ///< AVX512_BF16 (vdpbf16ps) usable, with avx512
 };
 
 /// Detects the host CPU (honouring \p opts.disableAvx512).
 HostInfo detectHost(const JitOptions &opts);
+
+/// True when this machine has AVX512_BF16 (with AVX-512 F/BW/DQ/VL): what detectHost
+/// reports for the JIT when AVX-512 is not disabled.
+bool hostHasAvx512Bf16();
 
 /// The embedded kernel bitcode (libjit) in \p ctx, loaded lazily: function bodies are read
 /// when JitModule::compile needs them (those its entry points reach).

@@ -48,6 +48,22 @@
 LIBJIT_DECLARE_GEMM(avx512)
 LIBJIT_DECLARE_GEMM(avx2)
 
+// bfloat16 FullyConnected / MatMul (libjit_bf16.cpp): out[N x M] = in[N x K] x B + bias,
+// all bf16, float32 accumulation, rounded once. B packed by libjit_pack_b_bf16 in bf16
+// pairs (libjit_packed_b_bf16_elems(K, M) elements); bias may be null. _avx512bf16 needs
+// AVX512_BF16 (vdpbf16ps); _generic runs anywhere.
+LIBJIT_EXPORT int64_t libjit_packed_b_bf16_elems(int64_t K, int64_t M);
+LIBJIT_EXPORT void libjit_pack_b_bf16(uint16_t *dst, const uint16_t *B, int64_t K, int64_t M,
+                                      int64_t ldb);
+LIBJIT_EXPORT void libjit_fc_bf16_generic(uint16_t *out, const uint16_t *in,
+                                          const uint16_t *packedW, const uint16_t *bias,
+                                          int64_t N, int64_t K, int64_t M, int64_t tid,
+                                          int64_t nthreads);
+LIBJIT_EXPORT void libjit_fc_bf16_avx512bf16(uint16_t *out, const uint16_t *in,
+                                             const uint16_t *packedW, const uint16_t *bias,
+                                             int64_t N, int64_t K, int64_t M, int64_t tid,
+                                             int64_t nthreads);
+
 // Convolution with the activations read in column strips (libjit_conv_strip.cpp): w is
 // the row-major filter [O][C*KH*KW] itself (no packing), group 1. Needs C*KH*KW * 48
 // floats <= gemmScratchFloats<Cfg>() (C*KH*KW <= 9900). A strip is kStripVectors vectors
