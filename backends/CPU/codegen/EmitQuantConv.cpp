@@ -137,6 +137,40 @@ Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
   std::string isa = qIsa(L);
   const int64_t T = 2 * L, MR = 4;
   const int64_t cg = C / G, og = O / G, K = cg * KH * KW, K4 = (K + 3) / 4;
+  const int64_t SH = strides[0], SW = strides[1], PT = pads[0], PL = pads[1];
+  const int64_t DH = dilations[0], DW = dilations[1];
+  const float outScale = ot.scale;
+  const int64_t outOff = ot.offset, xOff = it.offset;
+  if (G == C && O == C) {
+    // Depthwise: centred int16 filters and the exact int32 sum (libjit_qdwconv_i8).
+    const int8_t *f = reinterpret_cast<const int8_t *>(fp->getUnsafePtr());
+    std::vector<int16_t> w16(size_t(C * KH * KW));
+    ChannelConsts cc{size_t(C)};
+    for (int64_t o = 0; o < C; o++) {
+      const int64_t fo = wq.offset(size_t(o));
+      for (int64_t k = 0; k < KH * KW; k++)
+        w16[size_t(o * KH * KW + k)] = int16_t(int64_t(f[o * KH * KW + k]) - fo);
+      auto [ib, br] = wq.bias_(size_t(o));
+      cc.corr[size_t(o)] = ib;
+      cc.accScale[size_t(o)] = wq.accScale(size_t(o));
+      cc.biasReal[size_t(o)] = br;
+    }
+    KILN_ASSIGN_OR_RETURN(uint64_t wOff, constBytes(w16.data(), w16.size() * 2));
+    std::vector<char> pb = cc.bytes();
+    KILN_ASSIGN_OR_RETURN(uint64_t pOff, constBytes(pb.data(), pb.size()));
+    needPoolScratch(OW + 16);
+    std::string name = "qconv dw " + std::to_string(KH) + "x" + std::to_string(KW) + "/" +
+                       std::to_string(SH) + " " + std::to_string(C);
+    items.push_back({true, name, [=] {
+                       call("libjit_qdwconv_i8",
+                            {ptr(dest), ptr(in), at({kConstantBase, wOff}),
+                             at({kConstantBase, pOff}), I64(N), I64(C), I64(H), I64(W), I64(OH),
+                             I64(OW), I64(KH), I64(KW), I64(SH), I64(SW), I64(PT), I64(PL),
+                             I64(DH), I64(DW), I64(xOff), F32(outScale), I64(outOff), I64(-128),
+                             I64(127), scratch(), I64(scratchPerThread_ * 4), tid_, nth_});
+                     }});
+    return Error::success();
+  }
   const int64_t ogPad = (og + MR - 1) / MR * MR, Opad = G * ogPad;
   // Weights: [G][ogPad / MR][K4][MR] quads; channels past og are zero.
   std::vector<int8_t> packed(size_t(Opad * K4 * 4), 0);
@@ -168,10 +202,6 @@ Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
   std::vector<char> pb = cc.bytes();
   KILN_ASSIGN_OR_RETURN(uint64_t pOff, constBytes(pb.data(), pb.size()));
   needPoolScratch((K4 * T * 4 + T * 4 + MR * T * 4) / 4 + 16);
-  const float outScale = ot.scale;
-  const int64_t outOff = ot.offset, xOff = it.offset;
-  const int64_t SH = strides[0], SW = strides[1], PT = pads[0], PL = pads[1];
-  const int64_t DH = dilations[0], DW = dilations[1];
   std::string name = "qconv " + std::to_string(KH) + "x" + std::to_string(KW) + "/" +
                      std::to_string(SH) + " " + std::to_string(C) + "->" + std::to_string(O) +
                      (G > 1 ? " g" + std::to_string(G) : "") + " " + isa;

@@ -241,3 +241,61 @@ LIBJIT_QCONV_EXPORTS(vnni)
 #pragma GCC pop_options
 #endif
 #endif
+
+// Depthwise int8 convolution (Group == C == O): per channel plane, the exact int32 sum of
+// (x - xOffset) (f - fo) over the in-bounds taps, with the centred filter (f - fo, in
+// [-255, 255]) as int16 from compile time, accumulated one output row at a time (the
+// taps' valid column range computed once per tap, so the inner loop is a plain strided
+// multiply-add that the JIT vectorises for the host); then corr[c] (the channelwise i32
+// bias, else 0) and the requantization of the other kernels.
+LIBJIT_EXPORT void libjit_qdwconv_i8(int8_t *out, const int8_t *in, const int16_t *w,
+                                     const void *params, int64_t N, int64_t C, int64_t H,
+                                     int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                                     int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
+                                     int64_t DW, int64_t xOff, float outScale, int64_t outOff,
+                                     int64_t lo, int64_t hi, char *scratch,
+                                     int64_t scratchStride, int64_t tid, int64_t nthreads) {
+  using namespace libjit;
+  const QParams qp = qparams(params, C);
+  int32_t *acc = (int32_t *)(scratch + tid * scratchStride);
+  const double dScale = double(outScale), dOff = double(outOff), dLo = double(lo),
+               dHi = double(hi);
+  int64_t b, e;
+  partition(N * C, 1, tid, nthreads, &b, &e);
+  for (int64_t pl = b; pl < e; pl++) {
+    const int64_t c = pl % C;
+    const int8_t *x = in + pl * H * W;
+    const int16_t *wc = w + c * KH * KW;
+    int8_t *y = out + pl * OH * OW;
+    const double as = qp.accScale[c], br = qp.biasReal[c];
+    const int32_t corr = qp.corr[c], xo = int32_t(xOff);
+    for (int64_t oh = 0; oh < OH; oh++) {
+      for (int64_t ow = 0; ow < OW; ow++)
+        acc[ow] = 0;
+      for (int64_t kh = 0; kh < KH; kh++) {
+        const int64_t ih = oh * SH + kh * DH - PT;
+        if (ih < 0 || ih >= H)
+          continue;
+        const int8_t *xr = x + ih * W;
+        for (int64_t kw = 0; kw < KW; kw++) {
+          const int32_t wv = wc[kh * KW + kw];
+          const int64_t off = kw * DW - PL;
+          // Columns ow with 0 <= ow SW + off < W.
+          int64_t o0 = off >= 0 ? 0 : (-off + SW - 1) / SW;
+          int64_t o1 = W - 1 - off < 0 ? 0 : (W - 1 - off) / SW + 1;
+          o1 = minI(o1, OW);
+          const int8_t *xs = xr + off;
+          if (SW == 1)
+            for (int64_t ow = o0; ow < o1; ow++)
+              acc[ow] += (int32_t(xs[ow]) - xo) * wv;
+          else
+            for (int64_t ow = o0; ow < o1; ow++)
+              acc[ow] += (int32_t(xs[ow * SW]) - xo) * wv;
+        }
+      }
+      for (int64_t ow = 0; ow < OW; ow++)
+        y[oh * OW + ow] = requant(int32_t(uint32_t(acc[ow]) + uint32_t(corr)), as, br, dScale,
+                                  dOff, dLo, dHi);
+    }
+  }
+}

@@ -46,34 +46,41 @@ static inline __attribute__((always_inline)) void packPatch(uint32_t *patch, int
   const int64_t K = cg * KH * KW, K4 = ceilDiv(K, 4);
   uint8_t *b = (uint8_t *)patch;
   const uint8_t padA = uint8_t(xOff + 128);
+  // The tile's pixels: top-left input corner of each window (pixels past P read nothing).
+  int32_t ih0[64], iw0[64];
+  const int64_t np = minI(T, P - p0);
   for (int64_t j = 0; j < T; j++) {
-    int64_t p = p0 + j;
-    int32_t sum = 0;
-    if (p >= P) {
-      for (int64_t k = 0; k < 4 * K4; k++)
-        b[(k >> 2) * T * 4 + j * 4 + (k & 3)] = 0;
-      if (sums)
-        colsum[j] = 0;
-      continue;
-    }
-    int64_t oh = p / OW, ow = p % OW;
-    int64_t k = 0;
-    for (int64_t c = 0; c < cg; c++)
-      for (int64_t kh = 0; kh < KH; kh++) {
-        int64_t ih = oh * SH + kh * DH - PT;
-        bool rowIn = ih >= 0 && ih < H;
-        const int8_t *xr = xg + (c * H + (rowIn ? ih : 0)) * W;
-        for (int64_t kw = 0; kw < KW; kw++, k++) {
-          int64_t iw = ow * SW + kw * DW - PL;
-          uint8_t a = (rowIn && iw >= 0 && iw < W) ? uint8_t(int32_t(xr[iw]) + 128) : padA;
-          b[(k >> 2) * T * 4 + j * 4 + (k & 3)] = a;
-          sum += a;
+    int64_t p = p0 + (j < np ? j : 0);
+    ih0[j] = int32_t((p / OW) * SH - PT);
+    iw0[j] = int32_t((p % OW) * SW - PL);
+  }
+  if (sums)
+    for (int64_t j = 0; j < T; j++)
+      colsum[j] = 0;
+  // One patch row (tap k) at a time: T bytes at stride 4 in its quad row.
+  int64_t k = 0;
+  for (int64_t c = 0; c < cg; c++) {
+    const int8_t *xc = xg + c * H * W;
+    for (int64_t kh = 0; kh < KH; kh++)
+      for (int64_t kw = 0; kw < KW; kw++, k++) {
+        uint8_t *dk = b + (k >> 2) * T * 4 + (k & 3);
+        const int64_t dh = kh * DH, dw = kw * DW;
+        for (int64_t j = 0; j < np; j++) {
+          int64_t ih = ih0[j] + dh, iw = iw0[j] + dw;
+          bool in = ih >= 0 && ih < H && iw >= 0 && iw < W;
+          uint8_t a = in ? uint8_t(int32_t(xc[ih * W + iw]) + 128) : padA;
+          dk[j * 4] = a;
+          if (sums)
+            colsum[j] += a;
         }
+        for (int64_t j = np; j < T; j++)
+          dk[j * 4] = 0;
       }
-    for (; k < 4 * K4; k++)
-      b[(k >> 2) * T * 4 + j * 4 + (k & 3)] = 0;
-    if (sums)
-      colsum[j] = sum;
+  }
+  for (; k < 4 * K4; k++) {
+    uint8_t *dk = b + (k >> 2) * T * 4 + (k & 3);
+    for (int64_t j = 0; j < T; j++)
+      dk[j * 4] = 0;
   }
 }
 
