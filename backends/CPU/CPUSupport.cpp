@@ -1,5 +1,6 @@
 // What the CPU backend runs. The element kinds are the CPU column of the operator table
-// (src/ClassGen/NodeTable.cpp, docs/Operators.md): float32 compute, integer reductions,
+// (src/ClassGen/NodeTable.cpp, docs/Operators.md): float32 compute, int8 convolution and
+// fully connected (per-tensor and channelwise), integer reductions,
 // ArgMax/ArgMin/TopK, quantization, and data movement of every element type; this file adds what the table cannot say, the ranks and fused
 // activations the kernels handle. Every kind claimed has a kernel (an emitter in
 // codegen/Emit*.cpp, or the table-driven element-wise default) and runs in the operator
@@ -18,6 +19,21 @@ namespace {
 
 unsigned rankOf(const Node &n, unsigned i) { return unsigned(n.getNthInput(i).dims().size()); }
 
+/// The int8 convolution and FC kernels (EmitQuantConv.cpp) pack their weights and fold the
+/// bias at compile time: inputs \p from.. of \p n must be Constants, and the activation
+/// offset must be an int8 value (the padding byte).
+bool int8Operands(const Node &n, unsigned from) {
+  if (n.getNthInput(0).getElementType() != ElemKind::Int8Q)
+    return true;
+  int32_t off = n.getNthInput(0).getType()->offset;
+  if (off < -128 || off > 127)
+    return false;
+  for (unsigned i = from; i < n.getNumInputs(); i++)
+    if (!isa<Constant>(n.getNthInput(i).getNode()))
+      return false;
+  return true;
+}
+
 /// Rank and attribute conditions of the CPU kernels, for a node whose kinds the table
 /// accepts. A new operator needs no case here unless its kernel has such a limit.
 bool shapeSupported(const Node &n, bool fuseEpilogues, bool fuseSigmoids) {
@@ -28,7 +44,11 @@ bool shapeSupported(const Node &n, bool fuseEpilogues, bool fuseSigmoids) {
   };
   switch (n.getKind()) {
   case NodeKind::Convolution:
-    return rankOf(n, 0) == 4 && rankOf(n, 1) == 4;
+    return rankOf(n, 0) == 4 && rankOf(n, 1) == 4 && int8Operands(n, 1);
+  case NodeKind::ChannelwiseQuantizedConvolution:
+    return rankOf(n, 0) == 4 && rankOf(n, 1) == 4 && int8Operands(n, 1);
+  case NodeKind::ChannelwiseQuantizedFullyConnected:
+    return rankOf(n, 0) == 2 && rankOf(n, 1) == 2 && int8Operands(n, 1);
   case NodeKind::FusedConvolution: {
     // The kernels' epilogue: a residual and/or any activation the type rule admits
     // (libjit_act.h). The depthwise kernel has no residual.
@@ -49,6 +69,7 @@ bool shapeSupported(const Node &n, bool fuseEpilogues, bool fuseSigmoids) {
   case NodeKind::AdaptiveAvgPool:
     return rankOf(n, 0) == 4;
   case NodeKind::FullyConnected:
+    return rankOf(n, 0) == 2 && rankOf(n, 1) == 2 && int8Operands(n, 1);
   case NodeKind::MatMul:
     return rankOf(n, 0) == 2 && rankOf(n, 1) == 2;
   case NodeKind::BatchMatMul:

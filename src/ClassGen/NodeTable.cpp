@@ -37,7 +37,8 @@ void defineConvolutionsAndPooling(Table &t) {
                 "Slice_g bias, Group = 1), joined by Concat on the channel axis")
       .onnx({"Conv"})
       .interpreter("uniform(floats); i8q, i8q, i32q -> i8q")
-      .cpu("uniform(floats)", "rank-4 Input and Filter")
+      .cpu("uniform(floats); i8q, i8q, i32q -> i8q",
+           "rank-4 Input and Filter; int8: constant Filter and Bias, Input offset in [-128, 127]")
       .sim("uniform(f32|f16); i8q, i8q, i32q -> i8q");
   t.node("MaxPool")
       .input("Input")
@@ -48,7 +49,7 @@ void defineConvolutionsAndPooling(Table &t) {
       .noLowering()
       .onnx({"MaxPool"})
       .interpreter("floats|i8q|index -> =")
-      .cpu("uniform(floats|index)", "rank-4 Input")
+      .cpu("uniform(floats|index); i8q -> i8q", "rank-4 Input")
       .sim("f32|f16|i8q -> =");
   t.node("AvgPool")
       .input("Input")
@@ -60,7 +61,7 @@ void defineConvolutionsAndPooling(Table &t) {
       .noLowering()
       .onnx({"AveragePool"})
       .interpreter("floats|i8q -> =")
-      .cpu("uniform(floats)", "rank-4 Input")
+      .cpu("uniform(floats); i8q -> i8q", "rank-4 Input")
       .sim("f32|f16|i8q -> =");
   t.node("AdaptiveAvgPool")
       .input("Input")
@@ -72,7 +73,7 @@ void defineConvolutionsAndPooling(Table &t) {
       .noLowering()
       .onnx({"GlobalAveragePool"})
       .interpreter("floats|i8q -> =")
-      .cpu("uniform(floats)", "rank-4 Input")
+      .cpu("uniform(floats); i8q -> i8q", "rank-4 Input")
       .sim("f32|f16|i8q -> =");
 }
 
@@ -85,7 +86,8 @@ void defineLinearAlgebra(Table &t) {
       .lowering("lowerFullyConnected", "BatchedAdd(MatMul(Input, Weights), Bias)")
       .onnx({"Gemm"})
       .interpreter("uniform(floats); i8q, i8q, i32q -> i8q")
-      .cpu("uniform(floats)", "rank-2 Input and Weights")
+      .cpu("uniform(floats); i8q, i8q, i32q -> i8q",
+           "rank-2 Input and Weights; int8: constant Weights and Bias, Input offset in [-128, 127]")
       .sim("uniform(f32|f16); i8q, i8q, i32q -> i8q");
   t.node("MatMul")
       .input("LHS").input("RHS")
@@ -177,7 +179,8 @@ void defineActivations(Table &t) {
         .noLowering().interpreter("uniform(floats)").cpu("uniform(floats)").sim("none");
   };
   unary("Relu", "max(x, 0). Quantized: output may have its own scale and offset.")
-      .onnx({"Relu"}).interpreter("floats|i8q -> =").sim("f32|f16|i8q -> =");
+      .onnx({"Relu"}).interpreter("floats|i8q -> =").cpu("uniform(floats); i8q -> i8q")
+      .sim("f32|f16|i8q -> =");
   unary("Sigmoid", "1 / (1 + exp(-x)).").onnx({"Sigmoid"});
   unary("Tanh", "Hyperbolic tangent.").onnx({"Tanh"});
   unary("Gelu", "x * Phi(x); with Approximate, the tanh form "
@@ -229,15 +232,20 @@ void defineArithmetic(Table &t) {
         .noLowering().cpu("uniform(numeric)").sim("none");
   };
   binary("Add", "LHS + RHS. Quantized operands may have different scales; so may the result.")
-      .onnx({"Add", "Sum"}).interpreter("numeric|i8q -> =").sim("f32|f16|i8q -> =");
-  binary("Sub", "LHS - RHS.").onnx({"Sub"}).interpreter("numeric|i8q -> =");
-  binary("Mul", "LHS * RHS.").onnx({"Mul"}).interpreter("numeric|i8q -> =");
+      .onnx({"Add", "Sum"}).interpreter("numeric|i8q -> =").sim("f32|f16|i8q -> =")
+      .cpu("uniform(numeric); i8q, i8q -> i8q");
+  binary("Sub", "LHS - RHS.").onnx({"Sub"}).interpreter("numeric|i8q -> =")
+      .cpu("uniform(numeric); i8q, i8q -> i8q");
+  binary("Mul", "LHS * RHS.").onnx({"Mul"}).interpreter("numeric|i8q -> =")
+      .cpu("uniform(numeric); i8q, i8q -> i8q");
   binary("Div", "LHS / RHS (IEEE for floats; integers truncate toward zero, MIN / -1 is "
                "MIN; integer division by zero is an error on the Interpreter and 0 on the CPU "
                "backend, whose kernels cannot stop a run).")
       .onnx({"Div"}).interpreter("numeric");
-  binary("Max", "max(LHS, RHS).").onnx({"Max"}).interpreter("numeric|i8q -> =");
-  binary("Min", "min(LHS, RHS).").onnx({"Min"}).interpreter("numeric|i8q -> =");
+  binary("Max", "max(LHS, RHS).").onnx({"Max"}).interpreter("numeric|i8q -> =")
+      .cpu("uniform(numeric); i8q, i8q -> i8q");
+  binary("Min", "min(LHS, RHS).").onnx({"Min"}).interpreter("numeric|i8q -> =")
+      .cpu("uniform(numeric); i8q, i8q -> i8q");
   binary("Pow", "LHS raised to RHS. Integers: exact with wrapping; a negative exponent "
                 "gives 1 / LHS^-RHS truncated (0 unless LHS is 1 or -1); 0^negative is an "
                 "error on the Interpreter and 0 on the CPU backend.")
@@ -443,7 +451,9 @@ void defineQuantization(Table &t) {
       .noLowering()
       .onnx({"QLinearConv", "ConvInteger"})
       .interpreter("i8q|u8q, i8q|u8q, f32, i32, i32|f32 -> i8q|u8q|i32")
-      .cpu("none")
+      .cpu("i8q, i8q, f32, i32, i32|f32 -> i8q",
+           "rank 4; constant Filter, FilterScales, FilterOffsets and Bias; Input offset in "
+           "[-128, 127]")
       .sim("none");
   t.node("ChannelwiseQuantizedFullyConnected")
       .input("Input").input("Weights").input("WeightScales").input("WeightOffsets")
@@ -459,7 +469,9 @@ void defineQuantization(Table &t) {
       .noLowering()
       .onnx({"QLinearMatMul", "MatMulInteger"})
       .interpreter("i8q|u8q, i8q|u8q, f32, i32, i32|f32 -> i8q|u8q|i32")
-      .cpu("none")
+      .cpu("i8q, i8q, f32, i32, i32|f32 -> i8q",
+           "rank 2; constant Weights, WeightScales, WeightOffsets and Bias; Input offset in "
+           "[-128, 127]")
       .sim("none");
 }
 

@@ -523,12 +523,12 @@ TEST(BundleTest, KilnCompileErrorsAreClearAndLeaveNothingBehind) {
 
 TEST(BundleTest, AModelTheBackendCannotCompileIsAnErrorNamingTheNode) {
   Module m;
-  // int8 quantized arithmetic runs on the Interpreter only (docs/Operators.md).
+  // int8 MatMul runs on the Interpreter only (docs/Operators.md).
   Function *f = m.createFunction("half");
-  TypeRef q = m.uniqueType(ElemKind::Int8Q, {4}, 0.1f, 0);
+  TypeRef q = m.uniqueType(ElemKind::Int8Q, {2, 2}, 0.1f, 0);
   Placeholder *a = m.createPlaceholder(q, "a");
   Placeholder *b = m.createPlaceholder(q, "b");
-  SaveNode *s = f->createSave("y", f->createAdd("sum", a, b));
+  SaveNode *s = f->createSave("y", f->createMatMul("sum", q, a, b));
   std::string dir = tmpPath("unsupported");
   cpu::BundleOptions o;
   o.name = "half";

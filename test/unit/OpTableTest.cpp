@@ -52,9 +52,10 @@ TEST_F(OpTableTest, ConvolutionFloatAndInt8Paths) {
   EXPECT_TRUE(kindsSupported(*bf16, kCPU)); // computed in float32 (widen-half-floats)
   EXPECT_FALSE(kindsSupported(*bf16, kSim)); // the chip has f32 and f16 only
   EXPECT_TRUE(kindsSupported(*q, kInterp));
-  EXPECT_FALSE(kindsSupported(*q, kCPU));
+  EXPECT_TRUE(kindsSupported(*q, kCPU)); // the int8 kernels (libjit_qconv.cpp)
   EXPECT_TRUE(kindsSupported(*q, kSim));
   EXPECT_FALSE(kindsSupported(*qBadBias, kInterp)); // the bias must be int32
+  EXPECT_FALSE(kindsSupported(*qBadBias, kCPU));
   EXPECT_FALSE(kindsSupported(*mixed, kInterp));
 }
 
@@ -154,8 +155,13 @@ TEST_F(OpTableTest, BackendDefaultIsTheTableColumnOfItsName) {
   NamedBackend interp("Interpreter"), cpu("CPU"), other("Elsewhere");
   EXPECT_TRUE(interp.isOpSupported(*sig));
   EXPECT_TRUE(cpu.isOpSupported(*sig)); // the CPU column lists the float kinds
+  Node *qmm = f->createMatMul("qmm", m.uniqueType(ElemKind::Int8Q, {2, 2}, 0.5f, 0),
+                              ph(ElemKind::Int8Q, {2, 2}, 0.5f, 0),
+                              ph(ElemKind::Int8Q, {2, 2}, 0.5f, 0));
   EXPECT_TRUE(interp.isOpSupported(*qrelu));
-  EXPECT_FALSE(cpu.isOpSupported(*qrelu)); // int8 compute: not on the CPU backend
+  EXPECT_TRUE(cpu.isOpSupported(*qrelu)); // the CPU's int8 Relu (a table pass)
+  EXPECT_TRUE(interp.isOpSupported(*qmm));
+  EXPECT_FALSE(cpu.isOpSupported(*qmm)); // int8 MatMul: not on the CPU backend
   EXPECT_FALSE(other.isOpSupported(*sig));
   Error e = other.checkAllNodesSupported(*f);
   ASSERT_TRUE(bool(e));

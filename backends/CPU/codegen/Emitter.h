@@ -177,6 +177,13 @@ public:
   Error planArgReduce(Instruction *I, std::vector<Item> &items);
   Error planTopK(Instruction *I, std::vector<Item> &items);
   Error planQuant(Instruction *I, std::vector<Item> &items);
+  /// int8 Convolution/FullyConnected and their channelwise forms (EmitQuantConv.cpp); the
+  /// float ones go on to planConv / planFullyConnected.
+  Error planQuantConv(Instruction *I, std::vector<Item> &items);
+  Error planQuantFC(Instruction *I, std::vector<Item> &items);
+  /// int8 Relu, Add, Sub, Mul, Max, Min (tables) and pools (EmitQuantElem.cpp).
+  Error planQuantElem(Instruction *I, std::vector<Item> &items);
+  Error planQuantPool(Instruction *I, std::vector<Item> &items);
 
 private:
   /// Appends serial items to \p items: serialTo(items)("name", emit).
@@ -212,6 +219,10 @@ private:
     return Range{l.base, l.offset, l.offset + v->getType()->sizeInBytes()};
   }
   Expected<uint64_t> constRaw(const WeightVar *w);
+  /// \p bytes of \p data copied into the constant arena (64-byte aligned).
+  Expected<uint64_t> constBytes(const void *data, uint64_t bytes);
+  /// The int8 kernels' ISA ("vnni", "avx2", "generic") and its 32-bit lanes per vector.
+  std::string qIsa(int64_t &lanes);
   Expected<uint64_t> constPacked(const WeightVar *w, WeightPacking packing, int64_t groups,
                                  int64_t rows, int64_t cols);
   uint64_t reserveExtra(uint64_t bytes) {
@@ -276,6 +287,7 @@ private:
   llvm::IRBuilder<> B_;
   llvm::Type *i8_, *i64_, *f32_, *i8p_;
   std::string isa_;
+  std::string qIsa_;
   int64_t scratchPerThread_;
   uint64_t scratchOffset_, extrasTop_;
   bool usesScratch_ = false;
@@ -318,6 +330,11 @@ void registerLinalgEmitters(EmitterTable &t);
 void registerNormEmitters(EmitterTable &t);
 void registerDataEmitters(EmitterTable &t);
 void registerQuantEmitters(EmitterTable &t);
+/// After registerConvEmitters and registerLinalgEmitters: takes over Convolution and
+/// FullyConnected (int8 here, float handed on) and adds the channelwise kinds.
+void registerQuantConvEmitters(EmitterTable &t);
+/// After registerConvEmitters: int8 element-wise kinds and pools (float pools handed on).
+void registerQuantElemEmitters(EmitterTable &t);
 
 /// The libjit name of element kind \p k, the one table kernel names are built from: "f32",
 /// "f16", "bf16", "i32", "i64", "bool", a quantized kind by its storage type ("i8", "u8",

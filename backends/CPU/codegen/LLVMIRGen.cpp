@@ -353,6 +353,8 @@ Error Emitter::plan(Instruction *I, std::vector<Item> &items) {
     registerNormEmitters(t);
     registerDataEmitters(t);
     registerQuantEmitters(t);
+    registerQuantConvEmitters(t);
+    registerQuantElemEmitters(t);
     return t;
   }();
   auto it = table.find(I->getKind());

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -50,8 +51,17 @@ int main(int argc, char **argv) {
   }
   std::string out = argv[1];
   const char *tmp = std::getenv("TMPDIR");
-  std::string scratch =
-      std::string(tmp && *tmp ? tmp : "/tmp") + "/kiln-prebuild-" + std::to_string(::getpid());
+  // A fresh directory (mkdtemp): sandboxed builds in other worktrees run this tool with the
+  // same pid (each sandbox is its own pid namespace) and share /tmp, so a pid-named one
+  // was written and removed under a concurrent build.
+  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/kiln-prebuild-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (!::mkdtemp(buf.data())) {
+    std::fprintf(stderr, "prebuild_kernels: cannot create %s\n", tmpl.c_str());
+    return 1;
+  }
+  std::string scratch = buf.data();
   struct Level {
     const char *name;
     bool avx512;

@@ -1,0 +1,303 @@
+// Emitters of the int8 convolution and fully connected kernels (libjit/libjit_qconv.cpp):
+// Convolution and FullyConnected on Int8Q operands (per-tensor weights) and
+// ChannelwiseQuantizedConvolution / ChannelwiseQuantizedFullyConnected (per-channel weights,
+// Int8Q input and result). Float convolutions and FCs go on to the float emitters.
+//
+// At compile time the weights are packed as the kernels read them (k-quads of bytes) and
+// each output channel gets its constants: the accumulator scale and real bias in double
+// (as the Interpreter computes them), and the integer correction of the u8 x s8 scheme
+// (see libjit_qconv.cpp): corr = -(128 + xOffset) sum_k f + K (128 + xOffset) fOffset, plus
+// the i32 bias of the channelwise nodes. The ISA: vpdpbusd where the target has AVX-512
+// VNNI, vpmaddwd (AVX2) otherwise, plain C on targets without AVX2.
+#include "Emitter.h"
+
+#include <cstring>
+
+namespace kiln::cpu {
+
+namespace {
+
+/// The values of a constant operand, or null when it is not a constant.
+const Tensor *payloadOf(const Value *v) {
+  auto *w = dyn_cast<WeightVar>(v);
+  if (!w || !w->isConstant())
+    return nullptr;
+  auto *c = dyn_cast<Constant>(w->getOrigin());
+  return c ? &c->getPayload() : nullptr;
+}
+
+/// Per-channel constants of one int8 convolution or FC, in the order of QParams.
+struct ChannelConsts {
+  std::vector<double> accScale, biasReal;
+  std::vector<int32_t> corr, fOff;
+  explicit ChannelConsts(size_t n) : accScale(n, 0.0), biasReal(n, 0.0), corr(n, 0), fOff(n, 0) {}
+  std::vector<char> bytes() const {
+    size_t n = accScale.size();
+    std::vector<char> b(n * (2 * sizeof(double) + 2 * sizeof(int32_t)));
+    char *p = b.data();
+    std::memcpy(p, accScale.data(), n * sizeof(double));
+    std::memcpy(p + n * 8, biasReal.data(), n * sizeof(double));
+    std::memcpy(p + n * 16, corr.data(), n * sizeof(int32_t));
+    std::memcpy(p + n * 20, fOff.data(), n * sizeof(int32_t));
+    return b;
+  }
+};
+
+/// The weight-side quantization of output channel o: per-tensor from the filter's type, or
+/// the channelwise node's scales and offsets, and the bias (i32q per-tensor: a real bias;
+/// channelwise: i32 in accumulator units, or float real).
+struct WeightQuant {
+  const Type *filterTy = nullptr, *biasTy = nullptr;
+  const Tensor *bias = nullptr, *scales = nullptr, *offsets = nullptr;
+  float inScale = 1.0f;
+
+  int32_t offset(size_t o) const {
+    return scales ? offsets->getHandle<int32_t>().raw(o) : filterTy->offset;
+  }
+  double accScale(size_t o) const {
+    return scales ? double(inScale) * double(scales->getHandle<float>().raw(o))
+                  : double(inScale) * double(filterTy->scale);
+  }
+  /// (integer bias joining the accumulator, real bias added after scaling).
+  std::pair<int32_t, double> bias_(size_t o) const {
+    if (!scales) {
+      int64_t b = bias->getHandle<int32_t>().raw(o);
+      return {0, double(biasTy->scale) * double(b - int64_t(biasTy->offset))};
+    }
+    if (bias->getElementType() == ElemKind::Float)
+      return {0, double(bias->getHandle<float>().raw(o))};
+    return {bias->getHandle<int32_t>().raw(o), 0.0};
+  }
+};
+
+} // namespace
+
+std::string Emitter::qIsa(int64_t &lanes) {
+  if (qIsa_.empty()) {
+    HostInfo h = detectHost(opts_.jit);
+    bool vnni = h.avx512 && h.features.find("+avx512vnni") != std::string::npos;
+    qIsa_ = vnni ? "vnni" : h.avx2 ? "avx2" : "generic";
+  }
+  lanes = qIsa_ == "vnni" ? 16 : 8;
+  return qIsa_;
+}
+
+Expected<uint64_t> Emitter::constBytes(const void *data, uint64_t bytes) {
+  uint64_t off = alignUp(consts_.size());
+  if (!consts_.resize(off + alignUp(std::max<uint64_t>(bytes, 1))))
+    return makeError(ErrorCode::OutOfMemory, "CPU backend: cannot grow the constant arena by ",
+                     bytes, " bytes");
+  if (bytes)
+    std::memcpy(consts_.data() + off, data, bytes);
+  return off;
+}
+
+Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
+  Value *dest, *in, *filter, *bias;
+  std::vector<dim_t> kernels, strides, pads, dilations;
+  dim_t group;
+  WeightQuant wq;
+  if (auto *c = dyn_cast<ConvolutionInst>(I)) {
+    if (c->getInput()->getType()->kind != ElemKind::Int8Q)
+      return planConv(I, items);
+    dest = c->getDest(), in = c->getInput(), filter = c->getFilter(), bias = c->getBias();
+    kernels = c->getKernels(), strides = c->getStrides(), pads = c->getPads();
+    dilations = c->getDilations(), group = c->getGroup();
+  } else {
+    auto *q = cast<ChannelwiseQuantizedConvolutionInst>(I);
+    dest = q->getDest(), in = q->getInput(), filter = q->getFilter(), bias = q->getBias();
+    kernels = q->getKernels(), strides = q->getStrides(), pads = q->getPads();
+    dilations = q->getDilations(), group = q->getGroup();
+    wq.scales = payloadOf(q->getFilterScales());
+    wq.offsets = payloadOf(q->getFilterOffsets());
+    if (!wq.scales || !wq.offsets)
+      return unsupported(I);
+  }
+  const Type &it = *in->getType(), &ft = *filter->getType(), &ot = *dest->getType();
+  const Tensor *fp = payloadOf(filter);
+  wq.bias = payloadOf(bias);
+  wq.filterTy = &ft, wq.biasTy = bias->getType(), wq.inScale = it.scale;
+  if (it.kind != ElemKind::Int8Q || ft.kind != ElemKind::Int8Q || ot.kind != ElemKind::Int8Q ||
+      !fp || !wq.bias || it.rank() != 4 || ft.rank() != 4 || ot.rank() != 4 || group == 0 ||
+      kernels.size() != 2 || strides.size() != 2 || pads.size() != 4 || dilations.size() != 2 ||
+      it.offset < -128 || it.offset > 127)
+    return unsupported(I);
+  const int64_t N = it.dims[0], C = it.dims[1], H = it.dims[2], W = it.dims[3];
+  const int64_t O = ot.dims[1], OH = ot.dims[2], OW = ot.dims[3], G = int64_t(group);
+  const int64_t KH = kernels[0], KW = kernels[1];
+  if (C % G || O % G || int64_t(ft.dims[0]) != O || int64_t(ft.dims[1]) != C / G ||
+      int64_t(ft.dims[2]) != KH || int64_t(ft.dims[3]) != KW ||
+      int64_t(wq.bias->size()) != O || (wq.scales && (int64_t(wq.scales->size()) != O ||
+                                                      int64_t(wq.offsets->size()) != O)))
+    return makeError(ErrorCode::InvalidArgument, "CPU backend: ", I->getKindName(), " '",
+                     I->getName(), "': filter ", ft.toString(), " and bias ",
+                     bias->getType()->toString(), " do not fit input ", it.toString(),
+                     ", output ", ot.toString(), " and group ", G);
+  int64_t L;
+  std::string isa = qIsa(L);
+  const int64_t T = 2 * L, MR = 4;
+  const int64_t cg = C / G, og = O / G, K = cg * KH * KW, K4 = (K + 3) / 4;
+  const int64_t SH = strides[0], SW = strides[1], PT = pads[0], PL = pads[1];
+  const int64_t DH = dilations[0], DW = dilations[1];
+  const float outScale = ot.scale;
+  const int64_t outOff = ot.offset, xOff = it.offset;
+  if (G == C && O == C) {
+    // Depthwise: centred int16 filters and the exact int32 sum (libjit_qdwconv_i8).
+    const int8_t *f = reinterpret_cast<const int8_t *>(fp->getUnsafePtr());
+    std::vector<int16_t> w16(size_t(C * KH * KW));
+    ChannelConsts cc{size_t(C)};
+    for (int64_t o = 0; o < C; o++) {
+      const int64_t fo = wq.offset(size_t(o));
+      for (int64_t k = 0; k < KH * KW; k++)
+        w16[size_t(o * KH * KW + k)] = int16_t(int64_t(f[o * KH * KW + k]) - fo);
+      auto [ib, br] = wq.bias_(size_t(o));
+      cc.corr[size_t(o)] = ib;
+      cc.accScale[size_t(o)] = wq.accScale(size_t(o));
+      cc.biasReal[size_t(o)] = br;
+    }
+    KILN_ASSIGN_OR_RETURN(uint64_t wOff, constBytes(w16.data(), w16.size() * 2));
+    std::vector<char> pb = cc.bytes();
+    KILN_ASSIGN_OR_RETURN(uint64_t pOff, constBytes(pb.data(), pb.size()));
+    needPoolScratch(OW + 16);
+    std::string name = "qconv dw " + std::to_string(KH) + "x" + std::to_string(KW) + "/" +
+                       std::to_string(SH) + " " + std::to_string(C);
+    items.push_back({true, name, [=] {
+                       call("libjit_qdwconv_i8",
+                            {ptr(dest), ptr(in), at({kConstantBase, wOff}),
+                             at({kConstantBase, pOff}), I64(N), I64(C), I64(H), I64(W), I64(OH),
+                             I64(OW), I64(KH), I64(KW), I64(SH), I64(SW), I64(PT), I64(PL),
+                             I64(DH), I64(DW), I64(xOff), F32(outScale), I64(outOff), I64(-128),
+                             I64(127), scratch(), I64(scratchPerThread_ * 4), tid_, nth_});
+                     }});
+    return Error::success();
+  }
+  const int64_t ogPad = (og + MR - 1) / MR * MR, Opad = G * ogPad;
+  // Weights: [G][ogPad / MR][K4][MR] quads; channels past og are zero.
+  std::vector<int8_t> packed(size_t(Opad * K4 * 4), 0);
+  const int8_t *f = reinterpret_cast<const int8_t *>(fp->getUnsafePtr());
+  ChannelConsts cc{size_t(Opad)};
+  const int64_t cIn = 128 + int64_t(it.offset);
+  bool anyFOff = false;
+  for (int64_t g = 0; g < G; g++)
+    for (int64_t j = 0; j < og; j++) {
+      const int64_t o = g * og + j, oi = g * ogPad + j;
+      const int64_t blk = (g * ogPad + j / MR * MR) * K4 * 4, r = j % MR;
+      int64_t sum = 0;
+      for (int64_t k = 0; k < K; k++) {
+        int8_t v = f[o * K + k];
+        packed[size_t(blk + ((k / 4) * MR + r) * 4 + k % 4)] = v;
+        sum += v;
+      }
+      const int64_t fo = wq.offset(size_t(o));
+      auto [ib, br] = wq.bias_(size_t(o));
+      // Wrapping 32-bit arithmetic, as the kernel's.
+      uint32_t corr = uint32_t(-cIn * sum) + uint32_t(K * cIn) * uint32_t(fo) + uint32_t(ib);
+      cc.corr[size_t(oi)] = int32_t(corr);
+      cc.fOff[size_t(oi)] = int32_t(fo);
+      cc.accScale[size_t(oi)] = wq.accScale(size_t(o));
+      cc.biasReal[size_t(oi)] = br;
+      anyFOff |= fo != 0;
+    }
+  KILN_ASSIGN_OR_RETURN(uint64_t wOff, constBytes(packed.data(), packed.size()));
+  std::vector<char> pb = cc.bytes();
+  KILN_ASSIGN_OR_RETURN(uint64_t pOff, constBytes(pb.data(), pb.size()));
+  needPoolScratch((K4 * T * 4 + T * 4 + MR * T * 4) / 4 + 16);
+  std::string name = "qconv " + std::to_string(KH) + "x" + std::to_string(KW) + "/" +
+                     std::to_string(SH) + " " + std::to_string(C) + "->" + std::to_string(O) +
+                     (G > 1 ? " g" + std::to_string(G) : "") + " " + isa;
+  items.push_back({true, name, [=] {
+                     call("libjit_qconv_i8_" + isa,
+                          {ptr(dest), ptr(in), at({kConstantBase, wOff}),
+                           at({kConstantBase, pOff}), I64(N), I64(C), I64(H), I64(W), I64(O),
+                           I64(OH), I64(OW), I64(KH), I64(KW), I64(SH), I64(SW), I64(PT),
+                           I64(PL), I64(DH), I64(DW), I64(G), I64(xOff), F32(outScale),
+                           I64(outOff), I64(-128), I64(127), I64(anyFOff), scratch(),
+                           I64(scratchPerThread_ * 4), tid_, nth_});
+                   }});
+  return Error::success();
+}
+
+Error Emitter::planQuantFC(Instruction *I, std::vector<Item> &items) {
+  Value *dest, *in, *weights, *bias;
+  WeightQuant wq;
+  if (auto *fc = dyn_cast<FullyConnectedInst>(I)) {
+    if (fc->getInput()->getType()->kind != ElemKind::Int8Q)
+      return planFullyConnected(I, items);
+    dest = fc->getDest(), in = fc->getInput(), weights = fc->getWeights(), bias = fc->getBias();
+  } else {
+    auto *q = cast<ChannelwiseQuantizedFullyConnectedInst>(I);
+    dest = q->getDest(), in = q->getInput(), weights = q->getWeights(), bias = q->getBias();
+    wq.scales = payloadOf(q->getWeightScales());
+    wq.offsets = payloadOf(q->getWeightOffsets());
+    if (!wq.scales || !wq.offsets)
+      return unsupported(I);
+  }
+  const Type &it = *in->getType(), &wt = *weights->getType(), &ot = *dest->getType();
+  const Tensor *wp = payloadOf(weights);
+  wq.bias = payloadOf(bias);
+  wq.filterTy = &wt, wq.biasTy = bias->getType(), wq.inScale = it.scale;
+  if (it.kind != ElemKind::Int8Q || wt.kind != ElemKind::Int8Q || ot.kind != ElemKind::Int8Q ||
+      !wp || !wq.bias || it.rank() != 2 || wt.rank() != 2 || ot.rank() != 2 ||
+      it.offset < -128 || it.offset > 127)
+    return unsupported(I);
+  const int64_t N = it.dims[0], K = it.dims[1], M = wt.dims[1];
+  if (int64_t(wt.dims[0]) != K || int64_t(ot.dims[0]) != N || int64_t(ot.dims[1]) != M ||
+      int64_t(wq.bias->size()) != M ||
+      (wq.scales && (int64_t(wq.scales->size()) != M || int64_t(wq.offsets->size()) != M)))
+    return makeError(ErrorCode::InvalidArgument, "CPU backend: ", I->getKindName(), " '",
+                     I->getName(), "': weights ", wt.toString(), " and bias ",
+                     bias->getType()->toString(), " do not fit input ", it.toString(),
+                     " and output ", ot.toString());
+  int64_t L;
+  std::string isa = qIsa(L);
+  const int64_t T = 2 * L, K4 = (K + 3) / 4, tiles = (M + T - 1) / T, Mpad = tiles * T;
+  // Weights: [tiles][K4][T] quads, zero past K and M.
+  std::vector<int8_t> packed(size_t(tiles * K4 * T * 4), 0);
+  const int8_t *w = reinterpret_cast<const int8_t *>(wp->getUnsafePtr());
+  std::vector<int64_t> colsum(size_t(M), 0);
+  for (int64_t k = 0; k < K; k++)
+    for (int64_t m = 0; m < M; m++) {
+      int8_t v = w[k * M + m];
+      packed[size_t((((m / T) * K4 + k / 4) * T + m % T) * 4 + k % 4)] = v;
+      colsum[size_t(m)] += v;
+    }
+  ChannelConsts cc{size_t(Mpad)};
+  const int64_t cIn = 128 + int64_t(it.offset);
+  bool anyFOff = false;
+  for (int64_t m = 0; m < M; m++) {
+    const int64_t fo = wq.offset(size_t(m));
+    auto [ib, br] = wq.bias_(size_t(m));
+    uint32_t corr =
+        uint32_t(-cIn * colsum[size_t(m)]) + uint32_t(K * cIn) * uint32_t(fo) + uint32_t(ib);
+    cc.corr[size_t(m)] = int32_t(corr);
+    cc.fOff[size_t(m)] = int32_t(fo);
+    cc.accScale[size_t(m)] = wq.accScale(size_t(m));
+    cc.biasReal[size_t(m)] = br;
+    anyFOff |= fo != 0;
+  }
+  KILN_ASSIGN_OR_RETURN(uint64_t wOff, constBytes(packed.data(), packed.size()));
+  std::vector<char> pb = cc.bytes();
+  KILN_ASSIGN_OR_RETURN(uint64_t pOff, constBytes(pb.data(), pb.size()));
+  needPoolScratch(4 * T + 16);
+  const float outScale = ot.scale;
+  const int64_t outOff = ot.offset;
+  std::string name = "qfc " + std::to_string(N) + "x" + std::to_string(K) + "x" +
+                     std::to_string(M) + " " + isa;
+  items.push_back({true, name, [=] {
+                     call("libjit_qfc_i8_" + isa,
+                          {ptr(dest), ptr(in), at({kConstantBase, wOff}),
+                           at({kConstantBase, pOff}), I64(N), I64(K), I64(M), F32(outScale),
+                           I64(outOff), I64(-128), I64(127), I64(anyFOff), scratch(),
+                           I64(scratchPerThread_ * 4), tid_, nth_});
+                   }});
+  return Error::success();
+}
+
+void registerQuantConvEmitters(EmitterTable &t) {
+  t[InstrKind::Convolution] = &Emitter::planQuantConv;
+  t[InstrKind::ChannelwiseQuantizedConvolution] = &Emitter::planQuantConv;
+  t[InstrKind::FullyConnected] = &Emitter::planQuantFC;
+  t[InstrKind::ChannelwiseQuantizedFullyConnected] = &Emitter::planQuantFC;
+}
+
+} // namespace kiln::cpu

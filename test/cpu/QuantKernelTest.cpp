@@ -1,0 +1,319 @@
+// The CPU's int8 convolution and fully connected kernels (libjit_qconv.cpp) against the
+// Interpreter, bit for bit: Convolution and FullyConnected with per-tensor weights and
+// their channelwise forms, on AVX-512 VNNI (where the host has it) and AVX2 (the backend's
+// avx512=0), at 1 and 2 threads. Shapes with odd channel counts, pads, strides,
+// dilations, groups and depthwise; offsets at and inside the int8 limits; weights and
+// activations at -128 and 127, and biases and scales that drive outputs into saturation.
+// The CPU program is compiled without any fallback: a node the CPU did not take would
+// fail the compile, and each case checks that the stage names the int8 kernel of the ISA.
+#include "backends/CPU/CPUBackend.h"
+#include "backends/CPU/ThreadPool.h"
+#include "backends/CPU/codegen/Codegen.h"
+#include "backends/CPU/jit/Jit.h"
+#include "kiln/Backend/Compiler.h"
+#include "kiln/Memory/MemoryPipeline.h"
+#include "kiln/kiln.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+namespace kiln {
+namespace {
+
+constexpr ElemKind I8Q = ElemKind::Int8Q;
+
+struct Net {
+  Module mod;
+  Function *F = nullptr;
+  Placeholder *x = nullptr;
+  SaveNode *save = nullptr;
+};
+
+/// Raw int8 values: mostly uniform in [lo, hi], with every 7th at -128 or 127 when
+/// \p extremes.
+std::vector<int8_t> randomBytes(size_t n, uint64_t seed, int lo, int hi, bool extremes) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> d(lo, hi);
+  std::vector<int8_t> v(n);
+  for (size_t i = 0; i < n; i++)
+    v[i] = int8_t(extremes && i % 7 == 3 ? (i % 2 ? 127 : -128) : d(rng));
+  return v;
+}
+
+Tensor int8Tensor(const Type &ty, uint64_t seed, int lo, int hi, bool extremes) {
+  Tensor t(ty);
+  std::vector<int8_t> v = randomBytes(t.size(), seed, lo, hi, extremes);
+  std::memcpy(t.getUnsafePtr(), v.data(), v.size());
+  return t;
+}
+
+Tensor int32Tensor(const Type &ty, uint64_t seed, int lo, int hi) {
+  Tensor t(ty);
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> d(lo, hi);
+  auto *p = reinterpret_cast<int32_t *>(t.getUnsafePtr());
+  for (size_t i = 0; i < t.size(); i++)
+    p[i] = d(rng);
+  return t;
+}
+
+Tensor floatTensor(const Type &ty, uint64_t seed, float lo, float hi) {
+  Tensor t(ty);
+  PseudoRNG rng(seed);
+  t.randomize(lo, hi, rng);
+  return t;
+}
+
+std::vector<int8_t> inputBytes(Net &net, uint64_t seed, bool extremes) {
+  return randomBytes(net.x->getType()->numElements(), seed, -128, 127, extremes);
+}
+
+std::vector<int8_t> runCompiled(Net &net, CompiledFunction &fn, const std::vector<int8_t> &x) {
+  PlaceholderBindings b;
+  b.allocate(net.mod.getPlaceholders());
+  std::memcpy(b.get(net.x)->getUnsafePtr(), x.data(), x.size());
+  ExecutionContext ctx(&b);
+  Error e = fn.execute(ctx);
+  EXPECT_FALSE(bool(e)) << e.message();
+  Tensor *t = b.get(net.save->getPlaceholder());
+  const int8_t *p = reinterpret_cast<const int8_t *>(t->getUnsafePtr());
+  return std::vector<int8_t>(p, p + t->size());
+}
+
+std::vector<int8_t> reference(Net &net, const std::vector<int8_t> &x) {
+  auto interp = exitOnError(createBackend("Interpreter"));
+  Function *f = net.F->clone("ref");
+  auto cf = compileFunction(f, *interp, CompileOptions());
+  EXPECT_TRUE(bool(cf)) << cf.getError().message();
+  if (!cf)
+    return {};
+  // The clone saves into the same placeholder.
+  return runCompiled(net, **cf, x);
+}
+
+/// \p net compiled for the CPU (no fallback), its stage names in \p stages.
+std::vector<int8_t> runCPU(Net &net, bool avx512, unsigned threads,
+                           const std::vector<int8_t> &x, std::vector<std::string> &stages) {
+  cpu::CPUBackend backend;
+  Function *f = net.F->clone(avx512 ? "cpu512" : "cpu2");
+  for (const auto &n : f->getNodes())
+    EXPECT_TRUE(backend.isOpSupported(*n)) << n->getKindName() << " '" << n->getName() << "'";
+  Error prep = prepareFunction(f, backend);
+  EXPECT_FALSE(bool(prep)) << prep.message();
+  auto ir = generateIR(f);
+  EXPECT_TRUE(bool(ir)) << ir.getError().message();
+  if (!ir)
+    return {};
+  auto plan = planMemory(**ir);
+  EXPECT_TRUE(bool(plan)) << plan.getError().message();
+  if (!plan)
+    return {};
+  cpu::CodegenOptions co;
+  co.threads = threads;
+  co.jit.disableAvx512 = !avx512;
+  co.profile = true; // one stage per instruction, named after its kernel
+  co.jit.cacheDir = cpu::CPUBackendOptions::defaultKernelCacheDir();
+  auto prog = cpu::generateProgram(**ir, *plan, co);
+  EXPECT_TRUE(bool(prog)) << prog.getError().message();
+  if (!prog)
+    return {};
+  for (const cpu::Stage &s : (*prog)->stages)
+    stages.push_back(s.desc);
+  cpu::CPUFunction fn(std::move(*prog), std::make_shared<cpu::ThreadPool>(threads));
+  return runCompiled(net, fn, x);
+}
+
+/// The int8 kernels' ISA on this host with and without AVX-512.
+std::string expectedIsa(bool avx512) {
+  cpu::JitOptions o;
+  o.disableAvx512 = !avx512;
+  cpu::HostInfo h = cpu::detectHost(o);
+  if (h.avx512 && h.features.find("+avx512vnni") != std::string::npos)
+    return "vnni";
+  return h.avx2 ? "avx2" : "generic";
+}
+
+/// Runs \p net on both ISAs and 1 and 2 threads and compares every output byte with the
+/// Interpreter's; \p kernel is the stage-name prefix the int8 kernel must show.
+void checkNet(Net &net, const std::string &kernel, uint64_t seed, bool extremes = true) {
+  std::vector<int8_t> x = inputBytes(net, seed, extremes);
+  std::vector<int8_t> ref = reference(net, x);
+  ASSERT_FALSE(ref.empty());
+  for (bool avx512 : {true, false})
+    for (unsigned threads : {1u, 2u}) {
+      SCOPED_TRACE(std::string(avx512 ? "avx512" : "avx2") + ", " + std::to_string(threads) +
+                   " threads");
+      std::vector<std::string> stages;
+      std::vector<int8_t> got = runCPU(net, avx512, threads, x, stages);
+      ASSERT_EQ(got.size(), ref.size());
+      size_t bad = 0, first = 0;
+      for (size_t i = 0; i < ref.size(); i++)
+        if (got[i] != ref[i] && bad++ == 0)
+          first = i;
+      EXPECT_EQ(bad, 0u) << "first at " << first << ": " << int(got[first]) << " vs "
+                         << int(ref[first]);
+      bool found = false;
+      std::string all;
+      for (const std::string &s : stages) {
+        // The depthwise kernel is plain C that the JIT vectorises for the target.
+        found |= s.find(kernel + " ") != std::string::npos &&
+                 (s.find(" " + expectedIsa(avx512)) != std::string::npos ||
+                  s.find(kernel + " dw ") != std::string::npos);
+        all += "[" + s + "] ";
+      }
+      EXPECT_TRUE(found) << "no '" << kernel << " ... " << expectedIsa(avx512) << "' stage in "
+                         << all;
+    }
+}
+
+struct ConvCase {
+  Dims in;
+  dim_t outC;
+  std::vector<dim_t> kernels, strides, pads, dilations;
+  dim_t group;
+  Dims outDims() const {
+    auto o = [&](unsigned d) {
+      return (in[2 + d] + pads[d] + pads[d + 2] - dilations[d] * (kernels[d] - 1) - 1) /
+                 strides[d] +
+             1;
+    };
+    return {in[0], outC, o(0), o(1)};
+  }
+};
+
+/// An int8 Convolution (per-tensor weights, offsets xOff and fOff) or, with \p channelwise,
+/// a ChannelwiseQuantizedConvolution with per-channel scales and offsets.
+void buildConv(Net &n, const ConvCase &c, bool channelwise, int32_t xOff, int32_t fOff,
+               float outScale, uint64_t seed) {
+  n.F = n.mod.createFunction("main");
+  n.x = n.mod.createPlaceholder(n.mod.uniqueType(I8Q, c.in, 0.05f, xOff), "x");
+  Dims fd{c.outC, c.in[1] / c.group, c.kernels[0], c.kernels[1]};
+  auto outTy = n.mod.uniqueType(I8Q, c.outDims(), outScale, -7);
+  Node *conv;
+  if (!channelwise) {
+    auto *f = n.mod.createConstant("f", int8Tensor(Type(I8Q, fd, 0.02f, fOff), seed, -128, 127, true));
+    auto *b = n.mod.createConstant(
+        "b", int32Tensor(Type(ElemKind::Int32Q, {c.outC}, 0.05f * 0.02f, 0), seed + 1, -20000, 20000));
+    conv = n.F->createConvolution("conv", outTy, n.x, f, b, c.kernels, c.strides, c.pads,
+                                  c.dilations, c.group);
+  } else {
+    auto *f = n.mod.createConstant("f", int8Tensor(Type(I8Q, fd, 1.0f, 0), seed, -128, 127, true));
+    auto *sc = n.mod.createConstant("s", floatTensor(Type(ElemKind::Float, {c.outC}), seed + 2,
+                                                     0.005f, 0.04f));
+    Tensor off(ElemKind::Int32I, {c.outC});
+    auto oh = off.getHandle<int32_t>();
+    for (dim_t o = 0; o < c.outC; o++)
+      oh.raw(o) = fOff == 0 ? 0 : int32_t(o % 5) * fOff / 2 - fOff;
+    auto *so = n.mod.createConstant("o", std::move(off));
+    auto *b = n.mod.createConstant(
+        "b", int32Tensor(Type(ElemKind::Int32I, {c.outC}), seed + 1, -20000, 20000));
+    conv = n.F->createChannelwiseQuantizedConvolution("conv", outTy, n.x, f, sc, so, b,
+                                                       c.kernels, c.strides, c.pads,
+                                                       c.dilations, c.group);
+  }
+  n.save = n.F->createSave("out", conv);
+}
+
+const ConvCase kCases[] = {
+    {{1, 3, 7, 6}, 5, {3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1},       // odd channels
+    {{2, 4, 9, 8}, 6, {3, 2}, {2, 3}, {1, 2, 2, 0}, {1, 1}, 1},       // pads, strides
+    {{1, 2, 9, 9}, 3, {3, 3}, {1, 2}, {2, 2, 2, 2}, {2, 3}, 1},       // dilations
+    {{1, 6, 5, 5}, 4, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2},       // groups
+    {{1, 7, 10, 9}, 7, {3, 3}, {2, 2}, {1, 0, 1, 1}, {1, 1}, 7},      // depthwise, stride 2
+    {{1, 33, 6, 7}, 17, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1},     // pointwise
+    {{1, 64, 14, 14}, 40, {1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1},   // 1x1 stride 2
+    {{1, 19, 12, 11}, 21, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 1},   // 5x5
+    {{1, 3, 23, 23}, 8, {7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1},     // stem-like
+    {{1, 130, 9, 9}, 130, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 10},  // K not a multiple of 4
+    {{2, 5, 13, 11}, 5, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 5},     // depthwise, stride 1
+    {{1, 6, 14, 15}, 6, {5, 5}, {2, 2}, {2, 1, 2, 3}, {1, 1}, 6},     // depthwise 5x5/2
+    {{1, 4, 12, 12}, 4, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 4},     // depthwise dilated
+    {{1, 3, 9, 10}, 6, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3},      // multiplier 2 (GEMM)
+};
+
+TEST(QuantKernel, ConvPerTensor) {
+  uint64_t seed = 10;
+  for (const ConvCase &c : kCases)
+    for (auto [xOff, fOff] : {std::pair<int32_t, int32_t>{0, 0}, {-128, 0}, {127, -128}, {5, 3},
+                              {-17, 127}}) {
+      SCOPED_TRACE("case " + std::to_string(seed) + " xOff " + std::to_string(xOff) + " fOff " +
+                   std::to_string(fOff));
+      Net n;
+      buildConv(n, c, false, xOff, fOff, 0.08f, seed);
+      checkNet(n, "qconv", seed++);
+    }
+}
+
+TEST(QuantKernel, ConvChannelwise) {
+  uint64_t seed = 200;
+  for (const ConvCase &c : kCases)
+    for (auto [xOff, fOff] : {std::pair<int32_t, int32_t>{0, 0}, {-128, 0}, {9, 6}, {127, 40}}) {
+      SCOPED_TRACE("case " + std::to_string(seed) + " xOff " + std::to_string(xOff) + " fOff " +
+                   std::to_string(fOff));
+      Net n;
+      buildConv(n, c, true, xOff, fOff, 0.08f, seed);
+      checkNet(n, "qconv", seed++);
+    }
+}
+
+// A tiny output scale: nearly every output saturates at -128 or 127; both must appear.
+TEST(QuantKernel, ConvSaturates) {
+  Net n;
+  buildConv(n, kCases[1], false, 3, -2, 0.0005f, 77);
+  checkNet(n, "qconv", 77);
+  std::vector<int8_t> x = inputBytes(n, 77, true);
+  std::vector<int8_t> ref = reference(n, x);
+  EXPECT_NE(std::count(ref.begin(), ref.end(), int8_t(127)), 0);
+  EXPECT_NE(std::count(ref.begin(), ref.end(), int8_t(-128)), 0);
+}
+
+/// FullyConnected [N, K] x [K, M] (per tensor) or its channelwise form.
+void buildFC(Net &n, dim_t N, dim_t K, dim_t M, bool channelwise, int32_t xOff, int32_t wOff,
+             uint64_t seed) {
+  n.F = n.mod.createFunction("main");
+  n.x = n.mod.createPlaceholder(n.mod.uniqueType(I8Q, {N, K}, 0.05f, xOff), "x");
+  auto outTy = n.mod.uniqueType(I8Q, {N, M}, 0.3f, 4);
+  Node *fc;
+  if (!channelwise) {
+    auto *w = n.mod.createConstant("w", int8Tensor(Type(I8Q, {K, M}, 0.02f, wOff), seed, -128, 127, true));
+    auto *b = n.mod.createConstant(
+        "b", int32Tensor(Type(ElemKind::Int32Q, {M}, 0.001f, 0), seed + 1, -30000, 30000));
+    fc = n.F->createFullyConnected("fc", outTy, n.x, w, b);
+  } else {
+    auto *w = n.mod.createConstant("w", int8Tensor(Type(I8Q, {K, M}, 1.0f, 0), seed, -128, 127, true));
+    auto *sc = n.mod.createConstant("s", floatTensor(Type(ElemKind::Float, {M}), seed + 2,
+                                                     0.005f, 0.04f));
+    Tensor off(ElemKind::Int32I, {M});
+    auto oh = off.getHandle<int32_t>();
+    for (dim_t m = 0; m < M; m++)
+      oh.raw(m) = wOff == 0 ? 0 : int32_t(m % 3) * wOff - wOff;
+    auto *so = n.mod.createConstant("o", std::move(off));
+    auto *b = n.mod.createConstant("b", floatTensor(Type(ElemKind::Float, {M}), seed + 1, -3, 3));
+    fc = n.F->createChannelwiseQuantizedFullyConnected("fc", outTy, n.x, w, sc, so, b);
+  }
+  n.save = n.F->createSave("out", fc);
+}
+
+TEST(QuantKernel, FullyConnected) {
+  uint64_t seed = 400;
+  struct S {
+    dim_t N, K, M;
+  };
+  for (S s : {S{1, 2048, 1000}, S{3, 37, 5}, S{5, 64, 33}, S{4, 3, 70}, S{9, 130, 16}})
+    for (bool cw : {false, true})
+      for (auto [xOff, wOff] : {std::pair<int32_t, int32_t>{0, 0}, {-128, 0}, {127, -128}, {-3, 7}}) {
+        if (cw && wOff == -128)
+          continue;
+        SCOPED_TRACE(std::to_string(s.N) + "x" + std::to_string(s.K) + "x" + std::to_string(s.M) +
+                     (cw ? " channelwise" : "") + " xOff " + std::to_string(xOff) + " wOff " +
+                     std::to_string(wOff));
+        Net n;
+        buildFC(n, s.N, s.K, s.M, cw, xOff, wOff, seed);
+        checkNet(n, "qfc", seed++);
+      }
+}
+
+} // namespace
+} // namespace kiln
