@@ -4,6 +4,7 @@
 
 #include "GraphGen.h"
 #include "Oracle.h"
+#include "Reducer.h"
 
 #include "kiln/Graph/TextIR.h"
 
@@ -42,6 +43,35 @@ TEST(CompilerFuzz, ShortDeterministicRun) {
   EXPECT_GT(compared, kGraphs / 2);
   std::cout << "compiler_fuzz short run: " << kGraphs << " graphs, " << compared
             << " compared, " << configs << " configurations run\n";
+}
+
+// The reducer on a predicate of its own (no compiler bug needed): "the module still has a
+// Tanh" must shrink a graph of 8-12 operators to the Tanh alone and one output.
+TEST(CompilerFuzz, ReducerShrinksToTheFailingNode) {
+  GenOptions gen;
+  gen.minNodes = 8;
+  gen.maxNodes = 12;
+  gen.kinds = {"Tanh", "Add", "Mul", "Relu", "Concat", "Reshape", "Transpose"};
+  std::string text;
+  for (uint64_t seed = 1; seed < 100 && text.find("= Tanh(") == std::string::npos; seed++) {
+    PrintOptions po;
+    po.maxConstantElements = size_t(1) << 40;
+    text = printModule(*generateGraph(seed, gen), po);
+  }
+  ASSERT_NE(text.find("= Tanh("), std::string::npos);
+  auto count = [](const std::string &t, const std::string &what) {
+    size_t n = 0;
+    for (size_t p = t.find(what); p != std::string::npos; p = t.find(what, p + 1))
+      n++;
+    return n;
+  };
+  ASSERT_GE(count(text, "\n  %"), 8u);
+  std::string reduced = reduceModule(
+      text, [](const std::string &t) { return t.find("= Tanh(") != std::string::npos; });
+  EXPECT_EQ(count(reduced, "\n  %") - count(reduced, "= Save("), 1u) << reduced;
+  EXPECT_EQ(count(reduced, "Save("), 1u) << reduced;
+  Expected<std::unique_ptr<Module>> m = parseModule(reduced);
+  EXPECT_TRUE(bool(m)) << reduced;
 }
 
 } // namespace

@@ -174,6 +174,16 @@ int applyEdit(Module &m, Function &f, int fam, size_t idx) {
     f.eraseNode(saves[idx]);
     return 1;
   }
+  case 6: { // a node's first result becomes the only output
+    auto ns = opNodes(f, false);
+    if (idx >= ns.size())
+      return -1;
+    Node *n = ns[idx];
+    for (Node *sv : opNodes(f, true))
+      f.eraseNode(sv);
+    f.createSave(n->getName() + "_out", NodeValue(n, 0));
+    return 1;
+  }
   case 1: { // a node's results become new inputs
     auto ns = opNodes(f, false);
     if (idx >= ns.size())
@@ -280,7 +290,9 @@ std::string reduceModule(const std::string &text, const FailurePredicate &fails,
   bool progress = true;
   while (progress && checks < maxChecks) {
     progress = false;
-    for (int fam = 0; fam < 6 && checks < maxChecks; fam++) {
+    for (int fam : {6, 0, 1, 2, 3, 4, 5}) {
+      if (checks >= maxChecks)
+        break;
       for (size_t idx = 0; checks < maxChecks; idx++) {
         auto pm = parseModule(cur);
         if (!pm) {

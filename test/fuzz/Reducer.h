@@ -2,7 +2,7 @@
 /// The reducer of the compiler fuzzer: shrinks a module that makes the oracle report a
 /// finding while the finding persists (same configuration and kind), by deleting outputs
 /// and nodes (a node's result becomes a new input, or one of its operands of the same
-/// type), turning constants into inputs, halving dimensions of inputs and constants, and
+/// type; one node the only output), turning constants into inputs, halving dimensions of inputs and constants, and
 /// simplifying attributes (each rewrite re-derives the types by the operators' rules and
 /// is dropped when the graph no longer verifies).
 #ifndef KILN_TEST_FUZZ_REDUCER_H
