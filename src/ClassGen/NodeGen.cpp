@@ -171,6 +171,7 @@ void emitNodesHeader(std::ostream &os, const Table &t) {
      << "/// describing which operand or attribute is invalid.\n";
   os << "namespace typerules {\n";
   os << "Error checkSameShapeAndKind(const Node &n);\n";
+  os << "Error checkAxisOfInput(const Node &n, const char *attr, dim_t axis);\n";
   for (const NodeDef &n : t.nodes) {
     if (n.rule == TypeRule::Custom || n.rule == TypeRule::Explicit)
       os << "Expected<std::vector<Type>> infer" << n.name << "(const " << n.name
@@ -257,8 +258,13 @@ void emitGeneratedRule(std::ostream &os, const NodeDef &n) {
   std::string cls = n.name + "Node";
   switch (n.rule) {
   case TypeRule::SameAsInput:
-    os << "Expected<std::vector<Type>> " << cls << "::computeResultTypes() const {\n"
-       << "  return std::vector<Type>{*getNthInput(0).getType()};\n}\n\n";
+    os << "Expected<std::vector<Type>> " << cls << "::computeResultTypes() const {\n";
+    // An axis attribute (CumSum's) must name a dimension of the input.
+    for (const Attr &a : n.attrs)
+      if (a.kind == AttrKind::Axis)
+        os << "  KILN_RETURN_IF_ERR(typerules::checkAxisOfInput(*this, \"" << a.name
+           << "\", get" << a.name << "()));\n";
+    os << "  return std::vector<Type>{*getNthInput(0).getType()};\n}\n\n";
     return;
   case TypeRule::SameAsInputs:
     os << "Expected<std::vector<Type>> " << cls << "::computeResultTypes() const {\n"

@@ -136,6 +136,11 @@ Error checkAxis(const Node &n, const char *attr, dim_t axis, unsigned i,
                  n.getInputName(i), " ", t.toString(), " of rank ", t.rank());
 }
 
+Error checkAxisOfInput(const Node &n, const char *attr, dim_t axis) {
+  KILN_ASSIGN_OR_RETURN(Type t, operandType(n, 0));
+  return checkAxis(n, attr, axis, 0, t);
+}
+
 Error checkResultRank(size_t rank, const char *what) {
   if (rank <= kMaxDims)
     return Error::success();

@@ -111,8 +111,10 @@ template <class Cfg> struct Im2colA {
       packPadded(dst, i0, mc, pc, kc);
       return;
     }
-    if (KH == 1 && KW == 1 && SH == 1 && SW == 1 && PT == 0 && PL == 0 && OW == W) {
+    if (KH == 1 && KW == 1 && SH == 1 && SW == 1 && PT == 0 && PL == 0 && OW == W &&
+        i0 + mc <= H * W) {
       // Pointwise: the MR pixels of a panel row are consecutive in their input plane.
+      // Pixels from H * W on are bottom padding (OH > H): the general path zeroes them.
       for (int64_t ip = 0; ip < mc; ip += MR) {
         int64_t rows = minI(MR, mc - ip);
         float *d = dst + (ip / MR) * kc * MR;
