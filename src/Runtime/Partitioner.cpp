@@ -476,40 +476,43 @@ uint64_t aloneBytes(const Node *n, const LiveUses &liveUses) {
   return bytes;
 }
 
+/// \p b (at least 1024) in KiB, MiB, GiB or TiB, whichever keeps it below 1000 at three
+/// significant digits: "12.9 KiB", "0.981 MiB" (never "1e+03 KiB").
+std::string scaledBytes(uint64_t b) {
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double v = double(b) / 1024.0;
+  unsigned u = 0;
+  while (u + 1 < 4 && v >= 999.5) {
+    v /= 1024.0;
+    u++;
+  }
+  std::ostringstream os;
+  os.precision(3);
+  os << v << " " << units[u];
+  return os.str();
+}
+
+/// "256 bytes", "9.77 KiB (10000 bytes)".
 std::string humanBytes(uint64_t b) {
   if (b < 1024)
     return std::to_string(b) + " bytes";
-  std::ostringstream os;
-  os.precision(3);
-  if (b >= (uint64_t(1) << 20))
-    os << double(b) / double(1 << 20) << " MiB";
-  else
-    os << double(b) / 1024.0 << " KiB";
-  return os.str() + " (" + std::to_string(b) + " bytes)";
+  return scaledBytes(b) + " (" + std::to_string(b) + " bytes)";
 }
 
 /// "144 B", "3.2 KiB", "24.1 MiB".
 std::string shortBytes(uint64_t b) {
-  std::ostringstream os;
-  os.precision(3);
-  if (b < 1024)
-    os << b << " B";
-  else if (b < (uint64_t(1) << 20))
-    os << double(b) / 1024.0 << " KiB";
-  else
-    os << double(b) / double(1 << 20) << " MiB";
-  return os.str();
+  return b < 1024 ? std::to_string(b) + " B" : scaledBytes(b);
 }
 
-/// "3 ns", "12.3 us", "4.56 ms", "1.2 s".
+/// "3 ns", "12.3 us", "4.56 ms", "1.2 s" (the unit that keeps it below 1000).
 std::string seconds(double s) {
   std::ostringstream os;
   os.precision(3);
-  if (s < 1e-6)
+  if (s * 1e9 < 999.5)
     os << s * 1e9 << " ns";
-  else if (s < 1e-3)
+  else if (s * 1e6 < 999.5)
     os << s * 1e6 << " us";
-  else if (s < 1)
+  else if (s * 1e3 < 999.5)
     os << s * 1e3 << " ms";
   else
     os << s << " s";

@@ -623,3 +623,20 @@ TEST(Partitioner, ASixteenLayerChainRunsOverEightSimDevices) {
     EXPECT_TRUE(sameOutputs(n, *b, reference(n, x), &why)) << why;
   }
 }
+
+TEST(Partitioner, PlanTextKeepsFiguresBelowAThousandOfTheirUnit) {
+  Module m;
+  Net n = buildMLP(m, "mlp", 2, 4);
+  Backends b;
+  auto plan = exitOnError(partitionFunction(n.f, "mlp", b.list(1 << 20)));
+  ASSERT_EQ(plan.partitions.size(), 1u);
+  Partition &p = plan.partitions[0];
+  // 1028160 bytes are 1004 KiB, 0.981 MiB; 0.9997 ms would be 999.7 us.
+  p.memoryBytes = p.footprint.weightBytes = 1028160;
+  p.costSeconds = 0.9997e-3;
+  std::string text = plan.toString();
+  EXPECT_TRUE(contains(text, "0.981 MiB (1028160 bytes)")) << text;
+  EXPECT_TRUE(contains(text, "weights 0.981 MiB")) << text;
+  EXPECT_TRUE(contains(text, "cost 1 ms")) << text;
+  EXPECT_FALSE(contains(text, "e+")) << text;
+}
