@@ -19,8 +19,6 @@ namespace kiln {
 
 namespace {
 
-uint64_t bytesOf(NodeValue v) { return v.getType()->sizeInBytes(); }
-
 /// True for nodes whose results take no device memory of their own.
 bool isFree(const Node *n) {
   return n->getKind() == NodeKind::Save || n->getKind() == NodeKind::Reshape;
@@ -283,6 +281,15 @@ public:
     return {g, p - offset_[g]};
   }
   size_t size() const { return offset_.back(); }
+  /// What the load of positions [start, end) needs: the footprints of its partitions (one
+  /// per group it covers), summed.
+  PartitionFootprint loadFootprint(size_t start, size_t end) const;
+  /// The first and last node of positions [start, end).
+  std::pair<const Node *, const Node *> ends(size_t start, size_t end) const {
+    auto [g0, t0] = locate(start);
+    auto [g1, t1] = locate(end - 1);
+    return {groups_[g0]->node(t0), groups_[g1]->node(t1)};
+  }
 
 private:
   struct Segment {
@@ -365,6 +372,22 @@ DeviceCutter::DeviceCutter(const std::vector<const Sequence *> &groups,
   minDevices_ = fewest[M - 1];
   best_.push_back(std::vector<double>(M, std::numeric_limits<double>::infinity()));
   best_[0][0] = 0;
+}
+
+PartitionFootprint DeviceCutter::loadFootprint(size_t start, size_t end) const {
+  PartitionFootprint sum;
+  for (size_t p = start; p < end;) {
+    auto [g, t] = locate(p);
+    Sequence::Sweep sw(*groups_[g], t);
+    size_t stop = std::min(end, offset_[g + 1]);
+    for (; p < stop; p++)
+      sw.add();
+    PartitionFootprint f = sw.footprint();
+    sum.weightBytes += f.weightBytes;
+    sum.ioBytes += f.ioBytes;
+    sum.activationBytes += f.activationBytes;
+  }
+  return sum;
 }
 
 double DeviceCutter::bottleneck(unsigned k) {
@@ -453,40 +476,43 @@ uint64_t aloneBytes(const Node *n, const LiveUses &liveUses) {
   return bytes;
 }
 
+/// \p b (at least 1024) in KiB, MiB, GiB or TiB, whichever keeps it below 1000 at three
+/// significant digits: "12.9 KiB", "0.981 MiB" (never "1e+03 KiB").
+std::string scaledBytes(uint64_t b) {
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double v = double(b) / 1024.0;
+  unsigned u = 0;
+  while (u + 1 < 4 && v >= 999.5) {
+    v /= 1024.0;
+    u++;
+  }
+  std::ostringstream os;
+  os.precision(3);
+  os << v << " " << units[u];
+  return os.str();
+}
+
+/// "256 bytes", "9.77 KiB (10000 bytes)".
 std::string humanBytes(uint64_t b) {
   if (b < 1024)
     return std::to_string(b) + " bytes";
-  std::ostringstream os;
-  os.precision(3);
-  if (b >= (uint64_t(1) << 20))
-    os << double(b) / double(1 << 20) << " MiB";
-  else
-    os << double(b) / 1024.0 << " KiB";
-  return os.str() + " (" + std::to_string(b) + " bytes)";
+  return scaledBytes(b) + " (" + std::to_string(b) + " bytes)";
 }
 
 /// "144 B", "3.2 KiB", "24.1 MiB".
 std::string shortBytes(uint64_t b) {
-  std::ostringstream os;
-  os.precision(3);
-  if (b < 1024)
-    os << b << " B";
-  else if (b < (uint64_t(1) << 20))
-    os << double(b) / 1024.0 << " KiB";
-  else
-    os << double(b) / double(1 << 20) << " MiB";
-  return os.str();
+  return b < 1024 ? std::to_string(b) + " B" : scaledBytes(b);
 }
 
-/// "3 ns", "12.3 us", "4.56 ms", "1.2 s".
+/// "3 ns", "12.3 us", "4.56 ms", "1.2 s" (the unit that keeps it below 1000).
 std::string seconds(double s) {
   std::ostringstream os;
   os.precision(3);
-  if (s < 1e-6)
+  if (s * 1e9 < 999.5)
     os << s * 1e9 << " ns";
-  else if (s < 1e-3)
+  else if (s * 1e6 < 999.5)
     os << s * 1e6 << " us";
-  else if (s < 1)
+  else if (s * 1e3 < 999.5)
     os << s * 1e3 << " ms";
   else
     os << s << " s";
@@ -692,17 +718,30 @@ groupByStage(const std::vector<Node *> &order,
   return groups;
 }
 
+/// Which of \p groups may be cut inside on devices of \p capacity bytes: those that do not
+/// fit one device whole (the rule of cutToFit).
+std::vector<bool> divisibleAt(const std::vector<uint64_t> &groupBytes, uint64_t capacity) {
+  std::vector<bool> d;
+  for (uint64_t bytes : groupBytes)
+    d.push_back(bytes > capacity);
+  return d;
+}
+
 /// The error for the groups of backend \p b that cannot be cut into \p limit device loads
 /// that each fit one device: the bytes needed against those the devices hold, the fewest
-/// devices it takes, and the largest node (which cannot be cut).
+/// devices it takes, the smallest device memory that \p limit loads would need (with the
+/// largest load of that cut: its nodes, weights, activations and I/O), and the largest
+/// node (which cannot be cut).
 Error shortfall(const Function &f, const PartitionerBackend &b, unsigned limit,
                 const std::vector<const Sequence *> &groups, unsigned fewest,
                 const LiveUses &liveUses) {
   PartitionFootprint need;
   uint64_t largest = 0;
   const Node *largestNode = nullptr;
+  std::vector<uint64_t> groupBytes;
   for (const Sequence *seq : groups) {
     PartitionFootprint g = measureAll(*seq).first;
+    groupBytes.push_back(g.total());
     need.weightBytes += g.weightBytes;
     need.ioBytes += g.ioBytes;
     need.activationBytes += g.activationBytes;
@@ -714,6 +753,29 @@ Error shortfall(const Function &f, const PartitionerBackend &b, unsigned limit,
       }
     }
   }
+  // The smallest device memory with which `limit` loads fit: more than the devices have,
+  // at most everything on one device (always fits).
+  uint64_t lo = b.deviceMemory, hi = std::max(need.total(), b.deviceMemory + 1);
+  while (hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (DeviceCutter(groups, divisibleAt(groupBytes, mid), mid).minDevices() <= limit)
+      hi = mid;
+    else
+      lo = mid;
+  }
+  DeviceCutter atNeed(groups, divisibleAt(groupBytes, hi), hi);
+  std::vector<size_t> loads = atNeed.cut(limit);
+  PartitionFootprint worst;
+  std::pair<const Node *, const Node *> worstEnds{nullptr, nullptr};
+  for (size_t l = 0; l < loads.size(); l++) {
+    size_t end = l + 1 < loads.size() ? loads[l + 1] : atNeed.size();
+    PartitionFootprint fp = atNeed.loadFootprint(loads[l], end);
+    if (fp.total() > worst.total()) {
+      worst = fp;
+      worstEnds = atNeed.ends(loads[l], end);
+    }
+  }
+
   const std::string name = b.backend->getName();
   const uint64_t avail = uint64_t(limit) * b.deviceMemory;
   std::ostringstream os;
@@ -725,8 +787,20 @@ Error shortfall(const Function &f, const PartitionerBackend &b, unsigned limit,
      << humanBytes(need.ioBytes) << ")";
   if (need.total() > avail)
     os << ", " << humanBytes(need.total() - avail) << " more than the devices hold";
-  os << "; cut into pieces that each fit one device it takes " << fewest
-     << " devices; the largest node, which cannot be cut, needs " << humanBytes(largest);
+  else
+    os << ", " << humanBytes((need.total() + limit - 1) / limit) << " per device on average, "
+       << "but a piece ends only between nodes, keeps its own activations at their peak and "
+          "stores each value crossing a cut on both sides";
+  os << "; cut into pieces that each fit one device it takes " << fewest << " devices";
+  if (limit > 1 && worstEnds.first) {
+    os << "; cut into " << limit << " pieces the best cut needs devices of " << humanBytes(hi)
+       << ", " << humanBytes(hi - b.deviceMemory) << " more than each has: its largest piece ('"
+       << worstEnds.first->getName() << "' to '" << worstEnds.second->getName() << "') needs "
+       << "weights " << humanBytes(worst.weightBytes) << ", activations "
+       << humanBytes(worst.activationBytes) << ", inputs and outputs "
+       << humanBytes(worst.ioBytes);
+  }
+  os << "; the largest node, which cannot be cut, needs " << humanBytes(largest);
   if (largestNode)
     os << " (" << largestNode->describe() << ")";
   return makeError(ErrorCode::OutOfMemory, os.str());
@@ -907,6 +981,56 @@ void setNetworkIO(PartitionPlan &plan) {
 
 } // namespace
 
+std::vector<unsigned> packDeviceLoads(const std::vector<uint64_t> &loadBytes,
+                                      const std::vector<uint64_t> &freeBytes) {
+  const size_t L = loadBytes.size(), D = freeBytes.size();
+  if (!L)
+    return {};
+  if (!D)
+    return {};
+  std::vector<size_t> order(L);
+  for (size_t i = 0; i < L; i++)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return loadBytes[a] > loadBytes[b]; });
+  std::vector<uint64_t> room = freeBytes;
+  std::vector<unsigned> at(L, 0);
+  // Depth-first over the loads in that order; at each load the devices are tried most
+  // room first, skipping a device with the same room as one already tried (the same
+  // subproblem).
+  constexpr size_t kMaxSteps = 1000000;
+  size_t steps = 0;
+  std::function<bool(size_t)> place = [&](size_t k) -> bool {
+    if (k == L)
+      return true;
+    if (++steps > kMaxSteps)
+      return false;
+    const size_t i = order[k];
+    std::vector<unsigned> devs(D);
+    for (unsigned d = 0; d < D; d++)
+      devs[d] = d;
+    std::stable_sort(devs.begin(), devs.end(),
+                     [&](unsigned a, unsigned b) { return room[a] > room[b]; });
+    std::vector<uint64_t> tried;
+    for (unsigned d : devs) {
+      if (room[d] < loadBytes[i])
+        break; // the rest have less room
+      if (std::find(tried.begin(), tried.end(), room[d]) != tried.end())
+        continue;
+      tried.push_back(room[d]);
+      room[d] -= loadBytes[i];
+      at[i] = d;
+      if (place(k + 1))
+        return true;
+      room[d] += loadBytes[i];
+    }
+    return false;
+  };
+  if (!place(0))
+    return {};
+  return at;
+}
+
 Expected<PartitionFootprint> estimateFootprint(Function &f) {
   KILN_ASSIGN_OR_RETURN(std::vector<Node *> order, scheduleTopologically(&f));
   LiveUses liveUses = countLiveUses(order);
@@ -987,14 +1111,34 @@ std::string PartitionPlan::toString() const {
   return os.str();
 }
 
+namespace {
+
+/// \p s inside a double-quoted DOT string: quotes and backslashes escaped, a line break
+/// as DOT's \n.
+std::string dotQuoted(const std::string &s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+} // namespace
+
 std::string PartitionPlan::toDot() const {
   std::ostringstream os;
-  os << "digraph \"" << networkName << "\" {\n  rankdir=TB;\n  node [shape=box];\n";
+  os << "digraph \"" << dotQuoted(networkName) << "\" {\n  rankdir=TB;\n  node [shape=box];\n";
   for (size_t i = 0; i < partitions.size(); i++) {
     const Partition &p = partitions[i];
-    os << "  p" << i << " [label=\"" << p.name << "\\n" << p.backendName;
+    os << "  p" << i << " [label=\"" << dotQuoted(p.name) << "\\n" << dotQuoted(p.backendName);
     for (const std::string &d : p.devices)
-      os << " " << d;
+      os << " " << dotQuoted(d);
     os << "\\n"
        << p.numNodes << (p.numNodes == 1 ? " node, " : " nodes, ") << p.memoryBytes
        << " bytes\"];\n";
@@ -1004,7 +1148,8 @@ std::string PartitionPlan::toDot() const {
       std::string label;
       for (Placeholder *ph : partitions[i].outputs)
         if (std::count(partitions[c].inputs.begin(), partitions[c].inputs.end(), ph))
-          label += (label.empty() ? "" : "\\n") + ph->getName() + " " + ph->getType()->toString();
+          label += (label.empty() ? "" : "\\n") + dotQuoted(ph->getName()) + " " +
+                   dotQuoted(ph->getType()->toString());
       os << "  p" << i << " -> p" << c << " [label=\"" << label << "\"];\n";
     }
   os << "}\n";
@@ -1057,8 +1202,7 @@ Expected<PartitionPlan> partitionFunction(Function *f, const std::string &networ
 
   // 3. Sizes and costs (by the rule the cuts were made with), the bytes each partition
   // reads from its parents, and a check that the partitions fit the devices: each alone,
-  // then all together placed as the Provisioner does (largest first, on the device with
-  // the most memory free).
+  // then all together placed as the Provisioner places them (packDeviceLoads).
   std::unordered_map<const Placeholder *, unsigned> producer;
   for (unsigned i = 0; i < plan.partitions.size(); i++)
     for (Placeholder *ph : plan.partitions[i].outputs)
@@ -1085,8 +1229,8 @@ Expected<PartitionPlan> partitionFunction(Function *f, const std::string &networ
   for (const PartitionerBackend &b : backends) {
     if (!b.numDevices)
       continue;
-    // Device loads (partitions with one device number together, others alone), largest
-    // first, each on the device with the most memory free.
+    // Device loads (partitions with one device number together, others alone) placed as
+    // the Provisioner places them (packDeviceLoads).
     std::map<int, uint64_t> planned;
     std::vector<std::pair<uint64_t, std::string>> loads;
     uint64_t total = 0;
@@ -1101,19 +1245,23 @@ Expected<PartitionPlan> partitionFunction(Function *f, const std::string &networ
     }
     for (const auto &kv : planned)
       loads.push_back({kv.second, "device load " + std::to_string(kv.first)});
-    std::stable_sort(loads.begin(), loads.end(),
-                     [](const auto &x, const auto &y) { return x.first > y.first; });
-    std::vector<uint64_t> freeBytes(b.numDevices, b.deviceMemory);
-    for (const auto &load : loads) {
-      auto most = std::max_element(freeBytes.begin(), freeBytes.end());
-      if (*most < load.first)
-        return makeError(ErrorCode::OutOfMemory, "partitioning '", f->getName(), "': its ",
-                         b.backend->getName(), " partitions need ", humanBytes(total),
-                         " in all but do not fit on ", b.numDevices, " devices of ",
-                         humanBytes(b.deviceMemory), ": ", load.second, " (",
-                         humanBytes(load.first), ") finds at most ", humanBytes(*most),
-                         " free on one");
-      *most -= load.first;
+    std::vector<uint64_t> bytes;
+    for (const auto &load : loads)
+      bytes.push_back(load.first);
+    if (!loads.empty() &&
+        packDeviceLoads(bytes, std::vector<uint64_t>(b.numDevices, b.deviceMemory)).empty()) {
+      std::stable_sort(loads.begin(), loads.end(),
+                       [](const auto &x, const auto &y) { return x.first > y.first; });
+      const auto &largest = loads.front();
+      std::ostringstream sizes;
+      for (size_t i = 0; i < loads.size(); i++)
+        sizes << (i ? ", " : "") << loads[i].second << " " << shortBytes(loads[i].first);
+      return makeError(ErrorCode::OutOfMemory, "partitioning '", f->getName(), "': its ",
+                       b.backend->getName(), " partitions need ", humanBytes(total),
+                       " in all but cannot be placed on ", b.numDevices, " devices of ",
+                       humanBytes(b.deviceMemory), " (each load on one device; the largest, ",
+                       largest.second, ", needs ", humanBytes(largest.first), "): ",
+                       sizes.str());
     }
   }
   return plan;

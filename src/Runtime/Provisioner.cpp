@@ -58,10 +58,10 @@ Expected<std::vector<LoadedPartition>> Provisioner::provision(PartitionPlan &pla
     return Error::success();
   };
 
-  // 2. One copy of each partition, largest first, each on the device with the most free
-  // memory (spreads the model; large pieces are placed while there is room). Partitions
-  // the partitioner planned as one device load (Partition::device) go together, the
-  // largest load first, on the device its first partition took.
+  // 2. One copy of each partition, largest first, on the device packDeviceLoads chose for
+  // it (the most free memory where that leaves room for the rest: spreads the model).
+  // Partitions the partitioner planned as one device load (Partition::device) go
+  // together, on the device its first partition took.
   std::map<std::pair<std::string, int>, uint64_t> loadBytes;
   for (const Partition &p : plan.partitions)
     if (p.device >= 0)
@@ -81,13 +81,54 @@ Expected<std::vector<LoadedPartition>> Provisioner::provision(PartitionPlan &pla
       return std::tie(pa.backendName, pa.device) < std::tie(pb.backendName, pb.device);
     return pa.memoryBytes > pb.memoryBytes;
   });
+  // Where each partition should go: per backend, its device loads and lone partitions
+  // packed onto the free memory of its devices (packDeviceLoads: most room first, with
+  // backtracking where that greedy choice would leave a load without room). A device that
+  // refuses its load sends it to the others, most free memory first.
+  std::map<size_t, DeviceManager *> preferred;
+  {
+    std::map<std::string, std::vector<DeviceManager *>> devsOf;
+    for (DeviceManager *d : devices_)
+      devsOf[d->getBackendName()].push_back(d);
+    for (const auto &[backend, devs] : devsOf) {
+      std::vector<std::vector<size_t>> units; // partition indices of each device load
+      std::map<int, size_t> unitOf;
+      std::vector<uint64_t> bytes, room;
+      for (size_t i : bySize) {
+        const Partition &p = plan.partitions[i];
+        if (p.backendName != backend)
+          continue;
+        auto it = p.device >= 0 ? unitOf.find(p.device) : unitOf.end();
+        if (it == unitOf.end()) {
+          if (p.device >= 0)
+            unitOf[p.device] = units.size();
+          units.push_back({i});
+          bytes.push_back(p.memoryBytes);
+        } else {
+          units[it->second].push_back(i);
+          bytes[it->second] += p.memoryBytes;
+        }
+      }
+      for (DeviceManager *d : devs)
+        room.push_back(d->getAvailableMemory());
+      std::vector<unsigned> at = packDeviceLoads(bytes, room);
+      for (size_t u = 0; u < at.size(); u++)
+        for (size_t i : units[u])
+          preferred[i] = devs[at[u]];
+    }
+  }
   std::map<std::pair<std::string, int>, DeviceManager *> loadDevice;
   for (size_t i : bySize) {
     const Partition &p = plan.partitions[i];
     std::vector<DeviceManager *> cands = candidates(p);
     auto planned = loadDevice.find({p.backendName, p.device});
-    if (p.device >= 0 && planned != loadDevice.end()) {
-      auto at = std::find(cands.begin(), cands.end(), planned->second);
+    DeviceManager *first = nullptr;
+    if (p.device >= 0 && planned != loadDevice.end())
+      first = planned->second; // where the rest of its device load went
+    else if (preferred.count(i))
+      first = preferred[i];
+    if (first) {
+      auto at = std::find(cands.begin(), cands.end(), first);
       if (at != cands.end())
         std::rotate(cands.begin(), at, at + 1);
     }

@@ -462,3 +462,181 @@ TEST(Partitioner, AResidualNetworkOverFourSimDevicesMatchesTheInterpreter) {
   EXPECT_TRUE(contains(e.message(), "it takes 4 devices")) << e.message();
   EXPECT_FALSE(three->hasNetwork("res"));
 }
+
+namespace {
+
+/// A backend for the partitioner only: it runs every node, a node's cost is the number of
+/// microseconds given for its name (when not listed: 1 us for a FullyConnected, nothing
+/// for the rest), and moving bytes costs nothing. It never compiles.
+class CostedBackend : public Backend {
+public:
+  explicit CostedBackend(std::map<std::string, double> micros) : micros_(std::move(micros)) {}
+  std::string getName() const override { return "Costed"; }
+  bool isOpSupported(const Node &) const override { return true; }
+  double estimateNodeSeconds(const Node &n) const override {
+    auto it = micros_.find(n.getName());
+    if (it != micros_.end())
+      return it->second * 1e-6;
+    return n.getKind() == NodeKind::FullyConnected ? 1e-6 : 0.0;
+  }
+  Expected<std::unique_ptr<CompiledFunction>> generateCode(Function *, PlannedIR &,
+                                                           const CompileOptions &) const override {
+    return makeError(ErrorCode::Unsupported, "the Costed backend only partitions");
+  }
+
+private:
+  std::map<std::string, double> micros_;
+};
+
+/// Layers per partition of a plan of an FC chain.
+std::vector<size_t> layerCounts(const PartitionPlan &plan) {
+  std::vector<size_t> r;
+  for (const Partition &p : plan.partitions)
+    r.push_back(fcsOf(p).size());
+  return r;
+}
+
+} // namespace
+
+TEST(Partitioner, BalancesByTheCostModelNotByNodeCount) {
+  // Eight layers; the first and the last cost 4 us, the others 1 us (14 us in all). 18000
+  // bytes hold four layers (4 x 4224 + 256 + 256 = 17408), not five (21632). Over three
+  // devices the slowest piece is at best 5 us, and only 2 + 4 + 2 layers reach it (fc0-1:
+  // 5, fc2-5: 4, fc6-7: 5); equal layer counts (3 + 3 + 2) would make a 6 us piece.
+  Module m;
+  Net n = buildFCChain(m, "chain", 8);
+  CostedBackend costed({{"chain.fc0", 4}, {"chain.fc7", 4}});
+  auto plan = exitOnError(partitionFunction(n.f, "chain", {{&costed, 18000, 3}}));
+  EXPECT_EQ(layerCounts(plan), (std::vector<size_t>{2, 4, 2})) << plan.toString();
+  const double expected[] = {5e-6, 4e-6, 5e-6};
+  for (size_t i = 0; i < plan.partitions.size() && i < 3; i++) {
+    EXPECT_NEAR(plan.partitions[i].costSeconds, expected[i], 1e-12) << plan.toString();
+    EXPECT_EQ(plan.partitions[i].device, int(i));
+    EXPECT_LE(plan.partitions[i].memoryBytes, 18000u);
+  }
+  // Two devices: 4 + 4 layers are the only cut that fits (7 us each).
+  auto two = exitOnError(partitionFunction(n.f, "chain", {{&costed, 18000, 2}}));
+  EXPECT_EQ(layerCounts(two), (std::vector<size_t>{4, 4})) << two.toString();
+  // A heavy middle layer: fc3 costs 10 us, so the slowest piece is fc3 alone whatever
+  // the cut; fc0-2 and fc4-7 fit around it, and a fourth piece would add a crossing.
+  CostedBackend heavy({{"chain.fc3", 10}});
+  auto four = exitOnError(partitionFunction(n.f, "chain", {{&heavy, 18000, 4}}));
+  ASSERT_EQ(four.partitions.size(), 3u) << "a fourth piece cannot beat fc3's 10 us; fewer "
+                                           "cuts cross fewer bytes\n"
+                                        << four.toString();
+  EXPECT_EQ(fcsOf(four.partitions[1]), std::vector<std::string>{"chain.fc3"}) << four.toString();
+}
+
+TEST(Partitioner, EightDevicesHoldASixteenLayerChainTwoLayersEach) {
+  Module m;
+  Net n = buildFCChain(m, "chain", 16);
+  Backends b;
+  // 10000 bytes hold two layers (8960), not three (13184): 16 layers need all 8 devices.
+  auto plan = exitOnError(partitionFunction(n.f, "chain", b.simOnly(10000, 8)));
+  ASSERT_EQ(plan.partitions.size(), 8u) << plan.toString();
+  for (unsigned i = 0; i < 8; i++) {
+    const Partition &p = plan.partitions[i];
+    EXPECT_EQ(fcsOf(p), (std::vector<std::string>{"chain.fc" + std::to_string(2 * i),
+                                                  "chain.fc" + std::to_string(2 * i + 1)}))
+        << plan.toString();
+    EXPECT_EQ(p.memoryBytes, 8960u) << p.name;
+    EXPECT_EQ(p.device, int(i));
+    if (i) {
+      EXPECT_EQ(p.parentBytes, std::vector<uint64_t>{128}) << "one [1, 32] float per cut";
+    }
+  }
+  // Seven devices: 70000 bytes in all hold the 68096 the chain needs uncut, but some piece
+  // must take three layers (13184 bytes).
+  auto e = partitionFunction(n.f, "chain", b.simOnly(10000, 7));
+  ASSERT_FALSE(e);
+  Error err = e.takeError();
+  EXPECT_EQ(err.code(), ErrorCode::OutOfMemory);
+  const std::string &msg = err.message();
+  EXPECT_TRUE(contains(msg, "it needs 66.5 KiB (68096 bytes) uncut")) << msg;
+  EXPECT_TRUE(contains(msg, "9.5 KiB (9728 bytes) per device on average, but a piece ends "
+                            "only between nodes")) << msg;
+  EXPECT_TRUE(contains(msg, "it takes 8 devices")) << msg;
+  EXPECT_TRUE(contains(msg, "cut into 7 pieces the best cut needs devices of 12.9 KiB (13184 "
+                            "bytes), 3.11 KiB (3184 bytes) more than each has: its largest "
+                            "piece ('chain.fc")) << msg;
+  EXPECT_TRUE(contains(msg, "needs weights 12.4 KiB (12672 bytes), activations 256 bytes, "
+                            "inputs and outputs 256 bytes")) << msg;
+  EXPECT_FALSE(contains(msg, "more than the devices hold")) << msg;
+}
+
+TEST(Partitioner, PacksDeviceLoadsWhereTheGreedyChoiceFails) {
+  // Most room first puts 3 and 3 on different devices, then 2 + 2 and no room for the
+  // last 2; the only packing is 3 + 3 and 2 + 2 + 2.
+  std::vector<unsigned> at = packDeviceLoads({3, 3, 2, 2, 2}, {6, 6});
+  ASSERT_EQ(at.size(), 5u);
+  EXPECT_EQ(at[0], at[1]);
+  EXPECT_NE(at[0], at[2]);
+  EXPECT_EQ(at[2], at[3]);
+  EXPECT_EQ(at[3], at[4]);
+  // Spreads when there is room: the two largest on different devices.
+  std::vector<unsigned> spread = packDeviceLoads({5, 4, 1}, {10, 10});
+  ASSERT_EQ(spread.size(), 3u);
+  EXPECT_NE(spread[0], spread[1]);
+  EXPECT_TRUE(packDeviceLoads({7, 6}, {6, 6}).empty()) << "7 fits nowhere";
+  EXPECT_TRUE(packDeviceLoads({4, 4, 4}, {6, 6}).empty()) << "three loads, two devices";
+  EXPECT_TRUE(packDeviceLoads({1}, {}).empty()) << "no device";
+}
+
+TEST(Partitioner, DotEscapesNames) {
+  Module m;
+  Net n = buildMLP(m, "mlp", 2, 4);
+  Backends b;
+  PartitionConfig user;
+  user.partitions = {{"say \"hi\"", "Sim"}, {"back\\slash", "Interpreter"}};
+  user.nodeToPartition = {{"mlp.fc0", 0}, {"mlp.fc0.relu", 0}, {"mlp.fc1", 1}, {"mlp.fc1.relu", 1}};
+  auto plan = exitOnError(partitionFunction(n.f, "net \"q\"", b.list(1 << 20), &user));
+  plan.partitions[0].devices = {"sim\"0"};
+  EXPECT_EQ(plan.toDot(), R"(digraph "net \"q\"" {
+  rankdir=TB;
+  node [shape=box];
+  p0 [label="net \"q\".say \"hi\"\nSim sim\"0\n2 nodes, 240 bytes"];
+  p1 [label="net \"q\".back\\slash\nInterpreter\n3 nodes, 240 bytes"];
+  p0 -> p1 [label="net \"q\".mlp.fc0.relu float<1x4>"];
+}
+)");
+}
+
+TEST(Partitioner, ASixteenLayerChainRunsOverEightSimDevices) {
+  // Two layers (8960 bytes) per device of 10000, one piece per device, every device used;
+  // the outputs equal the Interpreter's on the whole function.
+  Module m;
+  Net n = buildFCChain(m, "chain", 16);
+  auto hm = exitOnError(HostManager::create(simDevices(8, 10000, /*withHost=*/false)));
+  NetworkOptions opts;
+  opts.prepare = false;
+  Error added = hm->addNetwork(n.f, opts);
+  ASSERT_FALSE(added) << added.message();
+  std::string plan = exitOnError(hm->getPlanText("chain"));
+  EXPECT_EQ(exitOnError(hm->getNumPartitions("chain")), 8u) << plan;
+  for (unsigned i = 0; i < 8; i++)
+    EXPECT_EQ(hm->getDevice(i)->getUsedMemory(), 8960u) << plan;
+  for (unsigned i = 0; i < 2; i++) {
+    Tensor x = makeInput(n.input, i);
+    auto b = makeBindings(n, x);
+    ASSERT_FALSE(hm->runNetworkBlocking("chain", *b));
+    std::string why;
+    EXPECT_TRUE(sameOutputs(n, *b, reference(n, x), &why)) << why;
+  }
+}
+
+TEST(Partitioner, PlanTextKeepsFiguresBelowAThousandOfTheirUnit) {
+  Module m;
+  Net n = buildMLP(m, "mlp", 2, 4);
+  Backends b;
+  auto plan = exitOnError(partitionFunction(n.f, "mlp", b.list(1 << 20)));
+  ASSERT_EQ(plan.partitions.size(), 1u);
+  Partition &p = plan.partitions[0];
+  // 1028160 bytes are 1004 KiB, 0.981 MiB; 0.9997 ms would be 999.7 us.
+  p.memoryBytes = p.footprint.weightBytes = 1028160;
+  p.costSeconds = 0.9997e-3;
+  std::string text = plan.toString();
+  EXPECT_TRUE(contains(text, "0.981 MiB (1028160 bytes)")) << text;
+  EXPECT_TRUE(contains(text, "weights 0.981 MiB")) << text;
+  EXPECT_TRUE(contains(text, "cost 1 ms")) << text;
+  EXPECT_FALSE(contains(text, "e+")) << text;
+}

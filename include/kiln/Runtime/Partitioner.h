@@ -124,6 +124,15 @@ Expected<PartitionPlan> partitionFunction(Function *f, const std::string &networ
                                           const std::vector<PartitionerBackend> &backends,
                                           const PartitionConfig *user = nullptr);
 
+/// Places device loads of \p loadBytes bytes on devices with \p freeBytes free, each load on
+/// one device, none overflowing: largest load first, each on the device with the most
+/// room (spreading the model), backtracking to other devices when a later load finds none
+/// (so a tight fit that the greedy choice misses is still found; the search gives up after
+/// a bounded number of steps). Returns the device index of each load, or an empty vector
+/// when they cannot be placed (every load of zero bytes fits anywhere).
+std::vector<unsigned> packDeviceLoads(const std::vector<uint64_t> &loadBytes,
+                                      const std::vector<uint64_t> &freeBytes);
+
 /// What \p f needs on a device as one partition, its nodes in topological order (the
 /// rule partitions are sized by; see the file comment).
 Expected<PartitionFootprint> estimateFootprint(Function &f);

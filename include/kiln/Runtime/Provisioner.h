@@ -1,7 +1,9 @@
 /// \file
 /// The Provisioner compiles each partition of a plan for its backend and loads it on
-/// devices of that backend, the device with the most free memory first; partitions the
-/// partitioner planned as one device load (Partition::device) go on one device.
+/// devices of that backend: partitions the partitioner planned as one device load
+/// (Partition::device) go on one device, and the loads are packed onto the devices' free
+/// memory by packDeviceLoads (kiln/Runtime/Partitioner.h): the largest first, on the
+/// device with the most free memory unless that would leave a later load without room.
 #ifndef KILN_RUNTIME_PROVISIONER_H
 #define KILN_RUNTIME_PROVISIONER_H
 
