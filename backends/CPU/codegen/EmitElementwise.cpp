@@ -236,13 +236,15 @@ void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n
     end = B_.CreateSelect(B_.CreateICmpULT(end, I64(total)), end, I64(total));
   }
   // A broadcast's result is stored only where something outside the chain reads it.
-  // So is a Splat's: the chain uses the constant.
+  // So is a Splat's: the chain uses the constant. Only an activation's readers are all
+  // known from its users: a weight, or a view into another buffer (a Reshape of the
+  // result written in place into an output), is always stored.
   std::set<const Value *> inGroupOnly;
   for (Instruction *I : group) {
     if (!isa<BroadcastInst>(I) && !isa<SplatInst>(I))
       continue;
     const Value *dest = I->getOperand(0).first;
-    bool outside = isa<WeightVar>(dest);
+    bool outside = !isa<AllocActivationInst>(dest);
     for (const Instruction *U : usersOf(dest))
       if (U != I && !isa<DeallocActivationInst>(U) &&
           std::find(group.begin(), group.end(), U) == group.end())
