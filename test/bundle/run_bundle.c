@@ -187,5 +187,9 @@ int main(int argc, char **argv) {
     }
     fclose(f);
   }
+  if (strcmp(argv[1], "-"))
+    free(constants);
+  free(mutables);
+  free(activations);
   return 0;
 }

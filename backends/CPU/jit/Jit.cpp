@@ -36,6 +36,17 @@ namespace kiln::cpu {
 
 namespace {
 
+/// The process's own symbols (memset, memcpy, libm) as a generator for a JIT's main library.
+/// LLVM guards its list of loaded libraries with a lock of its own, which ThreadSanitizer
+/// cannot see (libLLVM is not instrumented), and JITs are created on several threads at once
+/// (the shared kernels' units): ours, around it, makes that visible.
+llvm::Expected<std::unique_ptr<llvm::orc::DynamicLibrarySearchGenerator>>
+processSymbols(char globalPrefix) {
+  static std::mutex m;
+  std::lock_guard<std::mutex> lock(m);
+  return llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(globalPrefix);
+}
+
 void initLLVM() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -380,8 +391,7 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
   if (!jit)
     return makeError(ErrorCode::Internal, "CPU backend: ", errString(jit.takeError()));
   // Generated code may call memset/memcpy and libm.
-  auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
-      (*jit)->getDataLayout().getGlobalPrefix());
+  auto gen = processSymbols((*jit)->getDataLayout().getGlobalPrefix());
   if (!gen)
     return makeError(ErrorCode::Internal, "CPU backend: ", errString(gen.takeError()));
   (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
@@ -440,8 +450,7 @@ JitModule::loadObjectBuffer(std::unique_ptr<llvm::MemoryBuffer> buf,
     llvm::consumeError(jit.takeError());
     return nullptr;
   }
-  auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
-      (*jit)->getDataLayout().getGlobalPrefix());
+  auto gen = processSymbols((*jit)->getDataLayout().getGlobalPrefix());
   if (!gen) {
     llvm::consumeError(gen.takeError());
     return nullptr;
