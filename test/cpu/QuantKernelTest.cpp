@@ -17,6 +17,8 @@
 #include <gtest/gtest.h>
 
 #include <iterator>
+#include <utility>
+#include <vector>
 
 #include <cstring>
 #include <random>
@@ -242,39 +244,29 @@ bool checksPair(size_t caseIndex, size_t pair, size_t pairs) {
   return caseIndex == 0 || pair == caseIndex % pairs || pair == (caseIndex + 2) % pairs;
 }
 
-TEST(QuantKernel, ConvPerTensor) {
-  uint64_t seed = 10;
-  const std::pair<int32_t, int32_t> offsets[] = {
-      {0, 0}, {-128, 0}, {127, -128}, {5, 3}, {-17, 127}};
+/// Every case of kCases with its share of \p offsets (checksPair), per-tensor or channelwise
+/// weights, seeds from \p seed on.
+void checkConvCases(bool channelwise, const std::vector<std::pair<int32_t, int32_t>> &offsets,
+                    uint64_t seed) {
   for (size_t ci = 0; ci < std::size(kCases); ci++)
-    for (size_t oi = 0; oi < std::size(offsets); oi++) {
-      if (!checksPair(ci, oi, std::size(offsets)))
+    for (size_t oi = 0; oi < offsets.size(); oi++) {
+      if (!checksPair(ci, oi, offsets.size()))
         continue;
-      const ConvCase &c = kCases[ci];
       auto [xOff, fOff] = offsets[oi];
       SCOPED_TRACE("case " + std::to_string(seed) + " xOff " + std::to_string(xOff) + " fOff " +
                    std::to_string(fOff));
       Net n;
-      buildConv(n, c, false, xOff, fOff, 0.08f, seed);
+      buildConv(n, kCases[ci], channelwise, xOff, fOff, 0.08f, seed);
       checkNet(n, "qconv", seed++);
     }
 }
 
+TEST(QuantKernel, ConvPerTensor) {
+  checkConvCases(false, {{0, 0}, {-128, 0}, {127, -128}, {5, 3}, {-17, 127}}, 10);
+}
+
 TEST(QuantKernel, ConvChannelwise) {
-  uint64_t seed = 200;
-  const std::pair<int32_t, int32_t> offsets[] = {{0, 0}, {-128, 0}, {9, 6}, {127, 40}};
-  for (size_t ci = 0; ci < std::size(kCases); ci++)
-    for (size_t oi = 0; oi < std::size(offsets); oi++) {
-      if (!checksPair(ci, oi, std::size(offsets)))
-        continue;
-      const ConvCase &c = kCases[ci];
-      auto [xOff, fOff] = offsets[oi];
-      SCOPED_TRACE("case " + std::to_string(seed) + " xOff " + std::to_string(xOff) + " fOff " +
-                   std::to_string(fOff));
-      Net n;
-      buildConv(n, c, true, xOff, fOff, 0.08f, seed);
-      checkNet(n, "qconv", seed++);
-    }
+  checkConvCases(true, {{0, 0}, {-128, 0}, {9, 6}, {127, 40}}, 200);
 }
 
 // A tiny output scale: nearly every output saturates at -128 or 127; both must appear.
