@@ -532,28 +532,6 @@ LIBJIT_EXPORT void libjit_conv2d_dw_f32(float *out, const float *in, const float
 
 namespace {
 
-typedef float V16 __attribute__((vector_size(64)));
-typedef float V8 __attribute__((vector_size(32)));
-template <int VW> struct GVec;
-template <> struct GVec<16> { typedef V16 T; };
-template <> struct GVec<8> { typedef V8 T; };
-
-template <class V> LIBJIT_INLINE V gLoad(const float *p) {
-  V v;
-  __builtin_memcpy(&v, p, sizeof(V));
-  return v;
-}
-template <class V> LIBJIT_INLINE void gStore(float *p, V v) { __builtin_memcpy(p, &v, sizeof(V)); }
-/// All lanes = s, written lane by lane: {} + s does not fold without fast-math and costs an
-/// add per broadcast in the inner loops.
-template <class V> LIBJIT_INLINE V gSplat(float s) {
-  V v;
-  LIBJIT_UNROLL
-  for (unsigned i = 0; i < sizeof(V) / sizeof(float); i++)
-    v[i] = s;
-  return v;
-}
-
 /// Per-thread scratch of the grouped kernel: the tap table, Cg channels of phase planes,
 /// then Og rows of output cells.
 struct GroupedGeom {
@@ -577,22 +555,22 @@ LIBJIT_INLINE void groupedTile(float *__restrict o, int64_t oPitch,
                                const int64_t *__restrict toff, int64_t T, int64_t Cg,
                                const float *__restrict w, int64_t Og,
                                const float *__restrict bias, int64_t cells) {
-  typedef typename GVec<VW>::T V;
+  typedef typename VecOf<VW>::T V;
   for (int64_t i0 = 0; i0 < cells; i0 += 2 * VW) {
     V acc[OT][2];
     LIBJIT_UNROLL
     for (int j = 0; j < OT; j++)
-      acc[j][0] = acc[j][1] = gSplat<V>(bias ? bias[j] : 0.0f);
+      acc[j][0] = acc[j][1] = splatV<V>(bias ? bias[j] : 0.0f);
     for (int64_t ci = 0; ci < Cg; ci++) {
       const float *pc = planes + ci * chFloats + i0;
       const float *wc = w + ci * T * Og;
       for (int64_t t = 0; t < T; t++) {
         const float *p = pc + toff[t];
-        V x0 = gLoad<V>(p), x1 = gLoad<V>(p + VW);
+        V x0 = loadV<V>(p), x1 = loadV<V>(p + VW);
         const float *wt = wc + t * Og;
         LIBJIT_UNROLL
         for (int j = 0; j < OT; j++) {
-          V wj = gSplat<V>(wt[j]);
+          V wj = splatV<V>(wt[j]);
           acc[j][0] += wj * x0;
           acc[j][1] += wj * x1;
         }
@@ -600,8 +578,8 @@ LIBJIT_INLINE void groupedTile(float *__restrict o, int64_t oPitch,
     }
     LIBJIT_UNROLL
     for (int j = 0; j < OT; j++) {
-      gStore<V>(o + j * oPitch + i0, acc[j][0]);
-      gStore<V>(o + j * oPitch + i0 + VW, acc[j][1]);
+      storeV<V>(o + j * oPitch + i0, acc[j][0]);
+      storeV<V>(o + j * oPitch + i0 + VW, acc[j][1]);
     }
   }
 }
@@ -675,11 +653,11 @@ LIBJIT_INLINE void groupedSmallTile(float *__restrict res, const float *__restri
                                     const int32_t *__restrict off, int64_t K,
                                     const float *__restrict w, const float *__restrict bias,
                                     int64_t p0) {
-  typedef typename GVec<VW>::T V;
+  typedef typename VecOf<VW>::T V;
   V acc[R][NV];
   LIBJIT_UNROLL
   for (int v = 0; v < NV; v++) {
-    V b = bias ? gLoad<V>(bias + v * VW) : gSplat<V>(0.0f);
+    V b = bias ? loadV<V>(bias + v * VW) : splatV<V>(0.0f);
     LIBJIT_UNROLL
     for (int r = 0; r < R; r++)
       acc[r][v] = b;
@@ -690,10 +668,10 @@ LIBJIT_INLINE void groupedSmallTile(float *__restrict res, const float *__restri
     V wv[NV];
     LIBJIT_UNROLL
     for (int v = 0; v < NV; v++)
-      wv[v] = gLoad<V>(w + k * (VW * NV) + v * VW);
+      wv[v] = loadV<V>(w + k * (VW * NV) + v * VW);
     LIBJIT_UNROLL
     for (int r = 0; r < R; r++) {
-      V xr = gSplat<V>(x[r]);
+      V xr = splatV<V>(x[r]);
       LIBJIT_UNROLL
       for (int v = 0; v < NV; v++)
         acc[r][v] += xr * wv[v];
@@ -703,7 +681,7 @@ LIBJIT_INLINE void groupedSmallTile(float *__restrict res, const float *__restri
   for (int r = 0; r < R; r++)
     LIBJIT_UNROLL
     for (int v = 0; v < NV; v++)
-      gStore<V>(res + (p0 + r) * (VW * NV) + v * VW, acc[r][v]);
+      storeV<V>(res + (p0 + r) * (VW * NV) + v * VW, acc[r][v]);
 }
 
 /// All pixels of one group in tiles of R, the last one overlapping its predecessor.

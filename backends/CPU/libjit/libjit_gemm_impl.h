@@ -10,28 +10,9 @@
 #include "libjit_act.h"
 #include "libjit_defs.h"
 #include "libjit_gemm_config.h"
+#include "libjit_vec.h"
 
 namespace libjit {
-template <int VW> struct VecOf;
-template <> struct VecOf<16> { typedef float T __attribute__((vector_size(64))); };
-template <> struct VecOf<8> { typedef float T __attribute__((vector_size(32))); };
-
-template <class V> LIBJIT_INLINE V loadV(const float *p) {
-  V v;
-  __builtin_memcpy(&v, p, sizeof(V));
-  return v;
-}
-template <class V> LIBJIT_INLINE void storeV(float *p, V v) { __builtin_memcpy(p, &v, sizeof(V)); }
-/// All lanes = s. (Not `(V){} + s`: without fast-math 0 + s does not fold, and the add
-/// costs an instruction per broadcast in the inner loop.)
-template <class V> LIBJIT_INLINE V splatV(float s) {
-  V v;
-  LIBJIT_UNROLL
-  for (unsigned i = 0; i < sizeof(V) / sizeof(float); i++)
-    v[i] = s;
-  return v;
-}
-
 /// What happens to a finished tile: C = (accumulate ? C : 0) + A*B, and on the last K
 /// block + biasRow[r] + biasCol[c] + add[r][c], then activation act (libjit_act.h) with
 /// parameters lo, hi: ActClamp clamps to [lo, hi] in registers, the other kinds run on the

@@ -14,6 +14,28 @@ namespace libjit {
 typedef float F16 __attribute__((vector_size(64)));
 typedef float F32x __attribute__((vector_size(128)));
 
+/// Vectors of VW floats (16: one AVX-512 register, 8: one AVX2 register) for kernels
+/// written once for both widths, with unaligned loads and stores and a broadcast.
+template <int VW> struct VecOf;
+template <> struct VecOf<16> { typedef float T __attribute__((vector_size(64))); };
+template <> struct VecOf<8> { typedef float T __attribute__((vector_size(32))); };
+
+template <class V> LIBJIT_INLINE V loadV(const float *p) {
+  V v;
+  __builtin_memcpy(&v, p, sizeof(V));
+  return v;
+}
+template <class V> LIBJIT_INLINE void storeV(float *p, V v) { __builtin_memcpy(p, &v, sizeof(V)); }
+/// All lanes = s. (Not `(V){} + s`: without fast-math 0 + s does not fold, and the add
+/// costs an instruction per broadcast in the inner loop.)
+template <class V> LIBJIT_INLINE V splatV(float s) {
+  V v;
+  LIBJIT_UNROLL
+  for (unsigned i = 0; i < sizeof(V) / sizeof(float); i++)
+    v[i] = s;
+  return v;
+}
+
 LIBJIT_INLINE F16 ld16(const float *p) {
   F16 v;
   __builtin_memcpy(&v, p, sizeof(v));
