@@ -331,6 +331,18 @@ private:
     return c_.dmaSetupCycles + ceilDiv(bytes, c_.dmaBytesPerCycle);
   }
   uint64_t vecCycles(uint64_t elems) const { return ceilDiv(elems, c_.vectorLanes); }
+  /// A DMA of a strided box between device address \p dev (\p rows rows of \p rowBytes,
+  /// \p devStride apart) and \p tile: into the tile for DmaIn, out of it for DmaOut.
+  SimInstr dmaBox(SimOpcode op, int32_t tile, uint64_t dev, uint32_t rows, uint64_t rowBytes,
+                  uint64_t devStride) const {
+    SimInstr d;
+    d.op = op;
+    (op == SimOpcode::DmaOut ? d.a : d.dst) = tile;
+    d.dev = dev, d.rows = rows, d.rowBytes = rowBytes, d.devStride = devStride;
+    d.bytes = uint64_t(rows) * rowBytes;
+    d.cycles = dmaCycles(d.bytes);
+    return d;
+  }
   uint64_t macCycles(uint64_t m, uint64_t n, uint64_t k, bool int8) const {
     uint64_t cells = c_.macRows * c_.macCols;
     uint64_t lanes = std::max<uint64_t>(1, (int8 ? c_.macsPerCycleI8 : c_.macsPerCycleF32) / cells);
@@ -779,13 +791,8 @@ Expected<bool> SimProgramBuilder::tryMatrix(const Instruction *I) {
             if (resident && residentA >= 0) {
               la.dst = residentA;
             } else {
-              la.dst = d.tile(nm + ".A", uint64_t(mt) * kt * eA, elemKind);
-              la.dev = aItem + (uint64_t(m0) * K + k0) * eA;
-              la.rows = mt;
-              la.rowBytes = uint64_t(kt) * eA;
-              la.devStride = K * eA;
-              la.bytes = uint64_t(mt) * kt * eA;
-              la.cycles = dmaCycles(la.bytes);
+              la = dmaBox(SimOpcode::DmaIn, d.tile(nm + ".A", uint64_t(mt) * kt * eA, elemKind),
+                          aItem + (uint64_t(m0) * K + k0) * eA, mt, uint64_t(kt) * eA, K * eA);
               G.loads.push_back(la);
               if (resident)
                 residentA = la.dst;
@@ -825,16 +832,11 @@ Expected<bool> SimProgramBuilder::tryMatrix(const Instruction *I) {
                 if (L.hasBias && biasPerRow && resident && residentBias >= 0) {
                   ep.b = residentBias;
                 } else if (L.hasBias) {
-                  SimInstr lbias;
-                  lbias.op = SimOpcode::DmaIn;
                   uint32_t b0 = biasPerRow ? uint32_t(g * M + m0) : n0;
                   uint32_t bl = biasPerRow ? mt : nt;
-                  lbias.dst = d.tile(nm + ".bias", uint64_t(bl) * 4, accKind);
-                  lbias.dev = biasAddr + uint64_t(b0) * 4;
-                  lbias.rows = 1;
-                  lbias.rowBytes = lbias.devStride = uint64_t(bl) * 4;
-                  lbias.bytes = uint64_t(bl) * 4;
-                  lbias.cycles = dmaCycles(lbias.bytes);
+                  SimInstr lbias =
+                      dmaBox(SimOpcode::DmaIn, d.tile(nm + ".bias", uint64_t(bl) * 4, accKind),
+                             biasAddr + uint64_t(b0) * 4, 1, uint64_t(bl) * 4, uint64_t(bl) * 4);
                   G.loads.push_back(lbias);
                   ep.b = lbias.dst;
                   if (biasPerRow && resident)
@@ -845,16 +847,9 @@ Expected<bool> SimProgramBuilder::tryMatrix(const Instruction *I) {
                 ep.dst = outTile;
                 G.compute.push_back(ep);
               }
-              SimInstr st;
-              st.op = SimOpcode::DmaOut;
-              st.a = outTile;
-              st.dev = outItem + (uint64_t(m0) * Nn + n0) * eO;
-              st.rows = mt;
-              st.rowBytes = uint64_t(nt) * eO;
-              st.devStride = Nn * eO;
-              st.bytes = uint64_t(mt) * nt * eO;
-              st.cycles = dmaCycles(st.bytes);
-              G.tail.push_back(st);
+              G.tail.push_back(dmaBox(SimOpcode::DmaOut, outTile,
+                                      outItem + (uint64_t(m0) * Nn + n0) * eO, mt,
+                                      uint64_t(nt) * eO, Nn * eO));
             }
             groups.push_back(std::move(G));
           }
@@ -939,13 +934,10 @@ Expected<bool> SimProgramBuilder::tryEltwise(const Instruction *I) {
     for (uint64_t s = 0; s < n; s += T) {
       uint64_t len = std::min(T, n - s);
       Group G;
-      SimInstr la;
-      la.op = SimOpcode::DmaIn;
-      la.dst = d.tile(I->getName() + ".a", len * e, L.int8 ? ElemKind::Int8Q : ElemKind::Float);
-      la.dev = aAddr + s * e;
-      la.rows = 1;
-      la.rowBytes = la.devStride = la.bytes = len * e;
-      la.cycles = dmaCycles(la.bytes);
+      SimInstr la =
+          dmaBox(SimOpcode::DmaIn,
+                 d.tile(I->getName() + ".a", len * e, L.int8 ? ElemKind::Int8Q : ElemKind::Float),
+                 aAddr + s * e, 1, len * e, len * e);
       G.loads.push_back(la);
       SimInstr op;
       op.op = b ? SimOpcode::VecAdd : SimOpcode::VecRelu;
@@ -960,14 +952,7 @@ Expected<bool> SimProgramBuilder::tryEltwise(const Instruction *I) {
       op.elems = len;
       op.cycles = vecCycles(len);
       G.compute.push_back(op);
-      SimInstr st;
-      st.op = SimOpcode::DmaOut;
-      st.a = la.dst;
-      st.dev = dAddr + s * e;
-      st.rows = 1;
-      st.rowBytes = st.devStride = st.bytes = len * e;
-      st.cycles = dmaCycles(st.bytes);
-      G.tail.push_back(st);
+      G.tail.push_back(dmaBox(SimOpcode::DmaOut, la.dst, dAddr + s * e, 1, len * e, len * e));
       groups.push_back(std::move(G));
     }
     emitGroups(groups, d, false);
