@@ -187,8 +187,9 @@ void checkFused(Build build, std::optional<ConvAlgorithm> force, float tol,
       auto got = runCPU(net, co, stages);
       bool forced = false;
       for (const std::string &s : stages) {
-        if (!elementwiseStages)
+        if (!elementwiseStages) {
           EXPECT_EQ(s.find("elementwise"), std::string::npos) << s;
+        }
         forced |= force && s.find(std::string(convAlgorithmName(*force)) + " ") == 0;
       }
       EXPECT_TRUE(!force || forced);

@@ -62,9 +62,11 @@ Error runOn(const std::string &backend, Function *f, PlaceholderBindings &pb) {
 TEST(WidenHalfFloats, StructureOfTheRewrite) {
   Graph16 g;
   cpu::CPUBackend cpu;
-  for (const auto &up : g.F->getNodes())
-    if (!isa<SaveNode>(up.get()))
+  for (const auto &up : g.F->getNodes()) {
+    if (!isa<SaveNode>(up.get())) {
       EXPECT_TRUE(cpu.isOpSupported(*up)) << up->describe();
+    }
+  }
   // Natively: the Transpose (moves elements) only; the others run widened.
   EXPECT_TRUE(cpu.isNativelySupported(*g.F->getNodeByName("tr")));
   EXPECT_FALSE(cpu.isNativelySupported(*g.F->getNodeByName("conv")));

@@ -56,8 +56,9 @@ TEST(InterpreterChecks, GatherNDMatchingBatchDimsRuns) {
     code:
       GatherND @out @y, @in @d, @in @i {BatchDims=1}
   )");
-  if (e)
+  if (e) {
     EXPECT_NE(e.message().find("out of range"), std::string::npos) << e.message();
+  }
 }
 
 } // namespace

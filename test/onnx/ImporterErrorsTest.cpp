@@ -39,9 +39,10 @@ TEST_F(ImporterTest, TruncatedFileAtEveryLength) {
     Module mod;
     Function *f = mod.createFunction("f");
     Error e = loadBytes(bytes.substr(0, len), f);
-    if (e)
+    if (e) {
       EXPECT_TRUE(e.code() == ErrorCode::ModelParse || e.code() == ErrorCode::Unsupported)
           << "prefix " << len << ": " << e.toString();
+    }
   }
   Module mod;
   Error e = loadBytes(bytes.substr(0, bytes.size() / 2), mod.createFunction("f"));
