@@ -497,14 +497,17 @@ Error convertGlobalPool(Importer &I, const Node &n) {
   return Error::success();
 }
 
-/// ConvTranspose (1-D, 2-D and 3-D) as a Convolution: the input is dilated by the strides
-/// (zeros inserted between elements), padded by dilation * (kernel - 1) minus the pads (a
-/// negative amount crops), with output_padding and output_shape added at the end; the
-/// filter [C, O/group, k...] becomes [O, C/group, k...] flipped in space. 1-D runs as 2-D
-/// with a height of 1; 3-D as 2-D convolutions over the kernel's depths (window3D).
-Error convertConvTranspose(Importer &I, const Node &n) {
-  KILN_ASSIGN_OR_RETURN(Dims xd, I.inputDims(n, 0));
-  KILN_ASSIGN_OR_RETURN(Dims wd, I.inputDims(n, 1));
+/// ConvTranspose's geometry, validated, with auto_pad and output_shape resolved into pads;
+/// every vector has one entry per spatial dim of the lowering (S: a 1-D node is widened to
+/// 2-D with a height of 1, lead = S - sp leading entries of 1 or 0).
+struct TransposedWindow {
+  size_t sp = 0, S = 0;
+  dim_t group = 1;
+  std::vector<int64_t> in, st, dil, k, outPad, padB, padE;
+};
+
+Expected<TransposedWindow> readTransposedWindow(Importer &I, const Node &n, const Dims &xd,
+                                                const Dims &wd) {
   if (xd.size() < 3 || xd.size() > 5)
     return I.unsupported(n, "only 1-D, 2-D and 3-D transposed convolutions are supported; "
                          "the input is ", dimsToString(xd));
@@ -554,58 +557,66 @@ Error convertConvTranspose(Importer &I, const Node &n) {
       pads[i + sp] = total - pads[i];
     }
   }
-  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
-  Function *F = I.F;
-  dim_t N = xd[0], C = xd[1], O = wd[1] * dim_t(group), g = dim_t(group);
-  // S spatial dims from here on: 1-D becomes 2-D with a height of 1.
-  const size_t S = sp == 1 ? 2 : sp, lead = S - sp;
+  TransposedWindow t;
+  t.sp = sp;
+  t.S = sp == 1 ? 2 : sp;
+  t.group = dim_t(group);
+  const size_t lead = t.S - sp;
   auto widen = [&](const std::vector<int64_t> &v, size_t at, int64_t fill) {
-    std::vector<int64_t> r(S, fill);
+    std::vector<int64_t> r(t.S, fill);
     for (size_t i = 0; i < sp; i++)
       r[lead + i] = v[at + i];
     return r;
   };
-  std::vector<int64_t> in(S, 1), s2 = widen(st, 0, 1), d2 = widen(dil, 0, 1),
-                       k2 = widen(k, 0, 1), op2 = widen(op, 0, 0), pb2 = widen(pads, 0, 0),
-                       pe2 = widen(pads, sp, 0);
-  for (size_t i = 0; i < sp; i++)
-    in[lead + i] = int64_t(xd[2 + i]);
-  Dims xs = {N, C};
-  for (int64_t v : in)
-    xs.push_back(dim_t(v));
-  x = I.reshape(I.opName(n, "xnd"), x, xs);
-  // Dilate by the strides: [N,C,D,1,H,1,W,1] padded to [N,C,D,sd,H,sh,W,sw], flattened, cut.
-  std::vector<dim_t> u(S);
-  bool strided = false;
-  for (size_t i = 0; i < S; i++) {
-    u[i] = dim_t((in[i] - 1) * s2[i] + 1);
-    strided |= s2[i] > 1;
+  std::vector<int64_t> in(xd.begin() + 2, xd.end());
+  t.in = widen(in, 0, 1);
+  t.st = widen(st, 0, 1);
+  t.dil = widen(dil, 0, 1);
+  t.k = widen(k, 0, 1);
+  t.outPad = widen(op, 0, 0);
+  t.padB = widen(pads, 0, 0);
+  t.padE = widen(pads, sp, 0);
+  return t;
+}
+
+/// \p x ([N, C, in...]) with stride - 1 zeros between its elements along each spatial dim:
+/// [N,C,D,1,H,1,W,1] padded to [N,C,D,sd,H,sh,W,sw], flattened and cut to \p u
+/// ((in - 1) * stride + 1 each).
+NodeValue dilateByStrides(Importer &I, const Node &n, NodeValue x, const TransposedWindow &t,
+                          const std::vector<dim_t> &u) {
+  const Dims &xd = x.dims();
+  Dims ed = {xd[0], xd[1]}, dd = {xd[0], xd[1]};
+  for (size_t i = 0; i < t.S; i++) {
+    ed.push_back(dim_t(t.in[i]));
+    ed.push_back(1);
+    dd.push_back(dim_t(t.in[i] * t.st[i]));
   }
-  if (strided) {
-    Dims ed = {N, C}, dd = {N, C};
-    for (size_t i = 0; i < S; i++) {
-      ed.push_back(dim_t(in[i]));
-      ed.push_back(1);
-      dd.push_back(dim_t(in[i] * s2[i]));
-    }
-    NodeValue e = I.reshape(I.opName(n, "expand"), x, ed);
-    std::vector<dim_t> p(2 * ed.size(), 0);
-    for (size_t i = 0; i < S; i++)
-      p[ed.size() + 3 + 2 * i] = dim_t(s2[i] - 1);
-    e = F->createPad(I.opName(n, "dilate"), e, p, 0.0f);
-    e = I.reshape(I.opName(n, "dilated"), e, dd);
-    std::vector<dim_t> zero(2 + S, 0), ue = {N, C};
-    ue.insert(ue.end(), u.begin(), u.end());
-    x = F->createSlice(I.opName(n, "cut"), e, zero, ue);
-  }
-  // Convolution pads; negative amounts crop the dilated input instead.
-  std::vector<dim_t> cb(2 + S, 0), ce = {N, C};
+  NodeValue e = I.reshape(I.opName(n, "expand"), x, ed);
+  std::vector<dim_t> p(2 * ed.size(), 0);
+  for (size_t i = 0; i < t.S; i++)
+    p[ed.size() + 3 + 2 * i] = dim_t(t.st[i] - 1);
+  e = I.F->createPad(I.opName(n, "dilate"), e, p, 0.0f);
+  e = I.reshape(I.opName(n, "dilated"), e, dd);
+  std::vector<dim_t> zero(2 + t.S, 0), ue = {xd[0], xd[1]};
+  ue.insert(ue.end(), u.begin(), u.end());
+  return I.F->createSlice(I.opName(n, "cut"), e, zero, ue);
+}
+
+/// The pads (\p cpB, \p cpE) of the stride-1 convolution over the dilated input \p x (spatial
+/// sizes \p u) that computes the transposed one; where a pad would be negative the input is
+/// cropped instead, and \p x becomes that crop.
+Error equivalentConvPads(Importer &I, const Node &n, NodeValue &x, const TransposedWindow &t,
+                         const std::vector<dim_t> &u, std::vector<int64_t> &cpB,
+                         std::vector<int64_t> &cpE) {
+  const Dims &xd = x.dims();
+  std::vector<dim_t> cb(2 + t.S, 0), ce = {xd[0], xd[1]};
   ce.insert(ce.end(), u.begin(), u.end());
-  std::vector<int64_t> cpB(S), cpE(S);
+  cpB.assign(t.S, 0);
+  cpE.assign(t.S, 0);
   bool crop = false;
-  for (size_t i = 0; i < S; i++) {
-    int64_t full = d2[i] * (k2[i] - 1);
-    int64_t b = full - pb2[i], e = full - pe2[i] + op2[i];
+  for (size_t i = 0; i < t.S; i++) {
+    int64_t full = t.dil[i] * (t.k[i] - 1);
+    int64_t b = full - t.padB[i], e = full - t.padE[i] + t.outPad[i];
     if (b < 0) {
       cb[2 + i] = dim_t(-b);
       crop = true;
@@ -618,61 +629,96 @@ Error convertConvTranspose(Importer &I, const Node &n) {
       crop = true;
       e = 0;
     }
-    if (int64_t(ce[2 + i]) - int64_t(cb[2 + i]) + b + e < (k2[i] - 1) * d2[i] + 1)
+    if (int64_t(ce[2 + i]) - int64_t(cb[2 + i]) + b + e < (t.k[i] - 1) * t.dil[i] + 1)
       return I.parseError(n, "the pads leave an empty result");
     cpB[i] = b;
     cpE[i] = e;
   }
   if (crop)
-    x = F->createSlice(I.opName(n, "crop"), x, cb, ce);
-  // Filter: [C, O/g, k...] -> [g, C/g, O/g, k...] -> [g, O/g, C/g, k...] -> [O, C/g, k...],
-  // flipped in every spatial dim.
-  dim_t cg = C / g, og = O / g, taps = 1;
-  Dims fd = {O, cg};
-  for (size_t i = 0; i < S; i++) {
-    fd.push_back(dim_t(k2[i]));
-    taps *= dim_t(k2[i]);
+    x = I.F->createSlice(I.opName(n, "crop"), x, cb, ce);
+  return Error::success();
+}
+
+/// ConvTranspose's filter [C, O/g, k...] as the equivalent convolution's [O, C/g, k...]:
+/// [g, C/g, O/g, k...] -> [g, O/g, C/g, k...], flipped in every spatial dim. \p fd receives
+/// the result's dims. A filter known at load is rearranged here, so no Gather reaches the
+/// graph.
+Expected<NodeValue> transposedFilter(Importer &I, const Node &n, const TransposedWindow &t,
+                                     dim_t C, dim_t O, Dims &fd) {
+  dim_t g = t.group, cg = C / g, og = O / g, taps = 1;
+  fd = {O, cg};
+  for (size_t i = 0; i < t.S; i++) {
+    fd.push_back(dim_t(t.k[i]));
+    taps *= dim_t(t.k[i]);
   }
-  NodeValue w;
   if (const Tensor *wc = I.constInput(n, 1)) {
-    // A filter known at load is rearranged here, so no Gather reaches the graph.
-    w = I.makeConstant(I.opName(n, "filter"), gatherElements(*wc, fd, [&](size_t i) {
-      size_t t = i % taps, cc = (i / taps) % cg, o = i / (taps * cg);
-      size_t gi = o / og, oo = o % og, flipped = 0, rest = t;
-      // The tap's position with every coordinate mirrored, row-major over k2.
+    return I.makeConstant(I.opName(n, "filter"), gatherElements(*wc, fd, [&](size_t i) {
+      size_t tap = i % taps, cc = (i / taps) % cg, o = i / (taps * cg);
+      size_t gi = o / og, oo = o % og, flipped = 0, rest = tap;
+      // The tap's position with every coordinate mirrored, row-major over the kernel.
       size_t stride = 1;
-      for (size_t a = S; a-- > 0;) {
-        size_t len = size_t(k2[a]), c = rest % len;
+      for (size_t a = t.S; a-- > 0;) {
+        size_t len = size_t(t.k[a]), c = rest % len;
         rest /= len;
         flipped += (len - 1 - c) * stride;
         stride *= len;
       }
       return ((gi * cg + cc) * og + oo) * taps + flipped;
     }));
-  } else {
-    KILN_ASSIGN_OR_RETURN(w, I.input(n, 1));
-    Dims w5 = {g, cg, og};
-    std::vector<dim_t> perm = {0, 2, 1};
-    for (size_t i = 0; i < S; i++) {
-      w5.push_back(dim_t(k2[i]));
-      perm.push_back(dim_t(3 + i));
-    }
-    w = I.reshape(I.opName(n, "wsplit"), w, w5);
-    w = F->createTranspose(I.opName(n, "wt"), w, perm);
-    w = I.reshape(I.opName(n, "wnd"), w, fd);
-    for (unsigned ax = 2; ax < 2 + S; ax++) {
-      dim_t len = fd[ax];
-      if (len == 1)
-        continue;
-      std::vector<int64_t> rev(len);
-      for (dim_t i = 0; i < len; i++)
-        rev[i] = int64_t(len - 1 - i);
-      w = F->createGather(I.opName(n, "flip"), w,
+  }
+  KILN_ASSIGN_OR_RETURN(NodeValue w, I.input(n, 1));
+  Dims w5 = {g, cg, og};
+  std::vector<dim_t> perm = {0, 2, 1};
+  for (size_t i = 0; i < t.S; i++) {
+    w5.push_back(dim_t(t.k[i]));
+    perm.push_back(dim_t(3 + i));
+  }
+  w = I.reshape(I.opName(n, "wsplit"), w, w5);
+  w = I.F->createTranspose(I.opName(n, "wt"), w, perm);
+  w = I.reshape(I.opName(n, "wnd"), w, fd);
+  for (unsigned ax = 2; ax < 2 + t.S; ax++) {
+    dim_t len = fd[ax];
+    if (len == 1)
+      continue;
+    std::vector<int64_t> rev(len);
+    for (dim_t i = 0; i < len; i++)
+      rev[i] = int64_t(len - 1 - i);
+    w = I.F->createGather(I.opName(n, "flip"), w,
                           I.makeConstant(I.opName(n, "rev"),
                                          tensorFromInts(ElemKind::Int64I, {len}, rev)),
                           ax);
-    }
   }
+  return w;
+}
+
+/// ConvTranspose (1-D, 2-D and 3-D) as a Convolution: the input is dilated by the strides
+/// (zeros inserted between elements), padded by dilation * (kernel - 1) minus the pads (a
+/// negative amount crops), with output_padding and output_shape added at the end; the
+/// filter [C, O/group, k...] becomes [O, C/group, k...] flipped in space. 1-D runs as 2-D
+/// with a height of 1; 3-D as 2-D convolutions over the kernel's depths (window3D).
+Error convertConvTranspose(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(Dims xd, I.inputDims(n, 0));
+  KILN_ASSIGN_OR_RETURN(Dims wd, I.inputDims(n, 1));
+  KILN_ASSIGN_OR_RETURN(TransposedWindow t, readTransposedWindow(I, n, xd, wd));
+  KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+  Function *F = I.F;
+  dim_t N = xd[0], C = xd[1], O = wd[1] * t.group;
+  Dims xs = {N, C};
+  for (int64_t v : t.in)
+    xs.push_back(dim_t(v));
+  x = I.reshape(I.opName(n, "xnd"), x, xs);
+  std::vector<dim_t> u(t.S);
+  bool strided = false;
+  for (size_t i = 0; i < t.S; i++) {
+    u[i] = dim_t((t.in[i] - 1) * t.st[i] + 1);
+    strided |= t.st[i] > 1;
+  }
+  if (strided)
+    x = dilateByStrides(I, n, x, t, u);
+  std::vector<int64_t> cpB, cpE;
+  KILN_RETURN_IF_ERR(equivalentConvPads(I, n, x, t, u, cpB, cpE));
+  Dims fd;
+  KILN_ASSIGN_OR_RETURN(NodeValue w, transposedFilter(I, n, t, C, O, fd));
   NodeValue b;
   if (I.hasInput(n, 2)) {
     KILN_ASSIGN_OR_RETURN(b, I.input(n, 2));
@@ -680,11 +726,11 @@ Error convertConvTranspose(Importer &I, const Node &n) {
     b = I.makeConstant(I.opName(n, "bias"), Tensor(x.getElementType(), {O}));
   }
   NodeValue y;
-  if (S == 2) {
+  if (t.S == 2) {
     y = F->createConvolution(I.opName(n), x, w, b, {fd[2], fd[3]}, {1, 1},
                              {dim_t(cpB[0]), dim_t(cpB[1]), dim_t(cpE[0]), dim_t(cpE[1])},
-                             {dim_t(d2[0]), dim_t(d2[1])}, g);
-    if (sp == 1) {
+                             {dim_t(t.dil[0]), dim_t(t.dil[1])}, t.group);
+    if (t.sp == 1) {
       const Dims &yd = y.dims();
       y = I.reshape(I.opName(n, "to1d"), y, Dims({yd[0], yd[1], yd[3]}));
     }
@@ -692,19 +738,20 @@ Error convertConvTranspose(Importer &I, const Node &n) {
     // 3-D: a stride-1 convolution of the dilated input, one 2-D convolution per kernel
     // depth, summed (the bias on the first).
     Window w3;
-    w3.k = k2;
+    w3.k = t.k;
     w3.st = {1, 1, 1};
-    w3.dil = d2;
+    w3.dil = t.dil;
     w3.pad = {cpB[0], cpB[1], cpB[2], cpE[0], cpE[1], cpE[2]};
     std::vector<dim_t> k2d, st2d, dil2d, pads2d;
     window2DOf(w3, k2d, st2d, dil2d, pads2d);
     NodeValue zero = I.makeConstant(I.opName(n, "nobias"), Tensor(x.getElementType(), {O}));
+    dim_t cg = C / t.group;
     auto conv = [&](NodeValue slab, int64_t kd) -> NodeValue {
       NodeValue fk = F->createSlice(I.opName(n, "filterd"), w, {0, 0, dim_t(kd), 0, 0},
                                     {O, cg, dim_t(kd) + 1, fd[3], fd[4]});
       fk = I.reshape(I.opName(n, "filter2d"), fk, Dims({O, cg, fd[3], fd[4]}));
       return F->createConvolution(I.opName(n), slab, fk, kd == 0 ? b : zero, k2d, st2d,
-                                  pads2d, dil2d, g);
+                                  pads2d, dil2d, t.group);
     };
     auto add = [&](NodeValue a, NodeValue c) -> NodeValue {
       return F->createAdd(I.opName(n, "sumd"), a, c);
