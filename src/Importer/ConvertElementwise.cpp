@@ -361,9 +361,9 @@ NodeValue boolOr(Importer &I, const Node &n, NodeValue a, NodeValue b, const cha
   return I.F->createSelect(I.opName(n, part), a, boolSplat(I, n, a, true, "true"), b);
 }
 
-} // namespace
-
-void registerElementwiseConverters(ConverterMap &m) {
+/// Unary math: trigonometric and hyperbolic functions, rounding, exp/log, tests for NaN and
+/// infinity, Not and Sign.
+void registerUnaryConverters(ConverterMap &m) {
   UNARY("Sin", FoldUnary::Sin, createSin);
   UNARY("Cos", FoldUnary::Cos, createCos);
   UNARY("Tan", FoldUnary::Tan, createTan);
@@ -375,8 +375,35 @@ void registerElementwiseConverters(ConverterMap &m) {
   UNARY("Asinh", FoldUnary::Asinh, createAsinh);
   UNARY("Acosh", FoldUnary::Acosh, createAcosh);
   UNARY("Atanh", FoldUnary::Atanh, createAtanh);
-  m["Mod"] = convertMod;
-  m["BitShift"] = convertBitShift;
+  UNARY("Relu", FoldUnary::Relu, createRelu);
+  UNARY("Neg", FoldUnary::Neg, createNeg);
+  UNARY("Abs", FoldUnary::Abs, createAbs);
+  UNARY("Exp", FoldUnary::Exp, createExp);
+  UNARY("Log", FoldUnary::Log, createLog);
+  UNARY("Sqrt", FoldUnary::Sqrt, createSqrt);
+  UNARY("Reciprocal", FoldUnary::Reciprocal, createReciprocal);
+  UNARY("Floor", FoldUnary::Floor, createFloor);
+  UNARY("Ceil", FoldUnary::Ceil, createCeil);
+  UNARY("Round", FoldUnary::Round, createRound);
+  UNARY("Sigmoid", std::nullopt, createSigmoid);
+  UNARY("Tanh", std::nullopt, createTanh);
+  UNARY("Erf", std::nullopt, createErf);
+  UNARY("HardSwish", std::nullopt, createHardSwish);
+
+  m["Not"] = unary(FoldUnary::Not, [](Importer &I, const Node &n,
+                                       NodeValue x) -> Expected<NodeValue> {
+    NodeValue xi = I.F->createConvertTo(I.opName(n, "int"),
+                                        I.M->uniqueType(ElemKind::Int32I, x.dims()), x);
+    return NodeValue(I.F->createCmpEQ(I.opName(n), xi, splatLike(I, n, xi, 0, "zero")));
+  });
+  m["Sign"] = unary(FoldUnary::Sign, [](Importer &I, const Node &n,
+                                        NodeValue x) -> Expected<NodeValue> {
+    NodeValue zero = splatLike(I, n, x, 0, "zero");
+    TypeRef ty = x.getType();
+    NodeValue p = I.F->createConvertTo(I.opName(n, "p"), ty, I.F->createCmpLT(I.opName(n, "gt"), zero, x));
+    NodeValue q = I.F->createConvertTo(I.opName(n, "q"), ty, I.F->createCmpLT(I.opName(n, "lt"), x, zero));
+    return NodeValue(I.F->createSub(I.opName(n), p, q));
+  });
   m["IsNaN"] = unary(std::nullopt, [](Importer &I, const Node &n,
                                       NodeValue x) -> Expected<NodeValue> {
     // x != x exactly for NaN.
@@ -410,6 +437,10 @@ void registerElementwiseConverters(ConverterMap &m) {
     return NodeValue(F->createSelect(I.opName(n), lo, up, r));
   });
 
+}
+
+/// Binary arithmetic, comparisons, logic, the variadic Sum/Mean/Max/Min, Mod and BitShift.
+void registerBinaryConverters(ConverterMap &m) {
   auto mk = [](auto fn) { return fn; };
   m["Add"] = binary(FoldOp::Add, mk([](Function *F, const std::string &s, NodeValue a,
                                        NodeValue b) { return NodeValue(F->createAdd(s, a, b)); }));
@@ -443,35 +474,13 @@ void registerElementwiseConverters(ConverterMap &m) {
   m["Or"] = logical(FoldOp::Or);
   m["Xor"] = logical(FoldOp::Xor);
 
-  UNARY("Relu", FoldUnary::Relu, createRelu);
-  UNARY("Neg", FoldUnary::Neg, createNeg);
-  UNARY("Abs", FoldUnary::Abs, createAbs);
-  UNARY("Exp", FoldUnary::Exp, createExp);
-  UNARY("Log", FoldUnary::Log, createLog);
-  UNARY("Sqrt", FoldUnary::Sqrt, createSqrt);
-  UNARY("Reciprocal", FoldUnary::Reciprocal, createReciprocal);
-  UNARY("Floor", FoldUnary::Floor, createFloor);
-  UNARY("Ceil", FoldUnary::Ceil, createCeil);
-  UNARY("Round", FoldUnary::Round, createRound);
-  UNARY("Sigmoid", std::nullopt, createSigmoid);
-  UNARY("Tanh", std::nullopt, createTanh);
-  UNARY("Erf", std::nullopt, createErf);
-  UNARY("HardSwish", std::nullopt, createHardSwish);
+  m["Mod"] = convertMod;
+  m["BitShift"] = convertBitShift;
+}
 
-  m["Not"] = unary(FoldUnary::Not, [](Importer &I, const Node &n,
-                                       NodeValue x) -> Expected<NodeValue> {
-    NodeValue xi = I.F->createConvertTo(I.opName(n, "int"),
-                                        I.M->uniqueType(ElemKind::Int32I, x.dims()), x);
-    return NodeValue(I.F->createCmpEQ(I.opName(n), xi, splatLike(I, n, xi, 0, "zero")));
-  });
-  m["Sign"] = unary(FoldUnary::Sign, [](Importer &I, const Node &n,
-                                        NodeValue x) -> Expected<NodeValue> {
-    NodeValue zero = splatLike(I, n, x, 0, "zero");
-    TypeRef ty = x.getType();
-    NodeValue p = I.F->createConvertTo(I.opName(n, "p"), ty, I.F->createCmpLT(I.opName(n, "gt"), zero, x));
-    NodeValue q = I.F->createConvertTo(I.opName(n, "q"), ty, I.F->createCmpLT(I.opName(n, "lt"), x, zero));
-    return NodeValue(I.F->createSub(I.opName(n), p, q));
-  });
+/// Activations built from other nodes (Elu, Selu, HardSigmoid, Softplus...) or with
+/// attributes (LeakyRelu, PRelu, Clip), and Cast / Where.
+void registerActivationConverters(ConverterMap &m) {
   m["LeakyRelu"] = unary(std::nullopt, [](Importer &I, const Node &n,
                                           NodeValue x) -> Expected<NodeValue> {
     return NodeValue(I.F->createLeakyRelu(I.opName(n), x, I.attrFloat(n, "alpha", 0.01f)));
@@ -544,6 +553,14 @@ void registerElementwiseConverters(ConverterMap &m) {
   m["Cast"] = convertCast;
   m["CastLike"] = convertCast;
   m["Where"] = convertWhere;
+}
+
+} // namespace
+
+void registerElementwiseConverters(ConverterMap &m) {
+  registerUnaryConverters(m);
+  registerBinaryConverters(m);
+  registerActivationConverters(m);
   for (const char *op : {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less", "LessOrEqual",
                          "Greater", "GreaterOrEqual", "And", "Or", "Xor", "PRelu", "CastLike"})
     m.requireInputs(op, 2);
