@@ -207,7 +207,72 @@ BroadcastSpace broadcastSpace(const std::vector<BroadcastInst *> &bcs) {
   return s;
 }
 
+/// Thread tid's share [begin, end) of \p total items among nth threads, in whole multiples
+/// of \p unit items (the last share may be shorter, late ones empty).
+std::pair<llvm::Value *, llvm::Value *> threadShare(llvm::IRBuilder<> &B, llvm::Value *tid,
+                                                    llvm::Value *nth, int64_t total,
+                                                    int64_t unit) {
+  llvm::Type *i64 = tid->getType();
+  auto c = [&](int64_t v) { return llvm::ConstantInt::get(i64, v); };
+  llvm::Value *per = B.CreateUDiv(B.CreateAdd(c(total), B.CreateSub(nth, c(1))), nth);
+  per = B.CreateMul(B.CreateUDiv(B.CreateAdd(per, c(unit - 1)), c(unit)), c(unit));
+  llvm::Value *begin = B.CreateMul(tid, per);
+  begin = B.CreateSelect(B.CreateICmpULT(begin, c(total)), begin, c(total));
+  llvm::Value *end = B.CreateAdd(begin, per);
+  end = B.CreateSelect(B.CreateICmpULT(end, c(total)), end, c(total));
+  return {begin, end};
+}
+
+/// Emits `for (i = lo; i < hi; i++) body(i)` at \p B's insertion point and leaves it after
+/// the loop; the body may add blocks. With \p access, the memory accesses of that group are
+/// declared independent across iterations (llvm.loop.parallel_accesses).
+void emitCountedLoop(llvm::IRBuilder<> &B, llvm::Function *fn, llvm::Value *lo,
+                     llvm::Value *hi, const char *name,
+                     const std::function<void(llvm::Value *)> &body, llvm::MDNode *access) {
+  llvm::LLVMContext &ctx = B.getContext();
+  llvm::BasicBlock *pre = B.GetInsertBlock();
+  auto *loop = llvm::BasicBlock::Create(ctx, std::string(name) + ".loop", fn);
+  auto *exit = llvm::BasicBlock::Create(ctx, std::string(name) + ".exit", fn);
+  B.CreateCondBr(B.CreateICmpULT(lo, hi), loop, exit);
+  B.SetInsertPoint(loop);
+  llvm::PHINode *i = B.CreatePHI(lo->getType(), 2, name);
+  i->addIncoming(lo, pre);
+  body(i);
+  llvm::Value *next = B.CreateAdd(i, llvm::ConstantInt::get(lo->getType(), 1));
+  i->addIncoming(next, B.GetInsertBlock());
+  auto *br = B.CreateCondBr(B.CreateICmpULT(next, hi), loop, exit);
+  if (access) {
+    llvm::TempMDTuple tmp = llvm::MDTuple::getTemporary(ctx, {});
+    llvm::Metadata *par[] = {llvm::MDString::get(ctx, "llvm.loop.parallel_accesses"), access};
+    llvm::MDNode *loopId = llvm::MDNode::getDistinct(ctx, {tmp.get(), llvm::MDNode::get(ctx, par)});
+    loopId->replaceOperandWith(0, loopId);
+    br->setMetadata(llvm::LLVMContext::MD_loop, loopId);
+  }
+  B.SetInsertPoint(exit);
+}
+
 } // namespace
+
+/// The Broadcast and Splat results of the chain \p group that nothing outside it reads:
+/// they are not stored (the chain uses the loaded value or the constant). Only an
+/// activation's readers are all known from its users: a weight, or a view into another
+/// buffer (a Reshape of the result written in place into an output), is always stored.
+std::set<const Value *> Emitter::readOnlyInside(const std::vector<Instruction *> &group) {
+  std::set<const Value *> inGroupOnly;
+  for (Instruction *I : group) {
+    if (!isa<BroadcastInst>(I) && !isa<SplatInst>(I))
+      continue;
+    const Value *dest = I->getOperand(0).first;
+    bool outside = !isa<AllocActivationInst>(dest);
+    for (const Instruction *U : usersOf(dest))
+      if (U != I && !isa<DeallocActivationInst>(U) &&
+          std::find(group.begin(), group.end(), U) == group.end())
+        outside = true;
+    if (!outside)
+      inGroupOnly.insert(dest);
+  }
+  return inGroupOnly;
+}
 
 void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n, bool parallel) {
   // The broadcasts the chain reads (one shape for all: run() groups them so): the loop
@@ -227,55 +292,9 @@ void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n
   // Rows per thread, or whole cache lines of elements where there are no rows.
   const int64_t total = bcs.empty() ? n : rows, unit = bcs.empty() ? 16 : 1;
   llvm::Value *begin = I64(0), *end = I64(total);
-  if (parallel) {
-    llvm::Value *per = B_.CreateUDiv(B_.CreateAdd(I64(total), B_.CreateSub(nth_, I64(1))), nth_);
-    per = B_.CreateMul(B_.CreateUDiv(B_.CreateAdd(per, I64(unit - 1)), I64(unit)), I64(unit));
-    begin = B_.CreateMul(tid_, per);
-    begin = B_.CreateSelect(B_.CreateICmpULT(begin, I64(total)), begin, I64(total));
-    end = B_.CreateAdd(begin, per);
-    end = B_.CreateSelect(B_.CreateICmpULT(end, I64(total)), end, I64(total));
-  }
-  // A broadcast's result is stored only where something outside the chain reads it.
-  // So is a Splat's: the chain uses the constant. Only an activation's readers are all
-  // known from its users: a weight, or a view into another buffer (a Reshape of the
-  // result written in place into an output), is always stored.
-  std::set<const Value *> inGroupOnly;
-  for (Instruction *I : group) {
-    if (!isa<BroadcastInst>(I) && !isa<SplatInst>(I))
-      continue;
-    const Value *dest = I->getOperand(0).first;
-    bool outside = !isa<AllocActivationInst>(dest);
-    for (const Instruction *U : usersOf(dest))
-      if (U != I && !isa<DeallocActivationInst>(U) &&
-          std::find(group.begin(), group.end(), U) == group.end())
-        outside = true;
-    if (!outside)
-      inGroupOnly.insert(dest);
-  }
-
-  auto loopOver = [&](llvm::Value *lo, llvm::Value *hi, const char *name,
-                      const std::function<void(llvm::Value *)> &body, llvm::MDNode *access) {
-    llvm::BasicBlock *pre = B_.GetInsertBlock();
-    auto *loop = llvm::BasicBlock::Create(ctx_, std::string(name) + ".loop", fn_);
-    auto *exit = llvm::BasicBlock::Create(ctx_, std::string(name) + ".exit", fn_);
-    B_.CreateCondBr(B_.CreateICmpULT(lo, hi), loop, exit);
-    B_.SetInsertPoint(loop);
-    llvm::PHINode *i = B_.CreatePHI(i64_, 2, name);
-    i->addIncoming(lo, pre);
-    body(i);
-    llvm::Value *next = B_.CreateAdd(i, I64(1));
-    i->addIncoming(next, B_.GetInsertBlock());
-    auto *br = B_.CreateCondBr(B_.CreateICmpULT(next, hi), loop, exit);
-    if (access) {
-      llvm::TempMDTuple tmp = llvm::MDTuple::getTemporary(ctx_, {});
-      llvm::Metadata *par[] = {llvm::MDString::get(ctx_, "llvm.loop.parallel_accesses"), access};
-      llvm::MDNode *loopId =
-          llvm::MDNode::getDistinct(ctx_, {tmp.get(), llvm::MDNode::get(ctx_, par)});
-      loopId->replaceOperandWith(0, loopId);
-      br->setMetadata(llvm::LLVMContext::MD_loop, loopId);
-    }
-    B_.SetInsertPoint(exit);
-  };
+  if (parallel)
+    std::tie(begin, end) = threadShare(B_, tid_, nth_, total, unit);
+  std::set<const Value *> inGroupOnly = readOnlyInside(group);
 
   // One element of the chain at flat index i; bcBase[b] is broadcast b's source offset of
   // the row, bcStep[b] its inner stride (0 or 1), j the index within the row.
@@ -339,14 +358,14 @@ void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n
   };
 
   if (bcs.empty()) {
-    loopOver(
-        begin, end, "ew", [&](llvm::Value *i) { element(i, i, {}); }, access);
+    emitCountedLoop(
+        B_, fn_, begin, end, "ew", [&](llvm::Value *i) { element(i, i, {}); }, access);
     return;
   }
   // Rows of the merged broadcast space; each broadcast's row offset from the row's
   // coordinates (one division per outer dimension and row).
-  loopOver(
-      begin, end, "ew.row",
+  emitCountedLoop(
+      B_, fn_, begin, end, "ew.row",
       [&](llvm::Value *r) {
         std::vector<llvm::Value *> bcBase(bcs.size(), I64(0));
         llvm::Value *rest = r;
@@ -359,8 +378,8 @@ void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n
               bcBase[b] = B_.CreateAdd(bcBase[b], B_.CreateMul(c, I64(space.strides[b][d])));
         }
         llvm::Value *rowStart = B_.CreateMul(r, I64(len));
-        loopOver(
-            I64(0), I64(len), "ew",
+        emitCountedLoop(
+            B_, fn_, I64(0), I64(len), "ew",
             [&](llvm::Value *j) { element(B_.CreateAdd(rowStart, j), j, bcBase); }, access);
       },
       nullptr);

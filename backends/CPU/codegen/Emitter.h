@@ -257,6 +257,8 @@ private:
   Error plan(Instruction *I, std::vector<Item> &items);
   Error planElementwise(std::vector<Instruction *> &group, std::vector<Item> &items);
   void emitElementwise(const std::vector<Instruction *> &group, int64_t n, bool parallel);
+  /// The Broadcast and Splat results of an element-wise chain that only the chain reads.
+  std::set<const Value *> readOnlyInside(const std::vector<Instruction *> &group);
   /// Fills \p n elements of type \p t at \p dst with \p value as Splat defines it.
   void emitFill(llvm::Value *dst, const Type &t, float value, int64_t n);
   /// Copies the box \p dims between strided buffers; with \p rq, requantizing.
