@@ -907,152 +907,176 @@ AxisMap resizeAxis(int64_t in, int64_t out, double scale, const std::string &mod
   return m;
 }
 
+/// Resize's attributes and inputs, validated: every axis's scale and output size.
+struct ResizeSpec {
+  std::string mode, ctm, nearestMode;
+  double cubicA = -0.75, extrapValue = 0;
+  bool excludeOutside = false;
+  std::vector<double> scales, roi;
+  std::vector<int64_t> sizes;
+};
+
+Expected<ResizeSpec> readResize(Importer &I, const Node &n, const Dims &d) {
+  bool isUpsample = n.op_type() == "Upsample";
+  size_t r = d.size();
+  ResizeSpec s;
+  s.mode = I.attrString(n, "mode", "nearest");
+  if (s.mode == "bilinear")
+    s.mode = "linear";
+  if (s.mode != "nearest" && s.mode != "linear" && s.mode != "cubic")
+    return I.parseError(n, "unknown mode '", s.mode, "'");
+  bool legacy = isUpsample || I.opset < 11;
+  s.ctm = legacy ? "asymmetric"
+                 : I.attrString(n, "coordinate_transformation_mode", "half_pixel");
+  s.nearestMode = legacy ? "floor" : I.attrString(n, "nearest_mode", "round_prefer_floor");
+  if (legacy && s.mode == "cubic")
+    return I.parseError(n, "cubic mode needs opset 11");
+  static const char *kCtm[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
+                               "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+  if (std::find_if(std::begin(kCtm), std::end(kCtm), [&](const char *c) { return s.ctm == c; }) ==
+      std::end(kCtm))
+    return I.parseError(n, "unknown coordinate_transformation_mode '", s.ctm, "'");
+  const std::string &nm = s.nearestMode;
+  if (nm != "round_prefer_floor" && nm != "round_prefer_ceil" && nm != "floor" && nm != "ceil")
+    return I.parseError(n, "unknown nearest_mode '", nm, "'");
+  s.cubicA = I.attrFloat(n, "cubic_coeff_a", -0.75f);
+  s.excludeOutside = I.attrInt(n, "exclude_outside", 0) != 0;
+  s.extrapValue = I.attrFloat(n, "extrapolation_value", 0.0f);
+  if (isUpsample && I.opset < 9) {
+    if (const onnx::AttributeProto *a = I.attr(n, "scales"))
+      s.scales.assign(a->floats().begin(), a->floats().end());
+  } else {
+    int si = legacy ? 1 : 2;
+    if (I.hasInput(n, si)) {
+      KILN_ASSIGN_OR_RETURN(const Tensor *t, I.requireConstInput(n, si, "scales"));
+      s.scales = tensorToDoubles(*t);
+    }
+    if (!legacy && s.scales.empty() && I.hasInput(n, 3)) {
+      KILN_ASSIGN_OR_RETURN(const Tensor *sz, I.requireConstInput(n, 3, "sizes"));
+      s.sizes = tensorToInts(*sz);
+    }
+    if (!legacy && s.ctm == "tf_crop_and_resize" && I.hasInput(n, 1)) {
+      KILN_ASSIGN_OR_RETURN(const Tensor *rt, I.requireConstInput(n, 1, "roi"));
+      s.roi = tensorToDoubles(*rt);
+    }
+  }
+  if (!s.sizes.empty()) {
+    if (s.sizes.size() != r)
+      return I.parseError(n, "sizes has ", s.sizes.size(), " entries for rank ", r);
+    for (size_t i = 0; i < r; i++) {
+      if (s.sizes[i] <= 0)
+        return I.unsupported(n, "an empty result (sizes ", s.sizes[i], ")");
+      s.scales.push_back(double(s.sizes[i]) / double(d[i]));
+    }
+  } else {
+    if (s.scales.size() != r)
+      return I.parseError(n, "scales has ", s.scales.size(), " entries for rank ", r);
+    for (size_t i = 0; i < r; i++) {
+      if (!(s.scales[i] > 0))
+        return I.parseError(n, "scale ", s.scales[i], " is not positive");
+      double o = std::floor(s.scales[i] * double(d[i]));
+      if (o < 1)
+        return I.unsupported(n, "an empty result (scale ", s.scales[i], ")");
+      if (o > double(I.opts.maxTensorElements))
+        return I.parseError(n, "the result is absurdly large");
+      s.sizes.push_back(int64_t(o));
+    }
+  }
+  if (s.ctm == "tf_crop_and_resize" && s.roi.size() != 2 * r)
+    return I.parseError(n, "tf_crop_and_resize needs a roi of ", 2 * r, " values");
+  return s;
+}
+
+/// \p y resized along axis \p a as \p m says (of resizeAxis): Gathers of constant source
+/// indices weighted by constant coefficients and summed, the extrapolation value where the
+/// source lies outside; \p y itself where the map is the identity.
+NodeValue resizeAlongAxis(Importer &I, const Node &n, NodeValue y, size_t a, const AxisMap &m,
+                          const ResizeSpec &s) {
+  const size_t r = y.dims().size(), outA = size_t(s.sizes[a]), nn = m.index[0].size();
+  const ElemKind kind = y.getElementType();
+  bool identity = outA == y.dims()[a];
+  bool anyExtrap = false;
+  for (size_t o = 0; o < outA; o++) {
+    anyExtrap |= m.extrapolate[o];
+    for (size_t j = 0; j < nn; j++)
+      if (m.weight[o][j] != 0 && (m.weight[o][j] != 1 || m.index[o][j] != int64_t(o)))
+        identity = false;
+  }
+  if (identity && !anyExtrap)
+    return y;
+  std::string an = std::to_string(a);
+  Dims yd = y.dims();
+  yd[a] = dim_t(outA);
+  std::vector<dim_t> wdims(r, 1);
+  wdims[a] = dim_t(outA);
+  NodeValue acc;
+  if (s.mode == "nearest") {
+    // One neighbour has coefficient 1 for every output: pick it, no arithmetic.
+    std::vector<int64_t> src(outA);
+    for (size_t o = 0; o < outA; o++)
+      for (size_t j = 0; j < nn; j++)
+        if (m.weight[o][j] == 1)
+          src[o] = m.index[o][j];
+    acc = I.F->createGather(I.opName(n, ("nearest" + an).c_str()), y,
+                            indexConst(I, n, "src", src), int64_t(a));
+  }
+  for (size_t j = 0; s.mode != "nearest" && j < nn; j++) {
+    bool used = false;
+    std::vector<int64_t> src(outA);
+    std::vector<double> w(outA);
+    for (size_t o = 0; o < outA; o++) {
+      src[o] = m.index[o][j];
+      w[o] = m.weight[o][j];
+      used |= w[o] != 0;
+    }
+    if (!used)
+      continue;
+    NodeValue g = I.F->createGather(I.opName(n, ("gather" + an).c_str()), y,
+                                    indexConst(I, n, "src", src), int64_t(a));
+    NodeValue wc =
+        I.makeConstant(I.opName(n, "weights"), tensorFromDoubles(kind, Dims(wdims), w));
+    NodeValue term = I.F->createMul(I.opName(n, ("weigh" + an).c_str()), g,
+                                    I.F->createBroadcastTo(I.opName(n, "wb"), wc, yd));
+    acc = acc.getNode()
+              ? NodeValue(I.F->createAdd(I.opName(n, ("sum" + an).c_str()), acc, term))
+              : term;
+  }
+  if (!acc.getNode())
+    acc = I.splat(I.opName(n, "zero"), kind, yd, 0);
+  if (anyExtrap) {
+    Tensor mask(ElemKind::Bool, Dims(wdims));
+    for (size_t o = 0; o < outA; o++)
+      mask.getHandle<bool>().raw(o) = m.extrapolate[o];
+    NodeValue mb = I.F->createBroadcastTo(
+        I.opName(n, "maskb"), I.makeConstant(I.opName(n, "mask"), std::move(mask)), yd);
+    acc = I.F->createSelect(I.opName(n, ("extrapolate" + an).c_str()), mb,
+                            I.splat(I.opName(n, "extrap"), kind, yd, s.extrapValue), acc);
+  }
+  return acc;
+}
+
 /// Resize (opset 10 to 17) and Upsample: nearest with every nearest_mode, linear and cubic,
 /// every coordinate_transformation_mode, any scale or size. Each resized axis, innermost
 /// first, becomes Gathers of constant source indices along it (nearest: one; linear: two;
 /// cubic: four) weighted by constant coefficients and summed; tf_crop_and_resize puts the
 /// extrapolation value where the source is outside the input.
 Error convertResize(Importer &I, const Node &n) {
-  bool isUpsample = n.op_type() == "Upsample";
   KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
   const Dims d = x.dims();
-  size_t r = d.size();
-  std::string mode = I.attrString(n, "mode", "nearest");
-  if (mode == "bilinear")
-    mode = "linear";
-  if (mode != "nearest" && mode != "linear" && mode != "cubic")
-    return I.parseError(n, "unknown mode '", mode, "'");
-  bool legacy = isUpsample || I.opset < 11;
-  std::string ctm = legacy ? "asymmetric"
-                           : I.attrString(n, "coordinate_transformation_mode", "half_pixel");
-  std::string nm = legacy ? "floor" : I.attrString(n, "nearest_mode", "round_prefer_floor");
-  if (legacy && mode == "cubic")
-    return I.parseError(n, "cubic mode needs opset 11");
-  static const char *kCtm[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
-                               "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
-  if (std::find_if(std::begin(kCtm), std::end(kCtm), [&](const char *c) { return ctm == c; }) ==
-      std::end(kCtm))
-    return I.parseError(n, "unknown coordinate_transformation_mode '", ctm, "'");
-  if (nm != "round_prefer_floor" && nm != "round_prefer_ceil" && nm != "floor" && nm != "ceil")
-    return I.parseError(n, "unknown nearest_mode '", nm, "'");
-  double A = I.attrFloat(n, "cubic_coeff_a", -0.75f);
-  bool exclude = I.attrInt(n, "exclude_outside", 0) != 0;
-  double extrapValue = I.attrFloat(n, "extrapolation_value", 0.0f);
-  std::vector<double> scales, roi;
-  std::vector<int64_t> sizes;
-  if (isUpsample && I.opset < 9) {
-    if (const onnx::AttributeProto *a = I.attr(n, "scales"))
-      scales.assign(a->floats().begin(), a->floats().end());
-  } else {
-    int si = legacy ? 1 : 2;
-    if (I.hasInput(n, si)) {
-      KILN_ASSIGN_OR_RETURN(const Tensor *s, I.requireConstInput(n, si, "scales"));
-      scales = tensorToDoubles(*s);
-    }
-    if (!legacy && scales.empty() && I.hasInput(n, 3)) {
-      KILN_ASSIGN_OR_RETURN(const Tensor *sz, I.requireConstInput(n, 3, "sizes"));
-      sizes = tensorToInts(*sz);
-    }
-    if (!legacy && ctm == "tf_crop_and_resize" && I.hasInput(n, 1)) {
-      KILN_ASSIGN_OR_RETURN(const Tensor *rt, I.requireConstInput(n, 1, "roi"));
-      roi = tensorToDoubles(*rt);
-    }
-  }
-  if (!sizes.empty()) {
-    if (sizes.size() != r)
-      return I.parseError(n, "sizes has ", sizes.size(), " entries for rank ", r);
-    for (size_t i = 0; i < r; i++) {
-      if (sizes[i] <= 0)
-        return I.unsupported(n, "an empty result (sizes ", sizes[i], ")");
-      scales.push_back(double(sizes[i]) / double(d[i]));
-    }
-  } else {
-    if (scales.size() != r)
-      return I.parseError(n, "scales has ", scales.size(), " entries for rank ", r);
-    for (size_t i = 0; i < r; i++) {
-      if (!(scales[i] > 0))
-        return I.parseError(n, "scale ", scales[i], " is not positive");
-      double o = std::floor(scales[i] * double(d[i]));
-      if (o < 1)
-        return I.unsupported(n, "an empty result (scale ", scales[i], ")");
-      if (o > double(I.opts.maxTensorElements))
-        return I.parseError(n, "the result is absurdly large");
-      sizes.push_back(int64_t(o));
-    }
-  }
-  if (ctm == "tf_crop_and_resize" && roi.size() != 2 * r)
-    return I.parseError(n, "tf_crop_and_resize needs a roi of ", 2 * r, " values");
+  const size_t r = d.size();
+  KILN_ASSIGN_OR_RETURN(ResizeSpec s, readResize(I, n, d));
   std::vector<dim_t> outv(d.begin(), d.end());
   for (size_t i = 0; i < r; i++)
-    outv[i] = dim_t(sizes[i]);
+    outv[i] = dim_t(s.sizes[i]);
   KILN_RETURN_IF_ERR(I.toDims(n, outv).takeError()); // the result's dims within the limits
-  if (mode != "nearest" && !isFloatKind(x.getElementType()))
-    return I.unsupported(n, mode, " resizing of ", x.getType()->toString());
+  if (s.mode != "nearest" && !isFloatKind(x.getElementType()))
+    return I.unsupported(n, s.mode, " resizing of ", x.getType()->toString());
   NodeValue y = x;
   for (size_t a = r; a-- > 0;) {
-    AxisMap m = resizeAxis(int64_t(d[a]), sizes[a], scales[a], mode, ctm, nm, A, exclude,
-                           roi.empty() ? 0 : roi[a], roi.empty() ? 1 : roi[a + r]);
-    size_t outA = size_t(sizes[a]), nn = m.index[0].size();
-    bool identity = outA == d[a];
-    bool anyExtrap = false;
-    for (size_t o = 0; o < outA; o++) {
-      anyExtrap |= m.extrapolate[o];
-      for (size_t j = 0; j < nn; j++)
-        if (m.weight[o][j] != 0 && (m.weight[o][j] != 1 || m.index[o][j] != int64_t(o)))
-          identity = false;
-    }
-    if (identity && !anyExtrap)
-      continue;
-    std::string an = std::to_string(a);
-    Dims yd = y.dims();
-    yd[a] = dim_t(outA);
-    std::vector<dim_t> wdims(r, 1);
-    wdims[a] = dim_t(outA);
-    NodeValue acc;
-    if (mode == "nearest") {
-      // One neighbour has coefficient 1 for every output: pick it, no arithmetic.
-      std::vector<int64_t> src(outA);
-      for (size_t o = 0; o < outA; o++)
-        for (size_t j = 0; j < nn; j++)
-          if (m.weight[o][j] == 1)
-            src[o] = m.index[o][j];
-      acc = I.F->createGather(I.opName(n, ("nearest" + an).c_str()), y,
-                              indexConst(I, n, "src", src), int64_t(a));
-    }
-    for (size_t j = 0; mode != "nearest" && j < nn; j++) {
-      bool used = false;
-      std::vector<int64_t> src(outA);
-      std::vector<double> w(outA);
-      for (size_t o = 0; o < outA; o++) {
-        src[o] = m.index[o][j];
-        w[o] = m.weight[o][j];
-        used |= w[o] != 0;
-      }
-      if (!used)
-        continue;
-      NodeValue g = I.F->createGather(I.opName(n, ("gather" + an).c_str()), y,
-                                      indexConst(I, n, "src", src), int64_t(a));
-      NodeValue wc = I.makeConstant(I.opName(n, "weights"),
-                                    tensorFromDoubles(x.getElementType(), Dims(wdims), w));
-      NodeValue term = I.F->createMul(I.opName(n, ("weigh" + an).c_str()), g,
-                                      I.F->createBroadcastTo(I.opName(n, "wb"), wc, yd));
-      acc = acc.getNode() ? NodeValue(I.F->createAdd(I.opName(n, ("sum" + an).c_str()), acc,
-                                                     term))
-                          : term;
-    }
-    if (!acc.getNode())
-      acc = I.splat(I.opName(n, "zero"), x.getElementType(), yd, 0);
-    if (anyExtrap) {
-      Tensor mask(ElemKind::Bool, Dims(wdims));
-      for (size_t o = 0; o < outA; o++)
-        mask.getHandle<bool>().raw(o) = m.extrapolate[o];
-      NodeValue mb = I.F->createBroadcastTo(
-          I.opName(n, "maskb"), I.makeConstant(I.opName(n, "mask"), std::move(mask)), yd);
-      acc = I.F->createSelect(I.opName(n, ("extrapolate" + an).c_str()), mb,
-                              I.splat(I.opName(n, "extrap"), x.getElementType(), yd, extrapValue),
-                              acc);
-    }
-    y = acc;
+    AxisMap m = resizeAxis(int64_t(d[a]), s.sizes[a], s.scales[a], s.mode, s.ctm, s.nearestMode,
+                           s.cubicA, s.excludeOutside, s.roi.empty() ? 0 : s.roi[a],
+                           s.roi.empty() ? 1 : s.roi[a + r]);
+    y = resizeAlongAxis(I, n, y, a, m, s);
   }
   I.setOutput(n, 0, y);
   return Error::success();
