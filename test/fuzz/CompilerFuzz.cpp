@@ -32,7 +32,8 @@ namespace {
 void usage() {
   std::cerr << "usage: compiler_fuzz [--seed N] [--count N] [--seconds S] [--threads N]\n"
                "         [--config SUBSTR] [--reduce] [--out DIR] [--max-nodes N]\n"
-               "         [--max-elements N] [--no-fork] [--stats] [--check FILE]\n"
+               "         [--max-elements N] [--no-fork] [--stats] [--no-quant-mix]\n"
+               "         [--check FILE]\n"
                "  --seed      first seed (graph i uses seed*1000003+i)\n"
                "  --count     graphs to try (default: unlimited with --seconds, else 100)\n"
                "  --seconds   stop starting graphs after this many seconds\n"
@@ -41,6 +42,7 @@ void usage() {
                "  --reduce    shrink each finding and write it as a regression file\n"
                "  --out       directory for findings (default ./compiler_fuzz_out)\n"
                "  --stats     print per-operator generation counts at the end\n"
+               "  --no-quant-mix  no graph from the quantizable mix (else every fifth)\n"
                "  --check     run the oracle on one text-IR file and exit\n";
 }
 
@@ -71,7 +73,7 @@ int main(int argc, char **argv) {
   double seconds = 0;
   unsigned threads = 1;
   std::string config, out = "compiler_fuzz_out", checkFile;
-  bool reduce = false, fork = true, stats = false;
+  bool reduce = false, fork = true, stats = false, quantMix = true;
   GenOptions gen;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
@@ -102,6 +104,8 @@ int main(int argc, char **argv) {
       gen.maxElements = dim_t(std::stoull(next()));
     else if (a == "--no-fork")
       fork = false;
+    else if (a == "--no-quant-mix")
+      quantMix = false;
     else if (a == "--stats")
       stats = true;
     else if (a == "--check")
@@ -153,6 +157,10 @@ int main(int argc, char **argv) {
       // Every other graph small (at most 8 operators, dimensions up to 12, 256 elements):
       // small images make pads, strides and dilations cover much of them.
       GenOptions g = gen;
+      // Every fifth graph (small and large in turn) from the quantizable mix, which the
+      // quantized configurations can run on the CPU backend (README, "The generator").
+      if (quantMix && i % 5 == 1)
+        g = quantizableMix(gen);
       if (i % 2 == 0) {
         g.maxNodes = std::min(g.maxNodes, 8u);
         g.maxDim = std::min<dim_t>(g.maxDim, 12);

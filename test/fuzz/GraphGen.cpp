@@ -306,7 +306,9 @@ public:
   }
 
 private:
-  ElemKind randomKind() { return pick(rng_, kLeafKinds); }
+  ElemKind randomKind() {
+    return pick(rng_, opts_.leafKinds.empty() ? kLeafKinds : opts_.leafKinds);
+  }
 
   Type leafType(ElemKind k, Dims dims) {
     if (k == ElemKind::Int8Q)
@@ -341,11 +343,11 @@ private:
 
   size_t randomRank() { return pick(rng_, std::vector<size_t>{0, 1, 1, 2, 2, 2, 3, 3, 4, 4, 4, 4}); }
 
-  OperandChoice freshLeaf(Type t) {
+  OperandChoice freshLeaf(Type t, bool first) {
     OperandChoice c;
     c.isLeaf = true;
     c.leaf.type = t;
-    c.leaf.constant = coin(rng_, 0.35);
+    c.leaf.constant = coin(rng_, first ? opts_.firstLeafConstant : opts_.laterLeafConstant);
     return c;
   }
 
@@ -358,7 +360,7 @@ private:
                                      : pick(rng_, pool_);
         return c;
       }
-      return freshLeaf(leafType(randomKind(), randomDims(randomRank())));
+      return freshLeaf(leafType(randomKind(), randomDims(randomRank())), true);
     }
     const Type &e = coin(rng_, 0.5) ? *earlier.back() : *pick(rng_, earlier);
     ElemKind k = coin(rng_, 0.75) ? earlier[0]->kind : randomKind();
@@ -380,9 +382,9 @@ private:
       }
     }
     if (s < 50)
-      return freshLeaf(e);
+      return freshLeaf(e, false);
     if (s < 56) // a vector as long as one dimension of an earlier operand
-      return freshLeaf(leafType(k, Dims{e.dims.empty() ? 1 : pick(rng_, e.dims.vec())}));
+      return freshLeaf(leafType(k, Dims{e.dims.empty() ? 1 : pick(rng_, e.dims.vec())}), false);
     if (s < 62) { // an earlier operand's dimensions with two swapped (the last two mostly)
       Dims d = e.dims;
       if (d.size() >= 2) {
@@ -393,17 +395,17 @@ private:
         }
         std::swap(d[a], d[b]);
       }
-      return freshLeaf(leafType(k, d));
+      return freshLeaf(leafType(k, d), false);
     }
     if (s < 72) { // a suffix of an earlier operand's dimensions
       size_t from = size_t(uni(rng_, 0, int64_t(e.dims.size())));
-      return freshLeaf(leafType(k, Dims(std::vector<dim_t>(e.dims.begin() + from, e.dims.end()))));
+      return freshLeaf(leafType(k, Dims(std::vector<dim_t>(e.dims.begin() + from, e.dims.end()))), false);
     }
     if (s < 82) { // an earlier operand's dimensions with one changed
       Dims d = e.dims;
       if (!d.empty())
         d[size_t(uni(rng_, 0, int64_t(d.size()) - 1))] = randomDim();
-      return freshLeaf(leafType(k, d));
+      return freshLeaf(leafType(k, d), false);
     }
     // dimensions drawn from the earlier operands' and small ones
     std::vector<dim_t> vocab = {1, 2, 3};
@@ -420,7 +422,7 @@ private:
       d.push_back(pick(rng_, vocab));
     if (numElems(d) > opts_.maxElements)
       d = {1};
-    return freshLeaf(leafType(k, d));
+    return freshLeaf(leafType(k, d), false);
   }
 
   /// Builds candidates of kind \p k until one is accepted or the tries run out.
@@ -580,6 +582,16 @@ private:
 
 std::unique_ptr<Module> generateGraph(uint64_t seed, const GenOptions &opts, GenStats *stats) {
   return Generator(seed, opts, stats).run();
+}
+
+GenOptions quantizableMix(const GenOptions &base) {
+  GenOptions g = base;
+  g.kinds = {"Convolution", "FullyConnected", "MaxPool", "AvgPool", "AdaptiveAvgPool",
+             "Relu",        "Add",            "Sub",     "Mul"};
+  g.leafKinds = {ElemKind::Float};
+  g.firstLeafConstant = 0.1;
+  g.laterLeafConstant = 0.9;
+  return g;
 }
 
 std::vector<std::string> allOperatorKinds() {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace kiln::fuzz {
 
@@ -31,7 +32,18 @@ struct GenOptions {
   std::set<std::string> kinds;
   /// Samples tried per node before another kind is drawn.
   unsigned triesPerKind = 2000;
+  /// Element kinds of new leaves (empty: the default mix, float mostly).
+  std::vector<ElemKind> leafKinds;
+  /// Chance that a new leaf is a constant rather than a placeholder: as a node's first
+  /// operand, and as a later one (a weight, a bias).
+  double firstLeafConstant = 0.35, laterLeafConstant = 0.35;
 };
+
+/// A mix of operators the quantizer converts and the CPU backend runs in int8
+/// (backends/CPU/README.md: convolutions, FullyConnected, the pools, Relu, Add, Sub, Mul),
+/// float leaves only and weights mostly constant, from \p base's sizes: graphs that the
+/// `quant-cpu` configuration can run rather than skip.
+GenOptions quantizableMix(const GenOptions &base);
 
 /// Per-kind counts of candidates tried and nodes kept, over many graphs.
 struct GenStats {

@@ -3,6 +3,8 @@
 
 #include "Oracle.h"
 
+#include "BundleRun.h"
+
 #include "kiln/Backend/Compiler.h"
 #include "kiln/Graph/Graph.h"
 #include "kiln/Graph/TextIR.h"
@@ -38,6 +40,9 @@ struct Config {
   std::string convAlg;
   /// Run on the quantized module (quantizeFunction) against the quantized Interpreter.
   bool quantized = false;
+  /// Compiled as a bundle (cpu::writeBundle), linked with run_bundle.c and run as a program.
+  bool bundle = false;
+  BundleRunOptions bundleOpts;
 };
 
 const std::vector<std::string> kConvAlgs = {"conv_wino", "conv_wino4r", "conv_wino2", "convT",
@@ -77,6 +82,20 @@ std::vector<Config> allConfigs() {
     c.opts.backendOptions["conv-algorithm"] = a;
     cs.push_back(c);
   }
+  // Bundles: the serial entry point for the host, the threaded one (two shares through
+  // run_bundle.c's pthread parallel-for, weights embedded in the object), and AVX2 kernels.
+  auto bundle = [&](std::string name, std::string target, unsigned threads, bool embed) {
+    Config c = cpu(std::move(name), 1, true);
+    c.bundle = true;
+    c.bundleOpts.target = std::move(target);
+    c.bundleOpts.threads = threads;
+    c.bundleOpts.embedWeights = embed;
+    c.bundleOpts.compile = c.opts;
+    return c;
+  };
+  cs.push_back(bundle("bundle", "host", 0, false));
+  cs.push_back(bundle("bundle-t2", "host", 2, true));
+  cs.push_back(bundle("bundle-v3", "x86-64-v3", 0, false));
   Config qi = ip;
   qi.name = "quant-interp";
   qi.quantized = true;
@@ -676,6 +695,8 @@ GraphResult checkModule(const std::string &text, const OracleOptions &opts) {
   for (const Config &c : allConfigs()) {
     if (!opts.configFilter.empty() && c.name.find(opts.configFilter) == std::string::npos)
       continue;
+    if (std::count(opts.skipConfigs.begin(), opts.skipConfigs.end(), c.name))
+      continue;
     if (!c.convAlg.empty()) {
       auto a = cpu::parseConvAlgorithmName(c.convAlg);
       bool applies = false;
@@ -703,6 +724,23 @@ GraphResult checkModule(const std::string &text, const OracleOptions &opts) {
     }
     if (gProgress)
       gProgress(c.name);
+    if (c.bundle) {
+      BundleRunResult br = runBundle(*text_, c.bundleOpts, inputs);
+      if (br.kind == BundleRunResult::Skipped) {
+        res.skipped[br.detail]++;
+        continue;
+      }
+      res.configsRun++;
+      if (br.kind != BundleRunResult::Ok) {
+        res.findings.push_back(
+            {c.name, br.kind == BundleRunResult::Crash ? "crash" : "error", br.detail});
+        continue;
+      }
+      std::string d = compare(*refp, br.outputs, info, 1, qt, res, res.configsRun == 1);
+      if (!d.empty())
+        res.findings.push_back({c.name, "mismatch", d});
+      continue;
+    }
     Expected<Tensors> out = runConfig(*text_, c, inputs);
     if (!out) {
       Error e = out.takeError();
@@ -740,6 +778,7 @@ std::string serialize(const GraphResult &r) {
   os << "R\t" << r.rejected << "\t" << escape(r.rejectReason) << "\n";
   os << "C\t" << r.configsRun << "\n";
   os << "U\t" << r.unstableOutputs << "\n";
+  os << "N\t" << r.nonFiniteOutputs << "\n";
   os << "I\t" << r.inputStrategy << "\n";
   for (const auto &[k, v] : r.skipped)
     os << "S\t" << escape(k) << "\t" << v << "\n";

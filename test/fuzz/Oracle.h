@@ -49,6 +49,8 @@ struct GraphResult {
 struct OracleOptions {
   /// Only configurations whose name contains this (empty: all).
   std::string configFilter;
+  /// Configurations not run (exact names; not counted as skipped).
+  std::vector<std::string> skipConfigs;
   /// Seed of the inputs (the same seed and module give the same inputs).
   uint64_t inputSeed = 1;
 };

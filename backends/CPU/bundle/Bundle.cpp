@@ -252,6 +252,11 @@ void addEntryPoint(llvm::Module &M, const Program &prog, const std::vector<Slot>
   }
   for (const Stage &s : prog.stages) {
     llvm::Function *sf = M.getFunction(s.name);
+    // Stages stay calls, as in the JIT: a stage loads its buffer pointers from the table
+    // with !invariant.load (constant during a call of the stage), which inlined here would
+    // let LLVM hoist those loads above the stores that fill the table (compiler_fuzz,
+    // test/fuzz/README.md, "Bugs found" 4: null or stale pointers, a crash).
+    sf->addFnAttr(llvm::Attribute::NoInline);
     if (s.parallel && threaded)
       B.CreateCall(pfTy, parallelFor,
                    {user, B.getInt64(threads), B.CreatePointerCast(sf, taskTy->getPointerTo()),
