@@ -136,6 +136,9 @@ TEST_P(LinalgTest, FullyConnectedUnitDims) {
 }
 
 TEST_P(LinalgTest, FullyConnectedFloatRandom) { checkFloatFC(F32, 5, 37, 11, 1); }
+// Rows filling whole GEMM row panels and reductions past 16 and past one K block.
+TEST_P(LinalgTest, FullyConnectedFloatRowPanels) { checkFloatFC(F32, 31, 45, 40, 4); }
+TEST_P(LinalgTest, FullyConnectedFloatTwoKBlocks) { checkFloatFC(F32, 29, 400, 35, 5); }
 TEST_P(LinalgTest, FullyConnectedFloat16) { checkFloatFC(F16, 4, 19, 7, 2); }
 TEST_P(LinalgTest, FullyConnectedBFloat16) { checkFloatFC(BF16, 3, 23, 6, 3); }
 
@@ -233,6 +236,7 @@ TEST_P(LinalgTest, BatchMatMulFloat) {
 }
 
 TEST_P(LinalgTest, BatchMatMulFloatRandom) { checkFloatMatMul(F32, 3, 4, 9, 5, 21); }
+TEST_P(LinalgTest, BatchMatMulFloatRowPanels) { checkFloatMatMul(F32, 2, 30, 33, 17, 26); }
 TEST_P(LinalgTest, BatchMatMulUnitBatch) { checkFloatMatMul(F32, 1, 1, 6, 1, 22); }
 TEST_P(LinalgTest, BatchMatMulFloat16) { checkFloatMatMul(F16, 2, 3, 11, 4, 23); }
 TEST_P(LinalgTest, BatchMatMulBFloat16) { checkFloatMatMul(BF16, 2, 5, 7, 3, 24); }

@@ -294,6 +294,23 @@ std::vector<Case> allCases(const Kernels &k) {
   addConv(cs, k, Algo::Transposed, 256, 14, 256, 3, 1, 1, false);
   addConv(cs, k, Algo::Transposed, 1024, 14, 256, 1, 1, 0, false);
   addConv(cs, k, Algo::Transposed, 256, 14, 1024, 1, 1, 0, true);
+  // Pointwise layers with large filters on 13x13 to 28x28 images (resnext50, wide_resnet50_2,
+  // resnet50/101, fcn_resnet50, inception_v3): the strip kernel reads the whole filter once
+  // per strip, the transposed GEMM once per block of rows; for the strip-first rule's
+  // filter-size bound.
+  for (Algo a : {Algo::Strip, Algo::Transposed}) {
+    addConv(cs, k, a, 512, 14, 512, 1, 1, 0, false);
+    addConv(cs, k, a, 1024, 14, 512, 1, 1, 0, false);
+    addConv(cs, k, a, 512, 14, 1024, 1, 1, 0, true);
+    addConv(cs, k, a, 768, 14, 768, 1, 1, 0, false);
+    addConv(cs, k, a, 1024, 14, 768, 1, 1, 0, false);
+    addConv(cs, k, a, 1024, 14, 1024, 1, 1, 0, false);
+    addConv(cs, k, a, 768, 17, 768, 1, 1, 0, false);
+    addConv(cs, k, a, 1024, 17, 1024, 1, 1, 0, false);
+    addConv(cs, k, a, 512, 28, 512, 1, 1, 0, false);
+    addConv(cs, k, a, 1024, 28, 512, 1, 1, 0, false);
+    addConv(cs, k, a, 1024, 28, 1024, 1, 1, 0, false);
+  }
   // resnet50's strided and 7x7 layers on every algorithm (which one the planner takes).
   for (Algo a : {Algo::Packed, Algo::Strip, Algo::Transposed}) {
     addConv(cs, k, a, 128, 56, 128, 3, 2, 1, false);

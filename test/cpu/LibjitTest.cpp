@@ -98,6 +98,38 @@ TEST_P(LibjitGemm, FullyConnectedWithEpilogue) {
   expectNear(out, ref);
 }
 
+// Row operands packed per block with whole 16-column vectors (full MR-row panels on
+// AVX-512, transposed in registers): row counts with full and partial panels, reductions
+// with and without a remainder past the last 16 columns, and over two K blocks (KC = 384
+// on AVX-512, 256 on AVX2), at 1 and 2 threads.
+TEST_P(LibjitGemm, FullyConnectedFullRowPanels) {
+  struct Shape {
+    int64_t N, K, M;
+  };
+  for (Shape s : {Shape{31, 45, 50}, Shape{28, 16, 33}, Shape{197, 400, 70}, Shape{15, 31, 9}}) {
+    auto x = randomVec(s.N * s.K, 7), w = randomVec(s.K * s.M, 8), bias = randomVec(s.M, 9);
+    std::vector<float> packed(v().packedB(s.K, s.M));
+    v().packB(packed.data(), w.data(), s.K, s.M, s.M);
+    std::vector<float> ref(s.N * s.M);
+    for (int64_t i = 0; i < s.N; i++)
+      for (int64_t j = 0; j < s.M; j++) {
+        float acc = bias[j];
+        for (int64_t k = 0; k < s.K; k++)
+          acc += x[i * s.K + k] * w[k * s.M + j];
+        ref[i * s.M + j] = acc;
+      }
+    for (int64_t nth : {1, 2}) {
+      SCOPED_TRACE(std::to_string(s.N) + "x" + std::to_string(s.K) + "x" + std::to_string(s.M) +
+                   " threads " + std::to_string(nth));
+      std::vector<float> out(s.N * s.M, -3.0f), scratch(v().scratch * nth);
+      for (int64_t t = 0; t < nth; t++)
+        v().fc(out.data(), x.data(), packed.data(), bias.data(), nullptr, s.N, s.K, s.M, 0, 0.0f,
+               0.0f, scratch.data(), t, nth);
+      expectNear(out, ref);
+    }
+  }
+}
+
 /// Naive NCHW convolution.
 std::vector<float> refConv(const std::vector<float> &in, const std::vector<float> &w,
                            const std::vector<float> &bias, int64_t N, int64_t C, int64_t H,

@@ -175,11 +175,42 @@ template <class Cfg> struct RawA {
   const float *p;
   int64_t lda;
   const float *panel(int64_t, int64_t) const { return nullptr; }
+  /// One full panel of pack() with 16-float vectors (AVX-512, MR <= 16), s the panel's
+  /// first row at column pc: 16 columns of the MR rows at a time, loaded as rows (zero
+  /// rows up to 16), transposed in registers and stored as 16 whole vectors at d + k MR
+  /// in ascending k, each store's lanes past MR landing where the next one writes. The
+  /// last store reaches 16 - MR floats past the panel, into the next panel (written
+  /// after this one) or the slack after the A block in the scratch (KC x MR floats); the
+  /// columns past the last 16 are copied one by one after it. A copy: the same values as
+  /// the element loop below.
+  void packFullPanel16(float *d, const float *s, int64_t kc) const {
+    constexpr int64_t MR = Cfg::MR;
+    int64_t k0 = 0;
+    for (; k0 + 16 <= kc; k0 += 16) {
+      F16 v[16];
+      LIBJIT_UNROLL
+      for (int64_t r = 0; r < 16; r++)
+        v[r] = r < MR ? ld16(s + r * lda + k0) : splat16(0.0f);
+      transpose16(v);
+      LIBJIT_UNROLL
+      for (int64_t j = 0; j < 16; j++)
+        st16(d + (k0 + j) * MR, v[j]);
+    }
+    for (int64_t k = k0; k < kc; k++)
+      for (int64_t r = 0; r < MR; r++)
+        d[k * MR + r] = s[r * lda + k];
+  }
   /// Packs rows [i0, i0+mc) x columns [pc, pc+kc) into panels [kc][MR].
   void pack(float *dst, int64_t i0, int64_t mc, int64_t pc, int64_t kc) const {
     for (int64_t ip = 0; ip < mc; ip += Cfg::MR) {
       int64_t rows = minI(Cfg::MR, mc - ip);
       float *d = dst + (ip / Cfg::MR) * kc * Cfg::MR;
+      if constexpr (Cfg::VW == 16 && Cfg::MR <= 16) {
+        if (rows == Cfg::MR && kc >= 16) {
+          packFullPanel16(d, p + (i0 + ip) * lda + pc, kc);
+          continue;
+        }
+      }
       for (int64_t r = 0; r < Cfg::MR; r++) {
         if (r < rows) {
           const float *s = p + (i0 + ip + r) * lda + pc;
