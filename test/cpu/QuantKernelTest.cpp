@@ -350,6 +350,40 @@ TEST(QuantKernel, ReluClampAndTable) {
   }
 }
 
+// int8 MaxPool (libjit_qpool_i8) on its input's type (the quantizer's choice): wide rows,
+// strides 1, 2 and 3, asymmetric pads, inner and edge windows.
+TEST(QuantKernel, MaxPool) {
+  struct P {
+    Dims in;
+    std::vector<dim_t> k, s, pads;
+  };
+  const P cases[] = {{{1, 5, 23, 41}, {3, 3}, {2, 2}, {1, 1, 1, 1}},
+                     {{2, 3, 12, 37}, {3, 3}, {1, 1}, {1, 0, 1, 2}},
+                     {{1, 4, 16, 50}, {2, 2}, {2, 2}, {0, 0, 0, 0}},
+                     {{1, 2, 9, 40}, {3, 2}, {3, 3}, {2, 1, 0, 1}}};
+  uint64_t seed = 800;
+  for (const P &c : cases) {
+    {
+      SCOPED_TRACE("seed " + std::to_string(seed));
+      Net n;
+      n.F = n.mod.createFunction("main");
+      n.x = n.mod.createPlaceholder(n.mod.uniqueType(I8Q, c.in, 0.05f, 3), "x");
+      Node *pool = n.F->createMaxPool("pool", n.x, c.k, c.s, c.pads);
+      n.save = n.F->createSave("out", pool);
+      std::vector<int8_t> x = randomBytes(n.x->getType()->numElements(), seed++, -128, 127, true);
+      std::vector<int8_t> ref = reference(n, x);
+      ASSERT_FALSE(ref.empty());
+      for (bool avx512 : {true, false})
+        for (unsigned threads : {1u, 2u}) {
+          std::vector<std::string> stages;
+          std::vector<int8_t> got = runCPU(n, avx512, threads, x, stages);
+          EXPECT_EQ(got, ref) << (avx512 ? "avx512" : "avx2") << ", " << threads << " threads";
+          EXPECT_NE(std::find(stages.begin(), stages.end(), "qMaxPool"), stages.end());
+        }
+    }
+  }
+}
+
 /// FullyConnected [N, K] x [K, M] (per tensor) or its channelwise form.
 void buildFC(Net &n, dim_t N, dim_t K, dim_t M, bool channelwise, int32_t xOff, int32_t wOff,
              uint64_t seed) {
