@@ -159,8 +159,8 @@ Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
     KILN_ASSIGN_OR_RETURN(uint64_t wOff, constBytes(w16.data(), w16.size() * 2));
     std::vector<char> pb = cc.bytes();
     KILN_ASSIGN_OR_RETURN(uint64_t pOff, constBytes(pb.data(), pb.size()));
-    // Per thread (libjit_qconv.cpp, dwPaddedDims and dwAccBytes): the accumulator row
-    // (OW + L int32, 64-byte aligned) and the padded, phase-grouped centred plane (Hp rows
+    // Per thread (libjit_qconv.cpp, dwPaddedDims and dwAccBytes): the plane's accumulators
+    // (OH OW + L int32, 64-byte aligned) and the padded, phase-grouped centred plane (Hp rows
     // of Wr int16, each of the SW phases followed by L columns of slack).
     {
       const int64_t Hp = std::max(PT + H, (OH - 1) * SH + (KH - 1) * DH + 1);
@@ -168,7 +168,7 @@ Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
       int64_t Wr = 0;
       for (int64_t ph = 0; ph < SW; ph++)
         Wr += (ph < Wp ? (Wp - ph + SW - 1) / SW : 0) + L;
-      const int64_t accBytes = ((OW + L) * 4 + 63) / 64 * 64;
+      const int64_t accBytes = ((OH * OW + L) * 4 + 63) / 64 * 64;
       // One more row: stride 2 builds each padded row in a line of Wp + 1 <= Wr entries.
       needPoolScratch((accBytes + (Hp + 1) * Wr * 2) / 4 + 16);
     }

@@ -100,9 +100,9 @@ LIBJIT_INLINE void dwPaddedDims(int64_t H, int64_t W, int64_t OH, int64_t OW, in
 }
 /// (Stride 2 also uses one line of Wp + 1 int16 after the plane: the depthwise emitter
 /// reserves Hp + 1 rows.)
-/// Bytes of the depthwise kernel's accumulator row (OW rounded up to L, 64-byte aligned).
-LIBJIT_INLINE int64_t dwAccBytes(int64_t OW, int64_t L) {
-  return ((OW + L) * 4 + 63) / 64 * 64;
+/// Bytes of the depthwise kernel's accumulators (OH OW + L int32, 64-byte aligned).
+LIBJIT_INLINE int64_t dwAccBytes(int64_t OH, int64_t OW, int64_t L) {
+  return ((OH * OW + L) * 4 + 63) / 64 * 64;
 }
 
 LIBJIT_INLINE uint32_t load32(const void *p) {

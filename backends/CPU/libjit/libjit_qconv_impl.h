@@ -344,8 +344,8 @@ static inline __attribute__((always_inline)) void qfc(int8_t *out, const int8_t 
 /// phase modulo SW (column c at phase c % SW, index c / SW), each phase followed by L zero
 /// columns of slack. Every tap of an output row is then a contiguous run, and L outputs at
 /// a time accumulate all KH KW taps in one register (widened int16 times the centred int16
-/// filter, exact in int32) before the row is requantized with corr[c] (the channelwise i32
-/// bias, else 0).
+/// filter, exact in int32) into the plane's accumulators, which are then requantized
+/// together with corr[c] (the channelwise i32 bias, else 0).
 static inline __attribute__((always_inline)) void qdwconv(
     int8_t *out, const int8_t *in, const int16_t *w, const void *params, int64_t N, int64_t C,
     int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW,
@@ -357,8 +357,8 @@ static inline __attribute__((always_inline)) void qdwconv(
   int64_t Hp, Wp, Wr;
   dwPaddedDims(H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, L, &Hp, &Wp, &Wr);
   char *mine = scratch + tid * scratchStride;
-  int32_t *acc = (int32_t *)mine;
-  int16_t *xp = (int16_t *)(mine + dwAccBytes(OW, L));
+  int32_t *accPlane = (int32_t *)mine;
+  int16_t *xp = (int16_t *)(mine + dwAccBytes(OH, OW, L));
   const int32_t xo = int32_t(xOff);
   int64_t b, e;
   partition(N * C, 1, tid, nthreads, &b, &e);
@@ -428,6 +428,7 @@ static inline __attribute__((always_inline)) void qdwconv(
                 double(hi)};
     const int32_t corr = qp.corr[c];
     for (int64_t oh = 0; oh < OH; oh++) {
+      int32_t *acc = accPlane + oh * OW; // a vector's overrun lands in the next row or slack
       // Tap (kh, kw) of output column ow reads padded column ow SW + kw DW of padded row
       // oh SH + kh DH: phase (kw DW) % SW, index ow + (kw DW) / SW.
       auto tap = [&](int64_t kh, int64_t kw) -> const int16_t * {
@@ -458,7 +459,8 @@ static inline __attribute__((always_inline)) void qdwconv(
               acc[ow] = int32_t(uint32_t(acc[ow]) + uint32_t(int32_t(xs[ow]) * wv));
           }
       }
-      QISA::requantRow(y + oh * OW, acc, OW, corr, 0, nullptr, rq);
     }
+    // The whole plane at once: rows shorter than a vector still requantize in vectors.
+    QISA::requantRow(y, accPlane, OH * OW, corr, 0, nullptr, rq);
   }
 }
