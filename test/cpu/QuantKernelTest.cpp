@@ -141,8 +141,10 @@ std::string expectedIsa(bool avx512) {
 
 /// Runs \p net on both ISAs and 1 and 2 threads and compares every output byte with the
 /// Interpreter's; \p kernel is the stage-name prefix the int8 kernel must show.
-void checkNet(Net &net, const std::string &kernel, uint64_t seed, bool extremes = true) {
-  std::vector<int8_t> x = inputBytes(net, seed, extremes);
+void checkNet(Net &net, const std::string &kernel, uint64_t seed, bool extremes = true,
+              const std::string &alsoStage = "", int xLo = -128, int xHi = 127) {
+  std::vector<int8_t> x =
+      randomBytes(net.x->getType()->numElements(), seed, xLo, xHi, extremes);
   std::vector<int8_t> ref = reference(net, x);
   ASSERT_FALSE(ref.empty());
   for (bool avx512 : {true, false})
@@ -158,17 +160,17 @@ void checkNet(Net &net, const std::string &kernel, uint64_t seed, bool extremes 
           first = i;
       EXPECT_EQ(bad, 0u) << "first at " << first << ": " << int(got[first]) << " vs "
                          << int(ref[first]);
-      bool found = false;
+      bool found = false, also = alsoStage.empty();
       std::string all;
       for (const std::string &s : stages) {
-        // The depthwise kernel is plain C that the JIT vectorises for the target.
         found |= s.find(kernel + " ") != std::string::npos &&
-                 (s.find(" " + expectedIsa(avx512)) != std::string::npos ||
-                  s.find(kernel + " dw ") != std::string::npos);
+                 s.find(" " + expectedIsa(avx512)) != std::string::npos;
+        also |= !alsoStage.empty() && s == alsoStage;
         all += "[" + s + "] ";
       }
       EXPECT_TRUE(found) << "no '" << kernel << " ... " << expectedIsa(avx512) << "' stage in "
                          << all;
+      EXPECT_TRUE(also) << "no '" << alsoStage << "' stage in " << all;
     }
 }
 
@@ -235,6 +237,8 @@ const ConvCase kCases[] = {
     {{1, 6, 14, 15}, 6, {5, 5}, {2, 2}, {2, 1, 2, 3}, {1, 1}, 6},    // depthwise 5x5/2
     {{1, 4, 12, 12}, 4, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 4},    // depthwise dilated
     {{1, 3, 9, 10}, 6, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3},     // multiplier 2 (GEMM)
+    {{1, 3, 6, 41}, 3, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3},     // depthwise, wide rows
+    {{1, 4, 7, 75}, 4, {3, 3}, {2, 3}, {1, 0, 1, 2}, {1, 1}, 4},     // depthwise, stride 3
 };
 
 /// Whether a case checks offset pair \p pair of \p pairs: the first case every pair, each
@@ -278,6 +282,106 @@ TEST(QuantKernel, ConvSaturates) {
   std::vector<int8_t> ref = reference(n, x);
   EXPECT_NE(std::count(ref.begin(), ref.end(), int8_t(127)), 0);
   EXPECT_NE(std::count(ref.begin(), ref.end(), int8_t(-128)), 0);
+}
+
+// Power-of-two scales (input 0.5, weights 0.25 and 0.5, output 1): the real value of
+// an output is acc / 8 or acc / 4 exactly, so many land on halves, which round away from
+// zero; wide outputs (the vector requantization) and a saturating output scale.
+TEST(QuantKernel, ConvRoundsHalvesAwayFromZero) {
+  const ConvCase cases[] = {
+      {{1, 5, 6, 40}, 7, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},
+      {{1, 6, 9, 53}, 6, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 6},
+      {{1, 16, 5, 23}, 9, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1},
+  };
+  uint64_t seed = 600;
+  for (const ConvCase &c : cases)
+    for (float outScale : {1.0f, 4.0f, 0.0625f})
+      for (bool channelwise : {false, true}) {
+        SCOPED_TRACE("seed " + std::to_string(seed));
+        Net n;
+        n.F = n.mod.createFunction("main");
+        n.x = n.mod.createPlaceholder(n.mod.uniqueType(I8Q, c.in, 0.5f, 3), "x");
+        Dims fd{c.outC, c.in[1] / c.group, c.kernels[0], c.kernels[1]};
+        auto outTy = n.mod.uniqueType(I8Q, c.outDims(), outScale, -5);
+        Node *conv;
+        if (!channelwise) {
+          auto *f = n.mod.createConstant(
+              "f", int8Tensor(Type(I8Q, fd, 0.25f, -1), seed, -9, 9, false));
+          auto *b = n.mod.createConstant(
+              "b", int32Tensor(Type(ElemKind::Int32Q, {c.outC}, 0.125f, 0), seed + 1, -9, 9));
+          conv = n.F->createConvolution("conv", outTy, n.x, f, b, c.kernels, c.strides, c.pads,
+                                        c.dilations, c.group);
+        } else {
+          auto *f =
+              n.mod.createConstant("f", int8Tensor(Type(I8Q, fd, 1.0f, 0), seed, -9, 9, false));
+          Tensor sc(ElemKind::Float, {c.outC}), off(ElemKind::Int32I, {c.outC});
+          for (dim_t o = 0; o < c.outC; o++) {
+            sc.getHandle<float>().raw(o) = o % 2 ? 0.25f : 0.5f;
+            off.getHandle<int32_t>().raw(o) = int32_t(o % 3) - 1;
+          }
+          auto *scc = n.mod.createConstant("s", std::move(sc));
+          auto *so = n.mod.createConstant("o", std::move(off));
+          auto *b = n.mod.createConstant(
+              "b", int32Tensor(Type(ElemKind::Int32I, {c.outC}), seed + 1, -9, 9));
+          conv = n.F->createChannelwiseQuantizedConvolution("conv", outTy, n.x, f, scc, so, b,
+                                                             c.kernels, c.strides, c.pads,
+                                                             c.dilations, c.group);
+        }
+        n.save = n.F->createSave("out", conv);
+        // Small inputs so that acc / 8 mostly falls inside the int8 range.
+        checkNet(n, "qconv", seed++, false, "", -6, 12);
+      }
+}
+
+// An int8 Relu after a convolution: on the convolution's grid (what the quantizer makes)
+// its table is max(q, offset), run as a clamp ("qrelu clamp"); on another grid, a table.
+TEST(QuantKernel, ReluClampAndTable) {
+  for (bool sameGrid : {true, false}) {
+    SCOPED_TRACE(sameGrid ? "same grid" : "other grid");
+    Net n;
+    buildConv(n, kCases[5], false, 5, 3, 0.08f, 700);
+    Node *conv = n.save->getInput().getNode();
+    auto reluTy = sameGrid ? conv->getType(0)
+                           : n.mod.uniqueType(I8Q, conv->getType(0)->dims, 0.1f, -128);
+    auto *relu = n.F->createRelu("relu", reluTy, conv);
+    n.F->eraseNode(n.save);
+    n.save = n.F->createSave("out_relu", relu);
+    checkNet(n, "qconv", 700, true, sameGrid ? "qrelu clamp" : "qrelu");
+  }
+}
+
+// int8 MaxPool (libjit_qpool_i8) on its input's type (the quantizer's choice): wide rows,
+// strides 1, 2 and 3, asymmetric pads, inner and edge windows.
+TEST(QuantKernel, MaxPool) {
+  struct P {
+    Dims in;
+    std::vector<dim_t> k, s, pads;
+  };
+  const P cases[] = {{{1, 5, 23, 41}, {3, 3}, {2, 2}, {1, 1, 1, 1}},
+                     {{2, 3, 12, 37}, {3, 3}, {1, 1}, {1, 0, 1, 2}},
+                     {{1, 4, 16, 50}, {2, 2}, {2, 2}, {0, 0, 0, 0}},
+                     {{1, 2, 9, 40}, {3, 2}, {3, 3}, {2, 1, 0, 1}}};
+  uint64_t seed = 800;
+  for (const P &c : cases) {
+    {
+      SCOPED_TRACE("seed " + std::to_string(seed));
+      Net n;
+      n.F = n.mod.createFunction("main");
+      n.x = n.mod.createPlaceholder(n.mod.uniqueType(I8Q, c.in, 0.05f, 3), "x");
+      Node *pool = n.F->createMaxPool("pool", n.x, c.k, c.s, c.pads);
+      n.save = n.F->createSave("out", pool);
+      std::vector<int8_t> x = randomBytes(n.x->getType()->numElements(), seed++, -128, 127, true);
+      std::vector<int8_t> ref = reference(n, x);
+      ASSERT_FALSE(ref.empty());
+      for (bool avx512 : {true, false})
+        for (unsigned threads : {1u, 2u}) {
+          std::vector<std::string> stages;
+          std::vector<int8_t> got = runCPU(n, avx512, threads, x, stages);
+          EXPECT_EQ(got, ref) << (avx512 ? "avx512" : "avx2") << ", " << threads << " threads";
+          EXPECT_NE(std::find(stages.begin(), stages.end(), "qMaxPool"), stages.end());
+        }
+    }
+  }
 }
 
 /// FullyConnected [N, K] x [K, M] (per tensor) or its channelwise form.

@@ -11,6 +11,7 @@
 // VNNI, vpmaddwd (AVX2) otherwise, plain C on targets without AVX2.
 #include "Emitter.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace kiln::cpu {
@@ -158,11 +159,23 @@ Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
     KILN_ASSIGN_OR_RETURN(uint64_t wOff, constBytes(w16.data(), w16.size() * 2));
     std::vector<char> pb = cc.bytes();
     KILN_ASSIGN_OR_RETURN(uint64_t pOff, constBytes(pb.data(), pb.size()));
-    needPoolScratch(OW + 16);
+    // Per thread (libjit_qconv.cpp, dwPaddedDims and dwAccBytes): the plane's accumulators
+    // (OH OW + L int32, 64-byte aligned) and the padded, phase-grouped centred plane (Hp rows
+    // of Wr int16, each of the SW phases followed by L columns of slack).
+    {
+      const int64_t Hp = std::max(PT + H, (OH - 1) * SH + (KH - 1) * DH + 1);
+      const int64_t Wp = std::max(PL + W, (OW - 1) * SW + (KW - 1) * DW + 1);
+      int64_t Wr = 0;
+      for (int64_t ph = 0; ph < SW; ph++)
+        Wr += (ph < Wp ? (Wp - ph + SW - 1) / SW : 0) + L;
+      const int64_t accBytes = ((OH * OW + L) * 4 + 63) / 64 * 64;
+      // One more row: stride 2 builds each padded row in a line of Wp + 1 <= Wr entries.
+      needPoolScratch((accBytes + (Hp + 1) * Wr * 2) / 4 + 16);
+    }
     std::string name = "qconv dw " + std::to_string(KH) + "x" + std::to_string(KW) + "/" +
-                       std::to_string(SH) + " " + std::to_string(C);
+                       std::to_string(SH) + " " + std::to_string(C) + " " + isa;
     items.push_back({true, name, [=] {
-                       call("libjit_qdwconv_i8",
+                       call("libjit_qdwconv_i8_" + isa,
                             {ptr(dest), ptr(in), at({kConstantBase, wOff}),
                              at({kConstantBase, pOff}), I64(N), I64(C), I64(H), I64(W), I64(OH),
                              I64(OW), I64(KH), I64(KW), I64(SH), I64(SW), I64(PT), I64(PL),
@@ -201,7 +214,13 @@ Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
   KILN_ASSIGN_OR_RETURN(uint64_t wOff, constBytes(packed.data(), packed.size()));
   std::vector<char> pb = cc.bytes();
   KILN_ASSIGN_OR_RETURN(uint64_t pOff, constBytes(pb.data(), pb.size()));
-  needPoolScratch((K4 * T * 4 + T * 4 + MR * T * 4) / 4 + 16);
+  // Per thread: the patch, the pixel sums, the accumulators and (windowed layers) the
+  // group's padded input planes (libjit_qconv_impl.h, padDims / padPlanes).
+  const int64_t Hp = std::max(PT + H, (OH - 1) * SH + (KH - 1) * DH + 1);
+  const int64_t Wp = std::max(PL + W, (OW - 1) * SW + (KW - 1) * DW + 1);
+  const bool pointwise = KH == 1 && KW == 1 && SH == 1 && SW == 1 && PT == 0 && PL == 0 &&
+                         OH == H && OW == W;
+  needPoolScratch((K4 * T * 4 + T * 4 + MR * T * 4 + (pointwise ? 0 : cg * Hp * Wp)) / 4 + 16);
   std::string name = "qconv " + std::to_string(KH) + "x" + std::to_string(KW) + "/" +
                      std::to_string(SH) + " " + std::to_string(C) + "->" + std::to_string(O) +
                      (G > 1 ? " g" + std::to_string(G) : "") + " " + isa;

@@ -53,6 +53,19 @@ Error Emitter::planQuantElem(Instruction *I, std::vector<Item> &items) {
     int8_t lut[256];
     for (int q = -128; q < 128; q++)
       lut[q + 128] = quant(std::max(dequant(q, it), 0.0), ot);
+    // Where the Relu keeps the grid (the quantizer gives its producer the Relu's type) the
+    // table is a clamp of the raw value: computed as one, with no table lookups.
+    const int64_t lo = lut[0], hi = lut[255];
+    bool clamp = lo <= hi;
+    for (int q = -128; q < 128 && clamp; q++)
+      clamp = lut[q + 128] == std::min<int64_t>(std::max<int64_t>(q, lo), hi);
+    if (clamp) {
+      items.push_back({true, "qrelu clamp", [=] {
+                         call("libjit_qclamp_i8",
+                              {ptr(dest), ptr(in), I64(n), I64(lo), I64(hi), tid_, nth_});
+                       }});
+      return Error::success();
+    }
     KILN_ASSIGN_OR_RETURN(uint64_t off, constBytes(lut, sizeof(lut)));
     items.push_back({true, "qrelu", [=] {
                        call("libjit_qlut8_i8",

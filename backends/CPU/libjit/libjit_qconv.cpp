@@ -69,6 +69,42 @@ LIBJIT_INLINE int8_t requant(int32_t acc, double accScale, double biasReal, doub
   return int8_t(q);
 }
 
+/// The output side of the requantization of one output channel.
+struct RQ {
+  double as, br, scale, off, lo, hi;
+};
+
+/// requant() of outputs [j0, n): acc[j] + corr - fo colsum[j] (colsum null: no pixel term).
+LIBJIT_INLINE void requantTail(int8_t *y, const int32_t *acc, int64_t j0, int64_t n,
+                               int32_t corr, int32_t fo, const int32_t *colsum, const RQ &rq) {
+  for (int64_t j = j0; j < n; j++) {
+    uint32_t a = uint32_t(acc[j]) + uint32_t(corr);
+    if (colsum)
+      a -= uint32_t(fo) * uint32_t(colsum[j]);
+    y[j] = requant(int32_t(a), rq.as, rq.br, rq.scale, rq.off, rq.lo, rq.hi);
+  }
+}
+
+/// The depthwise kernel's padded plane (qdwconv): Hp rows of Wr int16, each row the Wp
+/// padded columns grouped in SW phases, each phase followed by L zero columns.
+LIBJIT_INLINE void dwPaddedDims(int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
+                                int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
+                                int64_t DH, int64_t DW, int64_t L, int64_t *Hp, int64_t *Wp,
+                                int64_t *Wr) {
+  *Hp = maxI(PT + H, (OH - 1) * SH + (KH - 1) * DH + 1);
+  *Wp = maxI(PL + W, (OW - 1) * SW + (KW - 1) * DW + 1);
+  int64_t r = 0;
+  for (int64_t ph = 0; ph < SW; ph++)
+    r += (ph < *Wp ? (*Wp - ph + SW - 1) / SW : 0) + L;
+  *Wr = r;
+}
+/// (Stride 2 also uses one line of Wp + 1 int16 after the plane: the depthwise emitter
+/// reserves Hp + 1 rows.)
+/// Bytes of the depthwise kernel's accumulators (OH OW + L int32, 64-byte aligned).
+LIBJIT_INLINE int64_t dwAccBytes(int64_t OH, int64_t OW, int64_t L) {
+  return ((OH * OW + L) * 4 + 63) / 64 * 64;
+}
+
 LIBJIT_INLINE uint32_t load32(const void *p) {
   uint32_t v;
   __builtin_memcpy(&v, p, 4);
@@ -95,6 +131,16 @@ LIBJIT_INLINE uint32_t load32(const void *p) {
       int64_t anyFOff, char *scratch, int64_t scratchStride, int64_t tid, int64_t nthreads) {  \
     libjit::q##SUFFIX::qfc(out, in, wpack, params, N, K, M, outScale, outOff, lo, hi, anyFOff, \
                            scratch, scratchStride, tid, nthreads);                             \
+  }                                                                                            \
+  LIBJIT_EXPORT void libjit_qdwconv_i8_##SUFFIX(                                               \
+      int8_t *out, const int8_t *in, const int16_t *w, const void *params, int64_t N,          \
+      int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,         \
+      int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t xOff,    \
+      float outScale, int64_t outOff, int64_t lo, int64_t hi, char *scratch,                   \
+      int64_t scratchStride, int64_t tid, int64_t nthreads) {                                  \
+    libjit::q##SUFFIX::qdwconv(out, in, w, params, N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, \
+                               DH, DW, xOff, outScale, outOff, lo, hi, scratch, scratchStride, \
+                               tid, nthreads);                                                 \
   }
 
 namespace libjit {
@@ -135,6 +181,16 @@ struct IsaGeneric {
     return acc;
   }
   static void store(int32_t *p, V v) { __builtin_memcpy(p, v.v, sizeof(v.v)); }
+  /// acc + (L int16 at p, widened) times w, in wrapping 32-bit arithmetic.
+  static V mla16(V acc, const int16_t *p, int32_t w) {
+    for (int i = 0; i < L; i++)
+      acc.v[i] = int32_t(uint32_t(acc.v[i]) + uint32_t(int32_t(p[i]) * w));
+    return acc;
+  }
+  static void requantRow(int8_t *y, const int32_t *acc, int64_t n, int32_t corr, int32_t fo,
+                         const int32_t *colsum, const RQ &rq) {
+    requantTail(y, acc, 0, n, corr, fo, colsum, rq);
+  }
 };
 
 
@@ -179,6 +235,52 @@ struct IsaAvx2 {
   }
   static inline __attribute__((always_inline)) void store(int32_t *p, V v) {
     _mm256_storeu_si256((__m256i *)p, v);
+  }
+  static inline __attribute__((always_inline)) V mla16(V acc, const int16_t *p, int32_t w) {
+    __m256i x = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_add_epi32(acc, _mm256_mullo_epi32(x, _mm256_set1_epi32(w)));
+  }
+  /// requant() on 4 doubles: the same IEEE operations in the same order, round half away
+  /// from zero as t = trunc(x) plus the sign of x where |x - t| >= 0.5 (x - t is exact).
+  static inline __attribute__((always_inline)) __m128i requant4(__m128i a, __m256d as,
+                                                                __m256d br, __m256d sc,
+                                                                __m256d off, __m256d lo,
+                                                                __m256d hi) {
+    const __m256d sign = _mm256_set1_pd(-0.0), half = _mm256_set1_pd(0.5),
+                  one = _mm256_set1_pd(1.0);
+    __m256d prod = _mm256_mul_pd(as, _mm256_cvtepi32_pd(a));
+    __m256d real = _mm256_add_pd(prod, br);
+    __m256d x = _mm256_div_pd(real, sc);
+    __m256d t = _mm256_round_pd(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m256d d = _mm256_andnot_pd(sign, _mm256_sub_pd(x, t));
+    __m256d step = _mm256_or_pd(_mm256_and_pd(x, sign), one);
+    __m256d q = _mm256_add_pd(t, _mm256_and_pd(_mm256_cmp_pd(d, half, _CMP_GE_OQ), step));
+    q = _mm256_add_pd(q, off);
+    q = _mm256_max_pd(q, lo); // NaN -> lo, as !(q >= lo)
+    q = _mm256_min_pd(q, hi);
+    return _mm256_cvttpd_epi32(q);
+  }
+  /// y[j] = requant(acc[j] + corr - fo colsum[j]) for j < n (colsum null: no pixel term).
+  static inline __attribute__((always_inline)) void requantRow(int8_t *y, const int32_t *acc,
+                                                               int64_t n, int32_t corr,
+                                                               int32_t fo, const int32_t *colsum,
+                                                               const RQ &rq) {
+    const __m256d as = _mm256_set1_pd(rq.as), br = _mm256_set1_pd(rq.br),
+                  sc = _mm256_set1_pd(rq.scale), off = _mm256_set1_pd(rq.off),
+                  lo = _mm256_set1_pd(rq.lo), hi = _mm256_set1_pd(rq.hi);
+    const __m256i vc = _mm256_set1_epi32(corr), vf = _mm256_set1_epi32(fo);
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+      __m256i a = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(acc + j)), vc);
+      if (colsum)
+        a = _mm256_sub_epi32(
+            a, _mm256_mullo_epi32(vf, _mm256_loadu_si256((const __m256i *)(colsum + j))));
+      __m128i q0 = requant4(_mm256_castsi256_si128(a), as, br, sc, off, lo, hi);
+      __m128i q1 = requant4(_mm256_extracti128_si256(a, 1), as, br, sc, off, lo, hi);
+      __m128i w = _mm_packs_epi32(q0, q1);
+      _mm_storel_epi64((__m128i *)(y + j), _mm_packs_epi16(w, w));
+    }
+    requantTail(y, acc, j, n, corr, fo, colsum, rq);
   }
 };
 
@@ -225,6 +327,54 @@ struct IsaVnni {
   static inline __attribute__((always_inline)) void store(int32_t *p, V v) {
     _mm512_storeu_si512((void *)p, v);
   }
+  static inline __attribute__((always_inline)) V mla16(V acc, const int16_t *p, int32_t w) {
+    __m512i x = _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)p));
+    return _mm512_add_epi32(acc, _mm512_mullo_epi32(x, _mm512_set1_epi32(w)));
+  }
+  /// requant() on 8 doubles (see IsaAvx2::requant4).
+  static inline __attribute__((always_inline)) __m256i requant8(__m256i a, __m512d as,
+                                                                __m512d br, __m512d sc,
+                                                                __m512d off, __m512d lo,
+                                                                __m512d hi) {
+    const __m512d half = _mm512_set1_pd(0.5), one = _mm512_set1_pd(1.0);
+    const __m512i sign = _mm512_set1_epi64(int64_t(0x8000000000000000ull));
+    __m512d prod = _mm512_mul_pd(as, _mm512_cvtepi32_pd(a));
+    __m512d real = _mm512_add_pd(prod, br);
+    __m512d x = _mm512_div_pd(real, sc);
+    __m512d t = _mm512_roundscale_pd(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m512d d = _mm512_castsi512_pd(
+        _mm512_andnot_si512(sign, _mm512_castpd_si512(_mm512_sub_pd(x, t))));
+    __m512d step = _mm512_castsi512_pd(_mm512_or_si512(
+        _mm512_and_si512(_mm512_castpd_si512(x), sign), _mm512_castpd_si512(one)));
+    __mmask8 up = _mm512_cmp_pd_mask(d, half, _CMP_GE_OQ);
+    __m512d q = _mm512_mask_add_pd(t, up, t, step);
+    q = _mm512_add_pd(q, off);
+    q = _mm512_max_pd(q, lo); // NaN -> lo, as !(q >= lo)
+    q = _mm512_min_pd(q, hi);
+    return _mm512_cvttpd_epi32(q);
+  }
+  /// y[j] = requant(acc[j] + corr - fo colsum[j]) for j < n (colsum null: no pixel term).
+  static inline __attribute__((always_inline)) void requantRow(int8_t *y, const int32_t *acc,
+                                                               int64_t n, int32_t corr,
+                                                               int32_t fo, const int32_t *colsum,
+                                                               const RQ &rq) {
+    const __m512d as = _mm512_set1_pd(rq.as), br = _mm512_set1_pd(rq.br),
+                  sc = _mm512_set1_pd(rq.scale), off = _mm512_set1_pd(rq.off),
+                  lo = _mm512_set1_pd(rq.lo), hi = _mm512_set1_pd(rq.hi);
+    const __m512i vc = _mm512_set1_epi32(corr), vf = _mm512_set1_epi32(fo);
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+      __m512i a = _mm512_add_epi32(_mm512_loadu_si512((const void *)(acc + j)), vc);
+      if (colsum)
+        a = _mm512_sub_epi32(a,
+                             _mm512_mullo_epi32(vf, _mm512_loadu_si512((const void *)(colsum + j))));
+      __m256i q0 = requant8(_mm512_castsi512_si256(a), as, br, sc, off, lo, hi);
+      __m256i q1 = requant8(_mm512_extracti64x4_epi64(a, 1), as, br, sc, off, lo, hi);
+      __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
+      _mm_storeu_si128((__m128i *)(y + j), _mm512_cvtepi32_epi8(q));
+    }
+    requantTail(y, acc, j, n, corr, fo, colsum, rq);
+  }
 };
 
 #define QISA IsaVnni
@@ -242,60 +392,5 @@ LIBJIT_QCONV_EXPORTS(vnni)
 #endif
 #endif
 
-// Depthwise int8 convolution (Group == C == O): per channel plane, the exact int32 sum of
-// (x - xOffset) (f - fo) over the in-bounds taps, with the centred filter (f - fo, in
-// [-255, 255]) as int16 from compile time, accumulated one output row at a time (the
-// taps' valid column range computed once per tap, so the inner loop is a plain strided
-// multiply-add that the JIT vectorises for the host); then corr[c] (the channelwise i32
-// bias, else 0) and the requantization of the other kernels.
-LIBJIT_EXPORT void libjit_qdwconv_i8(int8_t *out, const int8_t *in, const int16_t *w,
-                                     const void *params, int64_t N, int64_t C, int64_t H,
-                                     int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
-                                     int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
-                                     int64_t DW, int64_t xOff, float outScale, int64_t outOff,
-                                     int64_t lo, int64_t hi, char *scratch,
-                                     int64_t scratchStride, int64_t tid, int64_t nthreads) {
-  using namespace libjit;
-  const QParams qp = qparams(params, C);
-  int32_t *acc = (int32_t *)(scratch + tid * scratchStride);
-  const double dScale = double(outScale), dOff = double(outOff), dLo = double(lo),
-               dHi = double(hi);
-  int64_t b, e;
-  partition(N * C, 1, tid, nthreads, &b, &e);
-  for (int64_t pl = b; pl < e; pl++) {
-    const int64_t c = pl % C;
-    const int8_t *x = in + pl * H * W;
-    const int16_t *wc = w + c * KH * KW;
-    int8_t *y = out + pl * OH * OW;
-    const double as = qp.accScale[c], br = qp.biasReal[c];
-    const int32_t corr = qp.corr[c], xo = int32_t(xOff);
-    for (int64_t oh = 0; oh < OH; oh++) {
-      for (int64_t ow = 0; ow < OW; ow++)
-        acc[ow] = 0;
-      for (int64_t kh = 0; kh < KH; kh++) {
-        const int64_t ih = oh * SH + kh * DH - PT;
-        if (ih < 0 || ih >= H)
-          continue;
-        const int8_t *xr = x + ih * W;
-        for (int64_t kw = 0; kw < KW; kw++) {
-          const int32_t wv = wc[kh * KW + kw];
-          const int64_t off = kw * DW - PL;
-          // Columns ow with 0 <= ow SW + off < W.
-          int64_t o0 = off >= 0 ? 0 : (-off + SW - 1) / SW;
-          int64_t o1 = W - 1 - off < 0 ? 0 : (W - 1 - off) / SW + 1;
-          o1 = minI(o1, OW);
-          const int8_t *xs = xr + off;
-          if (SW == 1)
-            for (int64_t ow = o0; ow < o1; ow++)
-              acc[ow] += (int32_t(xs[ow]) - xo) * wv;
-          else
-            for (int64_t ow = o0; ow < o1; ow++)
-              acc[ow] += (int32_t(xs[ow * SW]) - xo) * wv;
-        }
-      }
-      for (int64_t ow = 0; ow < OW; ow++)
-        y[oh * OW + ow] = requant(int32_t(uint32_t(acc[ow]) + uint32_t(corr)), as, br, dScale,
-                                  dOff, dLo, dHi);
-    }
-  }
-}
+// Depthwise int8 convolution (Group == C == O): libjit_qdwconv_i8_<isa> (qdwconv in
+// libjit_qconv_impl.h).

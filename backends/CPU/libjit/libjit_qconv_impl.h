@@ -36,51 +36,126 @@ static inline __attribute__((always_inline)) void convTile(const uint32_t *w, co
       QISA::store(acc + r * T + v * L, c[r][v]);
 }
 
-/// Packs the im2col patch of pixels [p0, p0 + T) of group input \p xg ([cg][H][W]) as
-/// [K4][T] quads of a = x + 128 (out-of-image taps: xOffset + 128; k >= K: 0), and when
-/// \p sums, the per-pixel sum of a over the K taps into colsum.
-static inline __attribute__((always_inline)) void packPatch(uint32_t *patch, int32_t *colsum, bool sums, const int8_t *xg,
-                             int64_t T, int64_t p0, int64_t P, int64_t cg, int64_t H, int64_t W,
-                             int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW,
-                             int64_t PT, int64_t PL, int64_t DH, int64_t DW, int32_t xOff) {
-  const int64_t K = cg * KH * KW, K4 = ceilDiv(K, 4);
-  uint8_t *b = (uint8_t *)patch;
-  const uint8_t padA = uint8_t(xOff + 128);
-  // The tile's pixels: top-left input corner of each window (pixels past P read nothing).
-  int32_t ih0[64], iw0[64];
-  const int64_t np = minI(T, P - p0);
-  for (int64_t j = 0; j < T; j++) {
-    int64_t p = p0 + (j < np ? j : 0);
-    ih0[j] = int32_t((p / OW) * SH - PT);
-    iw0[j] = int32_t((p % OW) * SW - PL);
+/// Writes T pixels of four patch rows (bytes at \p r0.. \p r3, each XORed with \p flip) as
+/// T k-quads at \p dq.
+static inline __attribute__((always_inline)) void interleave4(uint8_t *dq, const uint8_t *r0,
+                                                              const uint8_t *r1,
+                                                              const uint8_t *r2,
+                                                              const uint8_t *r3, int64_t T,
+                                                              uint8_t flip) {
+#if defined(__x86_64__)
+  if (T % 16 == 0) {
+    const __m128i f = _mm_set1_epi8(char(flip));
+    for (int64_t j = 0; j < T; j += 16) {
+      __m128i a0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r0 + j)), f);
+      __m128i a1 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r1 + j)), f);
+      __m128i a2 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r2 + j)), f);
+      __m128i a3 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r3 + j)), f);
+      __m128i a01l = _mm_unpacklo_epi8(a0, a1), a01h = _mm_unpackhi_epi8(a0, a1);
+      __m128i a23l = _mm_unpacklo_epi8(a2, a3), a23h = _mm_unpackhi_epi8(a2, a3);
+      __m128i *d = (__m128i *)(dq + j * 4);
+      _mm_storeu_si128(d, _mm_unpacklo_epi16(a01l, a23l));
+      _mm_storeu_si128(d + 1, _mm_unpackhi_epi16(a01l, a23l));
+      _mm_storeu_si128(d + 2, _mm_unpacklo_epi16(a01h, a23h));
+      _mm_storeu_si128(d + 3, _mm_unpackhi_epi16(a01h, a23h));
+    }
+    return;
   }
+#endif
+  for (int64_t j = 0; j < T; j++) {
+    dq[j * 4] = r0[j] ^ flip;
+    dq[j * 4 + 1] = r1[j] ^ flip;
+    dq[j * 4 + 2] = r2[j] ^ flip;
+    dq[j * 4 + 3] = r3[j] ^ flip;
+  }
+}
+
+/// Height and width of the padded input planes of packPadded (every window inside).
+static inline __attribute__((always_inline)) void padDims(int64_t H, int64_t W, int64_t OH,
+                                                          int64_t OW, int64_t KH, int64_t KW,
+                                                          int64_t SH, int64_t SW, int64_t PT,
+                                                          int64_t PL, int64_t DH, int64_t DW,
+                                                          int64_t *Hp, int64_t *Wp) {
+  *Hp = maxI(PT + H, (OH - 1) * SH + (KH - 1) * DH + 1);
+  *Wp = maxI(PL + W, (OW - 1) * SW + (KW - 1) * DW + 1);
+}
+
+/// The group's input \p xg ([cg][H][W]) as bytes a = x + 128 in [cg][Hp][Wp] with the pads
+/// (and the rows and columns past them) at xOffset + 128, what a padding tap reads.
+static inline __attribute__((always_inline)) void padPlanes(uint8_t *pp, const int8_t *xg,
+                                                            int64_t cg, int64_t H, int64_t W,
+                                                            int64_t Hp, int64_t Wp, int64_t PT,
+                                                            int64_t PL, uint8_t padA) {
+  for (int64_t c = 0; c < cg; c++)
+    for (int64_t r = 0; r < Hp; r++) {
+      uint8_t *d = pp + (c * Hp + r) * Wp;
+      const int64_t h = r - PT;
+      if (h < 0 || h >= H) {
+        for (int64_t i = 0; i < Wp; i++)
+          d[i] = padA;
+        continue;
+      }
+      const int8_t *xr = xg + (c * H + h) * W;
+      for (int64_t i = 0; i < PL; i++)
+        d[i] = padA;
+      for (int64_t i = 0; i < W; i++)
+        d[PL + i] = uint8_t(xr[i]) ^ 0x80;
+      for (int64_t i = PL + W; i < Wp; i++)
+        d[i] = padA;
+    }
+}
+
+/// Packs the im2col patch of pixels [p0, p0 + T) as [K4][T] k-quads of a = x + 128 (k >= K:
+/// 0; pixels past P: 0), and when \p sums the per-pixel sum of a over the K taps into
+/// colsum, from the padded planes \p pp (padPlanes): each patch row (tap) of the tile is
+/// a few contiguous runs (one per output row the tile spans; strided for SW > 1), copied
+/// without bounds checks, four rows then interleaved into k-quads.
+static inline __attribute__((always_inline)) void packPadded(
+    uint32_t *patch, int32_t *colsum, bool sums, const uint8_t *pp, int64_t T, int64_t p0,
+    int64_t P, int64_t cg, int64_t Hp, int64_t Wp, int64_t OW, int64_t KH, int64_t KW,
+    int64_t SH, int64_t SW, int64_t DH, int64_t DW) {
+  const int64_t KK = KH * KW, K = cg * KK, K4 = ceilDiv(K, 4);
+  uint8_t *b = (uint8_t *)patch;
+  const int64_t np = minI(T, P - p0);
+  int64_t segJ[64], segLen[64], segBase[64], nseg = 0;
+  for (int64_t j = 0, p = p0; j < np; nseg++) {
+    const int64_t oh = p / OW, ow = p % OW, len = minI(OW - ow, np - j);
+    segJ[nseg] = j, segLen[nseg] = len, segBase[nseg] = oh * SH * Wp + ow * SW;
+    j += len, p += len;
+  }
+  alignas(64) uint8_t rows[4][64];
   if (sums)
     for (int64_t j = 0; j < T; j++)
       colsum[j] = 0;
-  // One patch row (tap k) at a time: T bytes at stride 4 in its quad row.
-  int64_t k = 0;
-  for (int64_t c = 0; c < cg; c++) {
-    const int8_t *xc = xg + c * H * W;
-    for (int64_t kh = 0; kh < KH; kh++)
-      for (int64_t kw = 0; kw < KW; kw++, k++) {
-        uint8_t *dk = b + (k >> 2) * T * 4 + (k & 3);
-        const int64_t dh = kh * DH, dw = kw * DW;
-        for (int64_t j = 0; j < np; j++) {
-          int64_t ih = ih0[j] + dh, iw = iw0[j] + dw;
-          bool in = ih >= 0 && ih < H && iw >= 0 && iw < W;
-          uint8_t a = in ? uint8_t(int32_t(xc[ih * W + iw]) + 128) : padA;
-          dk[j * 4] = a;
-          if (sums)
-            colsum[j] += a;
-        }
-        for (int64_t j = np; j < T; j++)
-          dk[j * 4] = 0;
+  for (int64_t q = 0; q < K4; q++) {
+    for (int64_t r = 0; r < 4; r++) {
+      const int64_t k = q * 4 + r;
+      uint8_t *t = rows[r];
+      if (k >= K) {
+        for (int64_t j = 0; j < T; j++)
+          t[j] = 0;
+        continue;
       }
-  }
-  for (; k < 4 * K4; k++) {
-    uint8_t *dk = b + (k >> 2) * T * 4 + (k & 3);
-    for (int64_t j = 0; j < T; j++)
-      dk[j * 4] = 0;
+      const int64_t c = k / KK, kh = (k % KK) / KW, kw = k % KW;
+      const uint8_t *src = pp + (c * Hp + kh * DH) * Wp + kw * DW;
+      for (int64_t sg = 0; sg < nseg; sg++) {
+        const uint8_t *sp = src + segBase[sg];
+        uint8_t *dp = t + segJ[sg];
+        const int64_t len = segLen[sg];
+        if (SW == 1)
+          for (int64_t i = 0; i < len; i++)
+            dp[i] = sp[i];
+        else
+          for (int64_t i = 0; i < len; i++)
+            dp[i] = sp[i * SW];
+      }
+      for (int64_t j = np; j < T; j++)
+        t[j] = 0;
+      if (sums)
+        for (int64_t j = 0; j < T; j++)
+          colsum[j] += t[j];
+    }
+    interleave4(b + q * T * 4, rows[0], rows[1], rows[2], rows[3], T, 0);
   }
 }
 
@@ -92,6 +167,12 @@ static inline __attribute__((always_inline)) void packPointwise(uint32_t *patch,
   const int64_t n = minI(T, P - p0);
   for (int64_t q = 0; q < K4; q++) {
     uint8_t *dq = b + q * T * 4;
+    if (n == T && q * 4 + 4 <= cg) {
+      // Four whole channel rows.
+      const uint8_t *x0 = (const uint8_t *)(xg + (q * 4) * P + p0);
+      interleave4(dq, x0, x0 + P, x0 + 2 * P, x0 + 3 * P, T, 0x80);
+      continue;
+    }
     for (int64_t r = 0; r < 4; r++) {
       int64_t c = q * 4 + r;
       if (c < cg) {
@@ -135,6 +216,12 @@ static inline __attribute__((always_inline)) void qconv(int8_t *out, const int8_
   uint32_t *patch = (uint32_t *)mine;
   int32_t *colsum = (int32_t *)(mine + K4 * T * 4);
   int32_t *acc = colsum + T;
+  // Windowed layers: the group's padded planes after acc (padPlanes), rebuilt when the
+  // image or group changes.
+  int64_t Hp, Wp;
+  padDims(H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, &Hp, &Wp);
+  uint8_t *pp = (uint8_t *)(acc + kMR * T);
+  int64_t ppFor = -1;
   const double dScale = double(outScale), dOff = double(outOff), dLo = double(lo),
                dHi = double(hi);
   int64_t b, e;
@@ -144,28 +231,22 @@ static inline __attribute__((always_inline)) void qconv(int8_t *out, const int8_
     const int8_t *xg = in + (n * C + g * cg) * H * W;
     if (pointwise)
       packPointwise(patch, colsum, sums, xg, T, p0, P, cg);
-    else
-      packPatch(patch, colsum, sums, xg, T, p0, P, cg, H, W, OW, KH, KW, SH, SW, PT, PL, DH, DW,
-                int32_t(xOff));
+    else {
+      if (ppFor != n * G + g) {
+        padPlanes(pp, xg, cg, H, W, Hp, Wp, PT, PL, uint8_t(xOff + 128));
+        ppFor = n * G + g;
+      }
+      packPadded(patch, colsum, sums, pp, T, p0, P, cg, Hp, Wp, OW, KH, KW, SH, SW, DH, DW);
+    }
     const int64_t np = minI(T, P - p0);
     for (int64_t ob = 0; ob < og; ob += kMR) {
       convTile(wpack + (g * ogPad + ob) * K4, patch, K4, acc);
       const int64_t nr = minI(kMR, og - ob);
       for (int64_t r = 0; r < nr; r++) {
         const int64_t oi = g * ogPad + ob + r, o = g * og + ob + r;
-        const double as = qp.accScale[oi], br = qp.biasReal[oi];
-        const int32_t corr = qp.corr[oi], fo = qp.fOff[oi];
-        int8_t *y = out + (n * O + o) * P + p0;
-        const int32_t *ar = acc + r * T;
-        if (sums)
-          for (int64_t j = 0; j < np; j++)
-            y[j] = requant(int32_t(uint32_t(ar[j]) + uint32_t(corr) -
-                                   uint32_t(fo) * uint32_t(colsum[j])),
-                           as, br, dScale, dOff, dLo, dHi);
-        else
-          for (int64_t j = 0; j < np; j++)
-            y[j] = requant(int32_t(uint32_t(ar[j]) + uint32_t(corr)), as, br, dScale, dOff, dLo,
-                           dHi);
+        const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
+        QISA::requantRow(out + (n * O + o) * P + p0, acc + r * T, np, qp.corr[oi], qp.fOff[oi],
+                         sums ? colsum : nullptr, rq);
       }
     }
   }
@@ -255,3 +336,131 @@ static inline __attribute__((always_inline)) void qfc(int8_t *out, const int8_t 
   }
 }
 
+
+/// Depthwise convolution (Group == C == O) over [N*C planes][H][W]. Per plane the input,
+/// centred (x - xOffset, in [-255, 255], so padding is 0 and adds nothing, as in the
+/// Interpreter), is copied once into scratch as int16 with the pads written as zero rows
+/// and columns (dwPaddedDims) and, for stride SW > 1, each padded row's columns grouped by
+/// phase modulo SW (column c at phase c % SW, index c / SW), each phase followed by L zero
+/// columns of slack. Every tap of an output row is then a contiguous run, and L outputs at
+/// a time accumulate all KH KW taps in one register (widened int16 times the centred int16
+/// filter, exact in int32) into the plane's accumulators, which are then requantized
+/// together with corr[c] (the channelwise i32 bias, else 0).
+static inline __attribute__((always_inline)) void qdwconv(
+    int8_t *out, const int8_t *in, const int16_t *w, const void *params, int64_t N, int64_t C,
+    int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW,
+    int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t xOff, float outScale, int64_t outOff,
+    int64_t lo, int64_t hi, char *scratch, int64_t scratchStride, int64_t tid,
+    int64_t nthreads) {
+  constexpr int64_t L = QISA::L;
+  const QParams qp = qparams(params, C);
+  int64_t Hp, Wp, Wr;
+  dwPaddedDims(H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, L, &Hp, &Wp, &Wr);
+  char *mine = scratch + tid * scratchStride;
+  int32_t *accPlane = (int32_t *)mine;
+  int16_t *xp = (int16_t *)(mine + dwAccBytes(OH, OW, L));
+  const int32_t xo = int32_t(xOff);
+  int64_t b, e;
+  partition(N * C, 1, tid, nthreads, &b, &e);
+  const int64_t KK = KH * KW;
+  const int16_t *taps[64];
+  const bool fewTaps = KK <= 64;
+  for (int64_t pl = b; pl < e; pl++) {
+    const int64_t c = pl % C;
+    const int8_t *x = in + pl * H * W;
+    // The padded, centred, phase-grouped plane.
+    for (int64_t r = 0; r < Hp; r++) {
+      int16_t *dr = xp + r * Wr;
+      const int64_t h = r - PT;
+      const bool rowIn = h >= 0 && h < H;
+      const int8_t *xr = x + h * W;
+      if (SW == 2) {
+        // The padded row in a line (contiguous loops), then split into even and odd
+        // columns in one pass.
+        int16_t *line = xp + Hp * Wr;
+        const int64_t in0 = rowIn ? minI(PL, Wp) : Wp, in1 = rowIn ? minI(PL + W, Wp) : Wp;
+        for (int64_t i = 0; i < in0; i++)
+          line[i] = 0;
+        for (int64_t i = in0; i < in1; i++)
+          line[i] = int16_t(int32_t(xr[i - PL]) - xo);
+        for (int64_t i = in1; i < Wp + 1; i++)
+          line[i] = 0;
+        const int64_t lenE = (Wp + 1) / 2, lenO = Wp / 2;
+        int16_t *de = dr, *dO = dr + lenE + L;
+        for (int64_t i = 0; i < lenE; i++) {
+          de[i] = line[2 * i];
+          dO[i] = line[2 * i + 1];
+        }
+        for (int64_t i = lenE; i < lenE + L; i++)
+          de[i] = 0;
+        for (int64_t i = lenO; i < lenO + L; i++)
+          dO[i] = 0;
+        continue;
+      }
+      for (int64_t ph = 0, at = 0; ph < SW; ph++) {
+        const int64_t len = ph < Wp ? (Wp - ph + SW - 1) / SW : 0;
+        int16_t *dp = dr + at;
+        // Entries i in [i0, i1) hold input columns ph + i SW - PL in [0, W).
+        int64_t i0 = 0, i1 = 0;
+        if (rowIn) {
+          i0 = minI(len, PL > ph ? (PL - ph + SW - 1) / SW : 0);
+          i1 = maxI(i0, minI(len, (W + PL - ph + SW - 1) / SW));
+        }
+        for (int64_t i = 0; i < i0; i++)
+          dp[i] = 0;
+        if (SW == 1) {
+          const int8_t *xs = xr - PL;
+          for (int64_t i = i0; i < i1; i++)
+            dp[i] = int16_t(int32_t(xs[i]) - xo);
+        } else {
+          const int8_t *xs = xr + ph - PL;
+          for (int64_t i = i0; i < i1; i++)
+            dp[i] = int16_t(int32_t(xs[i * SW]) - xo);
+        }
+        for (int64_t i = i1; i < len + L; i++)
+          dp[i] = 0;
+        at += len + L;
+      }
+    }
+    const int16_t *wc = w + c * KK;
+    int8_t *y = out + pl * OH * OW;
+    const RQ rq{qp.accScale[c], qp.biasReal[c], double(outScale), double(outOff), double(lo),
+                double(hi)};
+    const int32_t corr = qp.corr[c];
+    for (int64_t oh = 0; oh < OH; oh++) {
+      int32_t *acc = accPlane + oh * OW; // a vector's overrun lands in the next row or slack
+      // Tap (kh, kw) of output column ow reads padded column ow SW + kw DW of padded row
+      // oh SH + kh DH: phase (kw DW) % SW, index ow + (kw DW) / SW.
+      auto tap = [&](int64_t kh, int64_t kw) -> const int16_t * {
+        const int64_t off = kw * DW, ph = off % SW;
+        int64_t at = 0;
+        for (int64_t p = 0; p < ph; p++)
+          at += (p < Wp ? (Wp - p + SW - 1) / SW : 0) + L;
+        return xp + (oh * SH + kh * DH) * Wr + at + off / SW;
+      };
+      if (fewTaps) {
+        for (int64_t kh = 0; kh < KH; kh++)
+          for (int64_t kw = 0; kw < KW; kw++)
+            taps[kh * KW + kw] = tap(kh, kw);
+        for (int64_t ow = 0; ow < OW; ow += L) {
+          typename QISA::V s = QISA::zero();
+          for (int64_t t = 0; t < KK; t++)
+            s = QISA::mla16(s, taps[t] + ow, wc[t]);
+          QISA::store(acc + ow, s);
+        }
+      } else {
+        for (int64_t ow = 0; ow < OW; ow++)
+          acc[ow] = 0;
+        for (int64_t kh = 0; kh < KH; kh++)
+          for (int64_t kw = 0; kw < KW; kw++) {
+            const int16_t *xs = tap(kh, kw);
+            const int32_t wv = wc[kh * KW + kw];
+            for (int64_t ow = 0; ow < OW; ow++)
+              acc[ow] = int32_t(uint32_t(acc[ow]) + uint32_t(int32_t(xs[ow]) * wv));
+          }
+      }
+    }
+    // The whole plane at once: rows shorter than a vector still requantize in vectors.
+    QISA::requantRow(y, accPlane, OH * OW, corr, 0, nullptr, rq);
+  }
+}

@@ -31,6 +31,20 @@ LIBJIT_EXPORT void libjit_qlut8_i8(int8_t *dst, const int8_t *src, int64_t n, co
     dst[i] = lut[int32_t(src[i]) + 128];
 }
 
+/// dst = min(max(src, lo), hi): a table that is a clamp of the raw value (a Relu on its
+/// input's grid), vectorised by the JIT.
+LIBJIT_EXPORT void libjit_qclamp_i8(int8_t *dst, const int8_t *src, int64_t n, int64_t lo,
+                                    int64_t hi, int64_t tid, int64_t nthreads) {
+  int64_t b, e;
+  partition(n, 64, tid, nthreads, &b, &e);
+  const int8_t l = int8_t(lo), h = int8_t(hi);
+  for (int64_t i = b; i < e; i++) {
+    int8_t v = src[i];
+    v = v < l ? l : v;
+    dst[i] = v > h ? h : v;
+  }
+}
+
 LIBJIT_EXPORT void libjit_qlut16_i8(int8_t *dst, const int8_t *a, const int8_t *bsrc, int64_t n,
                                     const int8_t *lut, int64_t tid, int64_t nthreads) {
   int64_t b, e;
