@@ -30,6 +30,9 @@ BackendCompileSpec SimBackend::getCompileSpec(const CompileOptions &opts) const 
   spec.memoryAwareSchedule = true;
   spec.irPasses = getDefaultIRPipeline();
   spec.staticPlan = true; // device memory
+  // A run copies its inputs into device memory when it starts and its outputs out when it
+  // ends, so they need device memory only while the program uses them.
+  spec.placeholdersInArena = true;
   return spec;
 }
 

@@ -30,6 +30,7 @@
 #include <map>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace kiln {
 
@@ -1044,6 +1045,33 @@ Error SimProgramBuilder::build(PlannedIR &P) {
       std::memcpy(p_.constants_.data() + b->offset, c->getPayload().getUnsafePtr(),
                   c->getPayload().getSizeInBytes());
     }
+  // Inputs are copied into device memory before a run, outputs out after it. With
+  // placeholders in the arena, an output's bytes hold other buffers until its first write
+  // and an input's after its last read, so only inputs live at the start go in, and only
+  // what the program writes comes out.
+  {
+    std::unordered_set<const Value *> written;
+    for (const auto &ip : p_.F_->getInstrs())
+      if (!isa<TensorViewInst>(ip.get()))
+        for (unsigned i = 0; i < ip->getNumOperands(); i++)
+          if (ip->getOperand(i).second != OperandKind::In) {
+            const Value *v = ip->getOperand(i).first;
+            while (auto *tv = dyn_cast<TensorViewInst>(v))
+              v = tv->getSrc();
+            written.insert(v);
+          }
+    for (const auto &w : p_.F_->getWeights()) {
+      if (!isa<Placeholder>(w->getOrigin()))
+        continue;
+      const PlannedBuffer *b = plan.find(w.get());
+      if (!b)
+        return makeError(ErrorCode::Internal, "Sim: placeholder '", w->getName(), "' has no place");
+      if (!plan.placeholdersInArena || b->start == 0)
+        p_.copyIn_.push_back(w.get());
+      if (!plan.placeholdersInArena || written.count(w.get()))
+        p_.copyOut_.push_back(w.get());
+    }
+  }
   for (const auto &ip : p_.F_->getInstrs()) {
     const Instruction *I = ip.get();
     if (isa<AllocActivationInst>(I) || isa<DeallocActivationInst>(I) || isa<TensorViewInst>(I))
@@ -1227,19 +1255,29 @@ Error SimProgram::run(PlaceholderBindings &bindings, Tracer *tracer, uint32_t pi
   if (!mem || !sp)
     return makeError(ErrorCode::Runtime, "Sim: cannot allocate the device's memory");
   std::memset(mem.get(), 0xff, deviceBytes_ - mutBase_);
-  std::vector<std::pair<const WeightVar *, Tensor *>> placeholders;
-  for (const auto &w : F_->getWeights()) {
+  // Where a planned placeholder lies in `mem` (which starts at the mutable region).
+  auto at = [&](const PlannedBuffer &b) {
+    return mem.get() + (b.region == MemoryRegion::Activation ? actBase_ - mutBase_ : 0) + b.offset;
+  };
+  auto bound = [&](const WeightVar *w) -> Expected<Tensor *> {
     auto *ph = dyn_cast<Placeholder>(w->getOrigin());
     if (!ph)
-      continue;
+      return makeError(ErrorCode::Internal, "Sim: weight '", w->getName(), "' is no placeholder");
     KILN_ASSIGN_OR_RETURN(Tensor * t, bindings.getChecked(ph));
-    const PlannedBuffer *b = plan_.find(w.get());
-    if (!b || t->getSizeInBytes() != b->size)
+    if (t->getSizeInBytes() != plan_.find(w)->size)
       return makeError(ErrorCode::InvalidArgument, "Sim: placeholder '", ph->getName(),
                        "' is bound to ", t->getType().toString(), ", the program expects ",
                        w->getType()->toString());
-    std::memcpy(mem.get() + b->offset, t->getUnsafePtr(), t->getSizeInBytes());
-    placeholders.push_back({w.get(), t});
+    return t;
+  };
+  for (const WeightVar *w : copyIn_) {
+    KILN_ASSIGN_OR_RETURN(Tensor * t, bound(w));
+    std::memcpy(at(*plan_.find(w)), t->getUnsafePtr(), t->getSizeInBytes());
+  }
+  std::vector<std::pair<const WeightVar *, Tensor *>> placeholders;
+  for (const WeightVar *w : copyOut_) {
+    KILN_ASSIGN_OR_RETURN(Tensor * t, bound(w));
+    placeholders.push_back({w, t});
   }
   char *constants = const_cast<char *>(constants_.data());
   char *run = mem.get();
@@ -1305,7 +1343,7 @@ Error SimProgram::run(PlaceholderBindings &bindings, Tracer *tracer, uint32_t pi
     tracer->append(std::move(events));
   }
   for (auto &[w, t] : placeholders)
-    std::memcpy(t->getUnsafePtr(), mem.get() + plan_.find(w)->offset, t->getSizeInBytes());
+    std::memcpy(t->getUnsafePtr(), at(*plan_.find(w)), t->getSizeInBytes());
   return Error::success();
 }
 

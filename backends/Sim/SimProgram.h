@@ -126,6 +126,9 @@ public:
   uint64_t dmaBytes() const { return total_.dmaBytes; }
   /// Bytes of constants the device holds (moved once, at load).
   uint64_t weightBytes() const { return weightBytes_; }
+  /// Device memory the program uses: its plan's constant, mutable and activation regions
+  /// (what a device is charged for it).
+  uint64_t deviceBytes() const { return deviceBytes_; }
   /// The scratchpad function (tiles as activations) and its plan (activation region = the
   /// scratchpad), verified by verifyMemoryPlan.
   const IRFunction &scratchpad() const { return *spF_; }
@@ -150,6 +153,8 @@ private:
   std::vector<SimLayerStats> layers_;
   SimLayerStats total_;
   uint64_t weightBytes_ = 0;
+  /// Placeholders a run copies in (those live when it starts) and out (those it writes).
+  std::vector<const WeightVar *> copyIn_, copyOut_;
   std::unique_ptr<IRFunction> spF_;
   MemoryPlan spPlan_;
   /// Host steps: segments of the partition's instructions rewritten over device memory.

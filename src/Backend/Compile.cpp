@@ -19,6 +19,7 @@ Expected<PlannedIR> Backend::planIR(Function *f, const CompileOptions &opts) con
   mo.runIRPasses = !spec.irPasses.empty();
   mo.staticPlan = spec.staticPlan;
   mo.planner.alignment = spec.alignment;
+  mo.planner.placeholdersInArena = spec.placeholdersInArena;
   mo.needsOwnBuffer = spec.needsOwnBuffer;
   mo.tracer = opts.tracer;
   Expected<PlannedIR> P = generatePlannedIR(f, mo);

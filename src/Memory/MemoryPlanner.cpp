@@ -136,6 +136,50 @@ std::vector<PlannedBuffer> computeActivationLifetimes(const IRFunction &F) {
   return r;
 }
 
+std::vector<PlannedBuffer> computePlaceholderLifetimes(const IRFunction &F) {
+  std::vector<PlannedBuffer> r;
+  std::unordered_map<const Value *, size_t> idx;
+  for (const auto &w : F.getWeights())
+    if (!w->isConstant()) {
+      PlannedBuffer b;
+      b.value = w.get();
+      b.region = MemoryRegion::Activation;
+      b.size = w->getType()->sizeInBytes();
+      b.start = b.end = size_t(-1); // untouched so far
+      idx[w.get()] = r.size();
+      r.push_back(b);
+    }
+  const size_t n = F.getInstrs().size();
+  std::vector<bool> written(r.size(), false);
+  size_t pos = 0;
+  for (const auto &ip : F.getInstrs()) {
+    const Instruction *I = ip.get();
+    if (!isa<TensorViewInst>(I))
+      for (unsigned i = 0; i < I->getNumOperands(); i++) {
+        const Value *v = I->getOperand(i).first;
+        while (auto *tv = dyn_cast<TensorViewInst>(v))
+          v = tv->getSrc();
+        auto it = idx.find(v);
+        if (it == idx.end())
+          continue;
+        PlannedBuffer &b = r[it->second];
+        bool writes = I->getOperand(i).second != OperandKind::In;
+        if (b.start == size_t(-1))
+          b.start = writes && I->getOperand(i).second == OperandKind::Out ? pos : 0;
+        b.end = pos + 1;
+        written[it->second] = written[it->second] || writes;
+      }
+    pos++;
+  }
+  for (size_t i = 0; i < r.size(); i++) {
+    if (r[i].start == size_t(-1))
+      r[i].start = 0, r[i].end = 1;
+    if (written[i])
+      r[i].end = std::max<size_t>(n, r[i].start + 1);
+  }
+  return r;
+}
+
 uint64_t computeMaxLiveBytes(const std::vector<PlannedBuffer> &lifetimes, uint64_t alignment) {
   std::vector<std::pair<size_t, int64_t>> ev;
   for (const PlannedBuffer &b : lifetimes) {
@@ -222,7 +266,10 @@ Expected<MemoryPlan> planMemory(const IRFunction &F, const PlannerOptions &opts)
   plan.alignment = std::max<uint64_t>(1, opts.alignment);
   uint64_t A = plan.alignment;
   plan.numInstrs = F.getInstrs().size();
+  plan.placeholdersInArena = opts.placeholdersInArena;
   for (const auto &w : F.getWeights()) {
+    if (opts.placeholdersInArena && !w->isConstant())
+      continue; // with the activations below
     PlannedBuffer b;
     b.value = w.get();
     b.region = w->isConstant() ? MemoryRegion::Constant : MemoryRegion::Mutable;
@@ -236,6 +283,10 @@ Expected<MemoryPlan> planMemory(const IRFunction &F, const PlannerOptions &opts)
   }
 
   std::vector<PlannedBuffer> acts = computeActivationLifetimes(F);
+  if (opts.placeholdersInArena) {
+    std::vector<PlannedBuffer> phs = computePlaceholderLifetimes(F);
+    acts.insert(acts.end(), phs.begin(), phs.end());
+  }
   plan.maxLiveBytes = computeMaxLiveBytes(acts, A);
   plan.maxLiveBytesUnaligned = computeMaxLiveBytes(acts, 1);
   std::vector<PlacementStrategy> strategies =
@@ -271,6 +322,8 @@ Error verifyMemoryPlan(const IRFunction &F, const MemoryPlan &plan) {
     auto it = byValue.find(w.get());
     if (it == byValue.end())
       return fail("weight @" + w->getName() + " has no place");
+    if (plan.placeholdersInArena && !w->isConstant())
+      continue; // checked with the activations
     MemoryRegion want = w->isConstant() ? MemoryRegion::Constant : MemoryRegion::Mutable;
     if (it->second->region != want)
       return fail("weight @" + w->getName() + " is in the " + memoryRegionName(it->second->region) +
@@ -278,6 +331,10 @@ Error verifyMemoryPlan(const IRFunction &F, const MemoryPlan &plan) {
     weights[w->isConstant() ? 0 : 1].push_back(it->second);
   }
   std::vector<PlannedBuffer> lifetimes = computeActivationLifetimes(F);
+  if (plan.placeholdersInArena) {
+    std::vector<PlannedBuffer> phs = computePlaceholderLifetimes(F);
+    lifetimes.insert(lifetimes.end(), phs.begin(), phs.end());
+  }
   for (const PlannedBuffer &l : lifetimes) {
     auto it = byValue.find(l.value);
     if (it == byValue.end())
@@ -290,7 +347,8 @@ Error verifyMemoryPlan(const IRFunction &F, const MemoryPlan &plan) {
                   std::to_string(l.size) + " bytes)");
     acts.push_back(&b);
   }
-  if (byValue.size() != F.getWeights().size() + lifetimes.size())
+  size_t placedWeights = plan.placeholdersInArena ? weights[0].size() : F.getWeights().size();
+  if (byValue.size() != placedWeights + lifetimes.size())
     return fail("the plan has buffers the function does not");
   const uint64_t regionSize[3] = {plan.constantBytes, plan.mutableBytes, plan.activationBytes};
   for (const PlannedBuffer &b : plan.buffers) {

@@ -4,6 +4,7 @@
 #include "kiln/Runtime/Partitioner.h"
 
 #include "kiln/IR/IR.h"
+#include "kiln/Memory/MemoryPipeline.h"
 
 #include <algorithm>
 #include <functional>
@@ -40,11 +41,47 @@ constexpr double kBalanceSlack = 0.05;
 /// At most this many positions of a group are considered for cuts (the one with the
 /// fewest crossing bytes in each window, for longer groups).
 constexpr size_t kMaxCutPositions = 1024;
+/// At most this many cuts are tried again after a backend's memory plan refused a device
+/// load the model had fitted.
+constexpr unsigned kMaxRecuts = 32;
 /// Last use of a value needed after the sequence: live to its end.
 constexpr uint32_t kToTheEnd = std::numeric_limits<uint32_t>::max();
 
 uint64_t alignUp(uint64_t x) {
   return (x + kActivationAlignment - 1) / kActivationAlignment * kActivationAlignment;
+}
+
+/// How a backend's compile lays out device memory, as far as a piece's footprint goes
+/// (BackendCompileSpec): the rules the piece model follows so that it counts what the
+/// backend's plan allocates.
+struct MemoryRules {
+  /// Static plan: every buffer (weights too) rounded up to the planner's alignment.
+  bool planned = false;
+  /// The IR pass share-buffers runs with no in-place exception: an element-wise node
+  /// writes its result into an operand's buffer that dies there (same element size and
+  /// count), and a Save of a buffer that dies there makes that buffer the placeholder
+  /// (copy-elimination).
+  bool inPlace = false;
+  /// Placeholders share the activation arena, each live only while the piece uses it
+  /// (BackendCompileSpec::placeholdersInArena).
+  bool ioInArena = false;
+};
+
+MemoryRules memoryRulesOf(const Backend *b) {
+  MemoryRules r;
+  if (!b)
+    return r;
+  BackendCompileSpec spec = b->getCompileSpec(CompileOptions());
+  if (!spec.staticPlan)
+    return r;
+  r.planned = true;
+  bool shares = std::find(spec.irPasses.begin(), spec.irPasses.end(), "share-buffers") !=
+                    spec.irPasses.end() &&
+                std::find(spec.irPasses.begin(), spec.irPasses.end(), "copy-elimination") !=
+                    spec.irPasses.end();
+  r.inPlace = shares && !spec.needsOwnBuffer;
+  r.ioInArena = spec.placeholdersInArena;
+  return r;
 }
 
 /// A sequence of nodes in topological order (a group, or one partition), and what any
@@ -73,12 +110,17 @@ public:
     PartitionFootprint footprint() const {
       PartitionFootprint f;
       f.weightBytes = weights_;
-      f.ioBytes = placeholders_ + in_ + out_;
       f.activationBytes = peak_;
+      if (s_->rules_.ioInArena)
+        f.ioInActivations = true; // counted in the peak, while live
+      else
+        f.ioBytes = ioRegion_ + outRegion_;
       return f;
     }
     /// A part of the footprint that never shrinks as nodes are added.
-    uint64_t lowerBound() const { return weights_ + placeholders_ + in_ + peak_; }
+    uint64_t lowerBound() const {
+      return weights_ + peak_ + (s_->rules_.ioInArena ? 0 : ioRegion_);
+    }
     double cost() const {
       uint64_t io = placeholders_ + in_ + out_;
       return seconds_ + (s_->backend_ ? s_->backend_->estimateTransferSeconds(io) : 0.0);
@@ -89,6 +131,8 @@ public:
     size_t start_, end_;
     std::vector<char> counted_;
     uint64_t weights_ = 0, placeholders_ = 0, in_ = 0, out_ = 0, live_ = 0, peak_ = 0;
+    /// Inputs, then outputs, as the plan lays them out (aligned when planned).
+    uint64_t ioRegion_ = 0, outRegion_ = 0;
     double seconds_ = 0;
   };
 
@@ -99,11 +143,19 @@ private:
     uint32_t prod; ///< Inside: its producer's position.
     uint64_t bytes;
     From from;
+    bool written = false; ///< A Save's destination.
   };
   /// Bytes produced at position prod that stop counting after some node.
   struct Release {
     uint32_t prod;
     uint64_t bytes;
+    int root = -1; ///< The activation buffer (frees_ only).
+  };
+  /// An activation an element-wise node may write its result into (see the constructor).
+  struct InPlace {
+    int root = -1;
+    uint32_t prod = 0;
+    uint64_t bytes = 0;
   };
   std::vector<Node *> nodes_;
   const Backend *backend_;
@@ -111,15 +163,21 @@ private:
   std::vector<std::vector<Operand>> operands_; ///< Distinct operands of each node.
   std::vector<uint64_t> ownBytes_;             ///< Activation bytes each node allocates.
   std::vector<uint64_t> outBytes_;             ///< Bytes of its results used after it.
+  std::vector<uint64_t> outRegion_;            ///< The same as the plan lays them out.
   std::vector<std::vector<Release>> frees_;    ///< Activations dead after each node.
   std::vector<std::vector<Release>> lastUses_; ///< Values whose last use is each node.
+  std::vector<InPlace> inPlace_;               ///< Per node (root -1: none).
+  /// ioInArena: per node, the values read from outside the piece (placeholders, values of
+  /// other pieces) whose last use in the sequence it is, and their aligned bytes.
+  std::vector<std::vector<std::pair<uint32_t, uint64_t>>> lastReads_;
+  MemoryRules rules_;
   std::vector<double> seconds_;
   std::vector<uint64_t> width_;
 };
 
 Sequence::Sequence(const std::vector<Node *> &nodes, const LiveUses &liveUses,
                    const Backend *backend)
-    : backend_(backend) {
+    : backend_(backend), rules_(memoryRulesOf(backend)) {
   for (Node *n : nodes)
     if (!isa<Storage>(n))
       nodes_.push_back(n);
@@ -142,9 +200,12 @@ Sequence::Sequence(const std::vector<Node *> &nodes, const LiveUses &liveUses,
   std::unordered_map<NodeValue, Produced, NodeValueHash> produced;
   std::vector<uint64_t> rootBytes;
   std::vector<uint32_t> rootProd, rootLast;
+  // Per node: the roots of its operands that its result could overwrite in place.
+  std::vector<std::vector<int>> inPlaceCands(N);
   operands_.resize(N);
   ownBytes_.assign(N, 0);
   outBytes_.assign(N, 0);
+  outRegion_.assign(N, 0);
   frees_.resize(N);
   lastUses_.resize(N);
   seconds_.assign(N, 0);
@@ -156,6 +217,7 @@ Sequence::Sequence(const std::vector<Node *> &nodes, const LiveUses &liveUses,
       op.id = idOf(v);
       op.prod = 0;
       op.bytes = v.getType()->sizeInBytes();
+      op.written = isa<SaveNode>(n) && k == SaveNode::OutputIdx;
       if (isa<Constant>(v.node)) {
         op.from = From::Constant;
       } else if (isa<Storage>(v.node)) {
@@ -170,6 +232,21 @@ Sequence::Sequence(const std::vector<Node *> &nodes, const LiveUses &liveUses,
           rootLast[p.root] = t;
       } else {
         op.from = From::Outside;
+      }
+      if (rules_.inPlace && op.from == From::Inside && n->isDataParallel() && !isFree(n) &&
+          n->getNumResults() == 1) {
+        const Produced &p = produced.at(v);
+        TypeRef rt = n->getType(0);
+        if (p.root >= 0 && rootProd[p.root] == p.prod && !isa<ReshapeNode>(v.node) &&
+            v.getType()->elemBytes() == rt->elemBytes() &&
+            v.getType()->numElements() == rt->numElements())
+          inPlaceCands[t].push_back(p.root);
+      }
+      if (rules_.inPlace && rules_.ioInArena && op.from == From::Inside && isa<SaveNode>(n) &&
+          k == SaveNode::InputIdx) {
+        const Produced &p = produced.at(v);
+        if (p.root >= 0 && alignUp(v.getType()->sizeInBytes()) == rootBytes[p.root])
+          inPlaceCands[t].push_back(p.root);
       }
       bool dup = false;
       for (const Operand &o : operands_[t])
@@ -198,6 +275,25 @@ Sequence::Sequence(const std::vector<Node *> &nodes, const LiveUses &liveUses,
     seconds_[t] = backend ? backend->estimateNodeSeconds(*n) : 0.0;
   }
   numIds_ = ids.size();
+  if (rules_.ioInArena) {
+    // The last read of each value a piece may get from outside; a value some node writes
+    // (a Save's destination) stays to the end.
+    std::vector<uint32_t> last(numIds_, 0);
+    std::vector<char> reads(numIds_, 0), writes(numIds_, 0);
+    std::vector<uint64_t> bytes(numIds_, 0);
+    for (uint32_t t = 0; t < N; t++)
+      for (const Operand &op : operands_[t]) {
+        if (op.from == From::Constant)
+          continue;
+        (op.written ? writes : reads)[op.id] = 1;
+        last[op.id] = t;
+        bytes[op.id] = alignUp(op.bytes);
+      }
+    lastReads_.resize(N);
+    for (uint32_t id = 0; id < numIds_; id++)
+      if (reads[id] && !writes[id])
+        lastReads_[last[id]].push_back({id, bytes[id]});
+  }
   std::vector<int64_t> delta(N + 1, 0);
   for (auto &[v, p] : produced) {
     auto u = liveUses.find(v);
@@ -207,6 +303,8 @@ Sequence::Sequence(const std::vector<Node *> &nodes, const LiveUses &liveUses,
       rootLast[p.root] = kToTheEnd;
     if (last > p.prod)
       outBytes_[p.prod] += p.bytes;
+    if (last > p.prod)
+      outRegion_[p.prod] += rules_.planned ? alignUp(p.bytes) : p.bytes;
     if (last > p.prod && last != kToTheEnd)
       lastUses_[last].push_back({p.prod, p.bytes});
     if (p.lastInside > p.prod) { // crosses every position in (prod, lastInside]
@@ -216,7 +314,14 @@ Sequence::Sequence(const std::vector<Node *> &nodes, const LiveUses &liveUses,
   }
   for (size_t r = 0; r < rootBytes.size(); r++)
     if (rootLast[r] != kToTheEnd)
-      frees_[rootLast[r]].push_back({rootProd[r], rootBytes[r]});
+      frees_[rootLast[r]].push_back({rootProd[r], rootBytes[r], int(r)});
+  inPlace_.resize(N);
+  for (uint32_t t = 0; t < N; t++)
+    for (int r : inPlaceCands[t])
+      if (rootLast[r] == t) {
+        inPlace_[t] = {r, rootProd[r], rootBytes[r]};
+        break;
+      }
   width_.assign(N + 1, 0);
   int64_t w = 0;
   for (size_t p = 0; p <= N; p++) {
@@ -227,28 +332,52 @@ Sequence::Sequence(const std::vector<Node *> &nodes, const LiveUses &liveUses,
 
 void Sequence::Sweep::add() {
   const size_t t = end_++;
+  const MemoryRules &rules = s_->rules_;
+  const InPlace &ip = s_->inPlace_[t];
+  int reused = ip.root >= 0 && ip.prod >= start_ ? ip.root : -1;
   for (const Operand &op : s_->operands_[t]) {
     if (op.from == From::Inside && op.prod >= start_)
       continue; // computed here
     if (counted_[op.id])
       continue;
     counted_[op.id] = 1;
-    if (op.from == From::Constant)
-      weights_ += op.bytes;
-    else if (op.from == From::Placeholder)
+    uint64_t bytes = rules.planned ? alignUp(op.bytes) : op.bytes;
+    if (op.from == From::Constant) {
+      weights_ += bytes;
+      continue;
+    }
+    if (op.from == From::Placeholder)
       placeholders_ += op.bytes;
     else
       in_ += op.bytes; // produced by another partition: read from a placeholder
+    ioRegion_ += bytes;
+    if (!rules.ioInArena)
+      continue;
+    if (op.written) {
+      // A Save's destination, live from here to the end; it takes over the saved buffer
+      // when that dies here.
+      if (reused < 0)
+        live_ += bytes;
+    } else {
+      // Copied in before the piece starts: live at every position so far.
+      live_ += bytes;
+      peak_ += bytes;
+    }
   }
-  live_ += s_->ownBytes_[t];
+  live_ += s_->ownBytes_[t] - (reused >= 0 && !isa<SaveNode>(s_->nodes_[t]) ? ip.bytes : 0);
   peak_ = std::max(peak_, live_);
   for (const Release &r : s_->frees_[t])
-    if (r.prod >= start_)
+    if (r.prod >= start_ && r.root != reused)
       live_ -= r.bytes;
+  if (rules.ioInArena)
+    for (const auto &[id, bytes] : s_->lastReads_[t])
+      if (counted_[id])
+        live_ -= bytes;
   out_ += s_->outBytes_[t];
+  outRegion_ += s_->outRegion_[t];
   for (const Release &r : s_->lastUses_[t])
     if (r.prod >= start_)
-      out_ -= r.bytes;
+      out_ -= r.bytes, outRegion_ -= s_->rules_.planned ? alignUp(r.bytes) : r.bytes;
   seconds_ += s_->seconds_[t];
 }
 
@@ -266,8 +395,9 @@ std::pair<PartitionFootprint, double> measureAll(const Sequence &seq) {
 /// boundaries and inside the groups that may be cut.
 class DeviceCutter {
 public:
+  /// \p banned: device loads [start, end) known not to fit (by the backend's own plan).
   DeviceCutter(const std::vector<const Sequence *> &groups, const std::vector<bool> &divisible,
-               uint64_t capacity);
+               uint64_t capacity, const std::set<std::pair<size_t, size_t>> *banned = nullptr);
   /// The fewest device loads that fit (always possible when every node fits alone).
   unsigned minDevices() const { return minDevices_; }
   /// The slowest load of the best cut into at most \p k loads (infinity: none fits).
@@ -312,7 +442,8 @@ private:
 };
 
 DeviceCutter::DeviceCutter(const std::vector<const Sequence *> &groups,
-                           const std::vector<bool> &divisible, uint64_t capacity)
+                           const std::vector<bool> &divisible, uint64_t capacity,
+                           const std::set<std::pair<size_t, size_t>> *banned)
     : groups_(groups) {
   offset_.push_back(0);
   size_t inside = 0; // positions inside groups that may be cut
@@ -359,7 +490,8 @@ DeviceCutter::DeviceCutter(const std::vector<const Sequence *> &groups,
       }
       if (doneBytes + sw->lowerBound() > capacity)
         break;
-      if (doneBytes + sw->footprint().total() <= capacity)
+      if (doneBytes + sw->footprint().total() <= capacity &&
+          !(banned && banned->count({cand_[a], cand_[b]})))
         fits_[a].push_back({uint32_t(b), doneCost + sw->cost()});
     }
   }
@@ -386,6 +518,7 @@ PartitionFootprint DeviceCutter::loadFootprint(size_t start, size_t end) const {
     sum.weightBytes += f.weightBytes;
     sum.ioBytes += f.ioBytes;
     sum.activationBytes += f.activationBytes;
+    sum.ioInActivations |= f.ioInActivations;
   }
   return sum;
 }
@@ -455,7 +588,7 @@ std::vector<size_t> DeviceCutter::cut(unsigned k) {
 }
 
 /// The footprint of \p n as a partition of its own (what Sequence would say).
-uint64_t aloneBytes(const Node *n, const LiveUses &liveUses) {
+uint64_t aloneBytes(const Node *n, const LiveUses &liveUses, const MemoryRules &rules) {
   uint64_t bytes = 0;
   std::vector<NodeValue> seen;
   for (unsigned i = 0; i < n->getNumInputs(); i++) {
@@ -470,7 +603,7 @@ uint64_t aloneBytes(const Node *n, const LiveUses &liveUses) {
     if (!isFree(n))
       bytes += alignUp(b);
     auto u = liveUses.find(NodeValue(const_cast<Node *>(n), r));
-    if (u != liveUses.end() && u->second)
+    if (u != liveUses.end() && u->second && !rules.ioInArena) // else the output is that buffer
       bytes += b;
   }
   return bytes;
@@ -497,6 +630,15 @@ std::string humanBytes(uint64_t b) {
   if (b < 1024)
     return std::to_string(b) + " bytes";
   return scaledBytes(b) + " (" + std::to_string(b) + " bytes)";
+}
+
+/// The activations and the inputs and outputs of \p f, in words.
+std::string memoryParts(const PartitionFootprint &f) {
+  if (f.ioInActivations)
+    return "activations with the inputs and outputs, each while live, at their planned peak " +
+           humanBytes(f.activationBytes);
+  return "activations at their planned peak " + humanBytes(f.activationBytes) +
+         ", inputs and outputs " + humanBytes(f.ioBytes);
 }
 
 /// "144 B", "3.2 KiB", "24.1 MiB".
@@ -622,6 +764,10 @@ struct Cut {
   std::vector<std::string> backends;
   std::vector<std::string> names;
   std::vector<int> devices; ///< Partition::device of each part (empty: -1).
+  /// Per part cut to fit a backend's devices: the backend's index and the positions
+  /// [start, end) of its device load among that backend's groups (loads that fit whole:
+  /// all of them).
+  std::vector<std::tuple<unsigned, size_t, size_t>> loads;
 };
 
 /// The user's partition, checked and ordered parents-first; empty partitions are dropped.
@@ -660,6 +806,9 @@ Expected<std::unordered_map<const Node *, unsigned>>
 placeNodes(const Function &f, const std::vector<Node *> &order,
            const std::vector<PartitionerBackend> &backends, const LiveUses &liveUses) {
   std::unordered_map<const Node *, unsigned> backendOf;
+  std::vector<MemoryRules> rules;
+  for (const PartitionerBackend &b : backends)
+    rules.push_back(memoryRulesOf(b.backend));
   std::string unplaceable;
   for (Node *n : order) {
     bool placed = false;
@@ -674,7 +823,7 @@ placeNodes(const Function &f, const std::vector<Node *> &order,
     for (unsigned b = 0; b < backends.size() && !placed; b++) {
       if (!backends[b].backend->isOpSupported(*n))
         continue;
-      uint64_t need = aloneBytes(n, liveUses);
+      uint64_t need = aloneBytes(n, liveUses, rules[b]);
       if (need > backends[b].deviceMemory) {
         why += " (" + backends[b].backend->getName() + " supports it but it needs " +
                std::to_string(need) + " bytes, its device has " +
@@ -745,8 +894,9 @@ Error shortfall(const Function &f, const PartitionerBackend &b, unsigned limit,
     need.weightBytes += g.weightBytes;
     need.ioBytes += g.ioBytes;
     need.activationBytes += g.activationBytes;
+    need.ioInActivations |= g.ioInActivations;
     for (size_t t = 0; t < seq->size(); t++) {
-      uint64_t alone = aloneBytes(seq->node(t), liveUses);
+      uint64_t alone = aloneBytes(seq->node(t), liveUses, memoryRulesOf(b.backend));
       if (alone > largest) {
         largest = alone;
         largestNode = seq->node(t);
@@ -782,9 +932,7 @@ Error shortfall(const Function &f, const PartitionerBackend &b, unsigned limit,
   os << "partitioning '" << f.getName() << "': it does not fit on " << limit << " " << name
      << " device" << (limit == 1 ? "" : "s") << " of " << humanBytes(b.deviceMemory) << " ("
      << humanBytes(avail) << " in all): it needs " << humanBytes(need.total())
-     << " uncut (weights " << humanBytes(need.weightBytes) << ", activations at their "
-     << "planned peak " << humanBytes(need.activationBytes) << ", inputs and outputs "
-     << humanBytes(need.ioBytes) << ")";
+     << " uncut (weights " << humanBytes(need.weightBytes) << ", " << memoryParts(need) << ")";
   if (need.total() > avail)
     os << ", " << humanBytes(need.total() - avail) << " more than the devices hold";
   else
@@ -796,9 +944,7 @@ Error shortfall(const Function &f, const PartitionerBackend &b, unsigned limit,
     os << "; cut into " << limit << " pieces the best cut needs devices of " << humanBytes(hi)
        << ", " << humanBytes(hi - b.deviceMemory) << " more than each has: its largest piece ('"
        << worstEnds.first->getName() << "' to '" << worstEnds.second->getName() << "') needs "
-       << "weights " << humanBytes(worst.weightBytes) << ", activations "
-       << humanBytes(worst.activationBytes) << ", inputs and outputs "
-       << humanBytes(worst.ioBytes);
+       << "weights " << humanBytes(worst.weightBytes) << ", " << memoryParts(worst);
   }
   os << "; the largest node, which cannot be cut, needs " << humanBytes(largest);
   if (largestNode)
@@ -809,18 +955,25 @@ Error shortfall(const Function &f, const PartitionerBackend &b, unsigned limit,
 /// For each backend: when its groups fit one device together, each stays whole on one
 /// device. Otherwise its groups, in stage order, are cut into at most its device count of
 /// consecutive device loads (DeviceCutter); only groups too large for one device are cut
-/// inside, and a load that spans groups holds a partition of each.
+/// inside, and a load that spans groups holds a partition of each. \p banned: per backend,
+/// device loads (positions among its groups) that its own memory plan showed not to fit.
 Expected<Cut> cutToFit(const Function &f,
                        const std::map<std::pair<unsigned, unsigned>, std::vector<Node *>> &groups,
-                       const std::vector<PartitionerBackend> &backends, const LiveUses &liveUses) {
+                       const std::vector<PartitionerBackend> &backends, const LiveUses &liveUses,
+                       const std::vector<std::set<std::pair<size_t, size_t>>> &banned) {
   std::vector<std::unique_ptr<Sequence>> seqs;
   std::vector<unsigned> backendOf;
   for (const auto &g : groups) {
     seqs.emplace_back(new Sequence(g.second, liveUses, backends[g.first.second].backend));
     backendOf.push_back(g.first.second);
   }
-  // Per group: start positions of its partitions and the device load of each.
-  std::vector<std::vector<std::pair<size_t, int>>> starts(seqs.size());
+  // Per group: its partitions' start positions, device loads and the loads' positions.
+  struct Start {
+    size_t t;
+    int load;
+    size_t loadStart, loadEnd;
+  };
+  std::vector<std::vector<Start>> starts(seqs.size());
   for (unsigned bi = 0; bi < backends.size(); bi++) {
     const PartitionerBackend &b = backends[bi];
     std::vector<size_t> mine;
@@ -838,12 +991,17 @@ Expected<Cut> cutToFit(const Function &f,
     }
     if (mine.empty())
       continue;
-    if (total <= b.deviceMemory) {
+    size_t positions = 0;
+    for (const Sequence *seq : mySeqs)
+      positions += seq->size();
+    if (total <= b.deviceMemory && !banned[bi].count({0, positions})) {
       for (size_t g : mine)
-        starts[g] = {{0, 0}};
+        starts[g] = {{0, 0, 0, positions}};
       continue;
     }
-    DeviceCutter cutter(mySeqs, divisible, b.deviceMemory);
+    if (total <= b.deviceMemory) // by the model; the backend's plan says otherwise
+      divisible.assign(divisible.size(), true);
+    DeviceCutter cutter(mySeqs, divisible, b.deviceMemory, &banned[bi]);
     unsigned k = b.numDevices ? b.numDevices : cutter.minDevices();
     if (cutter.minDevices() > k)
       return shortfall(f, b, k, mySeqs, cutter.minDevices(), liveUses);
@@ -853,7 +1011,7 @@ Expected<Cut> cutToFit(const Function &f,
       size_t end = l + 1 < loads.size() ? loads[l + 1] : cutter.size();
       for (size_t p = loads[l]; p < end;) {
         auto [gi, t] = cutter.locate(p);
-        starts[mine[gi]].push_back({t, int(l)});
+        starts[mine[gi]].push_back({t, int(l), loads[l], end});
         p += mySeqs[gi]->size() - t; // to the group's end
       }
     }
@@ -862,13 +1020,15 @@ Expected<Cut> cutToFit(const Function &f,
   for (size_t g = 0; g < seqs.size(); g++) {
     const std::string name = backends[backendOf[g]].backend->getName();
     for (size_t k = 0; k < starts[g].size(); k++) {
-      size_t end = k + 1 < starts[g].size() ? starts[g][k + 1].first : seqs[g]->size();
+      const Start &st = starts[g][k];
+      size_t end = k + 1 < starts[g].size() ? starts[g][k + 1].t : seqs[g]->size();
       std::vector<Node *> part;
-      for (size_t t = starts[g][k].first; t < end; t++)
+      for (size_t t = st.t; t < end; t++)
         part.push_back(seqs[g]->node(t));
       cut.parts.push_back(std::move(part));
       cut.backends.push_back(name);
-      cut.devices.push_back(starts[g][k].second);
+      cut.devices.push_back(st.load);
+      cut.loads.push_back({backendOf[g], st.loadStart, st.loadEnd});
     }
   }
   return cut;
@@ -897,17 +1057,18 @@ void collectIO(Partition &p) {
   std::sort(p.outputs.begin(), p.outputs.end(), nameLess);
 }
 
-/// Creates a function per part of \p cut with clones of its nodes; a value that crosses
+/// Creates a function per part of \p cut with clones of its nodes (in \p into, with
+/// stand-ins for the storage they read, when given: for measuring); a value that crosses
 /// into another part is saved to a new placeholder (one of plan.intermediates) that the
 /// consumer reads. Sets each partition's parents, children, inputs and outputs.
 Error createPartitions(Function &f, const std::string &networkName, const Cut &cut,
-                       PartitionPlan &plan) {
+                       PartitionPlan &plan, Module *into = nullptr) {
   const auto &parts = cut.parts;
   std::unordered_map<const Node *, unsigned> partOf;
   for (unsigned p = 0; p < parts.size(); p++)
     for (Node *n : parts[p])
       partOf[n] = p;
-  Module *m = f.getParent();
+  Module *m = into ? into : f.getParent();
   std::unordered_map<const Node *, Node *> cloneOf;
   for (unsigned i = 0; i < parts.size(); i++) {
     Partition p;
@@ -923,14 +1084,24 @@ Error createPartitions(Function &f, const std::string &networkName, const Cut &c
     plan.partitions.push_back(std::move(p));
   }
   std::unordered_map<NodeValue, Placeholder *, NodeValueHash> carrier;
+  std::unordered_map<const Storage *, Storage *> standIn;
   std::vector<std::set<unsigned>> parents(parts.size()), children(parts.size());
   for (unsigned i = 0; i < parts.size(); i++) {
     for (Node *n : parts[i]) {
       Node *c = cloneOf[n];
       for (unsigned k = 0; k < n->getNumInputs(); k++) {
         NodeValue v = n->getNthInput(k);
-        if (isa<Storage>(v.node))
+        if (auto *st = dyn_cast<Storage>(v.node)) {
+          if (m != f.getParent()) { // the same storage, by name and type, in that module
+            Storage *&own = standIn[st];
+            if (!own)
+              own = isa<Constant>(st)
+                        ? static_cast<Storage *>(m->createConstant(st->getType(), st->getName()))
+                        : static_cast<Storage *>(m->createPlaceholder(st->getType(), st->getName()));
+            c->setNthInput(k, NodeValue(own, v.resNo));
+          }
           continue;
+        }
         unsigned q = partOf[v.node];
         if (q == i) {
           c->setNthInput(k, NodeValue(cloneOf[v.node], v.resNo));
@@ -977,6 +1148,64 @@ void setNetworkIO(PartitionPlan &plan) {
   plan.outputs.assign(outs.begin(), outs.end());
   std::sort(plan.inputs.begin(), plan.inputs.end(), nameLess);
   std::sort(plan.outputs.begin(), plan.outputs.end(), nameLess);
+}
+
+/// True for a backend whose devices are charged what its compile's static memory plan
+/// lays out (the partitioner measures its partitions with Backend::planIR); a device of
+/// unbounded memory needs no measuring.
+bool chargedByPlan(const PartitionerBackend &b) {
+  return memoryRulesOf(b.backend).planned &&
+         b.deviceMemory != std::numeric_limits<uint64_t>::max();
+}
+
+/// What \p f takes on a device of \p b: the regions of the memory plan its compile makes
+/// (Backend::planIR runs the same schedule, IR passes and planner as Backend::compile).
+Expected<PartitionFootprint> plannedFootprint(const Backend &b, Function *f) {
+  KILN_ASSIGN_OR_RETURN(PlannedIR P, b.planIR(f, CompileOptions()));
+  PartitionFootprint fp;
+  fp.weightBytes = P.plan.constantBytes;
+  fp.ioBytes = P.plan.mutableBytes;
+  fp.activationBytes = P.plan.activationBytes;
+  fp.ioInActivations = P.plan.placeholdersInArena;
+  return fp;
+}
+
+/// Builds the partitions of \p cut in a scratch module, measures those of backends charged
+/// by their plan, and adds each device load that does not fit its device to \p banned;
+/// true when it added any.
+Expected<bool> banLoadsThatDoNotFit(Function &f, const std::string &networkName, const Cut &cut,
+                                    const std::vector<PartitionerBackend> &backends,
+                                    std::vector<std::set<std::pair<size_t, size_t>>> &banned) {
+  bool measure = false;
+  for (const auto &load : cut.loads)
+    measure |= chargedByPlan(backends[std::get<0>(load)]);
+  if (!measure)
+    return false;
+  Module scratch;
+  PartitionPlan parts;
+  std::vector<Function *> fns;
+  if (cut.parts.size() == 1) {
+    fns.push_back(&f); // compiled as it is
+  } else {
+    KILN_RETURN_IF_ERR(createPartitions(f, networkName, cut, parts, &scratch));
+    for (const Partition &p : parts.partitions)
+      fns.push_back(p.function);
+  }
+  std::map<std::tuple<unsigned, size_t, size_t>, uint64_t> loadBytes;
+  for (size_t i = 0; i < cut.parts.size(); i++) {
+    const PartitionerBackend &b = backends[std::get<0>(cut.loads[i])];
+    if (!chargedByPlan(b))
+      continue;
+    KILN_ASSIGN_OR_RETURN(PartitionFootprint fp, plannedFootprint(*b.backend, fns[i]));
+    loadBytes[cut.loads[i]] += fp.total();
+  }
+  bool added = false;
+  for (const auto &[load, bytes] : loadBytes) {
+    auto [bi, start, end] = load;
+    if (bytes > backends[bi].deviceMemory)
+      added |= banned[bi].insert({start, end}).second;
+  }
+  return added;
 }
 
 } // namespace
@@ -1086,8 +1315,11 @@ std::string PartitionPlan::toString() const {
     }
     os << ": " << p.numNodes << (p.numNodes == 1 ? " node, " : " nodes, ")
        << humanBytes(p.memoryBytes) << "\n    memory:  weights " << shortBytes(p.footprint.weightBytes)
-       << ", activations " << shortBytes(p.footprint.activationBytes) << ", I/O "
-       << shortBytes(p.footprint.ioBytes) << "; cost " << seconds(p.costSeconds) << "\n";
+       << (p.footprint.ioInActivations ? ", activations with I/O " : ", activations ")
+       << shortBytes(p.footprint.activationBytes);
+    if (!p.footprint.ioInActivations)
+      os << ", I/O " << shortBytes(p.footprint.ioBytes);
+    os << "; cost " << seconds(p.costSeconds) << "\n";
     // The operators it holds (not the saves added for values leaving it), a few by name.
     std::vector<std::string> ops;
     for (const auto &n : p.function->getNodes()) {
@@ -1177,7 +1409,20 @@ Expected<PartitionPlan> partitionFunction(Function *f, const std::string &networ
     KILN_ASSIGN_OR_RETURN(cut, cutUserPartition(order, *user, byName));
   } else {
     KILN_ASSIGN_OR_RETURN(auto backendOf, placeNodes(*f, order, backends, liveUses));
-    KILN_ASSIGN_OR_RETURN(cut, cutToFit(*f, groupByStage(order, backendOf), backends, liveUses));
+    auto groups = groupByStage(order, backendOf);
+    // The model of a piece's memory follows the backend's rules but is not its planner;
+    // cuts whose device loads its plan shows not to fit are banned and the cut made again.
+    std::vector<std::set<std::pair<size_t, size_t>>> banned(backends.size());
+    for (unsigned attempt = 0;; attempt++) {
+      KILN_ASSIGN_OR_RETURN(cut, cutToFit(*f, groups, backends, liveUses, banned));
+      KILN_ASSIGN_OR_RETURN(bool recut, banLoadsThatDoNotFit(*f, networkName, cut, backends, banned));
+      if (!recut)
+        break;
+      if (attempt == kMaxRecuts)
+        return makeError(ErrorCode::OutOfMemory, "partitioning '", f->getName(), "': after ",
+                         kMaxRecuts + 1, " cuts whose pieces the model fitted but the ",
+                         "backends' memory plans did not, no cut fits");
+    }
   }
 
   // 2. A function per partition (or the original, when nothing is split), and the network's
@@ -1211,6 +1456,9 @@ Expected<PartitionPlan> partitionFunction(Function *f, const std::string &networ
     Partition &p = plan.partitions[i];
     const PartitionerBackend &b = *byName.at(p.backendName);
     std::tie(p.footprint, p.costSeconds) = measureAll(Sequence(cut.parts[i], liveUses, b.backend));
+    if (chargedByPlan(b)) { // what its device will hold
+      KILN_ASSIGN_OR_RETURN(p.footprint, plannedFootprint(*b.backend, p.function));
+    }
     p.memoryBytes = p.footprint.total();
     if (p.memoryBytes > b.deviceMemory)
       return makeError(ErrorCode::OutOfMemory, "partition '", p.name, "' of network '", networkName,

@@ -114,6 +114,48 @@ TEST(PlannerTest, PlansRegionsAndViews) {
   EXPECT_EQ(off, P->find(c)->offset + 32);
 }
 
+TEST(PlannerTest, PlansPlaceholdersInTheArenaForTheirLifetimes) {
+  Module m;
+  auto F = parseIR(kIR, m);
+  ASSERT_TRUE(bool(F)) << F.getError().toString();
+  PlannerOptions o;
+  o.placeholdersInArena = true;
+  auto P = planMemory(**F, o);
+  ASSERT_TRUE(bool(P));
+  EXPECT_FALSE(bool(verifyMemoryPlan(**F, *P)));
+  // Positions: 0 %a, 1 MatMul reads @x, 2 %c, 3 Relu, 4 dealloc %a, 5 %row, 6 %d,
+  // 7 MatMul, 8 Tanh writes @y, 9 dealloc %d, 10 dealloc %c. @x (an input) lives [0, 2),
+  // @y (an output) [8, 11); every buffer is 64 bytes. Live: x+a, a+c, c+d, then c+d+y at 8.
+  const Value *x = (*F)->getWeights()[0].get(), *y = (*F)->getWeights()[3].get();
+  ASSERT_TRUE(P->find(x) && P->find(y));
+  EXPECT_EQ(P->find(x)->start, 0u);
+  EXPECT_EQ(P->find(x)->end, 2u);
+  EXPECT_EQ(P->find(y)->start, 8u);
+  EXPECT_EQ(P->find(y)->end, 11u);
+  EXPECT_EQ(P->mutableBytes, 0u);
+  EXPECT_EQ(P->maxLiveBytes, 192u);
+  EXPECT_EQ(P->activationBytes, 192u);
+  MemoryRegion r;
+  uint64_t off = 0;
+  ASSERT_TRUE(P->locate(y, r, off));
+  EXPECT_EQ(r, MemoryRegion::Activation);
+  // The plain plan needs 128 mutable bytes and 128 of activations: 64 more in all.
+  auto plain = planMemory(**F);
+  ASSERT_TRUE(bool(plain));
+  EXPECT_EQ(plain->mutableBytes + plain->activationBytes, 256u);
+  // The verifier checks placeholders against the activations they share bytes with.
+  MemoryPlan q = *P;
+  for (PlannedBuffer &b : q.buffers)
+    if (b.value == y)
+      b.offset = 0, b.start = 8, b.end = 11;
+  for (PlannedBuffer &b : q.buffers)
+    if (b.value != y && b.region == MemoryRegion::Activation && b.start <= 8 && b.end > 8)
+      b.offset = 0;
+  Error e = verifyMemoryPlan(**F, q);
+  ASSERT_TRUE(bool(e));
+  EXPECT_NE(e.message().find("share bytes"), std::string::npos) << e.message();
+}
+
 TEST(PlannerTest, VerifierCatchesBrokenPlans) {
   Module m;
   auto F = parseIR(kIR, m);

@@ -3,6 +3,7 @@
 
 #include "RuntimeTestUtils.h"
 
+#include "backends/Sim/Sim.h"
 #include "kiln/Runtime/Partitioner.h"
 
 #include <gtest/gtest.h>
@@ -39,6 +40,12 @@ Net buildFCChain(Module &m, const std::string &name, unsigned layers) {
     v = n.f->createFullyConnected(name + ".fc" + std::to_string(i), v, 32, 200 + i);
   n.outputs.push_back(n.f->createSave(name + ".y", v)->getPlaceholder());
   return n;
+}
+
+/// The device memory of \p f compiled for the Sim: what its program holds.
+uint64_t simDeviceBytes(const Backends &b, Function *f) {
+  std::unique_ptr<CompiledFunction> cf = exitOnError(b.sim->compile(f, CompileOptions()));
+  return static_cast<SimFunction &>(*cf).getProgram().deviceBytes();
 }
 
 /// The names of the FullyConnected nodes of \p p, in order.
@@ -137,8 +144,9 @@ TEST(Partitioner, SplitsByDeviceMemory) {
     EXPECT_EQ(p.backendName, "Sim");
     EXPECT_LE(p.memoryBytes, cap) << p.name;
     EXPECT_EQ(p.memoryBytes, p.footprint.total());
-    // A chain: the partition's own function, in its own order, needs the same.
-    EXPECT_EQ(p.memoryBytes, exitOnError(estimateFootprint(*p.function)).total()) << p.name;
+    // What its Sim program holds; the model without the Sim's reuse never counts less.
+    EXPECT_EQ(p.memoryBytes, simDeviceBytes(b, p.function)) << p.name;
+    EXPECT_LE(p.memoryBytes, exitOnError(estimateFootprint(*p.function)).total()) << p.name;
     EXPECT_LE(p.memoryBytes, estimateMemory(*p.function)) << "reuse never needs more";
   }
   // A chain: each partition after the previous one.
@@ -262,13 +270,15 @@ TEST(Partitioner, PlanTextAndDot) {
   user.nodeToPartition = {{"mlp.fc0", 0}, {"mlp.fc0.relu", 0}, {"mlp.fc1", 1}, {"mlp.fc1.relu", 1}};
   auto plan = exitOnError(partitionFunction(n.f, "mlp", b.list(1 << 20), &user));
   plan.partitions[0].devices = {"sim0", "sim1"};
-  // Partition a: weights 4x4x4 + 4x4 = 80 bytes; fc0's and relu's 16-byte results round
-  // up to 64 and are live together (128); x in, the relu's result out (16 + 16). Sim cost:
+  // Partition a, as the Sim's plan lays it out (every buffer rounded up to 64 bytes):
+  // weights 4x4x4 and 4x4 (64 + 64); x (an input, in the arena until fc0 reads it) and
+  // fc0's result are live together (128); the relu writes in place over fc0's result,
+  // which becomes the output placeholder. Sim cost, from the unrounded bytes:
   // 16 MACs (1 cycle), 4 Relu elements (1 cycle), 32 DMA bytes (1 cycle) at 1 GHz. The
   // Interpreter's default model: 16 MACs + 4 elements at 1 ns each.
   EXPECT_EQ(plan.toString(), R"(plan for network 'mlp': 2 partitions (Interpreter: 1, Sim: 1)
-  partition 0 'mlp.a' on Sim [sim0, sim1]: 2 nodes, 240 bytes
-    memory:  weights 80 B, activations 128 B, I/O 32 B; cost 3 ns
+  partition 0 'mlp.a' on Sim [sim0, sim1]: 2 nodes, 256 bytes
+    memory:  weights 128 B, activations with I/O 128 B; cost 3 ns
     nodes:   mlp.fc0, mlp.fc0.relu
     after:   -
     inputs:  mlp.x
@@ -283,17 +293,21 @@ TEST(Partitioner, PlanTextAndDot) {
   EXPECT_EQ(plan.toDot(), R"(digraph "mlp" {
   rankdir=TB;
   node [shape=box];
-  p0 [label="mlp.a\nSim sim0 sim1\n2 nodes, 240 bytes"];
+  p0 [label="mlp.a\nSim sim0 sim1\n2 nodes, 256 bytes"];
   p1 [label="mlp.b\nInterpreter\n3 nodes, 240 bytes"];
   p0 -> p1 [label="mlp.mlp.fc0.relu float<1x4>"];
 }
 )");
 }
 
-// The chain of six FullyConnected layers, by hand: a piece of k layers (not the last)
-// needs 4224k bytes of weights, 128 in, 128 out, and activations of 128 (k = 1) or 256
-// (k >= 2: a layer's input and its result live at once; the last result stays to the end).
-// The last piece reads 128 and writes y (128) instead. All six: 25344 + 256 + 256 = 25856.
+// The chain of six FullyConnected layers, by hand. Without a backend's rules
+// (estimateFootprint) a piece of k layers (not the last) needs 4224k bytes of weights,
+// 128 in, 128 out, and activations of 128 (k = 1) or 256 (k >= 2: a layer's input and its
+// result live at once; the last result stays to the end); the last piece reads 128 and
+// writes y (128) instead. All six: 25344 + 256 + 256 = 25856. On the Sim, inputs and
+// outputs share the activation arena while live: the value in is live with the first
+// result, each result with the next, and the last result is the output placeholder, so
+// any piece needs 4224k + 256 (all six: 25600).
 TEST(Partitioner, AChainThatFitsStaysWhole) {
   Module m;
   Net n = buildFCChain(m, "chain", 6);
@@ -302,17 +316,23 @@ TEST(Partitioner, AChainThatFitsStaysWhole) {
   EXPECT_EQ(whole.weightBytes, 25344u);
   EXPECT_EQ(whole.ioBytes, 256u);
   EXPECT_EQ(whole.activationBytes, 256u);
-  auto plan = exitOnError(partitionFunction(n.f, "chain", b.simOnly(25856, 4)));
+  auto plan = exitOnError(partitionFunction(n.f, "chain", b.simOnly(25600, 4)));
   ASSERT_EQ(plan.partitions.size(), 1u) << "fits one of the four devices: not cut";
   EXPECT_EQ(plan.partitions[0].function, n.f);
-  EXPECT_EQ(plan.partitions[0].memoryBytes, 25856u);
+  EXPECT_EQ(plan.partitions[0].memoryBytes, 25600u);
+  EXPECT_EQ(plan.partitions[0].footprint.activationBytes, 256u);
+  EXPECT_EQ(plan.partitions[0].footprint.ioBytes, 0u);
+  EXPECT_TRUE(plan.partitions[0].footprint.ioInActivations);
+  // One byte less: cut.
+  auto cut = exitOnError(partitionFunction(n.f, "chain", b.simOnly(25599, 4)));
+  EXPECT_GT(cut.partitions.size(), 1u);
 }
 
 TEST(Partitioner, CutsAChainIntoPiecesThatFitTheDevices) {
   Module m;
   Net n = buildFCChain(m, "chain", 6);
   Backends b;
-  // 10000 bytes hold two layers (8448 + 128 + 128 + 256 = 8960), not three (13184).
+  // 10000 bytes hold two layers (8448 + 256 = 8704), not three (12672 + 256 = 12928).
   auto plan = exitOnError(partitionFunction(n.f, "chain", b.simOnly(10000, 3)));
   ASSERT_EQ(plan.partitions.size(), 3u) << plan.toString();
   const std::vector<std::vector<std::string>> expected = {
@@ -321,9 +341,10 @@ TEST(Partitioner, CutsAChainIntoPiecesThatFitTheDevices) {
     const Partition &p = plan.partitions[i];
     EXPECT_EQ(fcsOf(p), expected[i]) << plan.toString();
     EXPECT_EQ(p.footprint.weightBytes, 8448u) << p.name;
-    EXPECT_EQ(p.footprint.ioBytes, 256u) << p.name;
+    EXPECT_EQ(p.footprint.ioBytes, 0u) << p.name;
     EXPECT_EQ(p.footprint.activationBytes, 256u) << p.name;
-    EXPECT_EQ(p.memoryBytes, 8960u) << p.name;
+    EXPECT_EQ(p.memoryBytes, 8704u) << p.name;
+    EXPECT_EQ(p.memoryBytes, simDeviceBytes(b, p.function)) << p.name;
     EXPECT_EQ(p.device, int(i)) << "one device each";
     // Sim cost: 2 x 1024 MACs / 256 per cycle = 8 cycles, 256 DMA bytes / 32 = 8 cycles.
     EXPECT_DOUBLE_EQ(p.costSeconds, 16e-9) << p.name;
@@ -342,7 +363,7 @@ TEST(Partitioner, BalancesPiecesByCostOverTheDevices) {
   Module m;
   Net n = buildFCChain(m, "chain", 6);
   Backends b;
-  // 15000 bytes hold three layers (12672 + 512 = 13184): two pieces would do, but three
+  // 15000 bytes hold three layers (12672 + 256 = 12928): two pieces would do, but three
   // devices make the slowest piece two layers instead of three.
   auto two = exitOnError(partitionFunction(n.f, "chain", b.simOnly(15000, 2)));
   ASSERT_EQ(two.partitions.size(), 2u) << two.toString();
@@ -360,7 +381,7 @@ TEST(Partitioner, ANetworkTooLargeForTheDevicesNamesTheShortfall) {
   Module m;
   Net n = buildFCChain(m, "chain", 6);
   Backends b;
-  // Two devices of 10000 bytes: 20000 in all, 25856 needed.
+  // Two devices of 10000 bytes: 20000 in all, 25600 needed.
   auto e = partitionFunction(n.f, "chain", b.simOnly(10000, 2));
   ASSERT_FALSE(e);
   Error err = e.takeError();
@@ -368,18 +389,19 @@ TEST(Partitioner, ANetworkTooLargeForTheDevicesNamesTheShortfall) {
   const std::string &msg = err.message();
   EXPECT_TRUE(contains(msg, "does not fit on 2 Sim devices of 9.77 KiB (10000 bytes) "
                             "(19.5 KiB (20000 bytes) in all)")) << msg;
-  EXPECT_TRUE(contains(msg, "it needs 25.2 KiB (25856 bytes) uncut (weights 24.8 KiB "
-                            "(25344 bytes), activations at their planned peak 256 bytes, "
-                            "inputs and outputs 256 bytes)")) << msg;
-  EXPECT_TRUE(contains(msg, "5.72 KiB (5856 bytes) more than the devices hold")) << msg;
+  EXPECT_TRUE(contains(msg, "it needs 25 KiB (25600 bytes) uncut (weights 24.8 KiB "
+                            "(25344 bytes), activations with the inputs and outputs, each "
+                            "while live, at their planned peak 256 bytes)")) << msg;
+  EXPECT_TRUE(contains(msg, "5.47 KiB (5600 bytes) more than the devices hold")) << msg;
   EXPECT_TRUE(contains(msg, "it takes 3 devices")) << msg;
-  // One layer alone: x or a value in (128), weights 4224, its result (128) and out (128).
-  EXPECT_TRUE(contains(msg, "the largest node, which cannot be cut, needs 4.5 KiB (4608 bytes) "
+  // One layer alone: x or a value in (128), weights 4224, its result (128), which is the
+  // output.
+  EXPECT_TRUE(contains(msg, "the largest node, which cannot be cut, needs 4.38 KiB (4480 bytes) "
                             "(node 'chain.fc0' (FullyConnected)")) << msg;
   EXPECT_EQ(m.getFunctions().size(), 1u);
 
-  // Enough memory in all (4 x 8900), but a device holds one layer only (8960 > 8900).
-  auto e2 = partitionFunction(n.f, "chain", b.simOnly(8900, 4));
+  // Enough memory in all (4 x 8600), but a device holds one layer only (8704 > 8600).
+  auto e2 = partitionFunction(n.f, "chain", b.simOnly(8600, 4));
   ASSERT_FALSE(e2);
   std::string msg2 = e2.takeError().message();
   EXPECT_TRUE(contains(msg2, "it takes 6 devices")) << msg2;
@@ -531,7 +553,7 @@ TEST(Partitioner, EightDevicesHoldASixteenLayerChainTwoLayersEach) {
   Module m;
   Net n = buildFCChain(m, "chain", 16);
   Backends b;
-  // 10000 bytes hold two layers (8960), not three (13184): 16 layers need all 8 devices.
+  // 10000 bytes hold two layers (8704), not three (12928): 16 layers need all 8 devices.
   auto plan = exitOnError(partitionFunction(n.f, "chain", b.simOnly(10000, 8)));
   ASSERT_EQ(plan.partitions.size(), 8u) << plan.toString();
   for (unsigned i = 0; i < 8; i++) {
@@ -539,28 +561,29 @@ TEST(Partitioner, EightDevicesHoldASixteenLayerChainTwoLayersEach) {
     EXPECT_EQ(fcsOf(p), (std::vector<std::string>{"chain.fc" + std::to_string(2 * i),
                                                   "chain.fc" + std::to_string(2 * i + 1)}))
         << plan.toString();
-    EXPECT_EQ(p.memoryBytes, 8960u) << p.name;
+    EXPECT_EQ(p.memoryBytes, 8704u) << p.name;
     EXPECT_EQ(p.device, int(i));
     if (i) {
       EXPECT_EQ(p.parentBytes, std::vector<uint64_t>{128}) << "one [1, 32] float per cut";
     }
   }
-  // Seven devices: 70000 bytes in all hold the 68096 the chain needs uncut, but some piece
-  // must take three layers (13184 bytes).
+  // Seven devices: 70000 bytes in all hold the 67840 the chain needs uncut, but some piece
+  // must take three layers (12928 bytes).
   auto e = partitionFunction(n.f, "chain", b.simOnly(10000, 7));
   ASSERT_FALSE(e);
   Error err = e.takeError();
   EXPECT_EQ(err.code(), ErrorCode::OutOfMemory);
   const std::string &msg = err.message();
-  EXPECT_TRUE(contains(msg, "it needs 66.5 KiB (68096 bytes) uncut")) << msg;
-  EXPECT_TRUE(contains(msg, "9.5 KiB (9728 bytes) per device on average, but a piece ends "
+  EXPECT_TRUE(contains(msg, "it needs 66.2 KiB (67840 bytes) uncut")) << msg;
+  EXPECT_TRUE(contains(msg, "9.46 KiB (9692 bytes) per device on average, but a piece ends "
                             "only between nodes")) << msg;
   EXPECT_TRUE(contains(msg, "it takes 8 devices")) << msg;
-  EXPECT_TRUE(contains(msg, "cut into 7 pieces the best cut needs devices of 12.9 KiB (13184 "
-                            "bytes), 3.11 KiB (3184 bytes) more than each has: its largest "
+  EXPECT_TRUE(contains(msg, "cut into 7 pieces the best cut needs devices of 12.6 KiB (12928 "
+                            "bytes), 2.86 KiB (2928 bytes) more than each has: its largest "
                             "piece ('chain.fc")) << msg;
-  EXPECT_TRUE(contains(msg, "needs weights 12.4 KiB (12672 bytes), activations 256 bytes, "
-                            "inputs and outputs 256 bytes")) << msg;
+  EXPECT_TRUE(contains(msg, "needs weights 12.4 KiB (12672 bytes), activations with the "
+                            "inputs and outputs, each while live, at their planned peak 256 "
+                            "bytes")) << msg;
   EXPECT_FALSE(contains(msg, "more than the devices hold")) << msg;
 }
 
@@ -594,7 +617,7 @@ TEST(Partitioner, DotEscapesNames) {
   EXPECT_EQ(plan.toDot(), R"(digraph "net \"q\"" {
   rankdir=TB;
   node [shape=box];
-  p0 [label="net \"q\".say \"hi\"\nSim sim\"0\n2 nodes, 240 bytes"];
+  p0 [label="net \"q\".say \"hi\"\nSim sim\"0\n2 nodes, 256 bytes"];
   p1 [label="net \"q\".back\\slash\nInterpreter\n3 nodes, 240 bytes"];
   p0 -> p1 [label="net \"q\".mlp.fc0.relu float<1x4>"];
 }
@@ -602,7 +625,7 @@ TEST(Partitioner, DotEscapesNames) {
 }
 
 TEST(Partitioner, ASixteenLayerChainRunsOverEightSimDevices) {
-  // Two layers (8960 bytes) per device of 10000, one piece per device, every device used;
+  // Two layers (8704 bytes) per device of 10000, one piece per device, every device used;
   // the outputs equal the Interpreter's on the whole function.
   Module m;
   Net n = buildFCChain(m, "chain", 16);
@@ -614,7 +637,7 @@ TEST(Partitioner, ASixteenLayerChainRunsOverEightSimDevices) {
   std::string plan = exitOnError(hm->getPlanText("chain"));
   EXPECT_EQ(exitOnError(hm->getNumPartitions("chain")), 8u) << plan;
   for (unsigned i = 0; i < 8; i++)
-    EXPECT_EQ(hm->getDevice(i)->getUsedMemory(), 8960u) << plan;
+    EXPECT_EQ(hm->getDevice(i)->getUsedMemory(), 8704u) << plan;
   for (unsigned i = 0; i < 2; i++) {
     Tensor x = makeInput(n.input, i);
     auto b = makeBindings(n, x);
@@ -639,4 +662,57 @@ TEST(Partitioner, PlanTextKeepsFiguresBelowAThousandOfTheirUnit) {
   EXPECT_TRUE(contains(text, "weights 0.981 MiB")) << text;
   EXPECT_TRUE(contains(text, "cost 1 ms")) << text;
   EXPECT_FALSE(contains(text, "e+")) << text;
+}
+
+// A residual block, by hand: x [1, 256] floats (1 KiB); a = fc(x), b = fc(a) (each 256x256
+// weights and 256 biases: 263168 bytes); c = a + b; d = relu(c); save d. Every value is
+// 1024 bytes.
+//  - Without reuse (estimateFootprint, no backend): a, b and c live at the Add: 3072 bytes
+//    of activations, x and y in a region of their own (2048): 526336 + 2048 + 3072 = 531456.
+//  - On the Sim, whose IR passes let an element-wise node write over an operand that dies
+//    there, and whose placeholders share the arena while live: x with a (2048) at the
+//    first fc, a with b (2048) at the second and at the Add (c over a), then d over c, and
+//    y takes d's buffer: 2048 bytes of activations and I/O, 528384 in all.
+TEST(Partitioner, CountsTheSimsInPlaceReuseAsItsPlanDoes) {
+  Module m;
+  Net n;
+  n.f = m.createFunction("res");
+  n.input = m.createPlaceholder(ElemKind::Float, {1, 256}, "res.x");
+  auto *a = n.f->createFullyConnected("res.a", n.input, 256, 7);
+  auto *bb = n.f->createFullyConnected("res.b", a, 256, 8);
+  auto *c = n.f->createAdd("res.c", a, bb);
+  auto *d = n.f->createRelu("res.d", c);
+  n.outputs.push_back(n.f->createSave("res.y", d)->getPlaceholder());
+  Backends b;
+  PartitionFootprint plain = exitOnError(estimateFootprint(*n.f));
+  EXPECT_EQ(plain.weightBytes, 526336u);
+  EXPECT_EQ(plain.ioBytes, 2048u);
+  EXPECT_EQ(plain.activationBytes, 3072u);
+  EXPECT_EQ(plain.total(), 531456u);
+
+  auto plan = exitOnError(partitionFunction(n.f, "res", b.simOnly(528384, 1)));
+  ASSERT_EQ(plan.partitions.size(), 1u);
+  const Partition &p = plan.partitions[0];
+  EXPECT_EQ(p.footprint.weightBytes, 526336u);
+  EXPECT_EQ(p.footprint.activationBytes, 2048u);
+  EXPECT_EQ(p.footprint.ioBytes, 0u);
+  EXPECT_EQ(p.memoryBytes, 528384u);
+  EXPECT_EQ(p.memoryBytes, simDeviceBytes(b, n.f)) << "what the Sim's program holds";
+  // A byte less does not fit one device.
+  auto e = partitionFunction(n.f, "res", b.simOnly(528383, 1));
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.takeError().code(), ErrorCode::OutOfMemory);
+
+  // Loaded on a Sim device of exactly that size, it runs and matches the Interpreter.
+  auto hm = exitOnError(HostManager::create(simDevices(1, 528384, /*withHost=*/false)));
+  NetworkOptions opts;
+  opts.prepare = false;
+  Error added = hm->addNetwork(n.f, opts);
+  ASSERT_FALSE(added) << added.message();
+  EXPECT_EQ(hm->getDevice(0)->getUsedMemory(), 528384u);
+  Tensor x = makeInput(n.input, 3);
+  auto bind = makeBindings(n, x);
+  ASSERT_FALSE(hm->runNetworkBlocking("res", *bind));
+  std::string why;
+  EXPECT_TRUE(sameOutputs(n, *bind, reference(n, x), &why)) << why;
 }

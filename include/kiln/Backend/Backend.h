@@ -56,6 +56,10 @@ struct BackendCompileSpec {
   bool staticPlan = false;
   /// Alignment of every planned offset, in bytes.
   uint64_t alignment = 64;
+  /// With staticPlan: placeholders share the activation arena, each live only while the
+  /// function uses it (PlannerOptions::placeholdersInArena); for a device that copies a
+  /// run's inputs in at its start and its outputs out at its end.
+  bool placeholdersInArena = false;
   /// In-place rule: true for an instruction whose results must each have a buffer of their
   /// own, never shared with one of its inputs (e.g. a fused epilogue that reads a residual
   /// while partial sums are written to its destination). The IR passes respect it.

@@ -67,6 +67,12 @@ struct PlannerOptions {
   /// Strategies to try for activations (empty: all); the smallest arena wins, ties go to
   /// the earlier strategy.
   std::vector<PlacementStrategy> strategies;
+  /// Placeholders (mutable weights) go in the activation arena, live only while the
+  /// function needs them (computePlaceholderLifetimes), and the mutable region stays
+  /// empty: for a device that copies a run's inputs in before it starts and its outputs
+  /// out after it ends, so an input's bytes serve activations after its last read and an
+  /// output's before its first write.
+  bool placeholdersInArena = false;
 };
 
 /// The plan of one function.
@@ -76,6 +82,9 @@ struct MemoryPlan {
   uint64_t constantBytes = 0;   ///< Size of the constant region.
   uint64_t mutableBytes = 0;    ///< Size of the mutable region.
   uint64_t activationBytes = 0; ///< Size of the activation arena.
+  /// PlannerOptions::placeholdersInArena: placeholders are planned in the activation
+  /// region with their lifetimes (mutableBytes is 0).
+  bool placeholdersInArena = false;
   /// Largest total of (aligned) activation sizes live at one instruction: the lower bound
   /// of activationBytes.
   uint64_t maxLiveBytes = 0;
@@ -102,6 +111,13 @@ struct MemoryPlan {
 /// Live ranges of the activations of \p F, in allocation order (regions and offsets
 /// unset): [position of the alloc, position of the dealloc).
 std::vector<PlannedBuffer> computeActivationLifetimes(const IRFunction &F);
+
+/// Live ranges of the placeholders (mutable weights) of \p F, in declaration order, as
+/// PlannerOptions::placeholdersInArena places them: one whose first use reads it (an
+/// input; also one never used) from the start, one whose first use writes it from that
+/// write; one the function writes to the end of the function (its value leaves the run),
+/// one it only reads to just after its last read. Uses through views count.
+std::vector<PlannedBuffer> computePlaceholderLifetimes(const IRFunction &F);
 
 /// Largest total of sizes (rounded up to \p alignment; 1 for none) live at one position.
 uint64_t computeMaxLiveBytes(const std::vector<PlannedBuffer> &lifetimes, uint64_t alignment);

@@ -56,8 +56,11 @@ struct PartitionerBackend {
 /// What a partition needs on its device (see the file comment).
 struct PartitionFootprint {
   uint64_t weightBytes = 0;     ///< Constants it reads.
-  uint64_t ioBytes = 0;         ///< Placeholders it reads or writes.
+  uint64_t ioBytes = 0;         ///< Placeholders it reads or writes (0 when ioInActivations).
   uint64_t activationBytes = 0; ///< Activations at their planned peak.
+  /// The backend plans placeholders in the activation arena, each live only while the
+  /// piece uses it (BackendCompileSpec::placeholdersInArena): activationBytes counts them.
+  bool ioInActivations = false;
   uint64_t total() const { return weightBytes + ioBytes + activationBytes; }
 };
 
