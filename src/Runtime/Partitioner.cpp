@@ -1170,15 +1170,23 @@ Expected<PartitionFootprint> plannedFootprint(const Backend &b, Function *f) {
   return fp;
 }
 
-/// Builds the partitions of \p cut in a scratch module, measures those of backends charged
-/// by their plan, and adds each device load that does not fit its device to \p banned;
+/// True when \p b's pieces are counted with buffer reuse (in place, placeholders in the
+/// arena): the model may then count less than the plan where the planner or the schedule
+/// does worse than the model, so the cut is checked against the plan before it is kept.
+bool checkedAgainstPlan(const PartitionerBackend &b) {
+  MemoryRules r = memoryRulesOf(b.backend);
+  return chargedByPlan(b) && (r.inPlace || r.ioInArena);
+}
+
+/// Builds the partitions of \p cut in a scratch module, measures those of backends
+/// checkedAgainstPlan, and adds each device load that does not fit its device to \p banned;
 /// true when it added any.
 Expected<bool> banLoadsThatDoNotFit(Function &f, const std::string &networkName, const Cut &cut,
                                     const std::vector<PartitionerBackend> &backends,
                                     std::vector<std::set<std::pair<size_t, size_t>>> &banned) {
   bool measure = false;
   for (const auto &load : cut.loads)
-    measure |= chargedByPlan(backends[std::get<0>(load)]);
+    measure |= checkedAgainstPlan(backends[std::get<0>(load)]);
   if (!measure)
     return false;
   Module scratch;
@@ -1194,7 +1202,7 @@ Expected<bool> banLoadsThatDoNotFit(Function &f, const std::string &networkName,
   std::map<std::tuple<unsigned, size_t, size_t>, uint64_t> loadBytes;
   for (size_t i = 0; i < cut.parts.size(); i++) {
     const PartitionerBackend &b = backends[std::get<0>(cut.loads[i])];
-    if (!chargedByPlan(b))
+    if (!checkedAgainstPlan(b))
       continue;
     KILN_ASSIGN_OR_RETURN(PartitionFootprint fp, plannedFootprint(*b.backend, fns[i]));
     loadBytes[cut.loads[i]] += fp.total();

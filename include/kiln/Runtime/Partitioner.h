@@ -20,8 +20,18 @@
 /// A piece's memory (PartitionFootprint) is its weights, the placeholders it reads and
 /// writes (network inputs and outputs, values crossing partitions), and its activations
 /// at their planned peak: the most bytes live at once when its nodes run in order, each
-/// buffer rounded up to 64 bytes, a Reshape a view of its input (the memory scheduler's
-/// model, kiln/Memory/Scheduler.h). The devices' memory is the smallest of the backend's.
+/// activation rounded up to 64 bytes, a Reshape a view of its input. The model follows the
+/// rules of the backend's compile spec (BackendCompileSpec): with a static plan, weights
+/// and placeholders are rounded up too; where its IR passes share buffers (share-buffers
+/// and copy-elimination, no needsOwnBuffer exception), an element-wise node writes over an
+/// operand that dies there; where placeholders share the activation arena
+/// (placeholdersInArena), an input counts from the start to its last read, an output from
+/// its first write to the end, and a Save takes over the buffer it saves when that dies
+/// there. A partition of a backend with a static plan and devices of bounded memory is
+/// then charged what Backend::planIR lays out for it (the plan its compile makes), and
+/// for a backend whose model counts reuse, cuts are checked against that plan first: a
+/// device load it refuses is ruled out and the cut made again. The devices' memory is the
+/// smallest of the backend's.
 ///
 /// Or the user fixes the partitions (PartitionConfig), which are then honoured exactly.
 ///
@@ -136,8 +146,9 @@ Expected<PartitionPlan> partitionFunction(Function *f, const std::string &networ
 std::vector<unsigned> packDeviceLoads(const std::vector<uint64_t> &loadBytes,
                                       const std::vector<uint64_t> &freeBytes);
 
-/// What \p f needs on a device as one partition, its nodes in topological order (the
-/// rule partitions are sized by; see the file comment).
+/// What \p f needs on a device as one partition, its nodes in topological order, by the
+/// model without a backend's rules (no buffer shared in place, placeholders held for the
+/// whole run; see the file comment).
 Expected<PartitionFootprint> estimateFootprint(Function &f);
 
 /// Device bytes of \p f with no buffer reuse: its constants, the placeholders it reads
