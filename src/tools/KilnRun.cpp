@@ -163,128 +163,49 @@ int profileForQuantization(const Options &f) {
 
 } // namespace
 
-int main(int argc, char **argv) {
-  using namespace kiln;
-  Options f;
-  if (std::optional<int> exitCode = parseOptions(argc, argv, f))
-    return *exitCode;
+namespace {
 
-  if (!f.quant.profileOut.empty())
-    return profileForQuantization(f);
-
-  tools::TestDataSet data;
-  bool haveData = !f.data.empty();
-  if (haveData) {
-    Expected<tools::TestDataSet> d = tools::loadTestDataSet(f.data);
-    if (!d)
-      return fail(d.getError(), "reading the data set");
-    data = std::move(d).get();
-  }
-
-  tools::ModelRunner runner(f.backend);
-  runner.setInputShapes(f.shapes);
-  runner.setStrictBackend(f.noFallback);
-  if (f.devices)
-    runner.setMultiDevice(f.devices, f.deviceMemory);
-  if (!f.dumpGraph.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(f.dumpGraph, ec);
-    if (ec) {
-      std::cerr << "kiln-run: cannot create '" << f.dumpGraph << "': " << ec.message() << "\n";
-      return 2;
-    }
-    runner.setDumpGraphDir(f.dumpGraph);
-  }
-  std::shared_ptr<Tracer> trace;
-  if (!f.trace.empty()) {
-    TraceOptions to;
-    to.kernels = f.traceKernels;
-    trace = std::make_shared<Tracer>(to);
-    runner.setTrace(trace);
-  }
-  auto t0 = std::chrono::steady_clock::now();
-  if (Error e = runner.load(f.model, haveData ? &data : nullptr))
-    return fail(e, "loading the model");
-  double loadMs = msSince(t0);
-  if (!f.quant.quantize.empty())
-    if (Error e = tools::quantizeWithFlags(runner.function(), f.quant, std::cerr))
-      return fail(e, "quantizing");
-  if (!f.quant.precision.empty())
-    if (Error e = tools::convertPrecisionWithFlags(runner.function(), f.quant, std::cerr))
-      return fail(e, "converting precision");
-
-  CompileOptions copts = f.compile;
-  copts.threads = f.threads;
-  t0 = std::chrono::steady_clock::now();
-  if (Error e = runner.compile(copts))
-    return fail(e, "compiling");
-  double compileMs = msSince(t0);
-
-  if (Error e = runner.bindInputs(data.inputs))
-    return fail(e, "binding inputs");
-  for (unsigned i = 0; i < f.warmup; i++)
-    if (Error e = runner.run())
-      return fail(e, "running");
-  std::vector<double> times;
-  for (unsigned i = 0; i < f.iterations; i++) {
-    t0 = std::chrono::steady_clock::now();
-    if (Error e = runner.run())
-      return fail(e, "running");
-    times.push_back(msSince(t0));
-  }
-  std::sort(times.begin(), times.end());
-  double median = times.size() % 2 ? times[times.size() / 2]
-                                   : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
-
-  tools::Comparison cmp;
-  if (haveData)
-    cmp = tools::compareOutputs(runner.outputs(), data.outputs);
-
+/// What one kiln-run measured, for the text and JSON reports.
+struct RunFigures {
+  double loadMs = 0, compileMs = 0, medianMs = 0, minMs = 0;
+  bool haveData = false;
+  kiln::tools::Comparison cmp;
   uint64_t actPeak = 0, actTotal = 0;
-  Expected<std::pair<uint64_t, uint64_t>> act = runner.activationBytes();
-  if (act) {
-    actPeak = act->first;
-    actTotal = act->second;
-  } else {
-    std::cerr << "kiln-run: warning: cannot measure activations: " << act.getError().toString()
-              << "\n";
-  }
+};
 
-  Expected<NetworkSplit> split = runner.split();
-  if (!split)
-    return fail(split.getError(), "reading the partition plan");
-  const MultiDeviceNetwork *md = runner.multiDevice();
-  if (md) // the plan goes to stderr so that --json keeps one line on stdout
-    std::cerr << md->planText << "\n" << runner.lastReport().toString() << "\n"
-              << "simulated: " << runner.lastReport().totalCycles() << " cycles, "
-              << runner.lastReport().totalDmaBytes() << " DMA bytes (last run)\n";
-  if (!f.json) {
-    std::cout << "model:        " << f.model << "\n"
-              << "backend:      " << f.backend << " (" << f.threads << " threads)\n"
-              << "inputs:       " << runner.inputShapesText() << "\n"
-              << "load:         " << loadMs << " ms\n"
-              << "compile:      " << compileMs << " ms\n"
-              << "run:          median " << median << " ms, min " << times.front() << " ms over "
-              << f.iterations << " iterations\n"
-              << "split:        " << split->toString() << "\n";
-    if (!split->fallbackNodes.empty()) {
-      std::cout << "fallback:     " << split->fallbackNodes.size() << " node"
-                << (split->fallbackNodes.size() == 1 ? "" : "s") << " on "
-                << split->fallbackBackend << ":";
-      for (const FallbackNode &n : split->fallbackNodes)
-        std::cout << " " << n.name << " (" << n.kind << ")";
-      std::cout << "\n";
-    }
-    if (haveData)
-      std::cout << "errors:       max abs " << cmp.maxAbsErr << ", max rel " << cmp.maxRelErr
-                << (cmp.match ? " (match)" : " (MISMATCH: " + cmp.detail + ")") << "\n";
-    std::cout << "activations:  " << actPeak << " bytes peak live (" << actTotal
-              << " allocated)\n"
-              << "constants:    " << runner.constantBytes() << " bytes\n"
-              << "peak RSS:     " << tools::peakRSSBytes() << " bytes\n";
+/// The human-readable report on stdout.
+void printText(const Options &f, kiln::tools::ModelRunner &runner, const RunFigures &r,
+               const kiln::NetworkSplit &split) {
+  using namespace kiln;
+  std::cout << "model:        " << f.model << "\n"
+            << "backend:      " << f.backend << " (" << f.threads << " threads)\n"
+            << "inputs:       " << runner.inputShapesText() << "\n"
+            << "load:         " << r.loadMs << " ms\n"
+            << "compile:      " << r.compileMs << " ms\n"
+            << "run:          median " << r.medianMs << " ms, min " << r.minMs << " ms over "
+            << f.iterations << " iterations\n"
+            << "split:        " << split.toString() << "\n";
+  if (!split.fallbackNodes.empty()) {
+    std::cout << "fallback:     " << split.fallbackNodes.size() << " node"
+              << (split.fallbackNodes.size() == 1 ? "" : "s") << " on "
+              << split.fallbackBackend << ":";
+    for (const FallbackNode &n : split.fallbackNodes)
+      std::cout << " " << n.name << " (" << n.kind << ")";
+    std::cout << "\n";
   }
-  // Per-stage timings of backends asked to profile (CPU: --backend-opt profile=1), on
-  // stderr so that --json keeps one line on stdout.
+  if (r.haveData)
+    std::cout << "errors:       max abs " << r.cmp.maxAbsErr << ", max rel " << r.cmp.maxRelErr
+              << (r.cmp.match ? " (match)" : " (MISMATCH: " + r.cmp.detail + ")") << "\n";
+  std::cout << "activations:  " << r.actPeak << " bytes peak live (" << r.actTotal
+            << " allocated)\n"
+            << "constants:    " << runner.constantBytes() << " bytes\n"
+            << "peak RSS:     " << tools::peakRSSBytes() << " bytes\n";
+}
+
+/// Per-stage timings of backends asked to profile (CPU: --backend-opt profile=1), on
+/// stderr so that --json keeps one line on stdout.
+void printProfile(kiln::tools::ModelRunner &runner) {
+  using namespace kiln;
   std::vector<StageTiming> profile = runner.profile();
   if (!profile.empty()) {
     double sumMin = 0;
@@ -302,6 +223,165 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "  %8.3f  %8.3f %5.1f%%  %s\n", t->meanMs, t->minMs,
                    100.0 * t->minMs / std::max(sumMin, 1e-9), t->name.c_str());
   }
+}
+
+/// The one-line JSON report on stdout (the contract compare.py reads).
+void printJSON(const Options &f, kiln::tools::ModelRunner &runner, const RunFigures &r,
+               const kiln::NetworkSplit &split, const kiln::MultiDeviceNetwork *md) {
+  using namespace kiln;
+  // activation_bytes is the peak of live activation bytes in the low-level IR (allocs
+  // minus deallocs in instruction order); activation_alloc_bytes their plain sum.
+  std::cout << "{\"model\": " << kiln::jsonQuote(f.model)
+            << ", \"backend\": " << kiln::jsonQuote(f.backend)
+            << ", \"threads\": " << f.threads << ", \"load_ms\": " << jsonNumber(r.loadMs)
+            << ", \"compile_ms\": " << jsonNumber(r.compileMs)
+            << ", \"median_ms\": " << jsonNumber(r.medianMs)
+            << ", \"min_ms\": " << jsonNumber(r.minMs)
+            << ", \"iterations\": " << f.iterations
+            << ", \"max_abs_err\": " << (r.haveData ? jsonNumber(r.cmp.maxAbsErr) : "null")
+            << ", \"max_rel_err\": " << (r.haveData ? jsonNumber(r.cmp.maxRelErr) : "null")
+            << ", \"match\": " << (r.cmp.match ? "true" : "false")
+            << ", \"activation_bytes\": " << r.actPeak
+            << ", \"activation_alloc_bytes\": " << r.actTotal
+            << ", \"constant_bytes\": " << runner.constantBytes()
+            << ", \"peak_rss_bytes\": " << tools::peakRSSBytes() << ", \"split\": [";
+  for (size_t i = 0; i < split.backends.size(); i++) {
+    const BackendShare &b = split.backends[i];
+    std::cout << (i ? ", " : "") << "{\"backend\": " << kiln::jsonQuote(b.backend)
+              << ", \"partitions\": " << b.partitions << ", \"nodes\": " << b.nodes << "}";
+  }
+  std::cout << "], \"fallback_nodes\": " << split.fallbackNodes.size() << ", \"inputs\": {";
+  const std::vector<std::pair<std::string, Type>> ins = runner.inputTypes();
+  for (size_t i = 0; i < ins.size(); i++) {
+    std::cout << (i ? ", " : "") << kiln::jsonQuote(ins[i].first) << ": [";
+    for (size_t d = 0; d < ins[i].second.dims.size(); d++)
+      std::cout << (d ? ", " : "") << ins[i].second.dims[d];
+    std::cout << "]";
+  }
+  std::cout << "}";
+  if (md)
+    std::cout << ", \"devices\": " << f.devices << ", \"partitions\": " << md->numPartitions
+              << ", \"simulated_cycles\": " << runner.lastReport().totalCycles()
+              << ", \"dma_bytes\": " << runner.lastReport().totalDmaBytes();
+  std::cout << "}" << std::endl;
+}
+
+/// Applies the runner-level flags (input shapes, strict backend, devices, graph dumps, the
+/// trace); returns an exit status when a flag cannot be honoured.
+std::optional<int> configureRunner(const Options &f, kiln::tools::ModelRunner &runner,
+                                   std::shared_ptr<kiln::Tracer> &trace) {
+  using namespace kiln;
+  runner.setInputShapes(f.shapes);
+  runner.setStrictBackend(f.noFallback);
+  if (f.devices)
+    runner.setMultiDevice(f.devices, f.deviceMemory);
+  if (!f.dumpGraph.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(f.dumpGraph, ec);
+    if (ec) {
+      std::cerr << "kiln-run: cannot create '" << f.dumpGraph << "': " << ec.message() << "\n";
+      return 2;
+    }
+    runner.setDumpGraphDir(f.dumpGraph);
+  }
+  if (!f.trace.empty()) {
+    TraceOptions to;
+    to.kernels = f.traceKernels;
+    trace = std::make_shared<Tracer>(to);
+    runner.setTrace(trace);
+  }
+  return std::nullopt;
+}
+
+/// Runs f.warmup untimed and f.iterations timed runs; sets r.medianMs and r.minMs.
+kiln::Error timeRuns(const Options &f, kiln::tools::ModelRunner &runner, RunFigures &r) {
+  for (unsigned i = 0; i < f.warmup; i++)
+    if (kiln::Error e = runner.run())
+      return e;
+  std::vector<double> times;
+  for (unsigned i = 0; i < f.iterations; i++) {
+    auto t0 = std::chrono::steady_clock::now();
+    if (kiln::Error e = runner.run())
+      return e;
+    times.push_back(msSince(t0));
+  }
+  std::sort(times.begin(), times.end());
+  r.medianMs = times.size() % 2 ? times[times.size() / 2]
+                                : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
+  r.minMs = times.front();
+  return kiln::Error::success();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  using namespace kiln;
+  Options f;
+  if (std::optional<int> exitCode = parseOptions(argc, argv, f))
+    return *exitCode;
+
+  if (!f.quant.profileOut.empty())
+    return profileForQuantization(f);
+
+  RunFigures r;
+  tools::TestDataSet data;
+  r.haveData = !f.data.empty();
+  if (r.haveData) {
+    Expected<tools::TestDataSet> d = tools::loadTestDataSet(f.data);
+    if (!d)
+      return fail(d.getError(), "reading the data set");
+    data = std::move(d).get();
+  }
+
+  tools::ModelRunner runner(f.backend);
+  std::shared_ptr<Tracer> trace;
+  if (std::optional<int> exitCode = configureRunner(f, runner, trace))
+    return *exitCode;
+  auto t0 = std::chrono::steady_clock::now();
+  if (Error e = runner.load(f.model, r.haveData ? &data : nullptr))
+    return fail(e, "loading the model");
+  r.loadMs = msSince(t0);
+  if (!f.quant.quantize.empty())
+    if (Error e = tools::quantizeWithFlags(runner.function(), f.quant, std::cerr))
+      return fail(e, "quantizing");
+  if (!f.quant.precision.empty())
+    if (Error e = tools::convertPrecisionWithFlags(runner.function(), f.quant, std::cerr))
+      return fail(e, "converting precision");
+
+  CompileOptions copts = f.compile;
+  copts.threads = f.threads;
+  t0 = std::chrono::steady_clock::now();
+  if (Error e = runner.compile(copts))
+    return fail(e, "compiling");
+  r.compileMs = msSince(t0);
+
+  if (Error e = runner.bindInputs(data.inputs))
+    return fail(e, "binding inputs");
+  if (Error e = timeRuns(f, runner, r))
+    return fail(e, "running");
+  if (r.haveData)
+    r.cmp = tools::compareOutputs(runner.outputs(), data.outputs);
+
+  Expected<std::pair<uint64_t, uint64_t>> act = runner.activationBytes();
+  if (act) {
+    r.actPeak = act->first;
+    r.actTotal = act->second;
+  } else {
+    std::cerr << "kiln-run: warning: cannot measure activations: " << act.getError().toString()
+              << "\n";
+  }
+
+  Expected<NetworkSplit> split = runner.split();
+  if (!split)
+    return fail(split.getError(), "reading the partition plan");
+  const MultiDeviceNetwork *md = runner.multiDevice();
+  if (md) // the plan goes to stderr so that --json keeps one line on stdout
+    std::cerr << md->planText << "\n" << runner.lastReport().toString() << "\n"
+              << "simulated: " << runner.lastReport().totalCycles() << " cycles, "
+              << runner.lastReport().totalDmaBytes() << " DMA bytes (last run)\n";
+  if (!f.json)
+    printText(f, runner, r, *split);
+  printProfile(runner);
   for (const std::string &g : runner.getDumpedGraphs())
     std::cerr << "kiln-run: wrote " << g << "\n";
   if (trace) {
@@ -309,44 +389,9 @@ int main(int argc, char **argv) {
       return fail(e, "writing the trace");
     std::cerr << "kiln-run: wrote " << trace->size() << " trace events to " << f.trace << "\n";
   }
-  if (haveData && !cmp.match && f.json)
-    std::cerr << "kiln-run: mismatch: " << cmp.detail << "\n";
-  if (f.json) {
-    // activation_bytes is the peak of live activation bytes in the low-level IR (allocs
-    // minus deallocs in instruction order); activation_alloc_bytes their plain sum.
-    std::cout << "{\"model\": " << kiln::jsonQuote(f.model)
-              << ", \"backend\": " << kiln::jsonQuote(f.backend)
-              << ", \"threads\": " << f.threads << ", \"load_ms\": " << jsonNumber(loadMs)
-              << ", \"compile_ms\": " << jsonNumber(compileMs)
-              << ", \"median_ms\": " << jsonNumber(median)
-              << ", \"min_ms\": " << jsonNumber(times.front())
-              << ", \"iterations\": " << f.iterations
-              << ", \"max_abs_err\": " << (haveData ? jsonNumber(cmp.maxAbsErr) : "null")
-              << ", \"max_rel_err\": " << (haveData ? jsonNumber(cmp.maxRelErr) : "null")
-              << ", \"match\": " << (cmp.match ? "true" : "false")
-              << ", \"activation_bytes\": " << actPeak
-              << ", \"activation_alloc_bytes\": " << actTotal
-              << ", \"constant_bytes\": " << runner.constantBytes()
-              << ", \"peak_rss_bytes\": " << tools::peakRSSBytes() << ", \"split\": [";
-    for (size_t i = 0; i < split->backends.size(); i++) {
-      const BackendShare &b = split->backends[i];
-      std::cout << (i ? ", " : "") << "{\"backend\": " << kiln::jsonQuote(b.backend)
-                << ", \"partitions\": " << b.partitions << ", \"nodes\": " << b.nodes << "}";
-    }
-    std::cout << "], \"fallback_nodes\": " << split->fallbackNodes.size() << ", \"inputs\": {";
-    const std::vector<std::pair<std::string, Type>> ins = runner.inputTypes();
-    for (size_t i = 0; i < ins.size(); i++) {
-      std::cout << (i ? ", " : "") << kiln::jsonQuote(ins[i].first) << ": [";
-      for (size_t d = 0; d < ins[i].second.dims.size(); d++)
-        std::cout << (d ? ", " : "") << ins[i].second.dims[d];
-      std::cout << "]";
-    }
-    std::cout << "}";
-    if (md)
-      std::cout << ", \"devices\": " << f.devices << ", \"partitions\": " << md->numPartitions
-                << ", \"simulated_cycles\": " << runner.lastReport().totalCycles()
-                << ", \"dma_bytes\": " << runner.lastReport().totalDmaBytes();
-    std::cout << "}" << std::endl;
-  }
-  return cmp.match ? 0 : 1;
+  if (r.haveData && !r.cmp.match && f.json)
+    std::cerr << "kiln-run: mismatch: " << r.cmp.detail << "\n";
+  if (f.json)
+    printJSON(f, runner, r, *split, md);
+  return r.cmp.match ? 0 : 1;
 }
