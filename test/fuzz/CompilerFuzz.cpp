@@ -136,7 +136,8 @@ int main(int argc, char **argv) {
 
   std::mutex mu;
   std::atomic<uint64_t> next{0};
-  uint64_t tried = 0, rejected = 0, configs = 0, findings = 0, unstable = 0, nonFinite = 0;
+  uint64_t tried = 0, rejected = 0, configs = 0, findings = 0, unstable = 0, nonFinite = 0,
+           amplified = 0;
   std::map<std::string, uint64_t> skipped, rejectReasons, findingsByConfig;
   GenStats genStats;
   auto start = std::chrono::steady_clock::now();
@@ -189,6 +190,7 @@ int main(int argc, char **argv) {
       configs += r.configsRun;
       unstable += r.unstableOutputs;
       nonFinite += r.nonFiniteOutputs;
+      amplified += r.amplifiedOutputs;
       for (const auto &[k, v] : r.skipped)
         skipped[k] += v;
       if (!r.findings.empty()) {
@@ -236,6 +238,8 @@ int main(int argc, char **argv) {
             << " per compared graph)\n"
             << "outputs not compared (discontinuous op on rounded floats): " << unstable << "\n"
             << "outputs not compared (non-finite or huge reference values): " << nonFinite << "\n"
+            << "outputs compared with a bound widened by an ill-conditioned operator: "
+            << amplified << "\n"
             << "findings: " << findings << "\n";
   for (const auto &[k, v] : findingsByConfig)
     std::cout << "  finding " << k << ": " << v << "\n";

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <poll.h>
 #include <set>
@@ -301,6 +302,128 @@ double winogradFactor(const std::string &alg) {
   return 1;
 }
 
+} // namespace
+
+std::vector<double> conditionSlopes(Node &n, const ValueOf &val) {
+  if (n.getNumResults() != 1 || !isFloatKind(n.getType(0)->kind))
+    return {};
+  const Tensor *y = val(NodeValue(&n, 0));
+  if (!y || y->size() != n.getType(0)->numElements())
+    return {};
+  const double inf = std::numeric_limits<double>::infinity();
+  auto clean = [&](double s) { return std::isnan(s) ? inf : std::max(1.0, std::fabs(s)); };
+  auto each = [&](unsigned operands, auto slope) -> std::vector<double> {
+    const Tensor *t[2] = {nullptr, nullptr};
+    for (unsigned i = 0; i < operands; i++)
+      if (!(t[i] = val(n.getNthInput(i))) || t[i]->size() != y->size())
+        return {}; // operands of another shape: not an element-wise reading
+    std::vector<double> g(y->size());
+    for (size_t e = 0; e < y->size(); e++) {
+      double x[2] = {t[0]->getAsDouble(e), operands > 1 ? t[1]->getAsDouble(e) : 0};
+      // A value the reference could not compute is not compared anyway (not finite).
+      double v = y->getAsDouble(e);
+      g[e] = std::isfinite(v) ? clean(slope(x, v)) : 1.0;
+    }
+    return g;
+  };
+  switch (n.getKind()) {
+  case NodeKind::Tan:
+    return each(1, [](const double *, double y) { return 1 + y * y; });
+  case NodeKind::Log:
+    return each(1, [](const double *x, double) { return 1 / x[0]; });
+  case NodeKind::Sqrt:
+    return each(1, [](const double *, double y) { return 0.5 / y; });
+  case NodeKind::Rsqrt:
+    return each(1, [](const double *, double y) { return 0.5 * y * y * y; });
+  case NodeKind::Reciprocal:
+    return each(1, [](const double *, double y) { return y * y; });
+  case NodeKind::Asin:
+  case NodeKind::Acos:
+    return each(1, [](const double *x, double) { return 1 / std::sqrt(1 - x[0] * x[0]); });
+  case NodeKind::Acosh:
+    return each(1, [](const double *x, double) { return 1 / std::sqrt(x[0] * x[0] - 1); });
+  case NodeKind::Atanh:
+    return each(1, [](const double *x, double) { return 1 / (1 - x[0] * x[0]); });
+  case NodeKind::Div: // d/da = 1/b, d/db = -a/b^2
+    return each(2, [](const double *x, double) {
+      return (1 + std::fabs(x[0] / x[1])) / std::fabs(x[1]);
+    });
+  case NodeKind::Pow: // d/da = b a^(b-1), d/db = a^b ln a
+    return each(2, [](const double *x, double y) {
+      double a = std::fabs(x[0]);
+      return std::fabs(x[1]) * std::pow(a, x[1] - 1) + std::fabs(y * std::log(a));
+    });
+  default:
+    break;
+  }
+  if (auto *ln = dyn_cast<LayerNormalizationNode>(&n)) {
+    // y = z * Scale + Bias with z = (x - mean) / sigma over a row (dimensions Axis..rank-1):
+    // the Jacobian of z has rows (I - 1 1^T / L - z z^T / L) / sigma, absolute row sums at
+    // most (2 + max|z|) / sigma; d/dScale = z, d/dBias = 1. One slope per row.
+    const Tensor *x = val(ln->getInput()), *scale = val(ln->getScale());
+    if (!x || !scale || x->size() != y->size())
+      return {};
+    const Dims &d = ln->getInput().dims();
+    size_t L = 1;
+    for (size_t i = ln->getAxis(); i < d.size(); i++)
+      L *= d[i];
+    double maxScale = 0;
+    for (size_t i = 0; i < scale->size(); i++)
+      maxScale = std::max(maxScale, std::fabs(scale->getAsDouble(i)));
+    std::vector<double> g(y->size(), 1.0);
+    for (size_t row = 0; L && row + L <= x->size(); row += L) {
+      double mean = 0, var = 0, maxDev = 0;
+      for (size_t i = 0; i < L; i++)
+        mean += x->getAsDouble(row + i);
+      mean /= double(L);
+      for (size_t i = 0; i < L; i++) {
+        double dv = x->getAsDouble(row + i) - mean;
+        var += dv * dv;
+        maxDev = std::max(maxDev, std::fabs(dv));
+      }
+      double sigma = std::sqrt(var / double(L) + double(ln->getEpsilon()));
+      double maxZ = maxDev / sigma;
+      double rowSlope = clean(std::max(maxZ, maxScale * (2 + maxZ) / sigma));
+      std::fill(g.begin() + row, g.begin() + row + L, rowSlope);
+    }
+    return g;
+  }
+  if (auto *bn = dyn_cast<BatchNormalizationNode>(&n)) {
+    // y = (x - Mean) * A + Bias, A = Scale / s, s = sqrt(Var + Epsilon): d/dx = d/dMean = A,
+    // d/dScale = (x - Mean) / s, d/dVar = A (x - Mean) / (2 s^2), d/dBias = 1.
+    const Tensor *x = val(bn->getInput()), *scale = val(bn->getScale()),
+                 *mean = val(bn->getMean()), *var = val(bn->getVar());
+    const Dims &d = bn->getInput().dims();
+    size_t c = bn->getChannelIdx();
+    if (!x || !scale || !mean || !var || c >= d.size() || x->size() != y->size())
+      return {};
+    size_t inner = 1;
+    for (size_t i = c + 1; i < d.size(); i++)
+      inner *= d[i];
+    std::vector<double> g(y->size());
+    for (size_t e = 0; e < x->size(); e++) {
+      size_t ch = (e / inner) % d[c];
+      if (ch >= scale->size() || ch >= mean->size() || ch >= var->size())
+        return {};
+      double s = std::sqrt(var->getAsDouble(ch) + double(bn->getEpsilon()));
+      double a = std::fabs(scale->getAsDouble(ch)) / s;
+      double dev = std::fabs(x->getAsDouble(e) - mean->getAsDouble(ch));
+      g[e] = clean(2 * a + dev / s + a * dev / (2 * s * s));
+    }
+    return g;
+  }
+  return {};
+}
+
+double conditionGain(Node &n, const ValueOf &val) {
+  double g = 1;
+  for (double s : conditionSlopes(n, val))
+    g = std::max(g, s);
+  return g;
+}
+
+namespace {
+
 struct OutputInfo {
   bool exact = false;
   bool unstable = false;
@@ -313,15 +436,81 @@ struct OutputInfo {
   bool skip = false;
   /// Largest magnitude of its ancestors' values and leaves (the scale M of the bound).
   double maxAbs = 0;
+  /// Per element, the error bound amplified by the condition slopes of the operators on
+  /// its way (before the magnitude scale; empty: none measured), total and the
+  /// convolutions' share; an element's bound is the larger of this and atol.
+  std::vector<double> amplifiedAtol, amplifiedWino;
+  /// Some element's amplified bound exceeds atol.
+  bool amplified = false;
 };
 
-/// Per output placeholder: exactness, stability and the error sum of its ancestors.
-std::map<std::string, OutputInfo> analyze(Function &f) {
+/// Element-wise operators: result element i reads element i of each operand (when the
+/// operands have the result's dimensions).
+const std::set<NodeKind> kElementwiseKinds = {
+    NodeKind::Relu,  NodeKind::Sigmoid, NodeKind::Tanh,  NodeKind::Gelu,  NodeKind::HardSwish,
+    NodeKind::Swish, NodeKind::Clip,    NodeKind::LeakyRelu, NodeKind::PRelu, NodeKind::Neg,
+    NodeKind::Abs,   NodeKind::Exp,     NodeKind::Log,   NodeKind::Sqrt,  NodeKind::Rsqrt,
+    NodeKind::Reciprocal, NodeKind::Erf, NodeKind::Floor, NodeKind::Ceil, NodeKind::Round,
+    NodeKind::Add,   NodeKind::Sub,     NodeKind::Mul,   NodeKind::Div,   NodeKind::Max,
+    NodeKind::Min,   NodeKind::Pow,     NodeKind::Sin,   NodeKind::Cos,   NodeKind::Tan,
+    NodeKind::Asin,  NodeKind::Acos,    NodeKind::Atan,  NodeKind::Sinh,  NodeKind::Cosh,
+    NodeKind::Asinh, NodeKind::Acosh,   NodeKind::Atanh, NodeKind::Mod,   NodeKind::Select,
+};
+
+/// Per output placeholder: exactness, stability and the error sum of its ancestors. With
+/// \p slopes (conditionSlopes per node, measured on the reference run), also a bound per
+/// element that follows the error through the graph: a node's bound is its own term plus
+/// its slope times the largest bound among what it reads (element i of each operand for
+/// element-wise operators, every element otherwise), so a pole or a small standard
+/// deviation on the way multiplies the errors before it, and only on the elements where
+/// the reference's values come near it.
+std::map<std::string, OutputInfo> analyze(
+    Function &f, const std::map<const Node *, std::vector<double>> *slopes = nullptr) {
   auto interp = createBackend("Interpreter");
   std::map<const Node *, bool> exact, unstable;
   std::map<const Node *, double> err, wino;
   std::map<const Node *, std::set<const Node *>> anc;
+  // The amplified bounds of each node's first result (its own term first).
+  std::map<const Node *, std::vector<double>> ampErr, ampWino;
   auto exactOf = [&](NodeValue v) { return isa<Storage>(v.node) ? true : exact[v.node]; };
+  auto propagate = [&](Node *n) {
+    size_t N = n->getType(0)->numElements();
+    bool elementwise = kElementwiseKinds.count(n->getKind()) != 0;
+    for (unsigned i = 0; i < n->getNumInputs(); i++)
+      elementwise &= n->getNthInput(i).dims() == n->getType(0)->dims;
+    const std::vector<double> *slope = nullptr;
+    auto si = slopes->find(n);
+    if (si != slopes->end() && si->second.size() == N)
+      slope = &si->second;
+    std::vector<double> e(N, err[n]), w(N, wino[n]);
+    std::vector<std::pair<const std::vector<double> *, const std::vector<double> *>> ins;
+    double maxE = 0, maxW = 0;
+    for (unsigned k = 0; k < n->getNumInputs(); k++) {
+      NodeValue v = n->getNthInput(k);
+      if (isa<Storage>(v.node))
+        continue;
+      const std::vector<double> &ve = ampErr[v.node], &vw = ampWino[v.node];
+      for (double x : ve)
+        maxE = std::max(maxE, x);
+      for (double x : vw)
+        maxW = std::max(maxW, x);
+      if (v.resNo == 0 && ve.size() == N)
+        ins.push_back({&ve, &vw});
+      else
+        elementwise = false;
+    }
+    for (size_t i = 0; i < N; i++) {
+      double inE = elementwise ? 0 : maxE, inW = elementwise ? 0 : maxW;
+      if (elementwise)
+        for (const auto &[ve, vw] : ins)
+          inE = std::max(inE, (*ve)[i]), inW = std::max(inW, (*vw)[i]);
+      double g = slope ? (*slope)[i] : 1.0;
+      e[i] += g * inE;
+      w[i] += g * inW;
+    }
+    ampErr[n] = std::move(e);
+    ampWino[n] = std::move(w);
+  };
   std::map<std::string, OutputInfo> out;
   // Creation order is topological for parsed modules (operands are declared first).
   for (const auto &up : f.getNodes()) {
@@ -358,6 +547,13 @@ std::map<std::string, OutputInfo> analyze(Function &f) {
             if (isa<Storage>(x->getNthInput(i).node))
               oi.leaves.insert(x->getNthInput(i).node->getName());
         }
+        if (slopes && v.resNo == 0) {
+          oi.amplifiedAtol = ampErr[v.node];
+          oi.amplifiedWino = ampWino[v.node];
+          for (size_t i = 0; i < oi.amplifiedAtol.size(); i++)
+            oi.amplified |= oi.amplifiedAtol[i] > oi.atol * (1 + 1e-12) ||
+                            oi.amplifiedWino[i] > oi.winoAtol * (1 + 1e-12);
+        }
       } else {
         oi.leaves.insert(v.node->getName());
       }
@@ -385,6 +581,8 @@ std::map<std::string, OutputInfo> analyze(Function &f) {
       if (isa<ConvolutionNode>(n) || isa<FusedConvolutionNode>(n))
         wino[n] = e;
     }
+    if (slopes && n->getNumResults())
+      propagate(n);
   }
   return out;
 }
@@ -445,6 +643,14 @@ std::string firstLine(const std::string &s, size_t max = 400) {
   return l.size() > max ? l.substr(0, max) + "..." : l;
 }
 
+/// Multiplies every float element of \p ts by (1 + \p e) (OracleOptions::candidateError).
+void injectError(Tensors &ts, double e) {
+  for (auto &[name, t] : ts)
+    if (e != 0 && isFloatKind(t.getElementType()))
+      for (size_t i = 0; i < t.size(); i++)
+        t.setFromDouble(i, t.getAsDouble(i) * (1 + e));
+}
+
 /// Compares \p cand with \p ref; "" when they agree, else a description.
 std::string compare(const Tensors &ref, const Tensors &cand,
                     const std::map<std::string, OutputInfo> &info, double winoMul,
@@ -473,7 +679,12 @@ std::string compare(const Tensors &ref, const Tensors &cand,
       atol = scale * (oi.atol + oi.winoAtol * (winoMul - 1)) + quantTol;
       rtol = 2 * unitRoundoff(oi.kind);
     }
+    bool perElement = !oi.exact && oi.amplified && oi.amplifiedAtol.size() == r.size();
     for (size_t i = 0; i < r.size(); i++) {
+      if (perElement)
+        atol = scale * std::max(oi.atol + oi.winoAtol * (winoMul - 1),
+                                oi.amplifiedAtol[i] + oi.amplifiedWino[i] * (winoMul - 1)) +
+               quantTol;
       double a = r.getAsDouble(i), b = c.getAsDouble(i);
       bool ok;
       if (std::isnan(a))
@@ -562,7 +773,22 @@ GraphResult checkModule(const std::string &text, const OracleOptions &opts) {
       e.first = e.first && scanMagnitude(one, mag) && mag <= 1e4;
       e.second = std::max(e.second, mag);
     }
-    std::map<std::string, OutputInfo> cur = info;
+    // The operators' condition slopes on these values, and the bounds they widen.
+    ValueOf val = [&](NodeValue v) -> const Tensor * {
+      if (auto *c = dyn_cast<Constant>(v.node))
+        return &c->getPayload();
+      if (isa<Storage>(v.node)) {
+        auto it = in.find(v.node->getName());
+        return it == in.end() ? nullptr : &it->second;
+      }
+      auto it = out->find("probe." + v.node->getName() + "." + std::to_string(v.resNo));
+      return it == out->end() ? nullptr : &it->second;
+    };
+    std::map<const Node *, std::vector<double>> slopes;
+    for (const auto &up : f->getNodes())
+      if (!isa<SaveNode>(up.get()))
+        slopes[up.get()] = conditionSlopes(*up, val);
+    std::map<std::string, OutputInfo> cur = analyze(*f, &slopes);
     size_t skipped = 0;
     for (auto &[name, oi] : cur) {
       double mag = 0;
@@ -601,8 +827,10 @@ GraphResult checkModule(const std::string &text, const OracleOptions &opts) {
     return res;
   }
   info = std::move(bestInfo);
-  for (const auto &[name, oi] : info)
+  for (const auto &[name, oi] : info) {
     res.nonFiniteOutputs += oi.skip;
+    res.amplifiedOutputs += !oi.skip && !oi.exact && !oi.unstable && oi.amplified;
+  }
   std::vector<cpu::ConvShape> convs = convShapes(*f);
 
   // The quantized module and its reference, made on first use.
@@ -736,6 +964,7 @@ GraphResult checkModule(const std::string &text, const OracleOptions &opts) {
             {c.name, br.kind == BundleRunResult::Crash ? "crash" : "error", br.detail});
         continue;
       }
+      injectError(br.outputs, opts.candidateError);
       std::string d = compare(*refp, br.outputs, info, 1, qt, res, res.configsRun == 1);
       if (!d.empty())
         res.findings.push_back({c.name, "mismatch", d});
@@ -754,6 +983,7 @@ GraphResult checkModule(const std::string &text, const OracleOptions &opts) {
       continue;
     }
     res.configsRun++;
+    injectError(*out, opts.candidateError);
     double winoMul = winogradFactor(c.convAlg);
     std::string d = compare(*refp, *out, info, winoMul, qt, res, res.configsRun == 1);
     if (!d.empty())
@@ -779,6 +1009,7 @@ std::string serialize(const GraphResult &r) {
   os << "C\t" << r.configsRun << "\n";
   os << "U\t" << r.unstableOutputs << "\n";
   os << "N\t" << r.nonFiniteOutputs << "\n";
+  os << "A\t" << r.amplifiedOutputs << "\n";
   os << "I\t" << r.inputStrategy << "\n";
   for (const auto &[k, v] : r.skipped)
     os << "S\t" << escape(k) << "\t" << v << "\n";
@@ -873,6 +1104,8 @@ GraphResult checkModuleIsolated(const std::string &text, const OracleOptions &op
       r.unstableOutputs = unsigned(std::stoul(v[1]));
     else if (v[0] == "N" && v.size() > 1)
       r.nonFiniteOutputs = unsigned(std::stoul(v[1]));
+    else if (v[0] == "A" && v.size() > 1)
+      r.amplifiedOutputs = unsigned(std::stoul(v[1]));
     else if (v[0] == "I" && v.size() > 1)
       r.inputStrategy = std::stoi(v[1]);
     else if (v[0] == "S" && v.size() > 2)

@@ -9,8 +9,11 @@
 #define KILN_TEST_FUZZ_ORACLE_H
 
 #include "kiln/Base/Error.h"
+#include "kiln/Base/Tensor.h"
+#include "kiln/Graph/Node.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -40,6 +43,10 @@ struct GraphResult {
   /// Outputs not compared because they depend on a value that was not finite (or above
   /// 1e4 in magnitude) on the reference's inputs.
   unsigned nonFiniteOutputs = 0;
+  /// Outputs compared with a bound widened by an ill-conditioned ancestor (an operator whose
+  /// slope on the reference's values exceeds 1: LayerNorm over nearly equal values, Div by
+  /// a small value, Tan near a pole; README, "Tolerances").
+  unsigned amplifiedOutputs = 0;
   std::vector<Finding> findings;
   /// The input range the reference accepted (part of the reproduction).
   int inputStrategy = -1;
@@ -53,7 +60,25 @@ struct OracleOptions {
   std::vector<std::string> skipConfigs;
   /// Seed of the inputs (the same seed and module give the same inputs).
   uint64_t inputSeed = 1;
+  /// Each float output of every configuration multiplied by (1 + this) before it is
+  /// compared: an injected relative error, to test what the tolerances let through.
+  double candidateError = 0;
 };
+
+/// The values of a node's operand or result on the reference run (null when unknown).
+using ValueOf = std::function<const Tensor *(NodeValue)>;
+
+/// Per result element, the largest |d result / d operand| of \p n on the reference's values
+/// (summed over its float operands; at least 1), for the operators whose slope the
+/// magnitude scale M does not bound: a pole or an unbounded slope (Tan, Log, Sqrt, Rsqrt,
+/// Reciprocal, Div, Pow, the inverse trigonometric and hyperbolic functions near the ends
+/// of their domain) or a division by a standard deviation (LayerNormalization, one slope
+/// per normalised row; BatchNormalization). Empty for every other operator, whose slope
+/// the bound's premise covers (README, "Tolerances"). The oracle multiplies the error
+/// bounds that reach an element by its slope.
+std::vector<double> conditionSlopes(Node &n, const ValueOf &val);
+/// The largest of conditionSlopes (1 when empty).
+double conditionGain(Node &n, const ValueOf &val);
 
 /// Drops an error that is expected (a rejected candidate, a skipped configuration).
 inline void consumeError(Error e) { (void)e; }
