@@ -166,10 +166,10 @@ void emitNodesHeader(std::ostream &os, const Table &t) {
   os << "namespace kiln {\n\n";
   for (const NodeDef &n : t.nodes)
     emitNodeClass(os, n);
-  os << "/// Result-type rules written by hand (src/Graph/<Family>.cpp or TypeRules.cpp).\n"
-     << "/// Each returns the result types the operator derives from its operands and\n"
-     << "/// attributes, or an Error\n"
-     << "/// describing which operand or attribute is invalid.\n";
+  os << "/// Result-type rules written by hand (the family files src/Graph/Conv.cpp, Norm.cpp,\n"
+     << "/// ... and src/Graph/TypeRules.cpp). Each returns the result types the operator\n"
+     << "/// derives from its operands and attributes, or an Error describing which operand or\n"
+     << "/// attribute is invalid.\n";
   os << "namespace typerules {\n";
   os << "Error checkSameShapeAndKind(const Node &n);\n";
   os << "Error checkAxisOfInput(const Node &n, const char *attr, dim_t axis);\n";
@@ -815,7 +815,7 @@ void emitOpTable(std::ostream &os, const Table &t) {
 const char *typeRuleDoc(const NodeDef &n) {
   switch (n.rule) {
   case TypeRule::Custom:
-    return "hand-written (`typerules::infer%s`, src/Graph/<Family>.cpp or TypeRules.cpp)";
+    return "hand-written (`typerules::infer%s`, `src/Graph/<Family>.cpp` or `TypeRules.cpp`)";
   case TypeRule::SameAsInput:
     return "the type of the first operand";
   case TypeRule::SameAsInputs:
