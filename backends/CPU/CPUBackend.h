@@ -6,7 +6,7 @@
 #ifndef KILN_BACKENDS_CPU_CPUBACKEND_H
 #define KILN_BACKENDS_CPU_CPUBACKEND_H
 
-#include "backends/CPU/codegen/ConvPlan.h"
+#include "backends/CPU/codegen/EmitConv.h"
 #include "kiln/Backend/Backend.h"
 #include "kiln/Base/Trace.h"
 

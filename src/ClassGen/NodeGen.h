@@ -20,7 +20,7 @@ enum class AttrKind { Dim, Dims, Int, Ints, Float, Bool, String, Axis, Axes };
 
 /// How result types are derived.
 enum class TypeRule {
-  Custom,        ///< Hand-written `computeResultTypes` (src/Graph/TypeRules*.cpp).
+  Custom,        ///< Hand-written `computeResultTypes` (src/Graph/<Family>.cpp, TypeRules.cpp).
   SameAsInput,   ///< One result, the type of the first operand.
   SameAsInputs,  ///< One result; all operands must have the first operand's kind and shape.
   BoolOfInputs,  ///< Comparisons: operands of equal kind and shape, a Bool result.

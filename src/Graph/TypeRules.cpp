@@ -1,7 +1,7 @@
 // Operator type rules: the shared helpers, the generic checks the generated
 // rules call (checkSameShapeAndKind, checkSave), element-wise Select, and the
 // Explicit-type operators (ConvertTo and the quantization family). The other
-// families have a file each: TypeRules{Conv,Linalg,Norm,Reduce,Data}.cpp.
+// families have a file each, beside their lowerings: {Conv,Linalg,Norm,Reduce,Data,Quant}.cpp.
 
 #include "TypeRulesUtil.h"
 

@@ -1,6 +1,6 @@
 /// \file
 /// Private helpers shared by the hand-written operator type rules
-/// (TypeRules*.cpp).
+/// (the family files <Family>.cpp and TypeRules.cpp).
 ///
 /// A rule returns the result types of a node or an Error whose message says
 /// which operand or attribute is wrong and shows the shapes involved; the

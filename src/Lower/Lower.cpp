@@ -1,11 +1,12 @@
-// The `lower` pass: asks the backend about each node, dispatches to the family files (the
-// dispatch is generated from the operator table, src/ClassGen/NodeTable.cpp), and repeats,
-// because a lowering may produce nodes the backend also wants lowered (Broadcast from
-// BatchNormalization, Tile from Broadcast, Concat from Tile).
+// The `lower` pass: asks the backend about each node, dispatches to the lowering functions
+// that the family files src/Graph/<Family>.cpp define (the dispatch is generated from the
+// operator table, src/ClassGen/NodeTable.cpp), and repeats, because a lowering may produce
+// nodes the backend also wants lowered (Broadcast from BatchNormalization, Tile from
+// Broadcast, Concat from Tile).
 
 #include "Lower.h"
 
-#include "LowerUtil.h"
+#include "src/Graph/Lowering.h"
 
 #include "src/Passes/Graph/PassUtils.h"
 

@@ -3,7 +3,7 @@
 // Winograd (winograd=0), with the default F(2x2)-only Winograd (winograd=1) and with
 // F(4x4) allowed (winograd=fast), timed in alternating rounds. Prints the kernel each
 // build chose, min and median ms, and the ratios of the medians; the data behind the
-// Winograd selection rules in codegen/ConvPlan.cpp.
+// Winograd selection rules in codegen/EmitConv.cpp.
 //
 //   bazel run -c opt //test/cpu:conv_bench -- [--threads 1,2] [--rounds 5] [--iters 10]
 //       [--layers 64,64,56,56;...] [--no-avx512]

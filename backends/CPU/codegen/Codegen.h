@@ -20,7 +20,7 @@
 #ifndef KILN_BACKENDS_CPU_CODEGEN_CODEGEN_H
 #define KILN_BACKENDS_CPU_CODEGEN_CODEGEN_H
 
-#include "backends/CPU/codegen/ConvPlan.h"
+#include "backends/CPU/codegen/EmitConv.h"
 #include "kiln/Base/Trace.h"
 #include "backends/CPU/jit/Jit.h"
 #include "kiln/IR/IR.h"

@@ -64,7 +64,7 @@ LIBJIT_EXPORT void libjit_fc_bf16_avx512bf16(uint16_t *out, const uint16_t *in,
                                              int64_t N, int64_t K, int64_t M, int64_t tid,
                                              int64_t nthreads);
 
-// Convolution with the activations read in column strips (libjit_conv_strip.cpp): w is
+// Convolution with the activations read in column strips (libjit_conv.cpp, strip): w is
 // the row-major filter [O][C*KH*KW] itself (no packing), group 1. Needs C*KH*KW * 48
 // floats <= gemmScratchFloats<Cfg>() (C*KH*KW <= 9900). A strip is kStripVectors vectors
 // (16 floats on avx512, 8 on avx2); a partial last strip is computed in whole vectors.
@@ -81,7 +81,7 @@ constexpr int kStripVectors = 3;
 LIBJIT_DECLARE_CONV_STRIP(avx512)
 LIBJIT_DECLARE_CONV_STRIP(avx2)
 #undef LIBJIT_DECLARE_CONV_STRIP
-// Winograd F(4x4, 3x3) convolution (libjit_winograd.cpp): float32 NCHW, 3x3 kernel,
+// Winograd F(4x4, 3x3) convolution (libjit_conv.cpp, Winograd): float32 NCHW, 3x3 kernel,
 // stride 1, dilation 1, group 1, any pads. Weights are transformed at compile time by
 // libjit_pack_wino_f32_* (libjit_pack_wino_floats_* floats, from W [O][C][3][3]); scratch
 // is nthreads * libjit_conv2d_wino_scratch_floats_*(...) floats. Epilogue: + bias[o]
@@ -355,7 +355,7 @@ LIBJIT_EXPORT void libjit_adaptive_avgpool_f32(float *dst, const float *src, int
                                                int64_t C, int64_t H, int64_t W, int64_t OH,
                                                int64_t OW, int64_t tid, int64_t nthreads);
 
-// Depthwise convolution (libjit_depthwise.cpp).
+// Depthwise convolution (libjit_conv.cpp).
 /// Floats of scratch per thread of libjit_conv2d_dw_f32 (padded rows or a padded plane).
 LIBJIT_EXPORT int64_t libjit_conv2d_dw_scratch_floats(int64_t H, int64_t W, int64_t OH,
                                                       int64_t OW, int64_t KH, int64_t KW,
@@ -369,7 +369,7 @@ LIBJIT_EXPORT void libjit_conv2d_dw_f32(float *out, const float *in, const float
                                         float lo, float hi, float *scratch, int64_t tid,
                                         int64_t nthreads);
 
-// Grouped convolution (libjit_depthwise.cpp): 1 < G, Cg = C / G, Og = O / G per group.
+// Grouped convolution (libjit_conv.cpp): 1 < G, Cg = C / G, Og = O / G per group.
 /// Floats of scratch per thread of libjit_conv2d_grouped_f32_*.
 LIBJIT_EXPORT int64_t libjit_conv2d_grouped_scratch_floats(int64_t Cg, int64_t Og, int64_t OH,
                                                            int64_t OW, int64_t KH, int64_t KW,

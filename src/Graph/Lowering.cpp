@@ -1,4 +1,4 @@
-#include "LowerUtil.h"
+#include "Lowering.h"
 
 namespace kiln::lower {
 

@@ -1,10 +1,11 @@
 /// \file
-/// Private to src/Lower: the per-family lowering functions the dispatcher (Lower.cpp)
-/// calls (declared from the operator table), and a small builder they share. Each
+/// The per-family lowering functions (declared from the operator table, defined beside
+/// each family's type rules in src/Graph/<Family>.cpp) that the `lower` pass
+/// (src/Lower/Lower.cpp) calls, and a small builder they share. Each
 /// lowering returns the value that replaces result 0 of the node, or a null NodeValue
 /// when it does not lower that instance (an element kind it has no rule for, say).
-#ifndef KILN_SRC_LOWER_LOWERUTIL_H
-#define KILN_SRC_LOWER_LOWERUTIL_H
+#ifndef KILN_SRC_GRAPH_LOWERING_H
+#define KILN_SRC_GRAPH_LOWERING_H
 
 #include "kiln/Graph/Graph.h"
 
@@ -36,7 +37,7 @@ private:
 };
 
 // One function per lowered operator, declared from the operator table (its `.lowering(fn)`)
-// and defined in the operator's family file, Lower<Family>.cpp.
+// and defined in the operator's family file, src/Graph/<Family>.cpp.
 #include "src/ClassGen/AutoGenLowerDecls.inc"
 
 /// True for Float, Float16 and BFloat16 results: arithmetic lowerings are float-only
@@ -45,4 +46,4 @@ inline bool isFloatResult(const Node *n) { return isFloatKind(n->getType(0)->kin
 
 } // namespace kiln::lower
 
-#endif // KILN_SRC_LOWER_LOWERUTIL_H
+#endif // KILN_SRC_GRAPH_LOWERING_H

@@ -1,10 +1,11 @@
 /// \file
 /// How the CPU backend computes a 2-D convolution: the choice of kernel and weight layout
-/// from the shape alone (no IR, no LLVM), so that the rules can be read and tested on
-/// their own. Emitter::planConv (EmitConv.cpp) emits the call the plan names. The rules
+/// from the shape alone (no IR, no LLVM in these declarations), so that the rules can be
+/// read and tested on their own. EmitConv.cpp defines the choice, then the emission
+/// (Emitter::planConv emits the call the plan names). The rules
 /// and the measurements behind them are in backends/CPU/README.md.
-#ifndef KILN_BACKENDS_CPU_CODEGEN_CONVPLAN_H
-#define KILN_BACKENDS_CPU_CODEGEN_CONVPLAN_H
+#ifndef KILN_BACKENDS_CPU_CODEGEN_EMITCONV_H
+#define KILN_BACKENDS_CPU_CODEGEN_EMITCONV_H
 
 #include <cstdint>
 #include <optional>
@@ -99,4 +100,4 @@ constexpr int64_t kGroupedMaxWidth = 64;
 
 } // namespace kiln::cpu
 
-#endif // KILN_BACKENDS_CPU_CODEGEN_CONVPLAN_H
+#endif // KILN_BACKENDS_CPU_CODEGEN_EMITCONV_H

@@ -1,4 +1,5 @@
-// Type rules of the per-channel quantized operators: ChannelwiseQuantizedConvolution and
+// The quantization family at graph level (no lowering): the type rules of the per-channel
+// quantized operators, ChannelwiseQuantizedConvolution and
 // ChannelwiseQuantizedFullyConnected. Both take their result type explicitly (the caller
 // chooses its scale and offset); the rule checks it against the shapes.
 

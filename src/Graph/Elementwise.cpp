@@ -1,3 +1,7 @@
+// The element-wise family at graph level. Its type rule is the generated same-shape check
+// (checkSameShapeAndKind, TypeRules.cpp; Select's inferSelect is there too); what follows
+// is what it lowers to (the lowering functions the `lower` pass calls, src/Lower/Lower.cpp).
+//
 // Activations, in element-wise arithmetic (Splats for the constants):
 //   Gelu(x)            -> 0.5 * x * (1 + Erf(x / sqrt(2)))
 //   Gelu(x, approx)    -> 0.5 * x * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
@@ -7,7 +11,7 @@
 //   PRelu(x, s)        -> Max(x, 0) + s * Min(x, 0)
 //   Clip(x, lo, hi)    -> Min(Max(x, lo), hi)   (an infinite bound is dropped)
 
-#include "LowerUtil.h"
+#include "Lowering.h"
 
 #include <cmath>
 

@@ -1,5 +1,9 @@
-// Type rules of the reduction family: Reduce*, ArgMax, ArgMin and TopK.
+// The reduction family at graph level: its type rules, then what it lowers to (the
+// lowering functions the `lower` pass calls, src/Lower/Lower.cpp).
+//
+// Type rules: Reduce*, ArgMax, ArgMin and TopK.
 
+#include "Lowering.h"
 #include "TypeRulesUtil.h"
 
 namespace kiln::typerules {
@@ -88,3 +92,26 @@ Expected<std::vector<Type>> inferTopK(const TopKNode &n) {
 }
 
 } // namespace kiln::typerules
+
+// ------------------------------------------------------------------ lowering
+// Reductions: ReduceMean(x, axes) -> Div(ReduceSum(x, axes), Splat(count)), count being
+// the number of elements reduced into each result.
+
+namespace kiln::lower {
+
+NodeValue lowerReduceMean(Function *f, ReduceMeanNode *n) {
+  if (!isFloatResult(n))
+    return NodeValue();
+  Builder b(f, n);
+  const Dims &in = n->getInput().dims();
+  std::vector<int64_t> axes;
+  double count = 1;
+  for (dim_t a : n->getAxes()) {
+    axes.push_back(int64_t(a));
+    count *= double(in[a]);
+  }
+  NodeValue sum = f->createReduceSum(b.name("sum"), n->getInput(), axes, n->getKeepDims());
+  return f->createDiv(b.name("mean"), sum, b.splatLike(sum, count, "count"));
+}
+
+} // namespace kiln::lower

@@ -1,0 +1,2549 @@
+// The float32 convolution kernels of the CPU backend (NCHW), one section each:
+//  - strip: convolution as a GEMM over column strips of the unpacked input;
+//  - depthwise (Group == C == O) and grouped (1 < Group) convolutions;
+//  - Winograd: the helpers both Winograd kernels share, F(4x4, 3x3) with the tiles as
+//    GEMM columns, and F(2x2, 3x3) or F(4x4, 3x3) with the tiles as GEMM rows.
+// The direct and transposed GEMM convolutions are in libjit_gemm.cpp (the shared engine);
+// the choice among them all is codegen/EmitConv.cpp's chooseConvAlgorithm.
+
+#include "libjit.h"
+#include "libjit_gemm_impl.h"
+#include "libjit_vec.h"
+
+// ============================== strip
+// Convolution as a GEMM whose B operand (activations) is read in column strips straight
+// from row-major memory: the pointwise (1x1, stride 1) input [C][H*W] itself, the input's
+// tap planes through a table of row offsets (conv2dStripDirect), or else a block of the
+// im2col matrix copied from its phase planes (see PhasePlanes). The packed-panel engine
+// (libjit_gemm_impl.h) copies every B element into NR-column panels and pads the output
+// channels to 14-row A panels; with few channels (K or O of 16-144, the first layers of
+// mobilenet_v2 and the stem convolutions) that copy and the padded rows cost as much as the
+// FMAs. Here the weights stay row-major [O][K] (no packing at all), the register tile is 8
+// rows x 3 vectors (4 x 3 on AVX2), which divides every channel count that is a multiple of
+// 8, and each B strip [K][3 vectors] is reused by all row tiles (from L1 while K is small,
+// from L2 up to the K = 1152, or 2304 for strided kernels, that the planner allows) before
+// moving on.
+
+namespace libjit {
+namespace {
+
+/// The strip tile of each instruction-set variant: MR output channels x NV vectors.
+template <class Cfg> struct StripTile;
+template <> struct StripTile<GemmAvx512> {
+  static constexpr int MR = 8, NV = kStripVectors, VW = 16, NR = NV * VW;
+};
+template <> struct StripTile<GemmAvx2> {
+  static constexpr int MR = 4, NV = kStripVectors, VW = 8, NR = NV * VW;
+};
+
+/// C[0:MRr, 0:nr] = A[0:MRr, 0:K] (lda) x B[0:K, 0:NV*VW] + epilogue, where row k of B is
+/// at b + k*ldb, or at b + off[k] when Indexed (the taps of a convolution read straight
+/// from its tap planes, see conv2dStripDirect). B must be readable for NV*VW columns even
+/// when nr is less (the caller pads the last strip or leaves slack after the planes).
+/// The body has the GEMM micro-kernel's shape (libjit_gemm_impl.h) with strided operands.
+/// One always-inlined tile body shared by both was tried and measured (kernel_bench, min
+/// of 2 x 100 reps): the same hot loop on 14-row GEMM tiles, but 11-18% slower strips at
+/// K = 16-27 (LLVM unrolls and schedules the merged body differently), so both stay.
+template <int VW, int NV, int MRr, bool Indexed>
+LIBJIT_NOINLINE void stripKernel(int64_t K, const float *__restrict a, int64_t lda,
+                                 const float *__restrict b, int64_t ldb,
+                                 const int32_t *__restrict off, float *__restrict c, int64_t ldc,
+                                 int64_t nr, const Epilogue *epi) {
+  typedef typename VecOf<VW>::T V;
+  constexpr int NR = VW * NV;
+  // The bias is the accumulators' start value: with K as small as 16, every epilogue
+  // operation saved per output is worth one FMA in sixteen.
+  V acc[MRr][NV];
+  LIBJIT_UNROLL
+  for (int r = 0; r < MRr; r++) {
+    V init = epi->biasRow ? splatV<V>(epi->biasRow[r]) : (V){};
+    LIBJIT_UNROLL
+    for (int v = 0; v < NV; v++)
+      acc[r][v] = init;
+  }
+  for (int64_t k = 0; k < K; k++) {
+    V bv[NV];
+    const float *row = Indexed ? b + off[k] : b + k * ldb;
+    LIBJIT_UNROLL
+    for (int v = 0; v < NV; v++)
+      bv[v] = loadV<V>(row + v * VW);
+    LIBJIT_UNROLL
+    for (int r = 0; r < MRr; r++) {
+      V av = splatV<V>(a[r * lda + k]);
+      LIBJIT_UNROLL
+      for (int v = 0; v < NV; v++)
+        acc[r][v] += av * bv[v];
+    }
+  }
+  if (nr == NR) {
+    LIBJIT_UNROLL
+    for (int r = 0; r < MRr; r++) {
+      LIBJIT_UNROLL
+      for (int v = 0; v < NV; v++) {
+        V x = acc[r][v];
+        if (epi->add)
+          x += loadV<V>(epi->add + r * epi->ldadd + v * VW);
+        if (epi->act == ActClamp) {
+          x = x < epi->lo ? splatV<V>(epi->lo) : x;
+          x = x > epi->hi ? splatV<V>(epi->hi) : x;
+        }
+        storeV(c + r * ldc + v * VW, x);
+      }
+    }
+    if (epi->act > ActClamp)
+      activateTileN<NR>(c, ldc, MRr, epi->act, epi->lo, epi->hi);
+    return;
+  }
+  // A partial strip: out of line (storePartialTile); the bias is in the accumulators.
+  float tile[MRr * NR];
+  LIBJIT_UNROLL
+  for (int r = 0; r < MRr; r++)
+    LIBJIT_UNROLL
+    for (int v = 0; v < NV; v++)
+      storeV(tile + r * NR + v * VW, acc[r][v]);
+  Epilogue tail = *epi;
+  tail.biasRow = nullptr;
+  tail.biasCol = nullptr;
+  storePartialTile(tile, NR, MRr, nr, c, ldc, /*accumulate=*/0, /*last=*/1, &tail);
+}
+
+/// All O output channels of one strip of NVr vectors: full MR-row tiles, then the remaining
+/// rows in tiles of 4, 2 and 1 (the weights are not padded, so no tile may run past row O).
+/// B rows as in stripKernel: b + k*ldb, or b + off[k] when Ix.
+template <class Cfg, int NVr, bool Ix>
+LIBJIT_INLINE void stripRowsNV(int64_t O, int64_t K, const float *w, const float *b, int64_t ldb,
+                               const int32_t *off, float *c, int64_t ldc, int64_t nr,
+                               const float *bias, const float *add, int64_t ldadd,
+                               const Epilogue &base) {
+  typedef StripTile<Cfg> T;
+  constexpr int VW = T::VW, MR = T::MR;
+  Epilogue e = base;
+  e.ldadd = ldadd;
+  int64_t i = 0;
+  auto at = [&](int64_t row) {
+    e.biasRow = bias ? bias + row : nullptr;
+    e.add = add ? add + row * ldadd : nullptr;
+    return c + row * ldc;
+  };
+  for (; i + MR <= O; i += MR)
+    stripKernel<VW, NVr, MR, Ix>(K, w + i * K, K, b, ldb, off, at(i), ldc, nr, &e);
+  if (MR > 4 && i + 4 <= O) {
+    stripKernel<VW, NVr, 4, Ix>(K, w + i * K, K, b, ldb, off, at(i), ldc, nr, &e);
+    i += 4;
+  }
+  if (i + 2 <= O) {
+    stripKernel<VW, NVr, 2, Ix>(K, w + i * K, K, b, ldb, off, at(i), ldc, nr, &e);
+    i += 2;
+  }
+  if (i < O)
+    stripKernel<VW, NVr, 1, Ix>(K, w + i * K, K, b, ldb, off, at(i), ldc, nr, &e);
+}
+
+/// One strip of nr <= NR columns: a partial last strip (pixel counts such as 28x28 = 16 x 48
+/// + 16 or 55x55 = 63 x 48 + 1) takes a tile of one or two vectors, not three.
+template <class Cfg, bool Ix = false>
+LIBJIT_INLINE void stripRows(int64_t O, int64_t K, const float *w, const float *b, int64_t ldb,
+                             float *c, int64_t ldc, int64_t nr, const float *bias, const float *add,
+                             int64_t ldadd, const Epilogue &base, const int32_t *off = nullptr) {
+  constexpr int VW = StripTile<Cfg>::VW;
+  // Tap planes always have NR floats readable past a strip (see conv2dStripDirect): there a
+  // partial strip takes the full tile, which keeps the indexed kernels to one width (each
+  // width is four more kernels for the JIT to compile).
+  if (Ix)
+    stripRowsNV<Cfg, StripTile<Cfg>::NV, Ix>(O, K, w, b, ldb, off, c, ldc, nr, bias, add, ldadd,
+                                             base);
+  else if (nr <= VW)
+    stripRowsNV<Cfg, 1, Ix>(O, K, w, b, ldb, off, c, ldc, nr, bias, add, ldadd, base);
+  else if (nr <= 2 * VW)
+    stripRowsNV<Cfg, 2, Ix>(O, K, w, b, ldb, off, c, ldc, nr, bias, add, ldadd, base);
+  else
+    stripRowsNV<Cfg, StripTile<Cfg>::NV, Ix>(O, K, w, b, ldb, off, c, ldc, nr, bias, add, ldadd,
+                                             base);
+}
+
+/// d[0:n) = row[iw0 + t*SW] for t in [0, n), zero where the column leaves [0, W) or the row
+/// is outside the image (row == nullptr). SWc is SW when known at compile time (1 or 2: the
+/// divisions fold and the copies are 16-wide, ending with one overlapping vector rather
+/// than a scalar tail), else 0.
+template <int SWc>
+LIBJIT_INLINE void im2colRun(float *d, const float *row, int64_t W, int64_t iw0, int64_t SWr,
+                             int64_t n) {
+  const int64_t SW = SWc ? SWc : SWr;
+  if (!row) {
+    for (int64_t t = 0; t < n; t++)
+      d[t] = 0.0f;
+    return;
+  }
+  int64_t tLo = iw0 >= 0 ? 0 : ceilDiv(-iw0, SW);
+  int64_t tHi = W - iw0 <= 0 ? 0 : ceilDiv(W - iw0, SW);
+  tLo = minI(tLo, n);
+  tHi = maxI(minI(tHi, n), tLo);
+  for (int64_t t = 0; t < tLo; t++)
+    d[t] = 0.0f;
+  int64_t t = tLo;
+  if (SWc == 1) {
+    for (; t + 16 <= tHi; t += 16)
+      st16(d + t, ld16(row + iw0 + t));
+    if (t < tHi && tHi - 16 >= tLo) {
+      st16(d + tHi - 16, ld16(row + iw0 + tHi - 16));
+      t = tHi;
+    }
+  } else if (SWc == 2) {
+    for (; t + 16 <= tHi && iw0 + 2 * t + 32 <= W; t += 16)
+      st16(d + t, evens(ld32(row + iw0 + 2 * t)));
+    if (t < tHi && tHi - 16 >= tLo) {
+      // The last 16 outputs, overlapping those written (the loop stops at most 16 short).
+      // Their 32-float window ends one past the row when W - iw0 is odd: then load it one
+      // float earlier and keep the odd lanes.
+      int64_t base = iw0 + 2 * (tHi - 16);
+      if (base + 32 <= W) {
+        st16(d + tHi - 16, evens(ld32(row + base)));
+        t = tHi;
+      } else if (base >= 1) {
+        st16(d + tHi - 16, odds(ld32(row + base - 1)));
+        t = tHi;
+      }
+    }
+  }
+  for (; t < tHi; t++)
+    d[t] = row[iw0 + t * SW];
+  for (t = tHi; t < n; t++)
+    d[t] = 0.0f;
+}
+
+/// im2colRun out of line, with the stride dispatched inside: one compiled copy per stride
+/// serves the im2col fallback and the planes, where a copy inlined at each call site made
+/// the strip kernel the longest JIT compile (halved its cold compile, see the README's
+/// Measurements). The tap planes of
+/// stride-2 layers keep an inlined copy (buildTapPlanes).
+LIBJIT_NOINLINE void planeRun(float *d, const float *row, int64_t W, int64_t iw0, int64_t SW,
+                              int64_t n) {
+  if (SW == 1)
+    im2colRun<1>(d, row, W, iw0, 1, n);
+  else if (SW == 2)
+    im2colRun<2>(d, row, W, iw0, 2, n);
+  else
+    im2colRun<0>(d, row, W, iw0, SW, n);
+}
+
+/// Rows [0, K) of the im2col matrix of one image over output pixels [p0, p0+np), each
+/// written at dst + k*ldd, and zero-filled from np to ldd. Every (k, output row) pair is one
+/// run, so the index arithmetic is paid per row, not per element.
+LIBJIT_INLINE void im2colRows(float *dst, int64_t ldd, const float *x, int64_t p0, int64_t np,
+                              int64_t C, int64_t H, int64_t W, int64_t OW, int64_t KH, int64_t KW,
+                              int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
+                              int64_t DW) {
+  float *d = dst;
+  for (int64_t c = 0; c < C; c++)
+    for (int64_t kh = 0; kh < KH; kh++)
+      for (int64_t kw = 0; kw < KW; kw++, d += ldd) {
+        const float *plane = x + c * H * W;
+        int64_t q = 0, oh = p0 / OW, ow = p0 % OW;
+        while (q < np) {
+          int64_t seg = minI(np - q, OW - ow);
+          int64_t ih = oh * SH - PT + kh * DH;
+          const float *row = ih >= 0 && ih < H ? plane + ih * W : nullptr;
+          planeRun(d + q, row, W, ow * SW - PL + kw * DW, SW, seg);
+          q += seg;
+          ow = 0;
+          oh++;
+        }
+        for (; q < ldd; q++)
+          d[q] = 0.0f;
+      }
+}
+
+/// The input rows of one image that a band of output rows reads, split by phase: for
+/// each channel c and each row phase a = kh*DH mod SH and column phase b = kw*DW mod SW
+/// that the kernel uses, the plane P[i][j] = X[c][(oh0 + i)*SH + a - PT][j*SW + b - PL],
+/// zero outside the image. Tap (kh, kw) of output pixel (oh, ow) is then
+/// P[oh - oh0 + kh*DH/SH][ow + kw*DW/SW]: a run of output pixels along a row reads a
+/// contiguous run of a plane, so the im2col rows are plain copies without bounds checks,
+/// and the stride-2 gathers happen once per input element instead of once per tap.
+/// Measured faster (kernel_bench, README's Measurements) than gathering every tap's row
+/// from the input on strided and 3x3/1 layers; the 3x3/2 stems with 3 channels are
+/// slightly slower (long output rows made the gathers cheap there). Bands of planes capped to stay in L2
+/// were not measurably faster.
+struct PhasePlanes {
+  static constexpr int kMaxStride = 4;
+  int64_t oh0, rows, PW, nA, nB;
+  int64_t slotA[kMaxStride], slotB[kMaxStride];
+  float *p;
+  int64_t planeFloats() const { return rows * PW; }
+  int64_t channelFloats() const { return nA * nB * planeFloats(); }
+};
+
+/// Fills the phase slots of \p pp for a kernel of KH x KW taps (rows and PW set by the
+/// caller); false when a stride exceeds kMaxStride.
+LIBJIT_INLINE bool phaseSlots(PhasePlanes &pp, int64_t KH, int64_t KW, int64_t SH, int64_t SW,
+                              int64_t DH, int64_t DW) {
+  if (SH > PhasePlanes::kMaxStride || SW > PhasePlanes::kMaxStride)
+    return false;
+  pp.nA = pp.nB = 0;
+  for (int64_t a = 0; a < SH; a++) {
+    pp.slotA[a] = -1;
+    for (int64_t kh = 0; kh < KH && pp.slotA[a] < 0; kh++)
+      if (kh * DH % SH == a)
+        pp.slotA[a] = pp.nA++;
+  }
+  for (int64_t b = 0; b < SW; b++) {
+    pp.slotB[b] = -1;
+    for (int64_t kw = 0; kw < KW && pp.slotB[b] < 0; kw++)
+      if (kw * DW % SW == b)
+        pp.slotB[b] = pp.nB++;
+  }
+  return true;
+}
+
+/// Builds the planes of image x for output rows [oh0, oh0 + rows - extra rows of the taps).
+LIBJIT_INLINE void buildPhasePlanes(const PhasePlanes &pp, const float *x, int64_t C, int64_t H,
+                                    int64_t W, int64_t SH, int64_t SW, int64_t PT, int64_t PL) {
+  for (int64_t c = 0; c < C; c++)
+    for (int64_t a = 0; a < SH; a++) {
+      if (pp.slotA[a] < 0)
+        continue;
+      for (int64_t b = 0; b < SW; b++) {
+        if (pp.slotB[b] < 0)
+          continue;
+        float *plane =
+            pp.p + c * pp.channelFloats() + (pp.slotA[a] * pp.nB + pp.slotB[b]) * pp.planeFloats();
+        for (int64_t i = 0; i < pp.rows; i++) {
+          int64_t ih = (pp.oh0 + i) * SH + a - PT;
+          const float *row = ih >= 0 && ih < H ? x + (c * H + ih) * W : nullptr;
+          planeRun(plane + i * pp.PW, row, W, b - PL, SW, pp.PW);
+        }
+      }
+    }
+}
+
+/// Rows [0, K) of the im2col matrix over output pixels [p0, p0+np) (within the planes'
+/// rows), row k at dst + k*ldd. Each output-row run is copied in whole 16-float vectors:
+/// the excess lands where the next run (or the next k row) is written afterwards, so the
+/// caller leaves 16 floats of slack after the block and after the planes.
+LIBJIT_INLINE void im2colFromPlanes(float *dst, int64_t ldd, const PhasePlanes &pp, int64_t p0,
+                                    int64_t np, int64_t C, int64_t OW, int64_t KH, int64_t KW,
+                                    int64_t SH, int64_t SW, int64_t DH, int64_t DW) {
+  int64_t ohFirst = p0 / OW, owFirst = p0 % OW;
+  float *d = dst;
+  for (int64_t c = 0; c < C; c++)
+    for (int64_t kh = 0; kh < KH; kh++) {
+      int64_t dh = kh * DH;
+      const float *rowBase = pp.p + c * pp.channelFloats() +
+                             pp.slotA[dh % SH] * pp.nB * pp.planeFloats() +
+                             (ohFirst - pp.oh0 + dh / SH) * pp.PW;
+      for (int64_t kw = 0; kw < KW; kw++, d += ldd) {
+        int64_t dw = kw * DW;
+        const float *src = rowBase + pp.slotB[dw % SW] * pp.planeFloats() + dw / SW;
+        int64_t q = 0, ow = owFirst;
+        while (q < np) {
+          int64_t seg = minI(np - q, OW - ow);
+          for (int64_t t = 0; t < seg; t += 16)
+            st16(d + q + t, ld16(src + ow + t));
+          q += seg;
+          src += pp.PW;
+          ow = 0;
+        }
+      }
+    }
+}
+
+/// The most taps (C*KH*KW) of a convolution whose strips read its tap planes directly:
+/// their offset table lives on the stack (18 KB).
+constexpr int64_t kMaxDirectTaps = 4608;
+/// The most tap planes per input channel (row phases x kernel columns): each is about one
+/// OW-wide copy of a 1/SH share of the input rows. Measured in network against the
+/// phase-plane im2col (README's Measurements): faster with 6 planes (3x3/2), slower with
+/// resnet50's 7x7/2 stem (14 planes, 2.2 MB) and alexnet's 11x11/4 stem (44).
+constexpr int64_t kMaxTapPlanes = 6;
+
+/// The tap planes of conv2dStripDirect for output rows [oh0, oh0 + rows) of image x. Stride
+/// 2 (Stride2) copies inline: its runs are as short as 7-28 floats, where the out-of-line
+/// planeRun measured 5-30% slower; other strides share planeRun.
+template <bool Stride2>
+LIBJIT_INLINE void buildTapPlanes(float *pl, const float *x, int64_t C, int64_t H, int64_t W,
+                                  int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DW,
+                                  int64_t KW, const int64_t *slotA, int64_t nA, int64_t oh0,
+                                  int64_t rows, int64_t OW, int64_t planeFloats) {
+  for (int64_t c = 0; c < C; c++)
+    for (int64_t ph = 0; ph < SH; ph++) {
+      if (slotA[ph] < 0)
+        continue;
+      for (int64_t kw = 0; kw < KW; kw++) {
+        float *q = pl + ((c * nA + slotA[ph]) * KW + kw) * planeFloats;
+        for (int64_t i = 0; i < rows; i++) {
+          int64_t ih = (oh0 + i) * SH + ph - PT;
+          const float *row = ih >= 0 && ih < H ? x + (c * H + ih) * W : nullptr;
+          if (Stride2)
+            im2colRun<2>(q + i * OW, row, W, kw * DW - PL, 2, OW);
+          else
+            planeRun(q + i * OW, row, W, kw * DW - PL, SW, OW);
+        }
+      }
+    }
+}
+
+/// A convolution whose strips read the B rows straight from "tap planes", no im2col copy.
+/// For each channel c, row phase a = kh*DH mod SH in use and kernel column kw, the plane
+/// Q[i][ow] = X[c][(oh0 + i)*SH + a - PT][ow*SW + kw*DW - PL] (zero outside the image) has
+/// rows exactly OW wide, so tap (kh, kw) of output pixel p = oh*OW + ow is
+/// Q(c, a, kw)[p - oh0*OW + (kh*DH/SH)*OW]: for every run of pixels, across output rows
+/// too, row k of the im2col matrix is the plane run at a fixed offset off[k]. Strips are
+/// then whole 48-pixel runs as on the im2col path (no dead lanes at row ends) and the
+/// planes hold KW x nA copies of the input per channel instead of the im2col's KH x KW
+/// (a 3x3/2 kernel: 6 instead of 9; 3x3/1: 3; 7x7/2: 14 instead of 49).
+/// Returns false, leaving the im2col path to run, for more than kMaxDirectTaps taps or
+/// kMaxTapPlanes planes per channel, and when not one output row's planes fit the scratch.
+template <class Cfg>
+LIBJIT_INLINE bool conv2dStripDirect(float *out, const float *in, const float *w, const float *bias,
+                                     const float *add, int64_t N, int64_t C, int64_t H, int64_t W,
+                                     int64_t O, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                                     int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
+                                     int64_t DW, const Epilogue &base, float *s, int64_t tid,
+                                     int64_t nthreads) {
+  constexpr int64_t NR = StripTile<Cfg>::NR;
+  int64_t K = C * KH * KW, P = OH * OW;
+  // Row phases in use, in the order of the planes.
+  int64_t slotA[PhasePlanes::kMaxStride], nA = 0;
+  if (K > kMaxDirectTaps || SH > PhasePlanes::kMaxStride)
+    return false;
+  for (int64_t a = 0; a < SH; a++) {
+    slotA[a] = -1;
+    for (int64_t kh = 0; kh < KH && slotA[a] < 0; kh++)
+      if (kh * DH % SH == a)
+        slotA[a] = nA++;
+  }
+  if (nA * KW > kMaxTapPlanes)
+    return false;
+  int64_t hk = (KH - 1) * DH / SH;
+  // A partial strip reads up to NR floats past the band: from the last plane, into NR
+  // floats of zeroed slack.
+  int64_t perRow = C * nA * KW * OW;
+  int64_t bandRows = (gemmScratchFloats<Cfg>() - NR - 16 - C * nA * KW * 16) / perRow - hk;
+  if (bandRows < 1)
+    return false;
+  int64_t j0, j1;
+  partition(P, NR, tid, nthreads, &j0, &j1);
+  if (j0 >= j1)
+    return true;
+  bandRows = minI(bandRows, (j1 - 1) / OW - j0 / OW + 1);
+  // Planes start on 64-byte boundaries, so every tap without a row shift loads aligned
+  // (with one whose shift is a multiple of 16 floats).
+  int64_t rows = bandRows + hk, planeFloats = ceilDiv(rows * OW, 16) * 16;
+  int32_t off[kMaxDirectTaps];
+  int32_t *o = off;
+  for (int64_t c = 0; c < C; c++)
+    for (int64_t kh = 0; kh < KH; kh++)
+      for (int64_t kw = 0; kw < KW; kw++) {
+        int64_t dh = kh * DH;
+        *o++ = int32_t(((c * nA + slotA[dh % SH]) * KW + kw) * planeFloats + dh / SH * OW);
+      }
+  float *slack = s + 16 + C * nA * KW * planeFloats;
+  for (int64_t t = 0; t < NR; t++)
+    slack[t] = 0.0f;
+  for (int64_t n = 0; n < N; n++) {
+    const float *x = in + n * C * H * W;
+    float *y = out + n * O * P;
+    const float *a = add ? add + n * O * P : nullptr;
+    for (int64_t oh0 = j0 / OW; oh0 * OW < j1; oh0 += bandRows) {
+      int64_t jb = maxI(j0, oh0 * OW), je = minI(j1, (oh0 + bandRows) * OW);
+      // The planes begin up to 15 floats into the scratch, so that the band's strips (every
+      // NR pixels from jb) start on 64-byte boundaries.
+      float *pl = s + (16 - (jb - oh0 * OW) % 16) % 16;
+      // The planes of output rows [oh0, oh0 + bandRows) and the hk rows below them.
+      if (SW == 2)
+        buildTapPlanes<true>(pl, x, C, H, W, SH, 2, PT, PL, DW, KW, slotA, nA, oh0, rows, OW,
+                             planeFloats);
+      else
+        buildTapPlanes<false>(pl, x, C, H, W, SH, SW, PT, PL, DW, KW, slotA, nA, oh0, rows, OW,
+                              planeFloats);
+      const float *b = pl - oh0 * OW;
+      for (int64_t j = jb; j < je; j += NR)
+        stripRows<Cfg, true>(O, K, w, b + j, 0, y + j, P, minI(NR, je - j), bias,
+                             a ? a + j : nullptr, P, base, off);
+    }
+  }
+  return true;
+}
+
+template <class Cfg>
+LIBJIT_INLINE void conv2dStrip(float *out, const float *in, const float *w, const float *bias,
+                               const float *add, int64_t N, int64_t C, int64_t H, int64_t W,
+                               int64_t O, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                               int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
+                               int64_t DW, int64_t act, float lo, float hi, float *scratch,
+                               int64_t tid, int64_t nthreads) {
+  constexpr int64_t NR = StripTile<Cfg>::NR;
+  int64_t K = C * KH * KW, P = OH * OW;
+  bool pointwise =
+      KH == 1 && KW == 1 && SH == 1 && SW == 1 && PT == 0 && PL == 0 && OH == H && OW == W;
+  float *s = scratch + tid * gemmScratchFloats<Cfg>();
+  // Im2col blocks of about 384 KB stay in L2 while their strips are consumed.
+  int64_t budget = minI(gemmScratchFloats<Cfg>(), 96 * 1024);
+  int64_t nbMax = maxI(NR, budget / K / NR * NR);
+  int64_t j0, j1, r0 = 0, r1 = O;
+  // Pixels split in whole strips for the pointwise path (its reads run NR columns past a
+  // strip's start); the copying paths split in vectors, whose partial strips take a tile of
+  // one or two vectors: 28x28 = 16 strips + 16 pixels goes 400:384 instead of 432:352.
+  partition(P, pointwise ? NR : StripTile<Cfg>::VW, tid, nthreads, &j0, &j1);
+  if (pointwise && nthreads > 1) {
+    // Few strips (14x14 = 4 strips + 4 columns) split unevenly by columns; then split the
+    // output channels instead, which costs nothing here since the input is not packed.
+    constexpr int64_t MR = StripTile<Cfg>::MR;
+    int64_t colMax = minI(ceilDiv(ceilDiv(P, NR), nthreads) * NR, P) * O;
+    int64_t rowMax = minI(ceilDiv(ceilDiv(O, MR), nthreads) * MR, O) * P;
+    if (rowMax < colMax) {
+      j0 = 0, j1 = P;
+      partition(O, MR, tid, nthreads, &r0, &r1);
+    }
+  }
+  Epilogue base = {nullptr, nullptr, nullptr, 0, (int)act, lo, hi};
+  if (!pointwise && (KH != 1 || KW != 1) &&
+      conv2dStripDirect<Cfg>(out, in, w, bias, add, N, C, H, W, O, OH, OW, KH, KW, SH, SW, PT, PL,
+                             DH, DW, base, s, tid, nthreads))
+    return;
+  // The phase planes of the thread's output rows follow the im2col block in its scratch;
+  // when they do not all fit, bands of whole blocks whose rows fit are taken in turn.
+  PhasePlanes pp = {};
+  int64_t blockFloats = nbMax * K + 16, bandPx = 0, nbBand = nbMax;
+  int64_t hk = (KH - 1) * DH / SH;
+  bool phased = !pointwise && j0 < j1 && phaseSlots(pp, KH, KW, SH, SW, DH, DW);
+  if (phased) {
+    pp.PW = OW + (KW - 1) * DW / SW;
+    pp.p = s + blockFloats;
+    int64_t perRow = C * pp.nA * pp.nB * pp.PW;
+    int64_t maxRows = (gemmScratchFloats<Cfg>() - blockFloats - NR) / perRow - hk;
+    if ((j1 - 1) / OW - j0 / OW + 1 <= maxRows) {
+      bandPx = j1 - j0;
+    } else {
+      // A run of (maxRows - 1) * OW pixels spans at most maxRows output rows.
+      bandPx = (maxRows - 1) * OW / NR * NR;
+      bandPx = bandPx >= nbMax ? bandPx / nbMax * nbMax : bandPx;
+      nbBand = minI(nbMax, bandPx);
+      phased = bandPx > 0;
+    }
+  }
+  for (int64_t n = 0; n < N; n++) {
+    const float *x = in + n * C * H * W;
+    float *y = out + n * O * P;
+    const float *a = add ? add + n * O * P : nullptr;
+    if (pointwise) {
+      for (int64_t j = j0; j < j1; j += NR) {
+        int64_t nr = minI(NR, j1 - j);
+        const float *b = x + j;
+        int64_t ldb = P;
+        if (nr < NR) {
+          // The last strip: reading NR columns would run past the input.
+          for (int64_t k = 0; k < K; k++)
+            for (int64_t t = 0; t < NR; t++)
+              s[k * NR + t] = t < nr ? x[k * P + j + t] : 0.0f;
+          b = s, ldb = NR;
+        }
+        if (r0 < r1)
+          stripRows<Cfg>(r1 - r0, K, w + r0 * K, b, ldb, y + r0 * P + j, P, nr,
+                         bias ? bias + r0 : nullptr, a ? a + r0 * P + j : nullptr, P, base);
+      }
+      continue;
+    }
+    if (phased) {
+      for (int64_t bb = j0; bb < j1; bb += bandPx) {
+        int64_t be = minI(j1, bb + bandPx);
+        pp.oh0 = bb / OW;
+        pp.rows = (be - 1) / OW - pp.oh0 + 1 + hk;
+        buildPhasePlanes(pp, x, C, H, W, SH, SW, PT, PL);
+        if (KH == 1 && KW == 1) {
+          // One phase whose plane rows are the output rows: the planes are the im2col
+          // matrix itself (a partial last strip reads into the next plane or the slack).
+          const float *b = pp.p - pp.oh0 * OW;
+          for (int64_t j = bb; j < be; j += NR)
+            stripRows<Cfg>(O, K, w, b + j, pp.channelFloats(), y + j, P, minI(NR, be - j), bias,
+                           a ? a + j : nullptr, P, base);
+          continue;
+        }
+        for (int64_t jb = bb; jb < be; jb += nbBand) {
+          int64_t nb = minI(nbBand, be - jb), ld = ceilDiv(nb, NR) * NR;
+          im2colFromPlanes(s, ld, pp, jb, nb, C, OW, KH, KW, SH, SW, DH, DW);
+          for (int64_t j = 0; j < nb; j += NR)
+            stripRows<Cfg>(O, K, w, s + j, ld, y + jb + j, P, minI(NR, nb - j), bias,
+                           a ? a + jb + j : nullptr, P, base);
+        }
+      }
+      continue;
+    }
+    for (int64_t jb = j0; jb < j1; jb += nbMax) {
+      int64_t nb = minI(nbMax, j1 - jb), ld = ceilDiv(nb, NR) * NR;
+      im2colRows(s, ld, x, jb, nb, C, H, W, OW, KH, KW, SH, SW, PT, PL, DH, DW);
+      for (int64_t j = 0; j < nb; j += NR)
+        stripRows<Cfg>(O, K, w, s + j, ld, y + jb + j, P, minI(NR, nb - j), bias,
+                       a ? a + jb + j : nullptr, P, base);
+    }
+  }
+}
+
+} // namespace
+} // namespace libjit
+
+using namespace libjit;
+
+#define LIBJIT_STRIP_ENTRY_POINT(SUFFIX, CFG)                                                      \
+  LIBJIT_EXPORT void libjit_conv2d_strip_f32_##SUFFIX(                                             \
+      float *out, const float *in, const float *w, const float *bias, const float *add, int64_t N, \
+      int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW, int64_t KH, int64_t KW,  \
+      int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t act,         \
+      float lo, float hi, float *scratch, int64_t tid, int64_t nthreads) {                         \
+    conv2dStrip<CFG>(out, in, w, bias, add, N, C, H, W, O, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, \
+                     act, lo, hi, scratch, tid, nthreads);                                         \
+  }
+
+LIBJIT_STRIP_ENTRY_POINT(avx512, GemmAvx512)
+LIBJIT_STRIP_ENTRY_POINT(avx2, GemmAvx2)
+
+// ============================== depthwise and grouped
+// Depthwise convolution on NCHW float32 (Group == C == O: one input plane per output
+// plane), with the bias and the clamp fused. Work splits over the N*C planes. Square 3x3
+// and 5x5 kernels with stride 1 or 2 take one of two vectorised paths:
+//  - flat (stride 1, and stride 2 on planes narrower than 16): the zero-padded plane,
+//    split into S x S phases, makes every tap a constant offset from the output's index in
+//    a plane whose rows are Wq wide, so 16 outputs at a time run across row ends (the
+//    Wq - OW extra columns per row are computed and dropped when the rows are copied out);
+//  - rows (stride 2 with output rows of 16 or more, and SH != SW): the plane is copied
+//    into zero-padded rows split into even and odd columns, so that every tap of a block
+//    of 16 outputs is one contiguous load and one FMA.
+// Every other shape (kernels of any size, dilations, any strides) takes the any path: the
+// flat path's phase split with the taps a runtime table of offsets (one per tap, into the
+// S x S phases), 64 outputs (four vectors) per block and the taps as the inner loop.
+
+using namespace libjit;
+
+namespace {
+
+/// The sum of a window's K row accumulators (kept apart so that their FMA chains overlap),
+/// clamped to [lo, hi] when act.
+template <int K> LIBJIT_INLINE F16 sumRows(const F16 *acc, int64_t act, F16 lo, F16 hi) {
+  F16 v = acc[0];
+  LIBJIT_UNROLL
+  for (int kh = 1; kh < K; kh++)
+    v += acc[kh];
+  return act ? clamp16(v, lo, hi) : v;
+}
+
+/// Cells of one row of the row path (one column phase), with slack for the copies.
+LIBJIT_INLINE int64_t rowCells(int64_t OW, int64_t K, int64_t S) {
+  return (OW + (K - 1) / S + 32 + 15) / 16 * 16;
+}
+
+/// Which path a shape takes: 0 any, 1 rows, 2 flat, 3 small. Stride 1 on planes narrower
+/// than 16 whose output rows are as wide as the input's runs small (no padded columns to
+/// compute, the plane copied as one run); other stride 1 shapes run flat at every size
+/// (its padded copy is a plain row copy and it has no per-row overhead); stride 2 runs
+/// flat only on narrow planes, since its phase split copies element by element.
+LIBJIT_INLINE int dwPath(int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
+                         int64_t SW, int64_t DH, int64_t DW) {
+  if (KH != KW || (KH != 3 && KH != 5) || DH != 1 || DW != 1 || SW > 2)
+    return 0;
+  if (SH == 1 && SW == 1 && OW == W && W < 16 && OH * OW >= 16)
+    return 3;
+  if (SH == SW && (SW == 1 || OW < 16))
+    return 2;
+  return OW >= 16 ? 1 : 0;
+}
+
+/// d[0, n) = s[0, n) in whole vectors, the last one overlapping its predecessor (scalar
+/// tails cost more than the row's vectors).
+LIBJIT_INLINE void copyRow(float *__restrict d, const float *__restrict s, int64_t n) {
+  if (n < 16) {
+    for (int64_t i = 0; i < n; i++)
+      d[i] = s[i];
+    return;
+  }
+  for (int64_t i0 = 0;; i0 += 16) {
+    int64_t i = minI(i0, n - 16);
+    st16(d + i, ld16(s + i));
+    if (i0 + 16 >= n)
+      break;
+  }
+}
+
+/// y[i][0:OW) = o[i][0:OW) for rows i < OH (pitches OW and Wq >= OW). Rows narrower than
+/// 16 are stored as whole vectors in ascending order where the vector stays inside the
+/// plane: the lanes past a row land in rows stored after it; the rest row by row.
+LIBJIT_INLINE void copyPlaneRows(float *__restrict y, const float *__restrict o, int64_t OH,
+                                 int64_t OW, int64_t Wq) {
+  int64_t i = 0;
+  if (OW < 16)
+    for (; i * OW + 16 <= OH * OW; i++)
+      st16(y + i * OW, ld16(o + i * Wq));
+  for (; i < OH; i++)
+    copyRow(y + i * OW, o + i * Wq, OW);
+}
+
+/// Copies input row xr [W] into the zero-padded row at padded column PL, split into S
+/// column phases of `cells` cells each (padded column q lands in phase q % S at q / S).
+/// Only cells below Wq are written, so the padding written once stays zero.
+template <int S>
+LIBJIT_INLINE void loadRow(float *__restrict dst, const float *__restrict xr, int64_t W, int64_t PL,
+                           int64_t Wq, int64_t cells) {
+  if (S == 1) {
+    copyRow(dst + PL, xr, minI(W, Wq - PL));
+    return;
+  }
+  // x[2m] is padded column 2m + PL, x[2m + 1] is 2m + 1 + PL.
+  float *de = dst + (PL % 2) * cells + PL / 2;
+  float *dodd = dst + ((PL + 1) % 2) * cells + (PL + 1) / 2;
+  int64_t nE = minI((W + 1) / 2, Wq - PL / 2), nO = minI(W / 2, Wq - (PL + 1) / 2);
+  int64_t m = 0;
+  for (; m + 16 <= nE && m + 16 <= nO; m += 16) {
+    F32x v = ld32(xr + 2 * m);
+    st16(de + m, evens(v));
+    st16(dodd + m, odds(v));
+  }
+  for (int64_t e = m; e < nE; e++)
+    de[e] = xr[2 * e];
+  for (int64_t o = m; o < nO; o++)
+    dodd[o] = xr[2 * o + 1];
+}
+
+/// Padded rows of the row path's plane: every row any output row reads.
+LIBJIT_INLINE int64_t rowPlaneRows(int64_t OH, int64_t K, int64_t SH) { return (OH - 1) * SH + K; }
+
+/// One plane on the row path: the plane is first copied into buf as zero-padded rows of S
+/// column phases (padded row r, phase f at buf + (r * S + f) * cells; rows outside the
+/// image are never written, so they keep the zeros written once per call).
+template <int K, int S>
+LIBJIT_INLINE void dwRows(float *__restrict y, const float *__restrict x, const float *__restrict f,
+                          float b, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t SH,
+                          int64_t PT, int64_t PL, int act, float lo, float hi, float *buf) {
+  int64_t Wq = OW + (K - 1) / S, cells = rowCells(OW, K, S), pitch = S * cells;
+  int64_t rows = rowPlaneRows(OH, K, SH);
+  for (int64_t r = maxI(PT, 0); r < minI(rows, H + PT); r++)
+    loadRow<S>(buf + r * pitch, x + (r - PT) * W, W, PL, Wq, cells);
+  F16 wv[K][K];
+  LIBJIT_UNROLL
+  for (int kh = 0; kh < K; kh++)
+    LIBJIT_UNROLL
+  for (int kw = 0; kw < K; kw++)
+    wv[kh][kw] = splat16(f[kh * K + kw]);
+  F16 bv = splat16(b), lov = splat16(lo), hiv = splat16(hi);
+  for (int64_t oh = 0; oh < OH; oh++) {
+    const float *rp[K][S];
+    LIBJIT_UNROLL
+    for (int kh = 0; kh < K; kh++)
+      LIBJIT_UNROLL
+    for (int ph = 0; ph < S; ph++)
+      rp[kh][ph] = buf + (oh * SH + kh) * pitch + ph * cells;
+    float *yr = y + oh * OW;
+    for (int64_t j0 = 0;; j0 += 16) {
+      // The last block overlaps the previous one instead of running past the row.
+      int64_t j = minI(j0, OW - 16);
+      F16 acc[K];
+      LIBJIT_UNROLL
+      for (int kh = 0; kh < K; kh++) {
+        acc[kh] = kh == 0 ? bv : splat16(0.0f);
+        LIBJIT_UNROLL
+        for (int kw = 0; kw < K; kw++)
+          acc[kh] += wv[kh][kw] * ld16(rp[kh][kw % S] + j + kw / S);
+      }
+      st16(yr + j, sumRows<K>(acc, act, lov, hiv));
+      if (j0 + 16 >= OW)
+        break;
+    }
+  }
+}
+
+/// Geometry of the flat path: S x S phases of Hq x Wq cells (plus 32 of slack each, for
+/// the loads of the last output block), then OH x Wq outputs (rounded up to a block).
+struct FlatGeom {
+  int64_t Hq, Wq, phase, outCells;
+  FlatGeom(int64_t OH, int64_t OW, int64_t K, int64_t S) {
+    Hq = OH + (K - 1) / S;
+    Wq = OW + (K - 1) / S;
+    phase = (Hq * Wq + 32 + 15) / 16 * 16;
+    outCells = (OH * Wq + 15) / 16 * 16;
+  }
+  int64_t floats(int64_t S) const { return S * S * phase + outCells; }
+};
+
+/// One plane on the flat path; buf's padding cells are zero (written once per call).
+template <int K, int S>
+LIBJIT_INLINE void dwFlat(float *__restrict y, const float *__restrict x, const float *__restrict f,
+                          float b, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t PT,
+                          int64_t PL, int act, float lo, float hi, float *buf) {
+  FlatGeom g(OH, OW, K, S);
+  // Phase (a, c) cell (i, j) is padded row i * S + a, padded column j * S + c.
+  for (int a = 0; a < S; a++)
+    for (int64_t i = 0; i < g.Hq; i++) {
+      int64_t ih = i * S + a - PT;
+      if (ih < 0 || ih >= H)
+        continue;
+      const float *xr = x + ih * W;
+      for (int c = 0; c < S; c++) {
+        float *d = buf + (a * S + c) * g.phase + i * g.Wq;
+        // Columns j with 0 <= j * S + c - PL < W.
+        int64_t off = c - PL;
+        int64_t jLo = off >= 0 ? 0 : ceilDiv(-off, S);
+        int64_t jHi = minI(g.Wq, W - off <= 0 ? 0 : ceilDiv(W - off, S));
+        if (S == 1) {
+          copyRow(d + jLo, xr + jLo + off, jHi - jLo);
+          continue;
+        }
+        for (int64_t j = jLo; j < jHi; j++)
+          d[j] = xr[j * S + off];
+      }
+    }
+  float *o = buf + S * S * g.phase;
+  F16 bv = splat16(b), lov = splat16(lo), hiv = splat16(hi);
+  F16 wv[K][K];
+  LIBJIT_UNROLL
+  for (int kh = 0; kh < K; kh++)
+    LIBJIT_UNROLL
+  for (int kw = 0; kw < K; kw++)
+    wv[kh][kw] = splat16(f[kh * K + kw]);
+  for (int64_t i0 = 0; i0 < OH * g.Wq; i0 += 16) {
+    F16 acc[K];
+    LIBJIT_UNROLL
+    for (int kh = 0; kh < K; kh++) {
+      acc[kh] = kh == 0 ? bv : splat16(0.0f);
+      LIBJIT_UNROLL
+      for (int kw = 0; kw < K; kw++)
+        acc[kh] += wv[kh][kw] *
+                   ld16(buf + ((kh % S) * S + kw % S) * g.phase + i0 + (kh / S) * g.Wq + kw / S);
+    }
+    st16(o + i0, sumRows<K>(acc, act, lov, hiv));
+  }
+  copyPlaneRows(y, o, OH, OW, g.Wq);
+}
+
+/// Geometry of the small path: the plane as one run of H W cells after `front` zero cells
+/// (the most rows and columns of top and left padding a shape with OW == W can have) and
+/// before enough zero cells for the bottom rows; then per kernel column kw one mask word
+/// per output cell, all ones where the cell's column ow + kw - PL is inside the image.
+struct SmallGeom {
+  int64_t front, planeFloats, cells;
+  SmallGeom(int64_t H, int64_t W, int64_t OH, int64_t K) {
+    front = ((maxI(OH - H, 0) + K - 1) * W + K - 1 + 15) / 16 * 16;
+    planeFloats = front + ((maxI(OH, H) + K) * W + K + 16 + 15) / 16 * 16;
+    cells = OH * W;
+  }
+  int64_t floats(int64_t K) const { return planeFloats + (K * cells + 15) / 16 * 16; }
+};
+
+/// The small path's masks (once per call): mask[kw][p] = ~0 where 0 <= p % W + kw - PL < W.
+LIBJIT_INLINE void smallMasks(uint32_t *mask, const SmallGeom &g, int64_t W, int64_t K,
+                              int64_t PL) {
+  for (int64_t kw = 0; kw < K; kw++)
+    for (int64_t p = 0; p < g.cells; p++) {
+      int64_t c = p % W + kw - PL;
+      mask[kw * g.cells + p] = c >= 0 && c < W ? ~0u : 0u;
+    }
+}
+
+typedef uint32_t U16 __attribute__((vector_size(64)));
+
+/// One plane on the small path (stride 1, undilated, OW == W): output cell p = oh W + ow
+/// reads tap (kh, kw) at plane cell p + (kh - PT) W + kw - PL, so 16 outputs at a time
+/// run across row ends with no padded columns. Rows above and below the image read the
+/// zero cells around the plane; a column outside it reads a neighbouring row's cell, so
+/// each kernel column's sum over kh is masked to zero there before it joins the output.
+/// buf's zero cells and masks are written once per call.
+template <int K>
+LIBJIT_INLINE void dwSmall(float *__restrict y, const float *__restrict x, const float *__restrict f,
+                           float b, const SmallGeom &g, int64_t H, int64_t W, int64_t PT,
+                           int64_t PL, int act, float lo, float hi, float *buf) {
+  copyRow(buf + g.front, x, H * W);
+  const float *base = buf + g.front - PT * W - PL;
+  const uint32_t *mask = reinterpret_cast<const uint32_t *>(buf + g.planeFloats);
+  F16 wv[K][K];
+  LIBJIT_UNROLL
+  for (int kh = 0; kh < K; kh++)
+    LIBJIT_UNROLL
+  for (int kw = 0; kw < K; kw++)
+    wv[kh][kw] = splat16(f[kh * K + kw]);
+  F16 bv = splat16(b), lov = splat16(lo), hiv = splat16(hi);
+  const int64_t cells = g.cells;
+  for (int64_t i0 = 0;; i0 += 16) {
+    // The last block overlaps the previous one instead of running past the plane.
+    int64_t i = minI(i0, cells - 16);
+    F16 col[K];
+    LIBJIT_UNROLL
+    for (int kw = 0; kw < K; kw++) {
+      col[kw] = wv[0][kw] * ld16(base + i + kw);
+      LIBJIT_UNROLL
+      for (int kh = 1; kh < K; kh++)
+        col[kw] += wv[kh][kw] * ld16(base + i + kh * W + kw);
+    }
+    F16 out = bv;
+    LIBJIT_UNROLL
+    for (int kw = 0; kw < K; kw++) {
+      U16 m;
+      __builtin_memcpy(&m, mask + kw * cells + i, sizeof(m));
+      out += (F16)((U16)col[kw] & m);
+    }
+    st16(y + i, act ? clamp16(out, lov, hiv) : out);
+    if (i0 + 16 >= cells)
+      break;
+  }
+}
+
+/// The small path over planes [p0, p1).
+template <int K>
+LIBJIT_INLINE void dwSmallPlanes(float *out, const float *in, const float *filter,
+                                 const float *bias, int64_t C, int64_t H, int64_t W, int64_t OH,
+                                 int64_t PT, int64_t PL, int act, float lo, float hi, float *buf,
+                                 int64_t p0, int64_t p1, int gact) {
+  SmallGeom g(H, W, OH, K);
+  for (int64_t i = 0; i < g.planeFloats; i++)
+    buf[i] = 0.0f;
+  smallMasks(reinterpret_cast<uint32_t *>(buf + g.planeFloats), g, W, K, PL);
+  for (int64_t p = p0; p < p1; p++) {
+    int64_t c = p % C;
+    dwSmall<K>(out + p * OH * W, in + p * H * W, filter + c * K * K, bias ? bias[c] : 0.0f, g, H,
+               W, PT, PL, act, lo, hi, buf);
+    if (gact)
+      activateContiguous(out + p * OH * W, OH * W, gact, lo, hi);
+  }
+}
+
+/// Geometry of the any path: SH x SW phases of Hq x Wq cells, each followed by slack for
+/// the loads of the last output blocks (a tap reads up to Wq cells past the phase's last
+/// row), then OH x Wq outputs rounded up to a block of four vectors; the tap table (one
+/// int64 per tap) comes first.
+struct AnyGeom {
+  int64_t Hq, Wq, phase, outCells, tapFloats, taps;
+  AnyGeom(int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t DH,
+          int64_t DW) {
+    Hq = OH + ((KH - 1) * DH) / SH;
+    Wq = OW + ((KW - 1) * DW) / SW;
+    phase = (Hq * Wq + Wq + 64 + 15) / 16 * 16;
+    outCells = (OH * Wq + 63) / 64 * 64;
+    taps = KH * KW;
+    tapFloats = (2 * taps + 15) / 16 * 16;
+  }
+  int64_t floats(int64_t SH, int64_t SW) const {
+    return tapFloats + SH * SW * phase + outCells;
+  }
+};
+
+/// Copies input row xr [W] into row i of the phases of column phase 0..SW-1 whose cells
+/// start at d (phase c at d + c * phaseCells): padded column q = j * SW + c lands at cell
+/// j of phase c when j < Wq. Padding cells are never written.
+LIBJIT_INLINE void anyLoadRow(float *__restrict d, const float *__restrict xr, int64_t W,
+                              int64_t PL, int64_t SW, int64_t Wq, int64_t phaseCells) {
+  if (SW == 1) {
+    int64_t jLo = maxI(PL, 0), jHi = minI(Wq, W + PL);
+    if (jHi > jLo)
+      copyRow(d + jLo, xr + jLo - PL, jHi - jLo);
+    return;
+  }
+  if (SW == 2 && PL >= 0) {
+    loadRow<2>(d, xr, W, PL, Wq, phaseCells);
+    return;
+  }
+  for (int64_t c = 0; c < SW; c++) {
+    float *dc = d + c * phaseCells;
+    // Columns j with 0 <= j * SW + c - PL < W.
+    int64_t off = c - PL;
+    int64_t jLo = off >= 0 ? 0 : ceilDiv(-off, SW);
+    int64_t jHi = minI(Wq, W - off <= 0 ? 0 : ceilDiv(W - off, SW));
+    for (int64_t j = jLo; j < jHi; j++)
+      dc[j] = xr[j * SW + off];
+  }
+}
+
+/// The any path's tap table: tap (kh, kw) reads phase (kh DH % SH, kw DW % SW) at
+/// (kh DH / SH) rows and (kw DW / SW) cells from the output's cell.
+LIBJIT_INLINE void anyTaps(int64_t *toff, const AnyGeom &g, int64_t KH, int64_t KW, int64_t SH,
+                           int64_t SW, int64_t DH, int64_t DW) {
+  for (int64_t kh = 0; kh < KH; kh++)
+    for (int64_t kw = 0; kw < KW; kw++) {
+      int64_t r = kh * DH, q = kw * DW;
+      toff[kh * KW + kw] = ((r % SH) * SW + q % SW) * g.phase + (r / SH) * g.Wq + q / SW;
+    }
+}
+
+/// One plane on the any path; buf's padding cells are zero and its tap table filled
+/// (once per call).
+LIBJIT_INLINE void dwAny(float *__restrict y, const float *__restrict x, const float *__restrict f,
+                         float b, const AnyGeom &g, int64_t H, int64_t W, int64_t OH, int64_t OW,
+                         int64_t SH, int64_t SW, int64_t PT, int64_t PL, int act, float lo,
+                         float hi, float *buf) {
+  const int64_t *toff = reinterpret_cast<const int64_t *>(buf);
+  float *planes = buf + g.tapFloats;
+  // Phase (a, c) cell (i, j) is padded row i * SH + a, padded column j * SW + c.
+  for (int64_t a = 0; a < SH; a++)
+    for (int64_t i = 0; i < g.Hq; i++) {
+      int64_t ih = i * SH + a - PT;
+      if (ih < 0 || ih >= H)
+        continue;
+      anyLoadRow(planes + a * SW * g.phase + i * g.Wq, x + ih * W, W, PL, SW, g.Wq, g.phase);
+    }
+  float *o = planes + SH * SW * g.phase;
+  F16 bv = splat16(b), lov = splat16(lo), hiv = splat16(hi);
+  const int64_t T = g.taps, cells = OH * g.Wq;
+  int64_t i0 = 0;
+  for (; i0 + 64 <= g.outCells && i0 < cells; i0 += 64) {
+    F16 a0 = bv, a1 = bv, a2 = bv, a3 = bv;
+    const float *p0 = planes + i0;
+    for (int64_t t = 0; t < T; t++) {
+      F16 w = splat16(f[t]);
+      const float *p = p0 + toff[t];
+      a0 += w * ld16(p);
+      a1 += w * ld16(p + 16);
+      a2 += w * ld16(p + 32);
+      a3 += w * ld16(p + 48);
+    }
+    if (act) {
+      a0 = clamp16(a0, lov, hiv), a1 = clamp16(a1, lov, hiv);
+      a2 = clamp16(a2, lov, hiv), a3 = clamp16(a3, lov, hiv);
+    }
+    st16(o + i0, a0);
+    st16(o + i0 + 16, a1);
+    st16(o + i0 + 32, a2);
+    st16(o + i0 + 48, a3);
+  }
+  copyPlaneRows(y, o, OH, OW, g.Wq);
+}
+
+/// The any path over planes [p0, p1).
+LIBJIT_INLINE void dwAnyPlanes(float *out, const float *in, const float *filter,
+                               const float *bias, int64_t C, int64_t H, int64_t W, int64_t OH,
+                               int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW,
+                               int64_t PT, int64_t PL, int64_t DH, int64_t DW, int act, float lo,
+                               float hi, float *buf, int64_t p0, int64_t p1) {
+  AnyGeom g(OH, OW, KH, KW, SH, SW, DH, DW);
+  int64_t n = g.floats(SH, SW);
+  for (int64_t i = 0; i < n; i++)
+    buf[i] = 0.0f;
+  anyTaps(reinterpret_cast<int64_t *>(buf), g, KH, KW, SH, SW, DH, DW);
+  for (int64_t p = p0; p < p1; p++) {
+    int64_t c = p % C;
+    dwAny(out + p * OH * OW, in + p * H * W, filter + c * KH * KW, bias ? bias[c] : 0.0f, g, H, W,
+          OH, OW, SH, SW, PT, PL, act, lo, hi, buf);
+  }
+}
+
+template <int K, int S>
+LIBJIT_INLINE void dwPlanes(float *out, const float *in, const float *filter, const float *bias,
+                            int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t SH,
+                            int64_t PT, int64_t PL, int act, float lo, float hi, float *buf,
+                            int64_t p0, int64_t p1, bool rows, int gact) {
+  // Padding cells are never written by the per-plane copies: zero them once.
+  int64_t n =
+      rows ? rowPlaneRows(OH, K, SH) * S * rowCells(OW, K, S) : FlatGeom(OH, OW, K, S).floats(S);
+  for (int64_t i = 0; i < n; i++)
+    buf[i] = 0.0f;
+  for (int64_t p = p0; p < p1; p++) {
+    int64_t c = p % C;
+    float b = bias ? bias[c] : 0.0f;
+    if (rows)
+      dwRows<K, S>(out + p * OH * OW, in + p * H * W, filter + c * K * K, b, H, W, OH, OW, SH, PT,
+                   PL, act, lo, hi, buf);
+    else
+      dwFlat<K, S>(out + p * OH * OW, in + p * H * W, filter + c * K * K, b, H, W, OH, OW, PT, PL,
+                   act, lo, hi, buf);
+    // Another activation than the clamp (libjit_act.h) on the plane just written.
+    if (gact)
+      activateContiguous(out + p * OH * OW, OH * OW, gact, lo, hi);
+  }
+}
+
+} // namespace
+
+LIBJIT_EXPORT int64_t libjit_conv2d_dw_scratch_floats(int64_t H, int64_t W, int64_t OH, int64_t OW,
+                                                      int64_t KH, int64_t KW, int64_t SH,
+                                                      int64_t SW, int64_t DH, int64_t DW) {
+  int64_t n;
+  switch (dwPath(W, OH, OW, KH, KW, SH, SW, DH, DW)) {
+  case 3:
+    // Or the flat path's, where the pads do not fit the small path (see below).
+    n = maxI(SmallGeom(H, W, OH, KH).floats(KH), FlatGeom(OH, OW, KH, SH).floats(SH));
+    break;
+  case 1:
+    n = rowPlaneRows(OH, KH, SH) * SW * rowCells(OW, KW, SW);
+    break;
+  case 2:
+    n = FlatGeom(OH, OW, KH, SH).floats(SH);
+    break;
+  default:
+    n = AnyGeom(OH, OW, KH, KW, SH, SW, DH, DW).floats(SH, SW);
+  }
+  return (n + 15) / 16 * 16;
+}
+
+LIBJIT_EXPORT void libjit_conv2d_dw_f32(float *out, const float *in, const float *filter,
+                                        const float *bias, int64_t N, int64_t C, int64_t H,
+                                        int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                                        int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
+                                        int64_t DW, int64_t act, float lo, float hi, float *scratch,
+                                        int64_t tid, int64_t nthreads) {
+  int64_t p0, p1;
+  partition(N * C, 1, tid, nthreads, &p0, &p1);
+  if (p0 >= p1)
+    return;
+  float *buf =
+      scratch + tid * libjit_conv2d_dw_scratch_floats(H, W, OH, OW, KH, KW, SH, SW, DH, DW);
+  int path = dwPath(W, OH, OW, KH, KW, SH, SW, DH, DW);
+  // A clamp in the kernels' registers; another activation (gact) on each plane as it is
+  // finished, while it is in the cache.
+  int a = act == ActClamp, gact = act > ActClamp ? int(act) : 0;
+  // The small path's zero cells cover pads of 0 <= PL < KW, 0 <= PT <= OH - H + KH - 1
+  // (every shape with nonnegative pads); others run flat.
+  if (path == 3 && PL >= 0 && PL < KW && PT >= 0 && PT <= maxI(OH - H, 0) + KH - 1) {
+    if (KH == 3)
+      dwSmallPlanes<3>(out, in, filter, bias, C, H, W, OH, PT, PL, a, lo, hi, buf, p0, p1, gact);
+    else
+      dwSmallPlanes<5>(out, in, filter, bias, C, H, W, OH, PT, PL, a, lo, hi, buf, p0, p1, gact);
+    return;
+  }
+  if (path == 3)
+    path = 2;
+  if (path != 0) {
+    bool rows = path == 1;
+    if (KH == 3 && SW == 1)
+      dwPlanes<3, 1>(out, in, filter, bias, C, H, W, OH, OW, SH, PT, PL, a, lo, hi, buf, p0, p1,
+                     rows, gact);
+    else if (KH == 3)
+      dwPlanes<3, 2>(out, in, filter, bias, C, H, W, OH, OW, SH, PT, PL, a, lo, hi, buf, p0, p1,
+                     rows, gact);
+    else if (SW == 1)
+      dwPlanes<5, 1>(out, in, filter, bias, C, H, W, OH, OW, SH, PT, PL, a, lo, hi, buf, p0, p1,
+                     rows, gact);
+    else
+      dwPlanes<5, 2>(out, in, filter, bias, C, H, W, OH, OW, SH, PT, PL, a, lo, hi, buf, p0, p1,
+                     rows, gact);
+    return;
+  }
+  dwAnyPlanes(out, in, filter, bias, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, a, lo, hi,
+              buf, p0, p1);
+  if (gact) // on this thread's planes, just written
+    for (int64_t p = p0; p < p1; p++)
+      activateContiguous(out + p * OH * OW, OH * OW, gact, lo, hi);
+}
+
+// ---------------------------------------------------------------------------------------
+// Grouped convolution (1 < Group < C, Cg = C / Group input and Og = O / Group output
+// channels per group): the groups are a batch of small direct convolutions over the any
+// path's padded phase planes. Per group, the Cg planes are copied once; a register tile of
+// OT output channels x two vectors of output cells accumulates, for every input channel and
+// tap, one broadcast weight times the tap's two vectors. Weights come packed at compile
+// time as [G][Cg][KH KW][Og] (libjit_pack_grouped_f32), so a tile's OT weights of one
+// (channel, tap) are adjacent. Results go to an [Og][cells] buffer, and from there to the
+// output rows with the residual add and the clamp.
+
+namespace {
+
+/// Per-thread scratch of the grouped kernel: the tap table, Cg channels of phase planes,
+/// then Og rows of output cells.
+struct GroupedGeom {
+  AnyGeom g;
+  int64_t chFloats, outFloats;
+  GroupedGeom(int64_t Cg, int64_t Og, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
+              int64_t SW, int64_t DH, int64_t DW)
+      : g(OH, OW, KH, KW, SH, SW, DH, DW) {
+    chFloats = SH * SW * g.phase;
+    outFloats = Og * g.outCells;
+    (void)Cg;
+  }
+  int64_t floats(int64_t Cg) const { return g.tapFloats + Cg * chFloats + outFloats; }
+};
+
+/// One tile of OT output channels over cells [0, cells) in blocks of two VW-float vectors:
+/// o[j][i] = bias[j] + sum over channels ci and taps t of w[ci][t][j] x[ci][i + toff[t]].
+template <int VW, int OT>
+LIBJIT_INLINE void groupedTile(float *__restrict o, int64_t oPitch,
+                               const float *__restrict planes, int64_t chFloats,
+                               const int64_t *__restrict toff, int64_t T, int64_t Cg,
+                               const float *__restrict w, int64_t Og,
+                               const float *__restrict bias, int64_t cells) {
+  typedef typename VecOf<VW>::T V;
+  for (int64_t i0 = 0; i0 < cells; i0 += 2 * VW) {
+    V acc[OT][2];
+    LIBJIT_UNROLL
+    for (int j = 0; j < OT; j++)
+      acc[j][0] = acc[j][1] = splatV<V>(bias ? bias[j] : 0.0f);
+    for (int64_t ci = 0; ci < Cg; ci++) {
+      const float *pc = planes + ci * chFloats + i0;
+      const float *wc = w + ci * T * Og;
+      for (int64_t t = 0; t < T; t++) {
+        const float *p = pc + toff[t];
+        V x0 = loadV<V>(p), x1 = loadV<V>(p + VW);
+        const float *wt = wc + t * Og;
+        LIBJIT_UNROLL
+        for (int j = 0; j < OT; j++) {
+          V wj = splatV<V>(wt[j]);
+          acc[j][0] += wj * x0;
+          acc[j][1] += wj * x1;
+        }
+      }
+    }
+    LIBJIT_UNROLL
+    for (int j = 0; j < OT; j++) {
+      storeV<V>(o + j * oPitch + i0, acc[j][0]);
+      storeV<V>(o + j * oPitch + i0 + VW, acc[j][1]);
+    }
+  }
+}
+
+/// Output channels [0, Og) of one group in tiles of MaxOT, then 4, 2, 1.
+template <int VW, int MaxOT>
+LIBJIT_INLINE void groupedChannels(float *o, int64_t oPitch, const float *planes,
+                                   int64_t chFloats, const int64_t *toff, int64_t T, int64_t Cg,
+                                   const float *w, int64_t Og, const float *bias, int64_t cells) {
+  int64_t j = 0;
+  for (; j + MaxOT <= Og; j += MaxOT)
+    groupedTile<VW, MaxOT>(o + j * oPitch, oPitch, planes, chFloats, toff, T, Cg, w + j, Og,
+                           bias ? bias + j : nullptr, cells);
+  if (MaxOT > 4 && j + 4 <= Og) {
+    groupedTile<VW, 4>(o + j * oPitch, oPitch, planes, chFloats, toff, T, Cg, w + j, Og,
+                       bias ? bias + j : nullptr, cells);
+    j += 4;
+  }
+  if (j + 2 <= Og) {
+    groupedTile<VW, 2>(o + j * oPitch, oPitch, planes, chFloats, toff, T, Cg, w + j, Og,
+                       bias ? bias + j : nullptr, cells);
+    j += 2;
+  }
+  if (j < Og)
+    groupedTile<VW, 1>(o + j * oPitch, oPitch, planes, chFloats, toff, T, Cg, w + j, Og,
+                       bias ? bias + j : nullptr, cells);
+}
+
+// Grouped convolution on small planes with 16 output channels per group (regnet_x's
+// group width; resnext50's 14x14 stage), or 8 (regnet_y's; planes of 32 pixels or more):
+// stride 1, undilated, output rows as wide as the
+// input's, planes narrower than 16 (7x7, 14x14). There the cells-as-lanes tile above
+// computes the padded columns too (63 cells in 64 lanes for 49 outputs at 7x7); here the
+// 16 output channels are the vector lanes and the pixels the rows of the register tile, so
+// every lane is an output. Per input channel ci and kernel column kw, a plane holds the
+// input shifted by kw - PL with the columns that leave the image zeroed (rows outside it
+// are zero cells before and after), so tap (kh, kw) of pixel p is that plane's cell
+// p + (kh - PT) W: R consecutive pixels read R consecutive cells. The tile's rows are
+// stored as [P][Og], transposed in 16 x 16 blocks (of 16 pixels, or of 32 pixels as pairs
+// when Og = 8) into the output planes with the residual add and the clamp.
+
+/// Geometry of the small grouped path for Cg channels and KW kernel columns: KW planes per
+/// channel (front zero cells for KH - 1 rows of top padding and slack, the plane, zero
+/// cells for the bottom rows), the [Cg][KH][KW] tap offsets, then the [P][16] results.
+struct GroupedSmallGeom {
+  int64_t front, planeFloats, P, offFloats;
+  GroupedSmallGeom(int64_t OH, int64_t W, int64_t KH, int64_t KW, int64_t Cg) {
+    front = ((KH - 1) * W + KW + 15) / 16 * 16;
+    planeFloats = front + ((OH + KH) * W + 16 + 15) / 16 * 16;
+    P = OH * W;
+    offFloats = (Cg * KH * KW + 15) / 16 * 16;
+  }
+  int64_t floats(int64_t Cg, int64_t KW) const {
+    return Cg * KW * planeFloats + offFloats + (P + 16) * 16;
+  }
+};
+
+/// Whether a grouped layer may take the small path (the kernel also needs 0 <= PL < KW,
+/// 0 <= PT < KH and no more input rows than the output rows read).
+LIBJIT_INLINE bool groupedSmallShape(int64_t Og, int64_t OH, int64_t OW, int64_t W, int64_t SH,
+                                     int64_t SW, int64_t DH, int64_t DW) {
+  return (Og == 16 || (Og == 8 && OH * OW >= 32)) && SH == 1 && SW == 1 && DH == 1 && DW == 1 &&
+         OW == W && W < 16 && OH * OW >= 16;
+}
+
+/// Pixels [p0, p0 + R) of one group of OG = VW NV output channels: acc[r][v] = bias + sum
+/// over the K = Cg KH KW taps of plane cell (off[k] + p0 + r) x weights w[k][v VW, (v + 1)
+/// VW), stored at res[p][OG].
+template <int VW, int NV, int R>
+LIBJIT_INLINE void groupedSmallTile(float *__restrict res, const float *__restrict planes,
+                                    const int32_t *__restrict off, int64_t K,
+                                    const float *__restrict w, const float *__restrict bias,
+                                    int64_t p0) {
+  typedef typename VecOf<VW>::T V;
+  V acc[R][NV];
+  LIBJIT_UNROLL
+  for (int v = 0; v < NV; v++) {
+    V b = bias ? loadV<V>(bias + v * VW) : splatV<V>(0.0f);
+    LIBJIT_UNROLL
+    for (int r = 0; r < R; r++)
+      acc[r][v] = b;
+  }
+  const float *base = planes + p0;
+  for (int64_t k = 0; k < K; k++) {
+    const float *x = base + off[k];
+    V wv[NV];
+    LIBJIT_UNROLL
+    for (int v = 0; v < NV; v++)
+      wv[v] = loadV<V>(w + k * (VW * NV) + v * VW);
+    LIBJIT_UNROLL
+    for (int r = 0; r < R; r++) {
+      V xr = splatV<V>(x[r]);
+      LIBJIT_UNROLL
+      for (int v = 0; v < NV; v++)
+        acc[r][v] += xr * wv[v];
+    }
+  }
+  LIBJIT_UNROLL
+  for (int r = 0; r < R; r++)
+    LIBJIT_UNROLL
+    for (int v = 0; v < NV; v++)
+      storeV<V>(res + (p0 + r) * (VW * NV) + v * VW, acc[r][v]);
+}
+
+/// All pixels of one group in tiles of R, the last one overlapping its predecessor.
+template <int VW, int NV, int R>
+LIBJIT_INLINE void groupedSmallPixels(float *res, const float *planes, const int32_t *off,
+                                      int64_t K, const float *w, const float *bias, int64_t P) {
+  for (int64_t q = 0;; q += R) {
+    int64_t p0 = minI(q, P - R);
+    groupedSmallTile<VW, NV, R>(res, planes, off, K, w, bias, p0);
+    if (q + R >= P)
+      break;
+  }
+}
+
+/// The small path over (image, group) pairs [u0, u1); returns false (nothing done) where
+/// the pads do not fit it.
+template <int VW>
+LIBJIT_INLINE bool conv2dGroupedSmall(float *out, const float *in, const float *packedW,
+                                      const float *bias, const float *add, int64_t C, int64_t H,
+                                      int64_t W, int64_t O, int64_t OH, int64_t KH, int64_t KW,
+                                      int64_t PT, int64_t PL, int64_t G, int64_t act, float lo,
+                                      float hi, float *buf, int64_t u0, int64_t u1) {
+  const int64_t Cg = C / G, Og = O / G, T = KH * KW, K = Cg * T;
+  // Input rows H <= OH + KH - 1 - PT: the bottom pad is not negative.
+  if (PL < 0 || PL >= KW || PT < 0 || PT >= KH || H > OH + KH - 1 - PT)
+    return false;
+  GroupedSmallGeom g(OH, W, KH, KW, Cg);
+  const int64_t P = g.P, HW = H * W;
+  float *planes = buf;
+  int32_t *off = reinterpret_cast<int32_t *>(planes + Cg * KW * g.planeFloats);
+  float *res = planes + Cg * KW * g.planeFloats + g.offFloats;
+  for (int64_t i = 0; i < Cg * KW * g.planeFloats; i++)
+    planes[i] = 0.0f;
+  for (int64_t ci = 0; ci < Cg; ci++)
+    for (int64_t kh = 0; kh < KH; kh++)
+      for (int64_t kw = 0; kw < KW; kw++)
+        off[(ci * KH + kh) * KW + kw] =
+            int32_t((ci * KW + kw) * g.planeFloats + g.front + (kh - PT) * W);
+  F16 lov = splat16(lo), hiv = splat16(hi);
+  for (int64_t u = u0; u < u1; u++) {
+    int64_t n = u / G, grp = u % G;
+    // The planes: cell front + p = x[p + kw - PL] where that column is inside the row.
+    for (int64_t ci = 0; ci < Cg; ci++) {
+      const float *x = in + (n * C + grp * Cg + ci) * HW;
+      for (int64_t kw = 0; kw < KW; kw++) {
+        float *d = planes + (ci * KW + kw) * g.planeFloats + g.front;
+        int64_t sh = kw - PL; // d[p] = x[p + sh]
+        int64_t pLo = maxI(0, -sh), pHi = minI(HW, HW - sh);
+        copyRow(d + pLo, x + pLo + sh, pHi - pLo);
+        // Cells a previous call left outside [pLo, pHi) are zero: that range is the same
+        // for every plane of this kw. Columns that leave the row read the neighbour row.
+        if (sh < 0)
+          for (int64_t r = 0; r < H; r++)
+            for (int64_t c = 0; c < -sh; c++)
+              d[r * W + c] = 0.0f;
+        else
+          for (int64_t r = 0; r < H; r++)
+            for (int64_t c = W - sh; c < W; c++)
+              d[r * W + c] = 0.0f;
+      }
+    }
+    const float *w = packedW + grp * K * Og;
+    const float *b = bias ? bias + grp * Og : nullptr;
+    // 8 output channels: one 8-float vector per pixel on either instruction set.
+    if (Og == 8) {
+      if (VW == 16 && P % 14 == 0)
+        groupedSmallPixels<8, 1, 14>(res, planes, off, K, w, b, P);
+      else
+        groupedSmallPixels<8, 1, 7>(res, planes, off, K, w, b, P);
+    } else if (VW == 16) {
+      if (P % 14 == 0)
+        groupedSmallPixels<16, 1, 14>(res, planes, off, K, w, b, P);
+      else
+        groupedSmallPixels<16, 1, 7>(res, planes, off, K, w, b, P);
+    } else {
+      groupedSmallPixels<VW, 16 / VW, 6>(res, planes, off, K, w, b, P);
+    }
+    float *y = out + (n * O + grp * Og) * P;
+    const float *ad = add ? add + (n * O + grp * Og) * P : nullptr;
+    if (Og == 8) {
+      // [P][8] -> the 8 output planes, 32 pixels at a time (the last block overlapping):
+      // as 16 rows of two pixels, transposed, row j < 8 holds channel j of the even
+      // pixels and row 8 + j of the odd ones, interleaved back into pixel order.
+      for (int64_t q = 0;; q += 32) {
+        int64_t p0 = minI(q, P - 32);
+        F16 v[16];
+        for (int i = 0; i < 16; i++)
+          v[i] = ld16(res + (p0 + 2 * i) * 8);
+        transpose16(v);
+        for (int j = 0; j < 8; j++) {
+          F16 e = v[j], o = v[8 + j];
+          F16 z0 = __builtin_shufflevector(e, o, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22,
+                                           7, 23);
+          F16 z1 = __builtin_shufflevector(e, o, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14,
+                                           30, 15, 31);
+          if (ad) {
+            z0 += ld16(ad + j * P + p0);
+            z1 += ld16(ad + j * P + p0 + 16);
+          }
+          if (act == ActClamp) {
+            z0 = clamp16(z0, lov, hiv);
+            z1 = clamp16(z1, lov, hiv);
+          }
+          st16(y + j * P + p0, z0);
+          st16(y + j * P + p0 + 16, z1);
+        }
+        if (q + 32 >= P)
+          break;
+      }
+      if (act > ActClamp)
+        activateContiguous(y, Og * P, int(act), lo, hi);
+      continue;
+    }
+    // [P][16] -> the 16 output planes, 16 pixels at a time (the last block overlapping).
+    for (int64_t q = 0;; q += 16) {
+      int64_t p0 = minI(q, P - 16);
+      F16 v[16];
+      for (int i = 0; i < 16; i++)
+        v[i] = ld16(res + (p0 + i) * 16);
+      transpose16(v);
+      for (int j = 0; j < 16; j++) {
+        F16 z = v[j];
+        if (ad)
+          z += ld16(ad + j * P + p0);
+        if (act == ActClamp)
+          z = clamp16(z, lov, hiv);
+        st16(y + j * P + p0, z);
+      }
+      if (q + 16 >= P)
+        break;
+    }
+    if (act > ActClamp)
+      activateContiguous(y, Og * P, int(act), lo, hi);
+  }
+  return true;
+}
+
+template <int VW, int MaxOT>
+LIBJIT_INLINE void conv2dGrouped(float *out, const float *in, const float *packedW,
+                                 const float *bias, const float *add, int64_t N, int64_t C,
+                                 int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW,
+                                 int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT,
+                                 int64_t PL, int64_t DH, int64_t DW, int64_t G, int64_t act,
+                                 float lo, float hi, float *scratch, int64_t tid,
+                                 int64_t nthreads) {
+  const int64_t Cg = C / G, Og = O / G;
+  GroupedGeom gg(Cg, Og, OH, OW, KH, KW, SH, SW, DH, DW);
+  const AnyGeom &g = gg.g;
+  // Work units: (image, group) pairs, each split into R ranges of output rows when there
+  // are too few pairs to share between the threads.
+  int64_t pairs = N * G, R = 1;
+  if (pairs < 4 * nthreads)
+    R = minI(OH, ceilDiv(4 * nthreads, pairs));
+  int64_t u0, u1;
+  partition(pairs * R, 1, tid, nthreads, &u0, &u1);
+  if (u0 >= u1)
+    return;
+  float *buf = scratch + tid * libjit_conv2d_grouped_scratch_floats(Cg, Og, OH, OW, KH, KW, SH,
+                                                                    SW, DH, DW);
+  if (R == 1 && groupedSmallShape(Og, OH, OW, W, SH, SW, DH, DW) &&
+      conv2dGroupedSmall<VW>(out, in, packedW, bias, add, C, H, W, O, OH, KH, KW, PT, PL, G, act,
+                             lo, hi, buf, u0, u1))
+    return;
+  int64_t n0 = gg.floats(Cg);
+  for (int64_t i = 0; i < n0; i++)
+    buf[i] = 0.0f;
+  int64_t *toff = reinterpret_cast<int64_t *>(buf);
+  anyTaps(toff, g, KH, KW, SH, SW, DH, DW);
+  float *planes = buf + g.tapFloats;
+  float *o = planes + Cg * gg.chFloats;
+  const int64_t T = KH * KW, P = OH * OW;
+  int64_t lastPair = -1;
+  for (int64_t u = u0; u < u1; u++) {
+    int64_t pair = u / R, part = u % R, n = pair / G, grp = pair % G;
+    // Output rows [r0, r1) of this unit.
+    int64_t r0 = part * OH / R, r1 = (part + 1) * OH / R;
+    if (r0 >= r1)
+      continue;
+    if (pair != lastPair) {
+      for (int64_t ci = 0; ci < Cg; ci++) {
+        const float *x = in + (n * C + grp * Cg + ci) * H * W;
+        float *pl = planes + ci * gg.chFloats;
+        for (int64_t a = 0; a < SH; a++)
+          for (int64_t i = 0; i < g.Hq; i++) {
+            int64_t ih = i * SH + a - PT;
+            if (ih < 0 || ih >= H)
+              continue;
+            anyLoadRow(pl + a * SW * g.phase + i * g.Wq, x + ih * W, W, PL, SW, g.Wq, g.phase);
+          }
+      }
+      lastPair = pair;
+    }
+    // Cells of rows [r0, r1), from the block holding row r0's first cell.
+    int64_t c0 = r0 * g.Wq / (2 * VW) * (2 * VW), c1 = r1 * g.Wq;
+    groupedChannels<VW, MaxOT>(o + c0, g.outCells, planes + c0, gg.chFloats, toff, T, Cg,
+                               packedW + grp * Cg * T * Og, Og, bias ? bias + grp * Og : nullptr,
+                               c1 - c0);
+    for (int64_t j = 0; j < Og; j++) {
+      int64_t oc = grp * Og + j;
+      float *y = out + (n * O + oc) * P;
+      const float *ad = add ? add + (n * O + oc) * P : nullptr;
+      const float *src = o + j * g.outCells;
+      for (int64_t r = r0; r < r1; r++) {
+        float *yr = y + r * OW;
+        const float *sr = src + r * g.Wq;
+        const float *ar = ad ? ad + r * OW : nullptr;
+        for (int64_t c = 0; c < OW; c++) {
+          float v = sr[c] + (ar ? ar[c] : 0.0f);
+          if (act == ActClamp) {
+            v = v < lo ? lo : v;
+            v = v > hi ? hi : v;
+          }
+          yr[c] = v;
+        }
+        // Another activation (libjit_act.h) on the row just written.
+        if (act > ActClamp)
+          activateContiguous(yr, OW, int(act), lo, hi);
+      }
+    }
+  }
+}
+
+} // namespace
+
+
+LIBJIT_EXPORT int64_t libjit_conv2d_grouped_scratch_floats(int64_t Cg, int64_t Og, int64_t OH,
+                                                           int64_t OW, int64_t KH, int64_t KW,
+                                                           int64_t SH, int64_t SW, int64_t DH,
+                                                           int64_t DW) {
+  int64_t n = GroupedGeom(Cg, Og, OH, OW, KH, KW, SH, SW, DH, DW).floats(Cg);
+  // The small path's, when the shape may take it (W == OW there).
+  if (groupedSmallShape(Og, OH, OW, OW, SH, SW, DH, DW))
+    n = maxI(n, GroupedSmallGeom(OH, OW, KH, KW, Cg).floats(Cg, KW));
+  return (n + 15) / 16 * 16;
+}
+
+LIBJIT_EXPORT void libjit_pack_grouped_f32(float *dst, const float *filter, int64_t G,
+                                           int64_t Og, int64_t K) {
+  for (int64_t g = 0; g < G; g++)
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t j = 0; j < Og; j++)
+        dst[(g * K + k) * Og + j] = filter[(g * Og + j) * K + k];
+}
+
+#define LIBJIT_GROUPED_ENTRY_POINT(SUFFIX, VW, MAXOT)                                        \
+  LIBJIT_EXPORT void libjit_conv2d_grouped_f32_##SUFFIX(                                     \
+      float *out, const float *in, const float *packedW, const float *bias, const float *add, \
+      int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW,          \
+      int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,     \
+      int64_t DW, int64_t G, int64_t act, float lo, float hi, float *scratch, int64_t tid,    \
+      int64_t nthreads) {                                                                     \
+    conv2dGrouped<VW, MAXOT>(out, in, packedW, bias, add, N, C, H, W, O, OH, OW, KH, KW, SH,  \
+                             SW, PT, PL, DH, DW, G, act, lo, hi, scratch, tid, nthreads);     \
+  }
+LIBJIT_GROUPED_ENTRY_POINT(avx512, 16, 8)
+LIBJIT_GROUPED_ENTRY_POINT(avx2, 8, 4)
+#undef LIBJIT_GROUPED_ENTRY_POINT
+
+// ============================== Winograd: shared helpers
+// The shared parts of the two Winograd kernels below (tiles as GEMM columns; tiles as GEMM
+// rows): lane shuffles that de-interleave a row of tiles and the F(4x4, 3x3) input and
+// output transforms of one column of values.
+
+namespace libjit {
+
+#define WINO_INLINE inline __attribute__((always_inline))
+
+template <int VW> struct IVecOf;
+template <> struct IVecOf<16> { typedef int32_t T __attribute__((vector_size(64))); };
+template <> struct IVecOf<8> { typedef int32_t T __attribute__((vector_size(32))); };
+
+/// Lane shuffles for VW-lane vectors: de-interleaving four vectors (64 or 32 consecutive
+/// floats) by stride 4, the inverse, and shifting one lane in from another vector.
+template <int VW> struct Lanes;
+
+template <> struct Lanes<16> {
+  typedef VecOf<16>::T V;
+  /// e[l] = x[2 l], o[l] = x[2 l + 1] where x = a0 a1.
+  static WINO_INLINE void deinterleave2(V a0, V a1, V *e, V *o) {
+    *e = __builtin_shufflevector(a0, a1, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    *o = __builtin_shufflevector(a0, a1, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  }
+  /// e_j[l] = x[4 l + j] where x = a0 a1 a2 a3.
+  static WINO_INLINE void deinterleave4(V a0, V a1, V a2, V a3, V *e) {
+#define EVEN16 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30
+#define ODD16 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31
+    V l01 = __builtin_shufflevector(a0, a1, EVEN16), h01 = __builtin_shufflevector(a0, a1, ODD16);
+    V l23 = __builtin_shufflevector(a2, a3, EVEN16), h23 = __builtin_shufflevector(a2, a3, ODD16);
+    e[0] = __builtin_shufflevector(l01, l23, EVEN16);
+    e[2] = __builtin_shufflevector(l01, l23, ODD16);
+    e[1] = __builtin_shufflevector(h01, h23, EVEN16);
+    e[3] = __builtin_shufflevector(h01, h23, ODD16);
+#undef EVEN16
+#undef ODD16
+  }
+  /// x = a0 a1 a2 a3 with x[4 l + j] = e_j[l].
+  static WINO_INLINE void interleave4(const V *e, V *a) {
+#define ZIPLO16 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23
+#define ZIPHI16 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31
+    V l01 = __builtin_shufflevector(e[0], e[2], ZIPLO16),
+      l23 = __builtin_shufflevector(e[0], e[2], ZIPHI16);
+    V h01 = __builtin_shufflevector(e[1], e[3], ZIPLO16),
+      h23 = __builtin_shufflevector(e[1], e[3], ZIPHI16);
+    a[0] = __builtin_shufflevector(l01, h01, ZIPLO16);
+    a[1] = __builtin_shufflevector(l01, h01, ZIPHI16);
+    a[2] = __builtin_shufflevector(l23, h23, ZIPLO16);
+    a[3] = __builtin_shufflevector(l23, h23, ZIPHI16);
+#undef ZIPLO16
+#undef ZIPHI16
+  }
+  /// [e[1], ..., e[15], n[0]] and [e[1], ..., e[15], n[1]].
+  static WINO_INLINE V shiftIn0(V e, V n) {
+    return __builtin_shufflevector(e, n, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+  }
+  static WINO_INLINE V shiftIn1(V e, V n) {
+    return __builtin_shufflevector(e, n, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 17);
+  }
+};
+
+template <> struct Lanes<8> {
+  typedef VecOf<8>::T V;
+  static WINO_INLINE void deinterleave2(V a0, V a1, V *e, V *o) {
+    *e = __builtin_shufflevector(a0, a1, 0, 2, 4, 6, 8, 10, 12, 14);
+    *o = __builtin_shufflevector(a0, a1, 1, 3, 5, 7, 9, 11, 13, 15);
+  }
+  static WINO_INLINE void deinterleave4(V a0, V a1, V a2, V a3, V *e) {
+#define EVEN8 0, 2, 4, 6, 8, 10, 12, 14
+#define ODD8 1, 3, 5, 7, 9, 11, 13, 15
+    V l01 = __builtin_shufflevector(a0, a1, EVEN8), h01 = __builtin_shufflevector(a0, a1, ODD8);
+    V l23 = __builtin_shufflevector(a2, a3, EVEN8), h23 = __builtin_shufflevector(a2, a3, ODD8);
+    e[0] = __builtin_shufflevector(l01, l23, EVEN8);
+    e[2] = __builtin_shufflevector(l01, l23, ODD8);
+    e[1] = __builtin_shufflevector(h01, h23, EVEN8);
+    e[3] = __builtin_shufflevector(h01, h23, ODD8);
+#undef EVEN8
+#undef ODD8
+  }
+  static WINO_INLINE void interleave4(const V *e, V *a) {
+#define ZIPLO8 0, 8, 1, 9, 2, 10, 3, 11
+#define ZIPHI8 4, 12, 5, 13, 6, 14, 7, 15
+    V l01 = __builtin_shufflevector(e[0], e[2], ZIPLO8),
+      l23 = __builtin_shufflevector(e[0], e[2], ZIPHI8);
+    V h01 = __builtin_shufflevector(e[1], e[3], ZIPLO8),
+      h23 = __builtin_shufflevector(e[1], e[3], ZIPHI8);
+    a[0] = __builtin_shufflevector(l01, h01, ZIPLO8);
+    a[1] = __builtin_shufflevector(l01, h01, ZIPHI8);
+    a[2] = __builtin_shufflevector(l23, h23, ZIPLO8);
+    a[3] = __builtin_shufflevector(l23, h23, ZIPHI8);
+#undef ZIPLO8
+#undef ZIPHI8
+  }
+  static WINO_INLINE V shiftIn0(V e, V n) {
+    return __builtin_shufflevector(e, n, 1, 2, 3, 4, 5, 6, 7, 8);
+  }
+  static WINO_INLINE V shiftIn1(V e, V n) {
+    return __builtin_shufflevector(e, n, 1, 2, 3, 4, 5, 6, 7, 9);
+  }
+};
+
+template <class V> LIBJIT_INLINE void inputT(const V *d, V *t) {
+  V four = splatV<V>(4.0f), five = splatV<V>(5.0f), two = splatV<V>(2.0f);
+  V a = d[4] - four * d[2], b = d[3] - four * d[1];
+  V c = d[4] - d[2], e = two * (d[3] - d[1]);
+  t[0] = (d[4] - five * d[2]) + four * d[0];
+  t[1] = a + b;
+  t[2] = a - b;
+  t[3] = c + e;
+  t[4] = c - e;
+  t[5] = (d[5] - five * d[3]) + four * d[1];
+}
+
+/// y = A^T m for one column of six values.
+template <class V> LIBJIT_INLINE void outputT(const V *m, V *y) {
+  V s1 = m[1] + m[2], d1 = m[1] - m[2], s2 = m[3] + m[4], d2 = m[3] - m[4];
+  y[0] = m[0] + s1 + s2;
+  y[1] = d1 + splatV<V>(2.0f) * d2;
+  y[2] = s1 + splatV<V>(4.0f) * s2;
+  y[3] = (d1 + m[5]) + splatV<V>(8.0f) * d2;
+}
+
+
+/// G of F(4x4, 3x3): the filter transform G g G^T (done in double at compile time).
+struct WinoG4 {
+  static constexpr double G[6][3] = {{1.0 / 4, 0, 0},
+                                     {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                     {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                     {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                     {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                     {0, 0, 1}};
+};
+
+/// y = A^T m A for one 4x4 output tile from its 36 positions m[k * 6 + c]: rows (m A), then
+/// columns.
+template <class V> LIBJIT_INLINE void outputTile4(const V *m, V y[4][4]) {
+  V z[6][4];
+  LIBJIT_UNROLL
+  for (int k = 0; k < 6; k++)
+    outputT(m + 6 * k, z[k]);
+  LIBJIT_UNROLL
+  for (int j = 0; j < 4; j++) {
+    V a[6], r[4];
+    LIBJIT_UNROLL
+    for (int k = 0; k < 6; k++)
+      a[k] = z[k][j];
+    outputT(a, r);
+    LIBJIT_UNROLL
+    for (int i = 0; i < 4; i++)
+      y[i][j] = r[i];
+  }
+}
+
+/// The input rows of one chunk of tiles in one channel plane: rows ih0 + [0, NROWS) from
+/// column iw0, NVEC vectors wide, zero outside the image. Vector v of a row covers columns
+/// iw0 + v VW + [0, VW): all inside the image (no mask), none (zero, not loaded), or some
+/// (masked). Rows whose loads could leave the input buffer [in, inEnd) go through a
+/// padded copy in P (NROWS x NVEC VW floats).
+template <int VW, int NROWS, int NVEC> struct ChunkRows {
+  typedef typename VecOf<VW>::T V;
+  typedef typename IVecOf<VW>::T IV;
+  const float *rows[NROWS]; ///< null: outside the image
+  IV m[NVEC];
+  bool some[NVEC], none[NVEC];
+
+  WINO_INLINE ChunkRows(const float *plane, const float *in, const float *inEnd, int64_t H,
+                        int64_t W, int64_t ih0, int64_t iw0, float *P) {
+    constexpr int64_t PW = NVEC * VW;
+    IV lane;
+    for (int l = 0; l < VW; l++)
+      lane[l] = l;
+    for (int v = 0; v < NVEC; v++) {
+      int64_t x0 = iw0 + v * VW;
+      none[v] = x0 + VW <= 0 || x0 >= W;
+      some[v] = !none[v] && (x0 < 0 || x0 + VW > W);
+      IV x = lane + (int32_t)x0;
+      m[v] = (x >= 0) & (x < (int32_t)W);
+    }
+    LIBJIT_UNROLL
+    for (int r = 0; r < NROWS; r++) {
+      int64_t ih = ih0 + r;
+      rows[r] = nullptr;
+      if (ih < 0 || ih >= H)
+        continue;
+      const float *row = plane + ih * W + iw0;
+      if (row < in || row + PW > inEnd) {
+        float *pr = P + r * PW;
+        int64_t xa = minI(maxI(-iw0, 0), PW), xb = maxI(minI(W - iw0, PW), xa);
+        for (int64_t x = 0; x < PW; x++)
+          pr[x] = x >= xa && x < xb ? row[x] : 0.0f;
+        row = pr;
+      }
+      rows[r] = row;
+    }
+  }
+
+  /// Vector v of row r.
+  WINO_INLINE V at(int r, int v) const {
+    V a = rows[r] && !none[v] ? loadV<V>(rows[r] + v * VW) : (V){};
+    return some[v] ? (m[v] ? a : (V){}) : a;
+  }
+};
+
+} // namespace libjit
+
+// ============================== Winograd: tiles as GEMM columns
+// Winograd convolutions: float32 NCHW, 3x3 kernels, stride 1, dilation 1, one group, any
+// pads. Two kernels: F(4x4, 3x3) with the output tiles as GEMM columns (this section), and
+// F(2x2, 3x3) or F(4x4, 3x3) with the tiles as GEMM rows (the section after it).
+//
+// Tiles as columns, F(4x4, 3x3): every 4x4 output tile is computed from a 6x6 input tile as
+//   Y = A^T [ (G g G^T) .* (B^T d B) ] A
+// summed over input channels, so the 36 element-wise products summed over channels are 36
+// GEMMs:  M[p] (O x tiles) = U[p] (O x C) x V[p] (C x tiles),  p = 0..35,
+// with U = G g G^T transformed and packed at compile time (libjit_pack_wino_f32_*: A panels
+// of the shared GEMM engine, [36][packed O x C]) and V the transformed input tiles, written
+// straight into B panels. Output channels are GEMM rows and tiles are columns: the tiles of
+// a whole tile row and several tile rows share a panel, so only the last panel of a block
+// is ragged.
+//
+// Tiles are numbered n-major, then tile row, then tile column (tile t covers output rows
+// 4 ty .. 4 ty + 3 and columns 4 tx .. 4 tx + 3 of image n); edge tiles are partially valid.
+// Each thread takes a range of tiles (or, when there are too few tiles, a range of output
+// channels and every tile) and walks it in blocks sized so that the block's V and M stay
+// in the cache: input transform, 36 GEMMs, output transform with the fused epilogue
+// (+ bias[o], + residual add, clamp to [lo, hi] when act). The transforms run on vectors
+// of VW tiles along a tile row (the stride-4 columns of a tile row are de-interleaved with
+// shuffles).
+//
+// Accuracy: F(4x4, 3x3) is exact in real arithmetic; in float32 its transforms (entries up
+// to 8 and 1/24) cost a few more ulps than a direct convolution (see LibjitTest).
+
+namespace libjit {
+namespace {
+
+typedef float V4 __attribute__((vector_size(16)));
+
+/// Low and high halves of a vector.
+WINO_INLINE VecOf<8>::T lowHalf(VecOf<16>::T v) {
+  return __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
+}
+WINO_INLINE VecOf<8>::T highHalf(VecOf<16>::T v) {
+  return __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+WINO_INLINE V4 lowHalf(VecOf<8>::T v) { return __builtin_shufflevector(v, v, 0, 1, 2, 3); }
+WINO_INLINE V4 highHalf(VecOf<8>::T v) { return __builtin_shufflevector(v, v, 4, 5, 6, 7); }
+
+/// t = B^T d for one column of six values (the 6x6 input transform is this on rows, then
+/// on columns).
+/// Shapes, tiling, blocking and the scratch layout of one convolution.
+template <class Cfg> struct Wino {
+  static constexpr int64_t VW = Cfg::VW, NR = Cfg::NR, MR = Cfg::MR;
+  /// The floats of an input row a chunk of VW tiles loads: five vectors, of which the
+  /// tiles use 4 VW + 2 columns.
+  static constexpr int64_t PW = 5 * VW;
+  /// V and M of one block: what fits in about half of a 1 MB L2 cache, and at most.
+  static constexpr int64_t kBlockFloats = 128 * 1024, kMaxBlockFloats = 4 * 1024 * 1024;
+
+  int64_t N, C, H, W, O, OH, OW, PT, PL;
+  int64_t TH, TW, T;                          ///< tile rows and columns per image, tiles in all
+  int64_t Tb;                                 ///< tiles per block (a multiple of NR)
+  int64_t panelStride, vStride, ldm, mStride; ///< floats
+  int64_t vOff, mOff, sOff, pOff, total;      ///< scratch layout of one thread, floats
+
+  static WINO_INLINE int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+  WINO_INLINE Wino(int64_t N_, int64_t C_, int64_t H_, int64_t W_, int64_t O_, int64_t OH_,
+                   int64_t OW_, int64_t PT_, int64_t PL_)
+      : N(N_), C(C_), H(H_), W(W_), O(O_), OH(OH_), OW(OW_), PT(PT_), PL(PL_) {
+    TH = ceilDiv(OH, 4);
+    TW = ceilDiv(OW, 4);
+    T = N * TH * TW;
+    // Blocks small enough for V and M to stay in L2, unless the weights are the larger
+    // stream: then at least O C / (C + O) tiles, so that each block reads no more bytes
+    // of weights than of V and M (but V and M within 16 MB).
+    int64_t perTile = 36 * (C + 1 + O);
+    Tb = minI(maxI(kBlockFloats / perTile, O * C / (C + O)), kMaxBlockFloats / perTile);
+    Tb = minI(maxI(Tb / NR * NR, NR), roundUp(T, NR));
+    // V: per position, panels of NR tiles over C + 1 channel rows (the last row catches
+    // the lanes a chunk store writes past the end of the last channel's row); M: per
+    // position O rows of ldm tiles. 16 floats between positions break 4K aliasing.
+    panelStride = (C + 1) * NR;
+    vStride = (Tb / NR) * panelStride + 16;
+    ldm = Tb;
+    mStride = O * ldm + 16;
+    vOff = 0;
+    mOff = roundUp(vOff + 36 * vStride, 16);
+    sOff = roundUp(mOff + 36 * mStride + VW, 16);
+    pOff = roundUp(sOff + 37 * VW, 16);
+    total = roundUp(pOff + 6 * PW, 16);
+  }
+};
+
+/// Transforms the input tiles [b0, b1) of channels [0, C) into V (B panels; column
+/// t - b0 of position p, channel c at V + p vStride + q panelStride + c NR + j,
+/// q = (t - b0) / NR, j = (t - b0) % NR).
+template <class Cfg>
+LIBJIT_NOINLINE void winoInput(const Wino<Cfg> &w, const float *in, int64_t b0, int64_t b1,
+                               float *scratch) {
+  typedef typename VecOf<Cfg::VW>::T V;
+  typedef Lanes<Cfg::VW> L;
+  constexpr int64_t VW = Cfg::VW, NR = Cfg::NR;
+  float *Vb = scratch + w.vOff, *S = scratch + w.sOff, *P = scratch + w.pOff;
+  const float *inEnd = in + w.N * w.C * w.H * w.W;
+  int64_t nb = b1 - b0;
+  // Columns of the last panel past the block: zero, so that the GEMM never sees stale
+  // (possibly denormal) values there. (Whole rows: the valid columns are written below.)
+  if (nb % NR) {
+    float *d = Vb + (nb / NR) * w.panelStride;
+    for (int64_t p = 0; p < 36; p++)
+      for (int64_t c = 0; c <= w.C; c++)
+        LIBJIT_UNROLL
+    for (int64_t v = 0; v < NR / VW; v++)
+      storeV(d + p * w.vStride + c * NR + v * VW, (V){});
+  }
+  for (int64_t c = 0; c < w.C; c++) {
+    // Channel by channel, tiles in ascending order: a chunk's full-vector store past its
+    // last tile only touches columns (or the next channel's row) written later.
+    for (int64_t t = b0; t < b1;) {
+      int64_t R = t / w.TW, tx = t % w.TW;
+      int64_t nt = minI(minI(VW, w.TW - tx), b1 - t);
+      int64_t n = R / w.TH, ty = R % w.TH;
+      const float *plane = in + (n * w.C + c) * w.H * w.W;
+      // Row r of the chunk is in[4 ty - PT + r][4 tx - PL + x], x in [0, PW) (columns
+      // past 4 nt + 2 only feed lanes that are not stored), zero outside the image.
+      ChunkRows<VW, 6, 5> cr(plane, in, inEnd, w.H, w.W, ty * 4 - w.PT, tx * 4 - w.PL, P);
+      // Columns first (B^T d on whole vectors of the rows), into U[k][v]...
+      float U[6 * 5 * VW];
+      LIBJIT_UNROLL
+      for (int v = 0; v < 5; v++) {
+        V a[6], u[6];
+        LIBJIT_UNROLL
+        for (int r = 0; r < 6; r++)
+          a[r] = cr.at(r, v);
+        inputT(a, u);
+        LIBJIT_UNROLL
+        for (int k = 0; k < 6; k++)
+          storeV(U + (k * 5 + v) * VW, u[k]);
+      }
+      // ... then rows: de-interleave the six columns of every tile, (B^T d) B, stored to
+      // the chunk's columns of the 36 positions.
+      int64_t col = t - b0, q = col / NR, j = col % NR;
+      int64_t n1 = minI(nt, NR - j);
+      bool split = n1 < nt;
+      float *d1 = Vb + q * w.panelStride + c * NR + j;
+      LIBJIT_UNROLL
+      for (int k = 0; k < 6; k++) {
+        const float *uk = U + k * 5 * VW;
+        V e[6], v[6];
+        L::deinterleave4(loadV<V>(uk), loadV<V>(uk + VW), loadV<V>(uk + 2 * VW),
+                         loadV<V>(uk + 3 * VW), e);
+        V a4 = loadV<V>(uk + 4 * VW);
+        e[4] = L::shiftIn0(e[0], a4);
+        e[5] = L::shiftIn1(e[1], a4);
+        inputT(e, v);
+        LIBJIT_UNROLL
+        for (int mm = 0; mm < 6; mm++) {
+          storeV(d1 + (k * 6 + mm) * w.vStride, v[mm]);
+          if (split)
+            storeV(S + (k * 6 + mm) * VW, v[mm]);
+        }
+      }
+      if (split) {
+        // The chunk runs into the next panel: its remaining tiles start that panel's row.
+        float *d2 = Vb + (q + 1) * w.panelStride + c * NR;
+        for (int64_t p = 0; p < 36; p++)
+          storeV(d2 + p * w.vStride, loadV<V>(S + p * VW + n1));
+      }
+      t += nt;
+    }
+  }
+}
+
+/// out = clamp(y + bias (+ add)) for one vector (of any width).
+template <class V>
+LIBJIT_INLINE void winoStore(float *dst, V y, float bo, const float *add, float lo, float hi) {
+  V s = y + bo;
+  if (add)
+    s += loadV<V>(add);
+  s = s < lo ? splatV<V>(lo) : s;
+  s = s > hi ? splatV<V>(hi) : s;
+  storeV(dst, s);
+}
+
+/// winoStore of the first n < 8 lanes of y: four, then one at a time.
+LIBJIT_INLINE void winoStoreTail(float *dst, VecOf<8>::T y, int64_t n, float bo, const float *add,
+                                 float lo, float hi) {
+  V4 v = lowHalf(y);
+  if (n >= 4) {
+    winoStore(dst, v, bo, add, lo, hi);
+    v = highHalf(y);
+    dst += 4, add = add ? add + 4 : nullptr, n -= 4;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    float s = v[i] + bo;
+    if (add)
+      s += add[i];
+    s = s < lo ? lo : s;
+    dst[i] = s > hi ? hi : s;
+  }
+}
+
+/// winoStore of the first n < VW lanes of y, without loads or stores past them.
+LIBJIT_INLINE void winoStorePart(float *dst, VecOf<16>::T y, int64_t n, float bo, const float *add,
+                                 float lo, float hi) {
+  VecOf<8>::T h = lowHalf(y);
+  if (n >= 8) {
+    winoStore(dst, h, bo, add, lo, hi);
+    h = highHalf(y);
+    dst += 8, add = add ? add + 8 : nullptr, n -= 8;
+  }
+  winoStoreTail(dst, h, n, bo, add, lo, hi);
+}
+LIBJIT_INLINE void winoStorePart(float *dst, VecOf<8>::T y, int64_t n, float bo, const float *add,
+                                 float lo, float hi) {
+  winoStoreTail(dst, y, n, bo, add, lo, hi);
+}
+
+/// Output transform of tiles [b0, b1), channels [o0, o1) from M, with the epilogue.
+template <class Cfg>
+LIBJIT_NOINLINE void winoOutput(const Wino<Cfg> &w, float *out, const float *bias, const float *add,
+                                int64_t b0, int64_t b1, int64_t o0, int64_t o1, float lo, float hi,
+                                int gact, float ga, float gb, float *scratch) {
+  typedef typename VecOf<Cfg::VW>::T V;
+  typedef Lanes<Cfg::VW> L;
+  constexpr int64_t VW = Cfg::VW;
+  const float *Mb = scratch + w.mOff;
+  // Rows of at most VW / 2 tiles: a vector holds several whole tile rows, written out
+  // from Y (row i of the chunk's 4 x 4 VW outputs at Y + i 5 VW; the slack keeps the
+  // last partial load inside).
+  bool multi = 2 * w.TW <= VW;
+  float Y[4 * 5 * VW];
+  for (int64_t o = o0; o < o1; o++) {
+    float bo = bias ? bias[o] : 0.0f;
+    for (int64_t t = b0; t < b1;) {
+      int64_t R = t / w.TW, tx = t % w.TW;
+      int64_t nt = minI(minI(VW, w.TW - tx), b1 - t);
+      if (multi && tx == 0)
+        nt = minI((VW / w.TW) * w.TW, b1 - t);
+      int64_t n = R / w.TH, ty = R % w.TH;
+      const float *m = Mb + o * w.ldm + (t - b0);
+      V a[36], y[4][4];
+      LIBJIT_UNROLL
+      for (int p = 0; p < 36; p++)
+        a[p] = loadV<V>(m + p * w.mStride);
+      outputTile4(a, y);
+      if (nt > w.TW - tx) {
+        // Several tile rows: through Y, one row of tiles at a time.
+        LIBJIT_UNROLL
+        for (int i = 0; i < 4; i++) {
+          V a[4];
+          L::interleave4(y[i], a);
+          LIBJIT_UNROLL
+          for (int v = 0; v < 4; v++)
+            storeV(Y + i * 5 * VW + v * VW, a[v]);
+        }
+        for (int64_t l0 = 0; l0 < nt;) {
+          int64_t Rs = (t + l0) / w.TW, txs = (t + l0) % w.TW;
+          int64_t ns = minI(w.TW - txs, nt - l0);
+          int64_t ns_n = Rs / w.TH, tys = Rs % w.TH;
+          int64_t ow0 = txs * 4, len = minI(w.OW - ow0, 4 * ns);
+          int64_t rows = minI(4, w.OH - tys * 4);
+          for (int64_t i = 0; i < rows; i++) {
+            int64_t off = ((ns_n * w.O + o) * w.OH + tys * 4 + i) * w.OW + ow0;
+            float *dst = out + off;
+            const float *ad = add ? add + off : nullptr;
+            const float *src = Y + i * 5 * VW + 4 * l0;
+            int64_t x = 0;
+            for (; x + VW <= len; x += VW)
+              winoStore(dst + x, loadV<V>(src + x), bo, ad ? ad + x : nullptr, lo, hi);
+            if (x < len)
+              winoStorePart(dst + x, loadV<V>(src + x), len - x, bo, ad ? ad + x : nullptr, lo, hi);
+            if (gact)
+              activateRow(dst, len, gact, ga, gb);
+          }
+          l0 += ns;
+        }
+        t += nt;
+        continue;
+      }
+      // One tile row: output rows 4 ty + i, columns [4 tx, 4 tx + len), straight from the
+      // registers: whole vectors, then the part of the next one inside the row.
+      int64_t ow0 = tx * 4, len = minI(w.OW - ow0, 4 * nt);
+      int64_t rows = minI(4, w.OH - ty * 4);
+      int64_t whole = len / VW, rem = len % VW;
+      LIBJIT_UNROLL
+      for (int i = 0; i < 4; i++) {
+        if (i >= rows)
+          break;
+        V a[4];
+        L::interleave4(y[i], a);
+        int64_t off = ((n * w.O + o) * w.OH + ty * 4 + i) * w.OW + ow0;
+        float *dst = out + off;
+        const float *ad = add ? add + off : nullptr;
+        LIBJIT_UNROLL
+        for (int v = 0; v < 4; v++)
+          if (v < whole)
+            winoStore(dst + v * VW, a[v], bo, ad ? ad + v * VW : nullptr, lo, hi);
+        if (rem) {
+          V last = whole == 0 ? a[0] : whole == 1 ? a[1] : whole == 2 ? a[2] : a[3];
+          winoStorePart(dst + whole * VW, last, rem, bo, ad ? ad + whole * VW : nullptr, lo, hi);
+        }
+        if (gact)
+          activateRow(dst, len, gact, ga, gb);
+      }
+      t += nt;
+    }
+  }
+}
+
+/// One 16-float vector by 14 rows: GemmAvx512's tile at half the panel width (the same
+/// A panels, so the same packed weights), for convolutions with few tiles.
+struct WinoAvx512Narrow {
+  static constexpr int VW = 16;
+  static constexpr int NV = 1;
+  static constexpr int MR = 14;
+  static constexpr int NR = VW * NV;
+  static constexpr int64_t KC = 384;
+  static constexpr int64_t MC = MR * 12;
+  static constexpr int64_t NC = 32 * 32;
+};
+template <class Cfg> struct Narrow { typedef Cfg T; };
+template <> struct Narrow<GemmAvx512> { typedef WinoAvx512Narrow T; };
+
+/// Whether the narrow panels of Narrow<Cfg> serve \p T tiles better than Cfg's.
+template <class Cfg> LIBJIT_INLINE bool useNarrow(int64_t T) {
+  constexpr int64_t NR = Cfg::NR, NRn = Narrow<Cfg>::T::NR;
+  return NRn < NR && ceilDiv(T, NRn) * NRn < ceilDiv(T, NR) * NR;
+}
+
+template <class Cfg>
+LIBJIT_INLINE void conv2dWino(float *out, const float *in, const float *U, const float *bias,
+                              const float *add, int64_t N, int64_t C, int64_t H, int64_t W,
+                              int64_t O, int64_t OH, int64_t OW, int64_t PT, int64_t PL,
+                              int64_t act, float lo, float hi, float *scratch, int64_t tid,
+                              int64_t nthreads) {
+  constexpr int64_t VW = Cfg::VW, NR = Cfg::NR, MR = Cfg::MR;
+  Wino<Cfg> w(N, C, H, W, O, OH, OW, PT, PL);
+  float *s = scratch + tid * w.total;
+  // A clamp is applied as each vector is stored; another activation (gact) on each output
+  // row segment just written.
+  int gact = act > ActClamp ? int(act) : 0;
+  float ga = lo, gb = hi;
+  if (act != ActClamp) {
+    lo = -__builtin_inff();
+    hi = __builtin_inff();
+  }
+  // Tiles split over threads when there is a panel for each; else output channels (every
+  // thread then transforms all the input tiles).
+  int64_t t0 = 0, t1 = w.T, o0 = 0, o1 = O;
+  if (nthreads > 1) {
+    if (ceilDiv(w.T, NR) >= nthreads)
+      partition(w.T, VW, tid, nthreads, &t0, &t1);
+    else
+      partition(O, MR, tid, nthreads, &o0, &o1);
+  }
+  if (t0 >= t1 || o0 >= o1)
+    return;
+  int64_t len = t1 - t0, blocks = ceilDiv(len, w.Tb);
+  int64_t bs = minI(w.Tb, Wino<Cfg>::roundUp(ceilDiv(len, blocks), VW));
+  int64_t perU = packedAFloats<Cfg>(O, C);
+  Epilogue none = {nullptr, nullptr, nullptr, 0, 0, 0.0f, 0.0f};
+  for (int64_t b0 = t0; b0 < t1; b0 += bs) {
+    int64_t b1 = minI(b0 + bs, t1);
+    winoInput<Cfg>(w, in, b0, b1, s);
+    // Whole panels (the columns past the block are zero in V and unused in M): a ragged
+    // panel would take the micro-kernel's column-at-a-time path.
+    int64_t cols = Wino<Cfg>::roundUp(b1 - b0, NR);
+    for (int64_t p = 0; p < 36; p++)
+      gemmRange<Cfg>(o0, o1, 0, cols, C, PackedA<Cfg>{U + p * perU, C},
+                     PackedB<Cfg>{s + w.vOff + p * w.vStride, C + 1}, s + w.mOff + p * w.mStride,
+                     w.ldm, none, s);
+    winoOutput<Cfg>(w, out, bias, add, b0, b1, o0, o1, lo, hi, gact, ga, gb, s);
+  }
+}
+
+/// U[p] = (G g G^T)[p / 6][p % 6] for every (o, c), in double, packed as A panels of the
+/// O x C matrix of each position (rows past O zero). Panel by panel, so that each of the
+/// 36 positions is written sequentially.
+template <class Cfg> void packWino(float *dst, const float *wt, int64_t O, int64_t C) {
+  const auto &G = WinoG4::G;
+  constexpr int64_t MR = Cfg::MR;
+  int64_t per = packedAFloats<Cfg>(O, C);
+  for (int64_t op = 0; op < ceilDiv(O, MR); op++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t r = 0; r < MR; r++) {
+        int64_t o = op * MR + r;
+        float *d = dst + op * C * MR + c * MR + r;
+        if (o >= O) {
+          for (int p = 0; p < 36; p++)
+            d[p * per] = 0.0f;
+          continue;
+        }
+        const float *g = wt + (o * C + c) * 9;
+        double gg[6][3];
+        for (int i = 0; i < 6; i++)
+          for (int j = 0; j < 3; j++)
+            gg[i][j] = G[i][0] * g[0 * 3 + j] + G[i][1] * g[1 * 3 + j] + G[i][2] * g[2 * 3 + j];
+        for (int i = 0; i < 6; i++)
+          for (int j = 0; j < 6; j++)
+            d[(i * 6 + j) * per] =
+                float(gg[i][0] * G[j][0] + gg[i][1] * G[j][1] + gg[i][2] * G[j][2]);
+      }
+}
+
+} // namespace
+} // namespace libjit
+
+using namespace libjit;
+
+#define LIBJIT_WINO_ENTRY_POINTS(SUFFIX, CFG)                                                      \
+  LIBJIT_EXPORT int64_t libjit_conv2d_wino_scratch_floats_##SUFFIX(                                \
+      int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW) {             \
+    int64_t T = N * ceilDiv(OH, 4) * ceilDiv(OW, 4);                                               \
+    if (useNarrow<CFG>(T))                                                                         \
+      return Wino<Narrow<CFG>::T>(N, C, H, W, O, OH, OW, 0, 0).total;                              \
+    return Wino<CFG>(N, C, H, W, O, OH, OW, 0, 0).total;                                           \
+  }                                                                                                \
+  LIBJIT_EXPORT int64_t libjit_pack_wino_floats_##SUFFIX(int64_t O, int64_t C) {                   \
+    return 36 * packedAFloats<CFG>(O, C);                                                          \
+  }                                                                                                \
+  LIBJIT_EXPORT void libjit_pack_wino_f32_##SUFFIX(float *dst, const float *w, int64_t O,          \
+                                                   int64_t C) {                                    \
+    packWino<CFG>(dst, w, O, C);                                                                   \
+  }                                                                                                \
+  LIBJIT_EXPORT void libjit_conv2d_wino_f32_##SUFFIX(                                              \
+      float *out, const float *in, const float *packedW, const float *bias, const float *add,      \
+      int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW, int64_t PT,   \
+      int64_t PL, int64_t act, float lo, float hi, float *scratch, int64_t tid,                    \
+      int64_t nthreads) {                                                                          \
+    if (useNarrow<CFG>(N * ceilDiv(OH, 4) * ceilDiv(OW, 4)))                                       \
+      conv2dWino<Narrow<CFG>::T>(out, in, packedW, bias, add, N, C, H, W, O, OH, OW, PT, PL, act,  \
+                                 lo, hi, scratch, tid, nthreads);                                  \
+    else                                                                                           \
+      conv2dWino<CFG>(out, in, packedW, bias, add, N, C, H, W, O, OH, OW, PT, PL, act, lo, hi,     \
+                      scratch, tid, nthreads);                                                     \
+  }
+
+LIBJIT_WINO_ENTRY_POINTS(avx512, GemmAvx512)
+LIBJIT_WINO_ENTRY_POINTS(avx2, GemmAvx2)
+
+// ============================== Winograd: tiles as GEMM rows
+// Winograd convolutions with the tiles as GEMM rows: F(2x2, 3x3) and F(4x4, 3x3), float32
+// NCHW, 3x3 kernels, stride 1, dilation 1, one group, any pads.
+//
+// Every TM x TM output tile (TM = 2 or 4) from an A x A input tile (A = TM + 2):
+// Y = A^T [ (G g G^T) .* (B^T d B) ] A, so NP = A^2 GEMMs
+//   M[p] (tiles x O) = V[p] (tiles x C) x U[p] (C x O),  p = 0..NP-1.
+// U is packed at compile time as B panels (libjit_pack_wino_rows_f32_*: [NP][packed C x O]);
+// the input transform writes V straight into A panels (MR tiles each); the output transform
+// turns the rows of M into a pixel-major block [pixels][channels] with the bias, which
+// transposeOut writes into the NCHW output with the residual add and the clamp.
+//
+// Tiles as rows fill the register tile where the tiles-as-columns kernel above pads them
+// to whole NR-column panels (49 tiles of a 28x28 image: 64 columns, 50 rows here). And
+// F(2x2) reads 16/9 of a direct convolution's weight bytes, F(4x4) 36/9, for 16/4 and
+// 36/16 multiplies per output: F(2x2) is the better trade where F(4x4)'s transformed
+// weights are a larger stream than memory serves (14x14 layers with 256 channels and up).
+// Threads split output channels (each transforms every input tile and reads its share of
+// U) while each gets two B panels, else rows of tiles.
+
+namespace libjit {
+namespace {
+
+template <class Cfg, int TM> struct WinoRows {
+  static constexpr int64_t VW = Cfg::VW, NR = Cfg::NR, MR = Cfg::MR;
+  static constexpr int64_t A = TM + 2, NP = A * A;
+  /// Tiles of one input-transform chunk: at most a vector, and at most a panel, so that a
+  /// chunk spans two panels at most.
+  static constexpr int64_t CH = VW < MR ? VW : MR;
+  /// Vectors of an input row a chunk loads: TM CH + 2 columns.
+  static constexpr int64_t NVEC = TM + 1, PW = NVEC * VW;
+  static constexpr int64_t kBlockFloats = 128 * 1024, kMaxBlockFloats = 4 * 1024 * 1024;
+
+  int64_t N, C, H, W, O, OH, OW, PT, PL;
+  int64_t TH, TW, TI;                         ///< tile rows and columns per image, tiles per image
+  int64_t Tb;                                 ///< tiles per block
+  int64_t panelStride, vStride, mStride, ldy; ///< floats
+  int64_t vOff, mOff, yOff, sOff, pOff, total;
+
+  static WINO_INLINE int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+  WINO_INLINE WinoRows(int64_t N_, int64_t C_, int64_t H_, int64_t W_, int64_t O_, int64_t OH_,
+                       int64_t OW_, int64_t PT_, int64_t PL_)
+      : N(N_), C(C_), H(H_), W(W_), O(O_), OH(OH_), OW(OW_), PT(PT_), PL(PL_) {
+    TH = ceilDiv(OH, TM);
+    TW = ceilDiv(OW, TM);
+    TI = TH * TW;
+    // As in the other kernel: blocks whose V and M stay in L2, unless the weights are the
+    // larger stream; then enough tiles that a block reads no more weights than V and M.
+    int64_t perTile = NP * (C + 2 + O);
+    Tb = minI(maxI(kBlockFloats / perTile, O * C / (C + O)), kMaxBlockFloats / perTile);
+    Tb = minI(maxI(Tb / MR * MR, MR), roundUp(TI, MR));
+    // V: per position, panels of MR tiles over C + 2 channel rows (the last two catch the
+    // lanes a chunk store writes past the last channel's row); M: per position Tb rows of
+    // O; Y: the pixels of one image x O (whole vectors), the output transform's result.
+    panelStride = (C + 2) * MR;
+    vStride = ceilDiv(Tb, MR) * panelStride + 16;
+    mStride = Tb * O + 16;
+    ldy = roundUp(O, VW);
+    vOff = 0;
+    mOff = roundUp(vOff + NP * vStride, 16);
+    yOff = roundUp(mOff + NP * mStride + VW, 16);
+    sOff = roundUp(yOff + OH * OW * ldy + VW, 16);
+    pOff = roundUp(sOff + NP * VW, 16);
+    total = roundUp(pOff + A * PW, 16);
+  }
+};
+
+/// The input transform of one chunk's rows, u = B^T d (on whole row vectors, in place
+/// from d) and then the rows of (B^T d) B: r[k * A + m] for the chunk's tiles (lanes).
+template <class Cfg, int TM> struct RowsTransform;
+
+template <class Cfg> struct RowsTransform<Cfg, 2> {
+  typedef typename VecOf<Cfg::VW>::T V;
+  /// u[k][v] from the four rows d[r][v].
+  static WINO_INLINE void columns(const V *d, V *u) {
+    u[0] = d[0] - d[2];
+    u[1] = d[1] + d[2];
+    u[2] = d[2] - d[1];
+    u[3] = d[1] - d[3];
+  }
+  /// r[0..3] from row k's three vectors (columns 2 l + j of tile l de-interleaved).
+  static WINO_INLINE void row(const V *uk, V *r) {
+    V e, o;
+    Lanes<Cfg::VW>::deinterleave2(uk[0], uk[1], &e, &o);
+    V e2 = Lanes<Cfg::VW>::shiftIn0(e, uk[2]), o2 = Lanes<Cfg::VW>::shiftIn1(o, uk[2]);
+    r[0] = e - e2;
+    r[1] = o + e2;
+    r[2] = e2 - o;
+    r[3] = o - o2;
+  }
+  /// y[i][j] (2 x 2) = A^T m A from the 16 positions.
+  static WINO_INLINE void output(const V *m, V y[4][4]) {
+    V z0[4], z1[4];
+    LIBJIT_UNROLL
+    for (int k = 0; k < 4; k++) {
+      z0[k] = m[4 * k] + m[4 * k + 1] + m[4 * k + 2];
+      z1[k] = m[4 * k + 1] - m[4 * k + 2] - m[4 * k + 3];
+    }
+    y[0][0] = z0[0] + z0[1] + z0[2];
+    y[0][1] = z1[0] + z1[1] + z1[2];
+    y[1][0] = z0[1] - z0[2] - z0[3];
+    y[1][1] = z1[1] - z1[2] - z1[3];
+  }
+  static constexpr double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+};
+
+template <class Cfg> struct RowsTransform<Cfg, 4> {
+  typedef typename VecOf<Cfg::VW>::T V;
+  static WINO_INLINE void columns(const V *d, V *u) { inputT(d, u); }
+  /// r[0..5] from row k's five vectors (columns 4 l + j of tile l de-interleaved).
+  static WINO_INLINE void row(const V *uk, V *r) {
+    V e[6];
+    Lanes<Cfg::VW>::deinterleave4(uk[0], uk[1], uk[2], uk[3], e);
+    e[4] = Lanes<Cfg::VW>::shiftIn0(e[0], uk[4]);
+    e[5] = Lanes<Cfg::VW>::shiftIn1(e[1], uk[4]);
+    inputT(e, r);
+  }
+  /// y[i][j] (4 x 4) = A^T m A from the 36 positions.
+  static WINO_INLINE void output(const V *m, V y[4][4]) { outputTile4(m, y); }
+
+  static constexpr const double (&G)[6][3] = WinoG4::G;
+};
+
+/// Transforms the input tiles [b0, b1) of one image (tile indices within it) for channels
+/// [0, C) into V: tile t - b0 of position p, channel c at V + p vStride + q panelStride +
+/// c MR + j, q = (t - b0) / MR, j = (t - b0) % MR.
+template <class Cfg, int TM>
+LIBJIT_NOINLINE void winoRowsInput(const WinoRows<Cfg, TM> &w, const float *in, int64_t b0,
+                                   int64_t b1, float *scratch) {
+  typedef WinoRows<Cfg, TM> WR;
+  typedef typename VecOf<Cfg::VW>::T V;
+  typedef RowsTransform<Cfg, TM> RT;
+  constexpr int64_t VW = Cfg::VW, MR = Cfg::MR, CH = WR::CH, A = WR::A,
+                    NP = WR::NP, NVEC = WR::NVEC;
+  float *Vb = scratch + w.vOff, *S = scratch + w.sOff, *P = scratch + w.pOff;
+  const float *inEnd = in + w.C * w.H * w.W;
+  int64_t nb = b1 - b0;
+  // Rows of the last panel past the block: zero (they are computed, never stored).
+  if (nb % MR) {
+    float *d = Vb + (nb / MR) * w.panelStride;
+    for (int64_t p = 0; p < NP; p++)
+      for (int64_t c = 0; c < w.C; c++)
+        for (int64_t j = nb % MR; j < MR; j++)
+          d[p * w.vStride + c * MR + j] = 0.0f;
+  }
+  for (int64_t c = 0; c < w.C; c++) {
+    const float *plane = in + c * w.H * w.W;
+    // Channel by channel, tiles in ascending order: a store's lanes past the chunk only
+    // touch tiles (or the next channels' rows) written later.
+    for (int64_t t = b0; t < b1;) {
+      int64_t ty = t / w.TW, tx = t % w.TW;
+      int64_t nt = minI(minI(CH, w.TW - tx), b1 - t);
+      // Row r of the chunk is in[TM ty - PT + r][TM tx - PL + x], x in [0, PW).
+      ChunkRows<VW, A, NVEC> cr(plane, in, inEnd, w.H, w.W, ty * TM - w.PT, tx * TM - w.PL, P);
+      // Columns first (B^T d on whole row vectors, into U[k][v]), then rows.
+      float U[A * NVEC * VW];
+      LIBJIT_UNROLL
+      for (int v = 0; v < NVEC; v++) {
+        V a[A], u[A];
+        LIBJIT_UNROLL
+        for (int r = 0; r < A; r++)
+          a[r] = cr.at(r, v);
+        RT::columns(a, u);
+        LIBJIT_UNROLL
+        for (int k = 0; k < A; k++)
+          storeV(U + (k * NVEC + v) * VW, u[k]);
+      }
+      int64_t col = t - b0, q = col / MR, j = col % MR;
+      int64_t n1 = minI(nt, MR - j);
+      bool split = n1 < nt;
+      float *d1 = Vb + q * w.panelStride + c * MR + j;
+      LIBJIT_UNROLL
+      for (int k = 0; k < A; k++) {
+        V uk[NVEC], r[A];
+        LIBJIT_UNROLL
+        for (int v = 0; v < NVEC; v++)
+          uk[v] = loadV<V>(U + (k * NVEC + v) * VW);
+        RT::row(uk, r);
+        LIBJIT_UNROLL
+        for (int mm = 0; mm < A; mm++) {
+          storeV(d1 + (k * A + mm) * w.vStride, r[mm]);
+          if (split)
+            storeV(S + (k * A + mm) * VW, r[mm]);
+        }
+      }
+      if (split) {
+        // The chunk runs into the next panel: its remaining tiles start that panel's row.
+        float *d2 = Vb + (q + 1) * w.panelStride + c * MR;
+        for (int64_t p = 0; p < NP; p++)
+          storeV(d2 + p * w.vStride, loadV<V>(S + p * VW + n1));
+      }
+      t += nt;
+    }
+  }
+}
+
+/// Output transform of tiles [b0, b1) of one image, channels [o0, o1): Y[pixel][o] =
+/// (A^T M A)[pixel] + bias[o], for the pixels of those tiles inside the image.
+template <class Cfg, int TM>
+LIBJIT_NOINLINE void winoRowsOutput(const WinoRows<Cfg, TM> &w, const float *bias, int64_t b0,
+                                    int64_t b1, int64_t o0, int64_t o1, float *scratch) {
+  typedef typename VecOf<Cfg::VW>::T V;
+  constexpr int64_t VW = Cfg::VW, NP = WinoRows<Cfg, TM>::NP;
+  const float *Mb = scratch + w.mOff;
+  float *Y = scratch + w.yOff;
+  int64_t nO = o1 - o0;
+  for (int64_t t = b0; t < b1; t++) {
+    int64_t ty = t / w.TW, tx = t % w.TW;
+    int64_t rows = minI(TM, w.OH - ty * TM), cols = minI(TM, w.OW - tx * TM);
+    float *y0 = Y + ((TM * ty) * w.OW + TM * tx) * w.ldy;
+    const float *m = Mb + (t - b0) * nO;
+    for (int64_t o = 0; o < nO; o += VW) {
+      V a[NP], y[4][4];
+      LIBJIT_UNROLL
+      for (int p = 0; p < NP; p++)
+        a[p] = loadV<V>(m + p * w.mStride + o);
+      RowsTransform<Cfg, TM>::output(a, y);
+      // The bias of these channels (a partial last vector through a copy: bias holds O
+      // floats). Lanes past o1 only reach Y's padding columns.
+      V b = (V){};
+      if (bias && o + VW <= nO) {
+        b = loadV<V>(bias + o0 + o);
+      } else if (bias) {
+        LIBJIT_UNROLL
+        for (int l = 0; l < VW; l++)
+          b[l] = o + l < nO ? bias[o0 + o + l] : 0.0f;
+      }
+      LIBJIT_UNROLL
+      for (int i = 0; i < TM; i++)
+        LIBJIT_UNROLL
+        for (int j = 0; j < TM; j++)
+          if (i < rows && j < cols)
+            storeV(y0 + (i * w.OW + j) * w.ldy + o, y[i][j] + b);
+    }
+  }
+}
+
+/// The np GEMMs M[p] (rows x nO, ld nO) = V[p] (A panels over C + 2 rows) x U[p] (B
+/// panels): out of line, one copy for both tile sizes.
+template <class Cfg>
+LIBJIT_NOINLINE void winoRowsGemms(int64_t np, int64_t rows, int64_t nO, int64_t C,
+                                   const float *V, int64_t vStride, const float *U, int64_t perU,
+                                   float *M, int64_t mStride, float *scratch) {
+  Epilogue none = {nullptr, nullptr, nullptr, 0, 0, 0.0f, 0.0f};
+  for (int64_t p = 0; p < np; p++)
+    gemmRange<Cfg>(0, rows, 0, nO, C, PackedA<Cfg>{V + p * vStride, C + 2},
+                   PackedB<Cfg>{U + p * perU, C}, M + p * mStride, nO, none, scratch);
+}
+
+template <class Cfg, int TM>
+LIBJIT_INLINE void conv2dWinoRows(float *out, const float *in, const float *U, const float *bias,
+                                  const float *add, int64_t N, int64_t C, int64_t H, int64_t W,
+                                  int64_t O, int64_t OH, int64_t OW, int64_t PT, int64_t PL,
+                                  int64_t act, float lo, float hi, float *scratch, int64_t tid,
+                                  int64_t nthreads) {
+  typedef WinoRows<Cfg, TM> WR;
+  constexpr int64_t NR = Cfg::NR;
+  WR w(N, C, H, W, O, OH, OW, PT, PL);
+  float *s = scratch + tid * w.total;
+  // Threads split the output channels (each transforms every input tile, and reads its
+  // share of U) or the rows of tiles (each transforms its tiles and reads all of U): by
+  // channels while each gets two B panels, unless the input transforms cost more than U's
+  // bytes. Both grow with C NP, the transforms with the tiles, U with O; the transforms
+  // weigh about 1/9 as much per tile and position as U per output channel (measured: a
+  // 28x28 128->128 F(4x4) layer at 2 threads, 1.3x its 1-thread speed by channels).
+  int64_t r0 = 0, r1 = w.TH, o0 = 0, o1 = O;
+  if (nthreads > 1) {
+    bool byRows = w.TH >= 2 * nthreads && WR::NP * w.TI > 9 * O;
+    if (ceilDiv(O, NR) >= 2 * nthreads && !byRows)
+      partition(O, NR, tid, nthreads, &o0, &o1);
+    else
+      partition(w.TH, 1, tid, nthreads, &r0, &r1);
+  }
+  if (r0 >= r1 || o0 >= o1)
+    return;
+  int64_t nO = o1 - o0, P = OH * OW, t0 = r0 * w.TW, t1 = r1 * w.TW;
+  int64_t len = t1 - t0, blocks = ceilDiv(len, w.Tb);
+  int64_t bs = minI(w.Tb, WR::roundUp(ceilDiv(len, blocks), Cfg::MR));
+  int64_t perU = packedBFloats<Cfg>(C, O);
+  for (int64_t n = 0; n < N; n++) {
+    const float *x = in + n * C * H * W;
+    for (int64_t b0 = t0; b0 < t1; b0 += bs) {
+      int64_t b1 = minI(b0 + bs, t1);
+      winoRowsInput<Cfg, TM>(w, x, b0, b1, s);
+      winoRowsGemms<Cfg>(WR::NP, b1 - b0, nO, C, s + w.vOff, w.vStride, U + (o0 / NR) * C * NR,
+                         perU, s + w.mOff, w.mStride, s);
+      winoRowsOutput<Cfg, TM>(w, bias, b0, b1, o0, o1, s);
+    }
+    // The pixels of tile rows [r0, r1), pixel-major in Y, into the NCHW output.
+    int64_t p0 = minI(TM * r0 * OW, P), p1 = minI(TM * r1 * OW, P);
+    transposeOut(out + n * O * P, s + w.yOff, w.ldy, add ? add + n * O * P : nullptr, P, p0, p1,
+                 o0, o1, act, lo, hi);
+  }
+}
+
+/// U[p] = (G g G^T)[p / A][p % A] for every (c, o), in double, packed as B panels of the
+/// C x O matrix of each position (columns past O zero).
+template <class Cfg, int TM>
+void packWinoRows(float *dst, const float *wt, int64_t O, int64_t C) {
+  typedef RowsTransform<Cfg, TM> RT;
+  constexpr int64_t NR = Cfg::NR, A = TM + 2;
+  int64_t per = packedBFloats<Cfg>(C, O);
+  for (int64_t q = 0; q < ceilDiv(O, NR); q++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t j = 0; j < NR; j++) {
+        int64_t o = q * NR + j;
+        float *d = dst + (q * C + c) * NR + j;
+        if (o >= O) {
+          for (int p = 0; p < A * A; p++)
+            d[p * per] = 0.0f;
+          continue;
+        }
+        const float *g = wt + (o * C + c) * 9;
+        double gg[A][3];
+        for (int i = 0; i < A; i++)
+          for (int k = 0; k < 3; k++)
+            gg[i][k] = RT::G[i][0] * g[0 * 3 + k] + RT::G[i][1] * g[1 * 3 + k] +
+                       RT::G[i][2] * g[2 * 3 + k];
+        for (int i = 0; i < A; i++)
+          for (int k = 0; k < A; k++)
+            d[(i * A + k) * per] =
+                float(gg[i][0] * RT::G[k][0] + gg[i][1] * RT::G[k][1] + gg[i][2] * RT::G[k][2]);
+      }
+}
+
+} // namespace
+} // namespace libjit
+
+using namespace libjit;
+
+// The tiles-as-rows kernels: packing and scratch take the output tile size m (2 or 4)
+// first; the convolutions are one entry point per m (each its own JIT unit).
+#define LIBJIT_WINO_ROWS_ENTRY_POINTS(SUFFIX, CFG)                                                 \
+  LIBJIT_EXPORT int64_t libjit_conv2d_wino_rows_scratch_floats_##SUFFIX(                           \
+      int64_t m, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW) {  \
+    return m == 2 ? WinoRows<CFG, 2>(N, C, H, W, O, OH, OW, 0, 0).total                            \
+                  : WinoRows<CFG, 4>(N, C, H, W, O, OH, OW, 0, 0).total;                           \
+  }                                                                                                \
+  LIBJIT_EXPORT int64_t libjit_pack_wino_rows_floats_##SUFFIX(int64_t m, int64_t O, int64_t C) {   \
+    return (m + 2) * (m + 2) * packedBFloats<CFG>(C, O);                                           \
+  }                                                                                                \
+  LIBJIT_EXPORT void libjit_pack_wino_rows_f32_##SUFFIX(int64_t m, float *dst, const float *w,     \
+                                                        int64_t O, int64_t C) {                    \
+    if (m == 2)                                                                                    \
+      packWinoRows<CFG, 2>(dst, w, O, C);                                                          \
+    else                                                                                           \
+      packWinoRows<CFG, 4>(dst, w, O, C);                                                          \
+  }                                                                                                \
+  LIBJIT_EXPORT void libjit_conv2d_wino_rows2_f32_##SUFFIX(                                        \
+      float *out, const float *in, const float *packedW, const float *bias, const float *add,      \
+      int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW, int64_t PT,   \
+      int64_t PL, int64_t act, float lo, float hi, float *scratch, int64_t tid,                    \
+      int64_t nthreads) {                                                                          \
+    conv2dWinoRows<CFG, 2>(out, in, packedW, bias, add, N, C, H, W, O, OH, OW, PT, PL, act, lo,    \
+                           hi, scratch, tid, nthreads);                                            \
+  }                                                                                                \
+  LIBJIT_EXPORT void libjit_conv2d_wino_rows4_f32_##SUFFIX(                                        \
+      float *out, const float *in, const float *packedW, const float *bias, const float *add,      \
+      int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW, int64_t PT,   \
+      int64_t PL, int64_t act, float lo, float hi, float *scratch, int64_t tid,                    \
+      int64_t nthreads) {                                                                          \
+    conv2dWinoRows<CFG, 4>(out, in, packedW, bias, add, N, C, H, W, O, OH, OW, PT, PL, act, lo,    \
+                           hi, scratch, tid, nthreads);                                            \
+  }
+
+LIBJIT_WINO_ROWS_ENTRY_POINTS(avx512, GemmAvx512)
+LIBJIT_WINO_ROWS_ENTRY_POINTS(avx2, GemmAvx2)
