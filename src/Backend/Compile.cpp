@@ -54,7 +54,8 @@ Backend::compile(Function *f, const CompileOptions &options, PreparedPlan *prepa
   TraceScope scope(opts.tracer, "compile", "compile " + f->getName());
   scope.arg("backend", getName());
   KILN_RETURN_IF_ERR(checkBackendOptions(getName(), opts, getParameters()));
-  bool reuse = prepared && prepared->ir && prepared->backend == getName() &&
+  // (A copy of a Partition shares the plan: one that another compile took over has no IR.)
+  bool reuse = prepared && prepared->ir && prepared->ir->F && prepared->backend == getName() &&
                prepared->function == f && prepared->numNodes == f->numNodes() &&
                prepared->options.sameSettings(opts);
   scope.arg("plan", reuse ? "prepared" : "made");
