@@ -24,6 +24,12 @@ namespace {
 std::mutex countsMu;
 std::map<std::pair<const Module *, std::string>, unsigned> planCounts;
 
+/// Forgets every count (a new module may take the address of one freed before).
+void resetPlanCounts() {
+  std::lock_guard<std::mutex> lock(countsMu);
+  planCounts.clear();
+}
+
 unsigned plansOf(const Function *f) {
   std::lock_guard<std::mutex> lock(countsMu);
   auto it = planCounts.find({f->getParent(), f->getName()});
@@ -149,6 +155,7 @@ void expectPlannedOnceInPartitioner(const Tracer &t, size_t partitions) {
 // partitioner charges the plan) was scheduled, lowered and planned twice, once by the
 // partitioner and again by the compile.
 TEST(PlanOnce, CpuNetworkThroughExecutionEngineIsPlannedOnce) {
+  resetPlanCounts();
   ExecutionEngine ee("CountedCPU");
   Net n = buildMixed(ee.getModule(), "mixed");
   Tensor x = makeInput(n.input, 0);
@@ -169,6 +176,7 @@ TEST(PlanOnce, CpuNetworkThroughExecutionEngineIsPlannedOnce) {
 // the partition is charged and compiled from the plan made under them.
 TEST(PlanOnce, CpuBackendParametersPlanOnceUnderThoseParameters) {
   for (const char *optimize : {"0", "1"}) {
+    resetPlanCounts();
     ExecutionEngine ee("CountedCPU");
     Net n = buildMixed(ee.getModule(), "mixed");
     Tensor x = makeInput(n.input, 1);
@@ -224,6 +232,7 @@ TEST(PlanOnce, FootprintFollowsTheCompileOptions) {
 // A plan made under options other than the compile's is not used: the compile plans
 // again, and the stale plan is dropped.
 TEST(PlanOnce, CompileUnderOtherOptionsPlansAgain) {
+  resetPlanCounts();
   auto cpu = exitOnError(createBackend("CountedCPU"));
   Module m;
   Net n = buildMixed(m, "mixed");
@@ -259,6 +268,7 @@ TEST(PlanOnce, CompileUnderOtherOptionsPlansAgain) {
 // that plan is compiled. Without one it is planned at compile time, once.
 TEST(PlanOnce, InterpreterPlansOnceWithOrWithoutAStaticPlan) {
   for (bool staticPlan : {false, true}) {
+    resetPlanCounts();
     ExecutionEngine ee("CountedInterpreter");
     Net n = buildMixed(ee.getModule(), "mixed");
     Tensor x = makeInput(n.input, 3);
