@@ -7,6 +7,8 @@
 namespace kiln {
 
 Expected<PlannedIR> Backend::planIR(Function *f, const CompileOptions &opts) const {
+  TraceScope scope(opts.tracer, "compile", "plan " + f->getName());
+  scope.arg("backend", getName());
   BackendCompileSpec spec = getCompileSpec(opts);
   for (const auto &[name, step] : spec.graphSteps)
     if (step(f))
@@ -28,14 +30,43 @@ Expected<PlannedIR> Backend::planIR(Function *f, const CompileOptions &opts) con
   return P;
 }
 
+Expected<PreparedPlan> Backend::preparePlan(Function *f, const CompileOptions &options) const {
+  PreparedPlan prepared;
+  prepared.backend = getName();
+  prepared.options = options.forBackend(getName());
+  // The graph steps planIR runs may add or remove nodes: the count is taken after them.
+  KILN_ASSIGN_OR_RETURN(PlannedIR P, planIR(f, prepared.options));
+  prepared.function = f;
+  prepared.numNodes = f->numNodes();
+  prepared.ir = std::make_shared<PlannedIR>(std::move(P));
+  return prepared;
+}
+
 Expected<std::unique_ptr<CompiledFunction>> Backend::compile(Function *f,
                                                              const CompileOptions &options) const {
+  return compile(f, options, nullptr);
+}
+
+Expected<std::unique_ptr<CompiledFunction>>
+Backend::compile(Function *f, const CompileOptions &options, PreparedPlan *prepared) const {
   // Parameters qualified for another backend ("CPU:profile") are not this one's.
   CompileOptions opts = options.forBackend(getName());
   TraceScope scope(opts.tracer, "compile", "compile " + f->getName());
   scope.arg("backend", getName());
   KILN_RETURN_IF_ERR(checkBackendOptions(getName(), opts, getParameters()));
-  KILN_ASSIGN_OR_RETURN(PlannedIR P, planIR(f, opts));
+  // (A copy of a Partition shares the plan: one that another compile took over has no IR.)
+  bool reuse = prepared && prepared->ir && prepared->ir->F && prepared->backend == getName() &&
+               prepared->function == f && prepared->numNodes == f->numNodes() &&
+               prepared->options.sameSettings(opts);
+  scope.arg("plan", reuse ? "prepared" : "made");
+  PlannedIR P;
+  if (reuse)
+    P = std::move(*prepared->ir);
+  if (prepared) // taken over, or stale: planIR below may change the function it refers to
+    prepared->ir.reset();
+  if (!reuse) {
+    KILN_ASSIGN_OR_RETURN(P, planIR(f, opts));
+  }
   TraceScope codegen(opts.tracer, "compile", "codegen");
   return generateCode(f, P, opts);
 }

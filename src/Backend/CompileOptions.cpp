@@ -42,6 +42,11 @@ Error CompileOptions::setBackendOption(const std::string &item) {
   return Error::success();
 }
 
+bool CompileOptions::sameSettings(const CompileOptions &other) const {
+  return threads == other.threads && optimizeIR == other.optimizeIR &&
+         staticMemoryPlan == other.staticMemoryPlan && backendOptions == other.backendOptions;
+}
+
 CompileOptions CompileOptions::forBackend(const std::string &backend, bool unqualified) const {
   CompileOptions o = *this;
   o.backendOptions.clear();

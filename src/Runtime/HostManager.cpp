@@ -292,6 +292,21 @@ Error HostManager::addNetworkImpl(Function *f, std::shared_ptr<Module> owner,
   std::vector<FallbackNode> fellBack;
   if (Error e = addFallback(f, opts, pbs, fellBack))
     return ctx(std::move(e));
+  ProvisionOptions po;
+  po.replicas = opts.replicas;
+  po.compile = opts.compile;
+  po.compile.tracer = tracer;
+  // Backend parameters are for the backends the caller named, not for the fallback.
+  if (!opts.optionBackends.empty())
+    po.optionBackends = opts.optionBackends;
+  else
+    for (const PartitionerBackend &b : pbs)
+      if (fellBack.empty() || &b != &pbs.back())
+        po.optionBackends.push_back(b.backend->getName());
+  // The partitioner plans each partition as the Provisioner will compile it, and the
+  // compile takes that plan over (Partition::prepared).
+  for (PartitionerBackend &b : pbs)
+    b.compileOptions = po.compileOptionsFor(b.backend->getName());
   TraceScope partition(tracer, "compile", "partition");
   Expected<PartitionPlan> plan =
       partitionFunction(f, name, pbs, opts.partition ? &*opts.partition : nullptr);
@@ -306,17 +321,6 @@ Error HostManager::addNetworkImpl(Function *f, std::shared_ptr<Module> owner,
   }
   std::shared_ptr<ExecutableNetwork> exec(
       new ExecutableNetwork{std::move(owner), std::move(plan).get(), {}, {}});
-  ProvisionOptions po;
-  po.replicas = opts.replicas;
-  po.compile = opts.compile;
-  po.compile.tracer = tracer;
-  // Backend parameters are for the backends the caller named, not for the fallback.
-  if (!opts.optionBackends.empty())
-    po.optionBackends = opts.optionBackends;
-  else
-    for (const PartitionerBackend &b : pbs)
-      if (split.fallbackNodes.empty() || &b != &pbs.back())
-        po.optionBackends.push_back(b.backend->getName());
   Expected<std::vector<LoadedPartition>> loaded = provisioner_->provision(exec->plan, po);
   if (!loaded)
     return ctx(loaded.takeError()); // exec erases its partition functions here

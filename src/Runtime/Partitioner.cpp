@@ -67,11 +67,11 @@ struct MemoryRules {
   bool ioInArena = false;
 };
 
-MemoryRules memoryRulesOf(const Backend *b) {
+MemoryRules memoryRulesOf(const Backend *b, const CompileOptions &opts) {
   MemoryRules r;
   if (!b)
     return r;
-  BackendCompileSpec spec = b->getCompileSpec(CompileOptions());
+  BackendCompileSpec spec = b->getCompileSpec(opts.forBackend(b->getName()));
   if (!spec.staticPlan)
     return r;
   r.planned = true;
@@ -84,14 +84,20 @@ MemoryRules memoryRulesOf(const Backend *b) {
   return r;
 }
 
+/// The rules of \p b's compile under the options it will be compiled with.
+MemoryRules memoryRulesOf(const PartitionerBackend &b) {
+  return memoryRulesOf(b.backend, b.compileOptions);
+}
+
 /// A sequence of nodes in topological order (a group, or one partition), and what any
 /// range [start, end) of it needs as one partition: see Sweep.
 class Sequence {
 public:
   /// \p liveUses: uses of each value by all live nodes of the function (a use outside
   /// the sequence keeps a value to the end and makes it an output). \p backend (may be
-  /// null: no cost) gives the cost model.
-  Sequence(const std::vector<Node *> &nodes, const LiveUses &liveUses, const Backend *backend);
+  /// null: no cost, no backend rules) gives the cost model and the memory rules.
+  Sequence(const std::vector<Node *> &nodes, const LiveUses &liveUses,
+           const PartitionerBackend *backend);
 
   size_t size() const { return nodes_.size(); }
   Node *node(size_t t) const { return nodes_[t]; }
@@ -176,8 +182,9 @@ private:
 };
 
 Sequence::Sequence(const std::vector<Node *> &nodes, const LiveUses &liveUses,
-                   const Backend *backend)
-    : backend_(backend), rules_(memoryRulesOf(backend)) {
+                   const PartitionerBackend *backend)
+    : backend_(backend ? backend->backend : nullptr),
+      rules_(backend ? memoryRulesOf(*backend) : MemoryRules()) {
   for (Node *n : nodes)
     if (!isa<Storage>(n))
       nodes_.push_back(n);
@@ -272,7 +279,7 @@ Sequence::Sequence(const std::vector<Node *> &nodes, const LiveUses &liveUses,
       produced.emplace(NodeValue(n, r), p);
       idOf(NodeValue(n, r));
     }
-    seconds_[t] = backend ? backend->estimateNodeSeconds(*n) : 0.0;
+    seconds_[t] = backend_ ? backend_->estimateNodeSeconds(*n) : 0.0;
   }
   numIds_ = ids.size();
   if (rules_.ioInArena) {
@@ -808,7 +815,7 @@ placeNodes(const Function &f, const std::vector<Node *> &order,
   std::unordered_map<const Node *, unsigned> backendOf;
   std::vector<MemoryRules> rules;
   for (const PartitionerBackend &b : backends)
-    rules.push_back(memoryRulesOf(b.backend));
+    rules.push_back(memoryRulesOf(b));
   std::string unplaceable;
   for (Node *n : order) {
     bool placed = false;
@@ -896,7 +903,7 @@ Error shortfall(const Function &f, const PartitionerBackend &b, unsigned limit,
     need.activationBytes += g.activationBytes;
     need.ioInActivations |= g.ioInActivations;
     for (size_t t = 0; t < seq->size(); t++) {
-      uint64_t alone = aloneBytes(seq->node(t), liveUses, memoryRulesOf(b.backend));
+      uint64_t alone = aloneBytes(seq->node(t), liveUses, memoryRulesOf(b));
       if (alone > largest) {
         largest = alone;
         largestNode = seq->node(t);
@@ -964,7 +971,7 @@ Expected<Cut> cutToFit(const Function &f,
   std::vector<std::unique_ptr<Sequence>> seqs;
   std::vector<unsigned> backendOf;
   for (const auto &g : groups) {
-    seqs.emplace_back(new Sequence(g.second, liveUses, backends[g.first.second].backend));
+    seqs.emplace_back(new Sequence(g.second, liveUses, &backends[g.first.second]));
     backendOf.push_back(g.first.second);
   }
   // Per group: its partitions' start positions, device loads and the loads' positions.
@@ -1154,14 +1161,14 @@ void setNetworkIO(PartitionPlan &plan) {
 /// lays out (the partitioner measures its partitions with Backend::planIR); a device of
 /// unbounded memory needs no measuring.
 bool chargedByPlan(const PartitionerBackend &b) {
-  return memoryRulesOf(b.backend).planned &&
+  return memoryRulesOf(b).planned &&
          b.deviceMemory != std::numeric_limits<uint64_t>::max();
 }
 
-/// What \p f takes on a device of \p b: the regions of the memory plan its compile makes
-/// (Backend::planIR runs the same schedule, IR passes and planner as Backend::compile).
-Expected<PartitionFootprint> plannedFootprint(const Backend &b, Function *f) {
-  KILN_ASSIGN_OR_RETURN(PlannedIR P, b.planIR(f, CompileOptions()));
+/// What a function takes on a device: the regions of the memory plan \p P its compile
+/// makes (Backend::preparePlan runs the same schedule, IR passes and planner as
+/// Backend::compile, under the options of that compile).
+PartitionFootprint plannedFootprint(const PlannedIR &P) {
   PartitionFootprint fp;
   fp.weightBytes = P.plan.constantBytes;
   fp.ioBytes = P.plan.mutableBytes;
@@ -1174,16 +1181,19 @@ Expected<PartitionFootprint> plannedFootprint(const Backend &b, Function *f) {
 /// arena): the model may then count less than the plan where the planner or the schedule
 /// does worse than the model, so the cut is checked against the plan before it is kept.
 bool checkedAgainstPlan(const PartitionerBackend &b) {
-  MemoryRules r = memoryRulesOf(b.backend);
+  MemoryRules r = memoryRulesOf(b);
   return chargedByPlan(b) && (r.inPlace || r.ioInArena);
 }
 
 /// Builds the partitions of \p cut in a scratch module, measures those of backends
 /// checkedAgainstPlan, and adds each device load that does not fit its device to \p banned;
-/// true when it added any.
+/// true when it added any. A cut that leaves \p f whole measures \p f itself, and its plan
+/// is kept in \p whole for the partition that compiles it.
 Expected<bool> banLoadsThatDoNotFit(Function &f, const std::string &networkName, const Cut &cut,
                                     const std::vector<PartitionerBackend> &backends,
-                                    std::vector<std::set<std::pair<size_t, size_t>>> &banned) {
+                                    std::vector<std::set<std::pair<size_t, size_t>>> &banned,
+                                    PreparedPlan &whole) {
+  whole = PreparedPlan();
   bool measure = false;
   for (const auto &load : cut.loads)
     measure |= checkedAgainstPlan(backends[std::get<0>(load)]);
@@ -1204,8 +1214,10 @@ Expected<bool> banLoadsThatDoNotFit(Function &f, const std::string &networkName,
     const PartitionerBackend &b = backends[std::get<0>(cut.loads[i])];
     if (!checkedAgainstPlan(b))
       continue;
-    KILN_ASSIGN_OR_RETURN(PartitionFootprint fp, plannedFootprint(*b.backend, fns[i]));
-    loadBytes[cut.loads[i]] += fp.total();
+    KILN_ASSIGN_OR_RETURN(PreparedPlan P, b.backend->preparePlan(fns[i], b.compileOptions));
+    loadBytes[cut.loads[i]] += plannedFootprint(*P.ir).total();
+    if (fns[i] == &f)
+      whole = std::move(P);
   }
   bool added = false;
   for (const auto &[load, bytes] : loadBytes) {
@@ -1292,6 +1304,8 @@ uint64_t estimateMemory(const Function &f) {
 }
 
 PartitionPlan::~PartitionPlan() {
+  for (Partition &p : partitions) // their IR refers to the functions
+    p.prepared.ir.reset();
   if (!created_)
     return;
   for (Partition &p : partitions)
@@ -1412,6 +1426,7 @@ Expected<PartitionPlan> partitionFunction(Function *f, const std::string &networ
 
   // 1. Which nodes go together, on which backend.
   Cut cut;
+  PreparedPlan whole; // the plan of f when the cut measured it whole
   LiveUses liveUses = countLiveUses(order);
   if (user) {
     KILN_ASSIGN_OR_RETURN(cut, cutUserPartition(order, *user, byName));
@@ -1423,7 +1438,8 @@ Expected<PartitionPlan> partitionFunction(Function *f, const std::string &networ
     std::vector<std::set<std::pair<size_t, size_t>>> banned(backends.size());
     for (unsigned attempt = 0;; attempt++) {
       KILN_ASSIGN_OR_RETURN(cut, cutToFit(*f, groups, backends, liveUses, banned));
-      KILN_ASSIGN_OR_RETURN(bool recut, banLoadsThatDoNotFit(*f, networkName, cut, backends, banned));
+      KILN_ASSIGN_OR_RETURN(bool recut,
+                            banLoadsThatDoNotFit(*f, networkName, cut, backends, banned, whole));
       if (!recut)
         break;
       if (attempt == kMaxRecuts)
@@ -1463,9 +1479,14 @@ Expected<PartitionPlan> partitionFunction(Function *f, const std::string &networ
   for (unsigned i = 0; i < plan.partitions.size(); i++) {
     Partition &p = plan.partitions[i];
     const PartitionerBackend &b = *byName.at(p.backendName);
-    std::tie(p.footprint, p.costSeconds) = measureAll(Sequence(cut.parts[i], liveUses, b.backend));
-    if (chargedByPlan(b)) { // what its device will hold
-      KILN_ASSIGN_OR_RETURN(p.footprint, plannedFootprint(*b.backend, p.function));
+    std::tie(p.footprint, p.costSeconds) = measureAll(Sequence(cut.parts[i], liveUses, &b));
+    if (chargedByPlan(b)) { // what its device will hold: the plan its compile takes over
+      if (whole.ir && whole.function == p.function && whole.backend == p.backendName) {
+        p.prepared = std::move(whole);
+      } else {
+        KILN_ASSIGN_OR_RETURN(p.prepared, b.backend->preparePlan(p.function, b.compileOptions));
+      }
+      p.footprint = plannedFootprint(*p.prepared.ir);
     }
     p.memoryBytes = p.footprint.total();
     if (p.memoryBytes > b.deviceMemory)

@@ -7,6 +7,13 @@
 
 namespace kiln {
 
+CompileOptions ProvisionOptions::compileOptionsFor(const std::string &backend) const {
+  bool takesUnqualified =
+      optionBackends.empty() ||
+      std::find(optionBackends.begin(), optionBackends.end(), backend) != optionBackends.end();
+  return compile.forBackend(backend, takesUnqualified);
+}
+
 Expected<std::vector<LoadedPartition>> Provisioner::provision(PartitionPlan &plan,
                                                               const ProvisionOptions &opts) {
   std::vector<LoadedPartition> loaded(plan.partitions.size());
@@ -24,12 +31,8 @@ Expected<std::vector<LoadedPartition>> Provisioner::provision(PartitionPlan &pla
     if (b == backends_.end())
       return fail(
           makeError(ErrorCode::NotFound, "no backend '", p.backendName, "' for '", p.name, "'"));
-    bool takesUnqualified =
-        opts.optionBackends.empty() || std::find(opts.optionBackends.begin(),
-                                                 opts.optionBackends.end(),
-                                                 p.backendName) != opts.optionBackends.end();
     Expected<std::unique_ptr<CompiledFunction>> cf =
-        b->second->compile(p.function, opts.compile.forBackend(p.backendName, takesUnqualified));
+        b->second->compile(p.function, opts.compileOptionsFor(p.backendName), &p.prepared);
     if (!cf)
       return fail(
           cf.takeError().addContext("compiling partition '" + p.name + "' for " + p.backendName));

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -114,14 +115,51 @@ void checkCompile(const ParsedTrace &t, const std::string &net, bool memoryPlan)
   EXPECT_EQ(t.select("compile", "provision " + net).size(), 1u);
   EXPECT_EQ(t.select("compile", "load " + net).size(), 1u);
   EXPECT_EQ(t.select("compile", "memory-plan").empty(), !memoryPlan);
-  for (const char *phase : {"schedule", "irgen", "codegen", "memory-plan", "ir-passes"})
+  // The planning phases inside one planning of a function ("plan <function>"), made by
+  // the partitioner for a partition charged by its plan and taken over by its compile, or
+  // else by the compile; code generation inside the compile.
+  for (const char *phase : {"schedule", "irgen", "memory-plan", "ir-passes"})
     for (const ParsedEvent *p : t.select("compile", phase)) {
       const ParsedEvent *c = enclosing(t, *p, "compile");
       ASSERT_NE(c, nullptr) << phase;
-      EXPECT_TRUE(startsWith(c->name, "compile ")) << phase << " inside " << c->name;
-      EXPECT_FALSE(c->args.at("backend").empty());
-      EXPECT_NE(enclosing(t, *c, "compile", "provision " + net), nullptr);
+      EXPECT_TRUE(startsWith(c->name, "plan ")) << phase << " inside " << c->name;
     }
+  std::map<std::string, const ParsedEvent *> compiles;
+  for (const ParsedEvent *c : t.select("compile")) {
+    if (!startsWith(c->name, "compile "))
+      continue;
+    EXPECT_FALSE(c->args.at("backend").empty());
+    EXPECT_NE(enclosing(t, *c, "compile", "provision " + net), nullptr);
+    EXPECT_TRUE(compiles.emplace(c->name.substr(8), c).second) << c->name << " twice";
+  }
+  for (const ParsedEvent *p : t.select("compile", "codegen")) {
+    const ParsedEvent *c = enclosing(t, *p, "compile");
+    ASSERT_NE(c, nullptr);
+    EXPECT_TRUE(startsWith(c->name, "compile ")) << "codegen inside " << c->name;
+  }
+  // Each compiled function planned once for its compile: in the partitioner when the
+  // compile took that plan ("prepared"), else inside the compile ("made").
+  std::map<std::string, std::vector<const ParsedEvent *>> plans;
+  for (const ParsedEvent *p : t.select("compile"))
+    if (startsWith(p->name, "plan "))
+      plans[p->name.substr(5)].push_back(p);
+  for (const auto &[fn, c] : compiles) {
+    const std::string how = c->args.at("plan");
+    size_t inCompile = 0, inPartitioner = 0;
+    for (const ParsedEvent *p : plans[fn]) {
+      EXPECT_FALSE(p->args.at("backend").empty());
+      if (const ParsedEvent *in = enclosing(t, *p, "compile"))
+        inCompile += in == c;
+      inPartitioner += enclosing(t, *p, "compile", "partition") != nullptr;
+    }
+    if (how == "prepared") {
+      EXPECT_EQ(inCompile, 0u) << fn;
+      EXPECT_GE(inPartitioner, 1u) << fn;
+    } else {
+      EXPECT_EQ(how, "made") << fn;
+      EXPECT_EQ(inCompile, 1u) << fn;
+    }
+  }
   std::vector<const ParsedEvent *> passes = t.select("pass");
   ASSERT_FALSE(passes.empty());
   bool sawLower = false, sawIR = false;

@@ -66,6 +66,21 @@ struct BackendCompileSpec {
   std::function<bool(const Instruction &)> needsOwnBuffer;
 };
 
+/// A function's IR and memory plan made ahead of its compile (Backend::preparePlan), with
+/// what it was made for. The partitioner charges a partition the plan its compile makes and
+/// keeps it here; the Provisioner hands it to Backend::compile, so that no function is
+/// scheduled, lowered to IR and planned twice. The IR refers to the function's nodes: the
+/// function must not change, nor be erased, while the plan is kept.
+struct PreparedPlan {
+  std::string backend;                ///< The backend that planned it.
+  const Function *function = nullptr; ///< The function it was planned from.
+  size_t numNodes = 0;                ///< That function's node count when it was planned.
+  /// The options it was planned under, as that backend takes them (forBackend).
+  CompileOptions options;
+  /// The IR and plan; null once a compile took them over (or when none was made).
+  std::shared_ptr<PlannedIR> ir;
+};
+
 /// A target Kiln compiles for: what it supports and how it generates code (see the file
 /// comment). One object per registry lookup; its methods are const and thread-safe.
 class Backend {
@@ -119,8 +134,19 @@ public:
   /// backend's IR passes, the memory plan and its verifier, then generateCode().
   Expected<std::unique_ptr<CompiledFunction>> compile(Function *f,
                                                       const CompileOptions &opts) const;
-  /// The same without the code generation: the IR and plan generateCode() would get.
+  /// compile() from a plan made ahead (preparePlan): when \p prepared holds a plan of \p f
+  /// by this backend, made under options with the settings of \p opts
+  /// (CompileOptions::sameSettings) while \p f had the node count it has now, its IR is
+  /// compiled as it is and taken out of \p prepared. Otherwise (null, empty or made for
+  /// something else) \p f is planned again, as compile() does.
+  Expected<std::unique_ptr<CompiledFunction>>
+  compile(Function *f, const CompileOptions &opts, PreparedPlan *prepared) const;
+  /// The same without the code generation: the IR and plan generateCode() would get. Runs
+  /// the backend's graph steps on \p f (in place) first.
   Expected<PlannedIR> planIR(Function *f, const CompileOptions &opts) const;
+  /// planIR under \p opts as this backend takes them (CompileOptions::forBackend, as
+  /// compile() takes them), kept with what it was made for, for compile(f, opts, &plan).
+  Expected<PreparedPlan> preparePlan(Function *f, const CompileOptions &opts) const;
 
   /// Creates the manager of one device of this backend (kiln/Runtime/DeviceManager.h).
   /// The default, null, selects the runtime's generic host device manager, which runs

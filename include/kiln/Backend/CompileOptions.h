@@ -50,6 +50,12 @@ struct CompileOptions {
   /// InvalidArgument for an item without '=' or a name, or a bad thread count.
   Error setBackendOption(const std::string &item);
 
+  /// True when every setting equals \p other's (threads, optimizeIR, staticMemoryPlan,
+  /// backendOptions); the tracer and afterGraphPass, which observe a compile without
+  /// changing it, are not compared. Backend::compile reuses a plan made ahead only under
+  /// options with the same settings: a new setting must be compared here.
+  bool sameSettings(const CompileOptions &other) const;
+
   /// The options as backend \p backend takes them: its qualified parameters with the
   /// qualifier removed (a qualified "threads" sets `threads`), the unqualified ones when
   /// \p unqualified, and no parameter qualified for another backend.

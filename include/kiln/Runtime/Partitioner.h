@@ -28,7 +28,8 @@
 /// (placeholdersInArena), an input counts from the start to its last read, an output from
 /// its first write to the end, and a Save takes over the buffer it saves when that dies
 /// there. A partition of a backend with a static plan and devices of bounded memory is
-/// then charged what Backend::planIR lays out for it (the plan its compile makes), and
+/// then charged what Backend::preparePlan lays out for it under PartitionerBackend::
+/// compileOptions (the plan its compile makes, kept in Partition::prepared for it), and
 /// for a backend whose model counts reuse, cuts are checked against that plan first: a
 /// device load it refuses is ruled out and the cut made again. The devices' memory is the
 /// smallest of the backend's.
@@ -61,6 +62,10 @@ struct PartitionerBackend {
   /// The most pieces the groups of this backend are cut into, all together; 0: as many
   /// as it takes (the fewest that fit, then balanced).
   unsigned numDevices = 0;
+  /// The options its partitions will be compiled with (the Provisioner's): the memory
+  /// rules follow its compile spec under them, and the plans it is charged are made under
+  /// them (a compile under other settings plans again). Its tracer records that planning.
+  CompileOptions compileOptions;
 };
 
 /// What a partition needs on its device (see the file comment).
@@ -93,6 +98,10 @@ struct Partition {
   /// The device load the partitioner planned it in: partitions of one backend with the
   /// same number fit one device together and are loaded together (-1: any device).
   int device = -1;
+  /// The plan its footprint was measured from, for a backend charged by its plan (see the
+  /// file comment); the Provisioner's compile takes it over (Backend::compile), so the
+  /// function is planned once. Empty otherwise, and once compiled.
+  PreparedPlan prepared;
 };
 
 /// The DAG of partitions of one network.

@@ -4,6 +4,8 @@
 /// (Partition::device) go on one device, and the loads are packed onto the devices' free
 /// memory by packDeviceLoads (kiln/Runtime/Partitioner.h): the largest first, on the
 /// device with the most free memory unless that would leave a later load without room.
+/// A partition the partitioner planned (Partition::prepared) is compiled from that plan
+/// when it was made under the options it compiles with.
 #ifndef KILN_RUNTIME_PROVISIONER_H
 #define KILN_RUNTIME_PROVISIONER_H
 
@@ -36,6 +38,10 @@ struct ProvisionOptions {
   /// optionBackends (empty: on every backend).
   CompileOptions compile;
   std::vector<std::string> optionBackends;
+
+  /// The options a partition of backend \p backend compiles with (what the partitioner
+  /// plans it under: PartitionerBackend::compileOptions).
+  CompileOptions compileOptionsFor(const std::string &backend) const;
 };
 
 /// Compiles the partitions of a plan and loads them on devices (see the file comment).
