@@ -360,13 +360,20 @@ LIBJIT_INLINE void gemmDriver(int64_t M, int64_t N, int64_t K, const ASrc &A, co
   gemmRange<Cfg>(m0, m1, n0, n1, K, A, B, C, ldc, epi, scratch + tid * gemmScratchFloats<Cfg>());
 }
 
-/// Packs W [O x K] (row-major) as the B operand W^T [K x O] in NR-column panels.
+/// Packs W [O x K] (row-major) as the B operand W^T [K x O] in NR-column panels. Whole
+/// panels copy without a bounds test per element; the last one pads with zeros.
 template <class Cfg> void packBT(float *dst, const float *Wt, int64_t K, int64_t O) {
-  for (int64_t q = 0; q < ceilDiv(O, Cfg::NR); q++)
+  constexpr int64_t NR = Cfg::NR;
+  const int64_t whole = O / NR;
+  for (int64_t q = 0; q < whole; q++)
     for (int64_t k = 0; k < K; k++)
-      for (int64_t c = 0; c < Cfg::NR; c++) {
-        int64_t j = q * Cfg::NR + c;
-        dst[(q * K + k) * Cfg::NR + c] = j < O ? Wt[j * K + k] : 0.0f;
+      for (int64_t c = 0; c < NR; c++)
+        dst[(q * K + k) * NR + c] = Wt[(q * NR + c) * K + k];
+  if (whole * NR < O)
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t c = 0; c < NR; c++) {
+        int64_t j = whole * NR + c;
+        dst[(whole * K + k) * NR + c] = j < O ? Wt[j * K + k] : 0.0f;
       }
 }
 
@@ -380,13 +387,20 @@ template <class Cfg> void packA(float *dst, const float *A, int64_t M, int64_t K
       }
 }
 
-/// Packs row-major B [K x N] (ldb) into NR-column panels.
+/// Packs row-major B [K x N] (ldb) into NR-column panels. Whole panels copy NR floats at
+/// a time as one block (vector moves; element by element, the native build copied one
+/// float per instruction).
 template <class Cfg> void packB(float *dst, const float *B, int64_t K, int64_t N, int64_t ldb) {
-  for (int64_t q = 0; q < ceilDiv(N, Cfg::NR); q++)
+  constexpr int64_t NR = Cfg::NR;
+  const int64_t whole = N / NR;
+  for (int64_t q = 0; q < whole; q++)
     for (int64_t k = 0; k < K; k++)
-      for (int64_t c = 0; c < Cfg::NR; c++) {
-        int64_t j = q * Cfg::NR + c;
-        dst[(q * K + k) * Cfg::NR + c] = j < N ? B[k * ldb + j] : 0.0f;
+      __builtin_memcpy(dst + (q * K + k) * NR, B + k * ldb + q * NR, NR * sizeof(float));
+  if (whole * NR < N)
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t c = 0; c < NR; c++) {
+        int64_t j = whole * NR + c;
+        dst[(whole * K + k) * NR + c] = j < N ? B[k * ldb + j] : 0.0f;
       }
 }
 
