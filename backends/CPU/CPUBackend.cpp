@@ -275,6 +275,8 @@ std::vector<StageTiming> CPUFunction::getProfile() const {
     t.runs = k.count;
     t.meanMs = k.count ? double(k.sumNs) / double(k.count) * 1e-6 : 0.0;
     t.minMs = k.count ? double(k.minNs) * 1e-6 : 0.0;
+    t.flops = s.flops;
+    t.bytes = s.bytes;
     out.push_back(std::move(t));
   }
   return out;

@@ -10,6 +10,7 @@
 // the split (partitions and nodes per backend) is printed, and is in the JSON line.
 
 #include "Flags.h"
+#include "MachineLimits.h"
 #include "ModelRunner.h"
 #include "QuantFlags.h"
 #include "kiln/Base/Trace.h"
@@ -203,26 +204,63 @@ void printText(const Options &f, kiln::tools::ModelRunner &runner, const RunFigu
 }
 
 /// Per-stage timings of backends asked to profile (CPU: --backend-opt profile=1), on
-/// stderr so that --json keeps one line on stdout.
-void printProfile(kiln::tools::ModelRunner &runner) {
+/// stderr so that --json keeps one line on stdout. Where the backend counts a stage's work,
+/// its rate from the stage's minimum: GFLOP/s against one core's measured multiply-add
+/// peak (times \p threads for a parallel stage, "P"), or for stages that only move data,
+/// GB/s against the measured DRAM bandwidth (data in cache can exceed it).
+void printProfile(kiln::tools::ModelRunner &runner, unsigned threads) {
   using namespace kiln;
   std::vector<StageTiming> profile = runner.profile();
-  if (!profile.empty()) {
-    double sumMin = 0;
-    for (const StageTiming &t : profile)
-      sumMin += t.minMs;
-    std::vector<const StageTiming *> order;
-    for (const StageTiming &t : profile)
-      order.push_back(&t);
-    std::stable_sort(order.begin(), order.end(),
-                     [](const StageTiming *a, const StageTiming *b) { return a->minMs > b->minMs; });
-    std::fprintf(stderr, "profile: %zu stages, %llu runs, sum of minima %.3f ms\n",
-                 profile.size(), (unsigned long long)profile.front().runs, sumMin);
-    std::fprintf(stderr, "   mean ms    min ms\n");
-    for (const StageTiming *t : order)
-      std::fprintf(stderr, "  %8.3f  %8.3f %5.1f%%  %s\n", t->meanMs, t->minMs,
-                   100.0 * t->minMs / std::max(sumMin, 1e-9), t->name.c_str());
+  if (profile.empty())
+    return;
+  double sumMin = 0;
+  bool counted = false;
+  for (const StageTiming &t : profile) {
+    sumMin += t.minMs;
+    counted = counted || t.bytes > 0;
   }
+  std::vector<const StageTiming *> order;
+  for (const StageTiming &t : profile)
+    order.push_back(&t);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const StageTiming *a, const StageTiming *b) { return a->minMs > b->minMs; });
+  std::fprintf(stderr, "profile: %zu stages, %llu runs, sum of minima %.3f ms\n",
+               profile.size(), (unsigned long long)profile.front().runs, sumMin);
+  tools::MachineLimits lim;
+  if (counted) {
+    lim = tools::measureMachineLimits();
+    std::fprintf(stderr,
+                 "machine (measured now): one core %.1f GFLOP/s (%s multiply-adds); copy %.1f "
+                 "GB/s in L2 (256 KB), %.1f GB/s from DRAM (64 MB)\n",
+                 lim.fmaGflops, lim.isa.c_str(), lim.l2GBs, lim.dramGBs);
+    std::fprintf(stderr, "   mean ms    min ms  share    GFLOP/s     GB/s  of limit  stage\n");
+  } else {
+    std::fprintf(stderr, "   mean ms    min ms  share  stage\n");
+  }
+  for (const StageTiming *t : order) {
+    std::fprintf(stderr, "  %8.3f  %8.3f %5.1f%%", t->meanMs, t->minMs,
+                 100.0 * t->minMs / std::max(sumMin, 1e-9));
+    if (counted) {
+      if (t->bytes > 0 && t->minMs > 0) {
+        double s = t->minMs * 1e-3;
+        double gflops = t->flops / s * 1e-9, gbs = t->bytes / s * 1e-9;
+        bool parallel = t->name.rfind("P ", 0) == 0 || t->name.find(": P ") != std::string::npos;
+        double peak = lim.fmaGflops * (parallel ? std::max(1u, threads) : 1u);
+        if (t->flops > 0)
+          std::fprintf(stderr, "  %9.1f  %7.1f  %5.0f%% F", gflops, gbs,
+                       100.0 * gflops / std::max(peak, 1e-9));
+        else
+          std::fprintf(stderr, "  %9s  %7.1f  %5.0f%% M", "", gbs,
+                       100.0 * gbs / std::max(lim.dramGBs, 1e-9));
+      } else {
+        std::fprintf(stderr, "  %9s  %7s  %7s", "", "", "");
+      }
+    }
+    std::fprintf(stderr, "  %s\n", t->name.c_str());
+  }
+  if (counted)
+    std::fprintf(stderr, "of limit: F = of the multiply-add peak (x threads for P stages), "
+                         "M = of the DRAM copy bandwidth\n");
 }
 
 /// The one-line JSON report on stdout (the contract compare.py reads).
@@ -381,7 +419,7 @@ int main(int argc, char **argv) {
               << runner.lastReport().totalDmaBytes() << " DMA bytes (last run)\n";
   if (!f.json)
     printText(f, runner, r, *split);
-  printProfile(runner);
+  printProfile(runner, f.threads);
   for (const std::string &g : runner.getDumpedGraphs())
     std::cerr << "kiln-run: wrote " << g << "\n";
   if (trace) {

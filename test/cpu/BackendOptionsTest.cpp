@@ -105,6 +105,57 @@ TEST(BackendOptions, CPUParametersThroughExecutionEngine) {
   EXPECT_TRUE(ee.getHostManager()->getProfile("main")->empty());
 }
 
+// profile=1 also says what each stage computes, counted by hand here: FLOPs of the
+// GEMM-like kinds (a multiply-add counts 2) and the bytes of every operand once.
+TEST(BackendOptions, ProfileCountsEachStagesWork) {
+  ExecutionEngine ee("CPU");
+  Module &m = ee.getModule();
+  Function *f = m.createFunction("main");
+  Placeholder *x = m.createPlaceholder(ElemKind::Float, {1, 3, 8, 8}, "x");
+  // 4 filters of 3 x 3 x 3, padding 1: [1, 4, 8, 8]; then Tanh, its own stage.
+  auto *conv = f->createConv("conv", NodeValue(x), 4, 3, 1, 1);
+  auto *y = f->createSave("y", NodeValue(f->createTanh("tanh", NodeValue(conv))));
+  ASSERT_FALSE(bool(ee.compile(withItems({"profile=1"}))));
+  PlaceholderBindings b;
+  b.allocate(m.getPlaceholders());
+  for (int i = 0; i < 2; i++)
+    ASSERT_FALSE(bool(ee.run(b)));
+  (void)y;
+  Expected<std::vector<StageTiming>> p = ee.getHostManager()->getProfile("main");
+  ASSERT_TRUE(bool(p)) << p.getError().message();
+  const StageTiming *convStage = nullptr, *tanhStage = nullptr;
+  for (const StageTiming &t : *p) {
+    if (contains(t.name, "conv"))
+      convStage = &t;
+    else if (t.bytes > 0)
+      tanhStage = &t;
+  }
+  ASSERT_NE(convStage, nullptr);
+  ASSERT_NE(tanhStage, nullptr);
+  // 4 x 8 x 8 outputs, each 3 x 3 x 3 multiply-adds.
+  EXPECT_DOUBLE_EQ(convStage->flops, 2.0 * 4 * 8 * 8 * 27);
+  // Output 1024 B, input 768, filter 432, bias 16.
+  EXPECT_DOUBLE_EQ(convStage->bytes, 1024 + 768 + 432 + 16);
+  EXPECT_DOUBLE_EQ(tanhStage->flops, 0.0);
+  EXPECT_DOUBLE_EQ(tanhStage->bytes, 1024 + 1024) << tanhStage->name;
+
+  // The small net's fully-connected layer (with its Relu): 2 x 2 outputs of 2 products.
+  ExecutionEngine ee2("CPU");
+  Placeholder *x2;
+  buildSmallNet(ee2.getModule(), x2);
+  ASSERT_FALSE(bool(ee2.compile(withItems({"profile=1"}))));
+  PlaceholderBindings b2;
+  b2.allocate(ee2.getModule().getPlaceholders());
+  for (int i = 0; i < 2; i++)
+    ASSERT_FALSE(bool(ee2.run(b2)));
+  Expected<std::vector<StageTiming>> p2 = ee2.getHostManager()->getProfile("main");
+  ASSERT_TRUE(bool(p2)) << p2.getError().message();
+  double flops = 0;
+  for (const StageTiming &t : *p2)
+    flops += t.flops;
+  EXPECT_DOUBLE_EQ(flops, 2.0 * 4 * 2);
+}
+
 TEST(BackendOptions, UnknownOrBadParametersFailTheCompile) {
   struct Case {
     const char *backend, *item, *named, *listed;

@@ -92,6 +92,8 @@ struct Stage {
   bool parallel = false;
   std::string name;
   std::string desc; ///< what the stage computes, for profiles (CodegenOptions::profile)
+  /// Its operations and bytes (StageWork.h), for the profile's rates.
+  double flops = 0, bytes = 0;
 };
 
 struct CodegenOptions {

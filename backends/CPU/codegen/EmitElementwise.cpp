@@ -393,9 +393,9 @@ Error Emitter::planElementwise(std::vector<Instruction *> &group, std::vector<It
   std::vector<Instruction *> g = group;
   fusedLoops_++;
   fusedInstrs_ += unsigned(g.size());
-  items.push_back({parallel, "elementwise", [this, g, n, parallel] {
-                     emitElementwise(g, n, parallel && opts_.threads > 1);
-                   }});
+  items.push_back({parallel, "elementwise",
+                   [this, g, n, parallel] { emitElementwise(g, n, parallel && opts_.threads > 1); },
+                   stageWork(std::vector<const Instruction *>(g.begin(), g.end()))});
   group.clear();
   return Error::success();
 }

@@ -9,6 +9,7 @@
 
 #include "Codegen.h"
 #include "EmitConv.h"
+#include "StageWork.h"
 
 #include "backends/CPU/libjit/libjit_gemm_config.h"
 
@@ -134,6 +135,7 @@ public:
     bool parallel;
     std::string name;
     std::function<void()> emit;
+    StageWork work; ///< what it computes, for the profile's rates
   };
 
   // ---- Emitters by instruction kind (EmitConv.cpp, EmitLinalg.cpp, EmitNorm.cpp,
@@ -309,6 +311,7 @@ private:
   std::vector<std::string> *entryNames_ = nullptr;
   std::vector<bool> stageParallel_;
   std::vector<std::string> stageDesc_;
+  std::vector<StageWork> stageWork_;
   std::string missing_;
   unsigned fusedLoops_ = 0, fusedInstrs_ = 0;
   std::set<std::string> called_;

@@ -300,6 +300,7 @@ void Emitter::beginStage(bool parallel, const std::string &name) {
   entryNames_->push_back(fname);
   stageParallel_.push_back(parallel);
   stageDesc_.push_back(name);
+  stageWork_.emplace_back();
 }
 
 void Emitter::endStage() {
@@ -362,6 +363,9 @@ Error Emitter::plan(Instruction *I, std::vector<Item> &items) {
     return unsupported(I);
   size_t first = items.size();
   KILN_RETURN_IF_ERR((this->*(it->second))(I, items));
+  // The instruction's work goes to its last item, the one that computes its result.
+  if (items.size() > first)
+    items.back().work += stageWork({I});
   // Handing work to the pool costs microseconds (more when the other cores are busy):
   // instructions too small to repay it run on the calling thread.
   if (estimateNanos(I) < kMinParallelNanos)
@@ -504,6 +508,7 @@ Error Emitter::run(std::vector<std::string> &entryNames) {
       open = false;
       beginStage(par, it.name);
       it.emit();
+      stageWork_.back() += it.work;
       endStage();
     } else {
       if (!open) {
@@ -513,6 +518,7 @@ Error Emitter::run(std::vector<std::string> &entryNames) {
         stageDesc_.back() += "+" + it.name;
       }
       it.emit();
+      stageWork_.back() += it.work;
     }
     if (!missing_.empty())
       return makeError(ErrorCode::Internal, "CPU backend: kernel '", missing_, "' not found");
@@ -520,7 +526,8 @@ Error Emitter::run(std::vector<std::string> &entryNames) {
   endStage();
   prog_.stages.clear();
   for (size_t i = 0; i < entryNames.size(); i++)
-    prog_.stages.push_back({nullptr, bool(stageParallel_[i]), entryNames[i], stageDesc_[i]});
+    prog_.stages.push_back({nullptr, bool(stageParallel_[i]), entryNames[i], stageDesc_[i],
+                            stageWork_[i].flops, stageWork_[i].bytes});
   return Error::success();
 }
 

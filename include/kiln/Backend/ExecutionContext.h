@@ -19,6 +19,9 @@ struct StageTiming {
   uint64_t runs = 0; ///< Runs timed.
   /// The mean and the shortest time per run, in milliseconds.
   double meanMs = 0, minMs = 0;
+  /// What the stage computes, where the backend counts it (0 otherwise): arithmetic
+  /// operations (a multiply-add counts 2) and bytes of its operands.
+  double flops = 0, bytes = 0;
 };
 
 /// Maps placeholders to tensors. Allocated tensors are zero-filled and owned here.
