@@ -333,6 +333,10 @@ Error CPUFunction::execute(ExecutionContext &ctx) {
   bufs[kConstantBase] = prog_->constants;
   for (size_t k = 0; k < prog_->placeholders.size(); k++) {
     const Placeholder *ph = prog_->placeholders[k];
+    if (!ph) { // a constant read in place (Program::borrowed)
+      bufs[kFirstPlaceholderBase + k] = const_cast<char *>(prog_->borrowed[k]);
+      continue;
+    }
     KILN_ASSIGN_OR_RETURN(Tensor * t, b->getChecked(ph));
     bufs[kFirstPlaceholderBase + k] = t->getUnsafePtr();
   }

@@ -56,6 +56,7 @@ Expected<NodeValue> gemmOperand(Importer &I, const Node &n, int i, bool trans,
   const Tensor *t = I.constInput(n, i);
   if (trans && t && t->dims().size() == 2) {
     Tensor tt = transpose2D(*t);
+    I.releaseConstInput(n, i); // the weights are held once, transposed
     return I.makeConstant(I.opName(n, part), std::move(tt));
   }
   KILN_ASSIGN_OR_RETURN(NodeValue v, I.input(n, i));

@@ -91,6 +91,16 @@ const Tensor *Importer::constInputAsStored(const onnx::NodeProto &n, int i) cons
   return it == consts_.end() ? nullptr : &it->second.asStored();
 }
 
+void Importer::releaseConstInput(const onnx::NodeProto &n, int i) {
+  if (!hasInput(n, i))
+    return;
+  auto c = consts_.find(n.input(i));
+  auto u = uses_.find(n.input(i));
+  if (c == consts_.end() || c->second.c || u == uses_.end() || u->second != 1)
+    return;
+  consts_.erase(c); // a later reader would find no value: an error, never stale data
+}
+
 Expected<const Tensor *> Importer::requireConstInput(const onnx::NodeProto &n, int i,
                                                      const char *what) {
   if (!hasInput(n, i))
@@ -467,6 +477,25 @@ Error Importer::importGraph(const onnx::GraphProto &g, ONNXModel &out) {
       uses_[in]++;
   for (const auto &o : g.output())
     uses_[o.name()]++;
+  // Subgraphs (If, Loop, Scan bodies) may read outer values by name: they count as uses
+  // too, so that releaseConstInput never frees a constant a body still reads.
+  std::function<void(const onnx::NodeProto &)> countBodies = [&](const onnx::NodeProto &n) {
+    for (const auto &a : n.attribute()) {
+      std::vector<const onnx::GraphProto *> bodies;
+      if (a.has_g())
+        bodies.push_back(&a.g());
+      for (const auto &b : a.graphs())
+        bodies.push_back(&b);
+      for (const onnx::GraphProto *b : bodies)
+        for (const auto &m : b->node()) {
+          for (const auto &in : m.input())
+            uses_[in]++;
+          countBodies(m);
+        }
+    }
+  };
+  for (const auto &n : g.node())
+    countBodies(n);
 
   KILN_RETURN_IF_ERR(bindSymbols(g)); // a shape the model refuses, before anything else
   KILN_RETURN_IF_ERR(collectUnsupported(g));
@@ -479,9 +508,13 @@ Error Importer::importGraph(const onnx::GraphProto &g, ONNXModel &out) {
       return makeError(ErrorCode::ModelParse, "an initializer has no name");
     if (consts_.count(t.name()))
       return makeError(ErrorCode::ModelParse, "initializer '", t.name(), "' is defined twice");
-    Expected<Tensor> tt = tensorFromProto(t, opts.maxTensorElements, /*keepEightBit=*/true);
+    const RawSpan *raw = &g == releasable_ && raw_ ? &(*raw_)[size_t(i)] : nullptr;
+    Expected<Tensor> tt =
+        tensorFromProto(t, opts.maxTensorElements, /*keepEightBit=*/true, raw);
     if (!tt)
       return tt.takeError().addContext("initializer '" + t.name() + "'");
+    if (raw && file_)
+      file_->release(raw->data, raw->size);
     onnxTypes_[t.name()] = t.data_type();
     Known k;
     k.owned = std::move(tt).get();
@@ -561,7 +594,14 @@ Error Importer::importGraph(const onnx::GraphProto &g, ONNXModel &out) {
   return Error::success();
 }
 
-Expected<ONNXModel> Importer::import(onnx::ModelProto &model) {
+Expected<ONNXModel> Importer::import(onnx::ModelProto &model, const std::vector<RawSpan> *raw,
+                                     const FileBytes *file) {
+  if (raw && raw->size() != size_t(model.graph().initializer_size()))
+    return makeError(ErrorCode::Internal, "the stripped model has ",
+                     model.graph().initializer_size(), " initializers; its data has ",
+                     raw->size());
+  raw_ = raw;
+  file_ = file;
   ONNXModel out;
   out.irVersion = model.ir_version();
   out.producer = model.producer_name();
@@ -598,10 +638,30 @@ Expected<ONNXModel> Importer::import(onnx::ModelProto &model) {
 
 namespace {
 /// Imports a parsed model into \p f; the model's weight data is freed as it is imported.
-Expected<ONNXModel> importParsed(onnx::ModelProto &model, Function *f,
-                                 const ONNXLoadOptions &opts) {
+/// With \p raw, the model was parsed stripped of its initializers' raw_data, which is
+/// there (and in \p file's pages, released as they are read, when it is given).
+Expected<ONNXModel> importParsed(onnx::ModelProto &model, Function *f, const ONNXLoadOptions &opts,
+                                 const std::vector<onnximport::RawSpan> *raw = nullptr,
+                                 const onnximport::FileBytes *file = nullptr) {
   onnximport::Importer imp(f, opts);
-  return imp.import(model);
+  return imp.import(model, raw, file);
+}
+
+/// Parses the serialized model in [data, data + size) without copying its initializers'
+/// raw_data (the weights), which stay where they are until each is read into its tensor:
+/// into \p model, with \p raw saying where each initializer's data is (\p stripped). Falls
+/// back to a whole parse (raw empty) when the bytes do not scan, so that a malformed model
+/// gets protobuf's verdict. False when nothing parses.
+bool parseModel(const char *data, size_t size, onnx::ModelProto &model,
+                std::vector<onnximport::RawSpan> &raw, bool &stripped) {
+  std::string bytes;
+  stripped = onnximport::stripInitializerData(data, size, bytes, raw) &&
+             model.ParseFromArray(bytes.data(), int(bytes.size()));
+  if (stripped)
+    return true;
+  raw.clear();
+  model.Clear();
+  return model.ParseFromArray(data, int(size));
 }
 } // namespace
 
@@ -613,10 +673,12 @@ Expected<ONNXModel> loadONNXFromBuffer(const void *data, size_t size, Function *
     return makeError(ErrorCode::ModelParse, "the model is too large for protobuf (", size,
                      " bytes; models with external data are not supported)");
   onnx::ModelProto model;
-  if (!model.ParseFromArray(data, int(size)))
+  std::vector<onnximport::RawSpan> raw;
+  bool stripped = false;
+  if (!parseModel(static_cast<const char *>(data), size, model, raw, stripped))
     return makeError(ErrorCode::ModelParse,
                      "cannot parse the ONNX model (the file is truncated or not an ONNX model)");
-  return importParsed(model, f, opts);
+  return importParsed(model, f, opts, stripped ? &raw : nullptr);
 }
 
 namespace {
@@ -775,6 +837,85 @@ std::string ONNXInputInfo::shapeString() const {
   return out + "]";
 }
 
+namespace {
+
+using google::protobuf::io::CodedOutputStream;
+
+/// Appends a length-delimited field \p field holding \p payload.
+void appendDelimited(std::string &out, int field, const std::string &payload) {
+  uint8_t head[10]; // two varints of at most 5 bytes
+  uint8_t *e = CodedOutputStream::WriteVarint32ToArray(
+      WFL::MakeTag(field, WFL::WIRETYPE_LENGTH_DELIMITED), head);
+  e = CodedOutputStream::WriteVarint32ToArray(uint32_t(payload.size()), e);
+  out.append(reinterpret_cast<const char *>(head), size_t(e - head));
+  out += payload;
+}
+
+/// Copies the message in [p, p + n) into \p out field by field, except the
+/// length-delimited fields \p field: each goes to \p strip (its payload) instead, which
+/// appends what replaces it, if anything; false from strip fails the copy.
+template <typename Strip>
+bool copyExcept(const uint8_t *p, int n, int field, std::string &out, Strip strip) {
+  CodedInputStream in(p, n);
+  for (;;) {
+    int start = in.CurrentPosition();
+    uint32_t tag = in.ReadTag();
+    if (tag == 0)
+      break;
+    if (tag == WFL::MakeTag(field, WFL::WIRETYPE_LENGTH_DELIMITED)) {
+      const uint8_t *q;
+      int m;
+      if (!readDelimited(in, p, &q, &m) || !strip(q, m))
+        return false;
+      continue;
+    }
+    if (!WFL::SkipField(&in, tag))
+      return false;
+    out.append(reinterpret_cast<const char *>(p) + start, size_t(in.CurrentPosition() - start));
+  }
+  return in.ConsumedEntireMessage();
+}
+
+} // namespace
+
+namespace onnximport {
+
+bool stripInitializerData(const char *data, size_t size, std::string &stripped,
+                          std::vector<RawSpan> &raw) {
+  if (size > size_t(std::numeric_limits<int>::max()))
+    return false;
+  stripped.clear();
+  raw.clear();
+  auto tensor = [&](const uint8_t *q, int m, std::string &out) {
+    RawSpan span;
+    bool ok = copyExcept(q, m, 9, out, [&](const uint8_t *r, int k) { // raw_data: the last wins
+      span = RawSpan{reinterpret_cast<const char *>(r), size_t(k), true};
+      return true;
+    });
+    raw.push_back(span);
+    return ok;
+  };
+  auto graph = [&](const uint8_t *q, int m, std::string &out) {
+    return copyExcept(q, m, 5, out, [&](const uint8_t *r, int k) { // initializer
+      std::string t;
+      if (!tensor(r, k, t))
+        return false;
+      appendDelimited(out, 5, t);
+      return true;
+    });
+  };
+  return copyExcept(reinterpret_cast<const uint8_t *>(data), int(size), 7, stripped,
+                    [&](const uint8_t *q, int m) { // graph
+                      std::string g;
+                      if (!graph(q, m, g))
+                        return false;
+                      appendDelimited(stripped, 7, g);
+                      return true;
+                    });
+}
+
+} // namespace onnximport
+
 Expected<ONNXSignature> getONNXSignatureFromBuffer(const void *data, size_t size) {
   std::vector<onnx::ValueInfoProto> inputs, outputs;
   if (!scanInputs(static_cast<const char *>(data), size, inputs, &outputs)) {
@@ -878,26 +1019,28 @@ Expected<ONNXModel> loadONNX(const std::string &path, Function *f,
                              const ONNXLoadOptions &opts) {
   if (!f)
     return makeError(ErrorCode::InvalidArgument, "loadONNX: null function");
-  // Parse, then unmap the file before importing, so that the file's pages, the parsed
-  // model and the imported constants are never all resident at once.
+  // The file stays mapped while the model is imported: the parsed model holds no weights,
+  // each initializer's values are copied from the file into its tensor, and the file's
+  // pages under them are released as that happens, so that the weights are resident about
+  // once (in the tensors), not in the file's pages, a parsed copy and the tensors.
+  const std::string context = "loading '" + path + "'";
+  onnximport::FileBytes buf;
+  if (!buf.open(path))
+    return makeError(ErrorCode::NotFound, "cannot open ONNX model '", path, "'");
+  if (buf.size() > size_t(std::numeric_limits<int>::max()))
+    return makeError(ErrorCode::ModelParse, "the model is too large for protobuf (", buf.size(),
+                     " bytes; models with external data are not supported)")
+        .addContext(context);
   onnx::ModelProto model;
-  {
-    onnximport::FileBytes buf;
-    if (!buf.open(path))
-      return makeError(ErrorCode::NotFound, "cannot open ONNX model '", path, "'");
-    const std::string context = "loading '" + path + "'";
-    if (buf.size() > size_t(std::numeric_limits<int>::max()))
-      return makeError(ErrorCode::ModelParse, "the model is too large for protobuf (",
-                       buf.size(), " bytes; models with external data are not supported)")
-          .addContext(context);
-    if (!model.ParseFromArray(buf.data(), int(buf.size())))
-      return makeError(ErrorCode::ModelParse, "cannot parse the ONNX model (the file is "
-                       "truncated or not an ONNX model)")
-          .addContext(context);
-  }
-  Expected<ONNXModel> m = importParsed(model, f, opts);
+  std::vector<onnximport::RawSpan> raw;
+  bool stripped = false;
+  if (!parseModel(buf.data(), buf.size(), model, raw, stripped))
+    return makeError(ErrorCode::ModelParse, "cannot parse the ONNX model (the file is "
+                     "truncated or not an ONNX model)")
+        .addContext(context);
+  Expected<ONNXModel> m = importParsed(model, f, opts, stripped ? &raw : nullptr, &buf);
   if (!m)
-    return m.takeError().addContext("loading '" + path + "'");
+    return m.takeError().addContext(context);
   return m;
 }
 

@@ -94,6 +94,10 @@ public:
   bool open(const std::string &path);
   const char *data() const { return data_; }
   size_t size() const { return size_; }
+  /// Done with the bytes [p, p + n) of the mapped file: its whole pages inside that range
+  /// leave the process's memory (the file stays; reading them again maps them again).
+  /// Nothing happens when the file was read into memory instead.
+  void release(const char *p, size_t n) const;
 
 private:
   void *map_ = nullptr;
@@ -103,15 +107,31 @@ private:
   size_t size_ = 0;
 };
 
+/// Where a TensorProto's raw_data lies outside the message (stripInitializerData).
+struct RawSpan {
+  const char *data = nullptr;
+  size_t size = 0;
+  bool present = false; ///< the message had a raw_data field (possibly empty)
+};
+
+/// The serialized ModelProto in [data, data + size) without the raw_data of its graph's
+/// initializers, into \p stripped, and where each initializer's raw_data is, in the order
+/// of graph.initializer(), into \p raw. Parsing the stripped model then copies no weights:
+/// the importer reads each initializer's values from the original bytes as it converts
+/// it. False when the bytes do not scan (a full parse then says why).
+bool stripInitializerData(const char *data, size_t size, std::string &stripped,
+                          std::vector<RawSpan> &raw);
+
 /// Reads the whole file \p path into \p out; false if it cannot be opened.
 bool readWholeFile(const std::string &path, std::string &out);
 /// Frees the value storage of \p t (raw and typed data), keeping its name, type and dims.
 void releaseTensorData(onnx::TensorProto &t);
 /// Converts a TensorProto (inline data only) into a tensor. INT8 and UINT8 data become
 /// Int32I, unless \p keepEightBit: then Int8Q / UInt8Q with scale 1 and offset 0 (the raw
-/// values), as the importer keeps 8-bit initializers.
+/// values), as the importer keeps 8-bit initializers. With \p raw, the raw_data is there
+/// instead of in \p t (stripInitializerData).
 Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElements,
-                                 bool keepEightBit = false);
+                                 bool keepEightBit = false, const RawSpan *raw = nullptr);
 /// True for the 8-bit quantized kinds, which hold ONNX INT8 / UINT8 data.
 inline bool isEightBitKind(ElemKind k) { return k == ElemKind::Int8Q || k == ElemKind::UInt8Q; }
 /// An Int32I copy of the raw values of an 8-bit tensor.
@@ -169,8 +189,12 @@ public:
   Importer(Function *f, const ONNXLoadOptions &opts);
 
   /// Imports \p model; the weight data of its top-level initializers is freed as each
-  /// becomes a tensor (the model keeps their names and shapes).
-  Expected<ONNXModel> import(onnx::ModelProto &model);
+  /// becomes a tensor (the model keeps their names and shapes). When \p raw is given, the
+  /// model was parsed stripped of that data (stripInitializerData) and raw[i] is where
+  /// initializer i's raw_data is; with \p file, pages of the mapped file are released as
+  /// the initializers in them are converted.
+  Expected<ONNXModel> import(onnx::ModelProto &model, const std::vector<RawSpan> *raw = nullptr,
+                             const FileBytes *file = nullptr);
 
   // ---- For converters. ----
   Function *F;
@@ -202,6 +226,11 @@ public:
   /// The known constant of input \p i as stored: 8-bit initializers stay 8-bit. Null when
   /// the input is not a known constant.
   const Tensor *constInputAsStored(const onnx::NodeProto &n, int i) const;
+  /// Frees the known constant of input \p i when node \p n is its only reader in the whole
+  /// model (subgraphs included) and it has not become a graph constant: for converters that
+  /// turned it into another constant (a transposed Gemm operand), so that the original and
+  /// its replacement are not both held until the import ends.
+  void releaseConstInput(const onnx::NodeProto &n, int i);
   /// The ONNX element type (TensorProto::DataType) of value \p name where the model states
   /// it (graph inputs, initializers, Constant nodes, the outputs of the quantization
   /// converters); 0 (UNDEFINED) otherwise.
@@ -294,6 +323,9 @@ private:
   Error importGraph(const onnx::GraphProto &g, ONNXModel &out);
   /// The top-level graph, whose initializers' data importGraph frees once converted.
   onnx::GraphProto *releasable_ = nullptr;
+  /// Where the top-level initializers' raw_data is when the model was parsed stripped.
+  const std::vector<RawSpan> *raw_ = nullptr;
+  const FileBytes *file_ = nullptr;
   Error collectUnsupported(const onnx::GraphProto &g);
   Error convertNode(const onnx::NodeProto &n);
   Error checkOutputs(const onnx::NodeProto &n);

@@ -93,6 +93,15 @@ FileBytes::~FileBytes() {
     munmap(map_, mapSize_);
 }
 
+void FileBytes::release(const char *p, size_t n) const {
+  if (!map_ || n == 0)
+    return;
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  uintptr_t b = (uintptr_t(p) + page - 1) / page * page, e = (uintptr_t(p) + n) / page * page;
+  if (b < e)
+    madvise(reinterpret_cast<void *>(b), e - b, MADV_DONTNEED); // advice only
+}
+
 bool FileBytes::open(const std::string &path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
@@ -221,7 +230,10 @@ Tensor widenEightBit(const Tensor &t) {
 }
 
 Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElements,
-                                 bool keepEightBit) {
+                                 bool keepEightBit, const RawSpan *raw) {
+  const bool hasRaw = raw ? raw->present : t.has_raw_data();
+  const char *rawData = raw ? raw->data : t.raw_data().data();
+  const size_t rawSize = raw ? raw->size : t.raw_data().size();
   if (keepEightBit && (t.data_type() == TP::INT8 || t.data_type() == TP::UINT8) &&
       t.data_location() != TP::EXTERNAL && !t.has_segment()) {
     std::vector<int64_t> dv(t.dims().begin(), t.dims().end());
@@ -229,15 +241,15 @@ Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElement
                           checkedDims(dv, maxElements, "tensor '" + t.name() + "'"));
     ElemKind k = t.data_type() == TP::INT8 ? ElemKind::Int8Q : ElemKind::UInt8Q;
     size_t n = dims.product();
-    size_t have = t.has_raw_data() ? t.raw_data().size() : size_t(t.int32_data_size());
+    size_t have = hasRaw ? rawSize : size_t(t.int32_data_size());
     if (have != n)
       return makeError(ErrorCode::ModelParse, "tensor '", t.name(), "' of ",
                        onnxTypeName(t.data_type()), "<", dimsToString(dims), "> holds ", have,
                        " values; expected ", n);
     Tensor out(Type(k, dims, 1.0f, 0));
-    if (t.has_raw_data()) {
+    if (hasRaw) {
       if (n)
-        std::memcpy(out.getUnsafePtr(), t.raw_data().data(), n);
+        std::memcpy(out.getUnsafePtr(), rawData, n);
     } else {
       for (size_t i = 0; i < n; i++)
         out.setFromDouble(i, double(t.int32_data(int(i)))); // saturates out-of-range values
@@ -257,11 +269,11 @@ Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElement
   std::string tyName = onnxTypeName(dt);
   // Check the data against the shape before allocating anything.
   size_t have = 0;
-  if (t.has_raw_data()) {
+  if (hasRaw) {
     size_t es = onnxElemSize(dt);
-    if (t.raw_data().size() != n * es)
+    if (rawSize != n * es)
       return makeError(ErrorCode::ModelParse, what, " of ", tyName, "<", dimsToString(dims),
-                       "> has ", t.raw_data().size(), " bytes of raw_data; expected ", n * es);
+                       "> has ", rawSize, " bytes of raw_data; expected ", n * es);
   } else {
     switch (dt) {
     case TP::FLOAT: have = t.float_data_size(); break;
@@ -276,10 +288,10 @@ Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElement
   }
   Tensor out(kind, dims);
 
-  if (t.has_raw_data()) {
+  if (hasRaw) {
     size_t es = onnxElemSize(dt);
     (void)es;
-    setFromRaw(out, n, dt, t.raw_data().data());
+    setFromRaw(out, n, dt, rawData);
     return out;
   }
 

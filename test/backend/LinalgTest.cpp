@@ -139,6 +139,9 @@ TEST_P(LinalgTest, FullyConnectedFloatRandom) { checkFloatFC(F32, 5, 37, 11, 1);
 // Rows filling whole GEMM row panels and reductions past 16 and past one K block.
 TEST_P(LinalgTest, FullyConnectedFloatRowPanels) { checkFloatFC(F32, 31, 45, 40, 4); }
 TEST_P(LinalgTest, FullyConnectedFloatTwoKBlocks) { checkFloatFC(F32, 29, 400, 35, 5); }
+// One row: the CPU reads the weights in place (libjit_fc_row_f32), over several blocks of
+// 256 rows and two column chunks, the last columns not a multiple of 64.
+TEST_P(LinalgTest, FullyConnectedFloatOneRow) { checkFloatFC(F32, 1, 600, 2100, 6); }
 TEST_P(LinalgTest, FullyConnectedFloat16) { checkFloatFC(F16, 4, 19, 7, 2); }
 TEST_P(LinalgTest, FullyConnectedBFloat16) { checkFloatFC(BF16, 3, 23, 6, 3); }
 

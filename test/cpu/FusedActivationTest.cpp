@@ -290,6 +290,8 @@ TEST(FusedActivation, EveryKindFullyConnectedAndMatMul) {
     checkFused([&](Net &n) { buildGemm(n, a, 37, 29, 45, false, true); }, std::nullopt, 2e-5f);
     checkFused([&](Net &n) { buildGemm(n, a, 3, 64, 17, false, false); }, std::nullopt, 2e-5f);
     checkFused([&](Net &n) { buildGemm(n, a, 50, 24, 33, true, false); }, std::nullopt, 2e-5f);
+    // One row: the weights read in place (libjit_fc_row_f32), its epilogue.
+    checkFused([&](Net &n) { buildGemm(n, a, 1, 300, 70, false, true); }, std::nullopt, 2e-5f);
   }
 }
 

@@ -469,6 +469,30 @@ TEST_F(ImporterTest, IfWithAKnownConditionTakesItsBranch) {
   EXPECT_EQ(count(NodeKind::Relu), 0u);
 }
 
+// Weights stored as raw_data are read from the model's bytes into their tensors (the
+// model is parsed without them); a Gemm's transB operand is transposed at import and the
+// original freed only when nothing else reads it: here an If branch reads the same
+// initializer by name after the Gemm has been converted, and a second Gemm shares it.
+TEST_F(ImporterTest, TransposedGemmWeightsStayForOtherReaders) {
+  const std::vector<float> a = {1, 2, 3}, w = {0.5f, -1, 2, 3, 0.25f, -2};
+  B m(13);
+  m.input("a", {1, 3}).init("w", {2, 3}, w, /*raw=*/true).output("y").output("y2").output("z");
+  *m.rawInit() = boolScalar("c", true);
+  B::attrInt(m.node("Gemm", {"a", "w"}, {"y"}), "transB", 1);
+  auto &n = m.node("If", {"c"}, {"z"});
+  attrGraph(n, "then_branch", subgraph({}, {"t"}, {{"Neg", {"w"}, {"t"}}}));
+  attrGraph(n, "else_branch", subgraph({}, {"e"}, {{"Relu", {"w"}, {"e"}}}));
+  B::attrInt(m.node("Gemm", {"a", "w"}, {"y2"}), "transB", 1);
+  // y = a w^T: [1*0.5 - 2 + 6, 3 + 0.5 - 6].
+  const Tensor *y = run(m, one("a", floats({1, 3}, a)));
+  expectValues(y, {1, 2}, {4.5, -2.5});
+  std::vector<double> negW;
+  for (float v : w)
+    negW.push_back(-v);
+  expectValues(bindings_.get(model_.getOutputPlaceholder("z")), {2, 3}, negW);
+  expectValues(bindings_.get(model_.getOutputPlaceholder("y2")), {1, 2}, {4.5, -2.5});
+}
+
 TEST_F(ImporterTest, LoopWithAKnownTripCountUnrolls) {
   B m(13);
   m.input("x", {2}).initI64("M", {}, {3}).output("v").output("s");

@@ -433,6 +433,7 @@ Expected<BundleResult> writeBundle(Function *f, const std::vector<BundleTensor> 
   KILN_RETURN_IF_ERR(prepareFunction(f, backend));
   KILN_ASSIGN_OR_RETURN(PlannedIR P, backend.planIR(f, co));
   CodegenOptions cg = getCodegenOptions(bo, co);
+  cg.borrowConstants = false; // the bundle's weights are one file: every constant in it
   cg.threads = threads;
   cg.profile = false; // one stage per instruction: the JIT's profiling layout, not wanted here
   cg.jit.keepIR = cg.jit.keepAsm = false;

@@ -119,6 +119,11 @@ struct CodegenOptions {
   std::optional<ConvAlgorithm> forceConv;
   /// One stage per instruction, so that a profile times each on its own.
   bool profile = false;
+  /// Kernels that read a constant in the graph's own layout read it where the graph
+  /// holds it (Program::borrowed) instead of from a copy in the constant arena: the
+  /// weights of a one-row fully-connected layer. Off for bundles, whose weights are one
+  /// file (the same kernel then reads a plain copy in it).
+  bool borrowConstants = true;
 };
 
 /// A check made by a kernel at run time (a Gather index in range): a failed one writes
@@ -136,8 +141,13 @@ struct Program {
   bool jitReused = false;   ///< the code came from an earlier compile in this process
   bool jitFromDisk = false; ///< the code was loaded from the kernel cache on disk
   std::vector<Stage> stages;
-  std::vector<const Placeholder *> placeholders; ///< bufs[kFirstPlaceholderBase + k]
-  std::vector<bool> placeholderWritten;          ///< written by the program
+  /// bufs[kFirstPlaceholderBase + k] is placeholder k's tensor, bound at each run, or
+  /// where placeholders[k] is null, borrowed[k]: a constant's payload the program reads
+  /// in place (CodegenOptions::borrowConstants). The constant must outlive the program
+  /// and keep its values (its Module owns it; the Interpreter reads constants so too).
+  std::vector<const Placeholder *> placeholders;
+  std::vector<const char *> borrowed; ///< as long as placeholders
+  std::vector<bool> placeholderWritten; ///< written by the program
   char *constants = nullptr;                      ///< 64-byte aligned, owned
   uint64_t constantBytes = 0;
   uint64_t constantMappedBytes = 0; ///< for freeConstantArena

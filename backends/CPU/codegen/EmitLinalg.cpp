@@ -19,6 +19,25 @@ Error Emitter::planFC(Instruction *I, Value *dest, Value *in, Value *weights, Va
   // Weights computed at run time (e.g. a transposed input) are packed per run.
   auto *cw = dyn_cast<WeightVar>(weights);
   bool constW = cw && cw->isConstant();
+  // One row reads constant weights unpacked (libjit_fc_row_f32): where the graph holds
+  // them, or for a bundle, copied as they are into the constant arena.
+  if (constW && N == 1 && weights->getType()->kind == ElemKind::Float &&
+      dest->getType()->kind == ElemKind::Float) {
+    Location wl;
+    if (opts_.borrowConstants) {
+      wl = constBorrowed(cw);
+    } else {
+      KILN_ASSIGN_OR_RETURN(uint64_t off, constRaw(cw));
+      wl = {kConstantBase, off};
+    }
+    items.push_back({true, "fc_row 1x" + std::to_string(K) + "x" + std::to_string(M), [=] {
+                       call("libjit_fc_row_f32",
+                            {ptr(dest), ptr(in), at(wl), bias ? ptr(bias) : nullPtr(),
+                             epi.add ? ptr(epi.add) : nullPtr(), I64(K), I64(M), I64(epi.act),
+                             F32(epi.lo), F32(epi.hi), tid_, nth_});
+                     }});
+    return Error::success();
+  }
   Value *w = weights;
   Location wl;
   if (constW) {

@@ -227,6 +227,9 @@ private:
   std::string qIsa(int64_t &lanes);
   Expected<uint64_t> constPacked(const WeightVar *w, WeightPacking packing, int64_t groups,
                                  int64_t rows, int64_t cols);
+  /// Where the constant \p w is read in place (CodegenOptions::borrowConstants): an
+  /// external buffer bound to its payload at each run (Program::borrowed).
+  Location constBorrowed(const WeightVar *w);
   uint64_t reserveExtra(uint64_t bytes) {
     uint64_t off = extrasTop_;
     extrasTop_ = alignUp(extrasTop_ + bytes);
@@ -311,6 +314,7 @@ private:
   std::vector<std::string> *entryNames_ = nullptr;
   std::vector<bool> stageParallel_;
   std::vector<std::string> stageDesc_;
+  std::unordered_map<const WeightVar *, unsigned> borrowedIndex_;
   std::vector<StageWork> stageWork_;
   std::string missing_;
   unsigned fusedLoops_ = 0, fusedInstrs_ = 0;

@@ -109,6 +109,7 @@ Expected<Location> Emitter::loc(const Value *v) {
     if (it == phIndex_.end()) {
       it = phIndex_.emplace(ph, unsigned(prog_.placeholders.size())).first;
       prog_.placeholders.push_back(ph);
+      prog_.borrowed.push_back(nullptr);
       prog_.placeholderWritten.push_back(false);
     }
     return Location{kFirstPlaceholderBase + it->second, 0};
@@ -151,6 +152,17 @@ Expected<uint64_t> Emitter::constRaw(const WeightVar *w) {
     std::memcpy(consts_.data() + off, t.getUnsafePtr(), t.getSizeInBytes());
   constCache_[key] = off;
   return off;
+}
+
+Location Emitter::constBorrowed(const WeightVar *w) {
+  auto it = borrowedIndex_.find(w);
+  if (it == borrowedIndex_.end()) {
+    it = borrowedIndex_.emplace(w, unsigned(prog_.placeholders.size())).first;
+    prog_.placeholders.push_back(nullptr);
+    prog_.borrowed.push_back(cast<Constant>(w->getOrigin())->getPayload().getUnsafePtr());
+    prog_.placeholderWritten.push_back(false);
+  }
+  return Location{kFirstPlaceholderBase + it->second, 0};
 }
 
 /// GemmA: A panels of each of `groups` row blocks of `rows` x `cols`; GemmB: B panels of a

@@ -329,6 +329,43 @@ LIBJIT_INLINE void conv2dT(float *out, const float *in, const float *packedWT,
 
 using namespace libjit;
 
+/// out[0:M] = in[0:K] x W + bias, add, activation: a fully-connected layer of one row,
+/// with W [K x M] row-major, read where the graph holds it (Emitter::constBorrowed): for
+/// one row, packing buys nothing (each weight is used once, the layer streams them from
+/// memory either way) and would be a second copy of them. Each thread takes a range of
+/// columns (multiples of 64) and walks every row of W over it, accumulating up to
+/// kRowChunk columns at a time (8 KB, in L1) in blocks of kRowBlock rows whose partial sums
+/// are added to the total: a sum of K products in float32 then grows its rounding error
+/// with about sqrt(kRowBlock) + sqrt(K / kRowBlock) rather than sqrt(K).
+LIBJIT_EXPORT void libjit_fc_row_f32(float *out, const float *in, const float *W,
+                                     const float *bias, const float *add, int64_t K, int64_t M,
+                                     int64_t act, float lo, float hi, int64_t tid,
+                                     int64_t nthreads) {
+  constexpr int64_t kRowChunk = 2048, kRowBlock = 256;
+  int64_t m0, m1;
+  partition(M, 64, tid, nthreads, &m0, &m1);
+  float total[kRowChunk], part[kRowChunk];
+  for (int64_t c0 = m0; c0 < m1; c0 += kRowChunk) {
+    const int64_t n = minI(kRowChunk, m1 - c0);
+    for (int64_t j = 0; j < n; j++)
+      total[j] = 0.0f;
+    for (int64_t k0 = 0; k0 < K; k0 += kRowBlock) {
+      for (int64_t j = 0; j < n; j++)
+        part[j] = 0.0f;
+      for (int64_t k = k0; k < minI(K, k0 + kRowBlock); k++) {
+        const float x = in[k];
+        const float *w = W + k * M + c0;
+        for (int64_t j = 0; j < n; j++)
+          part[j] += x * w[j];
+      }
+      for (int64_t j = 0; j < n; j++)
+        total[j] += part[j];
+    }
+    Epilogue e{nullptr, bias ? bias + c0 : nullptr, add ? add + c0 : nullptr, 0, int(act), lo, hi};
+    storePartialTile(total, kRowChunk, 1, n, out + c0, M, /*accumulate=*/0, /*last=*/1, &e);
+  }
+}
+
 #define LIBJIT_GEMM_ENTRY_POINTS(SUFFIX, CFG)                                               \
   LIBJIT_EXPORT void libjit_sgemm_f32_##SUFFIX(int64_t M, int64_t N, int64_t K,             \
                                                const float *A, int64_t lda, const float *B,  \
