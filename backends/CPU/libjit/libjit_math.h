@@ -43,29 +43,32 @@ LIBJIT_INLINE float expF(float x) {
   return p * s1 * s2;
 }
 
-/// Natural logarithm: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log m = 2 atanh(s),
-/// s = (m - 1) / (m + 1), |s| <= 0.1716, by its series to s^9. Denormals are scaled by
-/// 2^23 first; log 0 = -inf, log of a negative number is NaN, log +inf = +inf.
+/// Natural logarithm: x = m 2^e with m in [sqrt(1/2), sqrt(2)) (e and m from the bits of
+/// x minus those of sqrt(1/2): e is the difference's exponent field, rounded down),
+/// log m = f - f^2 / 2 + f^3 P(f), f = m - 1, P of degree 6 fitted for this file to
+/// near-minimax relative error of log(1 + f) on [sqrt(1/2) - 1, sqrt(2) - 1] (3.1e-8 in
+/// double; weighted least squares with Lawson reweighting, the script in the commit
+/// message of this change). No division. Denormals are scaled by 2^23 first; log 0 =
+/// -inf, log of a negative number (or NaN) is NaN, log +inf = +inf.
 LIBJIT_INLINE float logF(float x) {
   bool den = x < 1.17549435e-38f;
   float xs = den ? x * 8388608.0f : x;
-  uint32_t bits = asBits(xs);
-  int32_t e = int32_t((bits >> 23) & 0xff) - 127 - (den ? 23 : 0);
-  float m = asFloat((bits & 0x7fffffu) | 0x3f800000u); // [1, 2)
-  bool big = m > 1.41421356f;
-  m = big ? m * 0.5f : m;
-  e = big ? e + 1 : e;
-  float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
-  float q = fmaF(s2, 0.11111111f, 0.14285714f);
-  q = fmaF(q, s2, 0.2f);
-  q = fmaF(q, s2, 0.33333333f);
-  float ef = float(e);
-  float lm = fmaF(2.0f * s * s2, q, 2.0f * s);
+  int32_t e = (int32_t(asBits(xs)) - 0x3f3504f3) >> 23; // 0x3f3504f3: sqrt(1/2)
+  float m = asFloat(asBits(xs) - (uint32_t(e) << 23));
+  float ef = float(den ? e - 23 : e);
+  float f = m - 1.0f, f2 = f * f;
+  float p = 0.0870043465973469f;
+  p = fmaF(p, f, -0.142674879489774f);
+  p = fmaF(p, f, 0.1491476873851712f);
+  p = fmaF(p, f, -0.16577584613317484f);
+  p = fmaF(p, f, 0.199630637262586f);
+  p = fmaF(p, f, -0.2500133703791285f);
+  p = fmaF(p, f, 0.3333391073880784f);
+  float lm = fmaF(f2 * f, p, fmaF(-0.5f, f2, f));
   float r = fmaF(ef, 0.693145751953125f, fmaF(ef, 1.428606765330187e-06f, lm));
   r = x == 0.0f ? -__builtin_inff() : r;
-  r = x < 0.0f ? __builtin_nanf("") : r;
   r = x == __builtin_inff() ? x : r;
-  return x != x ? x : r;
+  return x >= 0.0f ? r : __builtin_nanf("");
 }
 
 /// 1 / (1 + e^-x), as e^x / (1 + e^x) below 0 so that e^-x never overflows: results in
