@@ -49,13 +49,13 @@ LIBJIT_INLINE float activateOne(int act, float x, float a, float b) {
     h = h > 1.0f ? 1.0f : h;
     return act == ActHardSwish ? x * h : h;
   }
-  // Below -9 GELU is above -1e-18: 0, and the argument clamped so that no lane computes
-  // in the denormal range (where x86 arithmetic is up to a hundred times slower; ONNX
-  // exports' 1 + Erf(x / sqrt 2) is exactly 0 there too).
+  // No clamp: neither GELU computes in the denormal range (where x86 arithmetic is up to a
+  // hundred times slower); both are exactly 0 below x = -5.6, and NaN at -inf, as the
+  // element-wise kernels and the Interpreter's x (1 + erf) / 2.
   case ActGelu:
-    return x < -9.0f ? 0.0f : geluF(x < -9.0f ? -9.0f : x);
+    return geluF(x);
   case ActGeluTanh:
-    return x < -9.0f ? 0.0f : geluTanhF(x < -9.0f ? -9.0f : x);
+    return geluTanhF(x);
   default:
     return x;
   }
@@ -117,8 +117,7 @@ LIBJIT_NOINLINE inline void activateTile(float *p, int64_t ld, int64_t rows, int
 /// activateTile of a full register tile: rows of N floats (a compile-time width), gathered
 /// with fixed-size copies.
 template <int N>
-LIBJIT_NOINLINE void activateTileN(float *p, int64_t ld, int64_t rows, int act, float a,
-                                   float b) {
+LIBJIT_NOINLINE void activateTileN(float *p, int64_t ld, int64_t rows, int act, float a, float b) {
   float t[1024];
   constexpr int64_t per = 1024 / N;
   for (int64_t r0 = 0; r0 < rows; r0 += per) {
