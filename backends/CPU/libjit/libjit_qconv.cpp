@@ -136,6 +136,16 @@ LIBJIT_INLINE int64_t dwAccBytes(int64_t OH, int64_t OW, int64_t L) {
   return ((OH * OW + L) * 4 + 63) / 64 * 64;
 }
 
+/// The stride-1 depthwise planes (qdwconv, flat): int16 entries of the padded plane (Hp Wp,
+/// then the zeroed slack the last vectors and the pair plane read) rounded up to 64 bytes,
+/// and int32 entries of the pair plane. The emitter reserves the same.
+LIBJIT_INLINE int64_t dwFlatXpElems(int64_t Hp, int64_t Wp, int64_t L) {
+  return ((Hp * Wp + 2 * L + 2 * Wp) * 2 + 63) / 64 * 32;
+}
+LIBJIT_INLINE int64_t dwFlatPairElems(int64_t Hp, int64_t Wp, int64_t L) {
+  return Hp * Wp + 2 * L + Wp;
+}
+
 LIBJIT_INLINE uint32_t load32(const void *p) {
   uint32_t v;
   __builtin_memcpy(&v, p, 4);
@@ -222,6 +232,20 @@ struct IsaGeneric {
                          const int32_t *colsum, const RQ &rq) {
     requantTail(y, acc, 0, n, corr, fo, colsum, rq);
   }
+  /// d[q] = (x[q], x[q + dw]) as the low and high int16 of an int32, q < n.
+  static void pairs16(int32_t *d, const int16_t *x, int64_t dw, int64_t n) {
+    for (int64_t q = 0; q < n; q++)
+      d[q] = int32_t(uint32_t(uint16_t(x[q])) | (uint32_t(uint16_t(x[q + dw])) << 16));
+  }
+  /// acc + the 2 x int16 dot product of each of L int32 at p with the pair w.
+  static V dot16x2(V acc, const int32_t *p, uint32_t w) {
+    const int32_t w0 = int16_t(w & 0xffff), w1 = int16_t(w >> 16);
+    for (int i = 0; i < L; i++) {
+      const int32_t x0 = int16_t(uint32_t(p[i]) & 0xffff), x1 = int16_t(uint32_t(p[i]) >> 16);
+      acc.v[i] = int32_t(uint32_t(acc.v[i]) + uint32_t(x0 * w0 + x1 * w1));
+    }
+    return acc;
+  }
 };
 
 
@@ -270,6 +294,21 @@ struct IsaAvx2 {
   static inline __attribute__((always_inline)) V mla16(V acc, const int16_t *p, int32_t w) {
     __m256i x = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)p));
     return _mm256_add_epi32(acc, _mm256_mullo_epi32(x, _mm256_set1_epi32(w)));
+  }
+  static inline __attribute__((always_inline)) void pairs16(int32_t *d, const int16_t *x,
+                                                            int64_t dw, int64_t n) {
+    int64_t q = 0;
+    for (; q + 8 <= n; q += 8) {
+      __m256i a = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(x + q)));
+      __m256i b = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(x + q + dw)));
+      _mm256_storeu_si256((__m256i *)(d + q), _mm256_or_si256(a, _mm256_slli_epi32(b, 16)));
+    }
+    for (; q < n; q++)
+      d[q] = int32_t(uint32_t(uint16_t(x[q])) | (uint32_t(uint16_t(x[q + dw])) << 16));
+  }
+  static inline __attribute__((always_inline)) V dot16x2(V acc, const int32_t *p, uint32_t w) {
+    return _mm256_add_epi32(
+        acc, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)p), _mm256_set1_epi32(int(w))));
   }
   /// requant() on 4 doubles: the same IEEE operations in the same order, round half away
   /// from zero as t = trunc(x) plus the sign of x where |x - t| >= 0.5 (x - t is exact).
@@ -382,6 +421,22 @@ struct IsaVnni {
     __m512i x = _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)p));
     return _mm512_add_epi32(acc, _mm512_mullo_epi32(x, _mm512_set1_epi32(w)));
   }
+  static inline __attribute__((always_inline)) void pairs16(int32_t *d, const int16_t *x,
+                                                            int64_t dw, int64_t n) {
+    int64_t q = 0;
+    for (; q + 16 <= n; q += 16) {
+      __m512i a = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(x + q)));
+      __m512i b = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(x + q + dw)));
+      _mm512_storeu_si512((void *)(d + q), _mm512_or_si512(a, _mm512_slli_epi32(b, 16)));
+    }
+    for (; q < n; q++)
+      d[q] = int32_t(uint32_t(uint16_t(x[q])) | (uint32_t(uint16_t(x[q + dw])) << 16));
+  }
+  /// vpdpwssd: acc + x0 w0 + x1 w1 per lane, no saturation.
+  static inline __attribute__((always_inline)) V dot16x2(V acc, const int32_t *p, uint32_t w) {
+    return _mm512_dpwssd_epi32(acc, _mm512_loadu_si512((const void *)p),
+                               _mm512_set1_epi32(int(w)));
+  }
   /// requant() on 8 doubles (see IsaAvx2::requant4).
   static inline __attribute__((always_inline)) __m256i requant8(__m256i a, __m512d as,
                                                                 __m512d br, __m512d sc,
@@ -419,30 +474,29 @@ struct IsaVnni {
                  hmc = _mm512_set1_ps(f.hmc), loF = _mm512_set1_ps(f.loF),
                  hiF = _mm512_set1_ps(f.hiF), k20 = _mm512_set1_ps(0x1p-20f);
     const __m512i fOff = _mm512_set1_epi32(f.off);
-    int64_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-      __m512i a = _mm512_add_epi32(_mm512_loadu_si512((const void *)(acc + j)), vc);
+    // The last vector of a row is masked (loads, the near-half test and the store).
+    for (int64_t j = 0; j < n; j += 16) {
+      const __mmask16 m = n - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1);
+      __m512i a = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, acc + j), vc);
       if (colsum)
-        a = _mm512_sub_epi32(a,
-                             _mm512_mullo_epi32(vf, _mm512_loadu_si512((const void *)(colsum + j))));
+        a = _mm512_sub_epi32(a, _mm512_mullo_epi32(vf, _mm512_maskz_loadu_epi32(m, colsum + j)));
       if (fast) { // FastRQ
         __m512 sv = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(a), fA), fB);
         __m512 r = _mm512_roundscale_ps(sv, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         __m512 e = _mm512_abs_ps(_mm512_sub_ps(sv, r));
         __m512 g = _mm512_add_ps(_mm512_mul_ps(_mm512_abs_ps(sv), k20), e);
-        if (_mm512_cmp_ps_mask(g, hmc, _CMP_LT_OQ) == 0xffff) {
+        if ((_mm512_cmp_ps_mask(g, hmc, _CMP_LT_OQ) & m) == m) {
           r = _mm512_min_ps(_mm512_max_ps(r, loF), hiF);
           __m512i qi = _mm512_add_epi32(_mm512_cvtps_epi32(r), fOff);
-          _mm_storeu_si128((__m128i *)(y + j), _mm512_cvtepi32_epi8(qi));
+          _mm512_mask_cvtepi32_storeu_epi8(y + j, m, qi);
           continue;
         }
       }
       __m256i q0 = requant8(_mm512_castsi512_si256(a), as, br, sc, off, lo, hi);
       __m256i q1 = requant8(_mm512_extracti64x4_epi64(a, 1), as, br, sc, off, lo, hi);
       __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
-      _mm_storeu_si128((__m128i *)(y + j), _mm512_cvtepi32_epi8(q));
+      _mm512_mask_cvtepi32_storeu_epi8(y + j, m, q);
     }
-    requantTail(y, acc, j, n, corr, fo, colsum, rq);
   }
 };
 

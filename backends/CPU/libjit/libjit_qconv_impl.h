@@ -358,16 +358,89 @@ static inline __attribute__((always_inline)) void qdwconv(
   dwPaddedDims(H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, L, &Hp, &Wp, &Wr);
   char *mine = scratch + tid * scratchStride;
   int32_t *accPlane = (int32_t *)mine;
-  int16_t *xp = (int16_t *)(mine + dwAccBytes(OH, OW, L));
+  int16_t *xp = (int16_t *)(mine + dwAccBytes(OH, Wp, L));
   const int32_t xo = int32_t(xOff);
   int64_t b, e;
   partition(N * C, 1, tid, nthreads, &b, &e);
   const int64_t KK = KH * KW;
   const int16_t *taps[64];
   const bool fewTaps = KK <= 64;
+  // Stride 1 (both ways): the plane padded as Hp rows of Wp (no slack per row), and the
+  // outputs computed on that grid, flattened: output q = oh Wp + ow reads xp[q + kh DH Wp
+  // + kw DW], so every tap is one contiguous run over the whole plane and L outputs at a
+  // time span rows (columns ow >= OW are computed and dropped). Small planes (7x7, 14x14)
+  // need far fewer vectors than row by row. The accumulators of narrow rows are then
+  // compacted to OH OW; rows of 4 L or more are requantized in place.
+  const bool flat = SH == 1 && SW == 1 && fewTaps;
+  // Taps in pairs along a kernel row, (kw, kw + 1) (a last odd one with weight 0), read from
+  // the pair plane d (d[q] = (xp[q], xp[q + DW])) with one 2 x int16 dot product per pair
+  // (vpdpwssd, vpmaddwd): |x - xOffset| and |f - fOffset| are at most 255, so each product
+  // and pair sum is exact in int32.
+  // (With KW = 1 every tap is a single: its partner, weighted 0, is read at offset 0.)
+  const int64_t pdw = KW > 1 ? DW : 0;
+  int64_t pairOff[64], np = 0;
+  if (flat)
+    for (int64_t kh = 0; kh < KH; kh++)
+      for (int64_t kw = 0; kw < KW; kw += 2)
+        pairOff[np++] = kh * DH * Wp + kw * DW;
+  int32_t *dp = (int32_t *)(xp + dwFlatXpElems(Hp, Wp, L));
   for (int64_t pl = b; pl < e; pl++) {
     const int64_t c = pl % C;
     const int8_t *x = in + pl * H * W;
+    if (flat) {
+      const int64_t pc0 = minI(PL, Wp), pc1 = minI(PL + W, Wp);
+      for (int64_t r = 0; r < Hp; r++) {
+        int16_t *dr = xp + r * Wp;
+        const int64_t h = r - PT;
+        if (h < 0 || h >= H) {
+          for (int64_t i = 0; i < Wp; i++)
+            dr[i] = 0;
+          continue;
+        }
+        const int8_t *xs = x + h * W - PL;
+        for (int64_t i = 0; i < pc0; i++)
+          dr[i] = 0;
+        for (int64_t i = pc0; i < pc1; i++)
+          dr[i] = int16_t(int32_t(xs[i]) - xo);
+        for (int64_t i = pc1; i < Wp; i++)
+          dr[i] = 0;
+      }
+      // Slack read by the last vectors (their outputs are dropped): zeros. Then the pair
+      // plane d[q] = (xp[q], xp[q + DW]) as two int16 in an int32.
+      const int64_t nv = ceilDiv(OH * Wp, L), nd = nv * L + pairOff[np - 1];
+      for (int64_t i = Hp * Wp, end = nd + pdw; i < end; i++)
+        xp[i] = 0;
+      QISA::pairs16(dp, xp, pdw, nd);
+      uint32_t wp[64];
+      for (int64_t kh = 0, t = 0; kh < KH; kh++)
+        for (int64_t kw = 0; kw < KW; kw += 2, t++) {
+          const int16_t *wr = w + c * KK + kh * KW;
+          wp[t] = uint32_t(uint16_t(wr[kw])) |
+                  (uint32_t(uint16_t(kw + 1 < KW ? wr[kw + 1] : int16_t(0))) << 16);
+        }
+      for (int64_t q = 0; q < nv * L; q += L) {
+        typename QISA::V s = QISA::zero();
+        for (int64_t t = 0; t < np; t++)
+          s = QISA::dot16x2(s, dp + q + pairOff[t], wp[t]);
+        QISA::store(accPlane + q, s);
+      }
+      const RQ rq{qp.accScale[c], qp.biasReal[c], double(outScale), double(outOff),
+                  double(lo), double(hi)};
+      if (Wp != OW && OW >= 4 * L) {
+        // Wide rows: requantized where they are.
+        for (int64_t oh = 0; oh < OH; oh++)
+          QISA::requantRow(out + (pl * OH + oh) * OW, accPlane + oh * Wp, OW, qp.corr[c], 0,
+                           nullptr, rq);
+        continue;
+      }
+      // Narrow rows: compacted first, then requantized as one row.
+      if (Wp != OW)
+        for (int64_t oh = 1; oh < OH; oh++)
+          for (int64_t ow = 0; ow < OW; ow++)
+            accPlane[oh * OW + ow] = accPlane[oh * Wp + ow];
+      QISA::requantRow(out + pl * OH * OW, accPlane, OH * OW, qp.corr[c], 0, nullptr, rq);
+      continue;
+    }
     // The padded, centred, phase-grouped plane.
     for (int64_t r = 0; r < Hp; r++) {
       int16_t *dr = xp + r * Wr;
