@@ -240,6 +240,9 @@ const ConvCase kCases[] = {
     {{1, 3, 9, 10}, 6, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3},     // multiplier 2 (GEMM)
     {{1, 3, 6, 41}, 3, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3},     // depthwise, wide rows
     {{1, 4, 7, 75}, 4, {3, 3}, {2, 3}, {1, 0, 1, 2}, {1, 1}, 4},     // depthwise, stride 3
+    {{1, 3, 5, 70}, 3, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3},     // depthwise, rows of 70
+    {{1, 4, 8, 9}, 4, {3, 1}, {1, 1}, {1, 0, 1, 0}, {2, 5}, 4},      // depthwise 3x1, dilated
+    {{1, 4, 11, 13}, 6, {3, 3}, {2, 2}, {1, 1, 1, 1}, {2, 2}, 1},    // stride 2, dilation 2
 };
 
 /// Whether a case checks offset pair \p pair of \p pairs: the first case every pair, each

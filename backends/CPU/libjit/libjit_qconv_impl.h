@@ -80,29 +80,79 @@ static inline __attribute__((always_inline)) void padDims(int64_t H, int64_t W, 
   *Wp = maxI(PL + W, (OW - 1) * SW + (KW - 1) * DW + 1);
 }
 
+/// Where padded column phase \p ph (columns ph, ph + SW, ...) starts in a row of padPlanes:
+/// the phases are stored one after the other (for SW = 1, the row as it is).
+static inline __attribute__((always_inline)) int64_t phaseStart(int64_t Wp, int64_t SW,
+                                                                int64_t ph) {
+  int64_t at = 0;
+  for (int64_t p = 0; p < ph; p++)
+    at += (Wp - p + SW - 1) / SW;
+  return at;
+}
+
 /// The group's input \p xg ([cg][H][W]) as bytes a = x + 128 in [cg][Hp][Wp] with the pads
-/// (and the rows and columns past them) at xOffset + 128, what a padding tap reads.
+/// (and the rows and columns past them) at xOffset + 128, what a padding tap reads. For a
+/// column stride SW > 1 each row's columns are grouped by phase c % SW (phaseStart), so
+/// that the columns one tap reads for consecutive outputs are contiguous.
+/// Rows no window reads (between the windows of a row stride SH > 1, e.g. the odd rows of a
+/// 1x1 stride-2 layer) are skipped: their bytes are left as they are.
 static inline __attribute__((always_inline)) void padPlanes(uint8_t *pp, const int8_t *xg,
                                                             int64_t cg, int64_t H, int64_t W,
-                                                            int64_t Hp, int64_t Wp, int64_t PT,
-                                                            int64_t PL, uint8_t padA) {
-  for (int64_t c = 0; c < cg; c++)
-    for (int64_t r = 0; r < Hp; r++) {
+                                                            int64_t Hp, int64_t Wp, int64_t OH,
+                                                            int64_t KH, int64_t SH, int64_t DH,
+                                                            int64_t KW, int64_t SW, int64_t DW,
+                                                            int64_t PT, int64_t PL, uint8_t padA) {
+  for (int64_t r = 0; r < Hp; r++) {
+    bool read = SH == 1;
+    for (int64_t kh = 0; kh < KH && !read; kh++) {
+      const int64_t t = r - kh * DH;
+      read = t >= 0 && t % SH == 0 && t / SH < OH;
+    }
+    if (!read)
+      continue;
+    const int64_t h = r - PT;
+    for (int64_t c = 0; c < cg; c++) {
       uint8_t *d = pp + (c * Hp + r) * Wp;
-      const int64_t h = r - PT;
       if (h < 0 || h >= H) {
         for (int64_t i = 0; i < Wp; i++)
           d[i] = padA;
         continue;
       }
       const int8_t *xr = xg + (c * H + h) * W;
-      for (int64_t i = 0; i < PL; i++)
-        d[i] = padA;
-      for (int64_t i = 0; i < W; i++)
-        d[PL + i] = uint8_t(xr[i]) ^ 0x80;
-      for (int64_t i = PL + W; i < Wp; i++)
-        d[i] = padA;
+      if (SW == 1) {
+        for (int64_t i = 0; i < PL; i++)
+          d[i] = padA;
+        for (int64_t i = 0; i < W; i++)
+          d[PL + i] = uint8_t(xr[i]) ^ 0x80;
+        for (int64_t i = PL + W; i < Wp; i++)
+          d[i] = padA;
+        continue;
+      }
+      for (int64_t ph = 0, at = 0; ph < SW; ph++) {
+        // Entries i of the phase hold padded columns ph + i SW; input columns for
+        // i in [i0, i1). A phase no tap reads (the odd columns of 1x1 stride 2) is skipped.
+        const int64_t len = (Wp - ph + SW - 1) / SW;
+        bool used = false;
+        for (int64_t kw = 0; kw < KW && !used; kw++)
+          used = (kw * DW) % SW == ph;
+        if (!used) {
+          at += len;
+          continue;
+        }
+        const int64_t i0 = minI(len, PL > ph ? (PL - ph + SW - 1) / SW : 0);
+        const int64_t i1 = maxI(i0, minI(len, (PL + W - ph + SW - 1) / SW));
+        uint8_t *dp = d + at;
+        const int8_t *xs = xr + ph - PL;
+        for (int64_t i = 0; i < i0; i++)
+          dp[i] = padA;
+        for (int64_t i = i0; i < i1; i++)
+          dp[i] = uint8_t(xs[i * SW]) ^ 0x80;
+        for (int64_t i = i1; i < len; i++)
+          dp[i] = padA;
+        at += len;
+      }
     }
+  }
 }
 
 /// Packs the im2col patch of pixels [p0, p0 + T) as [K4][T] k-quads of a = x + 128 (k >= K:
@@ -120,7 +170,7 @@ static inline __attribute__((always_inline)) void packPadded(
   int64_t segJ[64], segLen[64], segBase[64], nseg = 0;
   for (int64_t j = 0, p = p0; j < np; nseg++) {
     const int64_t oh = p / OW, ow = p % OW, len = minI(OW - ow, np - j);
-    segJ[nseg] = j, segLen[nseg] = len, segBase[nseg] = oh * SH * Wp + ow * SW;
+    segJ[nseg] = j, segLen[nseg] = len, segBase[nseg] = oh * SH * Wp + ow;
     j += len, p += len;
   }
   alignas(64) uint8_t rows[4][64];
@@ -137,17 +187,16 @@ static inline __attribute__((always_inline)) void packPadded(
         continue;
       }
       const int64_t c = k / KK, kh = (k % KK) / KW, kw = k % KW;
-      const uint8_t *src = pp + (c * Hp + kh * DH) * Wp + kw * DW;
+      // Column ow SW + kw DW: phase (kw DW) % SW, index ow + (kw DW) / SW.
+      const int64_t off = kw * DW;
+      const uint8_t *src = pp + (c * Hp + kh * DH) * Wp +
+                           (SW == 1 ? off : phaseStart(Wp, SW, off % SW) + off / SW);
       for (int64_t sg = 0; sg < nseg; sg++) {
         const uint8_t *sp = src + segBase[sg];
         uint8_t *dp = t + segJ[sg];
         const int64_t len = segLen[sg];
-        if (SW == 1)
-          for (int64_t i = 0; i < len; i++)
-            dp[i] = sp[i];
-        else
-          for (int64_t i = 0; i < len; i++)
-            dp[i] = sp[i * SW];
+        for (int64_t i = 0; i < len; i++)
+          dp[i] = sp[i];
       }
       for (int64_t j = np; j < T; j++)
         t[j] = 0;
@@ -233,7 +282,8 @@ static inline __attribute__((always_inline)) void qconv(int8_t *out, const int8_
       packPointwise(patch, colsum, sums, xg, T, p0, P, cg);
     else {
       if (ppFor != n * G + g) {
-        padPlanes(pp, xg, cg, H, W, Hp, Wp, PT, PL, uint8_t(xOff + 128));
+        padPlanes(pp, xg, cg, H, W, Hp, Wp, OH, KH, SH, DH, KW, SW, DW, PT, PL,
+                  uint8_t(xOff + 128));
         ppFor = n * G + g;
       }
       packPadded(patch, colsum, sums, pp, T, p0, P, cg, Hp, Wp, OW, KH, KW, SH, SW, DH, DW);
