@@ -62,6 +62,8 @@ LIBJIT_EXPORT void libjit_qlut16_i8(int8_t *dst, const int8_t *a, const int8_t *
 
 /// Widest input row of the separable max pooling (wider rows take the windowed loop).
 constexpr int64_t kPoolRow = 4096;
+/// Largest column stride of the separable max pooling.
+constexpr int64_t kPoolStride = 16;
 
 /// mode 0: max pooling with window (KH, KW, SH, SW, PT, PL); 1: average pooling with that
 /// window (countPads: divide by KH KW); 2: adaptive average pooling to OH x OW.
@@ -74,12 +76,19 @@ LIBJIT_EXPORT void libjit_qpool_i8(int8_t *dst, const int8_t *src, const int8_t 
   int64_t b, e;
   partition(planes, 1, tid, nthreads, &b, &e);
   const double dIn = double(inScale), dOut = double(outScale), dOff = double(outOff);
-  if (mode == 0 && W <= kPoolRow) {
+  if (mode == 0 && W <= kPoolRow && SW <= kPoolStride) {
     // Max pooling, separably: the window's rows [h0, h1) depend only on oh and its columns
     // [w0, w1) only on ow, so the window's maximum is the maximum over [w0, w1) of the
     // column maxima over [h0, h1) (a row pass over contiguous bytes), the same value as
     // the loop below; -128 for an empty window; then the table.
-    int8_t colMax[kPoolRow];
+    int8_t colMax[kPoolRow], phases[kPoolRow];
+    int64_t phStart[kPoolStride];
+    bool identity = true;
+    for (int q = -128; q < 128 && identity; q++)
+      identity = lut[q + 128] == q;
+    // Outputs whose window lies inside the row: ow SW - PL >= 0 and ow SW - PL + KW <= W.
+    const int64_t owA = minI(ceilDiv(PL, SW), OW);
+    const int64_t owB = W - KW + PL >= 0 ? maxI(owA, minI((W - KW + PL) / SW + 1, OW)) : owA;
     for (int64_t p = b; p < e; p++) {
       const int8_t *x = src + p * H * W;
       int8_t *y = dst + p * OH * OW;
@@ -99,13 +108,42 @@ LIBJIT_EXPORT void libjit_qpool_i8(int8_t *dst, const int8_t *src, const int8_t 
               colMax[w] = r[w] > colMax[w] ? r[w] : colMax[w];
           }
         }
+        int8_t *yr = y + oh * OW;
+        // Windows inside the row, ow in [owA, owB): column ow SW + t (t = kw - PL) is
+        // entry ow + floor(t / SW) of phase t mod SW of the column maxima; the phases are
+        // contiguous, so each kw is one vectorisable pass over [owA, owB).
+        if (owA < owB) {
+          for (int64_t ph = 0, at = 0; ph < SW; ph++) {
+            phStart[ph] = at;
+            for (int64_t i = 0, c = ph; c < W; i++, c += SW)
+              phases[at + i] = colMax[c];
+            at += (W - ph + SW - 1) / SW;
+          }
+          for (int64_t kw = 0; kw < KW; kw++) {
+            const int64_t t = kw - PL, ph = ((t % SW) + SW) % SW, sh = (t - ph) / SW;
+            const int8_t *src = phases + phStart[ph] + sh;
+            if (kw == 0)
+              for (int64_t ow = owA; ow < owB; ow++)
+                yr[ow] = src[ow];
+            else
+              for (int64_t ow = owA; ow < owB; ow++)
+                yr[ow] = src[ow] > yr[ow] ? src[ow] : yr[ow];
+          }
+          if (!identity)
+            for (int64_t ow = owA; ow < owB; ow++)
+              yr[ow] = lut[int32_t(yr[ow]) + 128];
+        }
         for (int64_t ow = 0; ow < OW; ow++) {
+          if (ow == owA && owA < owB)
+            ow = owB;
+          if (ow >= OW)
+            break;
           const int64_t ws = ow * SW - PL;
           const int64_t w0 = minI(maxI(ws, 0), W), w1 = minI(maxI(ws + KW, 0), W);
           int32_t m = -128;
           for (int64_t w = w0; w < w1; w++)
             m = colMax[w] > m ? colMax[w] : m;
-          y[oh * OW + ow] = lut[m + 128];
+          yr[ow] = lut[m + 128];
         }
       }
     }
