@@ -17,7 +17,8 @@ std::string QuantizationReport::toString() const {
   os << quantizedNodes << " nodes quantized, " << quantizeNodes << " Quantize, "
      << dequantizeNodes << " Dequantize, " << rescaleNodes << " RescaleQuantized ("
      << foldedRescales << " folded into their producer), " << foldedIntoRelu
-     << " producers given their Relu's grid, " << keptFloat.size()
+     << " producers given their Relu's grid, " << identityRelus
+     << " Relus dropped as identities, " << keptFloat.size()
      << " quantizable nodes kept in float";
   for (const auto &k : keptFloat)
     os << "\n  " << k.first << ": " << k.second;
@@ -147,6 +148,7 @@ public:
     foldIntoRelus();
     exitRegions();
     foldRescales();
+    dropIdentityRelus();
     f_->eraseDeadNodes();
     m_->eraseUnusedConstants();
     if (Error e = f_->verify())
@@ -433,6 +435,28 @@ private:
       } else {
         report_.rescaleNodes++;
       }
+    }
+  }
+
+  /// A Relu whose operand is already on its output grid and whose grid has no negative
+  /// values (int8 offset -128 or below: every q - offset >= 0) is the identity: its users
+  /// read the operand. Exact, since the Interpreter's Relu there is round(s (q - o) / s) + o
+  /// and s (q - o) is exact in double (a float times a 9-bit integer). This is the common
+  /// case: asymmetric and symmetric-uint8 grids of a Relu's range start at offset -128, and
+  /// foldIntoRelus gives the producer that grid (for Clip(0, 6) the producer saturates at 6).
+  void dropIdentityRelus() {
+    std::vector<const Node *> nodes(q_.begin(), q_.end());
+    for (const Node *cn : nodes) {
+      if (cn->getKind() != NodeKind::Relu)
+        continue;
+      Node *r = const_cast<Node *>(cn);
+      NodeValue in = r->getNthInput(0);
+      const Type &it = *in.getType(), &ot = *r->getType(0);
+      if (it.kind != ElemKind::Int8Q || !(it == ot) || it.offset > -128)
+        continue;
+      r->replaceAllUsesOfWith(0, in);
+      freeOutput_.erase(in.node); // its grid is now the Relu's, which the users rely on
+      report_.identityRelus++;
     }
   }
 

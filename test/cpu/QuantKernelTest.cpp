@@ -1,9 +1,10 @@
-// The CPU's int8 convolution and fully connected kernels (libjit_qconv.cpp) against the
-// Interpreter, bit for bit: Convolution and FullyConnected with per-tensor weights and
-// their channelwise forms, on AVX-512 VNNI (where the host has it) and AVX2 (the backend's
-// avx512=0), at 1 and 2 threads. Shapes with odd channel counts, pads, strides,
-// dilations, groups and depthwise; offsets at and inside the int8 limits; weights and
-// activations at -128 and 127, and biases and scales that drive outputs into saturation.
+// The CPU's int8 convolution, fully connected, Add/Sub, Relu and MaxPool kernels
+// (libjit_qconv.cpp, libjit_qelem.cpp) against the Interpreter, bit for bit: Convolution
+// and FullyConnected with per-tensor weights and their channelwise forms, on AVX-512 VNNI
+// (where the host has it) and AVX2 (the backend's avx512=0), at 1 and 2 threads. Shapes
+// with odd channel counts, pads, strides, dilations, groups and depthwise; offsets at and
+// inside the int8 limits; weights and activations at -128 and 127, and biases and scales
+// that drive outputs into saturation.
 // The CPU program is compiled without any fallback: a node the CPU did not take would
 // fail the compile, and each case checks that the stage names the int8 kernel of the ISA.
 #include "backends/CPU/CPUBackend.h"
@@ -239,6 +240,9 @@ const ConvCase kCases[] = {
     {{1, 3, 9, 10}, 6, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3},     // multiplier 2 (GEMM)
     {{1, 3, 6, 41}, 3, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3},     // depthwise, wide rows
     {{1, 4, 7, 75}, 4, {3, 3}, {2, 3}, {1, 0, 1, 2}, {1, 1}, 4},     // depthwise, stride 3
+    {{1, 3, 5, 70}, 3, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3},     // depthwise, rows of 70
+    {{1, 4, 8, 9}, 4, {3, 1}, {1, 1}, {1, 0, 1, 0}, {2, 5}, 4},      // depthwise 3x1, dilated
+    {{1, 4, 11, 13}, 6, {3, 3}, {2, 2}, {1, 1, 1, 1}, {2, 2}, 1},    // stride 2, dilation 2
 };
 
 /// Whether a case checks offset pair \p pair of \p pairs: the first case every pair, each
@@ -287,16 +291,29 @@ TEST(QuantKernel, ConvSaturates) {
 // Power-of-two scales (input 0.5, weights 0.25 and 0.5, output 1): the real value of
 // an output is acc / 8 or acc / 4 exactly, so many land on halves, which round away from
 // zero; wide outputs (the vector requantization) and a saturating output scale.
+// Then the weight scales times 1 - 2^-24 and 1 + 2^-23 (output scale 1): the outputs fall
+// a hair below or above those halves (a few 2^-24 relative), where the vector kernels'
+// float quotient cannot tell the side (libjit_qconv.cpp, FastRQ) and must take the double
+// path: the Interpreter rounds 2.5 - 2^-22 to 2, not 3.
 TEST(QuantKernel, ConvRoundsHalvesAwayFromZero) {
   const ConvCase cases[] = {
       {{1, 5, 6, 40}, 7, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},
       {{1, 6, 9, 53}, 6, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 6},
       {{1, 16, 5, 23}, 9, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1},
   };
+  struct Scales {
+    float out, weightFactor;
+  };
+  const Scales scales[] = {{1.0f, 1.0f},
+                           {4.0f, 1.0f},
+                           {0.0625f, 1.0f},
+                           {1.0f, 1.0f - 0x1p-24f},
+                           {1.0f, 1.0f + 0x1p-23f}};
   uint64_t seed = 600;
   for (const ConvCase &c : cases)
-    for (float outScale : {1.0f, 4.0f, 0.0625f})
+    for (const Scales &sv : scales)
       for (bool channelwise : {false, true}) {
+        const float outScale = sv.out, wf = sv.weightFactor;
         SCOPED_TRACE("seed " + std::to_string(seed));
         Net n;
         n.F = n.mod.createFunction("main");
@@ -306,7 +323,7 @@ TEST(QuantKernel, ConvRoundsHalvesAwayFromZero) {
         Node *conv;
         if (!channelwise) {
           auto *f = n.mod.createConstant(
-              "f", int8Tensor(Type(I8Q, fd, 0.25f, -1), seed, -9, 9, false));
+              "f", int8Tensor(Type(I8Q, fd, 0.25f * wf, -1), seed, -9, 9, false));
           auto *b = n.mod.createConstant(
               "b", int32Tensor(Type(ElemKind::Int32Q, {c.outC}, 0.125f, 0), seed + 1, -9, 9));
           conv = n.F->createConvolution("conv", outTy, n.x, f, b, c.kernels, c.strides, c.pads,
@@ -316,7 +333,7 @@ TEST(QuantKernel, ConvRoundsHalvesAwayFromZero) {
               n.mod.createConstant("f", int8Tensor(Type(I8Q, fd, 1.0f, 0), seed, -9, 9, false));
           Tensor sc(ElemKind::Float, {c.outC}), off(ElemKind::Int32I, {c.outC});
           for (dim_t o = 0; o < c.outC; o++) {
-            sc.getHandle<float>().raw(o) = o % 2 ? 0.25f : 0.5f;
+            sc.getHandle<float>().raw(o) = (o % 2 ? 0.25f : 0.5f) * wf;
             off.getHandle<int32_t>().raw(o) = int32_t(o % 3) - 1;
           }
           auto *scc = n.mod.createConstant("s", std::move(sc));
@@ -382,6 +399,41 @@ TEST(QuantKernel, MaxPool) {
         }
     }
   }
+}
+
+// int8 Add and Sub (libjit_qadd_i8_<isa>: the Interpreter's double arithmetic through an
+// exact float shortcut) of the input and a constant, each with its own scale and offset:
+// a long tensor (vectors and a tail), one shorter than a vector, an output scale that
+// saturates both ends, power-of-two scales where results land on halves (away from zero),
+// and scales a hair off those (x (1 - 2^-24), x (1 + 2^-23)) where the shortcut must defer
+// to the double formula.
+TEST(QuantKernel, AddSub) {
+  struct S {
+    float sx, sc, so;
+    int32_t ox, oc, oo;
+  };
+  const S scales[] = {{0.05f, 0.031f, 0.07f, 3, -20, 5},
+                      {0.013f, 0.2f, 0.11f, -128, 127, -128},
+                      {0.05f, 0.04f, 0.001f, 0, 0, 0},
+                      {0.5f, 0.25f, 1.0f, 1, -3, 2},
+                      {0.5f, 0.25f * (1.0f - 0x1p-24f), 1.0f, 1, -3, 2},
+                      {0.5f * (1.0f + 0x1p-23f), 0.25f, 1.0f, -1, 3, -2}};
+  uint64_t seed = 900;
+  for (Dims d : {Dims{1, 3, 37, 41}, Dims{11}})
+    for (const S &sc : scales)
+      for (bool sub : {false, true}) {
+        SCOPED_TRACE(std::string(sub ? "Sub" : "Add") + " seed " + std::to_string(seed));
+        Net n;
+        n.F = n.mod.createFunction("main");
+        n.x = n.mod.createPlaceholder(n.mod.uniqueType(I8Q, d, sc.sx, sc.ox), "x");
+        auto *c = n.mod.createConstant(
+            "c", int8Tensor(Type(I8Q, d, sc.sc, sc.oc), seed + 1, -128, 127, true));
+        auto outTy = n.mod.uniqueType(I8Q, d, sc.so, sc.oo);
+        Node *r = sub ? static_cast<Node *>(n.F->createSub("sub", outTy, c, n.x))
+                      : static_cast<Node *>(n.F->createAdd("add", outTy, n.x, c));
+        n.save = n.F->createSave("out", r);
+        checkNet(n, sub ? "qSub" : "qAdd", seed++);
+      }
 }
 
 /// FullyConnected [N, K] x [K, M] (per tensor) or its channelwise form.

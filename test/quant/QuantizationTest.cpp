@@ -239,10 +239,29 @@ TEST(Transform, QuantizeAndDequantizeOnlyAtRegionEdges) {
   EXPECT_EQ(fc1->getNthInput(2).getElementType(), ElemKind::Int32Q);
   EXPECT_FLOAT_EQ(fc1->getNthInput(2).getType()->scale,
                   fc1->getNthInput(0).getType()->scale * fc1->getNthInput(1).getType()->scale);
-  EXPECT_EQ(fc2->getNthInput(0).node->getKind(), NodeKind::Relu); // no Dequantize/Quantize
-  // fc1's only user is the Relu: fc1 outputs on the Relu's grid.
+  // fc1's only user is the Relu: fc1 outputs on the Relu's grid. That grid (asymmetric,
+  // min 0) has offset -128, so the Relu maps it to itself and is dropped: fc2 reads fc1,
+  // with no Dequantize/Quantize between them.
   EXPECT_EQ(r->foldedIntoRelu, 1u);
-  EXPECT_EQ(fc1->getType(0), q.f->getNodeByName("relu")->getType(0));
+  EXPECT_EQ(r->identityRelus, 1u);
+  EXPECT_EQ(q.f->getNodeByName("relu"), nullptr);
+  EXPECT_EQ(fc2->getNthInput(0).node, fc1);
+  EXPECT_EQ(fc1->getType(0)->offset, -128);
+  EXPECT_NE(r->toString().find("1 Relus dropped as identities"), std::string::npos)
+      << r->toString();
+
+  // Symmetric: the Relu's grid has offset 0 (negative values on it), so it stays, fc1 on
+  // its grid.
+  SmallMLP s;
+  ASSERT_FALSE(prepareForQuantization(s.f));
+  QuantizationOptions so;
+  so.schema = QuantSchema::Symmetric;
+  r = quantizeFunction(s.f, prof.profile(), so);
+  ASSERT_TRUE(bool(r)) << r.getError().toString();
+  EXPECT_EQ(r->identityRelus, 0u);
+  ASSERT_NE(s.f->getNodeByName("relu"), nullptr);
+  EXPECT_EQ(s.f->getNodeByName("fc2")->getNthInput(0).node->getKind(), NodeKind::Relu);
+  EXPECT_EQ(s.f->getNodeByName("fc1")->getType(0), s.f->getNodeByName("relu")->getType(0));
   auto *sm = q.f->getNodeByName("sm");
   EXPECT_EQ(sm->getNthInput(0).node->getKind(), NodeKind::Dequantize);
 
@@ -292,11 +311,17 @@ TEST(Transform, ConcatRescalesFoldIntoProducersAndClipBecomesRelu) {
   ASSERT_TRUE(bool(r)) << r.getError().toString();
   // c2 feeds only the Concat: its output takes the Concat's type, no rescale left. The
   // Clip became a Relu with the grid [0, 6] (asymmetric: scale 6/255, offset -128), whose
-  // type differs from the Concat's, and a Relu's grid is fixed: one rescale stays.
+  // type differs from the Concat's, and a Relu's grid is fixed: one rescale stays. c1
+  // took the Relu's grid, on which the Relu is the identity: it is dropped and the rescale
+  // reads c1 (which saturates at 0 and 6 itself).
   EXPECT_EQ(r->foldedRescales, 1u);
   EXPECT_EQ(r->rescaleNodes, 1u);
+  EXPECT_EQ(r->identityRelus, 1u);
   EXPECT_EQ(countKind(f, NodeKind::Clip), 0u);
-  EXPECT_EQ(countKind(f, NodeKind::Relu), 1u);
+  EXPECT_EQ(countKind(f, NodeKind::Relu), 0u);
+  EXPECT_EQ(f->getNodeByName("c1")->getType(0)->offset, -128);
+  EXPECT_FLOAT_EQ(f->getNodeByName("c1")->getType(0)->scale, 6.0f / 255.0f);
+  EXPECT_EQ(countKind(f, NodeKind::RescaleQuantized), 1u);
   Node *c2q = f->getNodeByName("c2");
   EXPECT_EQ(c2q->getType(0)->scale, f->getNodeByName("cat")->getType(0)->scale);
   EXPECT_EQ(c2q->getType(0)->offset, f->getNodeByName("cat")->getType(0)->offset);
@@ -366,6 +391,9 @@ TEST(Transform, SmallNetworkIsCloseToFloat) {
   auto *fc1 = cast<FullyConnectedNode>(ff->getNodeByName("fc1"));
   auto *fc2 = cast<FullyConnectedNode>(ff->getNodeByName("fc2"));
   auto *q1 = qf->getNodeByName("fc1");
+  // The Relu is dropped (fc1 outputs on its grid, offset -128: the identity); a kept one
+  // would add its rounding s_r/2.
+  EXPECT_EQ(r->identityRelus, 1u);
   auto *qr = qf->getNodeByName("relu");
   auto *q2 = qf->getNodeByName("fc2");
   auto W1 = cast<Constant>(fc1->getWeights().node)->getPayload().getHandle<float>();
@@ -374,7 +402,7 @@ TEST(Transform, SmallNetworkIsCloseToFloat) {
   auto B2 = cast<Constant>(fc2->getBias().node)->getPayload().getHandle<float>();
   const double sx = q1->getNthInput(0).getType()->scale, sw1 = q1->getNthInput(1).getType()->scale,
                sb1 = q1->getNthInput(2).getType()->scale, sy1 = q1->getType(0)->scale,
-               sr = qr->getType(0)->scale, sw2 = q2->getNthInput(1).getType()->scale,
+               sr = qr ? qr->getType(0)->scale : 0.0, sw2 = q2->getNthInput(1).getType()->scale,
                sb2 = q2->getNthInput(2).getType()->scale, sy2 = q2->getType(0)->scale;
   auto X = b.get(x)->getHandle<float>();
   auto Yf = b.get(fsave->getPlaceholder())->getHandle<float>();

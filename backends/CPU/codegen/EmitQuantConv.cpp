@@ -160,17 +160,24 @@ Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
     std::vector<char> pb = cc.bytes();
     KILN_ASSIGN_OR_RETURN(uint64_t pOff, constBytes(pb.data(), pb.size()));
     // Per thread (libjit_qconv.cpp, dwPaddedDims and dwAccBytes): the plane's accumulators
-    // (OH OW + L int32, 64-byte aligned) and the padded, phase-grouped centred plane (Hp rows
-    // of Wr int16, each of the SW phases followed by L columns of slack).
+    // (OH Wp + L int32, 64-byte aligned) and the padded, phase-grouped centred plane (Hp rows
+    // of Wr int16, each of the SW phases followed by L columns of slack), or at stride 1 the
+    // flat padded plane and its pair plane.
     {
       const int64_t Hp = std::max(PT + H, (OH - 1) * SH + (KH - 1) * DH + 1);
       const int64_t Wp = std::max(PL + W, (OW - 1) * SW + (KW - 1) * DW + 1);
       int64_t Wr = 0;
       for (int64_t ph = 0; ph < SW; ph++)
         Wr += (ph < Wp ? (Wp - ph + SW - 1) / SW : 0) + L;
-      const int64_t accBytes = ((OH * OW + L) * 4 + 63) / 64 * 64;
+      const int64_t accBytes = ((OH * Wp + L) * 4 + 63) / 64 * 64;
       // One more row: stride 2 builds each padded row in a line of Wp + 1 <= Wr entries.
-      needPoolScratch((accBytes + (Hp + 1) * Wr * 2) / 4 + 16);
+      int64_t planeBytes = (Hp + 1) * Wr * 2;
+      if (SH == 1 && SW == 1 && KH * KW <= 64) {
+        // Stride 1 (dwFlatXpElems, dwFlatPairElems): the flat padded plane and its pairs.
+        const int64_t xpElems = ((Hp * Wp + 2 * L + 2 * Wp) * 2 + 63) / 64 * 32;
+        planeBytes = std::max(planeBytes, xpElems * 2 + (Hp * Wp + 2 * L + Wp) * 4);
+      }
+      needPoolScratch((accBytes + planeBytes) / 4 + 16);
     }
     std::string name = "qconv dw " + std::to_string(KH) + "x" + std::to_string(KW) + "/" +
                        std::to_string(SH) + " " + std::to_string(C) + " " + isa;

@@ -1,6 +1,7 @@
 // Emitters of the int8 element-wise operators and pooling (libjit/libjit_qelem.cpp):
 // Relu, Add, Sub, Mul, Max, Min, MaxPool, AvgPool and AdaptiveAvgPool on Int8Q operands.
-// The element-wise ones (and MaxPool's requantization) become tables computed here with
+// Add and Sub call libjit_qadd_i8_<isa> (the Interpreter's arithmetic in registers).
+// The other element-wise ones (and MaxPool's requantization) become tables computed here with
 // the Interpreter's arithmetic: real values in double, round half away from zero,
 // saturate. Float pools go on to planPool / planAdaptiveAvgPool; float element-wise
 // instructions never reach these emitters (EmitElementwise.cpp takes them first).
@@ -75,6 +76,22 @@ Error Emitter::planQuantElem(Instruction *I, std::vector<Item> &items) {
   }
   Value *a = I->getOperand(1).first, *b = I->getOperand(2).first;
   const Type &at_ = *a->getType(), &bt = *b->getType();
+  if (I->getKind() == InstrKind::Add || I->getKind() == InstrKind::Sub) {
+    // In registers (libjit_qadd_i8_<isa>): the Interpreter's double arithmetic, through an
+    // exact float shortcut; Sub as Add of -scale_b.
+    int64_t L;
+    const std::string isa = qIsa(L);
+    const float sa = at_.scale, so = ot.scale;
+    const float sb = I->getKind() == InstrKind::Sub ? -bt.scale : bt.scale;
+    const int64_t oa = at_.offset, ob = bt.offset, oo = ot.offset;
+    std::string name = std::string("q") + I->getKindName() + " " + isa;
+    items.push_back({true, name, [=] {
+                       call("libjit_qadd_i8_" + isa,
+                            {ptr(dest), ptr(a), ptr(b), I64(n), F32(sa), I64(oa), F32(sb),
+                             I64(ob), F32(so), I64(oo), tid_, nth_});
+                     }});
+    return Error::success();
+  }
   std::vector<int8_t> lut(65536);
   double da[256], db[256];
   for (int q = -128; q < 128; q++)

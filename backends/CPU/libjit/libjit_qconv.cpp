@@ -74,6 +74,37 @@ struct RQ {
   double as, br, scale, off, lo, hi;
 };
 
+/// The vector kernels' fast requantization of one channel (requantRow of the AVX2 and VNNI
+/// ISAs). With A = as / scale and B = br / scale (in double, then rounded to float), the
+/// float s = A acc + B is the quotient x = (as acc + br) / scale of requant() within
+/// 5.02 2^-24 (|A acc| + |B|) of it (three float roundings of the product, two of the sum,
+/// those of the double path 2^-29 times smaller), which is below
+/// thr = 2^-20 (|s| + 2 |B|) (|A acc| <= |s| + |B|). Where the distance 0.5 - |s - rint(s)|
+/// from s to the nearest half-integer exceeds thr, x lies strictly between the same two
+/// half-integers as s, so round-half-away-from-zero of x is rint(s) (no tie) and the result
+/// is clamp(rint(s), lo - off, hi - off) + off, bit for bit requant()'s. A vector with any
+/// lane nearer (about one lane in 10^4 on real layers: thr is a few 2^-20), and rows whose
+/// constants are out of the ranges below (float overflow or subnormals), take the double
+/// path. Test: fast iff e + 2^-20 |s| < 0.5 - 2^-19 |B| (= hmc) with e = |s - rint(s)|.
+struct FastRQ {
+  float A, B, hmc, loF, hiF;
+  int32_t off;
+};
+LIBJIT_INLINE bool fastRequantSetup(const RQ &rq, FastRQ &f) {
+  const double A = rq.as / rq.scale, B = rq.br / rq.scale;
+  auto inRange = [](double v) {
+    const double m = v < 0 ? -v : v;
+    return m == 0.0 || (m >= 0x1p-100 && m <= 0x1p90); // false for NaN and infinities
+  };
+  if (!inRange(A) || !inRange(B) || !(rq.off >= -0x1p20 && rq.off <= 0x1p20))
+    return false;
+  f.A = float(A), f.B = float(B);
+  f.hmc = float(0.5 - 0x1p-19 * (B < 0 ? -B : B));
+  f.loF = float(rq.lo - rq.off), f.hiF = float(rq.hi - rq.off);
+  f.off = int32_t(rq.off);
+  return true;
+}
+
 /// requant() of outputs [j0, n): acc[j] + corr - fo colsum[j] (colsum null: no pixel term).
 LIBJIT_INLINE void requantTail(int8_t *y, const int32_t *acc, int64_t j0, int64_t n,
                                int32_t corr, int32_t fo, const int32_t *colsum, const RQ &rq) {
@@ -103,6 +134,16 @@ LIBJIT_INLINE void dwPaddedDims(int64_t H, int64_t W, int64_t OH, int64_t OW, in
 /// Bytes of the depthwise kernel's accumulators (OH OW + L int32, 64-byte aligned).
 LIBJIT_INLINE int64_t dwAccBytes(int64_t OH, int64_t OW, int64_t L) {
   return ((OH * OW + L) * 4 + 63) / 64 * 64;
+}
+
+/// The stride-1 depthwise planes (qdwconv, flat): int16 entries of the padded plane (Hp Wp,
+/// then the zeroed slack the last vectors and the pair plane read) rounded up to 64 bytes,
+/// and int32 entries of the pair plane. The emitter reserves the same.
+LIBJIT_INLINE int64_t dwFlatXpElems(int64_t Hp, int64_t Wp, int64_t L) {
+  return ((Hp * Wp + 2 * L + 2 * Wp) * 2 + 63) / 64 * 32;
+}
+LIBJIT_INLINE int64_t dwFlatPairElems(int64_t Hp, int64_t Wp, int64_t L) {
+  return Hp * Wp + 2 * L + Wp;
 }
 
 LIBJIT_INLINE uint32_t load32(const void *p) {
@@ -191,6 +232,20 @@ struct IsaGeneric {
                          const int32_t *colsum, const RQ &rq) {
     requantTail(y, acc, 0, n, corr, fo, colsum, rq);
   }
+  /// d[q] = (x[q], x[q + dw]) as the low and high int16 of an int32, q < n.
+  static void pairs16(int32_t *d, const int16_t *x, int64_t dw, int64_t n) {
+    for (int64_t q = 0; q < n; q++)
+      d[q] = int32_t(uint32_t(uint16_t(x[q])) | (uint32_t(uint16_t(x[q + dw])) << 16));
+  }
+  /// acc + the 2 x int16 dot product of each of L int32 at p with the pair w.
+  static V dot16x2(V acc, const int32_t *p, uint32_t w) {
+    const int32_t w0 = int16_t(w & 0xffff), w1 = int16_t(w >> 16);
+    for (int i = 0; i < L; i++) {
+      const int32_t x0 = int16_t(uint32_t(p[i]) & 0xffff), x1 = int16_t(uint32_t(p[i]) >> 16);
+      acc.v[i] = int32_t(uint32_t(acc.v[i]) + uint32_t(x0 * w0 + x1 * w1));
+    }
+    return acc;
+  }
 };
 
 
@@ -240,6 +295,21 @@ struct IsaAvx2 {
     __m256i x = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)p));
     return _mm256_add_epi32(acc, _mm256_mullo_epi32(x, _mm256_set1_epi32(w)));
   }
+  static inline __attribute__((always_inline)) void pairs16(int32_t *d, const int16_t *x,
+                                                            int64_t dw, int64_t n) {
+    int64_t q = 0;
+    for (; q + 8 <= n; q += 8) {
+      __m256i a = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(x + q)));
+      __m256i b = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(x + q + dw)));
+      _mm256_storeu_si256((__m256i *)(d + q), _mm256_or_si256(a, _mm256_slli_epi32(b, 16)));
+    }
+    for (; q < n; q++)
+      d[q] = int32_t(uint32_t(uint16_t(x[q])) | (uint32_t(uint16_t(x[q + dw])) << 16));
+  }
+  static inline __attribute__((always_inline)) V dot16x2(V acc, const int32_t *p, uint32_t w) {
+    return _mm256_add_epi32(
+        acc, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)p), _mm256_set1_epi32(int(w))));
+  }
   /// requant() on 4 doubles: the same IEEE operations in the same order, round half away
   /// from zero as t = trunc(x) plus the sign of x where |x - t| >= 0.5 (x - t is exact).
   static inline __attribute__((always_inline)) __m128i requant4(__m128i a, __m256d as,
@@ -269,12 +339,32 @@ struct IsaAvx2 {
                   sc = _mm256_set1_pd(rq.scale), off = _mm256_set1_pd(rq.off),
                   lo = _mm256_set1_pd(rq.lo), hi = _mm256_set1_pd(rq.hi);
     const __m256i vc = _mm256_set1_epi32(corr), vf = _mm256_set1_epi32(fo);
+    FastRQ f{};
+    const bool fast = fastRequantSetup(rq, f);
+    const __m256 fA = _mm256_set1_ps(f.A), fB = _mm256_set1_ps(f.B),
+                 hmc = _mm256_set1_ps(f.hmc), loF = _mm256_set1_ps(f.loF),
+                 hiF = _mm256_set1_ps(f.hiF), k20 = _mm256_set1_ps(0x1p-20f),
+                 fsign = _mm256_set1_ps(-0.0f);
+    const __m256i fOff = _mm256_set1_epi32(f.off);
     int64_t j = 0;
     for (; j + 8 <= n; j += 8) {
       __m256i a = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(acc + j)), vc);
       if (colsum)
         a = _mm256_sub_epi32(
             a, _mm256_mullo_epi32(vf, _mm256_loadu_si256((const __m256i *)(colsum + j))));
+      if (fast) { // FastRQ
+        __m256 sv = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(a), fA), fB);
+        __m256 r = _mm256_round_ps(sv, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m256 e = _mm256_andnot_ps(fsign, _mm256_sub_ps(sv, r));
+        __m256 g = _mm256_add_ps(_mm256_mul_ps(_mm256_andnot_ps(fsign, sv), k20), e);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(g, hmc, _CMP_LT_OQ)) == 0xff) {
+          r = _mm256_min_ps(_mm256_max_ps(r, loF), hiF);
+          __m256i qi = _mm256_add_epi32(_mm256_cvtps_epi32(r), fOff);
+          __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(qi), _mm256_extracti128_si256(qi, 1));
+          _mm_storel_epi64((__m128i *)(y + j), _mm_packs_epi16(w, w));
+          continue;
+        }
+      }
       __m128i q0 = requant4(_mm256_castsi256_si128(a), as, br, sc, off, lo, hi);
       __m128i q1 = requant4(_mm256_extracti128_si256(a, 1), as, br, sc, off, lo, hi);
       __m128i w = _mm_packs_epi32(q0, q1);
@@ -331,6 +421,22 @@ struct IsaVnni {
     __m512i x = _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)p));
     return _mm512_add_epi32(acc, _mm512_mullo_epi32(x, _mm512_set1_epi32(w)));
   }
+  static inline __attribute__((always_inline)) void pairs16(int32_t *d, const int16_t *x,
+                                                            int64_t dw, int64_t n) {
+    int64_t q = 0;
+    for (; q + 16 <= n; q += 16) {
+      __m512i a = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(x + q)));
+      __m512i b = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(x + q + dw)));
+      _mm512_storeu_si512((void *)(d + q), _mm512_or_si512(a, _mm512_slli_epi32(b, 16)));
+    }
+    for (; q < n; q++)
+      d[q] = int32_t(uint32_t(uint16_t(x[q])) | (uint32_t(uint16_t(x[q + dw])) << 16));
+  }
+  /// vpdpwssd: acc + x0 w0 + x1 w1 per lane, no saturation.
+  static inline __attribute__((always_inline)) V dot16x2(V acc, const int32_t *p, uint32_t w) {
+    return _mm512_dpwssd_epi32(acc, _mm512_loadu_si512((const void *)p),
+                               _mm512_set1_epi32(int(w)));
+  }
   /// requant() on 8 doubles (see IsaAvx2::requant4).
   static inline __attribute__((always_inline)) __m256i requant8(__m256i a, __m512d as,
                                                                 __m512d br, __m512d sc,
@@ -362,18 +468,35 @@ struct IsaVnni {
                   sc = _mm512_set1_pd(rq.scale), off = _mm512_set1_pd(rq.off),
                   lo = _mm512_set1_pd(rq.lo), hi = _mm512_set1_pd(rq.hi);
     const __m512i vc = _mm512_set1_epi32(corr), vf = _mm512_set1_epi32(fo);
-    int64_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-      __m512i a = _mm512_add_epi32(_mm512_loadu_si512((const void *)(acc + j)), vc);
+    FastRQ f{};
+    const bool fast = fastRequantSetup(rq, f);
+    const __m512 fA = _mm512_set1_ps(f.A), fB = _mm512_set1_ps(f.B),
+                 hmc = _mm512_set1_ps(f.hmc), loF = _mm512_set1_ps(f.loF),
+                 hiF = _mm512_set1_ps(f.hiF), k20 = _mm512_set1_ps(0x1p-20f);
+    const __m512i fOff = _mm512_set1_epi32(f.off);
+    // The last vector of a row is masked (loads, the near-half test and the store).
+    for (int64_t j = 0; j < n; j += 16) {
+      const __mmask16 m = n - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1);
+      __m512i a = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, acc + j), vc);
       if (colsum)
-        a = _mm512_sub_epi32(a,
-                             _mm512_mullo_epi32(vf, _mm512_loadu_si512((const void *)(colsum + j))));
+        a = _mm512_sub_epi32(a, _mm512_mullo_epi32(vf, _mm512_maskz_loadu_epi32(m, colsum + j)));
+      if (fast) { // FastRQ
+        __m512 sv = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(a), fA), fB);
+        __m512 r = _mm512_roundscale_ps(sv, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m512 e = _mm512_abs_ps(_mm512_sub_ps(sv, r));
+        __m512 g = _mm512_add_ps(_mm512_mul_ps(_mm512_abs_ps(sv), k20), e);
+        if ((_mm512_cmp_ps_mask(g, hmc, _CMP_LT_OQ) & m) == m) {
+          r = _mm512_min_ps(_mm512_max_ps(r, loF), hiF);
+          __m512i qi = _mm512_add_epi32(_mm512_cvtps_epi32(r), fOff);
+          _mm512_mask_cvtepi32_storeu_epi8(y + j, m, qi);
+          continue;
+        }
+      }
       __m256i q0 = requant8(_mm512_castsi512_si256(a), as, br, sc, off, lo, hi);
       __m256i q1 = requant8(_mm512_extracti64x4_epi64(a, 1), as, br, sc, off, lo, hi);
       __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
-      _mm_storeu_si128((__m128i *)(y + j), _mm512_cvtepi32_epi8(q));
+      _mm512_mask_cvtepi32_storeu_epi8(y + j, m, q);
     }
-    requantTail(y, acc, j, n, corr, fo, colsum, rq);
   }
 };
 

@@ -80,29 +80,79 @@ static inline __attribute__((always_inline)) void padDims(int64_t H, int64_t W, 
   *Wp = maxI(PL + W, (OW - 1) * SW + (KW - 1) * DW + 1);
 }
 
+/// Where padded column phase \p ph (columns ph, ph + SW, ...) starts in a row of padPlanes:
+/// the phases are stored one after the other (for SW = 1, the row as it is).
+static inline __attribute__((always_inline)) int64_t phaseStart(int64_t Wp, int64_t SW,
+                                                                int64_t ph) {
+  int64_t at = 0;
+  for (int64_t p = 0; p < ph; p++)
+    at += (Wp - p + SW - 1) / SW;
+  return at;
+}
+
 /// The group's input \p xg ([cg][H][W]) as bytes a = x + 128 in [cg][Hp][Wp] with the pads
-/// (and the rows and columns past them) at xOffset + 128, what a padding tap reads.
+/// (and the rows and columns past them) at xOffset + 128, what a padding tap reads. For a
+/// column stride SW > 1 each row's columns are grouped by phase c % SW (phaseStart), so
+/// that the columns one tap reads for consecutive outputs are contiguous.
+/// Rows no window reads (between the windows of a row stride SH > 1, e.g. the odd rows of a
+/// 1x1 stride-2 layer) are skipped: their bytes are left as they are.
 static inline __attribute__((always_inline)) void padPlanes(uint8_t *pp, const int8_t *xg,
                                                             int64_t cg, int64_t H, int64_t W,
-                                                            int64_t Hp, int64_t Wp, int64_t PT,
-                                                            int64_t PL, uint8_t padA) {
-  for (int64_t c = 0; c < cg; c++)
-    for (int64_t r = 0; r < Hp; r++) {
+                                                            int64_t Hp, int64_t Wp, int64_t OH,
+                                                            int64_t KH, int64_t SH, int64_t DH,
+                                                            int64_t KW, int64_t SW, int64_t DW,
+                                                            int64_t PT, int64_t PL, uint8_t padA) {
+  for (int64_t r = 0; r < Hp; r++) {
+    bool read = SH == 1;
+    for (int64_t kh = 0; kh < KH && !read; kh++) {
+      const int64_t t = r - kh * DH;
+      read = t >= 0 && t % SH == 0 && t / SH < OH;
+    }
+    if (!read)
+      continue;
+    const int64_t h = r - PT;
+    for (int64_t c = 0; c < cg; c++) {
       uint8_t *d = pp + (c * Hp + r) * Wp;
-      const int64_t h = r - PT;
       if (h < 0 || h >= H) {
         for (int64_t i = 0; i < Wp; i++)
           d[i] = padA;
         continue;
       }
       const int8_t *xr = xg + (c * H + h) * W;
-      for (int64_t i = 0; i < PL; i++)
-        d[i] = padA;
-      for (int64_t i = 0; i < W; i++)
-        d[PL + i] = uint8_t(xr[i]) ^ 0x80;
-      for (int64_t i = PL + W; i < Wp; i++)
-        d[i] = padA;
+      if (SW == 1) {
+        for (int64_t i = 0; i < PL; i++)
+          d[i] = padA;
+        for (int64_t i = 0; i < W; i++)
+          d[PL + i] = uint8_t(xr[i]) ^ 0x80;
+        for (int64_t i = PL + W; i < Wp; i++)
+          d[i] = padA;
+        continue;
+      }
+      for (int64_t ph = 0, at = 0; ph < SW; ph++) {
+        // Entries i of the phase hold padded columns ph + i SW; input columns for
+        // i in [i0, i1). A phase no tap reads (the odd columns of 1x1 stride 2) is skipped.
+        const int64_t len = (Wp - ph + SW - 1) / SW;
+        bool used = false;
+        for (int64_t kw = 0; kw < KW && !used; kw++)
+          used = (kw * DW) % SW == ph;
+        if (!used) {
+          at += len;
+          continue;
+        }
+        const int64_t i0 = minI(len, PL > ph ? (PL - ph + SW - 1) / SW : 0);
+        const int64_t i1 = maxI(i0, minI(len, (PL + W - ph + SW - 1) / SW));
+        uint8_t *dp = d + at;
+        const int8_t *xs = xr + ph - PL;
+        for (int64_t i = 0; i < i0; i++)
+          dp[i] = padA;
+        for (int64_t i = i0; i < i1; i++)
+          dp[i] = uint8_t(xs[i * SW]) ^ 0x80;
+        for (int64_t i = i1; i < len; i++)
+          dp[i] = padA;
+        at += len;
+      }
     }
+  }
 }
 
 /// Packs the im2col patch of pixels [p0, p0 + T) as [K4][T] k-quads of a = x + 128 (k >= K:
@@ -120,7 +170,7 @@ static inline __attribute__((always_inline)) void packPadded(
   int64_t segJ[64], segLen[64], segBase[64], nseg = 0;
   for (int64_t j = 0, p = p0; j < np; nseg++) {
     const int64_t oh = p / OW, ow = p % OW, len = minI(OW - ow, np - j);
-    segJ[nseg] = j, segLen[nseg] = len, segBase[nseg] = oh * SH * Wp + ow * SW;
+    segJ[nseg] = j, segLen[nseg] = len, segBase[nseg] = oh * SH * Wp + ow;
     j += len, p += len;
   }
   alignas(64) uint8_t rows[4][64];
@@ -137,17 +187,16 @@ static inline __attribute__((always_inline)) void packPadded(
         continue;
       }
       const int64_t c = k / KK, kh = (k % KK) / KW, kw = k % KW;
-      const uint8_t *src = pp + (c * Hp + kh * DH) * Wp + kw * DW;
+      // Column ow SW + kw DW: phase (kw DW) % SW, index ow + (kw DW) / SW.
+      const int64_t off = kw * DW;
+      const uint8_t *src = pp + (c * Hp + kh * DH) * Wp +
+                           (SW == 1 ? off : phaseStart(Wp, SW, off % SW) + off / SW);
       for (int64_t sg = 0; sg < nseg; sg++) {
         const uint8_t *sp = src + segBase[sg];
         uint8_t *dp = t + segJ[sg];
         const int64_t len = segLen[sg];
-        if (SW == 1)
-          for (int64_t i = 0; i < len; i++)
-            dp[i] = sp[i];
-        else
-          for (int64_t i = 0; i < len; i++)
-            dp[i] = sp[i * SW];
+        for (int64_t i = 0; i < len; i++)
+          dp[i] = sp[i];
       }
       for (int64_t j = np; j < T; j++)
         t[j] = 0;
@@ -233,7 +282,8 @@ static inline __attribute__((always_inline)) void qconv(int8_t *out, const int8_
       packPointwise(patch, colsum, sums, xg, T, p0, P, cg);
     else {
       if (ppFor != n * G + g) {
-        padPlanes(pp, xg, cg, H, W, Hp, Wp, PT, PL, uint8_t(xOff + 128));
+        padPlanes(pp, xg, cg, H, W, Hp, Wp, OH, KH, SH, DH, KW, SW, DW, PT, PL,
+                  uint8_t(xOff + 128));
         ppFor = n * G + g;
       }
       packPadded(patch, colsum, sums, pp, T, p0, P, cg, Hp, Wp, OW, KH, KW, SH, SW, DH, DW);
@@ -358,16 +408,89 @@ static inline __attribute__((always_inline)) void qdwconv(
   dwPaddedDims(H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, L, &Hp, &Wp, &Wr);
   char *mine = scratch + tid * scratchStride;
   int32_t *accPlane = (int32_t *)mine;
-  int16_t *xp = (int16_t *)(mine + dwAccBytes(OH, OW, L));
+  int16_t *xp = (int16_t *)(mine + dwAccBytes(OH, Wp, L));
   const int32_t xo = int32_t(xOff);
   int64_t b, e;
   partition(N * C, 1, tid, nthreads, &b, &e);
   const int64_t KK = KH * KW;
   const int16_t *taps[64];
   const bool fewTaps = KK <= 64;
+  // Stride 1 (both ways): the plane padded as Hp rows of Wp (no slack per row), and the
+  // outputs computed on that grid, flattened: output q = oh Wp + ow reads xp[q + kh DH Wp
+  // + kw DW], so every tap is one contiguous run over the whole plane and L outputs at a
+  // time span rows (columns ow >= OW are computed and dropped). Small planes (7x7, 14x14)
+  // need far fewer vectors than row by row. The accumulators of narrow rows are then
+  // compacted to OH OW; rows of 4 L or more are requantized in place.
+  const bool flat = SH == 1 && SW == 1 && fewTaps;
+  // Taps in pairs along a kernel row, (kw, kw + 1) (a last odd one with weight 0), read from
+  // the pair plane d (d[q] = (xp[q], xp[q + DW])) with one 2 x int16 dot product per pair
+  // (vpdpwssd, vpmaddwd): |x - xOffset| and |f - fOffset| are at most 255, so each product
+  // and pair sum is exact in int32.
+  // (With KW = 1 every tap is a single: its partner, weighted 0, is read at offset 0.)
+  const int64_t pdw = KW > 1 ? DW : 0;
+  int64_t pairOff[64], np = 0;
+  if (flat)
+    for (int64_t kh = 0; kh < KH; kh++)
+      for (int64_t kw = 0; kw < KW; kw += 2)
+        pairOff[np++] = kh * DH * Wp + kw * DW;
+  int32_t *dp = (int32_t *)(xp + dwFlatXpElems(Hp, Wp, L));
   for (int64_t pl = b; pl < e; pl++) {
     const int64_t c = pl % C;
     const int8_t *x = in + pl * H * W;
+    if (flat) {
+      const int64_t pc0 = minI(PL, Wp), pc1 = minI(PL + W, Wp);
+      for (int64_t r = 0; r < Hp; r++) {
+        int16_t *dr = xp + r * Wp;
+        const int64_t h = r - PT;
+        if (h < 0 || h >= H) {
+          for (int64_t i = 0; i < Wp; i++)
+            dr[i] = 0;
+          continue;
+        }
+        const int8_t *xs = x + h * W - PL;
+        for (int64_t i = 0; i < pc0; i++)
+          dr[i] = 0;
+        for (int64_t i = pc0; i < pc1; i++)
+          dr[i] = int16_t(int32_t(xs[i]) - xo);
+        for (int64_t i = pc1; i < Wp; i++)
+          dr[i] = 0;
+      }
+      // Slack read by the last vectors (their outputs are dropped): zeros. Then the pair
+      // plane d[q] = (xp[q], xp[q + DW]) as two int16 in an int32.
+      const int64_t nv = ceilDiv(OH * Wp, L), nd = nv * L + pairOff[np - 1];
+      for (int64_t i = Hp * Wp, end = nd + pdw; i < end; i++)
+        xp[i] = 0;
+      QISA::pairs16(dp, xp, pdw, nd);
+      uint32_t wp[64];
+      for (int64_t kh = 0, t = 0; kh < KH; kh++)
+        for (int64_t kw = 0; kw < KW; kw += 2, t++) {
+          const int16_t *wr = w + c * KK + kh * KW;
+          wp[t] = uint32_t(uint16_t(wr[kw])) |
+                  (uint32_t(uint16_t(kw + 1 < KW ? wr[kw + 1] : int16_t(0))) << 16);
+        }
+      for (int64_t q = 0; q < nv * L; q += L) {
+        typename QISA::V s = QISA::zero();
+        for (int64_t t = 0; t < np; t++)
+          s = QISA::dot16x2(s, dp + q + pairOff[t], wp[t]);
+        QISA::store(accPlane + q, s);
+      }
+      const RQ rq{qp.accScale[c], qp.biasReal[c], double(outScale), double(outOff),
+                  double(lo), double(hi)};
+      if (Wp != OW && OW >= 4 * L) {
+        // Wide rows: requantized where they are.
+        for (int64_t oh = 0; oh < OH; oh++)
+          QISA::requantRow(out + (pl * OH + oh) * OW, accPlane + oh * Wp, OW, qp.corr[c], 0,
+                           nullptr, rq);
+        continue;
+      }
+      // Narrow rows: compacted first, then requantized as one row.
+      if (Wp != OW)
+        for (int64_t oh = 1; oh < OH; oh++)
+          for (int64_t ow = 0; ow < OW; ow++)
+            accPlane[oh * OW + ow] = accPlane[oh * Wp + ow];
+      QISA::requantRow(out + pl * OH * OW, accPlane, OH * OW, qp.corr[c], 0, nullptr, rq);
+      continue;
+    }
     // The padded, centred, phase-grouped plane.
     for (int64_t r = 0; r < Hp; r++) {
       int16_t *dr = xp + r * Wr;

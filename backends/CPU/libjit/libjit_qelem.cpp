@@ -1,6 +1,9 @@
 // int8 element-wise operators and pooling (Int8Q in and out), bit-exact with the
 // Interpreter.
 //
+// Add and Sub compute, in registers, the Interpreter's arithmetic (libjit_qadd_i8_<isa>,
+// at the end of this file). The other element-wise operators use tables.
+//
 // Element-wise: an int8 operator is a function of 256 (unary: Relu) or 65536 (binary: Add,
 // Sub, Mul, Max, Min) input pairs, so the emitter (codegen/EmitQuantElem.cpp) tabulates it
 // at compile time with the Interpreter's own arithmetic (dequantize in double, combine,
@@ -19,6 +22,10 @@
 #pragma clang fp contract(off)
 #else
 #pragma GCC optimize("fp-contract=off")
+#endif
+
+#if defined(__x86_64__)
+#include <immintrin.h>
 #endif
 
 using namespace libjit;
@@ -53,6 +60,11 @@ LIBJIT_EXPORT void libjit_qlut16_i8(int8_t *dst, const int8_t *a, const int8_t *
     dst[i] = lut[(int32_t(uint8_t(a[i] ^ 0x80)) << 8) | int32_t(uint8_t(bsrc[i] ^ 0x80))];
 }
 
+/// Widest input row of the separable max pooling (wider rows take the windowed loop).
+constexpr int64_t kPoolRow = 4096;
+/// Largest column stride of the separable max pooling.
+constexpr int64_t kPoolStride = 16;
+
 /// mode 0: max pooling with window (KH, KW, SH, SW, PT, PL); 1: average pooling with that
 /// window (countPads: divide by KH KW); 2: adaptive average pooling to OH x OW.
 LIBJIT_EXPORT void libjit_qpool_i8(int8_t *dst, const int8_t *src, const int8_t *lut,
@@ -64,6 +76,79 @@ LIBJIT_EXPORT void libjit_qpool_i8(int8_t *dst, const int8_t *src, const int8_t 
   int64_t b, e;
   partition(planes, 1, tid, nthreads, &b, &e);
   const double dIn = double(inScale), dOut = double(outScale), dOff = double(outOff);
+  if (mode == 0 && W <= kPoolRow && SW <= kPoolStride) {
+    // Max pooling, separably: the window's rows [h0, h1) depend only on oh and its columns
+    // [w0, w1) only on ow, so the window's maximum is the maximum over [w0, w1) of the
+    // column maxima over [h0, h1) (a row pass over contiguous bytes), the same value as
+    // the loop below; -128 for an empty window; then the table.
+    int8_t colMax[kPoolRow], phases[kPoolRow];
+    int64_t phStart[kPoolStride];
+    bool identity = true;
+    for (int q = -128; q < 128 && identity; q++)
+      identity = lut[q + 128] == q;
+    // Outputs whose window lies inside the row: ow SW - PL >= 0 and ow SW - PL + KW <= W.
+    const int64_t owA = minI(ceilDiv(PL, SW), OW);
+    const int64_t owB = W - KW + PL >= 0 ? maxI(owA, minI((W - KW + PL) / SW + 1, OW)) : owA;
+    for (int64_t p = b; p < e; p++) {
+      const int8_t *x = src + p * H * W;
+      int8_t *y = dst + p * OH * OW;
+      for (int64_t oh = 0; oh < OH; oh++) {
+        const int64_t hs = oh * SH - PT;
+        const int64_t h0 = minI(maxI(hs, 0), H), h1 = minI(maxI(hs + KH, 0), H);
+        if (h0 >= h1) {
+          for (int64_t w = 0; w < W; w++)
+            colMax[w] = -128;
+        } else {
+          const int8_t *r0 = x + h0 * W;
+          for (int64_t w = 0; w < W; w++)
+            colMax[w] = r0[w];
+          for (int64_t h = h0 + 1; h < h1; h++) {
+            const int8_t *r = x + h * W;
+            for (int64_t w = 0; w < W; w++)
+              colMax[w] = r[w] > colMax[w] ? r[w] : colMax[w];
+          }
+        }
+        int8_t *yr = y + oh * OW;
+        // Windows inside the row, ow in [owA, owB): column ow SW + t (t = kw - PL) is
+        // entry ow + floor(t / SW) of phase t mod SW of the column maxima; the phases are
+        // contiguous, so each kw is one vectorisable pass over [owA, owB).
+        if (owA < owB) {
+          for (int64_t ph = 0, at = 0; ph < SW; ph++) {
+            phStart[ph] = at;
+            for (int64_t i = 0, c = ph; c < W; i++, c += SW)
+              phases[at + i] = colMax[c];
+            at += (W - ph + SW - 1) / SW;
+          }
+          for (int64_t kw = 0; kw < KW; kw++) {
+            const int64_t t = kw - PL, ph = ((t % SW) + SW) % SW, sh = (t - ph) / SW;
+            const int8_t *src = phases + phStart[ph] + sh;
+            if (kw == 0)
+              for (int64_t ow = owA; ow < owB; ow++)
+                yr[ow] = src[ow];
+            else
+              for (int64_t ow = owA; ow < owB; ow++)
+                yr[ow] = src[ow] > yr[ow] ? src[ow] : yr[ow];
+          }
+          if (!identity)
+            for (int64_t ow = owA; ow < owB; ow++)
+              yr[ow] = lut[int32_t(yr[ow]) + 128];
+        }
+        for (int64_t ow = 0; ow < OW; ow++) {
+          if (ow == owA && owA < owB)
+            ow = owB;
+          if (ow >= OW)
+            break;
+          const int64_t ws = ow * SW - PL;
+          const int64_t w0 = minI(maxI(ws, 0), W), w1 = minI(maxI(ws + KW, 0), W);
+          int32_t m = -128;
+          for (int64_t w = w0; w < w1; w++)
+            m = colMax[w] > m ? colMax[w] : m;
+          yr[ow] = lut[m + 128];
+        }
+      }
+    }
+    return;
+  }
   for (int64_t p = b; p < e; p++) {
     const int8_t *x = src + p * H * W;
     int8_t *y = dst + p * OH * OW;
@@ -105,3 +190,180 @@ LIBJIT_EXPORT void libjit_qpool_i8(int8_t *dst, const int8_t *src, const int8_t 
       }
   }
 }
+
+// ------------------------------------------------------------------ int8 Add and Sub
+//
+// y = Add(a, b) (Sub: sb negated, x + (-y) being x - y in IEEE arithmetic), exactly the
+// Interpreter's: r = sa (a - oa) + sb (b - ob) in double (both products exact: a float
+// times a 9-bit integer), q = round(r / so) half away from zero, + oo, saturated. The
+// vector kernels compute s = A da + B db in float (A = sa / so, B = sb / so, rounded once
+// from double): within 3.02 2^-24 (|A da| + |B db|) of the double quotient, so where the
+// distance from s to the nearest half-integer exceeds 2^-20 (|A da| + |B db|) (taken in
+// float), the double quotient rounds to rint(s) with no tie, and q = clamp(rint(s),
+// -128 - oo, 127 - oo) + oo bit for bit. A vector with a lane nearer takes the double
+// formula for its elements. (The same argument as the convolutions' FastRQ,
+// libjit_qconv.cpp.) Used only when A and B are 0 or in [2^-100, 2^90] and |oo| <= 2^20
+// (qaddFast); otherwise every element takes the double formula.
+
+namespace libjit {
+namespace {
+
+LIBJIT_INLINE int8_t qaddOne(int8_t a, int8_t b, double sa, double oa, double sb, double ob,
+                             double so, double oo) {
+  double x = sa * (double(a) - oa);
+  double y = sb * (double(b) - ob);
+  double r = x + y;
+  double q = __builtin_round(r / so);
+  q = q + oo;
+  if (!(q >= -128.0))
+    q = -128.0;
+  if (q > 127.0)
+    q = 127.0;
+  return int8_t(q);
+}
+
+struct QAddFast {
+  float A, B, loF, hiF;
+  int32_t oa, ob, oo;
+};
+
+LIBJIT_INLINE bool qaddFast(float sa, int64_t oa, float sb, int64_t ob, float so, int64_t oo,
+                            QAddFast &f) {
+  const double A = double(sa) / double(so), B = double(sb) / double(so);
+  auto inRange = [](double v) {
+    const double m = v < 0 ? -v : v;
+    return m == 0.0 || (m >= 0x1p-100 && m <= 0x1p90);
+  };
+  if (!inRange(A) || !inRange(B) || oo < -(int64_t(1) << 20) || oo > (int64_t(1) << 20) ||
+      oa < -(int64_t(1) << 20) || oa > (int64_t(1) << 20) || ob < -(int64_t(1) << 20) ||
+      ob > (int64_t(1) << 20))
+    return false;
+  f.A = float(A), f.B = float(B);
+  f.loF = float(-128 - oo), f.hiF = float(127 - oo);
+  f.oa = int32_t(oa), f.ob = int32_t(ob), f.oo = int32_t(oo);
+  return true;
+}
+
+} // namespace
+} // namespace libjit
+
+using namespace libjit;
+
+/// The double formula for every element: targets without AVX2, and the vector kernels'
+/// fallback.
+LIBJIT_EXPORT void libjit_qadd_i8_generic(int8_t *dst, const int8_t *a, const int8_t *bsrc,
+                                          int64_t n, float sa, int64_t oa, float sb,
+                                          int64_t ob, float so, int64_t oo, int64_t tid,
+                                          int64_t nthreads) {
+  int64_t b, e;
+  partition(n, 64, tid, nthreads, &b, &e);
+  const double dsa = sa, dsb = sb, dso = so, doa = double(oa), dob = double(ob),
+               doo = double(oo);
+  for (int64_t i = b; i < e; i++)
+    dst[i] = qaddOne(a[i], bsrc[i], dsa, doa, dsb, dob, dso, doo);
+}
+
+#if defined(__x86_64__)
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#endif
+LIBJIT_EXPORT void libjit_qadd_i8_avx2(int8_t *dst, const int8_t *a, const int8_t *bsrc,
+                                       int64_t n, float sa, int64_t oa, float sb, int64_t ob,
+                                       float so, int64_t oo, int64_t tid, int64_t nthreads) {
+  int64_t b, e;
+  partition(n, 64, tid, nthreads, &b, &e);
+  const double dsa = sa, dsb = sb, dso = so, doa = double(oa), dob = double(ob),
+               doo = double(oo);
+  QAddFast f{};
+  int64_t i = b;
+  if (qaddFast(sa, oa, sb, ob, so, oo, f)) {
+    const __m256 vA = _mm256_set1_ps(f.A), vB = _mm256_set1_ps(f.B),
+                 loF = _mm256_set1_ps(f.loF), hiF = _mm256_set1_ps(f.hiF),
+                 k20 = _mm256_set1_ps(0x1p-20f), half = _mm256_set1_ps(0.5f),
+                 sign = _mm256_set1_ps(-0.0f);
+    const __m256i voa = _mm256_set1_epi32(f.oa), vob = _mm256_set1_epi32(f.ob),
+                  voo = _mm256_set1_epi32(f.oo);
+    for (; i + 8 <= e; i += 8) {
+      __m256i ia = _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(a + i))), voa);
+      __m256i ib = _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(bsrc + i))), vob);
+      __m256 p1 = _mm256_mul_ps(_mm256_cvtepi32_ps(ia), vA);
+      __m256 p2 = _mm256_mul_ps(_mm256_cvtepi32_ps(ib), vB);
+      __m256 s = _mm256_add_ps(p1, p2);
+      __m256 r = _mm256_round_ps(s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      __m256 ed = _mm256_andnot_ps(sign, _mm256_sub_ps(s, r));
+      __m256 t = _mm256_add_ps(_mm256_andnot_ps(sign, p1), _mm256_andnot_ps(sign, p2));
+      __m256 g = _mm256_add_ps(_mm256_mul_ps(t, k20), ed);
+      if (_mm256_movemask_ps(_mm256_cmp_ps(g, half, _CMP_LT_OQ)) != 0xff) {
+        for (int64_t k = i; k < i + 8; k++)
+          dst[k] = qaddOne(a[k], bsrc[k], dsa, doa, dsb, dob, dso, doo);
+        continue;
+      }
+      r = _mm256_min_ps(_mm256_max_ps(r, loF), hiF);
+      __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(r), voo);
+      __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+      _mm_storel_epi64((__m128i *)(dst + i), _mm_packs_epi16(w, w));
+    }
+  }
+  for (; i < e; i++)
+    dst[i] = qaddOne(a[i], bsrc[i], dsa, doa, dsb, dob, dso, doo);
+}
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw")
+#endif
+/// AVX-512 (named after the int8 kernels' ISA choice, vnni: the hosts that have it).
+LIBJIT_EXPORT void libjit_qadd_i8_vnni(int8_t *dst, const int8_t *a, const int8_t *bsrc,
+                                       int64_t n, float sa, int64_t oa, float sb, int64_t ob,
+                                       float so, int64_t oo, int64_t tid, int64_t nthreads) {
+  int64_t b, e;
+  partition(n, 64, tid, nthreads, &b, &e);
+  const double dsa = sa, dsb = sb, dso = so, doa = double(oa), dob = double(ob),
+               doo = double(oo);
+  QAddFast f{};
+  int64_t i = b;
+  if (qaddFast(sa, oa, sb, ob, so, oo, f)) {
+    const __m512 vA = _mm512_set1_ps(f.A), vB = _mm512_set1_ps(f.B),
+                 loF = _mm512_set1_ps(f.loF), hiF = _mm512_set1_ps(f.hiF),
+                 k20 = _mm512_set1_ps(0x1p-20f), half = _mm512_set1_ps(0.5f);
+    const __m512i voa = _mm512_set1_epi32(f.oa), vob = _mm512_set1_epi32(f.ob),
+                  voo = _mm512_set1_epi32(f.oo);
+    for (; i + 16 <= e; i += 16) {
+      __m512i ia = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(a + i))), voa);
+      __m512i ib = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(bsrc + i))), vob);
+      __m512 p1 = _mm512_mul_ps(_mm512_cvtepi32_ps(ia), vA);
+      __m512 p2 = _mm512_mul_ps(_mm512_cvtepi32_ps(ib), vB);
+      __m512 s = _mm512_add_ps(p1, p2);
+      __m512 r = _mm512_roundscale_ps(s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      __m512 ed = _mm512_abs_ps(_mm512_sub_ps(s, r));
+      __m512 t = _mm512_add_ps(_mm512_abs_ps(p1), _mm512_abs_ps(p2));
+      __m512 g = _mm512_add_ps(_mm512_mul_ps(t, k20), ed);
+      if (_mm512_cmp_ps_mask(g, half, _CMP_LT_OQ) != 0xffff) {
+        for (int64_t k = i; k < i + 16; k++)
+          dst[k] = qaddOne(a[k], bsrc[k], dsa, doa, dsb, dob, dso, doo);
+        continue;
+      }
+      r = _mm512_min_ps(_mm512_max_ps(r, loF), hiF);
+      __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(r), voo);
+      _mm_storeu_si128((__m128i *)(dst + i), _mm512_cvtepi32_epi8(q));
+    }
+  }
+  for (; i < e; i++)
+    dst[i] = qaddOne(a[i], bsrc[i], dsa, doa, dsb, dob, dso, doo);
+}
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#endif

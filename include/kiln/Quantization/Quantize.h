@@ -91,6 +91,10 @@ struct QuantizationReport {
   /// Convolutions, FCs, ... whose only user is a Relu (or a Clip(0, Max) made a Relu)
   /// and that output on the Relu's grid instead of their own wider one
   unsigned foldedIntoRelu = 0;
+  /// Relus whose operand is on their own grid and that grid has no negative values (offset
+  /// -128: asymmetric and symmetric-uint8 Relu ranges), so they are the identity: dropped,
+  /// their users read the operand
+  unsigned identityRelus = 0;
   /// Nodes of a quantizable kind kept in float, with why ("keep-float", "no profile for
   /// 'x'", "weights are not constant", ...).
   std::vector<std::pair<std::string, std::string>> keptFloat;
