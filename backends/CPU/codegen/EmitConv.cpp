@@ -1,9 +1,9 @@
 // The convolution family on the CPU: first the choice of convolution kernel from the shape
-// alone (chooseConvAlgorithm -> ConvPlan, declared in EmitConv.h; pure functions, no IR, no
-// LLVM), then the emitters: convolutions (the algorithm the plan names: direct or
-// transposed GEMM, strips, Winograd, depthwise) with their fused epilogues, and pooling
-// (MaxPool, AvgPool, AdaptiveAvgPool).
-#include "EmitConv.h"
+// alone (chooseConvAlgorithm -> ConvPlan, declared in Codegen.h; pure functions, no IR, no
+// LLVM), then the shapes and fused epilogues the kernels take (what CPUSupport.cpp asks of
+// a Convolution or FusedConvolution node), then the emitters: convolutions (the algorithm
+// the plan names: direct or transposed GEMM, strips, Winograd, depthwise) with their fused
+// epilogues, and pooling (MaxPool, AvgPool, AdaptiveAvgPool).
 #include "Emitter.h"
 
 #include "kiln/Graph/FusedActivation.h"
@@ -248,6 +248,30 @@ const char *convAlgorithmName(ConvAlgorithm a) {
     return "conv";
   }
   return "conv";
+}
+
+// ------------------------------------------------------------------ what the kernels take
+
+bool epilogueRunsFused(const std::string &act, bool fuseSigmoids) {
+  std::optional<FusedActivation> a = parseFusedActivation(act);
+  bool sigmoidLike = a == FusedActivation::Sigmoid || a == FusedActivation::Tanh ||
+                     a == FusedActivation::Swish;
+  return fuseSigmoids || !sigmoidLike;
+}
+
+bool convolutionSupported(const Node &n, bool fuseEpilogues, bool fuseSigmoids) {
+  auto rank = [&n](unsigned i) { return n.getNthInput(i).dims().size(); };
+  if (rank(0) != 4 || rank(1) != 4)
+    return false;
+  auto *c = dyn_cast<FusedConvolutionNode>(&n);
+  if (!c)
+    return true;
+  // The kernels' epilogue: a residual and/or any activation the type rule admits
+  // (libjit_act.h). The depthwise kernel has no residual.
+  const Type &in = *c->getInput().getType(), &out = *c->getType(0);
+  bool depthwise = c->getGroup() > 1 && c->getGroup() == in.dims[1] && out.dims[1] == in.dims[1];
+  return fuseEpilogues && !(depthwise && !c->getResidual().empty()) &&
+         epilogueRunsFused(c->getActivation(), fuseSigmoids);
 }
 
 // ------------------------------------------------------------------ the emission

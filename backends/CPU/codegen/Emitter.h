@@ -8,7 +8,6 @@
 #define KILN_BACKENDS_CPU_CODEGEN_EMITTER_H
 
 #include "Codegen.h"
-#include "EmitConv.h"
 
 #include "backends/CPU/libjit/libjit_gemm_config.h"
 
