@@ -407,7 +407,12 @@ private:
   Expected<bool> tryEltwise(const Instruction *I);
   void addHost(const Instruction *I);
   void flushHost();
+  /// The program's last steps: the scratchpad as an IR function of its tiles, their plan
+  /// (verified), and the schedule of every instruction with the per-layer statistics.
   Error finish();
+  void buildScratchpadFunction();
+  Error planScratchpad();
+  void schedule();
 
   SimProgram &p_;
   const SimConfig &c_;
@@ -1172,9 +1177,53 @@ Error SimProgramBuilder::build(PlannedIR &P) {
   return finish();
 }
 
-Error SimProgramBuilder::finish() {
-  // The scratchpad function: one activation per tile, allocated before the instruction
-  // that first uses it and deallocated after its last use.
+namespace {
+
+/// The cycles of the \p dma intervals that no \p compute interval covers (the compute
+/// intervals sorted here and merged).
+uint64_t exposedCycles(const std::vector<std::pair<uint64_t, uint64_t>> &dma,
+                       std::vector<std::pair<uint64_t, uint64_t>> comp) {
+  std::sort(comp.begin(), comp.end());
+  std::vector<std::pair<uint64_t, uint64_t>> un;
+  for (auto &iv : comp) {
+    if (!un.empty() && iv.first <= un.back().second)
+      un.back().second = std::max(un.back().second, iv.second);
+    else
+      un.push_back(iv);
+  }
+  uint64_t exposed = 0;
+  for (auto &iv : dma) {
+    uint64_t covered = 0;
+    auto it = std::upper_bound(un.begin(), un.end(), std::make_pair(iv.first, UINT64_MAX));
+    if (it != un.begin())
+      --it;
+    for (; it != un.end() && it->first < iv.second; ++it) {
+      uint64_t a = std::max(iv.first, it->first), b = std::min(iv.second, it->second);
+      if (b > a)
+        covered += b - a;
+    }
+    exposed += (iv.second - iv.first) - covered;
+  }
+  return exposed;
+}
+
+/// Adds layer \p st's counts to the program's \p T.
+void addToTotal(SimLayerStats &T, const SimLayerStats &st) {
+  T.dmaBytes += st.dmaBytes;
+  T.dmaCycles += st.dmaCycles;
+  T.macCycles += st.macCycles;
+  T.vectorCycles += st.vectorCycles;
+  T.hostCycles += st.hostCycles;
+  T.exposedDmaCycles += st.exposedDmaCycles;
+  T.tiles += st.tiles;
+  T.arenaBytes = std::max(T.arenaBytes, st.arenaBytes);
+}
+
+} // namespace
+
+void SimProgramBuilder::buildScratchpadFunction() {
+  // One activation per tile, allocated before the instruction that first uses it and
+  // deallocated after its last use.
   p_.spF_ = std::make_unique<IRFunction>(std::string("scratchpad"));
   p_.types_ = std::make_unique<Module>();
   IRFunction &S = *p_.spF_;
@@ -1210,7 +1259,11 @@ Error SimProgramBuilder::finish() {
       S.push_back(new DeallocActivationInst(p_.tiles_[t].name + ".end", nullptr,
                                             const_cast<AllocActivationInst *>(p_.tiles_[t].alloc)));
   }
-  // The plan: offsets as placed layer by layer (no two layers' tiles are live together).
+}
+
+Error SimProgramBuilder::planScratchpad() {
+  // Offsets as placed layer by layer (no two layers' tiles are live together).
+  IRFunction &S = *p_.spF_;
   MemoryPlan &sp = p_.spPlan_;
   sp.alignment = kAlign;
   sp.buffers = computeActivationLifetimes(S);
@@ -1234,9 +1287,12 @@ Error SimProgramBuilder::finish() {
   if (arena > c_.scratchpadBytes)
     return makeError(ErrorCode::Internal, "Sim: scratchpad plan of ", arena,
                      " bytes exceeds the scratchpad (", c_.scratchpadBytes, " bytes)");
+  return Error::success();
+}
 
-  // The schedule: each engine in program order; an instruction starts when its engine is
-  // free, its dependencies are done and its layer has begun (after the previous layer).
+void SimProgramBuilder::schedule() {
+  // Each engine in program order; an instruction starts when its engine is free, its
+  // dependencies are done and its layer has begun (after the previous layer).
   std::vector<uint64_t> endAt(p_.instrs_.size(), 0);
   uint64_t engineFree[4] = {0, 0, 0, 0};
   uint64_t barrier = c_.launchCycles, layerEnd = barrier;
@@ -1267,42 +1323,18 @@ Error SimProgramBuilder::finish() {
       }
     }
     st.end = layerEnd;
-    // Exposed DMA: DMA intervals less the union of compute intervals.
-    std::sort(comp.begin(), comp.end());
-    std::vector<std::pair<uint64_t, uint64_t>> un;
-    for (auto &iv : comp) {
-      if (!un.empty() && iv.first <= un.back().second)
-        un.back().second = std::max(un.back().second, iv.second);
-      else
-        un.push_back(iv);
-    }
-    uint64_t exposed = 0;
-    for (auto &iv : dma) {
-      uint64_t covered = 0;
-      auto it = std::upper_bound(un.begin(), un.end(), std::make_pair(iv.first, UINT64_MAX));
-      if (it != un.begin())
-        --it;
-      for (; it != un.end() && it->first < iv.second; ++it) {
-        uint64_t a = std::max(iv.first, it->first), b = std::min(iv.second, it->second);
-        if (b > a)
-          covered += b - a;
-      }
-      exposed += (iv.second - iv.first) - covered;
-    }
-    st.exposedDmaCycles = exposed;
-    SimLayerStats &T = p_.total_;
-    T.dmaBytes += st.dmaBytes;
-    T.dmaCycles += st.dmaCycles;
-    T.macCycles += st.macCycles;
-    T.vectorCycles += st.vectorCycles;
-    T.hostCycles += st.hostCycles;
-    T.exposedDmaCycles += st.exposedDmaCycles;
-    T.tiles += st.tiles;
-    T.arenaBytes = std::max(T.arenaBytes, st.arenaBytes);
+    st.exposedDmaCycles = exposedCycles(dma, std::move(comp));
+    addToTotal(p_.total_, st);
   }
   p_.total_.name = "total";
   p_.total_.start = 0;
   p_.total_.end = layerEnd;
+}
+
+Error SimProgramBuilder::finish() {
+  buildScratchpadFunction();
+  KILN_RETURN_IF_ERR(planScratchpad());
+  schedule();
   return Error::success();
 }
 
