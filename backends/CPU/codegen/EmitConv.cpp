@@ -364,17 +364,28 @@ Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
   return emitConv(plan, s, epi, dest, in, filter, bias, items);
 }
 
+namespace {
+
+/// A convolution's name in profiles: its algorithm and shape ("convS 3x3/1 64->64 56x56").
+std::string convLabel(const ConvPlan &plan, const ConvShape &s, const FusedEpilogue &epi) {
+  const int64_t KH = s.KH, KW = s.KW, SH = s.SH, C = s.C, O = s.O, H = s.H, W = s.W,
+                G = s.group;
+  std::string desc = std::to_string(KH) + "x" + std::to_string(KW) + "/" + std::to_string(SH) +
+                     " " + std::to_string(C) + "->" + std::to_string(O) + " " +
+                     std::to_string(H) + "x" + std::to_string(W) + (G > 1 ? " g" + std::to_string(G) : "") +
+                     (epi.add ? " +add" : "");
+  return std::string(convAlgorithmName(plan.algorithm)) + " " + desc;
+}
+
+} // namespace
+
 Error Emitter::emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpilogue &epi,
                         Value *dest, Value *in, Value *filter, Value *bias,
                         std::vector<Item> &items) {
   const int64_t N = s.N, C = s.C, H = s.H, W = s.W, O = s.O, OH = s.OH, OW = s.OW;
   const int64_t KH = s.KH, KW = s.KW, SH = s.SH, SW = s.SW, PT = s.PT, PL = s.PL, DH = s.DH,
                 DW = s.DW, G = s.group;
-  std::string desc = std::to_string(KH) + "x" + std::to_string(KW) + "/" + std::to_string(SH) +
-                     " " + std::to_string(C) + "->" + std::to_string(O) + " " +
-                     std::to_string(H) + "x" + std::to_string(W) + (G > 1 ? " g" + std::to_string(G) : "") +
-                     (epi.add ? " +add" : "");
-  std::string label = std::string(convAlgorithmName(plan.algorithm)) + " " + desc;
+  std::string label = convLabel(plan, s, epi);
   auto *cw = dyn_cast<WeightVar>(filter);
   Value *residual = epi.add;
   switch (plan.algorithm) {
@@ -404,36 +415,9 @@ Error Emitter::emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpi
     return Error::success();
   }
   case ConvAlgorithm::WinogradRows2:
-  case ConvAlgorithm::WinogradRows4: {
-    int64_t tile = plan.algorithm == ConvAlgorithm::WinogradRows2 ? 2 : 4;
-    KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, plan.packing, 1, O, C));
-    Location wl{kConstantBase, off};
-    needPoolScratch(avx512_
-                        ? libjit_conv2d_wino_rows_scratch_floats_avx512(tile, N, C, H, W, O, OH, OW)
-                        : libjit_conv2d_wino_rows_scratch_floats_avx2(tile, N, C, H, W, O, OH, OW));
-    items.push_back({true, label, [=] {
-                       call("libjit_conv2d_wino_rows" + std::to_string(tile) + "_f32_" + isa_,
-                            {ptr(dest), ptr(in), at(wl), ptr(bias),
-                             residual ? ptr(residual) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
-                             I64(O), I64(OH), I64(OW), I64(PT), I64(PL), I64(epi.act),
-                             F32(epi.lo), F32(epi.hi), scratch(), tid_, nth_});
-                     }});
-    return Error::success();
-  }
-  case ConvAlgorithm::Winograd: {
-    KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, plan.packing, 1, O, C));
-    Location wl{kConstantBase, off};
-    needPoolScratch(avx512_ ? libjit_conv2d_wino_scratch_floats_avx512(N, C, H, W, O, OH, OW)
-                            : libjit_conv2d_wino_scratch_floats_avx2(N, C, H, W, O, OH, OW));
-    items.push_back({true, label, [=] {
-                       call("libjit_conv2d_wino_f32_" + isa_,
-                            {ptr(dest), ptr(in), at(wl), ptr(bias),
-                             residual ? ptr(residual) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
-                             I64(O), I64(OH), I64(OW), I64(PT), I64(PL), I64(epi.act),
-                             F32(epi.lo), F32(epi.hi), scratch(), tid_, nth_});
-                     }});
-    return Error::success();
-  }
+  case ConvAlgorithm::WinogradRows4:
+  case ConvAlgorithm::Winograd:
+    return emitWinogradConv(plan, s, epi, label, dest, in, filter, bias, items);
   case ConvAlgorithm::Transposed: {
     int64_t P = OH * OW, K = (C / G) * KH * KW;
     KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, plan.packing, 1, K, O));
@@ -464,6 +448,55 @@ Error Emitter::emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpi
   case ConvAlgorithm::PackedGemm:
     break;
   }
+  return emitPackedGemmConv(plan, s, epi, label, dest, in, filter, bias, items);
+}
+
+Error Emitter::emitWinogradConv(const ConvPlan &plan, const ConvShape &s,
+                                const FusedEpilogue &epi, const std::string &label,
+                                Value *dest, Value *in, Value *filter, Value *bias,
+                                std::vector<Item> &items) {
+  const int64_t N = s.N, C = s.C, H = s.H, W = s.W, O = s.O, OH = s.OH, OW = s.OW;
+  const int64_t PT = s.PT, PL = s.PL;
+  auto *cw = dyn_cast<WeightVar>(filter);
+  Value *residual = epi.add;
+  KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, plan.packing, 1, O, C));
+  Location wl{kConstantBase, off};
+  if (plan.algorithm == ConvAlgorithm::Winograd) {
+    needPoolScratch(avx512_ ? libjit_conv2d_wino_scratch_floats_avx512(N, C, H, W, O, OH, OW)
+                            : libjit_conv2d_wino_scratch_floats_avx2(N, C, H, W, O, OH, OW));
+    items.push_back({true, label, [=] {
+                       call("libjit_conv2d_wino_f32_" + isa_,
+                            {ptr(dest), ptr(in), at(wl), ptr(bias),
+                             residual ? ptr(residual) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
+                             I64(O), I64(OH), I64(OW), I64(PT), I64(PL), I64(epi.act),
+                             F32(epi.lo), F32(epi.hi), scratch(), tid_, nth_});
+                     }});
+    return Error::success();
+  }
+  // The tiles as GEMM rows: F(2x2, 3x3) or F(4x4, 3x3).
+  int64_t tile = plan.algorithm == ConvAlgorithm::WinogradRows2 ? 2 : 4;
+  needPoolScratch(avx512_
+                      ? libjit_conv2d_wino_rows_scratch_floats_avx512(tile, N, C, H, W, O, OH, OW)
+                      : libjit_conv2d_wino_rows_scratch_floats_avx2(tile, N, C, H, W, O, OH, OW));
+  items.push_back({true, label, [=] {
+                     call("libjit_conv2d_wino_rows" + std::to_string(tile) + "_f32_" + isa_,
+                          {ptr(dest), ptr(in), at(wl), ptr(bias),
+                           residual ? ptr(residual) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
+                           I64(O), I64(OH), I64(OW), I64(PT), I64(PL), I64(epi.act),
+                           F32(epi.lo), F32(epi.hi), scratch(), tid_, nth_});
+                   }});
+  return Error::success();
+}
+
+Error Emitter::emitPackedGemmConv(const ConvPlan &plan, const ConvShape &s,
+                                  const FusedEpilogue &epi, const std::string &label,
+                                  Value *dest, Value *in, Value *filter, Value *bias,
+                                  std::vector<Item> &items) {
+  const int64_t N = s.N, C = s.C, H = s.H, W = s.W, O = s.O, OH = s.OH, OW = s.OW;
+  const int64_t KH = s.KH, KW = s.KW, SH = s.SH, SW = s.SW, PT = s.PT, PL = s.PL, DH = s.DH,
+                DW = s.DW, G = s.group;
+  auto *cw = dyn_cast<WeightVar>(filter);
+  Value *residual = epi.add;
   // The packed GEMM: weights packed at compile time, or per run when computed at run time.
   int64_t Og = O / G, K = (C / G) * KH * KW;
   Location wl;

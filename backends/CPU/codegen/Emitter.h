@@ -141,6 +141,15 @@ public:
   /// The items of a convolution of shape \p s computed as \p plan says.
   Error emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpilogue &epi, Value *dest,
                  Value *in, Value *filter, Value *bias, std::vector<Item> &items);
+  /// emitConv's Winograd kernels (tiles as GEMM columns, or as rows) and its packed GEMM
+  /// (weights packed at compile time, or per run when computed at run time); \p label
+  /// names the item in profiles.
+  Error emitWinogradConv(const ConvPlan &plan, const ConvShape &s, const FusedEpilogue &epi,
+                         const std::string &label, Value *dest, Value *in, Value *filter,
+                         Value *bias, std::vector<Item> &items);
+  Error emitPackedGemmConv(const ConvPlan &plan, const ConvShape &s, const FusedEpilogue &epi,
+                           const std::string &label, Value *dest, Value *in, Value *filter,
+                           Value *bias, std::vector<Item> &items);
   Error planFullyConnected(Instruction *I, std::vector<Item> &items);
   Error planFusedFullyConnected(Instruction *I, std::vector<Item> &items);
   Error planMatMul(Instruction *I, std::vector<Item> &items);
