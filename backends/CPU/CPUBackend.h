@@ -6,19 +6,21 @@
 #ifndef KILN_BACKENDS_CPU_CPUBACKEND_H
 #define KILN_BACKENDS_CPU_CPUBACKEND_H
 
-#include "backends/CPU/codegen/EmitConv.h"
 #include "kiln/Backend/Backend.h"
 #include "kiln/Base/Trace.h"
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace kiln::cpu {
 
+// codegen/Codegen.h
 struct CodegenOptions;
 struct Program;
+enum class ConvAlgorithm;
 class ThreadPool;
 
 /// CPU-only settings: the registered backend starts from the defaults; the backend

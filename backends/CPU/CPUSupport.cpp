@@ -2,15 +2,16 @@
 // (src/ClassGen/NodeTable.cpp, docs/Operators.md): float32 compute, int8 convolution and
 // fully connected (per-tensor and channelwise), integer reductions,
 // ArgMax/ArgMin/TopK, quantization, and data movement of every element type; this file adds what the table cannot say, the ranks and fused
-// activations the kernels handle. Every kind claimed has a kernel (an emitter in
-// codegen/Emit*.cpp, or the table-driven element-wise default) and runs in the operator
+// activations the kernels handle (the convolutions' beside their emitter, in
+// codegen/EmitConv.cpp: convolutionSupported). Every kind claimed has a kernel (an emitter
+// in codegen/Emit*.cpp, or the table-driven element-wise default) and runs in the operator
 // suite against the Interpreter.
 
 #include "CPUBackend.h"
 #include "WidenHalfFloats.h"
 
+#include "backends/CPU/codegen/Codegen.h"
 #include "backends/CPU/jit/Jit.h"
-#include "kiln/Graph/FusedActivation.h"
 #include "src/ClassGen/OpTable.h"
 
 namespace kiln::cpu {
@@ -37,33 +38,18 @@ bool int8Operands(const Node &n, unsigned from) {
 /// Rank and attribute conditions of the CPU kernels, for a node whose kinds the table
 /// accepts. A new operator needs no case here unless its kernel has such a limit.
 bool shapeSupported(const Node &n, bool fuseEpilogues, bool fuseSigmoids) {
-  auto sigmoidLike = [](const std::string &act) {
-    std::optional<FusedActivation> a = parseFusedActivation(act);
-    return a == FusedActivation::Sigmoid || a == FusedActivation::Tanh ||
-           a == FusedActivation::Swish;
-  };
   switch (n.getKind()) {
   case NodeKind::Convolution:
-    return rankOf(n, 0) == 4 && rankOf(n, 1) == 4 && int8Operands(n, 1);
+    return convolutionSupported(n, fuseEpilogues, fuseSigmoids) && int8Operands(n, 1);
+  case NodeKind::FusedConvolution:
+    return convolutionSupported(n, fuseEpilogues, fuseSigmoids);
   case NodeKind::ChannelwiseQuantizedConvolution:
     return rankOf(n, 0) == 4 && rankOf(n, 1) == 4 && int8Operands(n, 1);
   case NodeKind::ChannelwiseQuantizedFullyConnected:
     return rankOf(n, 0) == 2 && rankOf(n, 1) == 2 && int8Operands(n, 1);
-  case NodeKind::FusedConvolution: {
-    // The kernels' epilogue: a residual and/or any activation the type rule admits
-    // (libjit_act.h). The depthwise kernel has no residual.
-    auto *c = cast<FusedConvolutionNode>(&n);
-    const Type &in = *c->getInput().getType(), &out = *c->getType(0);
-    bool depthwise = rankOf(n, 0) == 4 && c->getGroup() > 1 && c->getGroup() == in.dims[1] &&
-                     out.dims[1] == in.dims[1];
-    return fuseEpilogues && rankOf(n, 0) == 4 && rankOf(n, 1) == 4 &&
-           !(depthwise && !c->getResidual().empty()) &&
-           (fuseSigmoids || !sigmoidLike(c->getActivation()));
-  }
   case NodeKind::FusedFullyConnected:
     return fuseEpilogues && rankOf(n, 0) == 2 && rankOf(n, 1) == 2 &&
-           (fuseSigmoids ||
-            !sigmoidLike(cast<FusedFullyConnectedNode>(&n)->getActivation()));
+           epilogueRunsFused(cast<FusedFullyConnectedNode>(&n)->getActivation(), fuseSigmoids);
   case NodeKind::MaxPool:
   case NodeKind::AvgPool:
   case NodeKind::AdaptiveAvgPool:

@@ -358,11 +358,61 @@ private:
   /// The makespan of \p d alone (its tiles placed), engines starting free.
   static uint64_t localCycles(const Draft &d);
 
+  // Convolution, FullyConnected and MatMul as tiled matrix layers (tryMatrix): the layer
+  // and its operands, their element kinds, the tile sizes, then each candidate tiling
+  // drafted, placed and scheduled; the fastest is committed.
+  /// The operands of a matrix layer: A is the filter of a convolution (B its input), the
+  /// input of a FullyConnected (B its weights), the left operand of a MatMul.
+  struct MatrixOperands {
+    const Value *dest = nullptr, *a = nullptr, *b = nullptr, *bias = nullptr;
+  };
+  /// The tile extents of a matrix layer, in granules of each dimension, shrunk until one
+  /// step fits the scratchpad and then for the smaller candidates.
+  struct MatrixTiling {
+    uint64_t M = 0, N = 0, K = 0;       ///< the layer's
+    uint64_t gM = 1, gN = 1, gK = 1;    ///< granules (SimGemm.h)
+    uint64_t bM = 0, bN = 0;            ///< blocks
+    uint64_t Mt = 0, Nt = 0, Kt = 0;    ///< tile extents (may exceed the layer's)
+    uint64_t eA = 4, eB = 4;            ///< element bytes of A and B
+    std::string how;                    ///< "gemm", "gemv" (f32) or "int8"
+    /// The granules, blocks and largest tiles of \p L (its f32 GEMM blocking prepared);
+    /// false when the f32 engine does not take its shape.
+    bool init(MatrixLayer &L);
+    /// Halves one extent: depth first (it adds no DMA), then the larger of rows and
+    /// columns; false when every extent is one granule.
+    bool shrink();
+    uint64_t tileM() const { return std::min(Mt, M); }
+    uint64_t tileN() const { return std::min(Nt, N); }
+    uint64_t tileK() const { return std::min(Kt, K); }
+    /// Scratchpad bytes of one double-buffered step of \p L with these tiles.
+    uint64_t stepBytes(const MatrixLayer &L) const;
+  };
+  /// \p I as a matrix layer; false when it is not one or its shape is not taken.
+  bool describeMatrix(const Instruction *I, MatrixLayer &L, MatrixOperands &ops) const;
+  /// Element kinds: f32 throughout, or int8 with an int32 bias (the scales and offsets
+  /// into \p L); false for others.
+  static bool matrixKinds(MatrixLayer &L, const MatrixOperands &ops);
+  Error matrixTooSmall(const Instruction *I, const MatrixLayer &L, const MatrixOperands &ops,
+                       const MatrixTiling &t) const;
+  /// The instructions and tiles of \p L computed with tiling \p t (before placement).
+  Draft draftMatrix(const MatrixLayer &L, const MatrixOperands &ops, const MatrixTiling &t,
+                    const std::string &nm) const;
+  /// The epilogue of one output tile (the bias, the int8 requantization) added to \p G;
+  /// the tile to store (\p acc when there is no epilogue).
+  int32_t epilogueTile(const MatrixLayer &L, const MatrixOperands &ops, Draft &d, Group &G,
+                       int32_t acc, uint32_t item, uint32_t m0, uint32_t m1, uint32_t n0,
+                       uint32_t n1, bool resident, int32_t &residentBias,
+                       const std::string &nm) const;
   Expected<bool> tryMatrix(const Instruction *I);
   Expected<bool> tryEltwise(const Instruction *I);
   void addHost(const Instruction *I);
   void flushHost();
+  /// The program's last steps: the scratchpad as an IR function of its tiles, their plan
+  /// (verified), and the schedule of every instruction with the per-layer statistics.
   Error finish();
+  void buildScratchpadFunction();
+  Error planScratchpad();
+  void schedule();
 
   SimProgram &p_;
   const SimConfig &c_;
@@ -598,14 +648,12 @@ Error SimProgramBuilder::commit(Draft &d, const Instruction *I, const std::strin
   return Error::success();
 }
 
-Expected<bool> SimProgramBuilder::tryMatrix(const Instruction *I) {
-  auto layer = std::make_unique<MatrixLayer>();
-  MatrixLayer &L = *layer;
-  const Value *dest = nullptr, *aV = nullptr, *bV = nullptr, *biasV = nullptr;
+bool SimProgramBuilder::describeMatrix(const Instruction *I, MatrixLayer &L,
+                                       MatrixOperands &ops) const {
   if (auto *cv = dyn_cast<ConvolutionInst>(I)) {
     L.kind = MatrixLayer::Kind::Conv;
-    dest = cv->getDest();
-    const Type &in = *cv->getInput()->getType(), &out = *dest->getType(),
+    ops.dest = cv->getDest();
+    const Type &in = *cv->getInput()->getType(), &out = *ops.dest->getType(),
                &flt = *cv->getFilter()->getType();
     if (in.rank() != 4 || out.rank() != 4 || flt.rank() != 4 || cv->getKernels().size() != 2 ||
         cv->getStrides().size() != 2 || cv->getPads().size() != 4 ||
@@ -624,67 +672,70 @@ Expected<bool> SimProgramBuilder::tryMatrix(const Instruction *I) {
     L.shape.M = L.OC / L.group;
     L.shape.N = L.OH * L.OW;
     L.shape.K = (L.C / L.group) * L.kH * L.kW;
-    aV = cv->getFilter();
-    biasV = cv->getBias();
+    ops.a = cv->getFilter();
+    ops.bias = cv->getBias();
     L.inAddr = addr(cv->getInput());
     L.hasBias = true;
-    bV = cv->getInput();
-  } else if (auto *fc = dyn_cast<FullyConnectedInst>(I)) {
+    ops.b = cv->getInput();
+    return true;
+  }
+  if (auto *fc = dyn_cast<FullyConnectedInst>(I)) {
     L.kind = MatrixLayer::Kind::FC;
-    dest = fc->getDest();
-    aV = fc->getInput();
-    bV = fc->getWeights();
-    biasV = fc->getBias();
+    ops.dest = fc->getDest();
+    ops.a = fc->getInput();
+    ops.b = fc->getWeights();
+    ops.bias = fc->getBias();
     L.hasBias = true;
   } else if (auto *mm = dyn_cast<MatMulInst>(I)) {
     L.kind = MatrixLayer::Kind::MatMul;
-    dest = mm->getDest();
-    aV = mm->getLHS();
-    bV = mm->getRHS();
+    ops.dest = mm->getDest();
+    ops.a = mm->getLHS();
+    ops.b = mm->getRHS();
   } else {
     return false;
   }
-  if (L.kind != MatrixLayer::Kind::Conv) {
-    const Type &a = *aV->getType(), &b = *bV->getType(), &o = *dest->getType();
-    if (a.rank() != 2 || b.rank() != 2 || o.rank() != 2 || a.dims[1] != b.dims[0] ||
-        o.dims[0] != a.dims[0] || o.dims[1] != b.dims[1])
-      return false;
-    L.shape.M = a.dims[0];
-    L.shape.K = a.dims[1];
-    L.shape.N = b.dims[1];
-    if (biasV && biasV->getType()->numElements() != L.shape.N)
-      return false;
-  }
-  // Element kinds: f32 throughout, or int8 with an int32 bias.
-  const Type &aT = *aV->getType(), &bT = *bV->getType(), &oT = *dest->getType();
-  const Type *biasT = biasV ? biasV->getType() : nullptr;
+  const Type &a = *ops.a->getType(), &b = *ops.b->getType(), &o = *ops.dest->getType();
+  if (a.rank() != 2 || b.rank() != 2 || o.rank() != 2 || a.dims[1] != b.dims[0] ||
+      o.dims[0] != a.dims[0] || o.dims[1] != b.dims[1])
+    return false;
+  L.shape.M = a.dims[0];
+  L.shape.K = a.dims[1];
+  L.shape.N = b.dims[1];
+  return !ops.bias || ops.bias->getType()->numElements() == L.shape.N;
+}
+
+bool SimProgramBuilder::matrixKinds(MatrixLayer &L, const MatrixOperands &ops) {
+  // f32 throughout, or int8 with an int32 bias.
+  const Type &aT = *ops.a->getType(), &bT = *ops.b->getType(), &oT = *ops.dest->getType();
+  const Type *biasT = ops.bias ? ops.bias->getType() : nullptr;
   // A is the filter of a convolution (B its input), the input of a FullyConnected (B its
   // weights), the left operand of a MatMul.
   const Type &filterOrA = aT, &inOrB = bT;
   if (aT.kind == ElemKind::Float && bT.kind == ElemKind::Float && oT.kind == ElemKind::Float &&
       (!biasT || biasT->kind == ElemKind::Float)) {
     L.int8 = false;
-  } else if (aT.kind == ElemKind::Int8Q && bT.kind == ElemKind::Int8Q &&
-             oT.kind == ElemKind::Int8Q && (!biasT || biasT->kind == ElemKind::Int32Q)) {
-    L.int8 = true;
-    L.aScale = filterOrA.scale, L.aOffset = filterOrA.offset;
-    L.bScale = inOrB.scale, L.bOffset = inOrB.offset;
-    L.outScale = oT.scale, L.outOffset = oT.offset;
-    if (biasT)
-      L.biasScale = biasT->scale, L.biasOffset = biasT->offset;
-    if (L.kind == MatrixLayer::Kind::Conv) {
-      if (inOrB.offset < -128 || inOrB.offset > 127)
-        return false;
-      L.padValue = int8_t(inOrB.offset);
-    }
-  } else {
-    return false;
+    return true;
   }
-  if (!L.shape.M || !L.shape.N || !L.shape.K)
+  if (aT.kind != ElemKind::Int8Q || bT.kind != ElemKind::Int8Q || oT.kind != ElemKind::Int8Q ||
+      (biasT && biasT->kind != ElemKind::Int32Q))
     return false;
+  L.int8 = true;
+  L.aScale = filterOrA.scale, L.aOffset = filterOrA.offset;
+  L.bScale = inOrB.scale, L.bOffset = inOrB.offset;
+  L.outScale = oT.scale, L.outOffset = oT.offset;
+  if (biasT)
+    L.biasScale = biasT->scale, L.biasOffset = biasT->offset;
+  if (L.kind == MatrixLayer::Kind::Conv) {
+    if (inOrB.offset < -128 || inOrB.offset > 127)
+      return false;
+    L.padValue = int8_t(inOrB.offset);
+  }
+  return true;
+}
+
+bool SimProgramBuilder::MatrixTiling::init(MatrixLayer &L) {
   // Granules and blocks of each dimension (SimGemm.h): where a tile may begin and end.
-  uint64_t gM = 1, gN = 1, gK = 1, bM = L.shape.M, bN = L.shape.N;
-  std::string how;
+  bM = L.shape.M, bN = L.shape.N;
   if (!L.int8) {
     L.shape.mode = gemmModeFor(L.shape.M, L.shape.N, L.shape.K);
     if (L.shape.mode == GemmMode::Unsupported)
@@ -696,65 +747,189 @@ Expected<bool> SimProgramBuilder::tryMatrix(const Instruction *I) {
   } else {
     how = "int8";
   }
-  const uint64_t eA = L.int8 ? 1 : 4, eB = eA, eO = eA;
-  const ElemKind elemKind = L.int8 ? ElemKind::Int8Q : ElemKind::Float;
-  const ElemKind accKind = L.int8 ? ElemKind::Int32I : ElemKind::Float;
-  const bool biasPerRow = L.kind == MatrixLayer::Kind::Conv;
+  eA = eB = L.int8 ? 1 : 4;
+  M = L.shape.M, N = L.shape.N, K = L.shape.K;
+  Mt = roundUpTo(std::min<uint64_t>(M, bM), gM);
+  Nt = roundUpTo(std::min<uint64_t>(N, bN), gN);
+  Kt = roundUpTo(K, gK);
+  return true;
+}
+
+bool SimProgramBuilder::MatrixTiling::shrink() {
+  // Depth first (it adds no DMA), then the larger of rows and columns.
+  if (Kt > gK) {
+    Kt = std::max(gK, roundUpTo(Kt / 2, gK));
+    return true;
+  }
+  bool canM = Mt > gM, canN = Nt > gN;
+  if (canM && (!canN || Mt * eA >= Nt * eB)) {
+    Mt = std::max(gM, roundUpTo(Mt / 2, gM));
+    return true;
+  }
+  if (canN) {
+    Nt = std::max(gN, roundUpTo(Nt / 2, gN));
+    return true;
+  }
+  return false;
+}
+
+uint64_t SimProgramBuilder::MatrixTiling::stepBytes(const MatrixLayer &L) const {
   // When one tile holds all of A (and its bias), it stays in the scratchpad for the item
   // (A-stationary: loaded once, not double-buffered); otherwise every step loads its own.
-  auto footprint = [&](uint64_t mt, uint64_t nt, uint64_t kt) {
-    bool resident = mt >= L.shape.M && kt >= L.shape.K;
-    uint64_t copies = resident ? 1 : 2;
-    uint64_t f = copies * alignUp(mt * kt * eA, kAlign) + 2 * alignUp(kt * nt * eB, kAlign) +
-                 2 * alignUp(mt * nt * 4, kAlign);
-    if (L.int8)
-      f += 2 * alignUp(mt * nt, kAlign);
-    if (L.hasBias)
-      f += (biasPerRow ? copies : 2) * alignUp((biasPerRow ? mt : nt) * 4, kAlign);
-    return f;
-  };
-  uint64_t Mt = roundUpTo(std::min<uint64_t>(L.shape.M, bM), gM);
-  uint64_t Nt = roundUpTo(std::min<uint64_t>(L.shape.N, bN), gN);
-  uint64_t Kt = roundUpTo(L.shape.K, gK);
-  const uint64_t cap = c_.scratchpadBytes;
-  auto shrink = [&]() {
-    // Depth first (it adds no DMA), then the larger of rows and columns.
-    if (Kt > gK) {
-      Kt = std::max(gK, roundUpTo(Kt / 2, gK));
-      return true;
-    }
-    bool canM = Mt > gM, canN = Nt > gN;
-    if (canM && (!canN || Mt * eA >= Nt * eB)) {
-      Mt = std::max(gM, roundUpTo(Mt / 2, gM));
-      return true;
-    }
-    if (canN) {
-      Nt = std::max(gN, roundUpTo(Nt / 2, gN));
-      return true;
-    }
-    return false;
-  };
-  auto tooSmall = [&]() {
-    return makeError(ErrorCode::InvalidArgument, "Sim: the scratchpad (", cap,
-                     " bytes) cannot hold one tile step of ", I->getKindName(), " '",
-                     I->getName(), "' (A ", dimsText(aT), ", B ", dimsText(bT), ", result ",
-                     dimsText(oT), "): the smallest tiles (", std::min<uint64_t>(Mt, L.shape.M),
-                     " x ", std::min<uint64_t>(Kt, L.shape.K), ", ",
-                     std::min<uint64_t>(Kt, L.shape.K), " x ", std::min<uint64_t>(Nt, L.shape.N),
-                     ", accumulator ", std::min<uint64_t>(Mt, L.shape.M), " x ",
-                     std::min<uint64_t>(Nt, L.shape.N), "), double-buffered, need ",
-                     footprint(std::min<uint64_t>(Mt, L.shape.M), std::min<uint64_t>(Nt, L.shape.N),
-                               std::min<uint64_t>(Kt, L.shape.K)),
-                     " bytes");
-  };
-  while (footprint(std::min<uint64_t>(Mt, L.shape.M), std::min<uint64_t>(Nt, L.shape.N),
-                   std::min<uint64_t>(Kt, L.shape.K)) > cap)
-    if (!shrink())
-      return tooSmall();
+  const uint64_t mt = tileM(), nt = tileN(), kt = tileK();
+  const bool biasPerRow = L.kind == MatrixLayer::Kind::Conv;
+  bool resident = mt >= M && kt >= K;
+  uint64_t copies = resident ? 1 : 2;
+  uint64_t f = copies * alignUp(mt * kt * eA, kAlign) + 2 * alignUp(kt * nt * eB, kAlign) +
+               2 * alignUp(mt * nt * 4, kAlign);
+  if (L.int8)
+    f += 2 * alignUp(mt * nt, kAlign);
+  if (L.hasBias)
+    f += (biasPerRow ? copies : 2) * alignUp((biasPerRow ? mt : nt) * 4, kAlign);
+  return f;
+}
 
-  const uint64_t aAddr = addr(aV), bAddr = addr(bV), outAddr = addr(dest),
-                 biasAddr = biasV ? addr(biasV) : 0;
-  const std::string nm = I->getName();
+Error SimProgramBuilder::matrixTooSmall(const Instruction *I, const MatrixLayer &L,
+                                        const MatrixOperands &ops,
+                                        const MatrixTiling &t) const {
+  return makeError(ErrorCode::InvalidArgument, "Sim: the scratchpad (", c_.scratchpadBytes,
+                   " bytes) cannot hold one tile step of ", I->getKindName(), " '",
+                   I->getName(), "' (A ", dimsText(*ops.a->getType()), ", B ",
+                   dimsText(*ops.b->getType()), ", result ", dimsText(*ops.dest->getType()),
+                   "): the smallest tiles (", t.tileM(), " x ", t.tileK(), ", ", t.tileK(),
+                   " x ", t.tileN(), ", accumulator ", t.tileM(), " x ", t.tileN(),
+                   "), double-buffered, need ", t.stepBytes(L), " bytes");
+}
+
+SimProgramBuilder::Draft SimProgramBuilder::draftMatrix(const MatrixLayer &L,
+                                                        const MatrixOperands &ops,
+                                                        const MatrixTiling &t,
+                                                        const std::string &nm) const {
+  const uint64_t eA = t.eA, eB = t.eB, eO = eA;
+  const ElemKind elemKind = L.int8 ? ElemKind::Int8Q : ElemKind::Float;
+  const ElemKind accKind = L.int8 ? ElemKind::Int32I : ElemKind::Float;
+  const uint64_t aAddr = addr(ops.a), bAddr = addr(ops.b), outAddr = addr(ops.dest);
+  Draft d;
+  std::vector<Group> groups;
+  auto Ms = tileRanges(t.M, t.bM, t.Mt), Ns = tileRanges(t.N, t.bN, t.Nt),
+       Ks = tileRanges(t.K, t.K, t.Kt);
+  const uint64_t M = t.M, Nn = t.N, K = t.K;
+  for (uint64_t item = 0; item < L.items; item++) {
+    const uint64_t g = item % L.group;
+    // Per item: the base of A (filter rows of group g), of B (FC / MatMul), of the output.
+    const uint64_t aItem = L.kind == MatrixLayer::Kind::Conv ? aAddr + g * M * K * eA : aAddr;
+    const uint64_t outItem =
+        L.kind == MatrixLayer::Kind::Conv ? outAddr + item * M * Nn * eO : outAddr;
+    const bool resident = Ms.size() == 1 && Ks.size() == 1;
+    int32_t residentA = -1, residentBias = -1;
+    for (auto [n0, n1] : Ns)
+      for (auto [m0, m1] : Ms) {
+        const uint32_t mt = m1 - m0, nt = n1 - n0;
+        int32_t acc = d.tile(nm + ".acc", uint64_t(mt) * nt * 4, accKind);
+        for (size_t kk = 0; kk < Ks.size(); kk++) {
+          auto [k0, k1] = Ks[kk];
+          const uint32_t kt = k1 - k0;
+          Group G;
+          SimInstr la;
+          la.op = SimOpcode::DmaIn;
+          if (resident && residentA >= 0) {
+            la.dst = residentA;
+          } else {
+            la = dmaBox(SimOpcode::DmaIn, d.tile(nm + ".A", uint64_t(mt) * kt * eA, elemKind),
+                        aItem + (uint64_t(m0) * K + k0) * eA, mt, uint64_t(kt) * eA, K * eA);
+            G.loads.push_back(la);
+            if (resident)
+              residentA = la.dst;
+          }
+          SimInstr lb;
+          lb.dst = d.tile(nm + ".B", uint64_t(kt) * nt * eB, elemKind);
+          lb.bytes = uint64_t(kt) * nt * eB;
+          lb.cycles = dmaCycles(lb.bytes);
+          lb.k0 = k0, lb.k1 = k1, lb.n0 = n0, lb.n1 = n1, lb.item = uint32_t(item);
+          if (L.kind == MatrixLayer::Kind::Conv) {
+            lb.op = SimOpcode::DmaIm2col;
+          } else {
+            lb.op = SimOpcode::DmaIn;
+            lb.dev = bAddr + (uint64_t(k0) * Nn + n0) * eB;
+            lb.rows = kt;
+            lb.rowBytes = uint64_t(nt) * eB;
+            lb.devStride = Nn * eB;
+          }
+          G.loads.push_back(lb);
+          SimInstr mm;
+          mm.op = SimOpcode::Gemm;
+          mm.dst = acc, mm.a = la.dst, mm.b = lb.dst;
+          mm.m0 = m0, mm.m1 = m1, mm.n0 = n0, mm.n1 = n1, mm.k0 = k0, mm.k1 = k1;
+          mm.item = uint32_t(item);
+          mm.cycles = macCycles(mt, nt, kt, L.int8);
+          G.compute.push_back(mm);
+          if (kk + 1 == Ks.size()) {
+            int32_t outTile = epilogueTile(L, ops, d, G, acc, uint32_t(item), m0, m1, n0, n1,
+                                           resident, residentBias, nm);
+            G.tail.push_back(dmaBox(SimOpcode::DmaOut, outTile,
+                                    outItem + (uint64_t(m0) * Nn + n0) * eO, mt,
+                                    uint64_t(nt) * eO, Nn * eO));
+          }
+          groups.push_back(std::move(G));
+        }
+      }
+  }
+  emitGroups(groups, d, true);
+  return d;
+}
+
+int32_t SimProgramBuilder::epilogueTile(const MatrixLayer &L, const MatrixOperands &ops,
+                                        Draft &d, Group &G, int32_t acc, uint32_t item,
+                                        uint32_t m0, uint32_t m1, uint32_t n0, uint32_t n1,
+                                        bool resident, int32_t &residentBias,
+                                        const std::string &nm) const {
+  if (!L.hasBias && !L.int8)
+    return acc;
+  const bool biasPerRow = L.kind == MatrixLayer::Kind::Conv;
+  const uint32_t mt = m1 - m0, nt = n1 - n0;
+  SimInstr ep;
+  ep.op = SimOpcode::Epilogue;
+  ep.a = acc;
+  ep.m0 = m0, ep.m1 = m1, ep.n0 = n0, ep.n1 = n1, ep.item = item;
+  ep.elems = uint64_t(mt) * nt;
+  ep.cycles = vecCycles(ep.elems);
+  if (L.hasBias && biasPerRow && resident && residentBias >= 0) {
+    ep.b = residentBias;
+  } else if (L.hasBias) {
+    const uint64_t g = item % L.group;
+    uint32_t b0 = biasPerRow ? uint32_t(g * L.shape.M + m0) : n0;
+    uint32_t bl = biasPerRow ? mt : nt;
+    SimInstr lbias = dmaBox(SimOpcode::DmaIn,
+                            d.tile(nm + ".bias", uint64_t(bl) * 4,
+                                   L.int8 ? ElemKind::Int32I : ElemKind::Float),
+                            addr(ops.bias) + uint64_t(b0) * 4, 1, uint64_t(bl) * 4,
+                            uint64_t(bl) * 4);
+    G.loads.push_back(lbias);
+    ep.b = lbias.dst;
+    if (biasPerRow && resident)
+      residentBias = lbias.dst;
+  }
+  int32_t outTile = acc;
+  if (L.int8)
+    outTile = d.tile(nm + ".out", uint64_t(mt) * nt, ElemKind::Int8Q);
+  ep.dst = outTile;
+  G.compute.push_back(ep);
+  return outTile;
+}
+
+Expected<bool> SimProgramBuilder::tryMatrix(const Instruction *I) {
+  auto layer = std::make_unique<MatrixLayer>();
+  MatrixLayer &L = *layer;
+  MatrixOperands ops;
+  MatrixTiling t;
+  if (!describeMatrix(I, L, ops) || !matrixKinds(L, ops) || !L.shape.M || !L.shape.N ||
+      !L.shape.K || !t.init(L))
+    return false;
+  const uint64_t cap = c_.scratchpadBytes;
+  while (t.stepBytes(L) > cap)
+    if (!t.shrink())
+      return matrixTooSmall(I, L, ops, t);
+
   // The largest tiles that fit, and a few smaller candidates after them: smaller steps
   // pipeline better (the first load and the last store of a layer are never hidden), larger
   // ones move fewer bytes. Each candidate is placed and scheduled; the fewest cycles win.
@@ -765,104 +940,13 @@ Expected<bool> SimProgramBuilder::tryMatrix(const Instruction *I) {
     bool any = false;
   } best;
   size_t candidates = 0, firstTiles = 0, lastTiles = 0;
-  for (int attempt = 0;; attempt++) {
-    Draft d;
-    std::vector<Group> groups;
-    auto Ms = tileRanges(L.shape.M, bM, Mt), Ns = tileRanges(L.shape.N, bN, Nt),
-         Ks = tileRanges(L.shape.K, L.shape.K, Kt);
-    const uint64_t M = L.shape.M, Nn = L.shape.N, K = L.shape.K;
-    for (uint64_t item = 0; item < L.items; item++) {
-      const uint64_t g = item % L.group;
-      // Per item: the base of A (filter rows of group g), of B (FC / MatMul), of the output.
-      const uint64_t aItem = L.kind == MatrixLayer::Kind::Conv ? aAddr + g * M * K * eA : aAddr;
-      const uint64_t outItem =
-          L.kind == MatrixLayer::Kind::Conv ? outAddr + item * M * Nn * eO : outAddr;
-      const bool resident = Ms.size() == 1 && Ks.size() == 1;
-      int32_t residentA = -1, residentBias = -1;
-      for (auto [n0, n1] : Ns)
-        for (auto [m0, m1] : Ms) {
-          const uint32_t mt = m1 - m0, nt = n1 - n0;
-          int32_t acc = d.tile(nm + ".acc", uint64_t(mt) * nt * 4, accKind);
-          for (size_t kk = 0; kk < Ks.size(); kk++) {
-            auto [k0, k1] = Ks[kk];
-            const uint32_t kt = k1 - k0;
-            Group G;
-            SimInstr la;
-            la.op = SimOpcode::DmaIn;
-            if (resident && residentA >= 0) {
-              la.dst = residentA;
-            } else {
-              la = dmaBox(SimOpcode::DmaIn, d.tile(nm + ".A", uint64_t(mt) * kt * eA, elemKind),
-                          aItem + (uint64_t(m0) * K + k0) * eA, mt, uint64_t(kt) * eA, K * eA);
-              G.loads.push_back(la);
-              if (resident)
-                residentA = la.dst;
-            }
-            SimInstr lb;
-            lb.dst = d.tile(nm + ".B", uint64_t(kt) * nt * eB, elemKind);
-            lb.bytes = uint64_t(kt) * nt * eB;
-            lb.cycles = dmaCycles(lb.bytes);
-            lb.k0 = k0, lb.k1 = k1, lb.n0 = n0, lb.n1 = n1, lb.item = uint32_t(item);
-            if (L.kind == MatrixLayer::Kind::Conv) {
-              lb.op = SimOpcode::DmaIm2col;
-            } else {
-              lb.op = SimOpcode::DmaIn;
-              lb.dev = bAddr + (uint64_t(k0) * Nn + n0) * eB;
-              lb.rows = kt;
-              lb.rowBytes = uint64_t(nt) * eB;
-              lb.devStride = Nn * eB;
-            }
-            G.loads.push_back(lb);
-            SimInstr mm;
-            mm.op = SimOpcode::Gemm;
-            mm.dst = acc, mm.a = la.dst, mm.b = lb.dst;
-            mm.m0 = m0, mm.m1 = m1, mm.n0 = n0, mm.n1 = n1, mm.k0 = k0, mm.k1 = k1;
-            mm.item = uint32_t(item);
-            mm.cycles = macCycles(mt, nt, kt, L.int8);
-            G.compute.push_back(mm);
-            if (kk + 1 == Ks.size()) {
-              int32_t outTile = acc;
-              bool needEpilogue = L.hasBias || L.int8;
-              SimInstr ep;
-              if (needEpilogue) {
-                ep.op = SimOpcode::Epilogue;
-                ep.a = acc;
-                ep.m0 = m0, ep.m1 = m1, ep.n0 = n0, ep.n1 = n1, ep.item = uint32_t(item);
-                ep.elems = uint64_t(mt) * nt;
-                ep.cycles = vecCycles(ep.elems);
-                if (L.hasBias && biasPerRow && resident && residentBias >= 0) {
-                  ep.b = residentBias;
-                } else if (L.hasBias) {
-                  uint32_t b0 = biasPerRow ? uint32_t(g * M + m0) : n0;
-                  uint32_t bl = biasPerRow ? mt : nt;
-                  SimInstr lbias =
-                      dmaBox(SimOpcode::DmaIn, d.tile(nm + ".bias", uint64_t(bl) * 4, accKind),
-                             biasAddr + uint64_t(b0) * 4, 1, uint64_t(bl) * 4, uint64_t(bl) * 4);
-                  G.loads.push_back(lbias);
-                  ep.b = lbias.dst;
-                  if (biasPerRow && resident)
-                    residentBias = lbias.dst;
-                }
-                if (L.int8)
-                  outTile = d.tile(nm + ".out", uint64_t(mt) * nt, elemKind);
-                ep.dst = outTile;
-                G.compute.push_back(ep);
-              }
-              G.tail.push_back(dmaBox(SimOpcode::DmaOut, outTile,
-                                      outItem + (uint64_t(m0) * Nn + n0) * eO, mt,
-                                      uint64_t(nt) * eO, Nn * eO));
-            }
-            groups.push_back(std::move(G));
-          }
-        }
-    }
-    emitGroups(groups, d, true);
+  for (;;) {
+    Draft d = draftMatrix(L, ops, t, I->getName());
     uint64_t arena = 0;
     placeDraft(d, arena);
     if (arena <= cap) {
       std::ostringstream os;
-      os << "tiled " << how << " " << std::min<uint64_t>(Mt, L.shape.M) << "x"
-         << std::min<uint64_t>(Nt, L.shape.N) << "x" << std::min<uint64_t>(Kt, L.shape.K);
+      os << "tiled " << t.how << " " << t.tileM() << "x" << t.tileN() << "x" << t.tileK();
       uint64_t cyc = localCycles(d);
       if (!best.any)
         firstTiles = d.tiles.size();
@@ -878,9 +962,9 @@ Expected<bool> SimProgramBuilder::tryMatrix(const Instruction *I) {
     }
     bool more = candidates < kTilingCandidates &&
                 (!best.any || lastTiles <= 4 * firstTiles + 64);
-    if (!more || !shrink()) {
+    if (!more || !t.shrink()) {
       if (!best.any)
-        return tooSmall();
+        return matrixTooSmall(I, L, ops, t);
       KILN_RETURN_IF_ERR(commit(best.d, I, best.how, best.arena));
       p_.layerImpls_.push_back(std::move(layer));
       return true;
@@ -1093,9 +1177,53 @@ Error SimProgramBuilder::build(PlannedIR &P) {
   return finish();
 }
 
-Error SimProgramBuilder::finish() {
-  // The scratchpad function: one activation per tile, allocated before the instruction
-  // that first uses it and deallocated after its last use.
+namespace {
+
+/// The cycles of the \p dma intervals that no \p compute interval covers (the compute
+/// intervals sorted here and merged).
+uint64_t exposedCycles(const std::vector<std::pair<uint64_t, uint64_t>> &dma,
+                       std::vector<std::pair<uint64_t, uint64_t>> comp) {
+  std::sort(comp.begin(), comp.end());
+  std::vector<std::pair<uint64_t, uint64_t>> un;
+  for (auto &iv : comp) {
+    if (!un.empty() && iv.first <= un.back().second)
+      un.back().second = std::max(un.back().second, iv.second);
+    else
+      un.push_back(iv);
+  }
+  uint64_t exposed = 0;
+  for (auto &iv : dma) {
+    uint64_t covered = 0;
+    auto it = std::upper_bound(un.begin(), un.end(), std::make_pair(iv.first, UINT64_MAX));
+    if (it != un.begin())
+      --it;
+    for (; it != un.end() && it->first < iv.second; ++it) {
+      uint64_t a = std::max(iv.first, it->first), b = std::min(iv.second, it->second);
+      if (b > a)
+        covered += b - a;
+    }
+    exposed += (iv.second - iv.first) - covered;
+  }
+  return exposed;
+}
+
+/// Adds layer \p st's counts to the program's \p T.
+void addToTotal(SimLayerStats &T, const SimLayerStats &st) {
+  T.dmaBytes += st.dmaBytes;
+  T.dmaCycles += st.dmaCycles;
+  T.macCycles += st.macCycles;
+  T.vectorCycles += st.vectorCycles;
+  T.hostCycles += st.hostCycles;
+  T.exposedDmaCycles += st.exposedDmaCycles;
+  T.tiles += st.tiles;
+  T.arenaBytes = std::max(T.arenaBytes, st.arenaBytes);
+}
+
+} // namespace
+
+void SimProgramBuilder::buildScratchpadFunction() {
+  // One activation per tile, allocated before the instruction that first uses it and
+  // deallocated after its last use.
   p_.spF_ = std::make_unique<IRFunction>(std::string("scratchpad"));
   p_.types_ = std::make_unique<Module>();
   IRFunction &S = *p_.spF_;
@@ -1131,7 +1259,11 @@ Error SimProgramBuilder::finish() {
       S.push_back(new DeallocActivationInst(p_.tiles_[t].name + ".end", nullptr,
                                             const_cast<AllocActivationInst *>(p_.tiles_[t].alloc)));
   }
-  // The plan: offsets as placed layer by layer (no two layers' tiles are live together).
+}
+
+Error SimProgramBuilder::planScratchpad() {
+  // Offsets as placed layer by layer (no two layers' tiles are live together).
+  IRFunction &S = *p_.spF_;
   MemoryPlan &sp = p_.spPlan_;
   sp.alignment = kAlign;
   sp.buffers = computeActivationLifetimes(S);
@@ -1155,9 +1287,12 @@ Error SimProgramBuilder::finish() {
   if (arena > c_.scratchpadBytes)
     return makeError(ErrorCode::Internal, "Sim: scratchpad plan of ", arena,
                      " bytes exceeds the scratchpad (", c_.scratchpadBytes, " bytes)");
+  return Error::success();
+}
 
-  // The schedule: each engine in program order; an instruction starts when its engine is
-  // free, its dependencies are done and its layer has begun (after the previous layer).
+void SimProgramBuilder::schedule() {
+  // Each engine in program order; an instruction starts when its engine is free, its
+  // dependencies are done and its layer has begun (after the previous layer).
   std::vector<uint64_t> endAt(p_.instrs_.size(), 0);
   uint64_t engineFree[4] = {0, 0, 0, 0};
   uint64_t barrier = c_.launchCycles, layerEnd = barrier;
@@ -1188,42 +1323,18 @@ Error SimProgramBuilder::finish() {
       }
     }
     st.end = layerEnd;
-    // Exposed DMA: DMA intervals less the union of compute intervals.
-    std::sort(comp.begin(), comp.end());
-    std::vector<std::pair<uint64_t, uint64_t>> un;
-    for (auto &iv : comp) {
-      if (!un.empty() && iv.first <= un.back().second)
-        un.back().second = std::max(un.back().second, iv.second);
-      else
-        un.push_back(iv);
-    }
-    uint64_t exposed = 0;
-    for (auto &iv : dma) {
-      uint64_t covered = 0;
-      auto it = std::upper_bound(un.begin(), un.end(), std::make_pair(iv.first, UINT64_MAX));
-      if (it != un.begin())
-        --it;
-      for (; it != un.end() && it->first < iv.second; ++it) {
-        uint64_t a = std::max(iv.first, it->first), b = std::min(iv.second, it->second);
-        if (b > a)
-          covered += b - a;
-      }
-      exposed += (iv.second - iv.first) - covered;
-    }
-    st.exposedDmaCycles = exposed;
-    SimLayerStats &T = p_.total_;
-    T.dmaBytes += st.dmaBytes;
-    T.dmaCycles += st.dmaCycles;
-    T.macCycles += st.macCycles;
-    T.vectorCycles += st.vectorCycles;
-    T.hostCycles += st.hostCycles;
-    T.exposedDmaCycles += st.exposedDmaCycles;
-    T.tiles += st.tiles;
-    T.arenaBytes = std::max(T.arenaBytes, st.arenaBytes);
+    st.exposedDmaCycles = exposedCycles(dma, std::move(comp));
+    addToTotal(p_.total_, st);
   }
   p_.total_.name = "total";
   p_.total_.start = 0;
   p_.total_.end = layerEnd;
+}
+
+Error SimProgramBuilder::finish() {
+  buildScratchpadFunction();
+  KILN_RETURN_IF_ERR(planScratchpad());
+  schedule();
   return Error::success();
 }
 

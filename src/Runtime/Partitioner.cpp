@@ -179,24 +179,26 @@ private:
   MemoryRules rules_;
   std::vector<double> seconds_;
   std::vector<uint64_t> width_;
+
+  // The constructor's phases: each node's operands (and the buffers its result could
+  // overwrite in place), then its results; the last reads from outside (ioInArena); the
+  // values' lifetimes: outputs, releases, in-place reuse and the cut widths.
+  struct Scan;
+  void scanOperands(uint32_t t, Scan &scan);
+  void scanResults(uint32_t t, Scan &scan);
+  void findLastReads();
+  void findLifetimes(const LiveUses &liveUses, Scan &scan);
 };
 
-Sequence::Sequence(const std::vector<Node *> &nodes, const LiveUses &liveUses,
-                   const PartitionerBackend *backend)
-    : backend_(backend ? backend->backend : nullptr),
-      rules_(backend ? memoryRulesOf(*backend) : MemoryRules()) {
-  for (Node *n : nodes)
-    if (!isa<Storage>(n))
-      nodes_.push_back(n);
-  const size_t N = nodes_.size();
+/// What the constructor gathers while it scans the sequence: positions, value ids, and
+/// the values produced inside with the activation buffers ("roots") they live in.
+struct Sequence::Scan {
   std::unordered_map<const Node *, uint32_t> pos;
-  for (size_t t = 0; t < N; t++)
-    pos[nodes_[t]] = uint32_t(t);
   std::unordered_map<NodeValue, uint32_t, NodeValueHash> ids;
-  auto idOf = [&](NodeValue v) {
+  uint32_t idOf(NodeValue v) {
     auto it = ids.emplace(v, uint32_t(ids.size())).first;
     return it->second;
-  };
+  }
   // Values produced inside: last use (inside, and kToTheEnd when used outside too), uses
   // inside, and the activation buffer ("root") they live in: a Reshape is a view.
   struct Produced {
@@ -208,7 +210,21 @@ Sequence::Sequence(const std::vector<Node *> &nodes, const LiveUses &liveUses,
   std::vector<uint64_t> rootBytes;
   std::vector<uint32_t> rootProd, rootLast;
   // Per node: the roots of its operands that its result could overwrite in place.
-  std::vector<std::vector<int>> inPlaceCands(N);
+  std::vector<std::vector<int>> inPlaceCands;
+};
+
+Sequence::Sequence(const std::vector<Node *> &nodes, const LiveUses &liveUses,
+                   const PartitionerBackend *backend)
+    : backend_(backend ? backend->backend : nullptr),
+      rules_(backend ? memoryRulesOf(*backend) : MemoryRules()) {
+  for (Node *n : nodes)
+    if (!isa<Storage>(n))
+      nodes_.push_back(n);
+  const size_t N = nodes_.size();
+  Scan scan;
+  for (size_t t = 0; t < N; t++)
+    scan.pos[nodes_[t]] = uint32_t(t);
+  scan.inPlaceCands.resize(N);
   operands_.resize(N);
   ownBytes_.assign(N, 0);
   outBytes_.assign(N, 0);
@@ -217,97 +233,115 @@ Sequence::Sequence(const std::vector<Node *> &nodes, const LiveUses &liveUses,
   lastUses_.resize(N);
   seconds_.assign(N, 0);
   for (uint32_t t = 0; t < N; t++) {
-    Node *n = nodes_[t];
-    for (unsigned k = 0; k < n->getNumInputs(); k++) {
-      NodeValue v = n->getNthInput(k);
-      Operand op;
-      op.id = idOf(v);
-      op.prod = 0;
-      op.bytes = v.getType()->sizeInBytes();
-      op.written = isa<SaveNode>(n) && k == SaveNode::OutputIdx;
-      if (isa<Constant>(v.node)) {
-        op.from = From::Constant;
-      } else if (isa<Storage>(v.node)) {
-        op.from = From::Placeholder;
-      } else if (pos.count(v.node)) {
-        op.from = From::Inside;
-        Produced &p = produced.at(v);
-        op.prod = p.prod;
-        p.lastInside = t;
-        p.uses++;
-        if (p.root >= 0)
-          rootLast[p.root] = t;
-      } else {
-        op.from = From::Outside;
-      }
-      if (rules_.inPlace && op.from == From::Inside && n->isDataParallel() && !isFree(n) &&
-          n->getNumResults() == 1) {
-        const Produced &p = produced.at(v);
-        TypeRef rt = n->getType(0);
-        if (p.root >= 0 && rootProd[p.root] == p.prod && !isa<ReshapeNode>(v.node) &&
-            v.getType()->elemBytes() == rt->elemBytes() &&
-            v.getType()->numElements() == rt->numElements())
-          inPlaceCands[t].push_back(p.root);
-      }
-      if (rules_.inPlace && rules_.ioInArena && op.from == From::Inside && isa<SaveNode>(n) &&
-          k == SaveNode::InputIdx) {
-        const Produced &p = produced.at(v);
-        if (p.root >= 0 && alignUp(v.getType()->sizeInBytes()) == rootBytes[p.root])
-          inPlaceCands[t].push_back(p.root);
-      }
-      bool dup = false;
-      for (const Operand &o : operands_[t])
-        dup |= o.id == op.id;
-      if (!dup)
-        operands_[t].push_back(op);
-    }
-    for (unsigned r = 0; r < n->getNumResults(); r++) {
-      Produced p;
-      p.prod = p.lastInside = t;
-      p.bytes = n->getType(r)->sizeInBytes();
-      if (isa<ReshapeNode>(n)) {
-        NodeValue in = n->getNthInput(0);
-        auto it = produced.find(in);
-        p.root = it == produced.end() ? -1 : it->second.root;
-      } else {
-        p.root = int(rootBytes.size());
-        rootBytes.push_back(alignUp(p.bytes));
-        rootProd.push_back(t);
-        rootLast.push_back(t);
-        ownBytes_[t] += rootBytes.back();
-      }
-      produced.emplace(NodeValue(n, r), p);
-      idOf(NodeValue(n, r));
-    }
-    seconds_[t] = backend_ ? backend_->estimateNodeSeconds(*n) : 0.0;
+    scanOperands(t, scan);
+    scanResults(t, scan);
+    seconds_[t] = backend_ ? backend_->estimateNodeSeconds(*nodes_[t]) : 0.0;
   }
-  numIds_ = ids.size();
-  if (rules_.ioInArena) {
-    // The last read of each value a piece may get from outside; a value some node writes
-    // (a Save's destination) stays to the end.
-    std::vector<uint32_t> last(numIds_, 0);
-    std::vector<char> reads(numIds_, 0), writes(numIds_, 0);
-    std::vector<uint64_t> bytes(numIds_, 0);
-    for (uint32_t t = 0; t < N; t++)
-      for (const Operand &op : operands_[t]) {
-        if (op.from == From::Constant)
-          continue;
-        (op.written ? writes : reads)[op.id] = 1;
-        last[op.id] = t;
-        bytes[op.id] = alignUp(op.bytes);
-      }
-    lastReads_.resize(N);
-    for (uint32_t id = 0; id < numIds_; id++)
-      if (reads[id] && !writes[id])
-        lastReads_[last[id]].push_back({id, bytes[id]});
+  numIds_ = scan.ids.size();
+  if (rules_.ioInArena)
+    findLastReads();
+  findLifetimes(liveUses, scan);
+}
+
+void Sequence::scanOperands(uint32_t t, Scan &scan) {
+  Node *n = nodes_[t];
+  for (unsigned k = 0; k < n->getNumInputs(); k++) {
+    NodeValue v = n->getNthInput(k);
+    Operand op;
+    op.id = scan.idOf(v);
+    op.prod = 0;
+    op.bytes = v.getType()->sizeInBytes();
+    op.written = isa<SaveNode>(n) && k == SaveNode::OutputIdx;
+    if (isa<Constant>(v.node)) {
+      op.from = From::Constant;
+    } else if (isa<Storage>(v.node)) {
+      op.from = From::Placeholder;
+    } else if (scan.pos.count(v.node)) {
+      op.from = From::Inside;
+      Scan::Produced &p = scan.produced.at(v);
+      op.prod = p.prod;
+      p.lastInside = t;
+      p.uses++;
+      if (p.root >= 0)
+        scan.rootLast[p.root] = t;
+    } else {
+      op.from = From::Outside;
+    }
+    if (rules_.inPlace && op.from == From::Inside && n->isDataParallel() && !isFree(n) &&
+        n->getNumResults() == 1) {
+      const Scan::Produced &p = scan.produced.at(v);
+      TypeRef rt = n->getType(0);
+      if (p.root >= 0 && scan.rootProd[p.root] == p.prod && !isa<ReshapeNode>(v.node) &&
+          v.getType()->elemBytes() == rt->elemBytes() &&
+          v.getType()->numElements() == rt->numElements())
+        scan.inPlaceCands[t].push_back(p.root);
+    }
+    if (rules_.inPlace && rules_.ioInArena && op.from == From::Inside && isa<SaveNode>(n) &&
+        k == SaveNode::InputIdx) {
+      const Scan::Produced &p = scan.produced.at(v);
+      if (p.root >= 0 && alignUp(v.getType()->sizeInBytes()) == scan.rootBytes[p.root])
+        scan.inPlaceCands[t].push_back(p.root);
+    }
+    bool dup = false;
+    for (const Operand &o : operands_[t])
+      dup |= o.id == op.id;
+    if (!dup)
+      operands_[t].push_back(op);
   }
+}
+
+void Sequence::scanResults(uint32_t t, Scan &scan) {
+  Node *n = nodes_[t];
+  for (unsigned r = 0; r < n->getNumResults(); r++) {
+    Scan::Produced p;
+    p.prod = p.lastInside = t;
+    p.bytes = n->getType(r)->sizeInBytes();
+    if (isa<ReshapeNode>(n)) {
+      NodeValue in = n->getNthInput(0);
+      auto it = scan.produced.find(in);
+      p.root = it == scan.produced.end() ? -1 : it->second.root;
+    } else {
+      p.root = int(scan.rootBytes.size());
+      scan.rootBytes.push_back(alignUp(p.bytes));
+      scan.rootProd.push_back(t);
+      scan.rootLast.push_back(t);
+      ownBytes_[t] += scan.rootBytes.back();
+    }
+    scan.produced.emplace(NodeValue(n, r), p);
+    scan.idOf(NodeValue(n, r));
+  }
+}
+
+void Sequence::findLastReads() {
+  // The last read of each value a piece may get from outside; a value some node writes
+  // (a Save's destination) stays to the end.
+  const size_t N = nodes_.size();
+  std::vector<uint32_t> last(numIds_, 0);
+  std::vector<char> reads(numIds_, 0), writes(numIds_, 0);
+  std::vector<uint64_t> bytes(numIds_, 0);
+  for (uint32_t t = 0; t < N; t++)
+    for (const Operand &op : operands_[t]) {
+      if (op.from == From::Constant)
+        continue;
+      (op.written ? writes : reads)[op.id] = 1;
+      last[op.id] = t;
+      bytes[op.id] = alignUp(op.bytes);
+    }
+  lastReads_.resize(N);
+  for (uint32_t id = 0; id < numIds_; id++)
+    if (reads[id] && !writes[id])
+      lastReads_[last[id]].push_back({id, bytes[id]});
+}
+
+void Sequence::findLifetimes(const LiveUses &liveUses, Scan &scan) {
+  const size_t N = nodes_.size();
   std::vector<int64_t> delta(N + 1, 0);
-  for (auto &[v, p] : produced) {
+  for (auto &[v, p] : scan.produced) {
     auto u = liveUses.find(v);
     unsigned uses = u == liveUses.end() ? 0 : u->second;
     uint32_t last = uses > p.uses ? kToTheEnd : p.lastInside;
     if (last == kToTheEnd && p.root >= 0)
-      rootLast[p.root] = kToTheEnd;
+      scan.rootLast[p.root] = kToTheEnd;
     if (last > p.prod)
       outBytes_[p.prod] += p.bytes;
     if (last > p.prod)
@@ -319,14 +353,14 @@ Sequence::Sequence(const std::vector<Node *> &nodes, const LiveUses &liveUses,
       delta[p.lastInside + 1] -= int64_t(p.bytes);
     }
   }
-  for (size_t r = 0; r < rootBytes.size(); r++)
-    if (rootLast[r] != kToTheEnd)
-      frees_[rootLast[r]].push_back({rootProd[r], rootBytes[r], int(r)});
+  for (size_t r = 0; r < scan.rootBytes.size(); r++)
+    if (scan.rootLast[r] != kToTheEnd)
+      frees_[scan.rootLast[r]].push_back({scan.rootProd[r], scan.rootBytes[r], int(r)});
   inPlace_.resize(N);
   for (uint32_t t = 0; t < N; t++)
-    for (int r : inPlaceCands[t])
-      if (rootLast[r] == t) {
-        inPlace_[t] = {r, rootProd[r], rootBytes[r]};
+    for (int r : scan.inPlaceCands[t])
+      if (scan.rootLast[r] == t) {
+        inPlace_[t] = {r, scan.rootProd[r], scan.rootBytes[r]};
         break;
       }
   width_.assign(N + 1, 0);

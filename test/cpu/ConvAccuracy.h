@@ -5,7 +5,7 @@
 #ifndef KILN_TEST_CPU_CONVACCURACY_H
 #define KILN_TEST_CPU_CONVACCURACY_H
 
-#include "backends/CPU/codegen/EmitConv.h"
+#include "backends/CPU/codegen/Codegen.h"
 
 #include <cstdint>
 #include <optional>

@@ -1,7 +1,7 @@
-// The CPU backend's choice of convolution kernel (codegen/EmitConv.h), checked shape by
+// The CPU backend's choice of convolution kernel (codegen/Codegen.h), checked shape by
 // shape against the rules of backends/CPU/README.md ("How a convolution is computed"),
 // with the tile and fill arithmetic of each case worked out by hand in its comment.
-#include "backends/CPU/codegen/EmitConv.h"
+#include "backends/CPU/codegen/Codegen.h"
 
 #include <gtest/gtest.h>
 

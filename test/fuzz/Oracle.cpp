@@ -10,7 +10,7 @@
 #include "kiln/Graph/TextIR.h"
 #include "kiln/Quantization/Quantize.h"
 
-#include "backends/CPU/codegen/EmitConv.h"
+#include "backends/CPU/codegen/Codegen.h"
 
 #include <algorithm>
 #include <chrono>

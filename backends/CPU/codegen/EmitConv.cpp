@@ -1,9 +1,9 @@
 // The convolution family on the CPU: first the choice of convolution kernel from the shape
-// alone (chooseConvAlgorithm -> ConvPlan, declared in EmitConv.h; pure functions, no IR, no
-// LLVM), then the emitters: convolutions (the algorithm the plan names: direct or
-// transposed GEMM, strips, Winograd, depthwise) with their fused epilogues, and pooling
-// (MaxPool, AvgPool, AdaptiveAvgPool).
-#include "EmitConv.h"
+// alone (chooseConvAlgorithm -> ConvPlan, declared in Codegen.h; pure functions, no IR, no
+// LLVM), then the shapes and fused epilogues the kernels take (what CPUSupport.cpp asks of
+// a Convolution or FusedConvolution node), then the emitters: convolutions (the algorithm
+// the plan names: direct or transposed GEMM, strips, Winograd, depthwise) with their fused
+// epilogues, and pooling (MaxPool, AvgPool, AdaptiveAvgPool).
 #include "Emitter.h"
 
 #include "kiln/Graph/FusedActivation.h"
@@ -250,6 +250,30 @@ const char *convAlgorithmName(ConvAlgorithm a) {
   return "conv";
 }
 
+// ------------------------------------------------------------------ what the kernels take
+
+bool epilogueRunsFused(const std::string &act, bool fuseSigmoids) {
+  std::optional<FusedActivation> a = parseFusedActivation(act);
+  bool sigmoidLike = a == FusedActivation::Sigmoid || a == FusedActivation::Tanh ||
+                     a == FusedActivation::Swish;
+  return fuseSigmoids || !sigmoidLike;
+}
+
+bool convolutionSupported(const Node &n, bool fuseEpilogues, bool fuseSigmoids) {
+  auto rank = [&n](unsigned i) { return n.getNthInput(i).dims().size(); };
+  if (rank(0) != 4 || rank(1) != 4)
+    return false;
+  auto *c = dyn_cast<FusedConvolutionNode>(&n);
+  if (!c)
+    return true;
+  // The kernels' epilogue: a residual and/or any activation the type rule admits
+  // (libjit_act.h). The depthwise kernel has no residual.
+  const Type &in = *c->getInput().getType(), &out = *c->getType(0);
+  bool depthwise = c->getGroup() > 1 && c->getGroup() == in.dims[1] && out.dims[1] == in.dims[1];
+  return fuseEpilogues && !(depthwise && !c->getResidual().empty()) &&
+         epilogueRunsFused(c->getActivation(), fuseSigmoids);
+}
+
 // ------------------------------------------------------------------ the emission
 
 bool activationCode(const std::string &act, float alpha, float beta, FusedEpilogue &epi) {
@@ -340,17 +364,28 @@ Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
   return emitConv(plan, s, epi, dest, in, filter, bias, items);
 }
 
+namespace {
+
+/// A convolution's name in profiles: its algorithm and shape ("convS 3x3/1 64->64 56x56").
+std::string convLabel(const ConvPlan &plan, const ConvShape &s, const FusedEpilogue &epi) {
+  const int64_t KH = s.KH, KW = s.KW, SH = s.SH, C = s.C, O = s.O, H = s.H, W = s.W,
+                G = s.group;
+  std::string desc = std::to_string(KH) + "x" + std::to_string(KW) + "/" + std::to_string(SH) +
+                     " " + std::to_string(C) + "->" + std::to_string(O) + " " +
+                     std::to_string(H) + "x" + std::to_string(W) + (G > 1 ? " g" + std::to_string(G) : "") +
+                     (epi.add ? " +add" : "");
+  return std::string(convAlgorithmName(plan.algorithm)) + " " + desc;
+}
+
+} // namespace
+
 Error Emitter::emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpilogue &epi,
                         Value *dest, Value *in, Value *filter, Value *bias,
                         std::vector<Item> &items) {
   const int64_t N = s.N, C = s.C, H = s.H, W = s.W, O = s.O, OH = s.OH, OW = s.OW;
   const int64_t KH = s.KH, KW = s.KW, SH = s.SH, SW = s.SW, PT = s.PT, PL = s.PL, DH = s.DH,
                 DW = s.DW, G = s.group;
-  std::string desc = std::to_string(KH) + "x" + std::to_string(KW) + "/" + std::to_string(SH) +
-                     " " + std::to_string(C) + "->" + std::to_string(O) + " " +
-                     std::to_string(H) + "x" + std::to_string(W) + (G > 1 ? " g" + std::to_string(G) : "") +
-                     (epi.add ? " +add" : "");
-  std::string label = std::string(convAlgorithmName(plan.algorithm)) + " " + desc;
+  std::string label = convLabel(plan, s, epi);
   auto *cw = dyn_cast<WeightVar>(filter);
   Value *residual = epi.add;
   switch (plan.algorithm) {
@@ -380,36 +415,9 @@ Error Emitter::emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpi
     return Error::success();
   }
   case ConvAlgorithm::WinogradRows2:
-  case ConvAlgorithm::WinogradRows4: {
-    int64_t tile = plan.algorithm == ConvAlgorithm::WinogradRows2 ? 2 : 4;
-    KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, plan.packing, 1, O, C));
-    Location wl{kConstantBase, off};
-    needPoolScratch(avx512_
-                        ? libjit_conv2d_wino_rows_scratch_floats_avx512(tile, N, C, H, W, O, OH, OW)
-                        : libjit_conv2d_wino_rows_scratch_floats_avx2(tile, N, C, H, W, O, OH, OW));
-    items.push_back({true, label, [=] {
-                       call("libjit_conv2d_wino_rows" + std::to_string(tile) + "_f32_" + isa_,
-                            {ptr(dest), ptr(in), at(wl), ptr(bias),
-                             residual ? ptr(residual) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
-                             I64(O), I64(OH), I64(OW), I64(PT), I64(PL), I64(epi.act),
-                             F32(epi.lo), F32(epi.hi), scratch(), tid_, nth_});
-                     }});
-    return Error::success();
-  }
-  case ConvAlgorithm::Winograd: {
-    KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, plan.packing, 1, O, C));
-    Location wl{kConstantBase, off};
-    needPoolScratch(avx512_ ? libjit_conv2d_wino_scratch_floats_avx512(N, C, H, W, O, OH, OW)
-                            : libjit_conv2d_wino_scratch_floats_avx2(N, C, H, W, O, OH, OW));
-    items.push_back({true, label, [=] {
-                       call("libjit_conv2d_wino_f32_" + isa_,
-                            {ptr(dest), ptr(in), at(wl), ptr(bias),
-                             residual ? ptr(residual) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
-                             I64(O), I64(OH), I64(OW), I64(PT), I64(PL), I64(epi.act),
-                             F32(epi.lo), F32(epi.hi), scratch(), tid_, nth_});
-                     }});
-    return Error::success();
-  }
+  case ConvAlgorithm::WinogradRows4:
+  case ConvAlgorithm::Winograd:
+    return emitWinogradConv(plan, s, epi, label, dest, in, filter, bias, items);
   case ConvAlgorithm::Transposed: {
     int64_t P = OH * OW, K = (C / G) * KH * KW;
     KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, plan.packing, 1, K, O));
@@ -440,6 +448,55 @@ Error Emitter::emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpi
   case ConvAlgorithm::PackedGemm:
     break;
   }
+  return emitPackedGemmConv(plan, s, epi, label, dest, in, filter, bias, items);
+}
+
+Error Emitter::emitWinogradConv(const ConvPlan &plan, const ConvShape &s,
+                                const FusedEpilogue &epi, const std::string &label,
+                                Value *dest, Value *in, Value *filter, Value *bias,
+                                std::vector<Item> &items) {
+  const int64_t N = s.N, C = s.C, H = s.H, W = s.W, O = s.O, OH = s.OH, OW = s.OW;
+  const int64_t PT = s.PT, PL = s.PL;
+  auto *cw = dyn_cast<WeightVar>(filter);
+  Value *residual = epi.add;
+  KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, plan.packing, 1, O, C));
+  Location wl{kConstantBase, off};
+  if (plan.algorithm == ConvAlgorithm::Winograd) {
+    needPoolScratch(avx512_ ? libjit_conv2d_wino_scratch_floats_avx512(N, C, H, W, O, OH, OW)
+                            : libjit_conv2d_wino_scratch_floats_avx2(N, C, H, W, O, OH, OW));
+    items.push_back({true, label, [=] {
+                       call("libjit_conv2d_wino_f32_" + isa_,
+                            {ptr(dest), ptr(in), at(wl), ptr(bias),
+                             residual ? ptr(residual) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
+                             I64(O), I64(OH), I64(OW), I64(PT), I64(PL), I64(epi.act),
+                             F32(epi.lo), F32(epi.hi), scratch(), tid_, nth_});
+                     }});
+    return Error::success();
+  }
+  // The tiles as GEMM rows: F(2x2, 3x3) or F(4x4, 3x3).
+  int64_t tile = plan.algorithm == ConvAlgorithm::WinogradRows2 ? 2 : 4;
+  needPoolScratch(avx512_
+                      ? libjit_conv2d_wino_rows_scratch_floats_avx512(tile, N, C, H, W, O, OH, OW)
+                      : libjit_conv2d_wino_rows_scratch_floats_avx2(tile, N, C, H, W, O, OH, OW));
+  items.push_back({true, label, [=] {
+                     call("libjit_conv2d_wino_rows" + std::to_string(tile) + "_f32_" + isa_,
+                          {ptr(dest), ptr(in), at(wl), ptr(bias),
+                           residual ? ptr(residual) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
+                           I64(O), I64(OH), I64(OW), I64(PT), I64(PL), I64(epi.act),
+                           F32(epi.lo), F32(epi.hi), scratch(), tid_, nth_});
+                   }});
+  return Error::success();
+}
+
+Error Emitter::emitPackedGemmConv(const ConvPlan &plan, const ConvShape &s,
+                                  const FusedEpilogue &epi, const std::string &label,
+                                  Value *dest, Value *in, Value *filter, Value *bias,
+                                  std::vector<Item> &items) {
+  const int64_t N = s.N, C = s.C, H = s.H, W = s.W, O = s.O, OH = s.OH, OW = s.OW;
+  const int64_t KH = s.KH, KW = s.KW, SH = s.SH, SW = s.SW, PT = s.PT, PL = s.PL, DH = s.DH,
+                DW = s.DW, G = s.group;
+  auto *cw = dyn_cast<WeightVar>(filter);
+  Value *residual = epi.add;
   // The packed GEMM: weights packed at compile time, or per run when computed at run time.
   int64_t Og = O / G, K = (C / G) * KH * KW;
   Location wl;

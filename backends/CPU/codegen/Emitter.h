@@ -8,7 +8,6 @@
 #define KILN_BACKENDS_CPU_CODEGEN_EMITTER_H
 
 #include "Codegen.h"
-#include "EmitConv.h"
 #include "StageWork.h"
 
 #include "backends/CPU/libjit/libjit_gemm_config.h"
@@ -144,6 +143,15 @@ public:
   /// The items of a convolution of shape \p s computed as \p plan says.
   Error emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpilogue &epi, Value *dest,
                  Value *in, Value *filter, Value *bias, std::vector<Item> &items);
+  /// emitConv's Winograd kernels (tiles as GEMM columns, or as rows) and its packed GEMM
+  /// (weights packed at compile time, or per run when computed at run time); \p label
+  /// names the item in profiles.
+  Error emitWinogradConv(const ConvPlan &plan, const ConvShape &s, const FusedEpilogue &epi,
+                         const std::string &label, Value *dest, Value *in, Value *filter,
+                         Value *bias, std::vector<Item> &items);
+  Error emitPackedGemmConv(const ConvPlan &plan, const ConvShape &s, const FusedEpilogue &epi,
+                           const std::string &label, Value *dest, Value *in, Value *filter,
+                           Value *bias, std::vector<Item> &items);
   Error planFullyConnected(Instruction *I, std::vector<Item> &items);
   Error planFusedFullyConnected(Instruction *I, std::vector<Item> &items);
   Error planMatMul(Instruction *I, std::vector<Item> &items);
@@ -255,6 +263,39 @@ private:
   llvm::Value *call(const std::string &name, std::vector<llvm::Value *> args);
   void beginStage(bool parallel, const std::string &name);
   void endStage();
+
+  // ---- The driver's phases (run, LLVMIRGen.cpp) ----
+  /// Byte ranges of operands, each with whether it is written.
+  using RangeUses = std::vector<std::pair<Range, bool>>;
+  /// An element-wise chain being gathered into one loop: its instructions, their
+  /// operands' ranges, their element count, and the result shape of its Broadcasts (all
+  /// alike; empty while it has none).
+  struct Chain {
+    std::vector<Instruction *> instrs;
+    RangeUses ranges;
+    int64_t n = -1;
+    std::vector<int64_t> broadcastDims;
+  };
+  /// Pass 1: every instruction as items, element-wise chains fused into one loop each.
+  Error planItems(std::vector<Item> &items);
+  /// \p I added to \p chain, or the chain closed and \p I planned on its own.
+  Error planNext(Instruction *I, Chain &chain, std::vector<Item> &items);
+  /// Plans \p chain as one loop and starts an empty one.
+  Error closeChain(Chain &chain, std::vector<Item> &items);
+  /// The ranges of element-wise \p I's operands (its result written), of \p n elements
+  /// each unless \p bcast.
+  Expected<RangeUses> elementRanges(Instruction *I, int64_t n, bool bcast);
+  /// Whether \p I, with operands at \p mine, may join \p chain's loop.
+  bool fitsChain(const Chain &chain, Instruction *I, const RangeUses &mine, int64_t n,
+                 bool bcast) const;
+  /// Marks the placeholders the program writes; every other non-constant buffer must
+  /// have a location.
+  Error checkBuffers();
+  /// The transposed convolutions' scratch, then the per-thread scratch above the extras.
+  void placeScratch();
+  /// Pass 2: the items in stages (serial items share one; parallel ones and, when
+  /// profiling, every item get their own).
+  Error emitStages(std::vector<Item> &items);
 
   // ---- Instructions ----
   /// Dispatches to the emitter registered for I's kind; the items of instructions

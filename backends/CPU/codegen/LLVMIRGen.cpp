@@ -398,92 +398,99 @@ bool overlapsBadly(const Range &a, const Range &b) {
 
 } // namespace
 
-Error Emitter::run(std::vector<std::string> &entryNames) {
-  entryNames_ = &entryNames;
-  // Pass 1: turn instructions into items (fusing element-wise chains).
-  std::vector<Item> items;
-  std::vector<Instruction *> group;
-  std::vector<std::pair<Range, bool>> groupRanges; // (range, written)
-  int64_t groupN = -1;
-  // The broadcast shape of the group's Broadcasts (all alike), empty while it has none.
-  std::vector<int64_t> groupBroadcastDims;
+Error Emitter::closeChain(Chain &chain, std::vector<Item> &items) {
+  KILN_RETURN_IF_ERR(planElementwise(chain.instrs, items));
+  chain.ranges.clear();
+  chain.broadcastDims.clear();
+  return Error::success();
+}
+
+Expected<Emitter::RangeUses> Emitter::elementRanges(Instruction *I, int64_t n, bool bcast) {
+  RangeUses mine;
+  for (unsigned k = 0; k < I->getNumOperands(); k++) {
+    const Value *v = I->getOperand(k).first;
+    if (!bcast && int64_t(v->getType()->numElements()) != n)
+      return makeError(ErrorCode::InvalidArgument, "CPU backend: element-wise '",
+                       I->getName(), "' has operands of different sizes");
+    KILN_ASSIGN_OR_RETURN(Range r, range(v));
+    mine.push_back({r, k == 0});
+  }
+  return mine;
+}
+
+bool Emitter::fitsChain(const Chain &chain, Instruction *I, const RangeUses &mine, int64_t n,
+                        bool bcast) const {
+  bool fits = opts_.fuseElementwise && !chain.instrs.empty() && n == chain.n;
+  if (fits && bcast)
+    fits = chain.broadcastDims.empty() || chain.broadcastDims == dimsOf(I->getOperand(0).first);
+  if (fits) {
+    for (auto &a : mine)
+      for (auto &b : chain.ranges)
+        if ((a.second || b.second) && overlapsBadly(a.first, b.first))
+          fits = false;
+    // A broadcast's source is read at other indices than the loop's: it must not be
+    // written by the chain at all.
+    if (bcast)
+      for (auto &b : chain.ranges)
+        if (b.second && b.first.base == mine[1].first.base &&
+            b.first.begin < mine[1].first.end && mine[1].first.begin < b.first.end)
+          fits = false;
+  }
+  return fits;
+}
+
+Error Emitter::planNext(Instruction *I, Chain &chain, std::vector<Item> &items) {
+  ElemOp op;
+  // A Broadcast joins a chain as a strided read of its source (EmitElementwise.cpp).
+  // A Splat joins it as a constant.
+  bool bcast = opts_.fuseElementwise && isFusableBroadcast(I);
+  bool ew = bcast || (opts_.fuseElementwise && isFusableSplat(I)) || elemOpOf(I, op);
+  if (!ew) {
+    InstrKind k = I->getKind();
+    if (k == InstrKind::AllocActivation || k == InstrKind::DeallocActivation ||
+        k == InstrKind::TensorView)
+      return Error::success();
+    KILN_RETURN_IF_ERR(closeChain(chain, items));
+    return plan(I, items);
+  }
+  int64_t n = int64_t(I->getOperand(0).first->getType()->numElements());
+  KILN_ASSIGN_OR_RETURN(RangeUses mine, elementRanges(I, n, bcast));
+  bool fits = fitsChain(chain, I, mine, n, bcast);
+  for (auto &a : mine)
+    for (auto &b : mine)
+      if ((a.second || b.second) && overlapsBadly(a.first, b.first)) {
+        if (bcast) // not as a chain: the Broadcast's own emitter
+          ew = false;
+        else
+          return makeError(ErrorCode::Unsupported,
+                           "CPU backend: partially overlapping operands of '", I->getName(),
+                           "'");
+      }
+  if (!ew) {
+    KILN_RETURN_IF_ERR(closeChain(chain, items));
+    return plan(I, items);
+  }
+  if (!fits)
+    KILN_RETURN_IF_ERR(closeChain(chain, items));
+  if (bcast)
+    chain.broadcastDims = dimsOf(I->getOperand(0).first);
+  chain.instrs.push_back(I);
+  chain.n = n;
+  chain.ranges.insert(chain.ranges.end(), mine.begin(), mine.end());
+  return Error::success();
+}
+
+Error Emitter::planItems(std::vector<Item> &items) {
   for (auto &up : F_.getInstrs())
     for (const auto &o : up->getOperands())
       users_[o.first].push_back(up.get());
-  for (auto &up : F_.getInstrs()) {
-    Instruction *I = up.get();
-    ElemOp op;
-    // A Broadcast joins a chain as a strided read of its source (EmitElementwise.cpp).
-    // A Splat joins it as a constant.
-    bool bcast = opts_.fuseElementwise && isFusableBroadcast(I);
-    bool ew = bcast || (opts_.fuseElementwise && isFusableSplat(I)) || elemOpOf(I, op);
-    if (!ew) {
-      InstrKind k = I->getKind();
-      if (k == InstrKind::AllocActivation || k == InstrKind::DeallocActivation ||
-          k == InstrKind::TensorView)
-        continue;
-      KILN_RETURN_IF_ERR(planElementwise(group, items));
-      groupRanges.clear();
-      groupBroadcastDims.clear();
-      KILN_RETURN_IF_ERR(plan(I, items));
-      continue;
-    }
-    int64_t n = int64_t(I->getOperand(0).first->getType()->numElements());
-    std::vector<std::pair<Range, bool>> mine;
-    for (unsigned k = 0; k < I->getNumOperands(); k++) {
-      const Value *v = I->getOperand(k).first;
-      if (!bcast && int64_t(v->getType()->numElements()) != n)
-        return makeError(ErrorCode::InvalidArgument, "CPU backend: element-wise '",
-                         I->getName(), "' has operands of different sizes");
-      KILN_ASSIGN_OR_RETURN(Range r, range(v));
-      mine.push_back({r, k == 0});
-    }
-    bool fits = opts_.fuseElementwise && !group.empty() && n == groupN;
-    if (fits && bcast)
-      fits = groupBroadcastDims.empty() || groupBroadcastDims == dimsOf(I->getOperand(0).first);
-    if (fits) {
-      for (auto &a : mine)
-        for (auto &b : groupRanges)
-          if ((a.second || b.second) && overlapsBadly(a.first, b.first))
-            fits = false;
-      // A broadcast's source is read at other indices than the loop's: it must not be
-      // written by the chain at all.
-      if (bcast)
-        for (auto &b : groupRanges)
-          if (b.second && b.first.base == mine[1].first.base &&
-              b.first.begin < mine[1].first.end && mine[1].first.begin < b.first.end)
-            fits = false;
-    }
-    for (auto &a : mine)
-      for (auto &b : mine)
-        if ((a.second || b.second) && overlapsBadly(a.first, b.first)) {
-          if (bcast) // not as a chain: the Broadcast's own emitter
-            ew = false;
-          else
-            return makeError(ErrorCode::Unsupported,
-                             "CPU backend: partially overlapping operands of '", I->getName(),
-                             "'");
-        }
-    if (!ew) {
-      KILN_RETURN_IF_ERR(planElementwise(group, items));
-      groupRanges.clear();
-      groupBroadcastDims.clear();
-      KILN_RETURN_IF_ERR(plan(I, items));
-      continue;
-    }
-    if (!fits) {
-      KILN_RETURN_IF_ERR(planElementwise(group, items));
-      groupRanges.clear();
-      groupBroadcastDims.clear();
-    }
-    if (bcast)
-      groupBroadcastDims = dimsOf(I->getOperand(0).first);
-    group.push_back(I);
-    groupN = n;
-    groupRanges.insert(groupRanges.end(), mine.begin(), mine.end());
-  }
-  KILN_RETURN_IF_ERR(planElementwise(group, items));
+  Chain chain;
+  for (auto &up : F_.getInstrs())
+    KILN_RETURN_IF_ERR(planNext(up.get(), chain, items));
+  return planElementwise(chain.instrs, items);
+}
 
+Error Emitter::checkBuffers() {
   // Mark written placeholders.
   for (auto &up : F_.getInstrs())
     for (const auto &o : up->getOperands())
@@ -500,7 +507,10 @@ Error Emitter::run(std::vector<std::string> &entryNames) {
       if (!w || !w->isConstant())
         KILN_RETURN_IF_ERR(loc(o.first).takeError());
     }
+  return Error::success();
+}
 
+void Emitter::placeScratch() {
   if (tScratchBytes_)
     tScratchOffset_ = reserveExtra(tScratchBytes_);
   if (usesScratch_)
@@ -508,8 +518,9 @@ Error Emitter::run(std::vector<std::string> &entryNames) {
   // Scratch sits above the extras: move it there.
   scratchOffset_ = usesScratch_ ? extrasTop_ - alignUp(uint64_t(scratchPerThread_) * 4 * opts_.threads)
                                 : scratchOffset_;
+}
 
-  // Pass 2: stages.
+Error Emitter::emitStages(std::vector<Item> &items) {
   bool open = false;
   // Profiles (CPUBackend.cpp) time every item on its own.
   const bool profile = opts_.profile;
@@ -536,6 +547,18 @@ Error Emitter::run(std::vector<std::string> &entryNames) {
       return makeError(ErrorCode::Internal, "CPU backend: kernel '", missing_, "' not found");
   }
   endStage();
+  return Error::success();
+}
+
+Error Emitter::run(std::vector<std::string> &entryNames) {
+  entryNames_ = &entryNames;
+  // Pass 1: turn instructions into items (fusing element-wise chains).
+  std::vector<Item> items;
+  KILN_RETURN_IF_ERR(planItems(items));
+  KILN_RETURN_IF_ERR(checkBuffers());
+  placeScratch();
+  // Pass 2: stages.
+  KILN_RETURN_IF_ERR(emitStages(items));
   prog_.stages.clear();
   for (size_t i = 0; i < entryNames.size(); i++)
     prog_.stages.push_back({nullptr, bool(stageParallel_[i]), entryNames[i], stageDesc_[i],
