@@ -290,8 +290,10 @@ TEST(FusedActivation, EveryKindFullyConnectedAndMatMul) {
     checkFused([&](Net &n) { buildGemm(n, a, 37, 29, 45, false, true); }, std::nullopt, 2e-5f);
     checkFused([&](Net &n) { buildGemm(n, a, 3, 64, 17, false, false); }, std::nullopt, 2e-5f);
     checkFused([&](Net &n) { buildGemm(n, a, 50, 24, 33, true, false); }, std::nullopt, 2e-5f);
-    // One row: the weights read in place (libjit_fc_row_f32), its epilogue.
+    // One row: the weights read in place (libjit_fc_row_f32), its epilogue; small enough
+    // to run on one thread, and large enough for rows split between two (partial sums).
     checkFused([&](Net &n) { buildGemm(n, a, 1, 300, 70, false, true); }, std::nullopt, 2e-5f);
+    checkFused([&](Net &n) { buildGemm(n, a, 1, 2000, 700, false, true); }, std::nullopt, 2e-5f);
   }
 }
 

@@ -30,10 +30,29 @@ Error Emitter::planFC(Instruction *I, Value *dest, Value *in, Value *weights, Va
       KILN_ASSIGN_OR_RETURN(uint64_t off, constRaw(cw));
       wl = {kConstantBase, off};
     }
-    items.push_back({true, "fc_row 1x" + std::to_string(K) + "x" + std::to_string(M), [=] {
+    const std::string name = "fc_row 1x" + std::to_string(K) + "x" + std::to_string(M);
+    const unsigned nth = opts_.threads;
+    if (nth <= 1) {
+      items.push_back({true, name, [=] {
+                         call("libjit_fc_row_f32",
+                              {ptr(dest), ptr(in), at(wl), bias ? ptr(bias) : nullPtr(),
+                               epi.add ? ptr(epi.add) : nullPtr(), I64(K), I64(M), I64(epi.act),
+                               F32(epi.lo), F32(epi.hi), nullPtr(), I64(0), tid_, nth_});
+                       }});
+      return Error::success();
+    }
+    // Threads sum ranges of rows into partials, then add them up by columns (either stage
+    // may run on one thread when the instruction is small: the kernels allow for it).
+    Location pl{kActivationBase, reserveExtra(uint64_t(nth) * uint64_t(M) * 4)};
+    items.push_back({true, name, [=] {
                        call("libjit_fc_row_f32",
-                            {ptr(dest), ptr(in), at(wl), bias ? ptr(bias) : nullPtr(),
-                             epi.add ? ptr(epi.add) : nullPtr(), I64(K), I64(M), I64(epi.act),
+                            {ptr(dest), ptr(in), at(wl), nullPtr(), nullPtr(), I64(K), I64(M),
+                             I64(0), F32(0), F32(0), at(pl), I64(nth), tid_, nth_});
+                     }, stageWork({I})});
+    items.push_back({true, "fc_row_sum " + std::to_string(M), [=] {
+                       call("libjit_fc_row_sum_f32",
+                            {ptr(dest), at(pl), bias ? ptr(bias) : nullPtr(),
+                             epi.add ? ptr(epi.add) : nullPtr(), I64(M), I64(nth), I64(epi.act),
                              F32(epi.lo), F32(epi.hi), tid_, nth_});
                      }});
     return Error::success();

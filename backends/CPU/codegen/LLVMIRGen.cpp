@@ -375,8 +375,12 @@ Error Emitter::plan(Instruction *I, std::vector<Item> &items) {
     return unsupported(I);
   size_t first = items.size();
   KILN_RETURN_IF_ERR((this->*(it->second))(I, items));
-  // The instruction's work goes to its last item, the one that computes its result.
-  if (items.size() > first)
+  // The instruction's work goes to its last item, the one that computes its result,
+  // unless its emitter gave it to another.
+  bool given = false;
+  for (size_t i = first; i < items.size(); i++)
+    given = given || items[i].work.bytes > 0;
+  if (items.size() > first && !given)
     items.back().work += stageWork({I});
   // Handing work to the pool costs microseconds (more when the other cores are busy):
   // instructions too small to repay it run on the calling thread.

@@ -51,11 +51,17 @@ LIBJIT_DECLARE_GEMM(avx2)
 // bfloat16 FullyConnected / MatMul (libjit_bf16.cpp): out[N x M] = in[N x K] x B + bias,
 // all bf16, float32 accumulation, rounded once. B packed by libjit_pack_b_bf16 in bf16
 // pairs (libjit_packed_b_bf16_elems(K, M) elements); bias may be null. _avx512bf16 needs
-/// A fully-connected layer of one row with W [K x M] row-major, unpacked (libjit_gemm.cpp).
+/// A fully-connected layer of one row with W [K x M] row-major, unpacked; with several
+/// threads, row ranges into partials [nthreads x M], then libjit_fc_row_sum_f32
+/// (libjit_gemm.cpp).
 LIBJIT_EXPORT void libjit_fc_row_f32(float *out, const float *in, const float *W,
                                      const float *bias, const float *add, int64_t K, int64_t M,
-                                     int64_t act, float lo, float hi, int64_t tid,
-                                     int64_t nthreads);
+                                     int64_t act, float lo, float hi, float *partials,
+                                     int64_t parts, int64_t tid, int64_t nthreads);
+LIBJIT_EXPORT void libjit_fc_row_sum_f32(float *out, const float *partials, const float *bias,
+                                         const float *add, int64_t M, int64_t parts,
+                                         int64_t act, float lo, float hi, int64_t tid,
+                                         int64_t nthreads);
 // AVX512_BF16 (vdpbf16ps); _generic runs anywhere.
 LIBJIT_EXPORT int64_t libjit_packed_b_bf16_elems(int64_t K, int64_t M);
 LIBJIT_EXPORT void libjit_pack_b_bf16(uint16_t *dst, const uint16_t *B, int64_t K, int64_t M,

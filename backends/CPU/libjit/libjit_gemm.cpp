@@ -54,40 +54,88 @@ LIBJIT_INLINE void batchMatMul(float *out, const float *lhs, const float *rhs, i
 
 using namespace libjit;
 
+namespace {
+
+/// sums[0:n] = in[k0:k1] x W[k0:k1, c0:c0 + n] (row-major, ldw columns): whole rows of W
+/// in order, summed in blocks of kRowBlock rows whose partial sums are added to the total
+/// (a sum of K float32 products then grows its rounding error with about
+/// sqrt(kRowBlock) + sqrt(K / kRowBlock) rather than sqrt(K)). n <= kRowChunk.
+constexpr int64_t kRowChunk = 8192, kRowBlock = 256;
+LIBJIT_INLINE void rowSums(float *sums, const float *in, const float *W, int64_t ldw,
+                           int64_t k0, int64_t k1, int64_t c0, int64_t n) {
+  float part[kRowChunk];
+  for (int64_t j = 0; j < n; j++)
+    sums[j] = 0.0f;
+  for (int64_t b = k0; b < k1; b += kRowBlock) {
+    for (int64_t j = 0; j < n; j++)
+      part[j] = 0.0f;
+    for (int64_t k = b; k < minI(k1, b + kRowBlock); k++) {
+      const float x = in[k];
+      const float *w = W + k * ldw + c0;
+      for (int64_t j = 0; j < n; j++)
+        part[j] += x * w[j];
+    }
+    for (int64_t j = 0; j < n; j++)
+      sums[j] += part[j];
+  }
+}
+
+} // namespace
+
 /// out[0:M] = in[0:K] x W + bias, add, activation: a fully-connected layer of one row,
 /// with W [K x M] row-major, read where the graph holds it (Emitter::constBorrowed): for
 /// one row, packing buys nothing (each weight is used once, the layer streams them from
-/// memory either way) and would be a second copy of them. Each thread takes a range of
-/// columns (multiples of 64) and walks every row of W over it, accumulating up to
-/// kRowChunk columns at a time (8 KB, in L1) in blocks of kRowBlock rows whose partial sums
-/// are added to the total: a sum of K products in float32 then grows its rounding error
-/// with about sqrt(kRowBlock) + sqrt(K / kRowBlock) rather than sqrt(K).
+/// memory either way) and would be a second copy of them. W is read row after row, whole
+/// rows (up to kRowChunk columns at a time): the hardware prefetchers follow one long
+/// stream, where a part of every row (columns split between threads) measured about half
+/// the bandwidth. Without \p partials, the result and its epilogue go to out. With them
+/// ([parts x M]), each of the nthreads threads sums a range of rows (multiples of
+/// kRowBlock) into its row of partials, thread 0 zeroes the rows of threads that did not
+/// run (a stage run on fewer threads than compiled for), and libjit_fc_row_sum_f32 adds
+/// the parts rows up and applies the epilogue.
 LIBJIT_EXPORT void libjit_fc_row_f32(float *out, const float *in, const float *W,
                                      const float *bias, const float *add, int64_t K, int64_t M,
-                                     int64_t act, float lo, float hi, int64_t tid,
-                                     int64_t nthreads) {
-  constexpr int64_t kRowChunk = 2048, kRowBlock = 256;
+                                     int64_t act, float lo, float hi, float *partials,
+                                     int64_t parts, int64_t tid, int64_t nthreads) {
+  if (partials) {
+    int64_t k0, k1;
+    partition(K, kRowBlock, tid, nthreads, &k0, &k1);
+    float *mine = partials + tid * M;
+    for (int64_t c0 = 0; c0 < M; c0 += kRowChunk)
+      rowSums(mine + c0, in, W, M, k0, k1, c0, minI(kRowChunk, M - c0));
+    if (tid == 0)
+      for (int64_t j = nthreads * M; j < parts * M; j++)
+        partials[j] = 0.0f;
+    return;
+  }
+  float sums[kRowChunk];
+  for (int64_t c0 = 0; c0 < M; c0 += kRowChunk) {
+    const int64_t n = minI(kRowChunk, M - c0);
+    rowSums(sums, in, W, M, 0, K, c0, n);
+    Epilogue e{nullptr, bias ? bias + c0 : nullptr, add ? add + c0 : nullptr, 0, int(act), lo, hi};
+    storePartialTile(sums, kRowChunk, 1, n, out + c0, M, /*accumulate=*/0, /*last=*/1, &e);
+  }
+}
+
+/// out[0:M] = the sum of the \p parts rows of partials (M each, in order) + bias, add,
+/// activation: the end of libjit_fc_row_f32 on several threads, columns split between them.
+LIBJIT_EXPORT void libjit_fc_row_sum_f32(float *out, const float *partials, const float *bias,
+                                         const float *add, int64_t M, int64_t parts,
+                                         int64_t act, float lo, float hi, int64_t tid,
+                                         int64_t nthreads) {
+  constexpr int64_t kChunk = 1024;
+  float sums[kChunk];
   int64_t m0, m1;
   partition(M, 64, tid, nthreads, &m0, &m1);
-  float total[kRowChunk], part[kRowChunk];
-  for (int64_t c0 = m0; c0 < m1; c0 += kRowChunk) {
-    const int64_t n = minI(kRowChunk, m1 - c0);
+  for (int64_t c0 = m0; c0 < m1; c0 += kChunk) {
+    const int64_t n = minI(kChunk, m1 - c0);
     for (int64_t j = 0; j < n; j++)
-      total[j] = 0.0f;
-    for (int64_t k0 = 0; k0 < K; k0 += kRowBlock) {
+      sums[j] = partials[c0 + j];
+    for (int64_t p = 1; p < parts; p++)
       for (int64_t j = 0; j < n; j++)
-        part[j] = 0.0f;
-      for (int64_t k = k0; k < minI(K, k0 + kRowBlock); k++) {
-        const float x = in[k];
-        const float *w = W + k * M + c0;
-        for (int64_t j = 0; j < n; j++)
-          part[j] += x * w[j];
-      }
-      for (int64_t j = 0; j < n; j++)
-        total[j] += part[j];
-    }
+        sums[j] += partials[p * M + c0 + j];
     Epilogue e{nullptr, bias ? bias + c0 : nullptr, add ? add + c0 : nullptr, 0, int(act), lo, hi};
-    storePartialTile(total, kRowChunk, 1, n, out + c0, M, /*accumulate=*/0, /*last=*/1, &e);
+    storePartialTile(sums, kChunk, 1, n, out + c0, M, /*accumulate=*/0, /*last=*/1, &e);
   }
 }
 
