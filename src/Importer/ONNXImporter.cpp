@@ -91,6 +91,25 @@ const Tensor *Importer::constInputAsStored(const onnx::NodeProto &n, int i) cons
   return it == consts_.end() ? nullptr : &it->second.asStored();
 }
 
+namespace {
+/// Adds to \p uses every input of the nodes in \p n's subgraph attributes, at any depth.
+void countBodyReads(const onnx::NodeProto &n, std::unordered_map<std::string, unsigned> &uses) {
+  for (const auto &a : n.attribute()) {
+    std::vector<const onnx::GraphProto *> bodies;
+    if (a.has_g())
+      bodies.push_back(&a.g());
+    for (const auto &b : a.graphs())
+      bodies.push_back(&b);
+    for (const onnx::GraphProto *b : bodies)
+      for (const auto &m : b->node()) {
+        for (const auto &in : m.input())
+          uses[in]++;
+        countBodyReads(m, uses);
+      }
+  }
+}
+} // namespace
+
 void Importer::releaseConstInput(const onnx::NodeProto &n, int i) {
   if (!hasInput(n, i))
     return;
@@ -479,23 +498,8 @@ Error Importer::importGraph(const onnx::GraphProto &g, ONNXModel &out) {
     uses_[o.name()]++;
   // Subgraphs (If, Loop, Scan bodies) may read outer values by name: they count as uses
   // too, so that releaseConstInput never frees a constant a body still reads.
-  std::function<void(const onnx::NodeProto &)> countBodies = [&](const onnx::NodeProto &n) {
-    for (const auto &a : n.attribute()) {
-      std::vector<const onnx::GraphProto *> bodies;
-      if (a.has_g())
-        bodies.push_back(&a.g());
-      for (const auto &b : a.graphs())
-        bodies.push_back(&b);
-      for (const onnx::GraphProto *b : bodies)
-        for (const auto &m : b->node()) {
-          for (const auto &in : m.input())
-            uses_[in]++;
-          countBodies(m);
-        }
-    }
-  };
   for (const auto &n : g.node())
-    countBodies(n);
+    countBodyReads(n, uses_);
 
   KILN_RETURN_IF_ERR(bindSymbols(g)); // a shape the model refuses, before anything else
   KILN_RETURN_IF_ERR(collectUnsupported(g));
