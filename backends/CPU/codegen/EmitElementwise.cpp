@@ -13,7 +13,7 @@ namespace kiln::cpu {
 namespace {
 
 /// Collects an instruction's float and Bool attributes in table order (Clip: Min, Max;
-/// LeakyRelu: Alpha; Mod: Fmod; BitShift: Left); any other kind of attribute means the
+/// LeakyRelu: Alpha; Gelu: Approximate; Mod: Fmod; BitShift: Left); any other kind of attribute means the
 /// default kernel does not apply.
 class FloatAttrs : public AttrVisitor {
 public:
@@ -60,23 +60,16 @@ bool Emitter::elemOpOf(Instruction *I, ElemOp &op) {
   ElemKind out = I->getOperand(0).first->getType()->kind;
   FloatAttrs attrs;
   I->visitAttrs(attrs);
-  std::string name;
-  if (auto *g = dyn_cast<GeluInst>(I)) {
-    // The exception to the table-driven default: two kernels by attribute.
-    name = g->getApproximate() ? "libjit_elem_gelu_tanh_f32" : "libjit_elem_gelu_f32";
-    attrs = FloatAttrs();
-  } else {
-    if (attrs.other)
-      return false;
-    // libjit_elem_<lower-case kind>_<operand kind>, or ..._<operand kind>_<result kind>
-    // where the result's kind is the kernel's own (ConvertTo).
-    name = "libjit_elem_";
-    for (const char *c = I->getKindName(); *c; c++)
-      name += char(std::tolower(static_cast<unsigned char>(*c)));
-    name += std::string("_") + kindSuffix(in);
-    if (!M_.getFunction(name))
-      name += std::string("_") + kindSuffix(out);
-  }
+  if (attrs.other)
+    return false;
+  // libjit_elem_<lower-case kind>_<operand kind>, or ..._<operand kind>_<result kind>
+  // where the result's kind is the kernel's own (ConvertTo).
+  std::string name = "libjit_elem_";
+  for (const char *c = I->getKindName(); *c; c++)
+    name += char(std::tolower(static_cast<unsigned char>(*c)));
+  name += std::string("_") + kindSuffix(in);
+  if (!M_.getFunction(name))
+    name += std::string("_") + kindSuffix(out);
   // Data-parallel kinds without a kernel are not element-wise here; plan() reports them
   // unsupported.
   llvm::Function *f = M_.getFunction(name);

@@ -143,8 +143,6 @@ LIBJIT_DECLARE_WINO_ROWS(avx2)
 LIBJIT_DECLARE_UNARY(relu)
 LIBJIT_DECLARE_UNARY(sigmoid)
 LIBJIT_DECLARE_UNARY(tanh)
-LIBJIT_DECLARE_UNARY(gelu)
-LIBJIT_DECLARE_UNARY(gelu_tanh)
 LIBJIT_DECLARE_UNARY(hardswish)
 LIBJIT_DECLARE_UNARY(swish)
 LIBJIT_DECLARE_UNARY(neg)
@@ -169,6 +167,8 @@ LIBJIT_DECLARE_BINARY(prelu)
 LIBJIT_EXPORT float libjit_elem_clip_f32(float x, float lo, float hi);
 LIBJIT_EXPORT float libjit_elem_leakyrelu_f32(float x, float alpha);
 #undef LIBJIT_DECLARE_UNARY
+/// GELU; \p approximate (the operator's Approximate) selects the tanh form.
+LIBJIT_EXPORT float libjit_elem_gelu_f32(float x, bool approximate);
 #undef LIBJIT_DECLARE_BINARY
 
 // Data movement (libjit_tensor.cpp).

@@ -1,6 +1,6 @@
 // Element-wise operators as scalar functions, one per operator and element kind
 // (libjit_elem_<op>_<kind>, ConvertTo libjit_elem_convertto_<from>_<to>; kinds f32, i32,
-// i64, bool; a Bool attribute of the operator, Mod's Fmod or BitShift's Left, is a trailing
+// i64, bool; a Bool attribute of the operator, Gelu's Approximate, Mod's Fmod or BitShift's Left, is a trailing
 // `bool` parameter). The backend fuses chains of element-wise instructions into one loop that
 // calls these; after inlining, LLVM vectorises the loop for the host, so every function
 // here is branch-free: the transcendental ones are the polynomials of libjit_math.h, not
@@ -20,8 +20,9 @@ using namespace libjit;
 LIBJIT_EXPORT float libjit_elem_relu_f32(float x) { return x < 0.0f ? 0.0f : x; }
 LIBJIT_EXPORT float libjit_elem_sigmoid_f32(float x) { return sigmoidF(x); }
 LIBJIT_EXPORT float libjit_elem_tanh_f32(float x) { return tanhF(x); }
-LIBJIT_EXPORT float libjit_elem_gelu_f32(float x) { return geluF(x); }
-LIBJIT_EXPORT float libjit_elem_gelu_tanh_f32(float x) { return geluTanhF(x); }
+LIBJIT_EXPORT float libjit_elem_gelu_f32(float x, bool approximate) {
+  return approximate ? geluTanhF(x) : geluF(x);
+}
 LIBJIT_EXPORT float libjit_elem_hardswish_f32(float x) {
   float t = x + 3.0f;
   t = t < 0.0f ? 0.0f : t;
