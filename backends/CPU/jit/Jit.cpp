@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <unistd.h>
 
@@ -58,9 +59,20 @@ void initLLVM() {
 /// Host features as a string, with AVX-512 removed when asked.
 void hostFeatures(const JitOptions &opts, std::string &cpu, std::string &features, bool &avx512,
                   bool &avx2) {
-  cpu = llvm::sys::getHostCPUName().str();
-  llvm::StringMap<bool> map;
-  llvm::sys::getHostCPUFeatures(map);
+  // The host's own name and features, read once per process (every compile and every
+  // kernel object loaded asks, and each reading costs tens of microseconds of CPUID).
+  struct Host {
+    std::string cpu;
+    llvm::StringMap<bool> features;
+  };
+  static const Host host = [] {
+    Host h;
+    h.cpu = llvm::sys::getHostCPUName().str();
+    llvm::sys::getHostCPUFeatures(h.features);
+    return h;
+  }();
+  cpu = host.cpu;
+  llvm::StringMap<bool> map = host.features;
   if (opts.disableAvx512) {
     for (auto &kv : map)
       if (kv.getKey().startswith("avx512") || kv.getKey() == "amx-tile" ||
@@ -75,6 +87,15 @@ void hostFeatures(const JitOptions &opts, std::string &cpu, std::string &feature
   avx512 = map.lookup("avx512f") && map.lookup("avx512bw") && map.lookup("avx512vl") &&
            map.lookup("avx512dq");
   avx2 = map.lookup("avx2") && map.lookup("fma");
+}
+
+/// A builder of target machines for \p host's CPU and features on this process's triple
+/// (JITTargetMachineBuilder::detectHost would read the host's features again).
+llvm::orc::JITTargetMachineBuilder targetMachineBuilder(const HostInfo &host) {
+  llvm::orc::JITTargetMachineBuilder b{llvm::Triple(llvm::sys::getProcessTriple())};
+  b.setCPU(host.cpu);
+  b.getFeatures() = llvm::SubtargetFeatures(host.features);
+  return b;
 }
 
 /// Writes the object code of a compiled module to a file (atomically: a temporary file
@@ -345,11 +366,7 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
   jm->host_ = detectHost(opts);
   const HostInfo &host = jm->host_;
 
-  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!jtmb)
-    return makeError(ErrorCode::Internal, "CPU backend: ", errString(jtmb.takeError()));
-  jtmb->setCPU(host.cpu);
-  jtmb->getFeatures() = llvm::SubtargetFeatures(host.features);
+  std::optional<llvm::orc::JITTargetMachineBuilder> jtmb = targetMachineBuilder(host);
   jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
 
   auto tm = jtmb->createTargetMachine();
@@ -438,14 +455,8 @@ JitModule::loadObjectBuffer(std::unique_ptr<llvm::MemoryBuffer> buf,
   initLLVM();
   std::unique_ptr<JitModule> jm(new JitModule());
   jm->host_ = detectHost(opts);
-  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!jtmb) {
-    llvm::consumeError(jtmb.takeError());
-    return nullptr;
-  }
-  jtmb->setCPU(jm->host_.cpu);
-  jtmb->getFeatures() = llvm::SubtargetFeatures(jm->host_.features);
-  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*jtmb).create();
+  auto jit =
+      llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(targetMachineBuilder(jm->host_)).create();
   if (!jit) {
     llvm::consumeError(jit.takeError());
     return nullptr;

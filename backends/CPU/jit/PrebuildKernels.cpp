@@ -78,12 +78,15 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "prebuild_kernels: %s\n", units.getError().toString().c_str());
       return 1;
     }
-    for (const auto &u : *units) {
-      os << "    {\"" << l.name << "\", \"" << u.first << "\",\n    ";
-      writeLiteral(os, u.second);
-      os << ",\n    " << u.second.size() << "},\n";
+    for (const kiln::cpu::CompiledUnit &u : *units) {
+      std::string helpers;
+      for (const std::string &h : u.helpers)
+        helpers += (helpers.empty() ? "" : ",") + h;
+      os << "    {\"" << l.name << "\", \"" << u.name << "\",\n    ";
+      writeLiteral(os, u.object);
+      os << ",\n    " << u.object.size() << ", \"" << helpers << "\", " << u.instrs << "},\n";
       count++;
-      bytes += u.second.size();
+      bytes += u.object.size();
     }
   }
   os << "};\n\n"

@@ -25,6 +25,11 @@ struct PrebuiltUnit {
   const char *unit;  ///< the kernel's or helper's name
   const char *data;  ///< ELF object code, static storage
   size_t size;
+  /// The shared helpers the unit calls, comma-separated ("" for none), and its own IR
+  /// instruction count: what getSharedKernels would otherwise read from the kernel
+  /// library's bitcode, which costs a process ~25 ms to parse.
+  const char *helpers;
+  size_t instrs;
 };
 
 /// Registers \p n units of static storage, compiled from the kernel library whose bitcode
@@ -36,13 +41,25 @@ bool registerPrebuiltUnits(const PrebuiltUnit *units, size_t n, uint64_t bitcode
 /// The registered unit \p unit for \p level, or null.
 const PrebuiltUnit *findPrebuiltUnit(const std::string &level, const std::string &unit);
 
+/// The shared helpers \p unit calls, directly or through its own internal functions, as
+/// the kernel bitcode says (what a prebuilt unit records, read again: for tests).
+Expected<std::vector<std::string>> sharedUnitHelpers(const std::string &unit);
+
 /// A hash of the embedded kernel bitcode.
 uint64_t libjitBitcodeHash();
 
+/// One unit as the build tool writes it.
+struct CompiledUnit {
+  std::string name;
+  std::string object;               ///< ELF object code
+  std::vector<std::string> helpers; ///< the shared helpers it calls
+  size_t instrs = 0;                ///< its own IR instructions
+};
+
 /// For the build tool: compiles \p kernels and every shared helper they call for \p level
 /// ("x86-64-v4" or "x86-64-v3"), writing the objects through \p scratchDir, and returns
-/// each unit's name and object code, helpers included.
-Expected<std::vector<std::pair<std::string, std::string>>>
+/// each unit, helpers included.
+Expected<std::vector<CompiledUnit>>
 compileSharedUnits(const std::string &level, const std::vector<std::string> &kernels,
                    const std::string &scratchDir);
 

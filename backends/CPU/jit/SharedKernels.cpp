@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <thread>
 #include <utime.h>
@@ -28,9 +29,17 @@ namespace {
 /// JIT builds or links it), so that stale objects on disk are not loaded.
 constexpr const char *kObjectFormat = "2";
 
+/// FNV-1a over 8-byte words (then the tail bytes): the kernel library's bitcode (~1.7 MB)
+/// is hashed in every process, and the byte-wise form's chain of multiplies took ~2 ms.
 uint64_t fnv1a(const void *data, size_t n, uint64_t h = 1469598103934665603ull) {
   const unsigned char *p = static_cast<const unsigned char *>(data);
-  for (size_t i = 0; i < n; i++)
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * 1099511628211ull;
+  }
+  for (; i < n; i++)
     h = (h ^ p[i]) * 1099511628211ull;
   return h;
 }
@@ -84,6 +93,33 @@ Error findHelpers(const std::vector<std::string> &units, std::map<std::string, U
   return Error::success();
 }
 
+/// Fills \p info with what the prebuilt objects of \p level record of \p units and,
+/// transitively, of the helpers they call; units without a prebuilt object are left for
+/// findHelpers.
+void helpersFromPrebuilt(const std::string &level, const std::vector<std::string> &units,
+                         std::map<std::string, UnitInfo> &info) {
+  if (level.empty())
+    return;
+  std::vector<std::string> work = units;
+  for (size_t i = 0; i < work.size(); i++) {
+    if (info.count(work[i]))
+      continue;
+    const PrebuiltUnit *u = findPrebuiltUnit(level, work[i]);
+    if (!u || !u->helpers)
+      continue;
+    UnitInfo &ui = info[work[i]];
+    ui.size = u->instrs;
+    for (const char *p = u->helpers; *p;) {
+      const char *e = p;
+      while (*e && *e != ',')
+        e++;
+      ui.helpers.emplace_back(p, e);
+      work.push_back(ui.helpers.back());
+      p = *e ? e + 1 : e;
+    }
+  }
+}
+
 /// One unit compiled alone (everything it does not reach dropped, the helpers it calls
 /// linked by address), or loaded from its object file on disk.
 Expected<std::unique_ptr<JitModule>> buildUnit(const std::string &name, const std::string &key,
@@ -113,7 +149,7 @@ std::string cachedObjectPath(const std::string &dir, const std::string &key) {
     return "";
   // The kernel library's bitcode is part of every key: objects of an older build are
   // never loaded.
-  static const uint64_t bcHash = fnv1a(kObjectFormat, 1, fnv1a(kLibjitBitcode, kLibjitBitcodeSize));
+  static const uint64_t bcHash = fnv1a(kObjectFormat, 1, libjitBitcodeHash());
   uint64_t h = fnv1a(key.data(), key.size(), bcHash);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
@@ -145,6 +181,7 @@ Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::
   for (const std::string &n : names)
     if (!modules.count(memo + n))
       missing.push_back(n);
+  helpersFromPrebuilt(level, missing, info);
   KILN_RETURN_IF_ERR(findHelpers(missing, info, opts.times));
   std::vector<std::string> helpers, kernels;
   std::vector<std::string> work(names.begin(), names.end());
@@ -306,6 +343,12 @@ PrebuiltRegistry &prebuiltRegistry() {
 }
 } // namespace
 
+Expected<std::vector<std::string>> sharedUnitHelpers(const std::string &unit) {
+  std::map<std::string, UnitInfo> info;
+  KILN_RETURN_IF_ERR(findHelpers({unit}, info, false));
+  return info.at(unit).helpers;
+}
+
 uint64_t libjitBitcodeHash() {
   static const uint64_t h = fnv1a(kLibjitBitcode, kLibjitBitcodeSize);
   return h;
@@ -328,7 +371,7 @@ const PrebuiltUnit *findPrebuiltUnit(const std::string &level, const std::string
   return it == r.units.end() ? nullptr : it->second;
 }
 
-Expected<std::vector<std::pair<std::string, std::string>>>
+Expected<std::vector<CompiledUnit>>
 compileSharedUnits(const std::string &level, const std::vector<std::string> &kernels,
                    const std::string &scratchDir) {
   if (level != "x86-64-v4" && level != "x86-64-v3")
@@ -343,7 +386,7 @@ compileSharedUnits(const std::string &level, const std::vector<std::string> &ker
   std::map<std::string, UnitInfo> info;
   KILN_RETURN_IF_ERR(findHelpers(kernels, info, false));
   std::string prefix = unitKeyPrefix(detectHost(o), o);
-  std::vector<std::pair<std::string, std::string>> out;
+  std::vector<CompiledUnit> out;
   for (const auto &kv : info) {
     std::string path = cachedObjectPath(scratchDir, prefix + kv.first);
     auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
@@ -351,7 +394,7 @@ compileSharedUnits(const std::string &level, const std::vector<std::string> &ker
     if (!buf)
       return makeError(ErrorCode::Internal, "prebuilt kernels: no object for '", kv.first,
                        "' at ", path);
-    out.emplace_back(kv.first, (*buf)->getBuffer().str());
+    out.push_back({kv.first, (*buf)->getBuffer().str(), kv.second.helpers, kv.second.size});
   }
   return out;
 }
