@@ -72,10 +72,14 @@ TEST(CpuPrebuilt, KernelLoadedByRecordedHelpersComputes) {
   opts.disableAvx512 = true; // the x86-64-v3 objects, on any AVX2 host
   opts.cacheDir = "off";     // nothing compiled or read from disk: the prebuilt objects
   opts.times = true;         // prints the phases, the bitcode scan among them if it runs
+  // First a kernel that calls the same GEMM helpers: the second load links to the
+  // helpers the first one loaded (by address) rather than loading them again.
   const std::string name = "libjit_batchmatmul_f32_avx2";
   testing::internal::CaptureStderr();
+  auto fc = kiln::cpu::getSharedKernels({"libjit_fc_f32_avx2"}, opts);
   auto k = kiln::cpu::getSharedKernels({name}, opts);
   std::string phases = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(bool(fc)) << fc.getError().toString();
   ASSERT_TRUE(bool(k)) << k.getError().toString();
   // The helpers came from the prebuilt records: the kernel bitcode was not read.
   EXPECT_EQ(phases.find("find the shared helpers"), std::string::npos) << phases;

@@ -47,7 +47,10 @@ bool ConstantArena::resize(uint64_t bytes) {
   if (p == MAP_FAILED)
     return false;
 #if defined(MADV_HUGEPAGE)
-  madvise(p, cap, MADV_HUGEPAGE); // advice only
+  // Advice only, and only for arenas of several huge pages: a huge page is zeroed whole
+  // on its first touch, which for a small network's constants cost more than they did.
+  if (cap >= 2 * kHugePage)
+    madvise(p, cap, MADV_HUGEPAGE);
 #endif
 #else
   void *p = std::aligned_alloc(kAlign, cap);

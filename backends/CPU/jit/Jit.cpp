@@ -434,7 +434,9 @@ std::unique_ptr<JitModule> JitModule::loadObject(const std::string &path,
                                          /*RequiresNullTerminator=*/false);
   if (!buf)
     return nullptr;
-  return loadObjectBuffer(std::move(*buf), entries, opts, externals);
+  std::vector<std::unique_ptr<llvm::MemoryBuffer>> bufs;
+  bufs.push_back(std::move(*buf));
+  return loadObjectBuffers(std::move(bufs), entries, opts, externals);
 }
 
 std::unique_ptr<JitModule> JitModule::loadObject(const void *data, size_t size,
@@ -445,13 +447,27 @@ std::unique_ptr<JitModule> JitModule::loadObject(const void *data, size_t size,
   auto buf = llvm::MemoryBuffer::getMemBuffer(
       llvm::StringRef(static_cast<const char *>(data), size), name,
       /*RequiresNullTerminator=*/false);
-  return loadObjectBuffer(std::move(buf), entries, opts, externals);
+  std::vector<std::unique_ptr<llvm::MemoryBuffer>> bufs;
+  bufs.push_back(std::move(buf));
+  return loadObjectBuffers(std::move(bufs), entries, opts, externals);
+}
+
+std::unique_ptr<JitModule> JitModule::loadObjects(const std::vector<ObjectBytes> &objects,
+                                                  const std::vector<std::string> &entries,
+                                                  const JitOptions &opts,
+                                                  const std::map<std::string, void *> &externals) {
+  std::vector<std::unique_ptr<llvm::MemoryBuffer>> bufs;
+  for (const ObjectBytes &o : objects)
+    bufs.push_back(llvm::MemoryBuffer::getMemBuffer(
+        llvm::StringRef(static_cast<const char *>(o.data), o.size), o.name,
+        /*RequiresNullTerminator=*/false));
+  return loadObjectBuffers(std::move(bufs), entries, opts, externals);
 }
 
 std::unique_ptr<JitModule>
-JitModule::loadObjectBuffer(std::unique_ptr<llvm::MemoryBuffer> buf,
-                            const std::vector<std::string> &entries, const JitOptions &opts,
-                            const std::map<std::string, void *> &externals) {
+JitModule::loadObjectBuffers(std::vector<std::unique_ptr<llvm::MemoryBuffer>> bufs,
+                             const std::vector<std::string> &entries, const JitOptions &opts,
+                             const std::map<std::string, void *> &externals) {
   initLLVM();
   std::unique_ptr<JitModule> jm(new JitModule());
   jm->host_ = detectHost(opts);
@@ -471,10 +487,11 @@ JitModule::loadObjectBuffer(std::unique_ptr<llvm::MemoryBuffer> buf,
     llvm::consumeError(std::move(e));
     return nullptr;
   }
-  if (auto e = (*jit)->addObjectFile(std::move(buf))) {
-    llvm::consumeError(std::move(e));
-    return nullptr;
-  }
+  for (auto &buf : bufs)
+    if (auto e = (*jit)->addObjectFile(std::move(buf))) {
+      llvm::consumeError(std::move(e));
+      return nullptr;
+    }
   jm->impl_->jit = std::move(*jit);
   for (const auto &e : entries) {
     auto sym = jm->impl_->jit->lookup(e);

@@ -139,6 +139,19 @@ public:
                                                const std::vector<std::string> &entryPoints,
                                                const JitOptions &opts,
                                                const std::map<std::string, void *> &externals = {});
+  /// Object code in memory, static or outliving the module that loads it.
+  struct ObjectBytes {
+    const void *data;
+    size_t size;
+    std::string name; ///< labels it in LLVM's messages
+  };
+  /// Several objects in one JIT: their symbols resolve among themselves first, then
+  /// against \p externals and the process; every entry point is looked up (linked) before
+  /// it returns. Null when an object does not load or an entry point does not link.
+  static std::unique_ptr<JitModule> loadObjects(const std::vector<ObjectBytes> &objects,
+                                                const std::vector<std::string> &entryPoints,
+                                                const JitOptions &opts,
+                                                const std::map<std::string, void *> &externals = {});
   ~JitModule();
   JitModule(const JitModule &) = delete;
   JitModule &operator=(const JitModule &) = delete;
@@ -153,9 +166,9 @@ public:
 private:
   JitModule();
   static std::unique_ptr<JitModule>
-  loadObjectBuffer(std::unique_ptr<llvm::MemoryBuffer> buf,
-                   const std::vector<std::string> &entryPoints, const JitOptions &opts,
-                   const std::map<std::string, void *> &externals);
+  loadObjectBuffers(std::vector<std::unique_ptr<llvm::MemoryBuffer>> bufs,
+                    const std::vector<std::string> &entryPoints, const JitOptions &opts,
+                    const std::map<std::string, void *> &externals);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string ir_, asm_;
