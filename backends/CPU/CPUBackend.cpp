@@ -277,6 +277,7 @@ std::vector<StageTiming> CPUFunction::getProfile() const {
     t.minMs = k.count ? double(k.minNs) * 1e-6 : 0.0;
     t.flops = s.flops;
     t.bytes = s.bytes;
+    t.threads = s.parallel ? std::max(1u, prog_->threads) : 1u;
     out.push_back(std::move(t));
   }
   return out;

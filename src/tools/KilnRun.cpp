@@ -206,9 +206,9 @@ void printText(const Options &f, kiln::tools::ModelRunner &runner, const RunFigu
 /// Per-stage timings of backends asked to profile (CPU: --backend-opt profile=1), on
 /// stderr so that --json keeps one line on stdout. Where the backend counts a stage's work,
 /// its rate from the stage's minimum: GFLOP/s against one core's measured multiply-add
-/// peak (times \p threads for a parallel stage, "P"), or for stages that only move data,
-/// GB/s against the measured DRAM bandwidth (data in cache can exceed it).
-void printProfile(kiln::tools::ModelRunner &runner, unsigned threads) {
+/// peak (times the threads the stage ran on), or for stages that only move data, GB/s
+/// against the measured DRAM bandwidth (data in cache can exceed it).
+void printProfile(kiln::tools::ModelRunner &runner) {
   using namespace kiln;
   std::vector<StageTiming> profile = runner.profile();
   if (profile.empty())
@@ -244,8 +244,7 @@ void printProfile(kiln::tools::ModelRunner &runner, unsigned threads) {
       if (t->bytes > 0 && t->minMs > 0) {
         double s = t->minMs * 1e-3;
         double gflops = t->flops / s * 1e-9, gbs = t->bytes / s * 1e-9;
-        bool parallel = t->name.rfind("P ", 0) == 0 || t->name.find(": P ") != std::string::npos;
-        double peak = lim.fmaGflops * (parallel ? std::max(1u, threads) : 1u);
+        double peak = lim.fmaGflops * std::max(1u, t->threads);
         if (t->flops > 0)
           std::fprintf(stderr, "  %9.1f  %7.1f  %5.0f%% F", gflops, gbs,
                        100.0 * gflops / std::max(peak, 1e-9));
@@ -259,7 +258,7 @@ void printProfile(kiln::tools::ModelRunner &runner, unsigned threads) {
     std::fprintf(stderr, "  %s\n", t->name.c_str());
   }
   if (counted)
-    std::fprintf(stderr, "of limit: F = of the multiply-add peak (x threads for P stages), "
+    std::fprintf(stderr, "of limit: F = of the multiply-add peak (x the threads of P stages), "
                          "M = of the DRAM copy bandwidth\n");
 }
 
@@ -419,7 +418,7 @@ int main(int argc, char **argv) {
               << runner.lastReport().totalDmaBytes() << " DMA bytes (last run)\n";
   if (!f.json)
     printText(f, runner, r, *split);
-  printProfile(runner, f.threads);
+  printProfile(runner);
   for (const std::string &g : runner.getDumpedGraphs())
     std::cerr << "kiln-run: wrote " << g << "\n";
   if (trace) {

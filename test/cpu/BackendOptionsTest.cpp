@@ -156,6 +156,34 @@ TEST(BackendOptions, ProfileCountsEachStagesWork) {
   EXPECT_DOUBLE_EQ(flops, 2.0 * 4 * 2);
 }
 
+// The profile says how many threads each stage's work was split between: a convolution
+// large enough to be split (64 filters of 64 x 3 x 3 over 32 x 32: 75 MFLOP) ran on both
+// threads of a 2-thread program and on one of a 1-thread program.
+TEST(BackendOptions, ProfileSaysTheThreadsOfEachStage) {
+  for (unsigned threads : {1u, 2u}) {
+    SCOPED_TRACE(threads);
+    ExecutionEngine ee("CPU");
+    Module &m = ee.getModule();
+    Function *f = m.createFunction("main");
+    Placeholder *x = m.createPlaceholder(ElemKind::Float, {1, 64, 32, 32}, "x");
+    f->createSave("y", NodeValue(f->createConv("conv", NodeValue(x), 64, 3, 1, 1)));
+    std::string t = "threads=" + std::to_string(threads);
+    ASSERT_FALSE(bool(ee.compile(withItems({"profile=1", t.c_str()}))));
+    PlaceholderBindings b;
+    b.allocate(m.getPlaceholders());
+    for (int i = 0; i < 2; i++)
+      ASSERT_FALSE(bool(ee.run(b)));
+    Expected<std::vector<StageTiming>> p = ee.getHostManager()->getProfile("main");
+    ASSERT_TRUE(bool(p)) << p.getError().message();
+    const StageTiming *convStage = nullptr;
+    for (const StageTiming &s : *p)
+      if (s.flops > 0)
+        convStage = &s;
+    ASSERT_NE(convStage, nullptr);
+    EXPECT_EQ(convStage->threads, threads) << convStage->name;
+  }
+}
+
 TEST(BackendOptions, UnknownOrBadParametersFailTheCompile) {
   struct Case {
     const char *backend, *item, *named, *listed;

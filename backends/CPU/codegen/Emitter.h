@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -134,7 +135,10 @@ public:
     bool parallel;
     std::string name;
     std::function<void()> emit;
-    StageWork work; ///< what it computes, for the profile's rates
+    /// What it computes, for the profile's rates. Left unset, plan() gives the whole
+    /// instruction's work to its last item (the one that computes the result); an emitter
+    /// that splits the work otherwise sets it on the items itself.
+    std::optional<StageWork> work;
   };
 
   // ---- Emitters by instruction kind (EmitConv.cpp, EmitLinalg.cpp, EmitNorm.cpp,
@@ -353,10 +357,9 @@ private:
   std::map<unsigned, llvm::Value *> baseCache_;
   unsigned stageCount_ = 0;
   std::vector<std::string> *entryNames_ = nullptr;
-  std::vector<bool> stageParallel_;
-  std::vector<std::string> stageDesc_;
+  /// The stages emitted so far (Stage::fn null), one per entry point of entryNames_.
+  std::vector<Stage> stages_;
   std::unordered_map<const WeightVar *, unsigned> borrowedIndex_;
-  std::vector<StageWork> stageWork_;
   std::string missing_;
   unsigned fusedLoops_ = 0, fusedInstrs_ = 0;
   std::set<std::string> called_;

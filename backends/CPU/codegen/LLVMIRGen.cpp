@@ -310,9 +310,11 @@ void Emitter::beginStage(bool parallel, const std::string &name) {
   }
   baseCache_.clear();
   entryNames_->push_back(fname);
-  stageParallel_.push_back(parallel);
-  stageDesc_.push_back(name);
-  stageWork_.emplace_back();
+  Stage st;
+  st.parallel = parallel;
+  st.name = fname;
+  st.desc = name;
+  stages_.push_back(std::move(st));
 }
 
 void Emitter::endStage() {
@@ -379,9 +381,9 @@ Error Emitter::plan(Instruction *I, std::vector<Item> &items) {
   // unless its emitter gave it to another.
   bool given = false;
   for (size_t i = first; i < items.size(); i++)
-    given = given || items[i].work.bytes > 0;
+    given = given || items[i].work.has_value();
   if (items.size() > first && !given)
-    items.back().work += stageWork({I});
+    items.back().work = stageWork({I});
   // Handing work to the pool costs microseconds (more when the other cores are busy):
   // instructions too small to repay it run on the calling thread.
   if (estimateNanos(I) < kMinParallelNanos)
@@ -524,6 +526,15 @@ void Emitter::placeScratch() {
                                 : scratchOffset_;
 }
 
+namespace {
+void addWork(Stage &s, const Emitter::Item &it) {
+  if (it.work) {
+    s.flops += it.work->flops;
+    s.bytes += it.work->bytes;
+  }
+}
+} // namespace
+
 Error Emitter::emitStages(std::vector<Item> &items) {
   bool open = false;
   // Profiles (CPUBackend.cpp) time every item on its own.
@@ -535,17 +546,17 @@ Error Emitter::emitStages(std::vector<Item> &items) {
       open = false;
       beginStage(par, it.name);
       it.emit();
-      stageWork_.back() += it.work;
+      addWork(stages_.back(), it);
       endStage();
     } else {
       if (!open) {
         beginStage(false, it.name);
         open = true;
-      } else if (stageDesc_.back().size() < 60) {
-        stageDesc_.back() += "+" + it.name;
+      } else if (stages_.back().desc.size() < 60) {
+        stages_.back().desc += "+" + it.name;
       }
       it.emit();
-      stageWork_.back() += it.work;
+      addWork(stages_.back(), it);
     }
     if (!missing_.empty())
       return makeError(ErrorCode::Internal, "CPU backend: kernel '", missing_, "' not found");
@@ -563,10 +574,8 @@ Error Emitter::run(std::vector<std::string> &entryNames) {
   placeScratch();
   // Pass 2: stages.
   KILN_RETURN_IF_ERR(emitStages(items));
-  prog_.stages.clear();
-  for (size_t i = 0; i < entryNames.size(); i++)
-    prog_.stages.push_back({nullptr, bool(stageParallel_[i]), entryNames[i], stageDesc_[i],
-                            stageWork_[i].flops, stageWork_[i].bytes});
+  prog_.stages = std::move(stages_);
+  stages_.clear();
   return Error::success();
 }
 

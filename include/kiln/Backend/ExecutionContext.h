@@ -22,6 +22,8 @@ struct StageTiming {
   /// What the stage computes, where the backend counts it (0 otherwise): arithmetic
   /// operations (a multiply-add counts 2) and bytes of its operands.
   double flops = 0, bytes = 0;
+  /// The threads the stage's work was split between (1 for a stage one thread runs).
+  unsigned threads = 1;
 };
 
 /// Maps placeholders to tensors. Allocated tensors are zero-filled and owned here.
