@@ -256,6 +256,10 @@ Error convertCast(Importer &I, const Node &n) {
                           I.F->createFloor(I.opName(n, "floor"), x));
   }
   I.setOutput(n, 0, I.F->createConvertTo(I.opName(n), I.M->uniqueType(dst, x.dims()), x));
+  // The stated type, where kiln widens it (a uint8 result is Int32I): the quantization
+  // converters read an 8-bit zero point's signedness from it.
+  if (n.op_type() == "Cast" && I.hasOutput(n, 0))
+    I.setONNXType(n.output(0), int32_t(I.attr(n, "to")->i()));
   return Error::success();
 }
 

@@ -210,8 +210,63 @@ Expected<size_t> quantAxis(Importer &I, const Node &n, const Dims &dims, size_t 
 
 // ------------------------------------------------------------------ Q / DQ
 
+/// Run-time input \p i of a QuantizeLinear (a scale, or with \p zeroPoint a zero point) as
+/// float values broadcast to \p d: one value for the whole tensor, or one per entry of the
+/// axis attribute's dimension.
+Expected<NodeValue> runTimeQuantParam(Importer &I, const Node &n, int i, const Dims &d,
+                                      bool zeroPoint, const char *what) {
+  KILN_ASSIGN_OR_RETURN(NodeValue v, I.input(n, i));
+  const Type &t = *v.getType();
+  // A zero point computed at run time is 8-bit, or the raw integers of a Cast to an 8-bit
+  // type (which kiln holds as Int32I).
+  if (zeroPoint ? !isEightBitKind(t.kind) && t.kind != ElemKind::Int32I
+                : t.kind != ElemKind::Float)
+    return I.unsupported(n, "the ", what, " input '", n.input(i), "' is ", t.toString(),
+                         zeroPoint ? "; expected 8-bit integers" : "; expected float");
+  if (v.dims().size() > 1)
+    return I.unsupported(n, "the ", what, " input ", t.toString(),
+                         " must be a scalar or a vector");
+  NodeValue f = zeroPoint ? rawAsFloat(I, n, v) : v;
+  const dim_t count = v.dims().product();
+  std::vector<dim_t> shape(d.size(), 1);
+  if (count != 1) {
+    if (d.empty())
+      return I.parseError(n, "per-axis ", what, " for a scalar input");
+    KILN_ASSIGN_OR_RETURN(size_t axis, quantAxis(I, n, d, count));
+    shape[axis] = count;
+  }
+  const std::string name = I.opName(n, what);
+  f = I.reshape(name + ".shape", f, Dims(shape));
+  return NodeValue(I.F->createBroadcast(name, f, d.vec()));
+}
+
+/// QuantizeLinear whose scale or zero point is computed at run time (DynamicQuantizeLinear's
+/// expansion computes both from the input's range): ONNX's arithmetic in float,
+/// saturate(round_half_even(x / scale) + zero_point), into raw integers of kind \p k.
+Error quantizeAtRunTime(Importer &I, const Node &n, ElemKind k, NodeValue x) {
+  Function *F = I.F;
+  const Dims &d = x.dims();
+  KILN_ASSIGN_OR_RETURN(NodeValue scale, runTimeQuantParam(I, n, 1, d, false, "y_scale"));
+  NodeValue q = F->createRound(I.opName(n, "round"), F->createDiv(I.opName(n, "div"), x, scale));
+  if (I.hasInput(n, 2)) {
+    KILN_ASSIGN_OR_RETURN(NodeValue zp, runTimeQuantParam(I, n, 2, d, true, "y_zero_point"));
+    q = F->createAdd(I.opName(n, "addzp"), q, zp);
+  }
+  q = F->createClip(I.opName(n, "sat"), q, float(kindMin(k)), float(kindMax(k)));
+  I.setOutput(n, 0, F->createQuantize(I.opName(n), I.M->uniqueType(k, d, 1.0f, 0), q));
+  I.setONNXType(n.output(0), onnxTypeOfKind(k));
+  return Error::success();
+}
+
 Error convertQuantizeLinear(Importer &I, const Node &n) {
   KILN_ASSIGN_OR_RETURN(ElemKind k, eightBitKindOf(I, n, 2, "y_zero_point"));
+  if (!I.constInput(n, 1) || (I.hasInput(n, 2) && !I.constInput(n, 2))) {
+    KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
+    if (x.getElementType() != ElemKind::Float)
+      x = I.F->createConvertTo(I.opName(n, "float"), I.M->uniqueType(ElemKind::Float, x.dims()),
+                               x);
+    return quantizeAtRunTime(I, n, k, x);
+  }
   KILN_ASSIGN_OR_RETURN(std::vector<float> s, scalesOf(I, n, 1, "y_scale"));
   KILN_ASSIGN_OR_RETURN(std::vector<int32_t> zp, zeroPointsOf(I, n, 2, k, s.size(), "y_zero_point"));
   KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));

@@ -106,14 +106,57 @@ TEST_F(ImporterTest, MatMulIntegerPerRowZeroPointIsRefused) {
     EXPECT_NE(e.message().find(part), std::string::npos) << part << " in " << e.message();
 }
 
-TEST_F(ImporterTest, QuantizeLinearScaleAtRunTimeIsRefused) {
+// QuantizeLinear with its scale and zero point computed at run time (DynamicQuantizeLinear's
+// expansion): scale s = 0.5 and a uint8 zero point Cast from float zf = 10. x [1, 1.25,
+// -0.25, 700] / 0.5 = [2, 2.5, -0.5, 1400], halves to even [2, 2, -0, 1400], + 10 = [12, 12,
+// 10, 1410], saturated to uint8 [12, 12, 10, 255].
+TEST_F(ImporterTest, QuantizeLinearScaleAndZeroPointAtRunTime) {
   ONNXBuilder b(13);
-  b.input("x", {4}).input("s", {});
+  b.input("x", {4}).input("s", {}).input("zf", {});
+  auto &cast = b.node("Cast", {"zf"}, {"z"});
+  ONNXBuilder::attrInt(cast, "to", TP::UINT8);
+  b.node("QuantizeLinear", {"x", "s", "z"}, {"y"}, "ql");
+  b.output("y", TP::UINT8);
+  std::map<std::string, Tensor> in;
+  in.emplace("x", floats({4}, {1, 1.25f, -0.25f, 700}));
+  in.emplace("s", floats({}, {0.5f}));
+  in.emplace("zf", floats({}, {10}));
+  const Tensor *y = run(b, std::move(in), "y");
+  ASSERT_NE(y, nullptr);
+  EXPECT_EQ(y->getElementType(), ElemKind::UInt8Q);
+  expectValues(y, {4}, {12, 12, 10, 255}, 0);
+}
+
+// The same per axis 1 of a [2, 2] input with run-time scales [0.5, 2] and an int8 zero
+// point Cast from float 5 (one for every channel): x [[100, 3], [-100, 0.75]] / s =
+// [[200, 1.5], [-200, 0.375]] -> [[200, 2], [-200, 0]] + 5 -> int8 [[127, 7], [-128, 5]].
+TEST_F(ImporterTest, PerAxisQuantizeLinearAtRunTime) {
+  ONNXBuilder b(13);
+  b.input("x", {2, 2}).input("s", {2}).input("zf", {});
+  auto &cast = b.node("Cast", {"zf"}, {"z"});
+  ONNXBuilder::attrInt(cast, "to", TP::INT8);
+  b.node("QuantizeLinear", {"x", "s", "z"}, {"y"});
+  b.output("y", TP::INT8);
+  std::map<std::string, Tensor> in;
+  in.emplace("x", floats({2, 2}, {100, 3, -100, 0.75f}));
+  in.emplace("s", floats({2}, {0.5f, 2}));
+  in.emplace("zf", floats({}, {5}));
+  const Tensor *y = run(b, std::move(in), "y");
+  ASSERT_NE(y, nullptr);
+  EXPECT_EQ(y->getElementType(), ElemKind::Int8Q);
+  expectValues(y, {2, 2}, {127, 7, -128, 5}, 0);
+}
+
+// A run-time scale must be one value or one per channel: a [2, 2] scale is refused, naming
+// the node and the shape.
+TEST_F(ImporterTest, QuantizeLinearMatrixScaleAtRunTimeIsRefused) {
+  ONNXBuilder b(13);
+  b.input("x", {2, 2}).input("s", {2, 2});
   b.node("QuantizeLinear", {"x", "s"}, {"y"}, "ql");
   b.output("y", TP::UINT8);
   Error e = load(b);
   ASSERT_TRUE(bool(e));
-  for (const char *part : {"'ql'", "QuantizeLinear", "y_scale", "computed at run time"})
+  for (const char *part : {"'ql'", "QuantizeLinear", "y_scale", "2x2"})
     EXPECT_NE(e.message().find(part), std::string::npos) << part << " in " << e.message();
 }
 
