@@ -243,11 +243,18 @@ Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
     const int64_t qstride =
         (SH * SW * ((Hp + SH - 1) / SH) * ((Wp + SW - 1) / SW) + T + 15) / 16 * 16;
     needPoolScratch((fixed + (cq4 + 1) * qstride * 4 + Wp * 4) / 4 + 16);
-  } else
+  } else if (pointwise) {
+    // libjit_qconv_impl.h, qconvPointwise: the patch of TB (pointwiseTB) pixels, colsum,
+    // acc, Opad FastRQ (24 bytes) and flags.
+    const int64_t m = std::min<int64_t>(8, std::max<int64_t>(1, 4096 / (K4 * T)));
+    const int64_t TB = T * m;
+    needPoolScratch(((K4 + 1 + MR) * TB * 4 + Opad * 25) / 4 + 16);
+  } else {
     // The patch, colsum, acc, Opad FastRQ (24 bytes) and flags, rounded up to 64 bytes,
     // then the padded planes (libjit_qconv_impl.h, qconv).
-    needPoolScratch(((K4 + 1 + MR) * T * 4 + Opad * 25 + 63) / 64 * 64 / 4 +
-                    (pointwise ? 0 : cg * Hp * Wp) / 4 + 16);
+    needPoolScratch(((K4 + 1 + MR) * T * 4 + Opad * 25 + 63) / 64 * 64 / 4 + cg * Hp * Wp / 4 +
+                    16);
+  }
   std::string name = "qconv " + std::to_string(KH) + "x" + std::to_string(KW) + "/" +
                      std::to_string(SH) + " " + std::to_string(C) + "->" + std::to_string(O) +
                      (G > 1 ? " g" + std::to_string(G) : "") + " " + isa;

@@ -23,10 +23,13 @@
 //     which saturates pairs at 16 bits, is not used);
 //   - generic: the same in plain C, 8 lanes (hosts without AVX2: x86-64 bundles).
 //
-// Layout. Convolution (NCHW): per image, group and tile of T pixels, the im2col patch is
-// packed into scratch as [K4][T] lanes (K4 = ceil(K / 4), K = C/G KH KW) and multiplied by
-// the packed weights [G][O/G rounded up to MR][K4][MR] lanes, MR output channels times T
-// pixels per micro-kernel call. Fully connected: the weights [K, M] are packed as
+// Layout. Convolution (NCHW): the packed weights are [G][O/G rounded up to MR][K4][MR]
+// lanes, MR output channels times T pixels per micro-kernel call. Windowed layers (the
+// direct path, directConv) lay the group's input out once per image as k-quad planes split
+// by stride phase and read each tap's patch in place (K4 = ceil(C/G / 4) KH KW, k ordered
+// channel quad, tap, channel); 1x1 stride-1 layers pack the patch of up to 8 tiles as
+// [K4][TB] lanes (K4 = ceil(C/G / 4)); other layers (more than 64 taps, strides above 16)
+// pack each tile's im2col patch as [K4][T] lanes (K4 = ceil(K / 4), K = C/G KH KW). Fully connected: the weights [K, M] are packed as
 // [M / T tiles][K4][T] lanes (the vector operand) and the input rows are read in place.
 #include "libjit_defs.h"
 
@@ -163,6 +166,13 @@ LIBJIT_INLINE int64_t directQStride(int64_t Hp, int64_t Wp, int64_t SH, int64_t 
 LIBJIT_INLINE int64_t directFixedBytes(int64_t Opad, int64_t T) {
   static_assert(sizeof(FastRQ) == 24, "the emitter reserves 24 bytes per FastRQ");
   return ((4 + 1) * T * 4 + Opad * int64_t(sizeof(FastRQ) + 1) + 63) / 64 * 64; // kMR = 4
+}
+
+/// The most pixels per patch of the pointwise path (qconvPointwise): whole tiles of T, up
+/// to 8, while the patch (K4 TB quads) stays within 16 KB. The emitter reserves the same.
+LIBJIT_INLINE int64_t pointwiseTB(int64_t K4, int64_t T) {
+  const int64_t m = 4096 / (K4 * T);
+  return T * (m < 1 ? 1 : m > 8 ? 8 : m);
 }
 
 LIBJIT_INLINE uint32_t load32(const void *p) {

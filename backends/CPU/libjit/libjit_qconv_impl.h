@@ -8,10 +8,12 @@ constexpr int64_t kNV = 2; ///< vectors of pixels (conv) or columns (FC) per cal
 constexpr int64_t kNVD = 2;
 
 /// Convolution micro-kernel: acc[r][p] = sum over K4 quads of w[q][r] (s8, broadcast) times
-/// patch[q][p] (u8, T = kNV * L pixels).
+/// patch[q][p] (u8, T = kNV * L pixels); the patch's quads \p ps entries apart, acc's rows
+/// \p as apart.
 static inline __attribute__((always_inline)) void convTile(const uint32_t *w, const uint32_t *patch, int64_t K4,
-                            int32_t *acc /* [kMR][T] */) {
-  constexpr int L = QISA::L, T = kNV * L;
+                            int32_t *acc /* [kMR][as] */, int64_t ps = kNV * QISA::L,
+                            int64_t as = kNV * QISA::L) {
+  constexpr int L = QISA::L;
   QISA::V c[kMR][kNV];
   LIBJIT_UNROLL
   for (int r = 0; r < kMR; r++)
@@ -22,7 +24,7 @@ static inline __attribute__((always_inline)) void convTile(const uint32_t *w, co
     QISA::V u[kNV];
     LIBJIT_UNROLL
     for (int v = 0; v < kNV; v++)
-      u[v] = QISA::load(patch + q * T + v * L);
+      u[v] = QISA::load(patch + q * ps + v * L);
     LIBJIT_UNROLL
     for (int r = 0; r < kMR; r++) {
       QISA::V s = QISA::bcast(w[q * kMR + r]);
@@ -35,7 +37,7 @@ static inline __attribute__((always_inline)) void convTile(const uint32_t *w, co
   for (int r = 0; r < kMR; r++)
     LIBJIT_UNROLL
     for (int v = 0; v < kNV; v++)
-      QISA::store(acc + r * T + v * L, c[r][v]);
+      QISA::store(acc + r * as + v * L, c[r][v]);
 }
 
 /// Writes T pixels of four patch rows (bytes at \p r0.. \p r3, each XORed with \p flip) as
@@ -481,6 +483,54 @@ static inline __attribute__((always_inline)) void qconvDirect(
   }
 }
 
+/// 1x1 stride-1 unpadded convolutions: the patch of TB pixels (pointwiseTB: several tiles
+/// of T, fewer when the threads would lack work) is packed once (packPointwise) and each
+/// block of kMR output channels runs the micro-kernel on its tiles, then requantizes its
+/// rows of TB outputs (one setup of the row's constants per TB outputs instead of T: the
+/// layers with few input channels are bound by the requantization).
+/// Scratch: patch [K4][TBmax], colsum [TBmax], acc [kMR][TBmax], the G ogPad FastRQ.
+static inline __attribute__((always_inline)) void qconvPointwise(
+    int8_t *out, const int8_t *in, const uint32_t *wpack, const QParams &qp, int64_t N,
+    int64_t C, int64_t O, int64_t P, int64_t G, double dScale, double dOff, double dLo,
+    double dHi, bool sums, char *mine, int64_t tid, int64_t nthreads) {
+  constexpr int64_t T = kNV * QISA::L;
+  const int64_t cg = C / G, og = O / G, K4 = ceilDiv(cg, 4), ogPad = ceilDiv(og, kMR) * kMR;
+  const int64_t TBmax = pointwiseTB(K4, T);
+  int64_t TB = TBmax;
+  while (TB > T && N * G * ceilDiv(P, TB) < 2 * nthreads)
+    TB -= T;
+  uint32_t *patch = (uint32_t *)mine;
+  int32_t *colsum = (int32_t *)(patch + K4 * TBmax);
+  int32_t *acc = colsum + TBmax;
+  FastRQ *frq = (FastRQ *)(acc + kMR * TBmax);
+  bool *fok = (bool *)(frq + G * ogPad);
+  for (int64_t oi = 0; oi < G * ogPad; oi++) {
+    const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
+    frq[oi] = FastRQ{};
+    fok[oi] = fastRequantSetup(rq, frq[oi]);
+  }
+  const int64_t btiles = ceilDiv(P, TB);
+  int64_t b, e;
+  partition(N * G * btiles, 1, tid, nthreads, &b, &e);
+  for (int64_t u = b; u < e; u++) {
+    const int64_t n = u / (G * btiles), g = (u / btiles) % G, p0 = (u % btiles) * TB;
+    const int64_t np = minI(TB, P - p0), subs = ceilDiv(np, T);
+    packPointwise(patch, colsum, sums, in + (n * C + g * cg) * P, TB, p0, P, cg);
+    for (int64_t ob = 0; ob < og; ob += kMR) {
+      const uint32_t *w = wpack + (g * ogPad + ob) * K4;
+      for (int64_t sb = 0; sb < subs; sb++)
+        convTile(w, patch + sb * T, K4, acc + sb * T, TB, TB);
+      const int64_t nr = minI(kMR, og - ob);
+      for (int64_t r = 0; r < nr; r++) {
+        const int64_t oi = g * ogPad + ob + r, o = g * og + ob + r;
+        const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
+        QISA::requantRowF(out + (n * O + o) * P + p0, acc + r * TB, np, qp.corr[oi],
+                          qp.fOff[oi], sums ? colsum : nullptr, rq, frq[oi], fok[oi]);
+      }
+    }
+  }
+}
+
 static inline __attribute__((always_inline)) void qconv(int8_t *out, const int8_t *in, const uint32_t *wpack,
                          const void *params, int64_t N, int64_t C, int64_t H, int64_t W,
                          int64_t O, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
@@ -496,6 +546,11 @@ static inline __attribute__((always_inline)) void qconv(int8_t *out, const int8_
                          OH == H && OW == W;
   const bool sums = anyFOff != 0;
   char *mine = scratch + tid * scratchStride;
+  if (pointwise) {
+    qconvPointwise(out, in, wpack, qp, N, C, O, P, G, double(outScale), double(outOff),
+                   double(lo), double(hi), sums, mine, tid, nthreads);
+    return;
+  }
   if (directConv(KH, KW, SH, SW, pointwise)) {
     qconvDirect(out, in, wpack, qp, N, C, H, W, O, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, G, xOff,
                 double(outScale), double(outOff), double(lo), double(hi), sums, mine, tid,
@@ -529,16 +584,12 @@ static inline __attribute__((always_inline)) void qconv(int8_t *out, const int8_
   for (int64_t u = b; u < e; u++) {
     const int64_t n = u / (G * tiles), g = (u / tiles) % G, t = u % tiles, p0 = t * T;
     const int8_t *xg = in + (n * C + g * cg) * H * W;
-    if (pointwise)
-      packPointwise(patch, colsum, sums, xg, T, p0, P, cg);
-    else {
-      if (ppFor != n * G + g) {
-        padPlanes(pp, xg, cg, H, W, Hp, Wp, OH, KH, SH, DH, KW, SW, DW, PT, PL,
-                  uint8_t(xOff + 128));
-        ppFor = n * G + g;
-      }
-      packPadded(patch, colsum, sums, pp, T, p0, P, cg, Hp, Wp, OW, KH, KW, SH, SW, DH, DW);
+    if (ppFor != n * G + g) {
+      padPlanes(pp, xg, cg, H, W, Hp, Wp, OH, KH, SH, DH, KW, SW, DW, PT, PL,
+                uint8_t(xOff + 128));
+      ppFor = n * G + g;
     }
+    packPadded(patch, colsum, sums, pp, T, p0, P, cg, Hp, Wp, OW, KH, KW, SH, SW, DH, DW);
     const int64_t np = minI(T, P - p0);
     for (int64_t ob = 0; ob < og; ob += kMR) {
       convTile(wpack + (g * ogPad + ob) * K4, patch, K4, acc);
