@@ -194,11 +194,12 @@ Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
   const int64_t ogPad = (og + MR - 1) / MR * MR, Opad = G * ogPad;
   const bool pointwise = KH == 1 && KW == 1 && SH == 1 && SW == 1 && PT == 0 && PL == 0 &&
                          OH == H && OW == W;
-  // Every layer but the pointwise ones takes the kernel's direct path (directConv in
+  // Every layer but the pointwise ones (and, with 8 lanes, those with fewer than 4 input
+  // channels per group) takes the kernel's direct path (directConv in
   // libjit/libjit_qconv.cpp): k ordered (channel quad, tap, channel in quad), ceil(cg / 4)
   // KH KW quads.
   const int64_t KK = KH * KW, cq4 = (cg + 3) / 4;
-  const bool direct = !pointwise && KK <= 64 && SH <= 16 && SW <= 16;
+  const bool direct = !pointwise && KK <= 64 && SH <= 16 && SW <= 16 && (L == 16 || cg >= 4);
   const int64_t K4p = direct ? cq4 * KK : K4;
   // Weights: [G][ogPad / MR][K4p][MR] quads; channels past og are zero.
   std::vector<int8_t> packed(size_t(Opad * K4p * 4), 0);

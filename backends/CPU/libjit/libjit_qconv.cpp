@@ -151,9 +151,13 @@ LIBJIT_INLINE int64_t dwFlatPairElems(int64_t Hp, int64_t Wp, int64_t L) {
 
 /// Whether qconv takes the direct path (convTileDirect in libjit_qconv_impl.h): every
 /// layer but the 1x1 stride-1 unpadded ones (packPointwise), up to 64 taps and strides up
-/// to 16; the emitter (EmitQuantConv.cpp) packs the weights for it.
-LIBJIT_INLINE bool directConv(int64_t KH, int64_t KW, int64_t SH, int64_t SW, bool pointwise) {
-  return !pointwise && KH * KW <= 64 && SH <= 16 && SW <= 16;
+/// to 16; with 8 lanes (AVX2, generic) not for fewer than 4 input channels per group (the
+/// 3-channel stems: the direct path pads their quads to 4 channels, which costs more than
+/// the im2col copy where the dot product is slower). The emitter (EmitQuantConv.cpp) packs
+/// the weights for it.
+LIBJIT_INLINE bool directConv(int64_t KH, int64_t KW, int64_t SH, int64_t SW, bool pointwise,
+                              int64_t cg, int64_t lanes) {
+  return !pointwise && KH * KW <= 64 && SH <= 16 && SW <= 16 && (lanes == 16 || cg >= 4);
 }
 /// The entries (uint32) of one block of the direct path: the padded plane split by phase
 /// (SH SW planes of ceil(Hp / SH) x ceil(Wp / SW)) and T zero entries, rounded up to 16.

@@ -551,7 +551,7 @@ static inline __attribute__((always_inline)) void qconv(int8_t *out, const int8_
                    double(lo), double(hi), sums, mine, tid, nthreads);
     return;
   }
-  if (directConv(KH, KW, SH, SW, pointwise)) {
+  if (directConv(KH, KW, SH, SW, pointwise, cg, QISA::L)) {
     qconvDirect(out, in, wpack, qp, N, C, H, W, O, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, G, xOff,
                 double(outScale), double(outOff), double(lo), double(hi), sums, mine, tid,
                 nthreads);
