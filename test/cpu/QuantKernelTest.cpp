@@ -243,6 +243,8 @@ const ConvCase kCases[] = {
     {{1, 3, 5, 70}, 3, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3},     // depthwise, rows of 70
     {{1, 4, 8, 9}, 4, {3, 1}, {1, 1}, {1, 0, 1, 0}, {2, 5}, 4},      // depthwise 3x1, dilated
     {{1, 4, 11, 13}, 6, {3, 3}, {2, 2}, {1, 1, 1, 1}, {2, 2}, 1},    // stride 2, dilation 2
+    {{1, 21, 30, 29}, 10, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},  // many tiles, direct
+    {{1, 17, 31, 33}, 9, {3, 3}, {2, 2}, {0, 1, 1, 0}, {1, 1}, 1},   // stride 2, many tiles
 };
 
 /// Whether a case checks offset pair \p pair of \p pairs: the first case every pair, each

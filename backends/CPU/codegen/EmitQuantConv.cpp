@@ -192,8 +192,17 @@ Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
     return Error::success();
   }
   const int64_t ogPad = (og + MR - 1) / MR * MR, Opad = G * ogPad;
-  // Weights: [G][ogPad / MR][K4][MR] quads; channels past og are zero.
-  std::vector<int8_t> packed(size_t(Opad * K4 * 4), 0);
+  const bool pointwise = KH == 1 && KW == 1 && SH == 1 && SW == 1 && PT == 0 && PL == 0 &&
+                         OH == H && OW == W;
+  // Every layer but the pointwise ones (and, with 8 lanes, those with fewer than 4 input
+  // channels per group) takes the kernel's direct path (directConv in
+  // libjit/libjit_qconv.cpp): k ordered (channel quad, tap, channel in quad), ceil(cg / 4)
+  // KH KW quads.
+  const int64_t KK = KH * KW, cq4 = (cg + 3) / 4;
+  const bool direct = !pointwise && KK <= 64 && SH <= 16 && SW <= 16 && (L == 16 || cg >= 4);
+  const int64_t K4p = direct ? cq4 * KK : K4;
+  // Weights: [G][ogPad / MR][K4p][MR] quads; channels past og are zero.
+  std::vector<int8_t> packed(size_t(Opad * K4p * 4), 0);
   const int8_t *f = reinterpret_cast<const int8_t *>(fp->getUnsafePtr());
   ChannelConsts cc{size_t(Opad)};
   const int64_t cIn = 128 + int64_t(it.offset);
@@ -201,11 +210,14 @@ Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
   for (int64_t g = 0; g < G; g++)
     for (int64_t j = 0; j < og; j++) {
       const int64_t o = g * og + j, oi = g * ogPad + j;
-      const int64_t blk = (g * ogPad + j / MR * MR) * K4 * 4, r = j % MR;
+      const int64_t blk = (g * ogPad + j / MR * MR) * K4p * 4, r = j % MR;
       int64_t sum = 0;
       for (int64_t k = 0; k < K; k++) {
         int8_t v = f[o * K + k];
-        packed[size_t(blk + ((k / 4) * MR + r) * 4 + k % 4)] = v;
+        // Direct: k = c KK + tap goes to quad (c / 4) KK + tap, byte c % 4.
+        const int64_t quad = direct ? (k / KK / 4) * KK + k % KK : k / 4;
+        const int64_t byte = direct ? (k / KK) % 4 : k % 4;
+        packed[size_t(blk + (quad * MR + r) * 4 + byte)] = v;
         sum += v;
       }
       const int64_t fo = wq.offset(size_t(o));
@@ -225,9 +237,25 @@ Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
   // group's padded input planes (libjit_qconv_impl.h, padDims / padPlanes).
   const int64_t Hp = std::max(PT + H, (OH - 1) * SH + (KH - 1) * DH + 1);
   const int64_t Wp = std::max(PL + W, (OW - 1) * SW + (KW - 1) * DW + 1);
-  const bool pointwise = KH == 1 && KW == 1 && SH == 1 && SW == 1 && PT == 0 && PL == 0 &&
-                         OH == H && OW == W;
-  needPoolScratch((K4 * T * 4 + T * 4 + MR * T * 4 + (pointwise ? 0 : cg * Hp * Wp)) / 4 + 16);
+  if (direct) {
+    // libjit_qconv.cpp: directFixedBytes, then ceil(cg / 4) blocks of directQStride
+    // entries, the channel sums S (one more block of int32) and a row of Wp entries.
+    const int64_t fixed = ((MR + 1) * T * 4 + Opad * (24 + 1) + 63) / 64 * 64; // FastRQ: 24
+    const int64_t qstride =
+        (SH * SW * ((Hp + SH - 1) / SH) * ((Wp + SW - 1) / SW) + T + 15) / 16 * 16;
+    needPoolScratch((fixed + (cq4 + 1) * qstride * 4 + Wp * 4) / 4 + 16);
+  } else if (pointwise) {
+    // libjit_qconv_impl.h, qconvPointwise: the patch of TB (pointwiseTB) pixels, colsum,
+    // acc, Opad FastRQ (24 bytes) and flags.
+    const int64_t m = std::min<int64_t>(8, std::max<int64_t>(1, 4096 / (K4 * T)));
+    const int64_t TB = T * m;
+    needPoolScratch(((K4 + 1 + MR) * TB * 4 + Opad * 25) / 4 + 16);
+  } else {
+    // The patch, colsum, acc, Opad FastRQ (24 bytes) and flags, rounded up to 64 bytes,
+    // then the padded planes (libjit_qconv_impl.h, qconv).
+    needPoolScratch(((K4 + 1 + MR) * T * 4 + Opad * 25 + 63) / 64 * 64 / 4 + cg * Hp * Wp / 4 +
+                    16);
+  }
   std::string name = "qconv " + std::to_string(KH) + "x" + std::to_string(KW) + "/" +
                      std::to_string(SH) + " " + std::to_string(C) + "->" + std::to_string(O) +
                      (G > 1 ? " g" + std::to_string(G) : "") + " " + isa;

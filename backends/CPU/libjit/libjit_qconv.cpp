@@ -23,10 +23,13 @@
 //     which saturates pairs at 16 bits, is not used);
 //   - generic: the same in plain C, 8 lanes (hosts without AVX2: x86-64 bundles).
 //
-// Layout. Convolution (NCHW): per image, group and tile of T pixels, the im2col patch is
-// packed into scratch as [K4][T] lanes (K4 = ceil(K / 4), K = C/G KH KW) and multiplied by
-// the packed weights [G][O/G rounded up to MR][K4][MR] lanes, MR output channels times T
-// pixels per micro-kernel call. Fully connected: the weights [K, M] are packed as
+// Layout. Convolution (NCHW): the packed weights are [G][O/G rounded up to MR][K4][MR]
+// lanes, MR output channels times T pixels per micro-kernel call. Windowed layers (the
+// direct path, directConv) lay the group's input out once per image as k-quad planes split
+// by stride phase and read each tap's patch in place (K4 = ceil(C/G / 4) KH KW, k ordered
+// channel quad, tap, channel); 1x1 stride-1 layers pack the patch of up to 8 tiles as
+// [K4][TB] lanes (K4 = ceil(C/G / 4)); other layers (more than 64 taps, strides above 16)
+// pack each tile's im2col patch as [K4][T] lanes (K4 = ceil(K / 4), K = C/G KH KW). Fully connected: the weights [K, M] are packed as
 // [M / T tiles][K4][T] lanes (the vector operand) and the input rows are read in place.
 #include "libjit_defs.h"
 
@@ -146,6 +149,36 @@ LIBJIT_INLINE int64_t dwFlatPairElems(int64_t Hp, int64_t Wp, int64_t L) {
   return Hp * Wp + 2 * L + Wp;
 }
 
+/// Whether qconv takes the direct path (convTileDirect in libjit_qconv_impl.h): every
+/// layer but the 1x1 stride-1 unpadded ones (packPointwise), up to 64 taps and strides up
+/// to 16; with 8 lanes (AVX2, generic) not for fewer than 4 input channels per group (the
+/// 3-channel stems: the direct path pads their quads to 4 channels, which costs more than
+/// the im2col copy where the dot product is slower). The emitter (EmitQuantConv.cpp) packs
+/// the weights for it.
+LIBJIT_INLINE bool directConv(int64_t KH, int64_t KW, int64_t SH, int64_t SW, bool pointwise,
+                              int64_t cg, int64_t lanes) {
+  return !pointwise && KH * KW <= 64 && SH <= 16 && SW <= 16 && (lanes == 16 || cg >= 4);
+}
+/// The entries (uint32) of one block of the direct path: the padded plane split by phase
+/// (SH SW planes of ceil(Hp / SH) x ceil(Wp / SW)) and T zero entries, rounded up to 16.
+LIBJIT_INLINE int64_t directQStride(int64_t Hp, int64_t Wp, int64_t SH, int64_t SW,
+                                    int64_t T) {
+  return (SH * SW * ((Hp + SH - 1) / SH) * ((Wp + SW - 1) / SW) + T + 15) / 16 * 16;
+}
+/// Bytes of the direct path's scratch before its quad planes (acc, colsum, the fast
+/// requantization constants of Opad channels), rounded up to 64.
+LIBJIT_INLINE int64_t directFixedBytes(int64_t Opad, int64_t T) {
+  static_assert(sizeof(FastRQ) == 24, "the emitter reserves 24 bytes per FastRQ");
+  return ((4 + 1) * T * 4 + Opad * int64_t(sizeof(FastRQ) + 1) + 63) / 64 * 64; // kMR = 4
+}
+
+/// The most pixels per patch of the pointwise path (qconvPointwise): whole tiles of T, up
+/// to 8, while the patch (K4 TB quads) stays within 16 KB. The emitter reserves the same.
+LIBJIT_INLINE int64_t pointwiseTB(int64_t K4, int64_t T) {
+  const int64_t m = 4096 / (K4 * T);
+  return T * (m < 1 ? 1 : m > 8 ? 8 : m);
+}
+
 LIBJIT_INLINE uint32_t load32(const void *p) {
   uint32_t v;
   __builtin_memcpy(&v, p, 4);
@@ -230,6 +263,10 @@ struct IsaGeneric {
   }
   static void requantRow(int8_t *y, const int32_t *acc, int64_t n, int32_t corr, int32_t fo,
                          const int32_t *colsum, const RQ &rq) {
+    requantTail(y, acc, 0, n, corr, fo, colsum, rq);
+  }
+  static void requantRowF(int8_t *y, const int32_t *acc, int64_t n, int32_t corr, int32_t fo,
+                          const int32_t *colsum, const RQ &rq, const FastRQ &, bool) {
     requantTail(y, acc, 0, n, corr, fo, colsum, rq);
   }
   /// d[q] = (x[q], x[q + dw]) as the low and high int16 of an int32, q < n.
@@ -335,12 +372,19 @@ struct IsaAvx2 {
                                                                int64_t n, int32_t corr,
                                                                int32_t fo, const int32_t *colsum,
                                                                const RQ &rq) {
+    FastRQ f{};
+    const bool fast = fastRequantSetup(rq, f);
+    requantRowF(y, acc, n, corr, fo, colsum, rq, f, fast);
+  }
+  /// requantRow with the channel's FastRQ set up by the caller (\p fast: fastRequantSetup's
+  /// result).
+  static inline __attribute__((always_inline)) void requantRowF(
+      int8_t *y, const int32_t *acc, int64_t n, int32_t corr, int32_t fo, const int32_t *colsum,
+      const RQ &rq, const FastRQ &f, bool fast) {
     const __m256d as = _mm256_set1_pd(rq.as), br = _mm256_set1_pd(rq.br),
                   sc = _mm256_set1_pd(rq.scale), off = _mm256_set1_pd(rq.off),
                   lo = _mm256_set1_pd(rq.lo), hi = _mm256_set1_pd(rq.hi);
     const __m256i vc = _mm256_set1_epi32(corr), vf = _mm256_set1_epi32(fo);
-    FastRQ f{};
-    const bool fast = fastRequantSetup(rq, f);
     const __m256 fA = _mm256_set1_ps(f.A), fB = _mm256_set1_ps(f.B),
                  hmc = _mm256_set1_ps(f.hmc), loF = _mm256_set1_ps(f.loF),
                  hiF = _mm256_set1_ps(f.hiF), k20 = _mm256_set1_ps(0x1p-20f),
@@ -464,12 +508,19 @@ struct IsaVnni {
                                                                int64_t n, int32_t corr,
                                                                int32_t fo, const int32_t *colsum,
                                                                const RQ &rq) {
+    FastRQ f{};
+    const bool fast = fastRequantSetup(rq, f);
+    requantRowF(y, acc, n, corr, fo, colsum, rq, f, fast);
+  }
+  /// requantRow with the channel's FastRQ set up by the caller (\p fast: fastRequantSetup's
+  /// result).
+  static inline __attribute__((always_inline)) void requantRowF(
+      int8_t *y, const int32_t *acc, int64_t n, int32_t corr, int32_t fo, const int32_t *colsum,
+      const RQ &rq, const FastRQ &f, bool fast) {
     const __m512d as = _mm512_set1_pd(rq.as), br = _mm512_set1_pd(rq.br),
                   sc = _mm512_set1_pd(rq.scale), off = _mm512_set1_pd(rq.off),
                   lo = _mm512_set1_pd(rq.lo), hi = _mm512_set1_pd(rq.hi);
     const __m512i vc = _mm512_set1_epi32(corr), vf = _mm512_set1_epi32(fo);
-    FastRQ f{};
-    const bool fast = fastRequantSetup(rq, f);
     const __m512 fA = _mm512_set1_ps(f.A), fB = _mm512_set1_ps(f.B),
                  hmc = _mm512_set1_ps(f.hmc), loF = _mm512_set1_ps(f.loF),
                  hiF = _mm512_set1_ps(f.hiF), k20 = _mm512_set1_ps(0x1p-20f);

@@ -4,12 +4,16 @@
 
 constexpr int64_t kMR = 4; ///< output channels per convolution micro-kernel call
 constexpr int64_t kNV = 2; ///< vectors of pixels (conv) or columns (FC) per call
+/// Vectors of pixels per call of the direct path (3 and 4 were no faster natively).
+constexpr int64_t kNVD = 2;
 
 /// Convolution micro-kernel: acc[r][p] = sum over K4 quads of w[q][r] (s8, broadcast) times
-/// patch[q][p] (u8, T = kNV * L pixels).
+/// patch[q][p] (u8, T = kNV * L pixels); the patch's quads \p ps entries apart, acc's rows
+/// \p as apart.
 static inline __attribute__((always_inline)) void convTile(const uint32_t *w, const uint32_t *patch, int64_t K4,
-                            int32_t *acc /* [kMR][T] */) {
-  constexpr int L = QISA::L, T = kNV * L;
+                            int32_t *acc /* [kMR][as] */, int64_t ps = kNV * QISA::L,
+                            int64_t as = kNV * QISA::L) {
+  constexpr int L = QISA::L;
   QISA::V c[kMR][kNV];
   LIBJIT_UNROLL
   for (int r = 0; r < kMR; r++)
@@ -20,7 +24,7 @@ static inline __attribute__((always_inline)) void convTile(const uint32_t *w, co
     QISA::V u[kNV];
     LIBJIT_UNROLL
     for (int v = 0; v < kNV; v++)
-      u[v] = QISA::load(patch + q * T + v * L);
+      u[v] = QISA::load(patch + q * ps + v * L);
     LIBJIT_UNROLL
     for (int r = 0; r < kMR; r++) {
       QISA::V s = QISA::bcast(w[q * kMR + r]);
@@ -33,7 +37,7 @@ static inline __attribute__((always_inline)) void convTile(const uint32_t *w, co
   for (int r = 0; r < kMR; r++)
     LIBJIT_UNROLL
     for (int v = 0; v < kNV; v++)
-      QISA::store(acc + r * T + v * L, c[r][v]);
+      QISA::store(acc + r * as + v * L, c[r][v]);
 }
 
 /// Writes T pixels of four patch rows (bytes at \p r0.. \p r3, each XORed with \p flip) as
@@ -247,6 +251,286 @@ static inline __attribute__((always_inline)) void packPointwise(uint32_t *patch,
   }
 }
 
+/// Windowed convolutions (directConv in libjit_qconv.cpp: every layer but the 1x1 stride-1
+/// unpadded ones): the weights are packed with k ordered (channel quad, tap, channel in
+/// quad), K4 = ceil(cg / 4) KH KW quads, and the group's input is laid out once per image
+/// as ceil(cg / 4) blocks of k-quads (entries of 4 bytes a = x + 128 of channels 4q..4q+3,
+/// pads at xOffset + 128, channels past cg 0). A block holds the padded plane (Hp x Wp)
+/// split by phase: entry (r, c) at ((r % SH) SW + c % SW) Hq Wq + (r / SH) Wq + c / SW
+/// with Hq = ceil(Hp / SH), Wq = ceil(Wp / SW) (for stride 1 the padded plane as it is),
+/// then T zero entries (qstride = directQStride). The outputs are computed on the phase
+/// grid, flattened: output f = oh Wq + ow reads entry f + offs[tap] of each block, with
+/// offs = ((kh DH) % SH SW + (kw DW) % SW) Hq Wq + (kh DH / SH) Wq + kw DW / SW, so the patch
+/// of T consecutive outputs at one tap is T consecutive entries, loaded in place (no
+/// im2col); outputs with ow >= OW are computed and dropped.
+static inline __attribute__((always_inline)) void convTileDirect(
+    const uint32_t *w, const uint32_t *planes, int64_t qstride, const int64_t *offs,
+    int64_t cq4, int64_t KK, int32_t *acc /* [kMR][T] */) {
+  constexpr int L = QISA::L, T = kNVD * L;
+  QISA::V c[kMR][kNVD];
+  LIBJIT_UNROLL
+  for (int r = 0; r < kMR; r++)
+    LIBJIT_UNROLL
+    for (int v = 0; v < kNVD; v++)
+      c[r][v] = QISA::zero();
+  for (int64_t q = 0; q < cq4; q++) {
+    const uint32_t *base = planes + q * qstride;
+    const uint32_t *wq = w + q * KK * kMR;
+    for (int64_t t = 0; t < KK; t++) {
+      const uint32_t *pt = base + offs[t];
+      QISA::V u[kNVD];
+      LIBJIT_UNROLL
+      for (int v = 0; v < kNVD; v++)
+        u[v] = QISA::load(pt + v * L);
+      LIBJIT_UNROLL
+      for (int r = 0; r < kMR; r++) {
+        QISA::V s = QISA::bcast(wq[t * kMR + r]);
+        LIBJIT_UNROLL
+        for (int v = 0; v < kNVD; v++)
+          c[r][v] = QISA::dot(c[r][v], u[v], s);
+      }
+    }
+  }
+  LIBJIT_UNROLL
+  for (int r = 0; r < kMR; r++)
+    LIBJIT_UNROLL
+    for (int v = 0; v < kNVD; v++)
+      QISA::store(acc + r * T + v * L, c[r][v]);
+}
+
+/// The blocks of convTileDirect from the group's input \p xg ([cg][H][W]), and when \p S is
+/// not null the per-entry sum over the cg channels of a (int32, the layout of one block).
+/// Phases no tap reads (the odd rows and columns of a 1x1 stride-2 layer) are not built.
+static inline __attribute__((always_inline)) void directPlanes(
+    uint32_t *planes, int32_t *S, const int8_t *xg, int64_t cg, int64_t H, int64_t W,
+    int64_t Hp, int64_t Wp, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t DH,
+    int64_t DW, int64_t PT, int64_t PL, int64_t qstride, uint8_t padA, uint32_t *tmp) {
+  const int64_t cq4 = ceilDiv(cg, 4), Hq = ceilDiv(Hp, SH), Wq = ceilDiv(Wp, SW);
+  const int64_t HWq = Hq * Wq, phases = SH * SW;
+  bool rowUsed[16] = {}, colUsed[16] = {};
+  for (int64_t kh = 0; kh < KH; kh++)
+    rowUsed[(kh * DH) % SH] = true;
+  for (int64_t kw = 0; kw < KW; kw++)
+    colUsed[(kw * DW) % SW] = true;
+  // Row r of the padded plane (Wp entries at src) into its phases of block dst.
+  auto scatter = [&](uint32_t *dst, const uint32_t *src, int64_t r) {
+    for (int64_t pw = 0; pw < SW; pw++) {
+      if (!colUsed[pw])
+        continue;
+      uint32_t *d = dst + ((r % SH) * SW + pw) * HWq + (r / SH) * Wq;
+      for (int64_t i = 0, c = pw; c < Wp; i++, c += SW)
+        d[i] = src[c];
+    }
+  };
+  for (int64_t q = 0; q < cq4; q++) {
+    const int64_t rc = minI(4, cg - 4 * q); // real channels in this quad
+    uint32_t padQ = 0;
+    for (int64_t i = 0; i < rc; i++)
+      padQ |= uint32_t(padA) << (8 * i);
+    uint32_t *pl = planes + q * qstride;
+    const int8_t *x0 = xg + 4 * q * H * W;
+    for (int64_t r = 0; r < Hp; r++) {
+      if (!rowUsed[r % SH])
+        continue;
+      uint32_t *d = SW == 1 ? pl + (r % SH) * HWq + (r / SH) * Wq : tmp;
+      const int64_t h = r - PT;
+      if (h < 0 || h >= H) {
+        for (int64_t i = 0; i < Wp; i++)
+          d[i] = padQ;
+      } else {
+        for (int64_t i = 0; i < PL; i++)
+          d[i] = padQ;
+        const int8_t *xr = x0 + h * W;
+        uint32_t *dm = d + PL;
+        int64_t i = 0;
+#if defined(__x86_64__)
+        if (rc == 4) {
+          const __m128i f = _mm_set1_epi8(char(0x80));
+          for (; i + 16 <= W; i += 16) {
+            __m128i a0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(xr + i)), f);
+            __m128i a1 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(xr + H * W + i)), f);
+            __m128i a2 =
+                _mm_xor_si128(_mm_loadu_si128((const __m128i *)(xr + 2 * H * W + i)), f);
+            __m128i a3 =
+                _mm_xor_si128(_mm_loadu_si128((const __m128i *)(xr + 3 * H * W + i)), f);
+            __m128i a01l = _mm_unpacklo_epi8(a0, a1), a01h = _mm_unpackhi_epi8(a0, a1);
+            __m128i a23l = _mm_unpacklo_epi8(a2, a3), a23h = _mm_unpackhi_epi8(a2, a3);
+            __m128i *dv = (__m128i *)(dm + i);
+            _mm_storeu_si128(dv, _mm_unpacklo_epi16(a01l, a23l));
+            _mm_storeu_si128(dv + 1, _mm_unpackhi_epi16(a01l, a23l));
+            _mm_storeu_si128(dv + 2, _mm_unpacklo_epi16(a01h, a23h));
+            _mm_storeu_si128(dv + 3, _mm_unpackhi_epi16(a01h, a23h));
+          }
+        }
+#endif
+        for (; i < W; i++) {
+          uint32_t v = 0;
+          for (int64_t k = 0; k < rc; k++)
+            v |= uint32_t(uint8_t(xr[k * H * W + i]) ^ 0x80) << (8 * k);
+          dm[i] = v;
+        }
+        for (int64_t j = PL + W; j < Wp; j++)
+          d[j] = padQ;
+      }
+      if (SW > 1)
+        scatter(pl, tmp, r);
+    }
+    for (int64_t j = phases * HWq; j < qstride; j++)
+      pl[j] = 0;
+  }
+  if (!S)
+    return;
+  for (int64_t j = phases * HWq; j < qstride; j++)
+    S[j] = 0;
+  int32_t *st = (int32_t *)tmp;
+  for (int64_t r = 0; r < Hp; r++) {
+    if (!rowUsed[r % SH])
+      continue;
+    int32_t *d = SW == 1 ? S + (r % SH) * HWq + (r / SH) * Wq : st;
+    for (int64_t i = 0; i < Wp; i++)
+      d[i] = int32_t(cg) * int32_t(padA);
+    const int64_t h = r - PT;
+    if (h >= 0 && h < H)
+      for (int64_t c = 0; c < cg; c++) {
+        const int8_t *xr = xg + (c * H + h) * W;
+        int32_t *dm = d + PL;
+        for (int64_t i = 0; i < W; i++)
+          dm[i] += int32_t(xr[i]) + 128 - int32_t(padA);
+      }
+    if (SW > 1)
+      scatter((uint32_t *)S, (const uint32_t *)st, r);
+  }
+}
+
+/// The direct path of qconv (convTileDirect). Scratch: acc [kMR][T], colsum [T], the fast
+/// requantization constants of the G ogPad channels, the blocks, S, a row of Wp entries.
+static inline __attribute__((always_inline)) void qconvDirect(
+    int8_t *out, const int8_t *in, const uint32_t *wpack, const QParams &qp, int64_t N,
+    int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+    int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t G,
+    int64_t xOff, double dScale,
+    double dOff, double dLo, double dHi, bool sums, char *mine, int64_t tid, int64_t nthreads) {
+  constexpr int64_t T = kNVD * QISA::L;
+  const int64_t cg = C / G, og = O / G, KK = KH * KW, cq4 = ceilDiv(cg, 4), K4 = cq4 * KK;
+  const int64_t ogPad = ceilDiv(og, kMR) * kMR, P = OH * OW;
+  int64_t Hp, Wp;
+  padDims(H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, &Hp, &Wp);
+  const int64_t Hq = ceilDiv(Hp, SH), Wq = ceilDiv(Wp, SW);
+  const int64_t qstride = directQStride(Hp, Wp, SH, SW, T);
+  const int64_t F = (OH - 1) * Wq + OW, tiles = ceilDiv(F, T);
+  int32_t *acc = (int32_t *)mine;
+  int32_t *colsum = acc + kMR * T;
+  FastRQ *frq = (FastRQ *)(colsum + T);
+  bool *fok = (bool *)(frq + G * ogPad);
+  uint32_t *planes = (uint32_t *)(mine + directFixedBytes(G * ogPad, T));
+  int32_t *S = (int32_t *)(planes + cq4 * qstride);
+  uint32_t *tmp = (uint32_t *)(S + qstride);
+  int64_t offs[64];
+  for (int64_t kh = 0; kh < KH; kh++)
+    for (int64_t kw = 0; kw < KW; kw++)
+      offs[kh * KW + kw] = (((kh * DH) % SH) * SW + (kw * DW) % SW) * Hq * Wq +
+                           (kh * DH / SH) * Wq + kw * DW / SW;
+  for (int64_t oi = 0; oi < G * ogPad; oi++) {
+    const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
+    frq[oi] = FastRQ{};
+    fok[oi] = fastRequantSetup(rq, frq[oi]);
+  }
+  int64_t ppFor = -1;
+  int64_t b, e;
+  partition(N * G * tiles, 1, tid, nthreads, &b, &e);
+  for (int64_t u = b; u < e; u++) {
+    const int64_t n = u / (G * tiles), g = (u / tiles) % G, t = u % tiles, p0 = t * T;
+    if (ppFor != n * G + g) {
+      directPlanes(planes, sums ? S : nullptr, in + (n * C + g * cg) * H * W, cg, H, W, Hp, Wp,
+                   KH, KW, SH, SW, DH, DW, PT, PL, qstride, uint8_t(xOff + 128), tmp);
+      ppFor = n * G + g;
+    }
+    const int64_t np = minI(T, F - p0);
+    if (sums) {
+      for (int64_t j = 0; j < T; j++)
+        colsum[j] = 0;
+      for (int64_t k = 0; k < KK; k++) {
+        const int32_t *sk = S + p0 + offs[k];
+        for (int64_t j = 0; j < T; j++)
+          colsum[j] += sk[j];
+      }
+    }
+    // The tile's runs of real outputs: flat j0.. of length len at output pixel at.
+    int64_t segJ[T], segLen[T], segAt[T], nseg = 0;
+    for (int64_t j = 0; j < np;) {
+      const int64_t f = p0 + j, oh = f / Wq, ow = f % Wq;
+      if (ow >= OW) {
+        j += Wq - ow;
+        continue;
+      }
+      const int64_t len = minI(OW - ow, np - j);
+      segJ[nseg] = j, segLen[nseg] = len, segAt[nseg] = oh * OW + ow, nseg++;
+      j += len;
+    }
+    for (int64_t ob = 0; ob < og; ob += kMR) {
+      convTileDirect(wpack + (g * ogPad + ob) * K4, planes + p0, qstride, offs, cq4, KK, acc);
+      const int64_t nr = minI(kMR, og - ob);
+      for (int64_t r = 0; r < nr; r++) {
+        const int64_t oi = g * ogPad + ob + r, o = g * og + ob + r;
+        const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
+        int8_t *y = out + (n * O + o) * P;
+        for (int64_t sg = 0; sg < nseg; sg++)
+          QISA::requantRowF(y + segAt[sg], acc + r * T + segJ[sg], segLen[sg], qp.corr[oi],
+                            qp.fOff[oi], sums ? colsum + segJ[sg] : nullptr, rq, frq[oi],
+                            fok[oi]);
+      }
+    }
+  }
+}
+
+/// 1x1 stride-1 unpadded convolutions: the patch of TB pixels (pointwiseTB: several tiles
+/// of T, fewer when the threads would lack work) is packed once (packPointwise) and each
+/// block of kMR output channels runs the micro-kernel on its tiles, then requantizes its
+/// rows of TB outputs (one setup of the row's constants per TB outputs instead of T: the
+/// layers with few input channels are bound by the requantization).
+/// Scratch: patch [K4][TBmax], colsum [TBmax], acc [kMR][TBmax], the G ogPad FastRQ.
+static inline __attribute__((always_inline)) void qconvPointwise(
+    int8_t *out, const int8_t *in, const uint32_t *wpack, const QParams &qp, int64_t N,
+    int64_t C, int64_t O, int64_t P, int64_t G, double dScale, double dOff, double dLo,
+    double dHi, bool sums, char *mine, int64_t tid, int64_t nthreads) {
+  constexpr int64_t T = kNV * QISA::L;
+  const int64_t cg = C / G, og = O / G, K4 = ceilDiv(cg, 4), ogPad = ceilDiv(og, kMR) * kMR;
+  const int64_t TBmax = pointwiseTB(K4, T);
+  int64_t TB = TBmax;
+  while (TB > T && N * G * ceilDiv(P, TB) < 2 * nthreads)
+    TB -= T;
+  uint32_t *patch = (uint32_t *)mine;
+  int32_t *colsum = (int32_t *)(patch + K4 * TBmax);
+  int32_t *acc = colsum + TBmax;
+  FastRQ *frq = (FastRQ *)(acc + kMR * TBmax);
+  bool *fok = (bool *)(frq + G * ogPad);
+  for (int64_t oi = 0; oi < G * ogPad; oi++) {
+    const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
+    frq[oi] = FastRQ{};
+    fok[oi] = fastRequantSetup(rq, frq[oi]);
+  }
+  const int64_t btiles = ceilDiv(P, TB);
+  int64_t b, e;
+  partition(N * G * btiles, 1, tid, nthreads, &b, &e);
+  for (int64_t u = b; u < e; u++) {
+    const int64_t n = u / (G * btiles), g = (u / btiles) % G, p0 = (u % btiles) * TB;
+    const int64_t np = minI(TB, P - p0), subs = ceilDiv(np, T);
+    packPointwise(patch, colsum, sums, in + (n * C + g * cg) * P, TB, p0, P, cg);
+    for (int64_t ob = 0; ob < og; ob += kMR) {
+      const uint32_t *w = wpack + (g * ogPad + ob) * K4;
+      for (int64_t sb = 0; sb < subs; sb++)
+        convTile(w, patch + sb * T, K4, acc + sb * T, TB, TB);
+      const int64_t nr = minI(kMR, og - ob);
+      for (int64_t r = 0; r < nr; r++) {
+        const int64_t oi = g * ogPad + ob + r, o = g * og + ob + r;
+        const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
+        QISA::requantRowF(out + (n * O + o) * P + p0, acc + r * TB, np, qp.corr[oi],
+                          qp.fOff[oi], sums ? colsum : nullptr, rq, frq[oi], fok[oi]);
+      }
+    }
+  }
+}
+
 static inline __attribute__((always_inline)) void qconv(int8_t *out, const int8_t *in, const uint32_t *wpack,
                          const void *params, int64_t N, int64_t C, int64_t H, int64_t W,
                          int64_t O, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
@@ -262,6 +546,17 @@ static inline __attribute__((always_inline)) void qconv(int8_t *out, const int8_
                          OH == H && OW == W;
   const bool sums = anyFOff != 0;
   char *mine = scratch + tid * scratchStride;
+  if (pointwise) {
+    qconvPointwise(out, in, wpack, qp, N, C, O, P, G, double(outScale), double(outOff),
+                   double(lo), double(hi), sums, mine, tid, nthreads);
+    return;
+  }
+  if (directConv(KH, KW, SH, SW, pointwise, cg, QISA::L)) {
+    qconvDirect(out, in, wpack, qp, N, C, H, W, O, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, G, xOff,
+                double(outScale), double(outOff), double(lo), double(hi), sums, mine, tid,
+                nthreads);
+    return;
+  }
   uint32_t *patch = (uint32_t *)mine;
   int32_t *colsum = (int32_t *)(mine + K4 * T * 4);
   int32_t *acc = colsum + T;
@@ -269,25 +564,32 @@ static inline __attribute__((always_inline)) void qconv(int8_t *out, const int8_
   // image or group changes.
   int64_t Hp, Wp;
   padDims(H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, &Hp, &Wp);
-  uint8_t *pp = (uint8_t *)(acc + kMR * T);
+  // The fast requantization constants of the G ogPad channels (set up once per call, not
+  // per tile: the setup's two divisions cost more than the 32 outputs of a layer with few
+  // input channels), then the planes.
+  FastRQ *frq = (FastRQ *)(acc + kMR * T);
+  bool *fok = (bool *)(frq + G * ogPad);
+  static_assert(sizeof(FastRQ) == 24, "the emitter reserves 24 bytes per FastRQ");
+  uint8_t *pp = (uint8_t *)mine + ceilDiv((K4 + 1 + kMR) * T * 4 + G * ogPad * 25, 64) * 64;
   int64_t ppFor = -1;
   const double dScale = double(outScale), dOff = double(outOff), dLo = double(lo),
                dHi = double(hi);
+  for (int64_t oi = 0; oi < G * ogPad; oi++) {
+    const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
+    frq[oi] = FastRQ{};
+    fok[oi] = fastRequantSetup(rq, frq[oi]);
+  }
   int64_t b, e;
   partition(N * G * tiles, 1, tid, nthreads, &b, &e);
   for (int64_t u = b; u < e; u++) {
     const int64_t n = u / (G * tiles), g = (u / tiles) % G, t = u % tiles, p0 = t * T;
     const int8_t *xg = in + (n * C + g * cg) * H * W;
-    if (pointwise)
-      packPointwise(patch, colsum, sums, xg, T, p0, P, cg);
-    else {
-      if (ppFor != n * G + g) {
-        padPlanes(pp, xg, cg, H, W, Hp, Wp, OH, KH, SH, DH, KW, SW, DW, PT, PL,
-                  uint8_t(xOff + 128));
-        ppFor = n * G + g;
-      }
-      packPadded(patch, colsum, sums, pp, T, p0, P, cg, Hp, Wp, OW, KH, KW, SH, SW, DH, DW);
+    if (ppFor != n * G + g) {
+      padPlanes(pp, xg, cg, H, W, Hp, Wp, OH, KH, SH, DH, KW, SW, DW, PT, PL,
+                uint8_t(xOff + 128));
+      ppFor = n * G + g;
     }
+    packPadded(patch, colsum, sums, pp, T, p0, P, cg, Hp, Wp, OW, KH, KW, SH, SW, DH, DW);
     const int64_t np = minI(T, P - p0);
     for (int64_t ob = 0; ob < og; ob += kMR) {
       convTile(wpack + (g * ogPad + ob) * K4, patch, K4, acc);
@@ -295,8 +597,8 @@ static inline __attribute__((always_inline)) void qconv(int8_t *out, const int8_
       for (int64_t r = 0; r < nr; r++) {
         const int64_t oi = g * ogPad + ob + r, o = g * og + ob + r;
         const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
-        QISA::requantRow(out + (n * O + o) * P + p0, acc + r * T, np, qp.corr[oi], qp.fOff[oi],
-                         sums ? colsum : nullptr, rq);
+        QISA::requantRowF(out + (n * O + o) * P + p0, acc + r * T, np, qp.corr[oi],
+                          qp.fOff[oi], sums ? colsum : nullptr, rq, frq[oi], fok[oi]);
       }
     }
   }
