@@ -476,6 +476,109 @@ TEST(CPUBackend, ElementwiseChainAndData) {
   });
 }
 
+/// An index constant of kind \p k holding \p v.
+Constant *indexConstant(Module &m, const std::string &name, ElemKind k, std::vector<int64_t> v) {
+  Tensor t(k, {dim_t(v.size())});
+  for (size_t i = 0; i < v.size(); i++)
+    t.setFromDouble(i, double(v[i]));
+  return m.createConstant(name, std::move(t));
+}
+
+// Data movement large enough to be split between the threads (each thread copies a range
+// of the outermost dimension, or of the gathered rows): NCHW <-> NHWC transposes with
+// ragged 16 x 16 blocks (37 channels, 41 columns) and with whole ones, a 2-D transpose, a
+// slice, a concat, a broadcast, and gathers of one element per index (a Resize's last
+// axis) and of whole rows, with negative indices, Int32 and Int64.
+TEST(CPUBackend, DataMovementSplitBetweenThreads) {
+  checkAgainstInterpreter([](Net &n) {
+    n.F = n.mod.createFunction("main");
+    Function *F = n.F;
+    auto *x = n.mod.createPlaceholder(ElemKind::Float, {2, 37, 45, 41}, "x");
+    auto *y = n.mod.createPlaceholder(ElemKind::Float, {1, 48, 32, 32}, "y");
+    auto *z = n.mod.createPlaceholder(ElemKind::Float, {67, 1029}, "z");
+    auto *r = n.mod.createPlaceholder(ElemKind::Float, {2, 37, 1, 41}, "r");
+    n.inputs = {x, y, z, r};
+    NodeValue nhwc = F->createTranspose("nhwc", x, {0, 2, 3, 1});
+    NodeValue back = F->createTranspose("back", F->createTanh("th", nhwc), {0, 3, 1, 2});
+    NodeValue ty = F->createTranspose("ty", y, {0, 2, 3, 1});
+    NodeValue tz = F->createTranspose("tz", z, {1, 0});
+    NodeValue sl = F->createSlice("sl", x, {0, 3, 2, 1}, {2, 36, 44, 40});
+    NodeValue cc = F->createConcat("cc", {x, back}, 2);
+    NodeValue bc = F->createBroadcast("bc", r, {2, 37, 45, 41});
+    std::vector<int64_t> last;
+    for (int64_t i = 0; i < 97; i++)
+      last.push_back((i * 13) % 82 - 41); // -41 .. 40
+    NodeValue g1 = F->createGather("g1", x, indexConstant(n.mod, "i1", ElemKind::Int64I, last), 3);
+    NodeValue g2 = F->createGather(
+        "g2", x, indexConstant(n.mod, "i2", ElemKind::Int32I, {5, -1, 0, 36, -37, 20}), 1);
+    n.saves = {F->createSave("back", back), F->createSave("ty", ty), F->createSave("tz", tz),
+               F->createSave("sl", sl),     F->createSave("cc", cc), F->createSave("bc", bc),
+               F->createSave("g1", g1),     F->createSave("g2", g2)};
+  });
+}
+
+// Stride-1 pools whose output is the input's size (the flat-plane path): 3x3 pads 1 on
+// 35x35, 17x17 and 8x8 planes (inception's average pools, googlenet's max pools), 5x5
+// pads 2 on 13x13, 3x3 with all the padding at the bottom and right, and 2x2 on 4x4;
+// average with and without the pads counted.
+TEST(CPUBackend, SameSizePools) {
+  checkAgainstInterpreter([](Net &n) {
+    n.F = n.mod.createFunction("main");
+    Function *F = n.F;
+    auto *a = n.mod.createPlaceholder(ElemKind::Float, {2, 7, 35, 35}, "a");
+    auto *b = n.mod.createPlaceholder(ElemKind::Float, {1, 9, 17, 17}, "b");
+    auto *c = n.mod.createPlaceholder(ElemKind::Float, {1, 33, 8, 8}, "c");
+    auto *d = n.mod.createPlaceholder(ElemKind::Float, {1, 3, 13, 13}, "d");
+    auto *e = n.mod.createPlaceholder(ElemKind::Float, {1, 5, 4, 4}, "e");
+    n.inputs = {a, b, c, d, e};
+    for (bool count : {true, false}) {
+      std::string k = count ? "i" : "x";
+      n.saves.push_back(
+          F->createSave("a" + k, F->createAvgPool("pa" + k, a, {3, 3}, {1, 1}, {1, 1, 1, 1}, count)));
+      n.saves.push_back(
+          F->createSave("b" + k, F->createAvgPool("pb" + k, b, {3, 3}, {1, 1}, {1, 1, 1, 1}, count)));
+      n.saves.push_back(
+          F->createSave("c" + k, F->createAvgPool("pc" + k, c, {3, 3}, {1, 1}, {1, 1, 1, 1}, count)));
+      n.saves.push_back(
+          F->createSave("d" + k, F->createAvgPool("pd" + k, d, {5, 5}, {1, 1}, {2, 2, 2, 2}, count)));
+      n.saves.push_back(
+          F->createSave("e" + k, F->createAvgPool("pe" + k, b, {3, 3}, {1, 1}, {0, 0, 2, 2}, count)));
+      n.saves.push_back(
+          F->createSave("f" + k, F->createAvgPool("pf" + k, e, {2, 2}, {1, 1}, {1, 1, 0, 0}, count)));
+    }
+    n.saves.push_back(F->createSave("ma", F->createMaxPool("ma", a, {3, 3}, {1, 1}, {1, 1, 1, 1})));
+    n.saves.push_back(F->createSave("mc", F->createMaxPool("mc", c, {3, 3}, {1, 1}, {1, 1, 1, 1})));
+    n.saves.push_back(F->createSave("md", F->createMaxPool("md", d, {5, 5}, {1, 1}, {2, 2, 2, 2})));
+    n.saves.push_back(F->createSave("me", F->createMaxPool("me", b, {3, 3}, {1, 1}, {2, 2, 0, 0})));
+  });
+}
+
+// Depthwise stride-2 layers with output rows under 16 (the flat path, whose rows are split
+// into column phases): 3x3 and 5x5 on rows of 8 to 31 columns, odd and even, with the pads
+// on both sides, on the bottom and right only, and none.
+TEST(CPUBackend, DepthwiseStrideTwoNarrowRows) {
+  checkAgainstInterpreter([](Net &n) {
+    n.F = n.mod.createFunction("main");
+    struct Case {
+      dim_t c, h, w, k;
+      std::vector<dim_t> pads;
+    };
+    std::vector<Case> cases = {{5, 28, 28, 3, {1, 1, 1, 1}}, {3, 13, 13, 3, {1, 1, 1, 1}},
+                               {4, 8, 8, 5, {2, 2, 2, 2}},   {6, 31, 31, 5, {2, 2, 2, 2}},
+                               {3, 14, 30, 3, {0, 0, 1, 1}}, {2, 17, 9, 5, {0, 0, 0, 0}},
+                               {3, 20, 24, 5, {1, 2, 2, 1}}};
+    uint64_t seed = 900;
+    for (const Case &c : cases) {
+      std::string nm = "dw" + std::to_string(seed);
+      auto *x = n.mod.createPlaceholder(ElemKind::Float, {1, c.c, c.h, c.w}, nm + ".x");
+      n.inputs.push_back(x);
+      NodeValue y = randomConv(n, nm, x, c.c, c.c, c.k, 2, c.pads, seed, c.c);
+      n.saves.push_back(n.F->createSave(nm, y));
+      seed += 2;
+    }
+  });
+}
+
 /// Runs \p net compiled by the code generator with \p co (threads, ISA, Winograd) and
 /// returns the outputs and the stage descriptions.
 std::vector<std::vector<float>> runWithCodegen(Net &net, const cpu::CodegenOptions &co,

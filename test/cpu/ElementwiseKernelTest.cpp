@@ -7,6 +7,7 @@
 #include "backends/CPU/CPUBackend.h"
 #include "backends/CPU/libjit/libjit.h"
 #include "backends/CPU/libjit/libjit_elementwise.h"
+#include "backends/CPU/libjit/libjit_math.h"
 #include "kiln/Backend/Compiler.h"
 #include "kiln/kiln.h"
 
@@ -150,6 +151,26 @@ TEST(ElementwiseMath, NativeAccuracyOverTheFloatRange) {
       ys[i] = m.fn(xs[i]);
     checkStats(m, measure(m, xs, ys), "native");
   }
+}
+
+// Sigmoid's exponential of non-positive arguments (one scale 2^(n + 64) and a multiply by
+// 2^-64) gives expF's bits on every float with the sign bit set (zero, the denormals, the
+// range clamped at -104, -inf and NaN with the sign bit).
+TEST(ElementwiseMath, ExpOfNonPositiveIsExpBitForBit) {
+  uint64_t checked = 0;
+  for (uint64_t b = 0x80000000u; b <= 0xffffffffu; b += 7) {
+    float x;
+    uint32_t u = uint32_t(b);
+    std::memcpy(&x, &u, 4);
+    float a = libjit::expF(x), e = libjit::expNegF(x);
+    if (std::isnan(a)) {
+      ASSERT_TRUE(std::isnan(e)) << "x bits " << u;
+      continue;
+    }
+    ASSERT_EQ(libjit::asBits(a), libjit::asBits(e)) << "x = " << x << " (bits " << u << ")";
+    checked++;
+  }
+  EXPECT_GT(checked, 300000000u / 7);
 }
 
 TEST(ElementwiseMath, SpecialValues) {

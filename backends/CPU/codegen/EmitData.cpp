@@ -125,7 +125,7 @@ void Emitter::emitFill(llvm::Value *dst, const Type &t, float value, int64_t n) 
 
 void Emitter::emitCopy(llvm::Value *dst, llvm::Value *src, std::vector<int64_t> dims,
                        std::vector<int64_t> ds, std::vector<int64_t> ss, unsigned elemSize,
-                       const Requant *rq) {
+                       const Requant *rq, bool split) {
   // Drop unit dimensions, then merge dimensions contiguous in both buffers.
   std::vector<int64_t> d2, ds2, ss2;
   for (size_t i = 0; i < dims.size(); i++) {
@@ -156,6 +156,20 @@ void Emitter::emitCopy(llvm::Value *dst, llvm::Value *src, std::vector<int64_t> 
           F32(rq->inScale), off(rq->inOffset), F32(rq->outScale), off(rq->outOffset)});
     return;
   }
+  // A stage that runs on one thread copies the whole box (a memcpy where it is contiguous).
+  if (auto *n = llvm::dyn_cast<llvm::ConstantInt>(nth_))
+    split = split && !n->isOne();
+  if (split) {
+    if (d2.empty()) {
+      d2 = {1};
+      ds2 = {1};
+      ss2 = {1};
+    }
+    call(std::string("libjit_strided_copy_part_") + sizeSuffix(elemSize),
+         {dst, src, i64Array(d2), i64Array(ds2), i64Array(ss2), I64(int64_t(d2.size())), tid_,
+          nth_});
+    return;
+  }
   if (d2.empty() || (d2.size() == 1 && ds2[0] == 1 && ss2[0] == 1)) {
     int64_t n = d2.empty() ? 1 : d2[0];
     B_.CreateMemCpy(dst, llvm::MaybeAlign(1), src, llvm::MaybeAlign(1), I64(n * elemSize));
@@ -181,30 +195,43 @@ Error Emitter::planCopy(Instruction *I, std::vector<Item> &items) {
 }
 
 Error Emitter::planConcat(Instruction *I, std::vector<Item> &items) {
-  auto serial = serialTo(items);
   auto *cc = cast<ConcatInst>(I);
   Value *dest = cc->getDest();
   auto od = dimsOf(dest);
   auto os = stridesOf(od);
   size_t axis = cc->getAxis();
   unsigned es = unsigned(dest->getType()->elemBytes());
+  struct Part {
+    Value *in;
+    int64_t off;
+    bool requant;
+    Requant rq;
+  };
+  std::vector<Part> parts;
+  bool anyRequant = false;
   int64_t off = 0;
   for (Value *in : cc->getInputs()) {
-    auto d = dimsOf(in);
-    int64_t o = off;
-    Requant rq;
-    bool requant = requantOf(*in->getType(), *dest->getType(), rq);
-    serial("concat", [=] {
-      llvm::Value *dp = B_.CreateConstInBoundsGEP1_64(i8_, ptr(dest), uint64_t(o * os[axis] * es));
-      emitCopy(dp, ptr(in), d, os, stridesOf(d), es, requant ? &rq : nullptr);
-    });
-    off += d[axis];
+    Part p{in, off, false, {}};
+    p.requant = requantOf(*in->getType(), *dest->getType(), p.rq);
+    anyRequant = anyRequant || p.requant;
+    parts.push_back(p);
+    off += int64_t(dimsOf(in)[axis]);
   }
+  // One item: each thread copies its share of every operand (plan() keeps small concats
+  // serial); with a requantizing operand, the whole concat runs on one thread.
+  items.push_back({!anyRequant, "concat", [=] {
+                     for (const Part &p : parts) {
+                       llvm::Value *dp = B_.CreateConstInBoundsGEP1_64(
+                           i8_, ptr(dest), uint64_t(p.off * os[axis] * es));
+                       auto d = dimsOf(p.in);
+                       emitCopy(dp, ptr(p.in), d, os, stridesOf(d), es,
+                                p.requant ? &p.rq : nullptr, !anyRequant);
+                     }
+                   }});
   return Error::success();
 }
 
 Error Emitter::planSlice(Instruction *I, std::vector<Item> &items) {
-  auto serial = serialTo(items);
   auto *sl = cast<SliceInst>(I);
   Value *dest = sl->getDest(), *in = sl->getInput();
   auto id = dimsOf(in), od = dimsOf(dest);
@@ -215,15 +242,14 @@ Error Emitter::planSlice(Instruction *I, std::vector<Item> &items) {
     start += int64_t(sl->getStarts()[i]) * is[i];
   Requant rq;
   bool requant = requantOf(*in->getType(), *dest->getType(), rq);
-  serial("slice", [=] {
+  items.push_back({!requant, "slice", [=] {
     llvm::Value *sp = B_.CreateConstInBoundsGEP1_64(i8_, ptr(in), uint64_t(start * es));
-    emitCopy(ptr(dest), sp, od, stridesOf(od), is, es, requant ? &rq : nullptr);
-  });
+    emitCopy(ptr(dest), sp, od, stridesOf(od), is, es, requant ? &rq : nullptr, !requant);
+  }});
   return Error::success();
 }
 
 Error Emitter::planTranspose(Instruction *I, std::vector<Item> &items) {
-  auto serial = serialTo(items);
   auto *tr = cast<TransposeInst>(I);
   Value *dest = tr->getDest(), *in = tr->getInput();
   auto id = dimsOf(in), od = dimsOf(dest);
@@ -234,13 +260,13 @@ Error Emitter::planTranspose(Instruction *I, std::vector<Item> &items) {
   unsigned es = unsigned(dest->getType()->elemBytes());
   Requant rq;
   bool requant = requantOf(*in->getType(), *dest->getType(), rq);
-  serial("transpose",
-         [=] { emitCopy(ptr(dest), ptr(in), od, stridesOf(od), ss, es, requant ? &rq : nullptr); });
+  items.push_back({!requant, "transpose", [=] {
+    emitCopy(ptr(dest), ptr(in), od, stridesOf(od), ss, es, requant ? &rq : nullptr, !requant);
+  }});
   return Error::success();
 }
 
 Error Emitter::planBroadcast(Instruction *I, std::vector<Item> &items) {
-  auto serial = serialTo(items);
   auto *bc = cast<BroadcastInst>(I);
   Value *dest = bc->getDest(), *in = bc->getInput();
   auto id = dimsOf(in), od = dimsOf(dest);
@@ -252,13 +278,13 @@ Error Emitter::planBroadcast(Instruction *I, std::vector<Item> &items) {
   unsigned es = unsigned(dest->getType()->elemBytes());
   Requant rq;
   bool requant = requantOf(*in->getType(), *dest->getType(), rq);
-  serial("broadcast",
-         [=] { emitCopy(ptr(dest), ptr(in), od, stridesOf(od), ss, es, requant ? &rq : nullptr); });
+  items.push_back({!requant, "broadcast", [=] {
+    emitCopy(ptr(dest), ptr(in), od, stridesOf(od), ss, es, requant ? &rq : nullptr, !requant);
+  }});
   return Error::success();
 }
 
 Error Emitter::planTile(Instruction *I, std::vector<Item> &items) {
-  auto serial = serialTo(items);
   auto *tl = cast<TileInst>(I);
   Value *dest = tl->getDest(), *in = tl->getInput();
   auto id = dimsOf(in), od = dimsOf(dest);
@@ -275,7 +301,9 @@ Error Emitter::planTile(Instruction *I, std::vector<Item> &items) {
   unsigned es = unsigned(dest->getType()->elemBytes());
   Requant rq;
   bool requant = requantOf(*in->getType(), *dest->getType(), rq);
-  serial("tile", [=] { emitCopy(ptr(dest), ptr(in), dims, ds, ss, es, requant ? &rq : nullptr); });
+  items.push_back({!requant, "tile", [=] {
+    emitCopy(ptr(dest), ptr(in), dims, ds, ss, es, requant ? &rq : nullptr, !requant);
+  }});
   return Error::success();
 }
 
@@ -335,17 +363,20 @@ Error Emitter::planGather(Instruction *I, std::vector<Item> &items) {
         << " of size " << size << " of Data " << dt.toString();
   int64_t id = addRunCheck({"Gather '" + I->getName() + "': index ", after.str()});
   std::string fn =
-      std::string("libjit_gather_") + sizeSuffix(dt.elemBytes()) + "_" + indexSuffix(it.kind);
+      std::string("libjit_gather_part_") + sizeSuffix(dt.elemBytes()) + "_" + indexSuffix(it.kind);
   // Every result element comes from Data: requantize the result in place after.
   Requant rq;
   bool requant = requantOf(dt, *dest->getType(), rq);
   int64_t n = outer * count * inner;
-  serial("gather", [=] {
+  // The rows split between the threads; a requantization in place after, whole.
+  items.push_back({true, "gather", [=] {
     call(fn, {ptr(dest), ptr(data), ptr(idx), I64(outer), I64(size), I64(count), I64(inner),
-              statusPtr(), I64(id)});
-    if (requant)
+              statusPtr(), I64(id), tid_, nth_});
+  }});
+  if (requant)
+    serial("gather", [=] {
       emitCopy(ptr(dest), ptr(dest), {n}, {1}, {1}, unsigned(dt.elemBytes()), &rq);
-  });
+    });
   return Error::success();
 }
 

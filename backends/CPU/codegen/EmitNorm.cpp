@@ -7,17 +7,17 @@
 namespace kiln::cpu {
 
 Error Emitter::planBatchNormalization(Instruction *I, std::vector<Item> &items) {
-  auto serial = serialTo(items);
   auto *bn = cast<BatchNormalizationInst>(I);
   auto d = dimsOf(bn->getInput());
   size_t c = bn->getChannelIdx();
   int64_t outer = product(d, 0, c), ch = d[c], inner = product(d, c + 1);
   float eps = bn->getEpsilon();
-  serial("batchnorm", [=] {
+  // Planes split between the threads (plan() keeps the small ones serial).
+  items.push_back({outer * ch > 1, "batchnorm", [=] {
     call("libjit_batchnorm_f32", {ptr(bn->getDest()), ptr(bn->getInput()), ptr(bn->getScale()),
                                   ptr(bn->getBias()), ptr(bn->getMean()), ptr(bn->getVar()),
-                                  F32(eps), I64(outer), I64(ch), I64(inner)});
-  });
+                                  F32(eps), I64(outer), I64(ch), I64(inner), tid_, nth_});
+  }});
   return Error::success();
 }
 

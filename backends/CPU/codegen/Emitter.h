@@ -311,10 +311,11 @@ private:
   std::set<const Value *> readOnlyInside(const std::vector<Instruction *> &group);
   /// Fills \p n elements of type \p t at \p dst with \p value as Splat defines it.
   void emitFill(llvm::Value *dst, const Type &t, float value, int64_t n);
-  /// Copies the box \p dims between strided buffers; with \p rq, requantizing.
+  /// Copies the box \p dims between strided buffers; with \p rq, requantizing. \p split:
+  /// this thread's share of the box (its outermost dimension split; not with \p rq).
   void emitCopy(llvm::Value *dst, llvm::Value *src, std::vector<int64_t> dims,
                 std::vector<int64_t> dstStrides, std::vector<int64_t> srcStrides,
-                unsigned elemSize, const Requant *rq = nullptr);
+                unsigned elemSize, const Requant *rq = nullptr, bool split = false);
   Error planFC(Instruction *I, Value *dest, Value *in, Value *weights, Value *bias,
                std::vector<Item> &items, const FusedEpilogue *act = nullptr);
   /// FullyConnected / MatMul with bf16 operands and result (EmitBf16.cpp).

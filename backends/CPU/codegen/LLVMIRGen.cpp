@@ -330,25 +330,30 @@ namespace {
 /// waiting for the slower half) costs about what it saves.
 constexpr uint64_t kMinParallelNanos = 10000;
 
-/// Rough single-core time in nanoseconds: GEMM-like instructions run at about 100
-/// multiply-adds per ns, depthwise convolutions (memory-bound) about 20, everything else
-/// moves about 8 elements per ns (measured orders of magnitude on AVX-512, not a model).
+/// Rough single-core time in nanoseconds. GEMM-like instructions: their multiply-adds at
+/// about 50 per ns (100 GFLOP/s; depthwise convolutions, shuffle- and memory-bound, about
+/// 20) plus their operands' bytes at about 25 per ns, since the small ones are bound by
+/// what they read: a one-row FC or a squeeze-and-excitation 1x1 convolution streams its
+/// weights at memory speed, and a 1x1 convolution of few channels reads and writes more
+/// bytes than it has multiply-adds. Everything else moves about 8 elements per ns
+/// (measured orders of magnitude on AVX-512, not a model).
 uint64_t estimateNanos(const Instruction *I) {
   uint64_t out = I->getNumOperands() ? I->getOperand(0).first->getType()->numElements() : 0;
   auto in = [&](unsigned k) { return dimsOf(I->getOperand(k).first); };
+  uint64_t bytesNanos = uint64_t(stageWork({I}).bytes) / 25;
   switch (I->getKind()) {
   case InstrKind::Convolution:
   case InstrKind::FusedConvolution: {
     auto x = in(1), w = in(2); // [N, C, H, W], [O, C/G, KH, KW]
     uint64_t macs = out * uint64_t(product(w, 1));
     bool depthwise = w.size() == 4 && x.size() == 4 && w[1] == 1 && x[1] > 1;
-    return depthwise ? macs / 20 : macs / 100;
+    return (depthwise ? macs / 20 : macs / 50) + bytesNanos;
   }
   case InstrKind::FullyConnected:
   case InstrKind::FusedFullyConnected:
   case InstrKind::MatMul:
   case InstrKind::BatchMatMul:
-    return out * uint64_t(in(1).back()) / 100;
+    return out * uint64_t(in(1).back()) / 50 + bytesNanos;
   default: {
     uint64_t n = 0;
     for (const auto &o : I->getOperands())

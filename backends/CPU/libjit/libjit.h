@@ -177,6 +177,10 @@ LIBJIT_EXPORT float libjit_elem_gelu_f32(float x, bool approximate);
                                                   const int64_t *dims,                       \
                                                   const int64_t *dstStrides,                 \
                                                   const int64_t *srcStrides, int64_t rank);  \
+  /* Thread tid's share of the copy (the outermost dimension split between nthreads). */ \
+  LIBJIT_EXPORT void libjit_strided_copy_part_##SUFFIX(                                      \
+      T *dst, const T *src, const int64_t *dims, const int64_t *dstStrides,                  \
+      const int64_t *srcStrides, int64_t rank, int64_t tid, int64_t nthreads);              \
   LIBJIT_EXPORT void libjit_splat_##SUFFIX(T *dst, T v, int64_t n);
 LIBJIT_DECLARE_COPY(u8, uint8_t)
 LIBJIT_DECLARE_COPY(u16, uint16_t)
@@ -187,10 +191,15 @@ LIBJIT_DECLARE_COPY(u64, uint64_t)
 /// with Data seen as [outer, size, inner]; negative indices count from the end. On an index
 /// outside [-size, size) nothing is written and, unless status[0] is already set, status
 /// becomes {id, position, index} (the caller reports it after the stage).
+/// libjit_gather_part_*: thread tid's share of the outer x count rows (every thread checks
+/// every index, thread 0 reports).
 #define LIBJIT_DECLARE_GATHER(SUFFIX, T, ISUFFIX, I)                                        \
   LIBJIT_EXPORT void libjit_gather_##SUFFIX##_##ISUFFIX(                                     \
       T *dst, const T *src, const I *idx, int64_t outer, int64_t size, int64_t count,        \
-      int64_t inner, int64_t *status, int64_t id);
+      int64_t inner, int64_t *status, int64_t id);                                           \
+  LIBJIT_EXPORT void libjit_gather_part_##SUFFIX##_##ISUFFIX(                                \
+      T *dst, const T *src, const I *idx, int64_t outer, int64_t size, int64_t count,        \
+      int64_t inner, int64_t *status, int64_t id, int64_t tid, int64_t nthreads);
 #define LIBJIT_DECLARE_GATHERS(SUFFIX, T)                                                   \
   LIBJIT_DECLARE_GATHER(SUFFIX, T, i32, int32_t)                                             \
   LIBJIT_DECLARE_GATHER(SUFFIX, T, i64, int64_t)
@@ -325,10 +334,11 @@ LIBJIT_DECLARE_QUANT(i32, int32_t)
 LIBJIT_EXPORT void libjit_softmax_f32(float *dst, const float *src, int64_t outer,
                                       int64_t axis, int64_t inner, int64_t logForm,
                                       int64_t tid, int64_t nthreads);
+/// Thread tid of nthreads normalises its share of the outer x channels planes.
 LIBJIT_EXPORT void libjit_batchnorm_f32(float *dst, const float *src, const float *scale,
                                         const float *bias, const float *mean, const float *var,
                                         float eps, int64_t outer, int64_t channels,
-                                        int64_t inner);
+                                        int64_t inner, int64_t tid, int64_t nthreads);
 LIBJIT_EXPORT void libjit_layernorm_f32(float *dst, const float *src, const float *scale,
                                         const float *bias, int64_t outer, int64_t inner,
                                         float eps, int64_t tid, int64_t nthreads);

@@ -43,6 +43,29 @@ LIBJIT_INLINE float expF(float x) {
   return p * s1 * s2;
 }
 
+/// e^x for x <= 0 (and NaN, which propagates), bit for bit expF's result: the same
+/// reduction and polynomial, and the same one rounding of p 2^n, taken as p 2^(n + 64)
+/// (exact: a normal float down to n = -150, where x is clamped) times 2^-64, so one shift
+/// builds the scale where expF needs two halves to reach both ends of its range (and no
+/// upper clamp). Sigmoid's and SiLU's exponential.
+LIBJIT_INLINE float expNegF(float x) {
+  float xc = x < -104.0f ? -104.0f : x;
+  const float shifter = 12582912.0f; // 1.5 * 2^23
+  float t = fmaF(xc, 1.44269504088896341f, shifter);
+  float n = t - shifter;
+  int32_t ni = int32_t(asBits(t) - asBits(shifter));
+  float r = fmaF(n, -0.693145751953125f, xc);
+  r = fmaF(n, -1.428606765330187e-06f, r);
+  float p = 0.0013901269025800543f;
+  p = fmaF(p, r, 0.008363140354465486f);
+  p = fmaF(p, r, 0.04166685353785621f);
+  p = fmaF(p, r, 0.16666577320146536f);
+  p = fmaF(p, r, 0.4999999955257341f);
+  p = fmaF(p * r, r, r) + 1.0f;
+  float s = asFloat(uint32_t(ni + 64 + 127) << 23);
+  return p * s * 5.42101086242752217e-20f; // 2^-64
+}
+
 /// Natural logarithm: x = m 2^e with m in [sqrt(1/2), sqrt(2)) (e and m from the bits of
 /// x minus those of sqrt(1/2): e is the difference's exponent field, rounded down),
 /// log m = f - f^2 / 2 + f^3 P(f), f = m - 1, P of degree 6 fitted for this file to
@@ -74,7 +97,7 @@ LIBJIT_INLINE float logF(float x) {
 /// 1 / (1 + e^-x), as e^x / (1 + e^x) below 0 so that e^-x never overflows: results in
 /// the denormal range (x down to -103) are kept.
 LIBJIT_INLINE float sigmoidF(float x) {
-  float e = expF(-__builtin_fabsf(x));
+  float e = expNegF(-__builtin_fabsf(x));
   float r = 1.0f / (1.0f + e);
   return x < 0.0f ? e * r : r;
 }
