@@ -35,6 +35,7 @@ volatile float sink; // keeps the cache-warming reads
 struct Layer {
   const char *name;
   int64_t C, O, H, W, KH, KW, S, PH, PW, G;
+  int64_t D = 1; ///< dilation
 };
 
 /// "Same" padding for odd kernels.
@@ -150,6 +151,23 @@ std::vector<Layer> defaultLayers() {
       L("inception.1x1.768-192.17", 768, 192, 17, 1),
       L("inception.1x1.2048-320.8", 2048, 320, 8, 1),
       L("inception.3x3.448-384.8", 448, 384, 8, 3),
+      // fcn_resnet50 (sweep): the dilated 3x3 layers and the head's 1x1 input
+      {"fcn.3x3d2.256-256.28", 256, 256, 28, 28, 3, 3, 1, 2, 2, 1, 2},
+      {"fcn.3x3d4.512-512.28", 512, 512, 28, 28, 3, 3, 1, 4, 4, 1, 4},
+      L("fcn.1x1.2048-512.28", 2048, 512, 28, 1),
+      // inception_v3's 8x8 1x3 / 3x1 and its strided 17x17 layers
+      {"inception.1x3.384-384.8", 384, 384, 8, 8, 1, 3, 1, 0, 1, 1},
+      {"inception.3x1.384-384.8", 384, 384, 8, 8, 3, 1, 1, 1, 0, 1},
+      {"inception.3x3s2v.192-320.17", 192, 320, 17, 17, 3, 3, 2, 0, 0, 1},
+      // googlenet and efficientnet_v2_s: few channels, and the squeeze-and-excitation
+      // FCs as 1x1 convolutions of 1x1 images
+      L("googlenet.3x3.16-32.28", 16, 32, 28, 3),
+      L("googlenet.3x3.16-48.14", 16, 48, 14, 3),
+      L("googlenet.3x3.160-320.7", 160, 320, 7, 3),
+      L("googlenet.3x3.48-128.7", 48, 128, 7, 3),
+      L("effv2.3x3.24-24.112", 24, 24, 112, 3),
+      L("effv2.se.960-40.1", 960, 40, 1, 1),
+      L("effb0.se.1152-48.1", 1152, 48, 1, 1),
       // alexnet (corpus)
       L("alexnet.5x5.64-192.27", 64, 192, 27, 5),
       L("alexnet.3x3.384-256.13", 384, 256, 13, 3),
@@ -194,8 +212,9 @@ cpu::ConvShape shapeOf(const Layer &l) {
   cpu::ConvShape s;
   s.N = 1, s.C = l.C, s.H = l.H, s.W = l.W, s.O = l.O;
   s.KH = l.KH, s.KW = l.KW, s.SH = s.SW = l.S, s.PT = l.PH, s.PL = l.PW;
-  s.OH = (l.H + 2 * l.PH - l.KH) / l.S + 1;
-  s.OW = (l.W + 2 * l.PW - l.KW) / l.S + 1;
+  s.DH = s.DW = l.D;
+  s.OH = (l.H + 2 * l.PH - l.D * (l.KH - 1) - 1) / l.S + 1;
+  s.OW = (l.W + 2 * l.PW - l.D * (l.KW - 1) - 1) / l.S + 1;
   s.group = l.G;
   return s;
 }
@@ -236,7 +255,7 @@ int main(int argc, char **argv) {
       cpu::ConvAlgorithm::Strip,      cpu::ConvAlgorithm::PackedGemm};
   std::vector<char> flush(64 << 20);
   std::printf("# layer\tN\tC\tH\tW\tO\tOH\tOW\tKH\tKW\tSH\tSW\tPT\tPL\tgroup\tisa\tthreads\t"
-              "kernel\tmin_ms\tmedian_ms\n");
+              "kernel\tmin_ms\tmedian_ms\tdilation\n");
   for (const Layer &l : layers) {
     if (!only.empty() && std::find(only.begin(), only.end(), l.name) == only.end())
       continue;
@@ -255,7 +274,7 @@ int main(int argc, char **argv) {
       auto *c = F->createConvolution("c", x, w, b, {dim_t(l.KH), dim_t(l.KW)},
                                      {dim_t(l.S), dim_t(l.S)},
                                      {dim_t(l.PH), dim_t(l.PW), dim_t(l.PH), dim_t(l.PW)},
-                                     {1, 1}, unsigned(l.G));
+                                     {dim_t(l.D), dim_t(l.D)}, unsigned(l.G));
       auto *y = F->createSave("y", F->createRelu("r", c))->getPlaceholder();
       std::vector<cpu::ConvAlgorithm> algs;
       std::vector<Built> built;
@@ -303,11 +322,12 @@ int main(int argc, char **argv) {
       for (size_t v = 0; v < algs.size(); v++) {
         std::sort(t[v].begin(), t[v].end());
         std::printf("%s\t1\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%s\t%u\t"
-                    "%s\t%.4f\t%.4f\n",
+                    "%s\t%.4f\t%.4f\t%ld\n",
                     l.name, long(s.C), long(s.H), long(s.W), long(s.O), long(s.OH), long(s.OW),
                     long(s.KH), long(s.KW), long(s.SH), long(s.SW), long(s.PT), long(s.PL),
                     long(s.group), noAvx512 ? "avx2" : "avx512", th,
-                    cpu::convAlgorithmName(algs[v]), t[v].front(), t[v][t[v].size() / 2]);
+                    cpu::convAlgorithmName(algs[v]), t[v].front(), t[v][t[v].size() / 2],
+                    long(l.D));
       }
       std::fflush(stdout);
     }

@@ -48,6 +48,9 @@ std::vector<Measured> readTable(const std::string &path) {
     EXPECT_FALSE(ss.fail()) << "bad line: " << line;
     if (ss.fail())
       continue;
+    int64_t dilation = 1; // an optional last column
+    if (!(ss >> dilation))
+      dilation = 1;
     std::string key = name + "/" + isa + "/" + std::to_string(threads);
     auto it = index.find(key);
     if (it == index.end()) {
@@ -57,6 +60,7 @@ std::vector<Measured> readTable(const std::string &path) {
       s.N = v[0], s.C = v[1], s.H = v[2], s.W = v[3], s.O = v[4], s.OH = v[5], s.OW = v[6];
       s.KH = v[7], s.KW = v[8], s.SH = v[9], s.SW = v[10], s.PT = v[11], s.PL = v[12];
       s.group = v[13];
+      s.DH = s.DW = dilation;
       m.isa = isa == "avx2" ? Isa::Avx2 : Isa::Avx512;
       m.threads = threads;
       it = index.emplace(key, rows.size()).first;

@@ -90,12 +90,13 @@ enum class WeightPacking {
 };
 
 /// The machine limits the convolution cost model (ConvCost.h) divides work by: fixed
-/// defaults (this project's Zen 4 host, as src/tools/MachineLimits measures it), so that a
-/// compile does not depend on a measurement; CodegenOptions::convMachine can give others.
+/// defaults (this project's Zen 4 host: src/tools/MachineLimits' figures, and the weight
+/// stream fitted to measured kernels; backends/CPU/README.md), so that a compile does not
+/// depend on a measurement; CodegenOptions::convMachine can give others.
 struct ConvMachine {
   double peakGflops = 115;  ///< one core's multiply-add peak, GFLOP/s (2 per multiply-add)
   double cacheGBs = 75;     ///< one core's copy bandwidth within L2, GB/s read plus written
-  double memoryGBs = 20;    ///< bandwidth from DRAM, GB/s, all cores together
+  double memoryGBs = 13.7;  ///< weights streamed from memory, GB/s, all cores together
 };
 
 /// Algorithms that may be switched off (CodegenOptions::winograd, transposedConv), and

@@ -67,6 +67,8 @@ ConvCost estimateConvCost(ConvAlgorithm a, const ConvShape &s, Isa isa, unsigned
   c.algorithm = a;
   // Compute seconds per issued flop at each kernel's efficiency; copies in floats.
   double eff = 1, copies = 0, weightBytes = 0;
+  double reloadSeconds = 0; // the strip's block read again from L3, per core
+  double gemmCalls = 0;     // the Winograd kernels' GEMM calls
   switch (a) {
   case ConvAlgorithm::Depthwise:
     c.flops = 2.0 * double(N * C * s.KH * s.KW * P);
@@ -119,6 +121,9 @@ ConvCost estimateConvCost(ConvAlgorithm a, const ConvShape &s, Isa isa, unsigned
     else
       copies = double(N * K * P) * t.copyCost; // im2col from phase planes
     weightBytes = 4.0 * double(O * K);
+    if (4.0 * double(K * (strip + tl.stripMR)) > t.stripBlockKB * 1024)
+      reloadSeconds = 4.0 * double(N * ceilDiv(P, strip) * ceilDiv(O, tl.stripMR) * K * strip) /
+                      (t.stripReloadGBs * 1e9);
     break;
   }
   case ConvAlgorithm::WinogradRows2:
@@ -135,6 +140,14 @@ ConvCost estimateConvCost(ConvAlgorithm a, const ConvShape &s, Isa isa, unsigned
     eff = t.winogradEff;
     copies = double(alpha * T) * (double(C) * t.winogradInCost + double(O) * t.winogradOutCost);
     weightBytes = 4.0 * double(alpha * C * roundUp(O, tl.NR));
+    // Blocks of tiles whose transformed inputs and outputs stay in L2 (libjit_conv.cpp,
+    // WinoRows): (m + 2)^2 GEMM calls per block.
+    const int64_t perImage = ceilDiv(s.OH, tile) * ceilDiv(s.OW, tile);
+    const int64_t perTile = alpha * (C + 2 + O);
+    int64_t Tb = std::min(std::max<int64_t>(131072 / perTile, O * C / (C + O)),
+                          int64_t(4194304) / perTile);
+    Tb = std::min(std::max(Tb / tl.MR * tl.MR, tl.MR), roundUp(perImage, tl.MR));
+    gemmCalls = double(alpha * N * ceilDiv(perImage, Tb));
     break;
   }
   }
@@ -144,12 +157,13 @@ ConvCost estimateConvCost(ConvAlgorithm a, const ConvShape &s, Isa isa, unsigned
   c.memoryBytes = weightBytes;
   const double computeSeconds = c.flops / (m.peakGflops * 1e9 * eff);
   const double copySeconds = (copies + outFloats * t.outputCost) * 8.0 / (m.cacheGBs * 1e9);
-  // Each byte read from memory displaces a written line, which goes back: memoryGBs is a
-  // copy bandwidth (bytes read plus written), as MachineLimits measures it. The kernels
-  // prefetch, so the stream overlaps the work: the time is the larger of the two.
-  const double memorySeconds = 2.0 * c.memoryBytes / (m.memoryGBs * 1e9);
-  const double work = (computeSeconds + copySeconds) / double(std::max(threads, 1u));
-  c.seconds = std::max(work, memorySeconds);
+  // The kernels prefetch, so the weight stream overlaps the work: the time is the larger of
+  // the two (and of the strip's reloads of its block).
+  const double memorySeconds =
+      c.memoryBytes / (m.memoryGBs * 1e9 * (a == ConvAlgorithm::Strip ? t.stripMemEff : 1.0));
+  const double T = double(std::max(threads, 1u));
+  const double work = (computeSeconds + copySeconds + gemmCalls * t.winogradGemmMicros * 1e-6) / T;
+  c.seconds = std::max({work, memorySeconds, reloadSeconds / T});
   return c;
 }
 

@@ -25,21 +25,33 @@ struct ConvKernelTerms {
   double stripEffAvx2 = 0.82;  ///< strip kernel on AVX2: 4x24 tiles
   /// A layer's last partial strip of one or two vectors: its multiply-adds cost this many
   /// times those of a full strip (fewer accumulators per broadcast weight).
-  double stripTailCost = 1.5;
-  double winogradEff = 0.92;  ///< the Winograd kernels' batched GEMMs
+  double stripTailCost = 1.45;
+  /// The share of the memory bandwidth the strip kernel's weight reads get: it reads the
+  /// filter as it is, one row per output channel of a tile, where the packed kernels read
+  /// one stream of panels.
+  double stripMemEff = 0.45;
+  /// The strip kernel's block of one strip (K rows of a strip's columns, with the K-deep
+  /// weight rows of a tile streaming past it) stays in L2 up to this many KB; beyond, every
+  /// tile of output channels reads it again, at stripReloadGBs per core.
+  double stripBlockKB = 224;
+  double stripReloadGBs = 24;
+  double winogradEff = 0.95;  ///< the Winograd kernels' batched GEMMs
+  /// Each of a Winograd kernel's batched GEMM calls ((m + 2)^2 per block of tiles, the
+  /// blocks as the kernel sizes them to stay in L2), in microseconds.
+  double winogradGemmMicros = 0.18;
   double groupedEff = 0.70;   ///< grouped direct kernel (`conv_grp`)
   double depthwiseEff = 0.30; ///< depthwise kernel (`conv_dw`)
   /// An im2col, packing or padding copy, per float.
-  double copyCost = 0.87;
+  double copyCost = 0.9;
   /// The transposed GEMM's result, written as pixels x channels and transposed back, per
   /// output float.
-  double transposeCost = 1.25;
+  double transposeCost = 1.0;
   /// Winograd transforms, per transformed float: input (gathered from the image, added,
   /// written) and output (read, added, written with the epilogue).
-  double winogradInCost = 4.6;
+  double winogradInCost = 2.3;
   double winogradOutCost = 2.7;
   /// Per output float of every kernel: the epilogue (bias, activation, store).
-  double outputCost = 2.7;
+  double outputCost = 2.9;
 };
 
 /// The estimate for one kernel.
