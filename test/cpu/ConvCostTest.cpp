@@ -186,4 +186,24 @@ TEST(ConvCost, EstimatesAreMonotone) {
     }
 }
 
+// The machine limits come with the allowed set (CodegenOptions::convMachine): resnet50's
+// 3x3 512->512 7x7 layer takes F(2x2) by default, whose transformed weights are 16/9 of the
+// filter's; on a machine whose memory is 100x slower the model takes a kernel that reads
+// the filter as it is or packed once.
+TEST(ConvCost, MachineLimitsDecide) {
+  ConvShape s;
+  s.C = s.O = 512, s.H = s.W = s.OH = s.OW = 7, s.KH = s.KW = 3, s.PT = s.PL = 1;
+  EXPECT_EQ(int(chooseConvAlgorithm(s, Isa::Avx512, 1).algorithm),
+            int(ConvAlgorithm::WinogradRows2));
+  ConvAlgorithmSet slowMemory;
+  slowMemory.machine.memoryGBs /= 100;
+  ConvAlgorithm a = chooseConvAlgorithm(s, Isa::Avx512, 1, slowMemory).algorithm;
+  EXPECT_NE(int(a), int(ConvAlgorithm::WinogradRows2)) << convAlgorithmName(a);
+  // A 100x slower core instead: the model takes the kernel with the fewest flops.
+  ConvAlgorithmSet slowCore;
+  slowCore.machine.peakGflops /= 100, slowCore.machine.cacheGBs /= 100;
+  EXPECT_EQ(int(chooseConvAlgorithm(s, Isa::Avx512, 1, slowCore).algorithm),
+            int(ConvAlgorithm::WinogradRows2));
+}
+
 } // namespace
