@@ -590,11 +590,11 @@ std::vector<std::vector<float>> runWithCodegen(Net &net, const cpu::CodegenOptio
   return executeOn(net, *fn);
 }
 
-// 3x3 stride-1 convolutions with Winograd off, F(2x2) only (the default) and fast (F(4x4)
-// too) against the Interpreter: ragged image sizes, asymmetric pads, batch 2 (48 and 60
-// tiles: both panel widths of the AVX-512 kernel), bias with a fused residual add and
-// Relu, a Clip, and a chain (one Winograd convolution feeding another); 1 and 2 threads,
-// AVX-512 and AVX2 kernels.
+// 3x3 stride-1 convolutions with Winograd off, F(2x2) only (the default), fast (F(4x4)
+// too) and each Winograd kernel forced, against the Interpreter: ragged image sizes,
+// asymmetric pads, batch 2 (48 and 60 tiles: both panel widths of the AVX-512 kernel),
+// bias with a fused residual add and Relu, a Clip, and a chain (one Winograd convolution
+// feeding another); 1 and 2 threads, AVX-512 and AVX2 kernels.
 TEST(CPUBackend, WinogradConvolutions) {
   auto build = [](Net &n) {
     n.F = n.mod.createFunction("main");
@@ -617,35 +617,48 @@ TEST(CPUBackend, WinogradConvolutions) {
   build(ref);
   ASSERT_FALSE(bool(ref.F->verify()));
   auto expected = runOn(ref, *interp, {});
-  for (int mode : {0, 1, 2})
+  // Modes: winograd=0, the default, winograd=fast (the cost model chooses), and each
+  // Winograd kernel forced on all four layers.
+  const std::optional<cpu::ConvAlgorithm> forced[] = {
+      std::nullopt, std::nullopt, std::nullopt, cpu::ConvAlgorithm::WinogradRows2,
+      cpu::ConvAlgorithm::WinogradRows4, cpu::ConvAlgorithm::Winograd};
+  for (int mode = 0; mode < 6; mode++)
     for (unsigned threads : {1u, 2u})
       for (bool noAvx512 : {false, true}) {
         const bool wino = mode > 0;
-        SCOPED_TRACE(std::string(mode == 2 ? "winograd=fast" : wino ? "winograd" : "gemm") +
+        SCOPED_TRACE(std::string(forced[mode] ? cpu::convAlgorithmName(*forced[mode])
+                                 : mode == 2  ? "winograd=fast"
+                                 : wino       ? "winograd"
+                                              : "gemm") +
                      " threads " + std::to_string(threads) + (noAvx512 ? " avx2" : ""));
         cpu::CodegenOptions co;
         co.threads = threads;
         co.winograd = wino;
         co.fastWinograd = mode == 2;
+        co.forceConv = forced[mode];
         co.jit.disableAvx512 = noAvx512;
         Net net;
         build(net);
         std::vector<std::string> stages;
         auto got = runWithCodegen(net, co, stages);
         // Parallel stages hold one kernel each (serial ones merge their descriptions).
-        unsigned winoStages = 0, f4Stages = 0;
+        unsigned winoStages = 0, f4Stages = 0, forcedStages = 0;
         for (const std::string &s : stages) {
           winoStages += s.find("conv_wino") != std::string::npos;
           f4Stages += s.find("conv_wino ") != std::string::npos ||
                       s.find("conv_wino4r ") != std::string::npos;
+          if (forced[mode])
+            forcedStages +=
+                s.find(std::string(cpu::convAlgorithmName(*forced[mode])) + " ") != std::string::npos;
         }
-        if (threads > 1) {
-          EXPECT_EQ(winoStages, wino ? 4u : 0u);
+        if (mode == 0) {
+          EXPECT_EQ(winoStages, 0u);
         }
-        if (mode != 2) {
+        if (mode == 1) {
           EXPECT_EQ(f4Stages, 0u);
-        } else if (threads > 1) {
-          EXPECT_GT(f4Stages, 0u);
+        }
+        if (forced[mode] && threads > 1) {
+          EXPECT_EQ(forcedStages, 4u);
         }
         // Winograd's transforms cost a few ulps more than the direct sum.
         expectClose(got, expected, 2e-4f, 2e-4f);
@@ -659,7 +672,8 @@ TEST(CPUBackend, WinogradConvolutions) {
 /// occurrence counts).
 template <class Build, class Check>
 void checkPlannedConvolutions(Build build, float relTol, Check checkStages,
-                              bool fastWinograd = false) {
+                              bool fastWinograd = false,
+                              std::optional<cpu::ConvAlgorithm> force = std::nullopt) {
   auto interp = exitOnError(createBackend("Interpreter"));
   Net ref;
   build(ref);
@@ -676,6 +690,7 @@ void checkPlannedConvolutions(Build build, float relTol, Check checkStages,
       cpu::CodegenOptions co;
       co.threads = threads;
       co.fastWinograd = fastWinograd;
+      co.forceConv = force;
       co.jit.disableAvx512 = noAvx512;
       Net net;
       build(net);
@@ -706,44 +721,46 @@ void buildResidualThen3x3(Net &n, dim_t C, dim_t S, dim_t O2, std::vector<dim_t>
   n.saves = {n.F->createSave("r", r), n.F->createSave("b", b)};
 }
 
-// Winograd F(2x2, 3x3) (tiles as GEMM rows), which the planner takes for every Winograd
-// layer by default, and with winograd=fast for 14x14 layers with large filters at 2
-// threads (F(4x4) at 1): a 256->256 layer with a fused residual add and Relu feeding a
-// 256->272 one (channels off the register tile, asymmetric pads). Sums of 2304 terms
-// reach |y| ~ 30: Winograd's error is a few ulps of the terms, so the bound scales with
-// the output (as in LibjitTest's Winograd cases).
+// Winograd F(2x2, 3x3) (tiles as GEMM rows), the only Winograd kernel the planner
+// takes by default, and F(4x4) (tiles as columns), forced (conv-algorithm): a 256->256
+// layer with a fused residual add and Relu feeding a 256->272 one (channels off the
+// register tile, asymmetric pads). Sums of 2304 terms reach |y| ~ 30: Winograd's error is
+// a few ulps of the terms, so the bound scales with the output (as in LibjitTest's
+// Winograd cases). By default no F(4x4) kernel.
 TEST(CPUBackend, WinogradF2x2Convolutions) {
   auto build = [](Net &n) { buildResidualThen3x3(n, 256, 14, 272, {1, 0, 2, 1}, 50); };
   checkPlannedConvolutions(build, 2e-5f, [](unsigned, bool, auto count) {
-    EXPECT_EQ(count("conv_wino2 "), 2u);
     EXPECT_EQ(count("conv_wino "), 0u);
+    EXPECT_EQ(count("conv_wino4r "), 0u);
   });
   checkPlannedConvolutions(
-      build, 2e-5f,
-      [](unsigned threads, bool, auto count) {
-        EXPECT_EQ(count("conv_wino2 "), threads > 1 ? 2u : 0u);
-        EXPECT_EQ(count("conv_wino "), threads > 1 ? 0u : 2u);
-      },
-      /*fastWinograd=*/true);
+      build, 2e-5f, [](unsigned, bool, auto count) { EXPECT_EQ(count("conv_wino2 "), 2u); },
+      false, cpu::ConvAlgorithm::WinogradRows2);
+  checkPlannedConvolutions(
+      build, 2e-5f, [](unsigned, bool, auto count) { EXPECT_EQ(count("conv_wino "), 2u); },
+      /*fastWinograd=*/true, cpu::ConvAlgorithm::Winograd);
 }
 
-// Winograd F(4x4, 3x3) with the tiles as GEMM rows, which the planner takes with
-// winograd=fast where the tiles pad the columns kernel's vectors badly: a 28x28 image (49
-// tiles), a residual add and Relu, and a second layer on a 27x27 image with asymmetric
-// pads. By default the same layers take F(2x2).
+// Winograd F(4x4, 3x3) with the tiles as GEMM rows (forced), and F(2x2): a 28x28 image
+// (49 F(4x4) tiles), a residual add and Relu, and a second layer on a 27x27 image with
+// asymmetric pads. By default no F(4x4).
 TEST(CPUBackend, WinogradTilesAsRows) {
   auto build = [](Net &n) { buildResidualThen3x3(n, 32, 28, 45, {0, 1, 1, 0}, 70); };
   checkPlannedConvolutions(
       build, 2e-5f, [](unsigned, bool, auto count) { EXPECT_EQ(count("conv_wino4r "), 2u); },
-      /*fastWinograd=*/true);
+      /*fastWinograd=*/true, cpu::ConvAlgorithm::WinogradRows4);
+  checkPlannedConvolutions(
+      build, 2e-5f, [](unsigned, bool, auto count) { EXPECT_EQ(count("conv_wino2 "), 2u); },
+      false, cpu::ConvAlgorithm::WinogradRows2);
   checkPlannedConvolutions(build, 2e-5f, [](unsigned, bool, auto count) {
     EXPECT_EQ(count("conv_wino4r "), 0u);
-    EXPECT_EQ(count("conv_wino2 "), 2u);
+    EXPECT_EQ(count("conv_wino "), 0u);
   });
 }
 
-// Stride-1 kernels with taps and K in (1152, 2304] (alexnet's 5x5 64->192 27x27, K = 1600)
-// take the strip kernel's tap planes on AVX-512, the packed GEMM on AVX2.
+// The strip kernel on a stride-1 kernel with taps and K = 1600 (alexnet's 5x5 64->192
+// 27x27 shape, 40 output channels), forced: the tap planes on AVX-512, the im2col from
+// phase planes on AVX2.
 TEST(CPUBackend, StripTapsStrideOne) {
   auto build = [](Net &n) {
     n.F = n.mod.createFunction("main");
@@ -752,9 +769,9 @@ TEST(CPUBackend, StripTapsStrideOne) {
     NodeValue a = randomConv(n, "a", x, 64, 40, 5, 1, 2, 90);
     n.saves = {n.F->createSave("a", n.F->createRelu("r", a))};
   };
-  checkPlannedConvolutions(build, 1e-5f, [](unsigned, bool avx512, auto count) {
-    EXPECT_EQ(count("convS 5x5/1 "), avx512 ? 1u : 0u);
-  });
+  checkPlannedConvolutions(
+      build, 1e-5f, [](unsigned, bool, auto count) { EXPECT_EQ(count("convS 5x5/1 "), 1u); },
+      false, cpu::ConvAlgorithm::Strip);
 }
 
 // Arenas: 64-byte aligned; from 4 MB on 2 MB aligned (transparent huge pages), and the

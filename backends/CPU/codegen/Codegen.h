@@ -22,8 +22,9 @@
 /// only declares the ones the EmittedProgram holds). It begins with the choices made from
 /// the shape alone, before any IR is emitted: the instruction set, the convolution
 /// kernel and the weight layouts the families' kernels take (chooseConvAlgorithm, pure,
-/// defined in EmitConv.cpp and checked rule by rule by test/cpu:conv_plan_test; the rules
-/// and the measurements behind them are in backends/CPU/README.md).
+/// defined in EmitConv.cpp over the cost model of ConvCost.h, checked by
+/// test/cpu:conv_plan_test and, against measured kernels, test/cpu:conv_cost_test; the
+/// model and its calibration are in backends/CPU/README.md).
 #ifndef KILN_BACKENDS_CPU_CODEGEN_CODEGEN_H
 #define KILN_BACKENDS_CPU_CODEGEN_CODEGEN_H
 
@@ -88,6 +89,16 @@ enum class WeightPacking {
   GemmBBf16Pairs,  ///< bf16 B in pairs of rows, 16-column panels (libjit_pack_b_bf16)
 };
 
+/// The machine limits the convolution cost model (ConvCost.h) divides work by: fixed
+/// defaults (this project's Zen 4 host: src/tools/MachineLimits' figures, and the weight
+/// stream fitted to measured kernels; backends/CPU/README.md), so that a compile does not
+/// depend on a measurement; CodegenOptions::convMachine can give others.
+struct ConvMachine {
+  double peakGflops = 115;  ///< one core's multiply-add peak, GFLOP/s (2 per multiply-add)
+  double cacheGBs = 75;     ///< one core's copy bandwidth within L2, GB/s read plus written
+  double memoryGBs = 13.7;  ///< weights streamed from memory, GB/s, all cores together
+};
+
 /// Algorithms that may be switched off (CodegenOptions::winograd, transposedConv), and
 /// one that may be forced (CodegenOptions::forceConv: measurements and tests).
 struct ConvAlgorithmSet {
@@ -99,6 +110,8 @@ struct ConvAlgorithmSet {
   /// Taken wherever it can compute the shape (convAlgorithmApplies), whatever its speed
   /// and error; other convolutions follow the rules.
   std::optional<ConvAlgorithm> force;
+  /// The limits the cost model estimates with (CodegenOptions::convMachine).
+  ConvMachine machine = {};
 };
 
 struct ConvPlan {
@@ -106,8 +119,9 @@ struct ConvPlan {
   WeightPacking packing = WeightPacking::GemmA;
 };
 
-/// The kernel for \p s on \p isa compiled for \p threads threads: the first rule of the
-/// README's table that applies.
+/// The kernel for \p s on \p isa compiled for \p threads threads: a forced one where it
+/// applies, otherwise the candidate (rankConvAlgorithms, ConvCost.h: what applies and is
+/// allowed, and the accuracy rule) with the least estimated time.
 ConvPlan chooseConvAlgorithm(const ConvShape &s, Isa isa, unsigned threads,
                              const ConvAlgorithmSet &allowed = {});
 
@@ -227,6 +241,8 @@ struct CodegenOptions {
   /// Every convolution this algorithm can compute is computed with it, whatever the rules
   /// say (convAlgorithmApplies; measurements and tests of each kernel in a network).
   std::optional<ConvAlgorithm> forceConv;
+  /// The machine limits the convolution cost model chooses kernels with (ConvCost.h).
+  ConvMachine convMachine;
   /// One stage per instruction, so that a profile times each on its own.
   bool profile = false;
   /// Kernels that read a constant in the graph's own layout read it where the graph

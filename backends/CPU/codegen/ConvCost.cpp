@@ -1,0 +1,201 @@
+// The convolution cost model (ConvCost.h): per kernel, the multiply-adds it issues over
+// the register tiles it fills, its copies and transforms, its epilogue and the bytes it
+// streams from memory, over the machine's limits.
+#include "backends/CPU/codegen/ConvCost.h"
+
+#include "backends/CPU/libjit/libjit.h"
+#include "backends/CPU/libjit/libjit_gemm_config.h"
+
+#include <algorithm>
+
+namespace kiln::cpu {
+
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
+
+/// The register tiles of the kernels on one instruction set.
+struct Tiles {
+  int64_t VW;        ///< floats per vector
+  int64_t MR, NR;    ///< GEMM micro-kernel: MR rows x NR columns
+  int64_t stripMR;   ///< strip kernel: output channels per tile (x kStripVectors vectors)
+  int64_t groupedMR; ///< grouped kernel: output channels per tile (x 2 vectors)
+};
+
+Tiles tilesOf(Isa isa) {
+  if (isa == Isa::Avx512)
+    return {libjit::GemmAvx512::VW, libjit::GemmAvx512::MR, libjit::GemmAvx512::NR, 8, 8};
+  return {libjit::GemmAvx2::VW, libjit::GemmAvx2::MR, libjit::GemmAvx2::NR, 4, 4};
+}
+
+bool pointwiseInPlace(const ConvShape &s) {
+  return s.KH == 1 && s.KW == 1 && s.SH == 1 && s.SW == 1 && s.PT == 0 && s.PL == 0 &&
+         s.OH == s.H && s.OW == s.W;
+}
+
+/// Whether the AVX-512 strip kernel reads the taps from tap planes (no im2col copy):
+/// 3x3 at strides 1 and 2 and 5x5 at stride 1, undilated, up to 4608 taps (libjit_conv.cpp).
+bool stripTapPlanes(const ConvShape &s, Isa isa) {
+  if (isa != Isa::Avx512 || (s.KH == 1 && s.KW == 1) || s.DH != 1 || s.DW != 1)
+    return false;
+  bool k3 = s.KH == 3 && s.KW == 3 && s.SH == s.SW && (s.SH == 1 || s.SH == 2);
+  bool k5 = s.KH == 5 && s.KW == 5 && s.SH == 1 && s.SW == 1;
+  return (k3 || k5) && s.C * s.KH * s.KW <= 4608;
+}
+
+/// A GEMM's issued flops: M x N over MR x NR tiles, K deep.
+double gemmFlops(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR) {
+  return 2.0 * double(roundUp(M, MR)) * double(roundUp(N, NR)) * double(K);
+}
+
+} // namespace
+
+const ConvKernelTerms &defaultConvKernelTerms() {
+  static const ConvKernelTerms terms;
+  return terms;
+}
+
+ConvCost estimateConvCost(ConvAlgorithm a, const ConvShape &s, Isa isa, unsigned threads,
+                          const ConvMachine &m, const ConvKernelTerms &t) {
+  const Tiles tl = tilesOf(isa);
+  const int64_t N = s.N, C = s.C, O = s.O, G = std::max<int64_t>(s.group, 1);
+  const int64_t Cg = C / G, Og = O / G, P = s.OH * s.OW, K = Cg * s.KH * s.KW;
+  const double outFloats = double(N * O * P);
+  const double paddedIn = double(N * C * (s.H + 2 * s.PT) * (s.W + 2 * s.PL));
+  ConvCost c;
+  c.algorithm = a;
+  // Compute seconds per issued flop at each kernel's efficiency; copies in floats.
+  double eff = 1, copies = 0, weightBytes = 0;
+  double reloadSeconds = 0; // the strip's block read again from L3, per core
+  double gemmCalls = 0;     // the Winograd kernels' GEMM calls
+  switch (a) {
+  case ConvAlgorithm::Depthwise:
+    c.flops = 2.0 * double(N * C * s.KH * s.KW * P);
+    eff = t.depthwiseEff;
+    copies = paddedIn * t.copyCost;
+    weightBytes = 4.0 * double(C * s.KH * s.KW);
+    break;
+  case ConvAlgorithm::Grouped: {
+    // Per group a tile of groupedMR output channels x 2 vectors of outputs over the
+    // group's padded planes.
+    c.flops = 2.0 * double(N * G) * double(roundUp(Og, tl.groupedMR)) *
+              double(roundUp(P, 2 * tl.VW)) * double(K);
+    eff = t.groupedEff;
+    copies = paddedIn * t.copyCost;
+    weightBytes = 4.0 * double(O * K);
+    break;
+  }
+  case ConvAlgorithm::PackedGemm:
+    // One GEMM per image and group: Og rows x P columns; B is the im2col matrix packed in
+    // NR-column panels (a packing copy, and the im2col copy before it unless the input is
+    // the matrix itself).
+    c.flops = double(N * G) * gemmFlops(Og, P, K, tl.MR, tl.NR);
+    eff = t.gemmEff;
+    copies = double(N * G * K * P) * (pointwiseInPlace(s) ? 1 : 2) * t.copyCost;
+    weightBytes = 4.0 * double(G * roundUp(Og, tl.MR) * K);
+    break;
+  case ConvAlgorithm::Transposed:
+    // Pixels as rows: P x O over K, the rows packed from the input (im2col included), the
+    // result transposed back.
+    c.flops = double(N) * gemmFlops(P, O, K, tl.MR, tl.NR);
+    eff = t.transposedEff;
+    copies = double(N * K * P) * t.copyCost + outFloats * t.transposeCost +
+             (pointwiseInPlace(s) ? 0.0 : paddedIn * t.copyCost);
+    weightBytes = 4.0 * double(K * roundUp(O, tl.NR));
+    break;
+  case ConvAlgorithm::Strip: {
+    // Output channels in tiles of stripMR rows, pixels in strips of kStripVectors vectors;
+    // the remainder in whole vectors at a higher cost per flop.
+    const int64_t strip = tl.VW * libjit::kStripVectors;
+    const int64_t full = P / strip * strip, tail = roundUp(P % strip, tl.VW);
+    c.flops = 2.0 * double(N) * double(roundUp(O, tl.stripMR)) * double(K) *
+              (double(full) + double(tail) * t.stripTailCost);
+    eff = isa == Isa::Avx512 ? t.stripEff : t.stripEffAvx2;
+    if (pointwiseInPlace(s))
+      copies = 0;
+    else if (s.KH == 1 && s.KW == 1)
+      copies = double(N * C * P) * t.copyCost; // strided 1x1: the phase planes
+    else if (stripTapPlanes(s, isa))
+      copies = double(N * C * s.KW * s.SH * P) * t.copyCost; // tap planes
+    else
+      copies = double(N * K * P) * t.copyCost; // im2col from phase planes
+    weightBytes = 4.0 * double(O * K);
+    if (4.0 * double(K * (strip + tl.stripMR)) > t.stripBlockKB * 1024)
+      reloadSeconds = 4.0 * double(N * ceilDiv(P, strip) * ceilDiv(O, tl.stripMR) * K * strip) /
+                      (t.stripReloadGBs * 1e9);
+    break;
+  }
+  case ConvAlgorithm::WinogradRows2:
+  case ConvAlgorithm::WinogradRows4:
+  case ConvAlgorithm::Winograd: {
+    // (m + 2)^2 GEMMs of the tiles' transformed inputs by the transformed weights.
+    const int64_t tile = a == ConvAlgorithm::WinogradRows2 ? 2 : 4, alpha = (tile + 2) * (tile + 2);
+    const int64_t T = N * ceilDiv(s.OH, tile) * ceilDiv(s.OW, tile);
+    if (a == ConvAlgorithm::Winograd) // tiles as columns, padded to whole vectors
+      c.flops = double(alpha) * 2.0 * double(roundUp(O, tl.MR)) * double(roundUp(T, tl.VW)) *
+                double(C);
+    else
+      c.flops = double(alpha) * gemmFlops(T, O, C, tl.MR, tl.NR);
+    eff = t.winogradEff;
+    copies = double(alpha * T) * (double(C) * t.winogradInCost + double(O) * t.winogradOutCost);
+    weightBytes = 4.0 * double(alpha * C * roundUp(O, tl.NR));
+    // Blocks of tiles whose transformed inputs and outputs stay in L2 (libjit_conv.cpp,
+    // WinoRows): (m + 2)^2 GEMM calls per block.
+    const int64_t perImage = ceilDiv(s.OH, tile) * ceilDiv(s.OW, tile);
+    const int64_t perTile = alpha * (C + 2 + O);
+    int64_t Tb = std::min(std::max<int64_t>(131072 / perTile, O * C / (C + O)),
+                          int64_t(4194304) / perTile);
+    Tb = std::min(std::max(Tb / tl.MR * tl.MR, tl.MR), roundUp(perImage, tl.MR));
+    gemmCalls = double(alpha * N * ceilDiv(perImage, Tb));
+    break;
+  }
+  }
+  c.copyFloats = copies;
+  // Weights come from memory (a network's do not fit the caches); activations from the
+  // caches, where the layer before left them.
+  c.memoryBytes = weightBytes;
+  const double computeSeconds = c.flops / (m.peakGflops * 1e9 * eff);
+  const double copySeconds = (copies + outFloats * t.outputCost) * 8.0 / (m.cacheGBs * 1e9);
+  // The kernels prefetch, so the weight stream overlaps the work: the time is the larger of
+  // the two (and of the strip's reloads of its block).
+  const double memorySeconds =
+      c.memoryBytes / (m.memoryGBs * 1e9 * (a == ConvAlgorithm::Strip ? t.stripMemEff : 1.0));
+  const double T = double(std::max(threads, 1u));
+  const double work = (computeSeconds + copySeconds + gemmCalls * t.winogradGemmMicros * 1e-6) / T;
+  c.seconds = std::max({work, memorySeconds, reloadSeconds / T});
+  return c;
+}
+
+std::vector<ConvCost> rankConvAlgorithms(const ConvShape &s, Isa isa, unsigned threads,
+                                         const ConvAlgorithmSet &allowed,
+                                         const ConvKernelTerms &terms) {
+  static constexpr ConvAlgorithm kOrder[] = {
+      ConvAlgorithm::Depthwise,  ConvAlgorithm::Grouped,   ConvAlgorithm::WinogradRows2,
+      ConvAlgorithm::WinogradRows4, ConvAlgorithm::Winograd, ConvAlgorithm::Transposed,
+      ConvAlgorithm::Strip,      ConvAlgorithm::PackedGemm,
+  };
+  std::vector<ConvCost> r;
+  for (ConvAlgorithm a : kOrder) {
+    if (!convAlgorithmApplies(a, s))
+      continue;
+    bool winograd = a == ConvAlgorithm::WinogradRows2 || a == ConvAlgorithm::WinogradRows4 ||
+                    a == ConvAlgorithm::Winograd;
+    if (winograd && !allowed.winograd)
+      continue;
+    // The accuracy rule: F(4x4, 3x3) only when asked for (README, "Accuracy").
+    if ((a == ConvAlgorithm::WinogradRows4 || a == ConvAlgorithm::Winograd) &&
+        !allowed.fastWinograd)
+      continue;
+    // The transposed GEMM: when allowed and its transposed result fits an 8 MB scratch.
+    if (a == ConvAlgorithm::Transposed &&
+        (!allowed.transposed || uint64_t(s.OH * s.OW * s.O) * 4 > (8u << 20)))
+      continue;
+    r.push_back(estimateConvCost(a, s, isa, threads, allowed.machine, terms));
+  }
+  std::stable_sort(r.begin(), r.end(),
+                   [](const ConvCost &x, const ConvCost &y) { return x.seconds < y.seconds; });
+  return r;
+}
+
+} // namespace kiln::cpu
