@@ -166,6 +166,82 @@ Expected<std::unique_ptr<JitModule>> buildUnit(const std::string &name, const st
   return JitModule::compile(std::move(ctx), std::move(mod), {name}, o, helpers, cachePath);
 }
 
+/// Builds the units of \p order (helpers before the kernels that call them), each on its
+/// own thread (its own LLVMContext), as many at once as there are cores, a unit starting
+/// once the helpers it calls are in \p addrs. Each unit built adds its address to \p addrs
+/// and its module to \p built, also when another one fails.
+Error buildUnitsInParallel(const std::vector<std::string> &order,
+                           const std::map<std::string, UnitInfo> &info, const std::string &prefix,
+                           const std::string &level, const JitOptions &o,
+                           std::map<std::string, void *> &addrs,
+                           std::map<std::string, std::unique_ptr<JitModule>> &built) {
+  std::mutex bm;
+  std::condition_variable cv;
+  std::vector<bool> started(order.size(), false);
+  size_t inFlight = 0;
+  Error failure = Error::success();
+  auto ready = [&](const std::string &n) {
+    for (const std::string &h : info.at(n).helpers)
+      if (!addrs.count(h))
+        return false;
+    return true;
+  };
+  auto worker = [&] {
+    std::unique_lock<std::mutex> bl(bm);
+    for (;;) {
+      if (failure)
+        return;
+      size_t next = order.size();
+      bool left = false;
+      for (size_t i = 0; i < order.size() && next == order.size(); i++)
+        if (!started[i]) {
+          left = true;
+          if (ready(order[i]))
+            next = i;
+        }
+      if (!left)
+        return;
+      if (next == order.size()) {
+        if (inFlight == 0) { // nothing will make one ready
+          failure = makeError(ErrorCode::Internal, "CPU backend: shared helpers call each other");
+          cv.notify_all();
+          return;
+        }
+        cv.wait(bl);
+        continue;
+      }
+      started[next] = true;
+      inFlight++;
+      const std::string &n = order[next];
+      std::map<std::string, void *> helpers;
+      for (const std::string &h : info.at(n).helpers)
+        helpers[h] = addrs[h];
+      bl.unlock();
+      Expected<std::unique_ptr<JitModule>> unit = buildUnit(n, prefix + n, level, o, helpers);
+      Expected<void *> addr = unit ? (*unit)->lookup(n) : Expected<void *>(unit.takeError());
+      bl.lock();
+      inFlight--;
+      if (!addr) {
+        if (!failure)
+          failure = addr.takeError();
+      } else {
+        addrs[n] = *addr;
+        built.emplace(n, std::move(*unit));
+      }
+      cv.notify_all();
+    }
+  };
+  size_t workers =
+      std::min<size_t>(order.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < workers; t++)
+    threads.emplace_back(worker);
+  worker();
+  for (auto &t : threads)
+    t.join();
+  return failure;
+}
+
 } // namespace
 
 std::string cachedObjectPath(const std::string &dir, const std::string &key) {
@@ -242,72 +318,10 @@ Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::
     order.clear();
   }
 
-  // Each unit on its own thread (its own LLVMContext), as many at once as there are
-  // cores, a unit starting once the helpers it calls are built.
-  std::mutex bm;
-  std::condition_variable cv;
-  std::vector<bool> started(order.size(), false);
-  size_t inFlight = 0;
-  Error failure = Error::success();
-  auto ready = [&](const std::string &n) {
-    for (const std::string &h : info.at(n).helpers)
-      if (!addrs.count(h))
-        return false;
-    return true;
-  };
-  auto worker = [&] {
-    std::unique_lock<std::mutex> bl(bm);
-    for (;;) {
-      if (failure)
-        return;
-      size_t next = order.size();
-      bool left = false;
-      for (size_t i = 0; i < order.size() && next == order.size(); i++)
-        if (!started[i]) {
-          left = true;
-          if (ready(order[i]))
-            next = i;
-        }
-      if (!left)
-        return;
-      if (next == order.size()) {
-        if (inFlight == 0) { // nothing will make one ready
-          failure = makeError(ErrorCode::Internal, "CPU backend: shared helpers call each other");
-          cv.notify_all();
-          return;
-        }
-        cv.wait(bl);
-        continue;
-      }
-      started[next] = true;
-      inFlight++;
-      const std::string &n = order[next];
-      std::map<std::string, void *> helpers;
-      for (const std::string &h : info.at(n).helpers)
-        helpers[h] = addrs[h];
-      bl.unlock();
-      Expected<std::unique_ptr<JitModule>> built = buildUnit(n, prefix + n, level, o, helpers);
-      Expected<void *> addr = built ? (*built)->lookup(n) : Expected<void *>(built.takeError());
-      bl.lock();
-      inFlight--;
-      if (!addr) {
-        if (!failure)
-          failure = addr.takeError();
-      } else {
-        addrs[n] = *addr;
-        modules.emplace(memo + n, std::move(*built));
-      }
-      cv.notify_all();
-    }
-  };
-  size_t workers =
-      std::min<size_t>(order.size(), std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> threads;
-  for (size_t t = 1; t < workers; t++)
-    threads.emplace_back(worker);
-  worker();
-  for (auto &t : threads)
-    t.join();
+  std::map<std::string, std::unique_ptr<JitModule>> built;
+  Error failure = buildUnitsInParallel(order, info, prefix, level, o, addrs, built);
+  for (auto &kv : built)
+    modules.emplace(memo + kv.first, std::move(kv.second));
   if (failure)
     return std::move(failure);
 
