@@ -7,6 +7,8 @@
 //
 //   bazel run -c opt //test/cpu:conv_bench -- [--threads 1,2] [--rounds 5] [--iters 10]
 //       [--layers 64,64,56,56;...] [--no-avx512]
+#include "test/cpu/ConvBenchBuild.h"
+
 #include "backends/CPU/CPUBackend.h"
 #include "backends/CPU/ThreadPool.h"
 #include "backends/CPU/codegen/Codegen.h"
@@ -28,39 +30,16 @@ struct Layer {
   dim_t C, O, H, W;
 };
 
-struct Built {
-  std::unique_ptr<cpu::CPUFunction> fn;
-  std::string kernel;
-};
+using Built = bench::BuiltConv;
+using bench::split;
 
 Built build(Function *F, int mode, unsigned threads, bool noAvx512) {
-  exitOnError(prepareFunction(F, cpu::CPUBackend()), "prepare");
-  auto ir = exitOnError(generateIR(F), "IRGen");
-  auto plan = exitOnError(planMemory(*ir), "plan");
   cpu::CodegenOptions co;
   co.threads = threads;
   co.winograd = mode > 0;
   co.fastWinograd = mode == 2;
   co.jit.disableAvx512 = noAvx512;
-  co.jit.cacheDir = cpu::CPUBackendOptions::defaultKernelCacheDir();
-  auto prog = exitOnError(cpu::generateProgram(*ir, plan, co), "codegen");
-  Built b;
-  for (const cpu::Stage &s : prog->stages)
-    if (s.desc.rfind("conv", 0) == 0)
-      b.kernel = s.desc.substr(0, s.desc.find(' '));
-  b.fn = std::make_unique<cpu::CPUFunction>(std::move(prog),
-                                            std::make_shared<cpu::ThreadPool>(threads));
-  return b;
-}
-
-std::vector<std::string> split(const std::string &s, char sep) {
-  std::vector<std::string> r;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, sep))
-    if (!item.empty())
-      r.push_back(item);
-  return r;
+  return bench::buildConv(F, co);
 }
 
 } // namespace

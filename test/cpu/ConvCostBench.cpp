@@ -11,6 +11,8 @@
 //
 //   bazel run -c opt //test/cpu:conv_cost_bench -- [--threads 1,2] [--rounds 3]
 //       [--iters 5] [--no-avx512] [--only NAME,...] [--warm]
+#include "test/cpu/ConvBenchBuild.h"
+
 #include "backends/CPU/CPUBackend.h"
 #include "backends/CPU/ThreadPool.h"
 #include "backends/CPU/codegen/Codegen.h"
@@ -174,38 +176,15 @@ std::vector<Layer> defaultLayers() {
   };
 }
 
-struct Built {
-  std::unique_ptr<cpu::CPUFunction> fn;
-  std::string kernel;
-};
+using Built = bench::BuiltConv;
+using bench::split;
 
 Built build(Function *F, cpu::ConvAlgorithm a, unsigned threads, bool noAvx512) {
-  exitOnError(prepareFunction(F, cpu::CPUBackend()), "prepare");
-  auto ir = exitOnError(generateIR(F), "IRGen");
-  auto plan = exitOnError(planMemory(*ir), "plan");
   cpu::CodegenOptions co;
   co.threads = threads;
   co.forceConv = a;
   co.jit.disableAvx512 = noAvx512;
-  co.jit.cacheDir = cpu::CPUBackendOptions::defaultKernelCacheDir();
-  auto prog = exitOnError(cpu::generateProgram(*ir, plan, co), "codegen");
-  Built b;
-  for (const cpu::Stage &s : prog->stages)
-    if (s.desc.rfind("conv", 0) == 0)
-      b.kernel = s.desc.substr(0, s.desc.find(' '));
-  b.fn = std::make_unique<cpu::CPUFunction>(std::move(prog),
-                                            std::make_shared<cpu::ThreadPool>(threads));
-  return b;
-}
-
-std::vector<std::string> split(const std::string &s, char sep) {
-  std::vector<std::string> r;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, sep))
-    if (!item.empty())
-      r.push_back(item);
-  return r;
+  return bench::buildConv(F, co);
 }
 
 cpu::ConvShape shapeOf(const Layer &l) {

@@ -17,27 +17,34 @@ LIBJIT_INLINE float asFloat(uint32_t u) { return __builtin_bit_cast(float, u); }
 LIBJIT_INLINE uint32_t asBits(float f) { return __builtin_bit_cast(uint32_t, f); }
 LIBJIT_INLINE float fmaF(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 
-/// e^x: x = n ln2 + r, |r| <= ln2/2, e^r = 1 + r + r^2 P(r) (degree 4), times 2^n applied
-/// in two halves so that results in the denormal range and overflow to +inf come out
-/// right. NaN propagates. No float-to-int conversion (its result on NaN is undefined in
-/// LLVM): n is rounded with the 1.5 * 2^23 shifter and read from the float's bits.
-LIBJIT_INLINE float expF(float x) {
-  // Outside [-104, 89] the result is 0 or +inf; clamping keeps 2^n representable in two
-  // halves (the comparisons are false on NaN, which stays NaN).
-  float xc = x < -104.0f ? -104.0f : x;
-  xc = xc > 89.0f ? 89.0f : xc;
+/// e^x's reduction for a clamped \p xc: x = n ln2 + r, |r| <= ln2/2, and e^r = 1 + r +
+/// r^2 P(r) (degree 4), returned with n in \p n. No float-to-int conversion (its result on
+/// NaN is undefined in LLVM): n is rounded with the 1.5 * 2^23 shifter and read from the
+/// float's bits (exact, |n| < 2^22). NaN stays NaN.
+LIBJIT_INLINE float expReducedF(float xc, int32_t &n) {
   const float shifter = 12582912.0f; // 1.5 * 2^23
   float t = fmaF(xc, 1.44269504088896341f, shifter);
-  float n = t - shifter;
-  int32_t ni = int32_t(asBits(t) - asBits(shifter)); // n as an integer (exact, |n| < 2^22)
-  float r = fmaF(n, -0.693145751953125f, xc);        // ln2 split: hi has 15 bits
-  r = fmaF(n, -1.428606765330187e-06f, r);
+  float nf = t - shifter;
+  n = int32_t(asBits(t) - asBits(shifter));
+  float r = fmaF(nf, -0.693145751953125f, xc); // ln2 split: hi has 15 bits
+  r = fmaF(nf, -1.428606765330187e-06f, r);
   float p = 0.0013901269025800543f;
   p = fmaF(p, r, 0.008363140354465486f);
   p = fmaF(p, r, 0.04166685353785621f);
   p = fmaF(p, r, 0.16666577320146536f);
   p = fmaF(p, r, 0.4999999955257341f);
-  p = fmaF(p * r, r, r) + 1.0f;
+  return fmaF(p * r, r, r) + 1.0f;
+}
+
+/// e^x: expReducedF's e^r times 2^n, applied in two halves so that results in the denormal
+/// range and overflow to +inf come out right. NaN propagates.
+LIBJIT_INLINE float expF(float x) {
+  // Outside [-104, 89] the result is 0 or +inf; clamping keeps 2^n representable in two
+  // halves (the comparisons are false on NaN, which stays NaN).
+  float xc = x < -104.0f ? -104.0f : x;
+  xc = xc > 89.0f ? 89.0f : xc;
+  int32_t ni;
+  float p = expReducedF(xc, ni);
   int32_t n1 = ni >> 1, n2 = ni - n1;
   float s1 = asFloat(uint32_t(n1 + 127) << 23), s2 = asFloat(uint32_t(n2 + 127) << 23);
   return p * s1 * s2;
@@ -50,18 +57,8 @@ LIBJIT_INLINE float expF(float x) {
 /// upper clamp). Sigmoid's and SiLU's exponential.
 LIBJIT_INLINE float expNegF(float x) {
   float xc = x < -104.0f ? -104.0f : x;
-  const float shifter = 12582912.0f; // 1.5 * 2^23
-  float t = fmaF(xc, 1.44269504088896341f, shifter);
-  float n = t - shifter;
-  int32_t ni = int32_t(asBits(t) - asBits(shifter));
-  float r = fmaF(n, -0.693145751953125f, xc);
-  r = fmaF(n, -1.428606765330187e-06f, r);
-  float p = 0.0013901269025800543f;
-  p = fmaF(p, r, 0.008363140354465486f);
-  p = fmaF(p, r, 0.04166685353785621f);
-  p = fmaF(p, r, 0.16666577320146536f);
-  p = fmaF(p, r, 0.4999999955257341f);
-  p = fmaF(p * r, r, r) + 1.0f;
+  int32_t ni;
+  float p = expReducedF(xc, ni);
   float s = asFloat(uint32_t(ni + 64 + 127) << 23);
   return p * s * 5.42101086242752217e-20f; // 2^-64
 }
