@@ -73,7 +73,9 @@ LIBJIT_INLINE float expNegF(float x) {
 LIBJIT_INLINE float logF(float x) {
   bool den = x < 1.17549435e-38f;
   float xs = den ? x * 8388608.0f : x;
-  int32_t e = (int32_t(asBits(xs)) - 0x3f3504f3) >> 23; // 0x3f3504f3: sqrt(1/2)
+  // 0x3f3504f3: sqrt(1/2). The difference is taken on the unsigned bits (a negative x,
+  // whose result is NaN anyway, would overflow a signed one) and read as signed.
+  int32_t e = int32_t(asBits(xs) - 0x3f3504f3u) >> 23;
   float m = asFloat(asBits(xs) - (uint32_t(e) << 23));
   float ef = float(den ? e - 23 : e);
   float f = m - 1.0f, f2 = f * f;
