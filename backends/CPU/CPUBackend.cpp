@@ -91,7 +91,7 @@ std::vector<BackendParameter> getCPUBackendParameters() {
       {"transposed-conv", "0|1", "pixels-as-rows GEMM convolutions for small images"},
       {"conv-algorithm", "NAME",
        "compute every convolution it applies to with this kernel (conv_wino, conv_wino4r, "
-       "conv_wino2, convT, convS, conv, conv_dw)"},
+       "conv_wino2, convT, convS, conv, conv_dw, conv_grp)"},
       {"dump-llvm-ir", "PATH", "write the optimised LLVM IR (- is stderr)"},
       {"dump-asm", "PATH", "write the host assembly (- is stderr)"},
       {"keep-ir", "0|1", "keep the LLVM IR and assembly in the compiled function"},
@@ -147,8 +147,8 @@ Expected<CPUBackendOptions> parseCPUBackendOptions(const CompileOptions &opts,
       o.forceConv = parseConvAlgorithmName(v);
       if (!o.forceConv)
         return makeError(ErrorCode::InvalidArgument, "backend option 'conv-algorithm': bad value '",
-                         v, "' (expected conv_wino, conv_wino4r, conv_wino2, convT, convS, conv "
-                            "or conv_dw)");
+                         v, "' (expected conv_wino, conv_wino4r, conv_wino2, convT, convS, conv, "
+                            "conv_dw or conv_grp)");
     } else if (k == "keep-ir") {
       KILN_RETURN_IF_ERR(flag(o.keepIR));
       o.keepAsm = o.keepIR;
