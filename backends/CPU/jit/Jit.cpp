@@ -29,7 +29,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
-#include <optional>
 #include <set>
 #include <unistd.h>
 
@@ -366,10 +365,10 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
   jm->host_ = detectHost(opts);
   const HostInfo &host = jm->host_;
 
-  std::optional<llvm::orc::JITTargetMachineBuilder> jtmb = targetMachineBuilder(host);
-  jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+  llvm::orc::JITTargetMachineBuilder jtmb = targetMachineBuilder(host);
+  jtmb.setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
 
-  auto tm = jtmb->createTargetMachine();
+  auto tm = jtmb.createTargetMachine();
   if (!tm)
     return makeError(ErrorCode::Internal, "CPU backend: ", errString(tm.takeError()));
 
@@ -391,7 +390,7 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
   }
 
   llvm::orc::LLJITBuilder builder;
-  builder.setJITTargetMachineBuilder(*jtmb);
+  builder.setJITTargetMachineBuilder(jtmb);
   if (!objectCachePath.empty()) {
     jm->cacheWriter_ = std::make_shared<ObjectFileWriter>(objectCachePath);
     llvm::ObjectCache *cache = static_cast<ObjectFileWriter *>(jm->cacheWriter_.get());
