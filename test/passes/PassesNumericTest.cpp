@@ -228,6 +228,101 @@ TEST_F(PassNumericTest, fold_qdq) {
   expectSameNumbers(F_, g, 0.1001f, 0);
 }
 
+// A uint8 Quantize read only by Dequantize nodes becomes the int8 Quantize of the same
+// numbers (offset - 128), saturation included: the Dequantize results are identical. One read
+// by something else (here a Save of the raw values) keeps its type.
+TEST_F(PassNumericTest, fold_qdq_signs_unsigned_activations) {
+  Module &m = m_;
+  auto *x = input("x", {4, 16});
+  auto f32 = m.uniqueType(ElemKind::Float, {4, 16});
+  // x in [-1, 1] at 50 steps per unit around offset 250 saturates above x = 0.1.
+  NodeValue q = F_->createQuantize("q", m.uniqueType(ElemKind::UInt8Q, {4, 16}, 0.02f, 250), x);
+  save(F_->createDequantize("dq", f32, q), "a");
+  save(F_->createTanh("t", F_->createDequantize("dq2", f32, q)), "b");
+  NodeValue kept = F_->createQuantize("kept", m.uniqueType(ElemKind::UInt8Q, {4, 16}, 0.01f, 3), x);
+  save(kept, "raw");
+  save(F_->createDequantize("dq3", f32, kept), "c");
+  Function *g = optimizedCopy(F_, "fold-qdq");
+  unsigned signedQ = 0, unsignedQ = 0;
+  for (const auto &n : g->getNodes())
+    if (auto *qn = dyn_cast<QuantizeNode>(n.get())) {
+      const Type &t = *qn->getResultType();
+      if (t.kind == ElemKind::Int8Q) {
+        signedQ++;
+        EXPECT_EQ(t.offset, 250 - 128);
+        EXPECT_EQ(t.scale, 0.02f);
+      } else {
+        unsignedQ++;
+        EXPECT_EQ(t.offset, 3);
+      }
+    }
+  EXPECT_EQ(signedQ, 1u);
+  EXPECT_EQ(unsignedQ, 1u);
+  expectSameNumbers(F_, g, 0, 0);
+}
+
+// A ReLU6 between a QDQ convolution and a Quantize whose range is [0, 6] folds into the int8
+// node (the saturation clamps as the Clip does); outputs agree within one output step.
+TEST_F(PassNumericTest, fold_qdq_relu6) {
+  Module &m = m_;
+  auto *x = input("x", {1, 3, 6, 6});
+  auto f32 = [&](const Dims &d) { return m.uniqueType(ElemKind::Float, d); };
+  NodeValue qx = F_->createQuantize("qx", m.uniqueType(ElemKind::Int8Q, {1, 3, 6, 6}, 1.0f / 127, 0), x);
+  Tensor wt(Type(ElemKind::Int8Q, {4, 3, 3, 3}, 0.05f, 0));
+  PseudoRNG rng(5);
+  wt.randomize(-120, 120, rng);
+  NodeValue w = F_->createDequantize("dqw", f32({4, 3, 3, 3}), m.createConstant("w", std::move(wt)));
+  NodeValue conv = F_->createConvolution("conv", F_->createDequantize("dqx", f32({1, 3, 6, 6}), qx), w,
+                                         rand("b", {4}), {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+  NodeValue clip = F_->createClip("relu6", conv, 0, 6);
+  const float step = 6.0f / 255;
+  NodeValue qy = F_->createQuantize("qy", m.uniqueType(ElemKind::Int8Q, {1, 4, 6, 6}, step, -128), clip);
+  save(F_->createDequantize("dqy", f32({1, 4, 6, 6}), qy), "y");
+  Function *g = optimizedCopy(F_, "fold-qdq");
+  EXPECT_EQ(countKind(g, NodeKind::ChannelwiseQuantizedConvolution), 1u);
+  EXPECT_EQ(countKind(g, NodeKind::Clip), 0u);
+  expectSameNumbers(F_, g, step * 1.001f, 0);
+}
+
+// Element-wise arithmetic and pooling between Dequantize and Quantize nodes (a residual Add of
+// two differently scaled values, a max pool, a global average pool and a flatten that keeps
+// its scale) become the same nodes on int8 values; outputs agree within one output step.
+TEST_F(PassNumericTest, fold_qdq_elementwise_and_pools) {
+  Module &m = m_;
+  auto f32 = [&](const Dims &d) { return m.uniqueType(ElemKind::Float, d); };
+  auto i8 = [&](const Dims &d, float s, int32_t o) { return m.uniqueType(ElemKind::Int8Q, d, s, o); };
+  const Dims d = {1, 2, 6, 6};
+  auto *a = input("a", d);
+  auto *b = input("b", d);
+  NodeValue qa = F_->createQuantize("qa", i8(d, 1.0f / 100, 5), a);
+  NodeValue qb = F_->createQuantize("qb", i8(d, 1.0f / 60, -7), b);
+  NodeValue sum = F_->createAdd("sum", F_->createDequantize("dqa", f32(d), qa),
+                                F_->createDequantize("dqb", f32(d), qb));
+  NodeValue qs = F_->createQuantize("qs", i8(d, 1.0f / 50, -20), sum);
+  NodeValue relu = F_->createRelu("relu", F_->createDequantize("dqs", f32(d), qs));
+  NodeValue qr = F_->createQuantize("qr", i8(d, 1.0f / 60, -128), relu);
+  NodeValue pool = F_->createMaxPool("pool", F_->createDequantize("dqr", f32(d), qr), {2, 2}, {2, 2},
+                                     {0, 0, 0, 0});
+  const Dims pd = {1, 2, 3, 3};
+  NodeValue qp = F_->createQuantize("qp", i8(pd, 1.0f / 70, -128), pool);
+  NodeValue gap = F_->createAdaptiveAvgPool("gap", F_->createDequantize("dqp", f32(pd), qp), {1, 1});
+  NodeValue qg = F_->createQuantize("qg", i8({1, 2, 1, 1}, 1.0f / 90, -128), gap);
+  NodeValue flat = F_->createReshape("flat", F_->createDequantize("dqg", f32({1, 2, 1, 1}), qg), {1, 2});
+  NodeValue qf = F_->createQuantize("qf", i8({1, 2}, 1.0f / 90, -128), flat);
+  save(F_->createDequantize("dqs_out", f32(d), qs), "sum");
+  save(F_->createDequantize("dqf", f32({1, 2}), qf), "flat");
+  Function *g = optimizedCopy(F_, "fold-qdq");
+  for (NodeKind k : {NodeKind::Add, NodeKind::Relu, NodeKind::MaxPool, NodeKind::AdaptiveAvgPool,
+                     NodeKind::Reshape}) {
+    unsigned quantized = 0;
+    for (const auto &n : g->getNodes())
+      quantized += n->getKind() == k && n->getType(0)->kind == ElemKind::Int8Q;
+    EXPECT_EQ(quantized, 1u) << "kind " << unsigned(k);
+  }
+  EXPECT_EQ(countKind(g, NodeKind::Dequantize), 2u);
+  expectSameNumbers(F_, g, 1.0f / 50 * 1.001f, 0);
+}
+
 TEST_F(PassNumericTest, fuse_bias_add) {
   auto *x = input("x", {2, 3, 5, 5});
   auto *c = F_->createConv("conv", x, 4, 3, 1, 1);

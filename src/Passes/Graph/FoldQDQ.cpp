@@ -2,8 +2,14 @@
 // or MatMul (2-D; its input may also be Reshape(Dequantize(x)), which becomes a Reshape of
 // x), x i8q or u8q, and W dequantized 8-bit constant weights becomes one
 // ChannelwiseQuantizedConvolution / ChannelwiseQuantizedFullyConnected of x with the
-// Quantize's type. An optional Relu between Op and Quantize folds too when the Quantize's
-// offset is its kind's minimum (saturation is then the Relu). Each float node must have no
+// Quantize's type. An optional Relu or Clip between Op and Quantize folds too when the
+// Quantize's saturation clamps at least as much (a Relu: the offset is its kind's minimum;
+// a ReLU6: also 6 quantizes to the kind's maximum or above).
+//
+// Element-wise arithmetic and pooling between Dequantize and Quantize nodes
+// (Quantize(Add(Dequantize(a), Dequantize(b))), as around a residual Add or a pool) become
+// the same node on the 8-bit values with the Quantize's type, where the backend runs it;
+// Reshape and Transpose too when the Quantize keeps the input's scale and offset. Each float node must have no
 // other user. With a backend, only where it supports the folded node (the float form
 // stays otherwise); without one, always (the Interpreter runs both).
 //
@@ -15,6 +21,12 @@
 // (MatMul), or the importer's dequantized int32 bias Mul(ConvertTo(Constant i32), scale),
 // kept in integer accumulator units when its scales are inScale * W's scales (as ONNX
 // Runtime writes them) and otherwise folded to float.
+//
+// Unsigned activations first become signed ones: a u8q value (scale s, offset z) holds the
+// numbers of the i8q value (s, z - 128), whose raw values are 128 less, saturation bounds
+// included (Quantize adds the offset after rounding). ONNX Runtime's quantizer writes uint8
+// activations and the backends' int8 kernels read int8, so a Quantize to u8q read only by
+// Dequantize nodes quantizes to i8q instead; the Dequantize results are the same floats.
 
 #include "FoldQDQ.h"
 
@@ -200,19 +212,76 @@ NodeValue quantizedInput(NodeValue x, Function *f = nullptr) {
   return dq->getInput();
 }
 
+/// True when quantizing to \p t saturates wherever clamping to [\p lo, \p hi] would act, so
+/// Quantize(Clamp(v)) = Quantize(v) for every v: lo quantizes to the type's lowest value or
+/// below, hi to its highest or above (Quantize is monotonic; its rounding as the
+/// Interpreter's, round(r / scale) + offset). A Relu is the clamp [0, inf), which this allows
+/// when the offset is the lowest value.
+bool saturationClamps(const Type &t, double lo, double hi) {
+  double qmin = t.kind == ElemKind::Int8Q ? -128 : 0, qmax = qmin + 255;
+  auto quantized = [&](double r) { return std::round(r / double(t.scale)) + double(t.offset); };
+  return quantized(lo) <= qmin && quantized(hi) >= qmax;
+}
+
+/// Whether \p k computes on quantized operands what it computes on their real values, up to
+/// the result's rounding: element-wise arithmetic and pooling, whose quantized forms take
+/// operands and a result of any scales (the table's i8q rules).
+bool quantizedAlike(NodeKind k) {
+  switch (k) {
+  case NodeKind::Add:
+  case NodeKind::Sub:
+  case NodeKind::Mul:
+  case NodeKind::Max:
+  case NodeKind::Min:
+  case NodeKind::Relu:
+  case NodeKind::MaxPool:
+  case NodeKind::AvgPool:
+  case NodeKind::AdaptiveAvgPool:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Quantize(Op(Dequantize(x1), ..., Dequantize(xn))) with Op quantizedAlike, or a Reshape or
+/// Transpose whose Quantize has x's scale and offset, becomes Op(x1, ..., xn) with the
+/// Quantize's type; null otherwise.
+NodeValue foldAlike(Function *f, Node *p, TypeRef outTy) {
+  bool moves = isa<ReshapeNode>(p) || isa<TransposeNode>(p);
+  if ((!quantizedAlike(p->getKind()) && !moves) || p->getNumResults() != 1 ||
+      p->getType(0)->kind != ElemKind::Float || p->getNumUsesOf(0) != 1)
+    return NodeValue();
+  std::vector<NodeValue> ins;
+  for (unsigned i = 0; i < p->getNumInputs(); i++) {
+    auto *dq = dyn_cast<DequantizeNode>(p->getNthInput(i).node);
+    if (!dq || !isEightBit(dq->getInput().getElementType()))
+      return NodeValue();
+    ins.push_back(dq->getInput());
+  }
+  if (moves && (ins[0].getType()->kind != outTy->kind || ins[0].getType()->scale != outTy->scale ||
+                ins[0].getType()->offset != outTy->offset))
+    return NodeValue();
+  return passutil::cloneWith(f, p, ins, {passutil::withDims(f, *outTy, p->getType(0)->dims)})
+      ->getNthResult(0);
+}
+
 /// Folds Quantize \p q; returns the replacement or null.
 NodeValue fold(Function *f, QuantizeNode *q) {
   TypeRef outTy = q->getResultType();
   if (!isEightBit(outTy->kind))
     return NodeValue();
+  if (NodeValue r = foldAlike(f, q->getInput().node, outTy))
+    return r;
   Node *p = q->getInput().node;
   if (p->getNumUsesOf(0) != 1)
     return NodeValue();
-  if (auto *relu = dyn_cast<ReluNode>(p)) {
-    double lowest = outTy->kind == ElemKind::Int8Q ? -128 : 0;
-    if (double(outTy->offset) != lowest)
+  if (isa<ReluNode>(p) || isa<ClipNode>(p)) {
+    auto *clip = dyn_cast<ClipNode>(p);
+    double lo = clip ? clip->getMin() : 0.0;
+    double hi = clip ? clip->getMax() : HUGE_VAL;
+    if (!saturationClamps(*outTy, lo, hi))
       return NodeValue();
-    p = relu->getInput().node;
+    p = p->getNthInput(0).node;
     if (p->getNumUsesOf(0) != 1)
       return NodeValue();
   }
@@ -257,9 +326,30 @@ NodeValue fold(Function *f, QuantizeNode *q) {
       name, passutil::withDims(f, *outTy, p->getType(0)->dims), x, wc, s, o, bias);
 }
 
+/// Retypes each Quantize to u8q whose users are all Dequantize nodes to the i8q type with
+/// the same numbers (offset - 128). Returns true when it changed \p f.
+bool signUnsignedQuantizes(Function *f) {
+  bool changed = false;
+  for (Node *n : passutil::topoOrder(*f)) {
+    auto *q = dyn_cast<QuantizeNode>(n);
+    if (!q || q->getResultType()->kind != ElemKind::UInt8Q || !q->hasUsers())
+      continue;
+    bool onlyDequantized = true;
+    for (const NodeUse &u : q->getUsers())
+      onlyDequantized &= isa<DequantizeNode>(u.user);
+    if (!onlyDequantized)
+      continue;
+    const Type &t = *q->getResultType();
+    q->setType(0, f->getParent()->uniqueType(ElemKind::Int8Q, t.dims, t.scale, t.offset - 128));
+    changed = true;
+  }
+  return changed;
+}
+
 } // namespace
 
 bool foldQDQ(Function *f, const PassContext &ctx) {
+  bool signedAny = signUnsignedQuantizes(f);
   return passutil::rewriteNodes(f, [&](Node *n) {
     auto *q = dyn_cast<QuantizeNode>(n);
     NodeValue r = q ? fold(f, q) : NodeValue();
@@ -276,7 +366,7 @@ bool foldQDQ(Function *f, const PassContext &ctx) {
       return NodeValue();
     }
     return r;
-  });
+  }) || signedAny;
 }
 
 } // namespace kiln
