@@ -476,6 +476,89 @@ TEST(CPUBackend, ElementwiseChainAndData) {
   });
 }
 
+/// The same element-wise chains at several lengths (one of them long enough to be split
+/// between threads) and a broadcast chain at two row counts: each length is its own loop,
+/// and the Interpreter's results hold on every configuration.
+void buildRepeatedChains(Net &n) {
+  n.F = n.mod.createFunction("main");
+  Function *F = n.F;
+  std::vector<NodeValue> outs;
+  for (dim_t len : {150, 7001, 40000}) {
+    auto *x = n.mod.createPlaceholder(ElemKind::Float, {len}, "x" + std::to_string(len));
+    auto *y = n.mod.createPlaceholder(ElemKind::Float, {len}, "y" + std::to_string(len));
+    n.inputs.push_back(x);
+    n.inputs.push_back(y);
+    NodeValue t = F->createTanh("t", x);
+    NodeValue g = F->createAdd("g", F->createMul("m", F->createSigmoid("s", y), y), x);
+    outs.push_back(t);
+    outs.push_back(g);
+  }
+  for (dim_t rows : {3, 70}) {
+    auto *a = n.mod.createPlaceholder(ElemKind::Float, {rows, 16, 9}, "a" + std::to_string(rows));
+    auto *c = n.mod.createPlaceholder(ElemKind::Float, {rows, 16, 1}, "c" + std::to_string(rows));
+    n.inputs.push_back(a);
+    n.inputs.push_back(c);
+    outs.push_back(F->createMul("sc", a, F->createBroadcast("b", c, {rows, 16, 9})));
+  }
+  for (size_t i = 0; i < outs.size(); i++)
+    n.saves.push_back(F->createSave("o" + std::to_string(i), outs[i]));
+}
+
+TEST(CPUBackend, RepeatedElementwiseChains) { checkAgainstInterpreter(buildRepeatedChains); }
+
+// Chains that compute the same thing on other buffers or lengths call one loop function:
+// the module has fewer loop functions than loops.
+TEST(CPUBackend, RepeatedChainsShareTheirLoop) {
+  cpu::CPUBackendOptions o;
+  o.keepIR = true;
+  cpu::CPUBackend cpu(o);
+  Net net;
+  buildRepeatedChains(net);
+  CompileOptions opts;
+  opts.threads = 2;
+  auto cf = compileFunction(net.F, cpu, opts);
+  ASSERT_TRUE(bool(cf)) << cf.getError().message();
+  auto *c = static_cast<cpu::CPUFunction *>(cf->get());
+  const std::string &ir = c->getIR();
+  size_t defs = 0;
+  for (size_t at = ir.find("define"); at != std::string::npos; at = ir.find("define", at + 1)) {
+    size_t eol = ir.find('\n', at);
+    defs += ir.substr(at, eol - at).find("@kiln_ew_") != std::string::npos;
+  }
+  // 5 loops: the tanh and the sigmoid chain of each length in one (the same length), at 3
+  // lengths; the broadcast at 2 row counts (its loop's row length and strides are part of
+  // the code). Functions: one for the 3 lengths, one per broadcast shape.
+  EXPECT_NE(c->getStats().find("element-wise loops 5 "), std::string::npos) << c->getStats();
+  EXPECT_EQ(defs, 3u) << ir;
+}
+
+// Two programs whose stages are alike but whose loops compute different things are
+// different programs: the reuse key covers the loop functions, not only the stages that
+// call them.
+TEST(CPUBackend, ProgramsDifferingInTheirLoopsAreNotReused) {
+  auto interp = exitOnError(createBackend("Interpreter"));
+  cpu::CPUBackend cpu;
+  CompileOptions opts;
+  opts.threads = 1;
+  for (bool tanh : {true, false}) {
+    SCOPED_TRACE(tanh ? "tanh" : "sigmoid");
+    auto build = [tanh](Net &n) {
+      n.F = n.mod.createFunction("main");
+      auto *x = n.mod.createPlaceholder(ElemKind::Float, {1000}, "x");
+      n.inputs = {x};
+      NodeValue r = tanh ? NodeValue(n.F->createTanh("f", x)) : NodeValue(n.F->createSigmoid("f", x));
+      n.saves = {n.F->createSave("y", r)};
+    };
+    Net ref, net;
+    build(ref);
+    build(net);
+    auto expected = runOn(ref, *interp, {});
+    std::string stats;
+    expectClose(runOn(net, cpu, opts, &stats), expected);
+    EXPECT_EQ(stats.find("native code reused"), std::string::npos) << stats;
+  }
+}
+
 /// An index constant of kind \p k holding \p v.
 Constant *indexConstant(Module &m, const std::string &name, ElemKind k, std::vector<int64_t> v) {
   Tensor t(k, {dim_t(v.size())});

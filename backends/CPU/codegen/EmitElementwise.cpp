@@ -218,7 +218,13 @@ std::pair<llvm::Value *, llvm::Value *> threadShare(llvm::IRBuilder<> &B, llvm::
 
 /// Emits `for (i = lo; i < hi; i++) body(i)` at \p B's insertion point and leaves it after
 /// the loop; the body may add blocks. With \p access, the memory accesses of that group are
-/// declared independent across iterations (llvm.loop.parallel_accesses).
+/// declared independent across iterations (llvm.loop.parallel_accesses). The loops the
+/// vectoriser makes of it are not unrolled (llvm.loop.vectorize.followup_all: unroll
+/// disabled on the vector and remainder loops; the vectoriser's own interleaving, which an
+/// unroll.disable on the loop itself would turn off, stays): a chain's loop streams memory,
+/// and with a constant trip count LLVM's unroller used to copy the vectorised body up to 28
+/// times, blocks of ~850 instructions whose instruction selection was most of a cold
+/// compile (densenet121: 84% of 4.8 s of code generation).
 void emitCountedLoop(llvm::IRBuilder<> &B, llvm::Function *fn, llvm::Value *lo,
                      llvm::Value *hi, const char *name,
                      const std::function<void(llvm::Value *)> &body, llvm::MDNode *access) {
@@ -234,13 +240,21 @@ void emitCountedLoop(llvm::IRBuilder<> &B, llvm::Function *fn, llvm::Value *lo,
   llvm::Value *next = B.CreateAdd(i, llvm::ConstantInt::get(lo->getType(), 1));
   i->addIncoming(next, B.GetInsertBlock());
   auto *br = B.CreateCondBr(B.CreateICmpULT(next, hi), loop, exit);
+  llvm::TempMDTuple tmp = llvm::MDTuple::getTemporary(ctx, {});
+  llvm::Metadata *noUnroll = llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.unroll.disable")});
+  llvm::Metadata *followup[] = {llvm::MDString::get(ctx, "llvm.loop.vectorize.followup_all"),
+                                noUnroll};
+  // A loop without \p access (the rows of a broadcast chain) is not vectorised: its own
+  // unrolling is disabled.
+  std::vector<llvm::Metadata *> ops = {tmp.get(), access ? llvm::MDNode::get(ctx, followup)
+                                                         : llvm::cast<llvm::MDNode>(noUnroll)};
   if (access) {
-    llvm::TempMDTuple tmp = llvm::MDTuple::getTemporary(ctx, {});
     llvm::Metadata *par[] = {llvm::MDString::get(ctx, "llvm.loop.parallel_accesses"), access};
-    llvm::MDNode *loopId = llvm::MDNode::getDistinct(ctx, {tmp.get(), llvm::MDNode::get(ctx, par)});
-    loopId->replaceOperandWith(0, loopId);
-    br->setMetadata(llvm::LLVMContext::MD_loop, loopId);
+    ops.push_back(llvm::MDNode::get(ctx, par));
   }
+  llvm::MDNode *loopId = llvm::MDNode::getDistinct(ctx, ops);
+  loopId->replaceOperandWith(0, loopId);
+  br->setMetadata(llvm::LLVMContext::MD_loop, loopId);
   B.SetInsertPoint(exit);
 }
 
@@ -267,6 +281,15 @@ std::set<const Value *> Emitter::readOnlyInside(const std::vector<Instruction *>
   return inGroupOnly;
 }
 
+namespace {
+
+/// Appends \p v's bits to a loop's key.
+void keyBits(std::string &key, const void *v, size_t n) {
+  key.append(static_cast<const char *>(v), n);
+}
+
+} // namespace
+
 void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n, bool parallel) {
   // The broadcasts the chain reads (one shape for all: run() groups them so): the loop
   // becomes rows of the merged broadcast space, each broadcast source read at a row
@@ -284,98 +307,182 @@ void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n
   }
   // Rows per thread, or whole cache lines of elements where there are no rows.
   const int64_t total = bcs.empty() ? n : rows, unit = bcs.empty() ? 16 : 1;
+  std::set<const Value *> inGroupOnly = readOnlyInside(group);
+
+  // The loop is a function of its own, called by the stage with the buffers the chain
+  // touches (one pointer per distinct location, in order of first use) and its range of
+  // elements (rows with broadcasts). Chains that compute the same thing on other buffers
+  // or over another range call the same function: the key is everything the body depends
+  // on (kernels, attributes, which operands are the same buffer, element types, the
+  // broadcast space, which results are stored), not the buffers or the element count.
+  std::vector<Location> params;
+  std::map<std::pair<unsigned, uint64_t>, unsigned> paramOf;
+  auto param = [&](const Value *v) {
+    Location l = *loc(v);
+    auto it = paramOf.emplace(std::make_pair(l.base, l.offset), unsigned(params.size())).first;
+    if (it->second == params.size())
+      params.push_back(l);
+    return it->second;
+  };
+  std::string key = bcs.empty() ? "flat|" : "bcast|";
+  auto keyInt = [&](int64_t v) { keyBits(key, &v, sizeof v); };
+  if (!bcs.empty()) {
+    keyInt(int64_t(space.dims.size()));
+    for (int64_t d : space.dims)
+      keyInt(d);
+    for (const auto &st : space.strides)
+      for (int64_t x : st)
+        keyInt(x);
+  }
+  for (Instruction *I : group) {
+    key += '|';
+    if (auto *b = dyn_cast<BroadcastInst>(I)) {
+      key += "bc";
+      keyInt(int64_t(b->getDest()->getType()->kind));
+      keyInt(param(b->getInput()));
+    } else if (auto *sp = dyn_cast<SplatInst>(I)) {
+      key += "splat";
+      keyInt(int64_t(sp->getDest()->getType()->kind));
+      float v = sp->getValue();
+      keyBits(key, &v, sizeof v);
+    } else {
+      ElemOp op;
+      elemOpOf(I, op);
+      key += op.fn;
+      for (const ElemOp::Attr &a : op.attrs) {
+        key += a.isBool ? 'b' : 'f';
+        keyBits(key, &a.value, sizeof a.value);
+      }
+      for (unsigned k = 1; k < I->getNumOperands(); k++) {
+        keyInt(int64_t(I->getOperand(k).first->getType()->kind));
+        keyInt(param(I->getOperand(k).first));
+      }
+    }
+    const Value *dest = I->getOperand(0).first;
+    keyInt(int64_t(dest->getType()->kind));
+    keyInt(param(dest));
+    key += inGroupOnly.count(dest) ? 'r' : 's';
+  }
+
+  llvm::Function *&loopFn = ewFns_[key];
+  if (!loopFn) {
+    std::vector<llvm::Type *> argTypes(params.size(), i8p_);
+    argTypes.push_back(i64_);
+    argTypes.push_back(i64_);
+    auto *ft = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), argTypes, false);
+    loopFn = llvm::Function::Create(ft, llvm::GlobalValue::InternalLinkage,
+                                    "kiln_ew_" + std::to_string(ewFns_.size() - 1), M_);
+    loopFn->addFnAttr(llvm::Attribute::NoUnwind);
+    // Kept out of line: inlined, each call would be a copy of the loop again.
+    loopFn->addFnAttr(llvm::Attribute::NoInline);
+    llvm::IRBuilderBase::InsertPoint saved = B_.saveIP();
+    B_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", loopFn));
+    std::vector<llvm::Value *> ptrs;
+    for (size_t k = 0; k < params.size(); k++)
+      ptrs.push_back(loopFn->getArg(unsigned(k)));
+    llvm::Value *begin = loopFn->getArg(unsigned(params.size()));
+    llvm::Value *end = loopFn->getArg(unsigned(params.size() + 1));
+
+    // One element of the chain at flat index i; bcBase[b] is broadcast b's source offset
+    // of the row, bcStep[b] its inner stride (0 or 1), j the index within the row.
+    llvm::MDNode *access = llvm::MDNode::getDistinct(ctx_, {});
+    auto element = [&](llvm::Value *i, llvm::Value *j, const std::vector<llvm::Value *> &bcBase) {
+      std::map<unsigned, llvm::Value *> ssa; // by parameter
+      auto elemPtr = [&](const Value *v, llvm::Type *t, llvm::Value *idx) {
+        llvm::Value *p = B_.CreatePointerCast(ptrs[param(v)], t->getPointerTo());
+        return B_.CreateInBoundsGEP(t, p, idx);
+      };
+      auto read = [&](const Value *v, llvm::Type *t) -> llvm::Value * {
+        auto it = ssa.find(param(v));
+        if (it != ssa.end() && it->second->getType() == t)
+          return it->second;
+        llvm::LoadInst *ld = B_.CreateLoad(t, elemPtr(v, t, i));
+        ld->setMetadata(llvm::LLVMContext::MD_access_group, access);
+        return ld;
+      };
+      auto write = [&](const Value *dest, llvm::Value *r) {
+        if (!inGroupOnly.count(dest)) {
+          llvm::StoreInst *st = B_.CreateStore(r, elemPtr(dest, r->getType(), i));
+          st->setMetadata(llvm::LLVMContext::MD_access_group, access);
+        }
+        ssa[param(dest)] = r;
+      };
+      size_t nb = 0;
+      for (Instruction *I : group) {
+        if (auto *b = dyn_cast<BroadcastInst>(I)) {
+          llvm::Type *t = elemType(b->getDest()->getType()->kind);
+          llvm::Value *idx = bcBase[nb];
+          if (space.strides[nb].back() != 0)
+            idx = B_.CreateAdd(idx, j);
+          nb++;
+          llvm::LoadInst *ld = B_.CreateLoad(t, elemPtr(b->getInput(), t, idx));
+          ld->setMetadata(llvm::LLVMContext::MD_access_group, access);
+          write(b->getDest(), ld);
+          continue;
+        }
+        if (auto *sp = dyn_cast<SplatInst>(I)) {
+          write(sp->getDest(), splatConstant(sp->getDest()->getType()->kind, sp->getValue()));
+          continue;
+        }
+        ElemOp op;
+        elemOpOf(I, op);
+        inlineKernel(op.fn);
+        std::vector<llvm::Value *> args;
+        for (unsigned k = 1; k < I->getNumOperands(); k++) {
+          const Value *v = I->getOperand(k).first;
+          args.push_back(read(v, elemType(v->getType()->kind)));
+        }
+        for (const ElemOp::Attr &a : op.attrs)
+          args.push_back(a.isBool
+                             ? llvm::ConstantInt::get(llvm::Type::getInt1Ty(ctx_), a.value != 0)
+                             : F32(a.value));
+        llvm::Value *r = call(op.fn, args);
+        if (!r)
+          return;
+        write(I->getOperand(0).first, r);
+      }
+    };
+
+    if (bcs.empty()) {
+      emitCountedLoop(
+          B_, loopFn, begin, end, "ew", [&](llvm::Value *i) { element(i, i, {}); }, access);
+    } else {
+      // Rows of the merged broadcast space; each broadcast's row offset from the row's
+      // coordinates (one division per outer dimension and row).
+      emitCountedLoop(
+          B_, loopFn, begin, end, "ew.row",
+          [&](llvm::Value *r) {
+            std::vector<llvm::Value *> bcBase(bcs.size(), I64(0));
+            llvm::Value *rest = r;
+            for (int d = int(space.dims.size()) - 2; d >= 0; d--) {
+              llvm::Value *c = d == 0 ? rest : B_.CreateURem(rest, I64(space.dims[d]));
+              if (d > 0)
+                rest = B_.CreateUDiv(rest, I64(space.dims[d]));
+              for (size_t b = 0; b < bcs.size(); b++)
+                if (space.strides[b][d])
+                  bcBase[b] = B_.CreateAdd(bcBase[b], B_.CreateMul(c, I64(space.strides[b][d])));
+            }
+            llvm::Value *rowStart = B_.CreateMul(r, I64(len));
+            emitCountedLoop(
+                B_, loopFn, I64(0), I64(len), "ew",
+                [&](llvm::Value *j) { element(B_.CreateAdd(rowStart, j), j, bcBase); }, access);
+          },
+          nullptr);
+    }
+    B_.CreateRetVoid();
+    B_.restoreIP(saved);
+  }
+
+  // The stage: this thread's share of the range, then the call.
   llvm::Value *begin = I64(0), *end = I64(total);
   if (parallel)
     std::tie(begin, end) = threadShare(B_, tid_, nth_, total, unit);
-  std::set<const Value *> inGroupOnly = readOnlyInside(group);
-
-  // One element of the chain at flat index i; bcBase[b] is broadcast b's source offset of
-  // the row, bcStep[b] its inner stride (0 or 1), j the index within the row.
-  llvm::MDNode *access = llvm::MDNode::getDistinct(ctx_, {});
-  auto element = [&](llvm::Value *i, llvm::Value *j, const std::vector<llvm::Value *> &bcBase) {
-    std::map<std::pair<unsigned, uint64_t>, llvm::Value *> ssa;
-    auto elemPtr = [&](const Value *v, llvm::Type *t, llvm::Value *idx) {
-      llvm::Value *p = B_.CreatePointerCast(at(*loc(v)), t->getPointerTo());
-      return B_.CreateInBoundsGEP(t, p, idx);
-    };
-    auto read = [&](const Value *v, llvm::Type *t) -> llvm::Value * {
-      Location l = *loc(v);
-      auto it = ssa.find({l.base, l.offset});
-      if (it != ssa.end() && it->second->getType() == t)
-        return it->second;
-      llvm::LoadInst *ld = B_.CreateLoad(t, elemPtr(v, t, i));
-      ld->setMetadata(llvm::LLVMContext::MD_access_group, access);
-      return ld;
-    };
-    auto write = [&](const Value *dest, llvm::Value *r) {
-      if (!inGroupOnly.count(dest)) {
-        llvm::StoreInst *st = B_.CreateStore(r, elemPtr(dest, r->getType(), i));
-        st->setMetadata(llvm::LLVMContext::MD_access_group, access);
-      }
-      Location dl = *loc(dest);
-      ssa[{dl.base, dl.offset}] = r;
-    };
-    size_t nb = 0;
-    for (Instruction *I : group) {
-      if (auto *b = dyn_cast<BroadcastInst>(I)) {
-        llvm::Type *t = elemType(b->getDest()->getType()->kind);
-        llvm::Value *idx = bcBase[nb];
-        if (space.strides[nb].back() != 0)
-          idx = B_.CreateAdd(idx, j);
-        nb++;
-        llvm::LoadInst *ld = B_.CreateLoad(t, elemPtr(b->getInput(), t, idx));
-        ld->setMetadata(llvm::LLVMContext::MD_access_group, access);
-        write(b->getDest(), ld);
-        continue;
-      }
-      if (auto *sp = dyn_cast<SplatInst>(I)) {
-        write(sp->getDest(), splatConstant(sp->getDest()->getType()->kind, sp->getValue()));
-        continue;
-      }
-      ElemOp op;
-      elemOpOf(I, op);
-      inlineKernel(op.fn);
-      std::vector<llvm::Value *> args;
-      for (unsigned k = 1; k < I->getNumOperands(); k++) {
-        const Value *v = I->getOperand(k).first;
-        args.push_back(read(v, elemType(v->getType()->kind)));
-      }
-      for (const ElemOp::Attr &a : op.attrs)
-        args.push_back(a.isBool ? llvm::ConstantInt::get(llvm::Type::getInt1Ty(ctx_), a.value != 0)
-                                : F32(a.value));
-      llvm::Value *r = call(op.fn, args);
-      if (!r)
-        return;
-      write(I->getOperand(0).first, r);
-    }
-  };
-
-  if (bcs.empty()) {
-    emitCountedLoop(
-        B_, fn_, begin, end, "ew", [&](llvm::Value *i) { element(i, i, {}); }, access);
-    return;
-  }
-  // Rows of the merged broadcast space; each broadcast's row offset from the row's
-  // coordinates (one division per outer dimension and row).
-  emitCountedLoop(
-      B_, fn_, begin, end, "ew.row",
-      [&](llvm::Value *r) {
-        std::vector<llvm::Value *> bcBase(bcs.size(), I64(0));
-        llvm::Value *rest = r;
-        for (int d = int(space.dims.size()) - 2; d >= 0; d--) {
-          llvm::Value *c = d == 0 ? rest : B_.CreateURem(rest, I64(space.dims[d]));
-          if (d > 0)
-            rest = B_.CreateUDiv(rest, I64(space.dims[d]));
-          for (size_t b = 0; b < bcs.size(); b++)
-            if (space.strides[b][d])
-              bcBase[b] = B_.CreateAdd(bcBase[b], B_.CreateMul(c, I64(space.strides[b][d])));
-        }
-        llvm::Value *rowStart = B_.CreateMul(r, I64(len));
-        emitCountedLoop(
-            B_, fn_, I64(0), I64(len), "ew",
-            [&](llvm::Value *j) { element(B_.CreateAdd(rowStart, j), j, bcBase); }, access);
-      },
-      nullptr);
+  std::vector<llvm::Value *> args;
+  for (const Location &l : params)
+    args.push_back(at(l));
+  args.push_back(begin);
+  args.push_back(end);
+  B_.CreateCall(loopFn, args);
 }
 
 Error Emitter::planElementwise(std::vector<Instruction *> &group, std::vector<Item> &items) {

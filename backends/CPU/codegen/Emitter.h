@@ -363,6 +363,9 @@ private:
   std::unordered_map<const WeightVar *, unsigned> borrowedIndex_;
   std::string missing_;
   unsigned fusedLoops_ = 0, fusedInstrs_ = 0;
+  /// The element-wise loop functions by what their body computes (EmitElementwise.cpp):
+  /// chains alike but for their buffers and length share one.
+  std::map<std::string, llvm::Function *> ewFns_;
   std::set<std::string> called_;
   std::unordered_map<const Value *, std::vector<const Instruction *>> users_;
 };

@@ -370,15 +370,28 @@ void trimObjectCache(const std::string &dir, uint64_t maxBytes) {
 
 std::vector<std::string> sharedKernelNames(bool avx512) {
   std::string isa = avx512 ? "avx512" : "avx2";
-  return {"libjit_conv2d_f32_" + isa,       "libjit_fc_f32_" + isa,
-          "libjit_batchmatmul_f32_" + isa,  "libjit_conv2d_t_f32_" + isa,
-          "libjit_conv2d_strip_f32_" + isa, "libjit_conv2d_wino_f32_" + isa,
-          "libjit_conv2d_wino_rows2_f32_" + isa, "libjit_conv2d_wino_rows4_f32_" + isa,
-          "libjit_conv2d_grouped_f32_" + isa,
-          // Loop nests that gain little from constant shapes and cost much to compile
-          // once per call.
-          "libjit_conv2d_dw_f32", "libjit_maxpool_f32", "libjit_avgpool_f32",
-          "libjit_adaptive_avgpool_f32", "libjit_fc_row_f32", "libjit_fc_row_sum_f32"};
+  std::vector<std::string> names = {
+      "libjit_conv2d_f32_" + isa, "libjit_fc_f32_" + isa, "libjit_batchmatmul_f32_" + isa,
+      "libjit_conv2d_t_f32_" + isa, "libjit_conv2d_strip_f32_" + isa,
+      "libjit_conv2d_wino_f32_" + isa, "libjit_conv2d_wino_rows2_f32_" + isa,
+      "libjit_conv2d_wino_rows4_f32_" + isa, "libjit_conv2d_grouped_f32_" + isa,
+      // Loop nests that gain little from constant shapes and cost much to compile
+      // once per call.
+      "libjit_conv2d_dw_f32", "libjit_maxpool_f32", "libjit_avgpool_f32",
+      "libjit_adaptive_avgpool_f32", "libjit_fc_row_f32", "libjit_fc_row_sum_f32",
+      // Data movement and normalisations: memory-bound loop nests over shapes passed as
+      // arguments (the strided copies' dims and strides are tables in memory anyway).
+      // Compiled into each program they were inlined at some calls and unrolled over
+      // constant dimensions (text_encoder's strided copies: ~7000 IR lines; swin_t's
+      // ~12000), code generation the program paid at every cold compile.
+      "libjit_softmax_f32", "libjit_batchnorm_f32", "libjit_layernorm_f32"};
+  for (const char *size : {"u8", "u16", "u32", "u64"}) {
+    names.push_back(std::string("libjit_strided_copy_") + size);
+    names.push_back(std::string("libjit_strided_copy_part_") + size);
+    for (const char *index : {"i32", "i64"})
+      names.push_back(std::string("libjit_gather_part_") + size + "_" + index);
+  }
+  return names;
 }
 
 namespace {
