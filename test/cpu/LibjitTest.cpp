@@ -383,7 +383,11 @@ TEST(Libjit, StripConvolution) {
                {1, 8, 56, 56, 21, 3, 3, 2, 1, 1},  {2, 6, 28, 28, 10, 3, 3, 2, 1, 1},
                {1, 12, 14, 14, 9, 3, 3, 2, 1, 1},  {1, 3, 7, 224, 8, 3, 3, 2, 1, 1},
                {1, 4, 6, 55, 13, 3, 3, 1, 1, 1},   {1, 5, 13, 16, 7, 3, 3, 1, 2, 2},
-               {1, 520, 8, 9, 6, 3, 3, 2, 1, 1}};
+               {1, 520, 8, 9, 6, 3, 3, 2, 1, 1},
+               // Stems (at most 64 taps): tap planes in bands of whole strips, several
+               // bands per image (output rows 112, 75 and 100 wide; 5x5/1 with 2 channels).
+               {1, 3, 150, 224, 8, 3, 3, 2, 1, 1}, {1, 3, 97, 150, 5, 3, 3, 2, 1, 1},
+               {1, 2, 60, 100, 6, 5, 5, 1, 2, 1}};
   for (const Case &k : cases) {
     int64_t Kd = k.C * k.KH * k.KW;
     auto in = randomVec(k.N * k.C * k.H * k.W, 21), w = randomVec(k.O * Kd, 22),

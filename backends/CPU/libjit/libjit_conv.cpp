@@ -670,6 +670,11 @@ constexpr int64_t kMaxDirectTaps = 4608;
 /// resnet50's 7x7/2 stem (14 planes, 2.2 MB) and alexnet's 11x11/4 stem (44).
 constexpr int64_t kMaxTapPlanes = 6;
 
+/// Bands of tap planes for stems (at most kStemTaps taps, few channels and many pixels)
+/// hold at most this many floats (128 KB), so the planes are read from L2 right after they
+/// are built instead of from L3 (a whole 224x224 3x3/2 stem's planes are 0.9 MB).
+constexpr int64_t kStemTaps = 64, kStemBandFloats = 32768;
+
 /// The tap planes of conv2dStripDirect for output rows [oh0, oh0 + rows) of image x. Stride
 /// 2 (Stride2) copies inline: its runs are as short as 7-28 floats, where the out-of-line
 /// planeRun measured 5-30% slower; other strides share planeRun.
@@ -739,6 +744,18 @@ LIBJIT_INLINE bool conv2dStripDirect(float *out, const float *in, const float *w
   partition(P, NR, tid, nthreads, &j0, &j1);
   if (j0 >= j1)
     return true;
+  if (K <= kStemTaps) {
+    bandRows = minI(bandRows, maxI(kStemBandFloats / perRow, 8 * (hk + 1)));
+    // Whole strips per band where the band's rows allow (no partial strip at its end):
+    // a multiple of NR / gcd(OW, NR) rows.
+    int64_t g = NR, r = OW;
+    while (r) {
+      int64_t t = g % r;
+      g = r, r = t;
+    }
+    if (bandRows >= NR / g)
+      bandRows = bandRows / (NR / g) * (NR / g);
+  }
   bandRows = minI(bandRows, (j1 - 1) / OW - j0 / OW + 1);
   // Planes start on 64-byte boundaries, so every tap without a row shift loads aligned
   // (with one whose shift is a multiple of 16 floats).
