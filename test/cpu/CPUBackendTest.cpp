@@ -662,6 +662,38 @@ TEST(CPUBackend, DepthwiseStrideTwoNarrowRows) {
   });
 }
 
+// Depthwise layers on the ring path (output rows of 32 or more, or 16 or more with SH !=
+// SW): 3x3 and 5x5 at strides 1 and 2, an odd number of output rows (a last block of one
+// row), rows that end mid-vector, pads beyond the kernel's half, asymmetric and none; a
+// 3x3 with row stride 2 and column stride 1; with a fused Clip.
+TEST(CPUBackend, DepthwiseRingRows) {
+  checkAgainstInterpreter([](Net &n) {
+    n.F = n.mod.createFunction("main");
+    struct Case {
+      dim_t c, h, w, k, sh, sw;
+      std::vector<dim_t> pads;
+    };
+    std::vector<Case> cases = {{4, 19, 45, 3, 1, 1, {1, 1, 1, 1}},  {3, 21, 40, 5, 1, 1, {2, 2, 2, 2}},
+                               {3, 17, 70, 5, 2, 2, {2, 2, 2, 2}},  {5, 29, 64, 3, 2, 2, {0, 0, 1, 1}},
+                               {2, 12, 36, 3, 1, 1, {0, 0, 0, 0}},  {3, 15, 33, 5, 1, 1, {3, 3, 3, 3}},
+                               {3, 16, 77, 5, 2, 2, {1, 2, 2, 1}},  {4, 23, 19, 3, 2, 1, {1, 1, 1, 1}}};
+    uint64_t seed = 940;
+    for (const Case &c : cases) {
+      std::string nm = "ring" + std::to_string(seed);
+      auto *x = n.mod.createPlaceholder(ElemKind::Float, {1, c.c, c.h, c.w}, nm + ".x");
+      n.inputs.push_back(x);
+      auto *w = randomConstant(n.mod, nm + ".w", {c.c, 1, c.k, c.k}, seed);
+      auto *b = randomConstant(n.mod, nm + ".b", {c.c}, seed + 1);
+      NodeValue y = n.F->createConvolution(nm, x, w, b, {c.k, c.k}, {c.sh, c.sw}, c.pads,
+                                           {1, 1}, c.c);
+      if (seed % 4 == 0)
+        y = n.F->createClip(nm + ".clip", y, -0.5f, 0.5f);
+      n.saves.push_back(n.F->createSave(nm, y));
+      seed += 2;
+    }
+  });
+}
+
 /// Runs \p net compiled by the code generator with \p co (threads, ISA, Winograd) and
 /// returns the outputs and the stage descriptions.
 std::vector<std::vector<float>> runWithCodegen(Net &net, const cpu::CodegenOptions &co,

@@ -239,6 +239,9 @@ const ConvCase kConvCases[] = {
     {ConvAlgorithm::WinogradRows4, 6, 18, 17, 13, 3, 1, 1, 1, false},
     {ConvAlgorithm::Depthwise, 12, 12, 15, 19, 3, 1, 1, 12, false},
     {ConvAlgorithm::Depthwise, 10, 10, 21, 23, 5, 2, 2, 10, false},
+    // The ring path at stride 2 (output rows of 16 or more; an odd number of them).
+    {ConvAlgorithm::Depthwise, 6, 6, 33, 37, 5, 2, 2, 6, false},
+    {ConvAlgorithm::Depthwise, 5, 5, 35, 64, 3, 2, 1, 5, false},
     // The small-plane path (7x7 and 14x13 planes at stride 1).
     {ConvAlgorithm::Depthwise, 9, 9, 7, 7, 5, 1, 2, 9, false},
     {ConvAlgorithm::Depthwise, 11, 11, 14, 13, 3, 1, 1, 11, false},

@@ -134,20 +134,22 @@ void addPool(std::vector<Case> &cases, const Kernels &k, bool isMax, int64_t C, 
   cases.push_back(c);
 }
 
-void addDw(std::vector<Case> &cases, const Kernels &k, int64_t C, int64_t H, int64_t S) {
-  int64_t OH = outDim(H, 3, S, 1, 1, false);
+void addDw(std::vector<Case> &cases, const Kernels &k, int64_t C, int64_t H, int64_t S,
+           int64_t K = 3) {
+  int64_t P = K / 2, OH = outDim(H, K, S, P, P, false);
   auto in = std::make_shared<std::vector<float>>(filled(C * H * H, 2));
-  auto w = std::make_shared<std::vector<float>>(filled(C * 9, 3));
+  auto w = std::make_shared<std::vector<float>>(filled(C * K * K, 3));
   auto b = std::make_shared<std::vector<float>>(filled(C, 4));
   auto out = std::make_shared<std::vector<float>>(C * OH * OH);
-  int64_t perThread = libjit_conv2d_dw_scratch_floats(H, H, OH, OH, 3, 3, S, S, 1, 1) + 64;
+  int64_t perThread = libjit_conv2d_dw_scratch_floats(H, H, OH, OH, K, K, S, S, 1, 1) + 64;
   auto scratch = std::make_shared<std::vector<float>>(perThread * kMaxThreads);
   Case c;
-  c.name = "conv_dw 3x3/" + std::to_string(S) + " " + std::to_string(C) + "x" + std::to_string(H) +
-           "x" + std::to_string(H);
+  c.name = "conv_dw " + std::to_string(K) + "x" + std::to_string(K) + "/" + std::to_string(S) +
+           " " + std::to_string(C) + "x" + std::to_string(H) + "x" + std::to_string(H);
   c.bytes = 4.0 * double(C * H * H + C * OH * OH);
+  c.flops = 2.0 * double(C * OH * OH * K * K);
   c.run = [=, &k](int64_t tid, int64_t nth) {
-    k.dw(out->data(), in->data(), w->data(), b->data(), 1, C, H, H, OH, OH, 3, 3, S, S, 1, 1, 1, 1,
+    k.dw(out->data(), in->data(), w->data(), b->data(), 1, C, H, H, OH, OH, K, K, S, S, P, P, 1, 1,
          1, 0.0f, 6.0f, scratch->data() + tid * perThread, tid, nth);
   };
   cases.push_back(c);
@@ -228,6 +230,19 @@ std::vector<Case> allCases(const Kernels &k) {
   addDw(cs, k, 576, 14, 1);
   addDw(cs, k, 576, 14, 2);
   addDw(cs, k, 960, 7, 1);
+  // mnasnet1_0 and efficientnet_b0 5x5 (and their other 3x3) depthwise layers.
+  addDw(cs, k, 48, 112, 2);
+  addDw(cs, k, 72, 56, 1);
+  addDw(cs, k, 72, 56, 2, 5);
+  addDw(cs, k, 144, 56, 2, 5);
+  addDw(cs, k, 120, 28, 1, 5);
+  addDw(cs, k, 240, 28, 1, 5);
+  addDw(cs, k, 240, 28, 2);
+  addDw(cs, k, 240, 28, 2, 5);
+  addDw(cs, k, 480, 14, 1, 5);
+  addDw(cs, k, 576, 14, 2, 5);
+  addDw(cs, k, 672, 14, 2, 5);
+  addDw(cs, k, 1152, 7, 1, 5);
   // First convolutions (few input channels).
   addConv(cs, k, Algo::Packed, 3, 224, 64, 3, 2, 0, false);
   addConv(cs, k, Algo::Strip, 3, 224, 64, 3, 2, 0, false);

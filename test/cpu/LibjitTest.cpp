@@ -383,7 +383,11 @@ TEST(Libjit, StripConvolution) {
                {1, 8, 56, 56, 21, 3, 3, 2, 1, 1},  {2, 6, 28, 28, 10, 3, 3, 2, 1, 1},
                {1, 12, 14, 14, 9, 3, 3, 2, 1, 1},  {1, 3, 7, 224, 8, 3, 3, 2, 1, 1},
                {1, 4, 6, 55, 13, 3, 3, 1, 1, 1},   {1, 5, 13, 16, 7, 3, 3, 1, 2, 2},
-               {1, 520, 8, 9, 6, 3, 3, 2, 1, 1}};
+               {1, 520, 8, 9, 6, 3, 3, 2, 1, 1},
+               // Stems (at most 64 taps): tap planes in bands of whole strips, several
+               // bands per image (output rows 112, 75 and 100 wide; 5x5/1 with 2 channels).
+               {1, 3, 150, 224, 8, 3, 3, 2, 1, 1}, {1, 3, 97, 150, 5, 3, 3, 2, 1, 1},
+               {1, 2, 60, 100, 6, 5, 5, 1, 2, 1}};
   for (const Case &k : cases) {
     int64_t Kd = k.C * k.KH * k.KW;
     auto in = randomVec(k.N * k.C * k.H * k.W, 21), w = randomVec(k.O * Kd, 22),
@@ -602,8 +606,10 @@ TEST(Libjit, AdaptiveAvgPool) {
       }
 }
 
-// Depthwise convolution on each path: rows (output rows of 16 or more; stride 1 and 2, odd
-// widths, pads 0-2, SH != SW), flat (narrow planes, stride 1 and 2, 3x3 and 5x5) and the
+// Depthwise convolution on each path: ring (output rows of 16 or more; stride 1 and 2, odd
+// widths and heights (a last block of one output row), pads 0-3, rows of exactly 16, SH !=
+// SW), flat (narrow planes, stride 1 and 2, 3x3 and 5x5; rows of 16-31 floats split by
+// 8-pair blocks) and the
 // any path (kernels of every size, non-square ones, dilations, strides 1-4, SH != SW, pads
 // larger than the kernel's reach); with and without the clamp, without a bias, 1-3 threads.
 TEST(Libjit, DepthwiseConvolutionAllPaths) {
@@ -618,6 +624,14 @@ TEST(Libjit, DepthwiseConvolutionAllPaths) {
       {21, 40, 5, 1, 1, 2, 2, 2, 2, 1},   // rows, 5x5
       {30, 71, 5, 2, 2, 2, 2, 2, 2, 1},   // rows, 5x5 stride 2
       {19, 33, 3, 2, 1, 1, 0, 1, 2, 1},   // rows, SH != SW
+      {17, 16, 3, 1, 1, 1, 1, 1, 1, 1},   // ring, rows of exactly 16, odd height
+      {20, 33, 5, 1, 1, 3, 3, 3, 3, 1},   // ring, pads beyond the kernel's half
+      {23, 18, 3, 1, 1, 0, 0, 0, 0, 1},   // ring, no pads (OW 16)
+      {35, 36, 5, 2, 2, 2, 2, 2, 2, 1},   // ring, 5x5 stride 2, OW 18 (8-pair row blocks)
+      {56, 56, 5, 2, 2, 1, 2, 2, 1, 1},   // ring, 5x5 stride 2, asymmetric pads
+      {21, 35, 5, 3, 1, 2, 2, 2, 2, 1},   // ring, SH 3, one output row per block
+      {28, 28, 5, 2, 2, 2, 2, 2, 2, 1},   // flat, 5x5 stride 2, 28 -> 14 (8-pair blocks)
+      {29, 27, 3, 2, 2, 1, 0, 1, 2, 1},   // flat, odd width, no left pad
       {14, 14, 3, 1, 1, 1, 1, 1, 1, 1},   // flat, stride 1
       {7, 7, 3, 1, 1, 1, 1, 1, 1, 1},     // flat, 7x7
       {14, 13, 3, 2, 2, 1, 1, 1, 1, 1},   // flat, stride 2

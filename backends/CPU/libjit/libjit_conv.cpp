@@ -670,6 +670,11 @@ constexpr int64_t kMaxDirectTaps = 4608;
 /// resnet50's 7x7/2 stem (14 planes, 2.2 MB) and alexnet's 11x11/4 stem (44).
 constexpr int64_t kMaxTapPlanes = 6;
 
+/// Bands of tap planes for stems (at most kStemTaps taps, few channels and many pixels)
+/// hold at most this many floats (128 KB), so the planes are read from L2 right after they
+/// are built instead of from L3 (a whole 224x224 3x3/2 stem's planes are 0.9 MB).
+constexpr int64_t kStemTaps = 64, kStemBandFloats = 32768;
+
 /// The tap planes of conv2dStripDirect for output rows [oh0, oh0 + rows) of image x. Stride
 /// 2 (Stride2) copies inline: its runs are as short as 7-28 floats, where the out-of-line
 /// planeRun measured 5-30% slower; other strides share planeRun.
@@ -739,6 +744,18 @@ LIBJIT_INLINE bool conv2dStripDirect(float *out, const float *in, const float *w
   partition(P, NR, tid, nthreads, &j0, &j1);
   if (j0 >= j1)
     return true;
+  if (K <= kStemTaps) {
+    bandRows = minI(bandRows, maxI(kStemBandFloats / perRow, 8 * (hk + 1)));
+    // Whole strips per band where the band's rows allow (no partial strip at its end):
+    // a multiple of NR / gcd(OW, NR) rows.
+    int64_t g = NR, r = OW;
+    while (r) {
+      int64_t t = g % r;
+      g = r, r = t;
+    }
+    if (bandRows >= NR / g)
+      bandRows = bandRows / (NR / g) * (NR / g);
+  }
   bandRows = minI(bandRows, (j1 - 1) / OW - j0 / OW + 1);
   // Planes start on 64-byte boundaries, so every tap without a row shift loads aligned
   // (with one whose shift is a multiple of 16 floats).
@@ -914,14 +931,20 @@ LIBJIT_STRIP_ENTRY_POINT(avx2, GemmAvx2)
 // ============================== depthwise and grouped
 // Depthwise convolution on NCHW float32 (Group == C == O: one input plane per output
 // plane), with the bias and the clamp fused. Work splits over the N*C planes. Square 3x3
-// and 5x5 kernels with stride 1 or 2 take one of two vectorised paths:
-//  - flat (stride 1, and stride 2 on planes narrower than 16): the zero-padded plane,
-//    split into S x S phases, makes every tap a constant offset from the output's index in
-//    a plane whose rows are Wq wide, so 16 outputs at a time run across row ends (the
-//    Wq - OW extra columns per row are computed and dropped when the rows are copied out);
-//  - rows (stride 2 with output rows of 16 or more, and SH != SW): the plane is copied
-//    into zero-padded rows split into even and odd columns, so that every tap of a block
-//    of 16 outputs is one contiguous load and one FMA.
+// and 5x5 kernels with column stride 1 or 2 take one of three vectorised paths:
+//  - ring (output rows of 16 or more): the input rows a block of output rows reads are
+//    copied, as they are first needed, into a ring of a few zero-padded rows split into
+//    S column phases (even and odd columns at stride 2), which stays in L1; each loaded
+//    vector of a padded row serves every output row of the block that reads it (two
+//    output rows per block when SH == SW, so 3x3/1 loads 12 vectors per 18 FMAs), and the
+//    results are stored straight into the output rows (the last block of a row overlapping
+//    its predecessor);
+//  - small (stride 1 on planes narrower than 16 with OW == W): the plane as one run, 16
+//    outputs at a time across row ends, each kernel column's sum masked at the row ends;
+//  - flat (the other planes narrower than 16): the zero-padded plane, split into S x S
+//    phases, makes every tap a constant offset from the output's index in a plane whose
+//    rows are Wq wide, so 16 outputs at a time run across row ends (the Wq - OW extra
+//    columns per row are computed and dropped when the rows are copied out).
 // Every other shape (kernels of any size, dilations, any strides) takes the any path: the
 // flat path's phase split with the taps a runtime table of offsets (one per tap, into the
 // S x S phases), 64 outputs (four vectors) per block and the taps as the inner loop.
@@ -945,20 +968,20 @@ LIBJIT_INLINE int64_t rowCells(int64_t OW, int64_t K, int64_t S) {
   return (OW + (K - 1) / S + 32 + 15) / 16 * 16;
 }
 
-/// Which path a shape takes: 0 any, 1 rows, 2 flat, 3 small. Stride 1 on planes narrower
-/// than 16 whose output rows are as wide as the input's runs small (no padded columns to
-/// compute, the plane copied as one run); other stride 1 shapes run flat at every size
-/// (its padded copy is a plain row copy and it has no per-row overhead); stride 2 runs
-/// flat only on narrow planes, since its phase split copies element by element.
+/// Which path a shape takes: 0 any, 1 ring, 2 flat, 3 small. Output rows of 32 or more
+/// (16 or more at stride 2) run on the ring; narrower stride-1 planes whose output rows
+/// are as wide as the input's run small (no padded columns to compute, the plane copied
+/// as one run); the other narrow planes with SH == SW run flat (at stride 1 below 32
+/// columns the ring's per-row work measured slower than the flat plane: 28x28 layers).
 LIBJIT_INLINE int dwPath(int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
                          int64_t SW, int64_t DH, int64_t DW) {
-  if (KH != KW || (KH != 3 && KH != 5) || DH != 1 || DW != 1 || SW > 2)
+  if (KH != KW || (KH != 3 && KH != 5) || DH != 1 || DW != 1 || SW > 2 || SH < 1)
     return 0;
+  if (OW >= 32 || (OW >= 16 && SH != SW))
+    return 1;
   if (SH == 1 && SW == 1 && OW == W && W < 16 && OH * OW >= 16)
     return 3;
-  if (SH == SW && (SW == 1 || OW < 16))
-    return 2;
-  return OW >= 16 ? 1 : 0;
+  return SH == SW ? 2 : 0;
 }
 
 /// d[0, n) = s[0, n) in whole vectors, the last one overlapping its predecessor (scalar
@@ -1004,32 +1027,107 @@ LIBJIT_INLINE void loadRow(float *__restrict dst, const float *__restrict xr, in
   float *de = dst + (PL % 2) * cells + PL / 2;
   float *dodd = dst + ((PL + 1) % 2) * cells + (PL + 1) / 2;
   int64_t nE = minI((W + 1) / 2, Wq - PL / 2), nO = minI(W / 2, Wq - (PL + 1) / 2);
-  int64_t m = 0;
-  for (; m + 16 <= nE && m + 16 <= nO; m += 16) {
+  int64_t nB = minI(nE, nO), m = 0;
+  for (; m + 16 <= nB; m += 16) {
     F32x v = ld32(xr + 2 * m);
     st16(de + m, evens(v));
     st16(dodd + m, odds(v));
   }
+  // Then pairs 8 at a time (16 input floats), the last block overlapping the one before
+  // (rows of 16 to 31 floats: the 28-wide rows of the 28x28 -> 14x14 layers).
+  typedef VecOf<8>::T F8;
+  if (m < nB && nB >= 8 && 2 * nB <= W)
+    for (int64_t m0 = m;; m0 += 8) {
+      int64_t q = minI(m0, nB - 8);
+      F16 v = ld16(xr + 2 * q);
+      storeV<F8>(de + q, __builtin_shufflevector(v, v, 0, 2, 4, 6, 8, 10, 12, 14));
+      storeV<F8>(dodd + q, __builtin_shufflevector(v, v, 1, 3, 5, 7, 9, 11, 13, 15));
+      if (m0 + 8 >= nB) {
+        m = nB;
+        break;
+      }
+    }
   for (int64_t e = m; e < nE; e++)
     de[e] = xr[2 * e];
   for (int64_t o = m; o < nO; o++)
     dodd[o] = xr[2 * o + 1];
 }
 
-/// Padded rows of the row path's plane: every row any output row reads.
-LIBJIT_INLINE int64_t rowPlaneRows(int64_t OH, int64_t K, int64_t SH) { return (OH - 1) * SH + K; }
+/// Output rows per block of the ring path: two when the rows share inputs at the column
+/// stride's pace (SH == SW), except 5x5/2, whose 35 loads and 50 FMAs for two rows leave
+/// too few registers (measured slower than one row at a time).
+LIBJIT_INLINE int64_t ringRowsPerBlock(int64_t K, int64_t SH, int64_t SW) {
+  return SH == SW && !(K == 5 && SW == 2) ? 2 : 1;
+}
 
-/// One plane on the row path: the plane is first copied into buf as zero-padded rows of S
-/// column phases (padded row r, phase f at buf + (r * S + f) * cells; rows outside the
-/// image are never written, so they keep the zeros written once per call).
+/// Padded rows the ring keeps: those of one block, (R - 1) SH + K.
+LIBJIT_INLINE int64_t ringSlots(int64_t K, int64_t SH, int64_t SW) {
+  return (ringRowsPerBlock(K, SH, SW) - 1) * SH + K;
+}
+
+/// Floats of the ring path's scratch: its slots and one zero row, each S padded rows of
+/// rowCells cells.
+LIBJIT_INLINE int64_t ringFloats(int64_t OW, int64_t K, int64_t SH, int64_t SW) {
+  return (ringSlots(K, SH, SW) + 1) * SW * rowCells(OW, K, SW);
+}
+
+/// Rb output rows [oh, oh + Rb) of one plane on the ring path, 16 outputs at a time:
+/// rows[q] is padded row oh SH + q (S column phases of `cells` cells; q < (Rb - 1) S + K,
+/// Rb > 1 only when SH == S). Each vector loaded feeds every output row that reads it.
+template <int K, int S, int Rb>
+LIBJIT_INLINE void ringBlock(float *__restrict y, const float *const *rows, int64_t OW,
+                             int64_t cells, const F16 (&wv)[K][K], F16 bv, int act, F16 lov,
+                             F16 hiv) {
+  constexpr int Q = (Rb - 1) * S + K;
+  const float *rp[Q];
+  LIBJIT_UNROLL
+  for (int q = 0; q < Q; q++)
+    rp[q] = rows[q];
+  for (int64_t j0 = 0;; j0 += 16) {
+    // The last block overlaps the previous one instead of running past the row.
+    int64_t j = minI(j0, OW - 16);
+    // Two accumulators per output row (even and odd kernel rows) so that at least four
+    // FMA chains overlap when Rb = 2.
+    F16 acc[Rb][2];
+    LIBJIT_UNROLL
+    for (int r = 0; r < Rb; r++)
+      acc[r][0] = bv, acc[r][1] = splat16(0.0f);
+    LIBJIT_UNROLL
+    for (int q = 0; q < Q; q++)
+      LIBJIT_UNROLL
+    for (int kw = 0; kw < K; kw++) {
+      F16 v = ld16(rp[q] + (kw % S) * cells + j + kw / S);
+      LIBJIT_UNROLL
+      for (int r = 0; r < Rb; r++) {
+        int kh = q - r * S;
+        if (kh >= 0 && kh < K)
+          acc[r][kh & 1] += wv[kh][kw] * v;
+      }
+    }
+    LIBJIT_UNROLL
+    for (int r = 0; r < Rb; r++) {
+      F16 o = acc[r][0] + acc[r][1];
+      st16(y + r * OW + j, act ? clamp16(o, lov, hiv) : o);
+    }
+    if (j0 + 16 >= OW)
+      break;
+  }
+}
+
+/// One plane on the ring path (OW >= 16). buf holds ringSlots slots and a zero row, their
+/// padding cells zero (written once per call: the copies write only the image's columns,
+/// the same cells in every slot). Padded row r (input row r - PT) lives in slot r % NR
+/// once loaded; rows outside the image point at the zero row.
 template <int K, int S>
-LIBJIT_INLINE void dwRows(float *__restrict y, const float *__restrict x, const float *__restrict f,
+LIBJIT_INLINE void dwRing(float *__restrict y, const float *__restrict x, const float *__restrict f,
                           float b, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t SH,
-                          int64_t PT, int64_t PL, int act, float lo, float hi, float *buf) {
-  int64_t Wq = OW + (K - 1) / S, cells = rowCells(OW, K, S), pitch = S * cells;
-  int64_t rows = rowPlaneRows(OH, K, SH);
-  for (int64_t r = maxI(PT, 0); r < minI(rows, H + PT); r++)
-    loadRow<S>(buf + r * pitch, x + (r - PT) * W, W, PL, Wq, cells);
+                          int64_t PT, int64_t PL, int act, float lo, float hi, int gact,
+                          float *buf) {
+  const int64_t Wq = OW + (K - 1) / S, cells = rowCells(OW, K, S), pitch = S * cells;
+  const int64_t NR = ringSlots(K, SH, S);
+  const int64_t R = ringRowsPerBlock(K, SH, S);
+  const float *zero = buf + NR * pitch;
+  const float *slot[S + K];
   F16 wv[K][K];
   LIBJIT_UNROLL
   for (int kh = 0; kh < K; kh++)
@@ -1037,29 +1135,34 @@ LIBJIT_INLINE void dwRows(float *__restrict y, const float *__restrict x, const 
   for (int kw = 0; kw < K; kw++)
     wv[kh][kw] = splat16(f[kh * K + kw]);
   F16 bv = splat16(b), lov = splat16(lo), hiv = splat16(hi);
-  for (int64_t oh = 0; oh < OH; oh++) {
-    const float *rp[K][S];
-    LIBJIT_UNROLL
-    for (int kh = 0; kh < K; kh++)
-      LIBJIT_UNROLL
-    for (int ph = 0; ph < S; ph++)
-      rp[kh][ph] = buf + (oh * SH + kh) * pitch + ph * cells;
-    float *yr = y + oh * OW;
-    for (int64_t j0 = 0;; j0 += 16) {
-      // The last block overlaps the previous one instead of running past the row.
-      int64_t j = minI(j0, OW - 16);
-      F16 acc[K];
-      LIBJIT_UNROLL
-      for (int kh = 0; kh < K; kh++) {
-        acc[kh] = kh == 0 ? bv : splat16(0.0f);
-        LIBJIT_UNROLL
-        for (int kw = 0; kw < K; kw++)
-          acc[kh] += wv[kh][kw] * ld16(rp[kh][kw % S] + j + kw / S);
+  // The first padded row not loaded yet; the slot of the block's first row (first % NR,
+  // kept without divisions: they cost as much as a narrow row's FMAs).
+  int64_t next = 0, sFirst = 0;
+  for (int64_t oh = 0; oh < OH; oh += R) {
+    int64_t rb = minI(R, OH - oh), first = oh * SH, last = (oh + rb - 1) * SH + K;
+    if (oh > 0)
+      for (sFirst += R * SH; sFirst >= NR;)
+        sFirst -= NR;
+    for (next = maxI(next, first); next < last; next++) {
+      int64_t s = sFirst + (next - first), ih = next - PT;
+      s -= s >= NR ? NR : 0;
+      if (ih >= 0 && ih < H) {
+        loadRow<S>(buf + s * pitch, x + ih * W, W, PL, Wq, cells);
+        slot[s] = buf + s * pitch;
+      } else {
+        slot[s] = zero;
       }
-      st16(yr + j, sumRows<K>(acc, act, lov, hiv));
-      if (j0 + 16 >= OW)
-        break;
     }
+    const float *rows[S + K];
+    for (int64_t q = 0, s = sFirst; q < last - first; q++, s = s + 1 == NR ? 0 : s + 1)
+      rows[q] = slot[s];
+    if (rb == 1)
+      ringBlock<K, S, 1>(y + oh * OW, rows, OW, cells, wv, bv, act, lov, hiv);
+    else if constexpr (!(K == 5 && S == 2)) // see ringRowsPerBlock
+      ringBlock<K, S, 2>(y + oh * OW, rows, OW, cells, wv, bv, act, lov, hiv);
+    // Another activation than the clamp (libjit_act.h) on the rows just written.
+    if (gact)
+      activateContiguous(y + oh * OW, rb * OW, gact, lo, hi);
   }
 }
 
@@ -1089,16 +1192,19 @@ LIBJIT_INLINE void dwFlat(float *__restrict y, const float *__restrict x, const 
       if (ih < 0 || ih >= H)
         continue;
       const float *xr = x + ih * W;
+      // Rows of 16 floats or more: both column phases of row i in vectors (phase (a, 1) is
+      // g.phase cells after (a, 0)); narrower ones element by element (measured faster
+      // there: 14x14 -> 7x7 5x5/2 layers).
+      if (S == 1 || W >= 16) {
+        loadRow<S>(buf + a * S * g.phase + i * g.Wq, xr, W, PL, g.Wq, g.phase);
+        continue;
+      }
       for (int c = 0; c < S; c++) {
         float *d = buf + (a * S + c) * g.phase + i * g.Wq;
         // Columns j with 0 <= j * S + c - PL < W.
         int64_t off = c - PL;
         int64_t jLo = off >= 0 ? 0 : ceilDiv(-off, S);
         int64_t jHi = minI(g.Wq, W - off <= 0 ? 0 : ceilDiv(W - off, S));
-        if (S == 1) {
-          copyRow(d + jLo, xr + jLo + off, jHi - jLo);
-          continue;
-        }
         for (int64_t j = jLo; j < jHi; j++)
           d[j] = xr[j * S + off];
       }
@@ -1338,21 +1444,21 @@ template <int K, int S>
 LIBJIT_INLINE void dwPlanes(float *out, const float *in, const float *filter, const float *bias,
                             int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t SH,
                             int64_t PT, int64_t PL, int act, float lo, float hi, float *buf,
-                            int64_t p0, int64_t p1, bool rows, int gact) {
+                            int64_t p0, int64_t p1, bool ring, int gact) {
   // Padding cells are never written by the per-plane copies: zero them once.
-  int64_t n =
-      rows ? rowPlaneRows(OH, K, SH) * S * rowCells(OW, K, S) : FlatGeom(OH, OW, K, S).floats(S);
+  int64_t n = ring ? ringFloats(OW, K, SH, S) : FlatGeom(OH, OW, K, S).floats(S);
   for (int64_t i = 0; i < n; i++)
     buf[i] = 0.0f;
   for (int64_t p = p0; p < p1; p++) {
     int64_t c = p % C;
     float b = bias ? bias[c] : 0.0f;
-    if (rows)
-      dwRows<K, S>(out + p * OH * OW, in + p * H * W, filter + c * K * K, b, H, W, OH, OW, SH, PT,
-                   PL, act, lo, hi, buf);
-    else
-      dwFlat<K, S>(out + p * OH * OW, in + p * H * W, filter + c * K * K, b, H, W, OH, OW, PT, PL,
-                   act, lo, hi, buf);
+    if (ring) {
+      dwRing<K, S>(out + p * OH * OW, in + p * H * W, filter + c * K * K, b, H, W, OH, OW, SH, PT,
+                   PL, act, lo, hi, gact, buf);
+      continue;
+    }
+    dwFlat<K, S>(out + p * OH * OW, in + p * H * W, filter + c * K * K, b, H, W, OH, OW, PT, PL,
+                 act, lo, hi, buf);
     // Another activation than the clamp (libjit_act.h) on the plane just written.
     if (gact)
       activateContiguous(out + p * OH * OW, OH * OW, gact, lo, hi);
@@ -1371,7 +1477,7 @@ LIBJIT_EXPORT int64_t libjit_conv2d_dw_scratch_floats(int64_t H, int64_t W, int6
     n = maxI(SmallGeom(H, W, OH, KH).floats(KH), FlatGeom(OH, OW, KH, SH).floats(SH));
     break;
   case 1:
-    n = rowPlaneRows(OH, KH, SH) * SW * rowCells(OW, KW, SW);
+    n = ringFloats(OW, KW, SH, SW);
     break;
   case 2:
     n = FlatGeom(OH, OW, KH, SH).floats(SH);
@@ -1410,19 +1516,19 @@ LIBJIT_EXPORT void libjit_conv2d_dw_f32(float *out, const float *in, const float
   if (path == 3)
     path = 2;
   if (path != 0) {
-    bool rows = path == 1;
+    bool ring = path == 1;
     if (KH == 3 && SW == 1)
       dwPlanes<3, 1>(out, in, filter, bias, C, H, W, OH, OW, SH, PT, PL, a, lo, hi, buf, p0, p1,
-                     rows, gact);
+                     ring, gact);
     else if (KH == 3)
       dwPlanes<3, 2>(out, in, filter, bias, C, H, W, OH, OW, SH, PT, PL, a, lo, hi, buf, p0, p1,
-                     rows, gact);
+                     ring, gact);
     else if (SW == 1)
       dwPlanes<5, 1>(out, in, filter, bias, C, H, W, OH, OW, SH, PT, PL, a, lo, hi, buf, p0, p1,
-                     rows, gact);
+                     ring, gact);
     else
       dwPlanes<5, 2>(out, in, filter, bias, C, H, W, OH, OW, SH, PT, PL, a, lo, hi, buf, p0, p1,
-                     rows, gact);
+                     ring, gact);
     return;
   }
   dwAnyPlanes(out, in, filter, bias, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, a, lo, hi,
@@ -1765,6 +1871,7 @@ LIBJIT_INLINE void conv2dGrouped(float *out, const float *in, const float *packe
   float *planes = buf + g.tapFloats;
   float *o = planes + Cg * gg.chFloats;
   const int64_t T = KH * KW, P = OH * OW;
+  const F16 lov = splat16(lo), hiv = splat16(hi);
   int64_t lastPair = -1;
   for (int64_t u = u0; u < u1; u++) {
     int64_t pair = u / R, part = u % R, n = pair / G, grp = pair % G;
@@ -1800,7 +1907,18 @@ LIBJIT_INLINE void conv2dGrouped(float *out, const float *in, const float *packe
         float *yr = y + r * OW;
         const float *sr = src + r * g.Wq;
         const float *ar = ad ? ad + r * OW : nullptr;
-        for (int64_t c = 0; c < OW; c++) {
+        // Rows of 16 or more in vectors, the last one overlapping its predecessor (the
+        // output is neither the cells nor the residual, so rewriting a lane is harmless).
+        for (int64_t c0 = 0; OW >= 16; c0 += 16) {
+          int64_t c = minI(c0, OW - 16);
+          F16 v = ld16(sr + c);
+          if (ar)
+            v += ld16(ar + c);
+          st16(yr + c, act == ActClamp ? clamp16(v, lov, hiv) : v);
+          if (c0 + 16 >= OW)
+            break;
+        }
+        for (int64_t c = 0; c < OW && OW < 16; c++) {
           float v = sr[c] + (ar ? ar[c] : 0.0f);
           if (act == ActClamp) {
             v = v < lo ? lo : v;
