@@ -405,7 +405,7 @@ static inline __attribute__((always_inline)) void directPlanes(
 /// The direct path of qconv (convTileDirect). Scratch: acc [kMR][T], colsum [T], the fast
 /// requantization constants of the G ogPad channels, the blocks, S, a row of Wp entries.
 static inline __attribute__((always_inline)) void qconvDirect(
-    int8_t *out, const int8_t *in, const uint32_t *wpack, const QParams &qp, int64_t N,
+    int8_t *out, int32_t *out32, const int8_t *in, const uint32_t *wpack, const QParams &qp, int64_t N,
     int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
     int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t G,
     int64_t xOff, double dScale,
@@ -473,11 +473,15 @@ static inline __attribute__((always_inline)) void qconvDirect(
       for (int64_t r = 0; r < nr; r++) {
         const int64_t oi = g * ogPad + ob + r, o = g * og + ob + r;
         const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
-        int8_t *y = out + (n * O + o) * P;
+        const int64_t y = (n * O + o) * P;
         for (int64_t sg = 0; sg < nseg; sg++)
-          QISA::requantRowF(y + segAt[sg], acc + r * T + segJ[sg], segLen[sg], qp.corr[oi],
-                            qp.fOff[oi], sums ? colsum + segJ[sg] : nullptr, rq, frq[oi],
-                            fok[oi]);
+          if (out32)
+            storeRow32(out32 + y + segAt[sg], acc + r * T + segJ[sg], segLen[sg], qp.corr[oi],
+                       qp.fOff[oi], sums ? colsum + segJ[sg] : nullptr);
+          else
+            QISA::requantRowF(out + y + segAt[sg], acc + r * T + segJ[sg], segLen[sg],
+                              qp.corr[oi], qp.fOff[oi], sums ? colsum + segJ[sg] : nullptr, rq,
+                              frq[oi], fok[oi]);
       }
     }
   }
@@ -490,7 +494,7 @@ static inline __attribute__((always_inline)) void qconvDirect(
 /// layers with few input channels are bound by the requantization).
 /// Scratch: patch [K4][TBmax], colsum [TBmax], acc [kMR][TBmax], the G ogPad FastRQ.
 static inline __attribute__((always_inline)) void qconvPointwise(
-    int8_t *out, const int8_t *in, const uint32_t *wpack, const QParams &qp, int64_t N,
+    int8_t *out, int32_t *out32, const int8_t *in, const uint32_t *wpack, const QParams &qp, int64_t N,
     int64_t C, int64_t O, int64_t P, int64_t G, double dScale, double dOff, double dLo,
     double dHi, bool sums, char *mine, int64_t tid, int64_t nthreads) {
   constexpr int64_t T = kNV * QISA::L;
@@ -524,14 +528,20 @@ static inline __attribute__((always_inline)) void qconvPointwise(
       for (int64_t r = 0; r < nr; r++) {
         const int64_t oi = g * ogPad + ob + r, o = g * og + ob + r;
         const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
-        QISA::requantRowF(out + (n * O + o) * P + p0, acc + r * TB, np, qp.corr[oi],
-                          qp.fOff[oi], sums ? colsum : nullptr, rq, frq[oi], fok[oi]);
+        if (out32)
+          storeRow32(out32 + (n * O + o) * P + p0, acc + r * TB, np, qp.corr[oi], qp.fOff[oi],
+                     sums ? colsum : nullptr);
+        else
+          QISA::requantRowF(out + (n * O + o) * P + p0, acc + r * TB, np, qp.corr[oi],
+                            qp.fOff[oi], sums ? colsum : nullptr, rq, frq[oi], fok[oi]);
       }
     }
   }
 }
 
-static inline __attribute__((always_inline)) void qconv(int8_t *out, const int8_t *in, const uint32_t *wpack,
+/// \p out32 non-null: the i32 result (the accumulators with the i32 bias, wrapped; \p out
+/// is unused), else the int8 result in \p out.
+static inline __attribute__((always_inline)) void qconv(int8_t *out, int32_t *out32, const int8_t *in, const uint32_t *wpack,
                          const void *params, int64_t N, int64_t C, int64_t H, int64_t W,
                          int64_t O, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
                          int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t G,
@@ -547,12 +557,12 @@ static inline __attribute__((always_inline)) void qconv(int8_t *out, const int8_
   const bool sums = anyFOff != 0;
   char *mine = scratch + tid * scratchStride;
   if (pointwise) {
-    qconvPointwise(out, in, wpack, qp, N, C, O, P, G, double(outScale), double(outOff),
+    qconvPointwise(out, out32, in, wpack, qp, N, C, O, P, G, double(outScale), double(outOff),
                    double(lo), double(hi), sums, mine, tid, nthreads);
     return;
   }
   if (directConv(KH, KW, SH, SW, pointwise, cg, QISA::L)) {
-    qconvDirect(out, in, wpack, qp, N, C, H, W, O, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, G, xOff,
+    qconvDirect(out, out32, in, wpack, qp, N, C, H, W, O, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, G, xOff,
                 double(outScale), double(outOff), double(lo), double(hi), sums, mine, tid,
                 nthreads);
     return;
@@ -597,8 +607,12 @@ static inline __attribute__((always_inline)) void qconv(int8_t *out, const int8_
       for (int64_t r = 0; r < nr; r++) {
         const int64_t oi = g * ogPad + ob + r, o = g * og + ob + r;
         const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
-        QISA::requantRowF(out + (n * O + o) * P + p0, acc + r * T, np, qp.corr[oi],
-                          qp.fOff[oi], sums ? colsum : nullptr, rq, frq[oi], fok[oi]);
+        if (out32)
+          storeRow32(out32 + (n * O + o) * P + p0, acc + r * T, np, qp.corr[oi], qp.fOff[oi],
+                     sums ? colsum : nullptr);
+        else
+          QISA::requantRowF(out + (n * O + o) * P + p0, acc + r * T, np, qp.corr[oi],
+                            qp.fOff[oi], sums ? colsum : nullptr, rq, frq[oi], fok[oi]);
       }
     }
   }
@@ -644,7 +658,7 @@ static inline __attribute__((always_inline)) void fcTile(const int8_t *const *ro
       QISA::store(acc + r * T + v * L, c[r][v]);
 }
 
-static inline __attribute__((always_inline)) void qfc(int8_t *out, const int8_t *in, const uint32_t *wpack, const void *params,
+static inline __attribute__((always_inline)) void qfc(int8_t *out, int32_t *out32, const int8_t *in, const uint32_t *wpack, const void *params,
                        int64_t N, int64_t K, int64_t M, float outScale, int64_t outOff,
                        int64_t lo, int64_t hi, int64_t anyFOff, char *scratch,
                        int64_t scratchStride, int64_t tid, int64_t nthreads) {
@@ -675,13 +689,16 @@ static inline __attribute__((always_inline)) void qfc(int8_t *out, const int8_t 
         if (anyFOff)
           for (int64_t k = 0; k < K; k++)
             rowsum += int32_t(rows[r][k]) + 128;
-        int8_t *y = out + (n0 + r) * M + m0;
+        const int64_t y = (n0 + r) * M + m0;
         const int32_t *ar = acc + r * T;
         for (int64_t j = 0; j < nm; j++) {
           const int64_t m = m0 + j;
           int32_t a = int32_t(uint32_t(ar[j]) + uint32_t(qp.corr[m]) -
                               uint32_t(qp.fOff[m]) * uint32_t(rowsum));
-          y[j] = requant(a, qp.accScale[m], qp.biasReal[m], dScale, dOff, dLo, dHi);
+          if (out32)
+            out32[y + j] = a;
+          else
+            out[y + j] = requant(a, qp.accScale[m], qp.biasReal[m], dScale, dOff, dLo, dHi);
         }
       }
     }
