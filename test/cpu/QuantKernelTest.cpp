@@ -284,6 +284,28 @@ TEST(QuantKernel, ConvChannelwise) {
   checkConvCases(true, {{0, 0}, {-128, 0}, {9, 6}, {127, 40}}, 200);
 }
 
+// Depthwise at stride 2 (the flat row-parity planes of qdwconv): rows wider than 4 vectors
+// (requantized in place) and narrow ones (compacted), even and odd kernel widths, odd and
+// even padded widths, 1 and 2 images.
+TEST(QuantKernel, DepthwiseStride2) {
+  const ConvCase cases[] = {
+      {{1, 3, 9, 140}, 3, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 3},
+      {{2, 5, 8, 8}, 5, {3, 3}, {2, 2}, {0, 0, 1, 1}, {1, 1}, 5},
+      {{1, 4, 11, 13}, 4, {4, 4}, {2, 2}, {1, 2, 1, 0}, {1, 1}, 4},
+      {{1, 2, 15, 9}, 2, {5, 5}, {2, 2}, {2, 2, 2, 2}, {1, 1}, 2},
+      {{1, 6, 7, 7}, 6, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 6},
+      {{1, 3, 4, 3}, 3, {1, 3}, {2, 2}, {0, 1, 0, 0}, {1, 1}, 3},
+  };
+  uint64_t seed = 1300;
+  for (size_t i = 0; i < std::size(cases); i++)
+    for (bool channelwise : {false, true}) {
+      SCOPED_TRACE("case " + std::to_string(i) + (channelwise ? " channelwise" : ""));
+      Net n;
+      buildConv(n, cases[i], channelwise, i % 2 ? -128 : 17, channelwise ? 9 : -3, 0.08f, seed);
+      checkNet(n, "qconv dw", seed++);
+    }
+}
+
 // A tiny output scale: nearly every output saturates at -128 or 127; both must appear.
 TEST(QuantKernel, ConvSaturates) {
   Net n;

@@ -233,6 +233,13 @@ Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
         const int64_t xpElems = ((Hp * Wp + 2 * L + 2 * Wp) * 2 + 63) / 64 * 32;
         planeBytes = std::max(planeBytes, xpElems * 2 + (Hp * Wp + 2 * L + Wp) * 4);
       }
+      if (SH == 2 && SW == 2 && DH == 1 && DW == 1 && KH * KW <= 64) {
+        // Stride 2 (dwFlat2Dims): two planes of pe int32 entries.
+        const int64_t Wq = (Wp + 1) / 2, Hq = (Hp + 1) / 2, nv = (OH * Wq + L - 1) / L;
+        const int64_t reach = nv * L + ((KH - 1) / 2) * Wq + (KW + 1) / 2;
+        const int64_t pe = (std::max(Hq * Wq, reach) + 15) / 16 * 16;
+        planeBytes = std::max(planeBytes, 2 * pe * 4);
+      }
       needPoolScratch((accBytes + planeBytes) / 4 + 16);
     }
     std::string name = "qconv dw " + std::to_string(KH) + "x" + std::to_string(KW) + "/" +

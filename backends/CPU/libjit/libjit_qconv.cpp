@@ -161,6 +161,19 @@ LIBJIT_INLINE int64_t dwFlatPairElems(int64_t Hp, int64_t Wp, int64_t L) {
   return Hp * Wp + 2 * L + Wp;
 }
 
+/// The stride-2 depthwise planes (qdwconv, flat2): rows of \p Wq int32 entries (2 Wq int16,
+/// Wq = ceil(Wp / 2)), \p Hq = ceil(Hp / 2) rows per row parity, and \p pe int32 entries per
+/// plane (its rows, then the zeroed slack the last vectors read), a multiple of 16. The
+/// emitter reserves 2 pe entries.
+LIBJIT_INLINE void dwFlat2Dims(int64_t Hp, int64_t Wp, int64_t OH, int64_t KH, int64_t KW,
+                               int64_t L, int64_t *Wq, int64_t *Hq, int64_t *pe) {
+  *Wq = (Wp + 1) / 2;
+  *Hq = (Hp + 1) / 2;
+  const int64_t nv = (OH * *Wq + L - 1) / L;
+  const int64_t reach = nv * L + ((KH - 1) / 2) * *Wq + (KW + 1) / 2;
+  *pe = (maxI(*Hq * *Wq, reach) + 15) / 16 * 16;
+}
+
 /// Whether qconv takes the direct path (convTileDirect in libjit_qconv_impl.h): every
 /// layer but the 1x1 stride-1 unpadded ones (packPointwise), up to 64 taps and strides up
 /// to 16; with 8 lanes (AVX2, generic) not for fewer than 4 input channels per group (the

@@ -753,9 +753,75 @@ static inline __attribute__((always_inline)) void qdwconv(
       for (int64_t kw = 0; kw < KW; kw += 2)
         pairOff[np++] = kh * DH * Wp + kw * DW;
   int32_t *dp = (int32_t *)(xp + dwFlatXpElems(Hp, Wp, L));
+  // Stride 2 (both ways, no dilation): the padded rows split by row parity into two flat
+  // planes (rows of 2 Wq int16, Wq = ceil(Wp / 2)) and the outputs computed on a grid of
+  // width Wq, flattened: output q = oh Wq + ow with tap (kh, kw) at padded row 2 oh + kh,
+  // column 2 ow + kw, that is plane kh % 2, int16 entry 2 (q + (kh / 2) Wq) + kw. The taps
+  // (kw, kw + 1) of even kw are then the int32 entry q + (kh / 2) Wq + kw / 2 of the plane
+  // as it lies in memory, one 2 x int16 dot product per pair with no pair plane to build
+  // (a last odd tap's partner, weighted 0, is the next column or the next row's first).
+  const bool flat2 = SH == 2 && SW == 2 && DH == 1 && DW == 1 && fewTaps;
+  int64_t Wq2 = 0, Hq2 = 0, pe2 = 0, np2 = 0, off2[64];
+  if (flat2) {
+    dwFlat2Dims(Hp, Wp, OH, KH, KW, L, &Wq2, &Hq2, &pe2);
+    for (int64_t kh = 0; kh < KH; kh++)
+      for (int64_t kw = 0; kw < KW; kw += 2)
+        off2[np2++] = (kh % 2) * pe2 + (kh / 2) * Wq2 + kw / 2;
+  }
   for (int64_t pl = b; pl < e; pl++) {
     const int64_t c = pl % C;
     const int8_t *x = in + pl * H * W;
+    if (flat2) {
+      int32_t *pln = (int32_t *)xp;
+      const int64_t Wr2 = 2 * Wq2, pc0 = minI(PL, Wr2), pc1 = minI(PL + W, Wr2);
+      for (int64_t r = 0; r < 2 * Hq2; r++) {
+        int16_t *dr = (int16_t *)(pln + (r % 2) * pe2 + (r / 2) * Wq2);
+        const int64_t h = r - PT;
+        if (h < 0 || h >= H) {
+          for (int64_t i = 0; i < Wr2; i++)
+            dr[i] = 0;
+          continue;
+        }
+        const int8_t *xs = x + h * W - PL;
+        for (int64_t i = 0; i < pc0; i++)
+          dr[i] = 0;
+        for (int64_t i = pc0; i < pc1; i++)
+          dr[i] = int16_t(int32_t(xs[i]) - xo);
+        for (int64_t i = pc1; i < Wr2; i++)
+          dr[i] = 0;
+      }
+      // Slack read by the last vectors (their outputs are dropped): zeros.
+      for (int64_t p = 0; p < 2; p++)
+        for (int64_t i = Hq2 * Wq2; i < pe2; i++)
+          pln[p * pe2 + i] = 0;
+      uint32_t wp[64];
+      for (int64_t kh = 0, t = 0; kh < KH; kh++)
+        for (int64_t kw = 0; kw < KW; kw += 2, t++) {
+          const int16_t *wr = w + c * KK + kh * KW;
+          wp[t] = uint32_t(uint16_t(wr[kw])) |
+                  (uint32_t(uint16_t(kw + 1 < KW ? wr[kw + 1] : int16_t(0))) << 16);
+        }
+      const int64_t nv = ceilDiv(OH * Wq2, L);
+      for (int64_t q = 0; q < nv * L; q += L) {
+        typename QISA::V s = QISA::zero();
+        for (int64_t t = 0; t < np2; t++)
+          s = QISA::dot16x2(s, pln + off2[t] + q, wp[t]);
+        QISA::store(accPlane + q, s);
+      }
+      const RQ rq{qp.accScale[c], qp.biasReal[c], double(outScale), double(outOff),
+                  double(lo), double(hi)};
+      if (OW >= 4 * L) {
+        for (int64_t oh = 0; oh < OH; oh++)
+          QISA::requantRow(out + (pl * OH + oh) * OW, accPlane + oh * Wq2, OW, qp.corr[c], 0,
+                           nullptr, rq);
+        continue;
+      }
+      for (int64_t oh = 1; oh < OH; oh++)
+        for (int64_t ow = 0; ow < OW; ow++)
+          accPlane[oh * OW + ow] = accPlane[oh * Wq2 + ow];
+      QISA::requantRow(out + pl * OH * OW, accPlane, OH * OW, qp.corr[c], 0, nullptr, rq);
+      continue;
+    }
     if (flat) {
       const int64_t pc0 = minI(PL, Wp), pc1 = minI(PL + W, Wp);
       for (int64_t r = 0; r < Hp; r++) {
