@@ -21,17 +21,21 @@ namespace {
 unsigned rankOf(const Node &n, unsigned i) { return unsigned(n.getNthInput(i).dims().size()); }
 
 /// The int8 convolution and FC kernels (EmitQuantConv.cpp) pack their weights and fold the
-/// bias at compile time: inputs \p from.. of \p n must be Constants, and the activation
-/// offset must be an int8 value (the padding byte).
-bool int8Operands(const Node &n, unsigned from) {
-  if (n.getNthInput(0).getElementType() != ElemKind::Int8Q)
+/// bias at compile time when they are Constants, else per run (libjit_qpack_*_rt); the
+/// channelwise nodes' scales and offsets (inputs 2 and 3) must be Constants, and the
+/// activation offset a value of its 8-bit kind (the padding byte).
+bool int8Operands(const Node &n, bool channelwise) {
+  ElemKind k = n.getNthInput(0).getElementType();
+  if (k != ElemKind::Int8Q && k != ElemKind::UInt8Q)
     return true;
   int32_t off = n.getNthInput(0).getType()->offset;
-  if (off < -128 || off > 127)
+  int32_t lo = k == ElemKind::Int8Q ? -128 : 0;
+  if (off < lo || off > lo + 255)
     return false;
-  for (unsigned i = from; i < n.getNumInputs(); i++)
-    if (!isa<Constant>(n.getNthInput(i).getNode()))
-      return false;
+  if (channelwise)
+    for (unsigned i = 2; i < 4; i++)
+      if (!isa<Constant>(n.getNthInput(i).getNode()))
+        return false;
   return true;
 }
 
@@ -40,13 +44,13 @@ bool int8Operands(const Node &n, unsigned from) {
 bool shapeSupported(const Node &n, bool fuseEpilogues, bool fuseSigmoids) {
   switch (n.getKind()) {
   case NodeKind::Convolution:
-    return convolutionSupported(n, fuseEpilogues, fuseSigmoids) && int8Operands(n, 1);
+    return convolutionSupported(n, fuseEpilogues, fuseSigmoids) && int8Operands(n, false);
   case NodeKind::FusedConvolution:
     return convolutionSupported(n, fuseEpilogues, fuseSigmoids);
   case NodeKind::ChannelwiseQuantizedConvolution:
-    return rankOf(n, 0) == 4 && rankOf(n, 1) == 4 && int8Operands(n, 1);
+    return rankOf(n, 0) == 4 && rankOf(n, 1) == 4 && int8Operands(n, true);
   case NodeKind::ChannelwiseQuantizedFullyConnected:
-    return rankOf(n, 0) == 2 && rankOf(n, 1) == 2 && int8Operands(n, 1);
+    return rankOf(n, 0) == 2 && rankOf(n, 1) == 2 && int8Operands(n, true);
   case NodeKind::FusedFullyConnected:
     return fuseEpilogues && rankOf(n, 0) == 2 && rankOf(n, 1) == 2 &&
            epilogueRunsFused(cast<FusedFullyConnectedNode>(&n)->getActivation(), fuseSigmoids);
@@ -55,7 +59,7 @@ bool shapeSupported(const Node &n, bool fuseEpilogues, bool fuseSigmoids) {
   case NodeKind::AdaptiveAvgPool:
     return rankOf(n, 0) == 4;
   case NodeKind::FullyConnected:
-    return rankOf(n, 0) == 2 && rankOf(n, 1) == 2 && int8Operands(n, 1);
+    return rankOf(n, 0) == 2 && rankOf(n, 1) == 2 && int8Operands(n, false);
   case NodeKind::MatMul:
     return rankOf(n, 0) == 2 && rankOf(n, 1) == 2;
   case NodeKind::BatchMatMul:

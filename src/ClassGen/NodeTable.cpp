@@ -38,7 +38,8 @@ void defineConvolutionsAndPooling(Table &t) {
       .onnx({"Conv"})
       .interpreter("uniform(floats); i8q, i8q, i32q -> i8q")
       .cpu("uniform(floats); i8q, i8q, i32q -> i8q",
-           "rank-4 Input and Filter; int8: constant Filter and Bias, Input offset in [-128, 127]")
+           "rank-4 Input and Filter; int8: Input offset in [-128, 127] (Filter and Bias packed "
+           "at compile time when constant, per run otherwise)")
       .sim("uniform(f32|f16); i8q, i8q, i32q -> i8q");
   t.node("MaxPool")
       .input("Input")
@@ -87,7 +88,8 @@ void defineLinearAlgebra(Table &t) {
       .onnx({"Gemm"})
       .interpreter("uniform(floats); i8q, i8q, i32q -> i8q")
       .cpu("uniform(floats); i8q, i8q, i32q -> i8q",
-           "rank-2 Input and Weights; int8: constant Weights and Bias, Input offset in [-128, 127]")
+           "rank-2 Input and Weights; int8: Input offset in [-128, 127] (Weights and Bias packed "
+           "at compile time when constant, per run otherwise)")
       .sim("uniform(f32|f16); i8q, i8q, i32q -> i8q");
   t.node("MatMul")
       .input("LHS").input("RHS")
@@ -451,9 +453,9 @@ void defineQuantization(Table &t) {
       .noLowering()
       .onnx({"QLinearConv", "ConvInteger"})
       .interpreter("i8q|u8q, i8q|u8q, f32, i32, i32|f32 -> i8q|u8q|i32")
-      .cpu("i8q, i8q, f32, i32, i32|f32 -> i8q",
-           "rank 4; constant Filter, FilterScales, FilterOffsets and Bias; Input offset in "
-           "[-128, 127]")
+      .cpu("i8q|u8q, i8q|u8q, f32, i32, i32|f32 -> i8q|u8q|i32",
+           "rank 4; constant FilterScales and FilterOffsets (Filter and Bias packed at compile "
+           "time when constant, per run otherwise); Input offset in its kind's range")
       .sim("none");
   t.node("ChannelwiseQuantizedFullyConnected")
       .input("Input").input("Weights").input("WeightScales").input("WeightOffsets")
@@ -469,9 +471,9 @@ void defineQuantization(Table &t) {
       .noLowering()
       .onnx({"QLinearMatMul", "MatMulInteger"})
       .interpreter("i8q|u8q, i8q|u8q, f32, i32, i32|f32 -> i8q|u8q|i32")
-      .cpu("i8q, i8q, f32, i32, i32|f32 -> i8q",
-           "rank 2; constant Weights, WeightScales, WeightOffsets and Bias; Input offset in "
-           "[-128, 127]")
+      .cpu("i8q|u8q, i8q|u8q, f32, i32, i32|f32 -> i8q|u8q|i32",
+           "rank 2; constant WeightScales and WeightOffsets (Weights and Bias packed at "
+           "compile time when constant, per run otherwise); Input offset in its kind's range")
       .sim("none");
 }
 

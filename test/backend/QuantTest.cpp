@@ -5,6 +5,7 @@
 
 #include "BackendTestUtils.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -34,6 +35,12 @@ protected:
     return F()->createRescaleQuantized(
         "rq", mod().uniqueType(x.getElementType(), x.dims(), scale, offset), x);
   }
+  /// A random grouped, strided, dilated, padded ChannelwiseQuantizedConvolution of odd
+  /// sizes with input, filter and result kinds \p xk, \p fk, \p yk, its filter and bias
+  /// Constants or (\p runtime) graph inputs, against a reference computed in double.
+  void channelwiseConvRandom(bool runtime, ElemKind xk, ElemKind fk, ElemKind yk);
+  /// The same for ChannelwiseQuantizedFullyConnected [3, 37] x [37, 19].
+  void channelwiseFCRandom(bool runtime, ElemKind xk, ElemKind wk, ElemKind yk);
 };
 
 // ------------------------------------------------------------------ Quantize
@@ -298,23 +305,44 @@ TEST_P(QuantTest, ChannelwiseConvolutionGroupedPaddedUInt8FloatBias) {
   expectValues(output(s), {31, 1, 11, 41, 250, 255, 242, 248}, 0, 0);
 }
 
-// Random int8 data, strides, dilation, padding and groups against a reference computed from
-// the dequantized reals in double (power-of-two scales, so every sum is exact).
-TEST_P(QuantTest, ChannelwiseConvolutionRandomAgainstRealReference) {
-  const dim_t N = 2, C = 4, H = 7, W = 6, O = 6, G = 2, KH = 3, KW = 2;
+namespace {
+
+/// Raw range of 8-bit kind \p k.
+double kindLo(ElemKind k) { return k == ElemKind::UInt8Q ? 0 : -128; }
+double kindHi(ElemKind k) { return k == ElemKind::UInt8Q ? 255 : 127; }
+
+/// The expected raw result of a channelwise node: the accumulator plus the i32 bias for
+/// an i32 result, else the real value \p real quantized to (scale, offset) of kind \p k,
+/// halves away from zero, saturated.
+double channelwiseRef(ElemKind k, int64_t accWithBias, double real, double scale, int offset) {
+  if (k == ElemKind::Int32I)
+    return double(accWithBias);
+  double q = std::round(real / scale) + offset;
+  return std::min(std::max(q, kindLo(k)), kindHi(k));
+}
+
+} // namespace
+
+// Random data, strides, dilation, padding and groups against a reference computed from the
+// integers in double (power-of-two scales, so every sum is exact).
+void QuantTest::channelwiseConvRandom(bool runtime, ElemKind xk, ElemKind fk, ElemKind yk) {
+  const dim_t N = 2, C = 6, H = 7, W = 5, O = 9, G = 3, KH = 3, KW = 2;
   const std::vector<dim_t> strides{2, 1}, pads{1, 0, 2, 1}, dil{1, 2};
   const dim_t OH = (H + 3 - 3) / 2 + 1, OW = (W + 1 - 3) / 1 + 1;
-  Tensor xt = randomTensor(Type(ElemKind::Int8Q, {N, C, H, W}, 0.5f, -3), -128, 127, 21);
-  Tensor ft = randomTensor(Type(ElemKind::Int8Q, {O, C / G, KH, KW}, 1.0f, 0), -128, 127, 22);
-  std::vector<double> fs{0.25, 0.125, 1, 0.5, 0.0625, 2}, fo{0, 3, -7, 1, 0, -2};
-  std::vector<double> bias{100, -50, 0, 7, -1000, 3};
+  const int xOff = xk == ElemKind::UInt8Q ? 125 : -3;
+  Tensor xt = randomTensor(Type(xk, {N, C, H, W}, 0.5f, xOff), kindLo(xk), kindHi(xk), 21);
+  Tensor ft = randomTensor(Type(fk, {O, C / G, KH, KW}, 1.0f, 0), kindLo(fk), kindHi(fk), 22);
+  const double fb = fk == ElemKind::UInt8Q ? 128 : 0;
+  std::vector<double> fs{0.25, 0.125, 1, 0.5, 0.0625, 2, 0.25, 1, 0.5};
+  std::vector<double> fo{fb, fb + 3, fb - 7, fb + 1, fb, fb - 2, fb + 5, fb - 1, fb + 9};
+  std::vector<double> bias{100, -50, 0, 7, -1000, 3, 12, -9, 2000};
   std::vector<double> xs = toDoubles(xt), fsv = toDoubles(ft);
   std::vector<double> want;
   for (dim_t n = 0; n < N; n++)
     for (dim_t o = 0; o < O; o++)
       for (dim_t oh = 0; oh < OH; oh++)
         for (dim_t ow = 0; ow < OW; ow++) {
-          double real = 0.5 * fs[o] * bias[o];
+          int64_t acc = 0;
           for (dim_t c = 0; c < C / G; c++)
             for (dim_t kh = 0; kh < KH; kh++)
               for (dim_t kw = 0; kw < KW; kw++) {
@@ -323,22 +351,101 @@ TEST_P(QuantTest, ChannelwiseConvolutionRandomAgainstRealReference) {
                 if (ih < 0 || ih >= long(H) || iw < 0 || iw >= long(W))
                   continue;
                 dim_t ic = (o / (O / G)) * (C / G) + c;
-                double xr = 0.5 * (xs[((n * C + ic) * H + ih) * W + iw] + 3);
-                double fr = fs[o] * (fsv[((o * (C / G) + c) * KH + kh) * KW + kw] - fo[o]);
-                real += xr * fr;
+                acc += int64_t(xs[((n * C + ic) * H + ih) * W + iw] - xOff) *
+                       int64_t(fsv[((o * (C / G) + c) * KH + kh) * KW + kw] - fo[o]);
               }
-          want.push_back(quantizeRef(real, 16.0, 5));
+          acc += int64_t(bias[o]);
+          want.push_back(channelwiseRef(yk, acc, 0.5 * fs[o] * double(acc), 16.0,
+                                        yk == ElemKind::UInt8Q ? 130 : 5));
         }
   auto *x = input("x", std::move(xt));
+  Constant *bc = vec(mod(), "b", ElemKind::Int32I, bias);
+  NodeValue f = runtime ? NodeValue(input("f", std::move(ft)))
+                        : NodeValue(mod().createConstant("f", std::move(ft)));
+  NodeValue b = runtime ? NodeValue(input("bi", bc->getPayload().clone())) : NodeValue(bc);
+  TypeRef outTy = yk == ElemKind::Int32I
+                      ? mod().uniqueType(yk, {N, O, OH, OW})
+                      : mod().uniqueType(yk, {N, O, OH, OW}, 16.0f,
+                                         yk == ElemKind::UInt8Q ? 130 : 5);
   auto *c = F()->createChannelwiseQuantizedConvolution(
-      "cwconv", mod().uniqueType(ElemKind::Int8Q, {N, O, OH, OW}, 16.0f, 5), x,
-      mod().createConstant("f", std::move(ft)), vec(mod(), "fs", ElemKind::Float, fs),
-      vec(mod(), "fo", ElemKind::Int32I, fo), vec(mod(), "b", ElemKind::Int32I, bias), {KH, KW},
-      strides, pads, dil, G);
+      "cwconv", outTy, x, f, vec(mod(), "fs", ElemKind::Float, fs),
+      vec(mod(), "fo", ElemKind::Int32I, fo), b, {KH, KW}, strides, pads, dil, G);
   SaveNode *s = save(c);
   if (!run(0, 0))
     return;
   expectValues(output(s), want, 0, 0);
+}
+
+TEST_P(QuantTest, ChannelwiseConvolutionRandomAgainstRealReference) {
+  channelwiseConvRandom(false, ElemKind::Int8Q, ElemKind::Int8Q, ElemKind::Int8Q);
+}
+
+// The filter and bias as graph inputs (ONNX QLinearConv and ConvInteger give the weights
+// so): the CPU packs them per run.
+TEST_P(QuantTest, ChannelwiseConvolutionRuntimeFilterInt8) {
+  channelwiseConvRandom(true, ElemKind::Int8Q, ElemKind::Int8Q, ElemKind::Int8Q);
+}
+TEST_P(QuantTest, ChannelwiseConvolutionRuntimeFilterUInt8) {
+  channelwiseConvRandom(true, ElemKind::UInt8Q, ElemKind::UInt8Q, ElemKind::UInt8Q);
+}
+TEST_P(QuantTest, ChannelwiseConvolutionRuntimeFilterInt32Result) {
+  channelwiseConvRandom(true, ElemKind::UInt8Q, ElemKind::UInt8Q, ElemKind::Int32I);
+}
+TEST_P(QuantTest, ChannelwiseConvolutionUInt8Int32ResultConstantFilter) {
+  channelwiseConvRandom(false, ElemKind::UInt8Q, ElemKind::Int8Q, ElemKind::Int32I);
+}
+
+void QuantTest::channelwiseFCRandom(bool runtime, ElemKind xk, ElemKind wk, ElemKind yk) {
+  const dim_t N = 3, K = 37, M = 19;
+  const int xOff = xk == ElemKind::UInt8Q ? 131 : 6;
+  Tensor xt = randomTensor(Type(xk, {N, K}, 0.25f, xOff), kindLo(xk), kindHi(xk), 31);
+  Tensor wt = randomTensor(Type(wk, {K, M}, 1.0f, 0), kindLo(wk), kindHi(wk), 32);
+  const double wb = wk == ElemKind::UInt8Q ? 128 : 0;
+  std::vector<double> ws, wo, bias;
+  for (dim_t m = 0; m < M; m++) {
+    ws.push_back(std::ldexp(1.0, int(m % 5) - 3));
+    wo.push_back(wb + double(int(m % 7) - 3));
+    bias.push_back(double(int(m * 37 % 101) - 50));
+  }
+  std::vector<double> xs = toDoubles(xt), wv = toDoubles(wt), want;
+  for (dim_t n = 0; n < N; n++)
+    for (dim_t m = 0; m < M; m++) {
+      int64_t acc = int64_t(bias[m]);
+      for (dim_t k = 0; k < K; k++)
+        acc += int64_t(xs[n * K + k] - xOff) * int64_t(wv[k * M + m] - wo[m]);
+      want.push_back(channelwiseRef(yk, acc, 0.25 * ws[m] * double(acc), 8.0,
+                                    yk == ElemKind::UInt8Q ? 127 : -2));
+    }
+  auto *x = input("x", std::move(xt));
+  Constant *bc = vec(mod(), "b", ElemKind::Int32I, bias);
+  NodeValue w = runtime ? NodeValue(input("w", std::move(wt)))
+                        : NodeValue(mod().createConstant("w", std::move(wt)));
+  NodeValue b = runtime ? NodeValue(input("bi", bc->getPayload().clone())) : NodeValue(bc);
+  TypeRef outTy = yk == ElemKind::Int32I
+                      ? mod().uniqueType(yk, {N, M})
+                      : mod().uniqueType(yk, {N, M}, 8.0f, yk == ElemKind::UInt8Q ? 127 : -2);
+  auto *fc = F()->createChannelwiseQuantizedFullyConnected(
+      "cwfc", outTy, x, w, vec(mod(), "ws", ElemKind::Float, ws),
+      vec(mod(), "wo", ElemKind::Int32I, wo), b);
+  SaveNode *s = save(fc);
+  if (!run(0, 0))
+    return;
+  expectValues(output(s), want, 0, 0);
+}
+
+// ONNX QLinearMatMul and MatMulInteger give the weights as graph inputs: the CPU packs
+// them per run.
+TEST_P(QuantTest, ChannelwiseFullyConnectedRuntimeWeightsInt8) {
+  channelwiseFCRandom(true, ElemKind::Int8Q, ElemKind::Int8Q, ElemKind::Int8Q);
+}
+TEST_P(QuantTest, ChannelwiseFullyConnectedRuntimeWeightsUInt8) {
+  channelwiseFCRandom(true, ElemKind::UInt8Q, ElemKind::UInt8Q, ElemKind::UInt8Q);
+}
+TEST_P(QuantTest, ChannelwiseFullyConnectedRuntimeWeightsInt32Result) {
+  channelwiseFCRandom(true, ElemKind::UInt8Q, ElemKind::UInt8Q, ElemKind::Int32I);
+}
+TEST_P(QuantTest, ChannelwiseFullyConnectedMixedKindsConstantWeights) {
+  channelwiseFCRandom(false, ElemKind::Int8Q, ElemKind::UInt8Q, ElemKind::UInt8Q);
 }
 
 // Input i8q [2, 3] scale 0.5 offset 0: [[1, 2, 3], [-1, 0, 4]]. Weights i8q raw

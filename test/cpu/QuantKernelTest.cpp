@@ -34,6 +34,8 @@ struct Net {
   Function *F = nullptr;
   Placeholder *x = nullptr;
   SaveNode *save = nullptr;
+  /// Run-time operands other than x (weights, biases) and their values.
+  std::vector<std::pair<Placeholder *, Tensor>> inputs;
 };
 
 /// Raw int8 values: mostly uniform in [lo, hi], with every 7th at -128 or 127 when
@@ -75,16 +77,19 @@ std::vector<int8_t> inputBytes(Net &net, uint64_t seed, bool extremes) {
   return randomBytes(net.x->getType()->numElements(), seed, -128, 127, extremes);
 }
 
+/// The bytes of the result (int8, uint8 or int32 elements).
 std::vector<int8_t> runCompiled(Net &net, CompiledFunction &fn, const std::vector<int8_t> &x) {
   PlaceholderBindings b;
   b.allocate(net.mod.getPlaceholders());
   std::memcpy(b.get(net.x)->getUnsafePtr(), x.data(), x.size());
+  for (auto &[ph, value] : net.inputs)
+    std::memcpy(b.get(ph)->getUnsafePtr(), value.getUnsafePtr(), value.getSizeInBytes());
   ExecutionContext ctx(&b);
   Error e = fn.execute(ctx);
   EXPECT_FALSE(bool(e)) << e.message();
   Tensor *t = b.get(net.save->getPlaceholder());
   const int8_t *p = reinterpret_cast<const int8_t *>(t->getUnsafePtr());
-  return std::vector<int8_t>(p, p + t->size());
+  return std::vector<int8_t>(p, p + t->getSizeInBytes());
 }
 
 std::vector<int8_t> reference(Net &net, const std::vector<int8_t> &x) {
@@ -277,6 +282,28 @@ TEST(QuantKernel, ConvPerTensor) {
 
 TEST(QuantKernel, ConvChannelwise) {
   checkConvCases(true, {{0, 0}, {-128, 0}, {9, 6}, {127, 40}}, 200);
+}
+
+// Depthwise at stride 2 (the flat row-parity planes of qdwconv): rows wider than 4 vectors
+// (requantized in place) and narrow ones (compacted), even and odd kernel widths, odd and
+// even padded widths, 1 and 2 images.
+TEST(QuantKernel, DepthwiseStride2) {
+  const ConvCase cases[] = {
+      {{1, 3, 9, 140}, 3, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 3},
+      {{2, 5, 8, 8}, 5, {3, 3}, {2, 2}, {0, 0, 1, 1}, {1, 1}, 5},
+      {{1, 4, 11, 13}, 4, {4, 4}, {2, 2}, {1, 2, 1, 0}, {1, 1}, 4},
+      {{1, 2, 15, 9}, 2, {5, 5}, {2, 2}, {2, 2, 2, 2}, {1, 1}, 2},
+      {{1, 6, 7, 7}, 6, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 6},
+      {{1, 3, 4, 3}, 3, {1, 3}, {2, 2}, {0, 1, 0, 0}, {1, 1}, 3},
+  };
+  uint64_t seed = 1300;
+  for (size_t i = 0; i < std::size(cases); i++)
+    for (bool channelwise : {false, true}) {
+      SCOPED_TRACE("case " + std::to_string(i) + (channelwise ? " channelwise" : ""));
+      Net n;
+      buildConv(n, cases[i], channelwise, i % 2 ? -128 : 17, channelwise ? 9 : -3, 0.08f, seed);
+      checkNet(n, "qconv dw", seed++);
+    }
 }
 
 // A tiny output scale: nearly every output saturates at -128 or 127; both must appear.
@@ -488,6 +515,174 @@ TEST(QuantKernel, FullyConnected) {
         buildFC(n, s.N, s.K, s.M, cw, xOff, wOff, seed);
         checkNet(n, "qfc", seed++);
       }
+}
+
+// Weights computed at run time (graph inputs, as ONNX's QLinearConv, ConvInteger,
+// QLinearMatMul and MatMulInteger node tests give them: packed per run by
+// libjit_qpack_*_rt), and uint8 inputs, weights and results and i32 results (the
+// accumulators), against the Interpreter bit for bit, both ISAs, 1 and 2 threads.
+
+constexpr ElemKind U8Q = ElemKind::UInt8Q, I32 = ElemKind::Int32I;
+
+/// The operand kinds of a case: input, weights, result.
+struct QKinds {
+  ElemKind x, w, y;
+};
+const QKinds kKindMixes[] = {{I8Q, I8Q, I8Q}, {U8Q, U8Q, U8Q}, {U8Q, U8Q, I32},
+                             {I8Q, U8Q, I32}, {U8Q, I8Q, I8Q}, {I8Q, I8Q, U8Q}};
+
+/// A quantized type of kind \p k (an i32 result has no scale or offset).
+TypeRef qType(Module &mod, ElemKind k, const Dims &d, float scale, int32_t offset) {
+  return k == I32 ? mod.uniqueType(I32, d) : mod.uniqueType(k, d, scale, offset);
+}
+
+/// \p t as a Constant, or a Placeholder bound to it at each run when \p runtime.
+NodeValue operand(Net &n, const std::string &name, Tensor t, bool runtime) {
+  if (!runtime)
+    return n.mod.createConstant(name, std::move(t));
+  Placeholder *ph = n.mod.createPlaceholder(n.mod.uniqueType(t.getType()), name);
+  n.inputs.emplace_back(ph, std::move(t));
+  return ph;
+}
+
+/// A ChannelwiseQuantizedConvolution of kinds \p k (or, with \p perTensor, an int8
+/// Convolution) whose filter and, with \p rtBias, bias are run-time inputs when \p rtFilter;
+/// \p floatBias: a float bias (channelwise only).
+void buildConvKinds(Net &n, const ConvCase &c, QKinds k, bool perTensor, bool rtFilter,
+                    bool rtBias, bool floatBias, int32_t xOff, int32_t fOff, uint64_t seed) {
+  n.F = n.mod.createFunction("main");
+  n.x = n.mod.createPlaceholder(n.mod.uniqueType(k.x, c.in, 0.05f, xOff), "x");
+  Dims fd{c.outC, c.in[1] / c.group, c.kernels[0], c.kernels[1]};
+  auto outTy = qType(n.mod, k.y, c.outDims(), 0.08f, k.y == U8Q ? 131 : -7);
+  Node *conv;
+  if (perTensor) {
+    NodeValue f = operand(n, "f", int8Tensor(Type(I8Q, fd, 0.02f, fOff), seed, -128, 127, true),
+                          rtFilter);
+    NodeValue b = operand(
+        n, "b",
+        int32Tensor(Type(ElemKind::Int32Q, {c.outC}, 0.05f * 0.02f, 0), seed + 1, -20000, 20000),
+        rtBias);
+    conv = n.F->createConvolution("conv", outTy, n.x, f, b, c.kernels, c.strides, c.pads,
+                                  c.dilations, c.group);
+  } else {
+    NodeValue f =
+        operand(n, "f", int8Tensor(Type(k.w, fd, 1.0f, 0), seed, -128, 127, true), rtFilter);
+    auto *sc = n.mod.createConstant("s", floatTensor(Type(ElemKind::Float, {c.outC}), seed + 2,
+                                                     0.005f, 0.04f));
+    Tensor off(ElemKind::Int32I, {c.outC});
+    for (dim_t o = 0; o < c.outC; o++)
+      off.getHandle<int32_t>().raw(o) = fOff + int32_t(o % 3) - 1;
+    auto *so = n.mod.createConstant("o", std::move(off));
+    NodeValue b = operand(
+        n, "b",
+        floatBias ? floatTensor(Type(ElemKind::Float, {c.outC}), seed + 1, -3, 3)
+                  : int32Tensor(Type(ElemKind::Int32I, {c.outC}), seed + 1, -20000, 20000),
+        rtBias);
+    conv = n.F->createChannelwiseQuantizedConvolution("conv", outTy, n.x, f, sc, so, b,
+                                                       c.kernels, c.strides, c.pads,
+                                                       c.dilations, c.group);
+  }
+  n.save = n.F->createSave("out", conv);
+}
+
+/// An input offset of kind \p k, spread over its range by \p i.
+int32_t offsetOf(ElemKind k, size_t i) {
+  const int32_t v[] = {0, 127, -128, 37, -5, 100};
+  int32_t o = v[i % std::size(v)];
+  return k == U8Q ? o + 128 : o;
+}
+
+TEST(QuantKernel, ConvRuntimeWeights) {
+  uint64_t seed = 1000;
+  for (size_t ci = 0; ci < std::size(kCases); ci++) {
+    const QKinds k = kKindMixes[ci % std::size(kKindMixes)];
+    const bool perTensor = ci % 5 == 2, rtBias = ci % 2 == 1, floatBias = ci % 3 == 0;
+    const int32_t xOff = offsetOf(k.x, ci), fOff = k.w == U8Q && !perTensor ? 128 : 0;
+    const QKinds kk = perTensor ? QKinds{I8Q, I8Q, I8Q} : k;
+    SCOPED_TRACE("case " + std::to_string(ci) + " kinds " + std::to_string(int(kk.x)) + "," +
+                 std::to_string(int(kk.w)) + "," + std::to_string(int(kk.y)) +
+                 (perTensor ? " per-tensor" : "") + (rtBias ? " run-time bias" : "") +
+                 " xOff " + std::to_string(xOff));
+    Net n;
+    buildConvKinds(n, kCases[ci], kk, perTensor, true, rtBias,
+                   floatBias && !perTensor && kk.y != I32,
+                   perTensor ? offsetOf(I8Q, ci) : xOff, fOff + int32_t(ci % 4) * 9 - 13,
+                   seed);
+    checkNet(n, "qconv", seed++);
+  }
+}
+
+// uint8 operands and i32 results with constant weights (packed at compile time; the
+// depthwise kernel for Group == C == O).
+TEST(QuantKernel, ConvUInt8AndInt32ConstantWeights) {
+  uint64_t seed = 1100;
+  const size_t picks[] = {0, 4, 5, 10, 12, 19};
+  size_t i = 0;
+  for (size_t ci : picks)
+    for (QKinds k : {QKinds{U8Q, U8Q, U8Q}, QKinds{U8Q, I8Q, I32}, QKinds{I8Q, U8Q, U8Q}}) {
+      SCOPED_TRACE("case " + std::to_string(ci) + " kinds " + std::to_string(int(k.x)) + "," +
+                   std::to_string(int(k.w)) + "," + std::to_string(int(k.y)));
+      Net n;
+      buildConvKinds(n, kCases[ci], k, false, false, false, i % 2 == 0 && k.y != I32,
+                     offsetOf(k.x, i),
+                     k.w == U8Q ? 120 + int32_t(i) : -3, seed);
+      checkNet(n, "qconv", seed++);
+      i++;
+    }
+}
+
+/// A ChannelwiseQuantizedFullyConnected of kinds \p k (or, with \p perTensor, an int8
+/// FullyConnected) with weights and, with \p rtBias, bias given at run time.
+void buildFCKinds(Net &n, dim_t N, dim_t K, dim_t M, QKinds k, bool perTensor, bool rtBias,
+                  int32_t xOff, int32_t wOff, uint64_t seed) {
+  n.F = n.mod.createFunction("main");
+  n.x = n.mod.createPlaceholder(n.mod.uniqueType(k.x, {N, K}, 0.05f, xOff), "x");
+  auto outTy = qType(n.mod, k.y, {N, M}, 0.3f, k.y == U8Q ? 120 : 4);
+  Node *fc;
+  if (perTensor) {
+    NodeValue w =
+        operand(n, "w", int8Tensor(Type(I8Q, {K, M}, 0.02f, wOff), seed, -128, 127, true), true);
+    NodeValue b = operand(
+        n, "b", int32Tensor(Type(ElemKind::Int32Q, {M}, 0.001f, 0), seed + 1, -30000, 30000),
+        rtBias);
+    fc = n.F->createFullyConnected("fc", outTy, n.x, w, b);
+  } else {
+    NodeValue w =
+        operand(n, "w", int8Tensor(Type(k.w, {K, M}, 1.0f, 0), seed, -128, 127, true), true);
+    auto *sc =
+        n.mod.createConstant("s", floatTensor(Type(ElemKind::Float, {M}), seed + 2, 0.005f, 0.04f));
+    Tensor off(ElemKind::Int32I, {M});
+    for (dim_t m = 0; m < M; m++)
+      off.getHandle<int32_t>().raw(m) = wOff + int32_t(m % 3) - 1;
+    auto *so = n.mod.createConstant("o", std::move(off));
+    NodeValue b = operand(
+        n, "b", int32Tensor(Type(ElemKind::Int32I, {M}), seed + 1, -30000, 30000), rtBias);
+    fc = n.F->createChannelwiseQuantizedFullyConnected("fc", outTy, n.x, w, sc, so, b);
+  }
+  n.save = n.F->createSave("out", fc);
+}
+
+TEST(QuantKernel, FullyConnectedRuntimeWeights) {
+  uint64_t seed = 1200;
+  struct S {
+    dim_t N, K, M;
+  };
+  const S shapes[] = {{1, 2048, 1000}, {3, 37, 5}, {5, 64, 33}, {4, 3, 70}, {9, 130, 16},
+                      {2, 7, 3}};
+  size_t i = 0;
+  for (S s : shapes)
+    for (size_t r = 0; r < 2; r++, i++) {
+      const QKinds k = kKindMixes[i % std::size(kKindMixes)];
+      const bool perTensor = i % 4 == 3, rtBias = i % 2 == 0;
+      const QKinds kk = perTensor ? QKinds{I8Q, I8Q, I8Q} : k;
+      SCOPED_TRACE(std::to_string(s.N) + "x" + std::to_string(s.K) + "x" + std::to_string(s.M) +
+                   " kinds " + std::to_string(int(kk.x)) + "," + std::to_string(int(kk.w)) +
+                   "," + std::to_string(int(kk.y)) + (perTensor ? " per-tensor" : ""));
+      Net n;
+      buildFCKinds(n, s.N, s.K, s.M, kk, perTensor, rtBias, offsetOf(kk.x, i),
+                   kk.w == U8Q ? 127 + int32_t(i % 3) : int32_t(i % 5) - 2, seed);
+      checkNet(n, "qfc", seed++);
+    }
 }
 
 } // namespace

@@ -93,8 +93,49 @@ Expected<uint64_t> Emitter::constBytes(const void *data, uint64_t bytes) {
   return off;
 }
 
+namespace {
+
+/// The 8-bit kinds the int8 kernels take (uint8 shifted by 128: libjit_qconv.cpp).
+bool eightBit(ElemKind k) { return k == ElemKind::Int8Q || k == ElemKind::UInt8Q; }
+
+/// 0x80 for a uint8 operand (its bytes flipped to the int8 value 128 less), else 0.
+int64_t flipOf(ElemKind k) { return k == ElemKind::UInt8Q ? 0x80 : 0; }
+
+} // namespace
+
+Expected<Emitter::QuantIO> Emitter::quantIO(Instruction *I, Value *dest, Value *in,
+                                            std::vector<Item> &items) {
+  const Type &it = *in->getType(), &ot = *dest->getType();
+  QuantIO io;
+  io.xOff = int64_t(it.offset) - (it.kind == ElemKind::UInt8Q ? 128 : 0);
+  io.outOff = int64_t(ot.offset) - (ot.kind == ElemKind::UInt8Q ? 128 : 0);
+  io.i32 = ot.kind == ElemKind::Int32I;
+  io.flipOut = ot.kind == ElemKind::UInt8Q;
+  if (io.xOff < -128 || io.xOff > 127)
+    return unsupported(I);
+  KILN_ASSIGN_OR_RETURN(io.in, loc(in));
+  if (it.kind == ElemKind::UInt8Q) {
+    // The uint8 input as int8 (x - 128) in a buffer of the plan.
+    const int64_t n = int64_t(it.numElements());
+    Location xl{kActivationBase, reserveExtra(uint64_t(n))};
+    Location src = io.in;
+    items.push_back({false, "qflip in", [=] { call("libjit_qflip_i8", {at(xl), at(src), I64(n)}); },
+                     StageWork{}});
+    io.in = xl;
+  }
+  return io;
+}
+
+void Emitter::quantFlipOut(Value *dest, const QuantIO &io, std::vector<Item> &items) {
+  if (!io.flipOut)
+    return;
+  const int64_t n = int64_t(dest->getType()->numElements());
+  items.push_back({false, "qflip out", [=] { call("libjit_qflip_i8", {ptr(dest), ptr(dest), I64(n)}); },
+                   StageWork{}});
+}
+
 Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
-  Value *dest, *in, *filter, *bias;
+  Value *dest, *in, *filter, *bias, *scalesV = nullptr, *offsetsV = nullptr;
   std::vector<dim_t> kernels, strides, pads, dilations;
   dim_t group;
   WeightQuant wq;
@@ -109,30 +150,38 @@ Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
     dest = q->getDest(), in = q->getInput(), filter = q->getFilter(), bias = q->getBias();
     kernels = q->getKernels(), strides = q->getStrides(), pads = q->getPads();
     dilations = q->getDilations(), group = q->getGroup();
-    wq.scales = payloadOf(q->getFilterScales());
-    wq.offsets = payloadOf(q->getFilterOffsets());
+    scalesV = q->getFilterScales(), offsetsV = q->getFilterOffsets();
+    wq.scales = payloadOf(scalesV);
+    wq.offsets = payloadOf(offsetsV);
     if (!wq.scales || !wq.offsets)
       return unsupported(I);
   }
   const Type &it = *in->getType(), &ft = *filter->getType(), &ot = *dest->getType();
+  const Type &bt = *bias->getType();
   const Tensor *fp = payloadOf(filter);
   wq.bias = payloadOf(bias);
-  wq.filterTy = &ft, wq.biasTy = bias->getType(), wq.inScale = it.scale;
-  if (it.kind != ElemKind::Int8Q || ft.kind != ElemKind::Int8Q || ot.kind != ElemKind::Int8Q ||
-      !fp || !wq.bias || it.rank() != 4 || ft.rank() != 4 || ot.rank() != 4 || group == 0 ||
-      kernels.size() != 2 || strides.size() != 2 || pads.size() != 4 || dilations.size() != 2 ||
-      it.offset < -128 || it.offset > 127)
+  wq.filterTy = &ft, wq.biasTy = &bt, wq.inScale = it.scale;
+  // Per-tensor: int8 throughout, i32q bias; channelwise: int8 or uint8 input and filter,
+  // an int8, uint8 or i32 result, an i32 or float bias.
+  const bool kindsOk =
+      wq.scales ? eightBit(it.kind) && eightBit(ft.kind) &&
+                      (eightBit(ot.kind) || ot.kind == ElemKind::Int32I) &&
+                      (bt.kind == ElemKind::Int32I || bt.kind == ElemKind::Float)
+                : it.kind == ElemKind::Int8Q && ft.kind == ElemKind::Int8Q &&
+                      ot.kind == ElemKind::Int8Q && bt.kind == ElemKind::Int32Q;
+  if (!kindsOk || it.rank() != 4 || ft.rank() != 4 || ot.rank() != 4 || group == 0 ||
+      kernels.size() != 2 || strides.size() != 2 || pads.size() != 4 || dilations.size() != 2)
     return unsupported(I);
   const int64_t N = it.dims[0], C = it.dims[1], H = it.dims[2], W = it.dims[3];
   const int64_t O = ot.dims[1], OH = ot.dims[2], OW = ot.dims[3], G = int64_t(group);
   const int64_t KH = kernels[0], KW = kernels[1];
   if (C % G || O % G || int64_t(ft.dims[0]) != O || int64_t(ft.dims[1]) != C / G ||
       int64_t(ft.dims[2]) != KH || int64_t(ft.dims[3]) != KW ||
-      int64_t(wq.bias->size()) != O || (wq.scales && (int64_t(wq.scales->size()) != O ||
+      int64_t(bt.numElements()) != O || (wq.scales && (int64_t(wq.scales->size()) != O ||
                                                       int64_t(wq.offsets->size()) != O)))
     return makeError(ErrorCode::InvalidArgument, "CPU backend: ", I->getKindName(), " '",
                      I->getName(), "': filter ", ft.toString(), " and bias ",
-                     bias->getType()->toString(), " do not fit input ", it.toString(),
+                     bt.toString(), " do not fit input ", it.toString(),
                      ", output ", ot.toString(), " and group ", G);
   int64_t L;
   std::string isa = qIsa(L);
@@ -141,16 +190,23 @@ Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
   const int64_t SH = strides[0], SW = strides[1], PT = pads[0], PL = pads[1];
   const int64_t DH = dilations[0], DW = dilations[1];
   const float outScale = ot.scale;
-  const int64_t outOff = ot.offset, xOff = it.offset;
-  if (G == C && O == C) {
+  const int64_t fXor = flipOf(ft.kind);
+  // Weights known at compile time are packed now; run-time ones (a Filter or Bias that is
+  // not a constant) by libjit_qpack_conv_rt in a serial stage before the kernel.
+  const bool runtime = !fp || !wq.bias;
+  KILN_ASSIGN_OR_RETURN(QuantIO io, quantIO(I, dest, in, items));
+  const int64_t outOff = io.outOff, xOff = io.xOff;
+  const Location inL = io.in;
+  if (G == C && O == C && !runtime && !io.i32) {
     // Depthwise: centred int16 filters and the exact int32 sum (libjit_qdwconv_i8).
     const int8_t *f = reinterpret_cast<const int8_t *>(fp->getUnsafePtr());
     std::vector<int16_t> w16(size_t(C * KH * KW));
     ChannelConsts cc{size_t(C)};
     for (int64_t o = 0; o < C; o++) {
-      const int64_t fo = wq.offset(size_t(o));
+      const int64_t fo = wq.offset(size_t(o)) - (fXor ? 128 : 0);
       for (int64_t k = 0; k < KH * KW; k++)
-        w16[size_t(o * KH * KW + k)] = int16_t(int64_t(f[o * KH * KW + k]) - fo);
+        w16[size_t(o * KH * KW + k)] =
+            int16_t(int64_t(int8_t(uint8_t(f[o * KH * KW + k]) ^ fXor)) - fo);
       auto [ib, br] = wq.bias_(size_t(o));
       cc.corr[size_t(o)] = ib;
       cc.accScale[size_t(o)] = wq.accScale(size_t(o));
@@ -177,18 +233,27 @@ Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
         const int64_t xpElems = ((Hp * Wp + 2 * L + 2 * Wp) * 2 + 63) / 64 * 32;
         planeBytes = std::max(planeBytes, xpElems * 2 + (Hp * Wp + 2 * L + Wp) * 4);
       }
+      if (SH == 2 && SW == 2 && DH == 1 && DW == 1 && KH * KW <= 64) {
+        // Stride 2 (dwFlat2Dims): two planes of pe int32 entries.
+        const int64_t Wq = (Wp + 1) / 2, Hq = (Hp + 1) / 2, nv = (OH * Wq + L - 1) / L;
+        const int64_t reach = nv * L + ((KH - 1) / 2) * Wq + (KW + 1) / 2;
+        const int64_t pe = (std::max(Hq * Wq, reach) + 15) / 16 * 16;
+        planeBytes = std::max(planeBytes, 2 * pe * 4);
+      }
       needPoolScratch((accBytes + planeBytes) / 4 + 16);
     }
     std::string name = "qconv dw " + std::to_string(KH) + "x" + std::to_string(KW) + "/" +
                        std::to_string(SH) + " " + std::to_string(C) + " " + isa;
     items.push_back({true, name, [=] {
                        call("libjit_qdwconv_i8_" + isa,
-                            {ptr(dest), ptr(in), at({kConstantBase, wOff}),
+                            {ptr(dest), at(inL), at({kConstantBase, wOff}),
                              at({kConstantBase, pOff}), I64(N), I64(C), I64(H), I64(W), I64(OH),
                              I64(OW), I64(KH), I64(KW), I64(SH), I64(SW), I64(PT), I64(PL),
                              I64(DH), I64(DW), I64(xOff), F32(outScale), I64(outOff), I64(-128),
                              I64(127), scratch(), I64(scratchPerThread_ * 4), tid_, nth_});
-                     }});
+                     },
+                     stageWork({I})});
+    quantFlipOut(dest, io, items);
     return Error::success();
   }
   const int64_t ogPad = (og + MR - 1) / MR * MR, Opad = G * ogPad;
@@ -201,38 +266,60 @@ Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
   const int64_t KK = KH * KW, cq4 = (cg + 3) / 4;
   const bool direct = !pointwise && KK <= 64 && SH <= 16 && SW <= 16 && (L == 16 || cg >= 4);
   const int64_t K4p = direct ? cq4 * KK : K4;
-  // Weights: [G][ogPad / MR][K4p][MR] quads; channels past og are zero.
-  std::vector<int8_t> packed(size_t(Opad * K4p * 4), 0);
-  const int8_t *f = reinterpret_cast<const int8_t *>(fp->getUnsafePtr());
-  ChannelConsts cc{size_t(Opad)};
-  const int64_t cIn = 128 + int64_t(it.offset);
+  const int64_t cIn = 128 + xOff;
   bool anyFOff = false;
-  for (int64_t g = 0; g < G; g++)
-    for (int64_t j = 0; j < og; j++) {
-      const int64_t o = g * og + j, oi = g * ogPad + j;
-      const int64_t blk = (g * ogPad + j / MR * MR) * K4p * 4, r = j % MR;
-      int64_t sum = 0;
-      for (int64_t k = 0; k < K; k++) {
-        int8_t v = f[o * K + k];
-        // Direct: k = c KK + tap goes to quad (c / 4) KK + tap, byte c % 4.
-        const int64_t quad = direct ? (k / KK / 4) * KK + k % KK : k / 4;
-        const int64_t byte = direct ? (k / KK) % 4 : k % 4;
-        packed[size_t(blk + (quad * MR + r) * 4 + byte)] = v;
-        sum += v;
+  for (int64_t o = 0; o < O; o++)
+    anyFOff |= wq.offset(size_t(o)) - (fXor ? 128 : 0) != 0;
+  Location wL, pL;
+  const uint64_t paramBytes = uint64_t(Opad) * (2 * sizeof(double) + 2 * sizeof(int32_t));
+  if (runtime) {
+    wL = {kActivationBase, reserveExtra(uint64_t(Opad * K4p * 4))};
+    pL = {kActivationBase, reserveExtra(paramBytes)};
+    const float fScale = ft.scale, bScale = bt.scale;
+    const int64_t fOffset = ft.offset, bOffset = bt.offset;
+    const int64_t biasKind = wq.scales ? (bt.kind == ElemKind::Float ? 1 : 0) : 2;
+    const float inScale = it.scale;
+    items.push_back({false, "qpack conv", [=] {
+                       call("libjit_qpack_conv_rt",
+                            {at(wL), at(pL), ptr(filter), I64(fXor),
+                             scalesV ? ptr(scalesV) : nullPtr(),
+                             offsetsV ? ptr(offsetsV) : nullPtr(), F32(fScale), I64(fOffset),
+                             ptr(bias), I64(biasKind), F32(bScale), I64(bOffset), F32(inScale),
+                             I64(xOff), I64(O), I64(G), I64(cg), I64(KK), I64(direct)});
+                     },
+                     StageWork{}});
+  } else {
+    // Weights: [G][ogPad / MR][K4p][MR] quads; channels past og are zero.
+    std::vector<int8_t> packed(size_t(Opad * K4p * 4), 0);
+    const int8_t *f = reinterpret_cast<const int8_t *>(fp->getUnsafePtr());
+    ChannelConsts cc{size_t(Opad)};
+    for (int64_t g = 0; g < G; g++)
+      for (int64_t j = 0; j < og; j++) {
+        const int64_t o = g * og + j, oi = g * ogPad + j;
+        const int64_t blk = (g * ogPad + j / MR * MR) * K4p * 4, r = j % MR;
+        int64_t sum = 0;
+        for (int64_t k = 0; k < K; k++) {
+          int8_t v = int8_t(uint8_t(f[o * K + k]) ^ fXor);
+          // Direct: k = c KK + tap goes to quad (c / 4) KK + tap, byte c % 4.
+          const int64_t quad = direct ? (k / KK / 4) * KK + k % KK : k / 4;
+          const int64_t byte = direct ? (k / KK) % 4 : k % 4;
+          packed[size_t(blk + (quad * MR + r) * 4 + byte)] = v;
+          sum += v;
+        }
+        const int64_t fo = wq.offset(size_t(o)) - (fXor ? 128 : 0);
+        auto [ib, br] = wq.bias_(size_t(o));
+        // Wrapping 32-bit arithmetic, as the kernel's.
+        uint32_t corr = uint32_t(-cIn * sum) + uint32_t(K * cIn) * uint32_t(fo) + uint32_t(ib);
+        cc.corr[size_t(oi)] = int32_t(corr);
+        cc.fOff[size_t(oi)] = int32_t(fo);
+        cc.accScale[size_t(oi)] = wq.accScale(size_t(o));
+        cc.biasReal[size_t(oi)] = br;
       }
-      const int64_t fo = wq.offset(size_t(o));
-      auto [ib, br] = wq.bias_(size_t(o));
-      // Wrapping 32-bit arithmetic, as the kernel's.
-      uint32_t corr = uint32_t(-cIn * sum) + uint32_t(K * cIn) * uint32_t(fo) + uint32_t(ib);
-      cc.corr[size_t(oi)] = int32_t(corr);
-      cc.fOff[size_t(oi)] = int32_t(fo);
-      cc.accScale[size_t(oi)] = wq.accScale(size_t(o));
-      cc.biasReal[size_t(oi)] = br;
-      anyFOff |= fo != 0;
-    }
-  KILN_ASSIGN_OR_RETURN(uint64_t wOff, constBytes(packed.data(), packed.size()));
-  std::vector<char> pb = cc.bytes();
-  KILN_ASSIGN_OR_RETURN(uint64_t pOff, constBytes(pb.data(), pb.size()));
+    KILN_ASSIGN_OR_RETURN(uint64_t wOff, constBytes(packed.data(), packed.size()));
+    std::vector<char> pb = cc.bytes();
+    KILN_ASSIGN_OR_RETURN(uint64_t pOff, constBytes(pb.data(), pb.size()));
+    wL = {kConstantBase, wOff}, pL = {kConstantBase, pOff};
+  }
   // Per thread: the patch, the pixel sums, the accumulators and (windowed layers) the
   // group's padded input planes (libjit_qconv_impl.h, padDims / padPlanes).
   const int64_t Hp = std::max(PT + H, (OH - 1) * SH + (KH - 1) * DH + 1);
@@ -258,21 +345,33 @@ Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
   }
   std::string name = "qconv " + std::to_string(KH) + "x" + std::to_string(KW) + "/" +
                      std::to_string(SH) + " " + std::to_string(C) + "->" + std::to_string(O) +
-                     (G > 1 ? " g" + std::to_string(G) : "") + " " + isa;
-  items.push_back({true, name, [=] {
-                     call("libjit_qconv_i8_" + isa,
-                          {ptr(dest), ptr(in), at({kConstantBase, wOff}),
-                           at({kConstantBase, pOff}), I64(N), I64(C), I64(H), I64(W), I64(O),
-                           I64(OH), I64(OW), I64(KH), I64(KW), I64(SH), I64(SW), I64(PT),
-                           I64(PL), I64(DH), I64(DW), I64(G), I64(xOff), F32(outScale),
-                           I64(outOff), I64(-128), I64(127), I64(anyFOff), scratch(),
-                           I64(scratchPerThread_ * 4), tid_, nth_});
-                   }});
+                     (G > 1 ? " g" + std::to_string(G) : "") + (runtime ? " rt" : "") +
+                     (io.i32 ? " i32" : "") + " " + isa;
+  if (io.i32)
+    items.push_back({true, name, [=] {
+                       call("libjit_qconv_i32_" + isa,
+                            {ptr(dest), at(inL), at(wL), at(pL), I64(N), I64(C), I64(H), I64(W),
+                             I64(O), I64(OH), I64(OW), I64(KH), I64(KW), I64(SH), I64(SW),
+                             I64(PT), I64(PL), I64(DH), I64(DW), I64(G), I64(xOff),
+                             I64(anyFOff), scratch(), I64(scratchPerThread_ * 4), tid_, nth_});
+                     },
+                     stageWork({I})});
+  else
+    items.push_back({true, name, [=] {
+                       call("libjit_qconv_i8_" + isa,
+                            {ptr(dest), at(inL), at(wL), at(pL), I64(N), I64(C), I64(H), I64(W),
+                             I64(O), I64(OH), I64(OW), I64(KH), I64(KW), I64(SH), I64(SW),
+                             I64(PT), I64(PL), I64(DH), I64(DW), I64(G), I64(xOff),
+                             F32(outScale), I64(outOff), I64(-128), I64(127), I64(anyFOff),
+                             scratch(), I64(scratchPerThread_ * 4), tid_, nth_});
+                     },
+                     stageWork({I})});
+  quantFlipOut(dest, io, items);
   return Error::success();
 }
 
 Error Emitter::planQuantFC(Instruction *I, std::vector<Item> &items) {
-  Value *dest, *in, *weights, *bias;
+  Value *dest, *in, *weights, *bias, *scalesV = nullptr, *offsetsV = nullptr;
   WeightQuant wq;
   if (auto *fc = dyn_cast<FullyConnectedInst>(I)) {
     if (fc->getInput()->getType()->kind != ElemKind::Int8Q)
@@ -281,69 +380,110 @@ Error Emitter::planQuantFC(Instruction *I, std::vector<Item> &items) {
   } else {
     auto *q = cast<ChannelwiseQuantizedFullyConnectedInst>(I);
     dest = q->getDest(), in = q->getInput(), weights = q->getWeights(), bias = q->getBias();
-    wq.scales = payloadOf(q->getWeightScales());
-    wq.offsets = payloadOf(q->getWeightOffsets());
+    scalesV = q->getWeightScales(), offsetsV = q->getWeightOffsets();
+    wq.scales = payloadOf(scalesV);
+    wq.offsets = payloadOf(offsetsV);
     if (!wq.scales || !wq.offsets)
       return unsupported(I);
   }
   const Type &it = *in->getType(), &wt = *weights->getType(), &ot = *dest->getType();
+  const Type &bt = *bias->getType();
   const Tensor *wp = payloadOf(weights);
   wq.bias = payloadOf(bias);
-  wq.filterTy = &wt, wq.biasTy = bias->getType(), wq.inScale = it.scale;
-  if (it.kind != ElemKind::Int8Q || wt.kind != ElemKind::Int8Q || ot.kind != ElemKind::Int8Q ||
-      !wp || !wq.bias || it.rank() != 2 || wt.rank() != 2 || ot.rank() != 2 ||
-      it.offset < -128 || it.offset > 127)
+  wq.filterTy = &wt, wq.biasTy = &bt, wq.inScale = it.scale;
+  const bool kindsOk =
+      wq.scales ? eightBit(it.kind) && eightBit(wt.kind) &&
+                      (eightBit(ot.kind) || ot.kind == ElemKind::Int32I) &&
+                      (bt.kind == ElemKind::Int32I || bt.kind == ElemKind::Float)
+                : it.kind == ElemKind::Int8Q && wt.kind == ElemKind::Int8Q &&
+                      ot.kind == ElemKind::Int8Q && bt.kind == ElemKind::Int32Q;
+  if (!kindsOk || it.rank() != 2 || wt.rank() != 2 || ot.rank() != 2)
     return unsupported(I);
   const int64_t N = it.dims[0], K = it.dims[1], M = wt.dims[1];
   if (int64_t(wt.dims[0]) != K || int64_t(ot.dims[0]) != N || int64_t(ot.dims[1]) != M ||
-      int64_t(wq.bias->size()) != M ||
+      int64_t(bt.numElements()) != M ||
       (wq.scales && (int64_t(wq.scales->size()) != M || int64_t(wq.offsets->size()) != M)))
     return makeError(ErrorCode::InvalidArgument, "CPU backend: ", I->getKindName(), " '",
                      I->getName(), "': weights ", wt.toString(), " and bias ",
-                     bias->getType()->toString(), " do not fit input ", it.toString(),
+                     bt.toString(), " do not fit input ", it.toString(),
                      " and output ", ot.toString());
   int64_t L;
   std::string isa = qIsa(L);
   const int64_t T = 2 * L, K4 = (K + 3) / 4, tiles = (M + T - 1) / T, Mpad = tiles * T;
-  // Weights: [tiles][K4][T] quads, zero past K and M.
-  std::vector<int8_t> packed(size_t(tiles * K4 * T * 4), 0);
-  const int8_t *w = reinterpret_cast<const int8_t *>(wp->getUnsafePtr());
-  std::vector<int64_t> colsum(size_t(M), 0);
-  for (int64_t k = 0; k < K; k++)
-    for (int64_t m = 0; m < M; m++) {
-      int8_t v = w[k * M + m];
-      packed[size_t((((m / T) * K4 + k / 4) * T + m % T) * 4 + k % 4)] = v;
-      colsum[size_t(m)] += v;
-    }
-  ChannelConsts cc{size_t(Mpad)};
-  const int64_t cIn = 128 + int64_t(it.offset);
+  const int64_t fXor = flipOf(wt.kind);
+  const bool runtime = !wp || !wq.bias;
+  KILN_ASSIGN_OR_RETURN(QuantIO io, quantIO(I, dest, in, items));
+  const int64_t outOff = io.outOff, xOff = io.xOff;
+  const Location inL = io.in;
+  const int64_t cIn = 128 + xOff;
   bool anyFOff = false;
-  for (int64_t m = 0; m < M; m++) {
-    const int64_t fo = wq.offset(size_t(m));
-    auto [ib, br] = wq.bias_(size_t(m));
-    uint32_t corr =
-        uint32_t(-cIn * colsum[size_t(m)]) + uint32_t(K * cIn) * uint32_t(fo) + uint32_t(ib);
-    cc.corr[size_t(m)] = int32_t(corr);
-    cc.fOff[size_t(m)] = int32_t(fo);
-    cc.accScale[size_t(m)] = wq.accScale(size_t(m));
-    cc.biasReal[size_t(m)] = br;
-    anyFOff |= fo != 0;
+  for (int64_t m = 0; m < M; m++)
+    anyFOff |= wq.offset(size_t(m)) - (fXor ? 128 : 0) != 0;
+  Location wL, pL;
+  if (runtime) {
+    wL = {kActivationBase, reserveExtra(uint64_t(tiles * K4 * T * 4))};
+    pL = {kActivationBase,
+          reserveExtra(uint64_t(Mpad) * (2 * sizeof(double) + 2 * sizeof(int32_t)))};
+    const float fScale = wt.scale, bScale = bt.scale, inScale = it.scale;
+    const int64_t fOffset = wt.offset, bOffset = bt.offset;
+    const int64_t biasKind = wq.scales ? (bt.kind == ElemKind::Float ? 1 : 0) : 2;
+    items.push_back({false, "qpack fc", [=] {
+                       call("libjit_qpack_fc_rt",
+                            {at(wL), at(pL), ptr(weights), I64(fXor),
+                             scalesV ? ptr(scalesV) : nullPtr(),
+                             offsetsV ? ptr(offsetsV) : nullPtr(), F32(fScale), I64(fOffset),
+                             ptr(bias), I64(biasKind), F32(bScale), I64(bOffset), F32(inScale),
+                             I64(xOff), I64(K), I64(M), I64(T)});
+                     },
+                     StageWork{}});
+  } else {
+    // Weights: [tiles][K4][T] quads, zero past K and M.
+    std::vector<int8_t> packed(size_t(tiles * K4 * T * 4), 0);
+    const int8_t *w = reinterpret_cast<const int8_t *>(wp->getUnsafePtr());
+    std::vector<int64_t> colsum(size_t(M), 0);
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t m = 0; m < M; m++) {
+        int8_t v = int8_t(uint8_t(w[k * M + m]) ^ fXor);
+        packed[size_t((((m / T) * K4 + k / 4) * T + m % T) * 4 + k % 4)] = v;
+        colsum[size_t(m)] += v;
+      }
+    ChannelConsts cc{size_t(Mpad)};
+    for (int64_t m = 0; m < M; m++) {
+      const int64_t fo = wq.offset(size_t(m)) - (fXor ? 128 : 0);
+      auto [ib, br] = wq.bias_(size_t(m));
+      uint32_t corr =
+          uint32_t(-cIn * colsum[size_t(m)]) + uint32_t(K * cIn) * uint32_t(fo) + uint32_t(ib);
+      cc.corr[size_t(m)] = int32_t(corr);
+      cc.fOff[size_t(m)] = int32_t(fo);
+      cc.accScale[size_t(m)] = wq.accScale(size_t(m));
+      cc.biasReal[size_t(m)] = br;
+    }
+    KILN_ASSIGN_OR_RETURN(uint64_t wOff, constBytes(packed.data(), packed.size()));
+    std::vector<char> pb = cc.bytes();
+    KILN_ASSIGN_OR_RETURN(uint64_t pOff, constBytes(pb.data(), pb.size()));
+    wL = {kConstantBase, wOff}, pL = {kConstantBase, pOff};
   }
-  KILN_ASSIGN_OR_RETURN(uint64_t wOff, constBytes(packed.data(), packed.size()));
-  std::vector<char> pb = cc.bytes();
-  KILN_ASSIGN_OR_RETURN(uint64_t pOff, constBytes(pb.data(), pb.size()));
   needPoolScratch(4 * T + 16);
   const float outScale = ot.scale;
-  const int64_t outOff = ot.offset;
   std::string name = "qfc " + std::to_string(N) + "x" + std::to_string(K) + "x" +
-                     std::to_string(M) + " " + isa;
-  items.push_back({true, name, [=] {
-                     call("libjit_qfc_i8_" + isa,
-                          {ptr(dest), ptr(in), at({kConstantBase, wOff}),
-                           at({kConstantBase, pOff}), I64(N), I64(K), I64(M), F32(outScale),
-                           I64(outOff), I64(-128), I64(127), I64(anyFOff), scratch(),
-                           I64(scratchPerThread_ * 4), tid_, nth_});
-                   }});
+                     std::to_string(M) + (runtime ? " rt" : "") + (io.i32 ? " i32" : "") + " " +
+                     isa;
+  if (io.i32)
+    items.push_back({true, name, [=] {
+                       call("libjit_qfc_i32_" + isa,
+                            {ptr(dest), at(inL), at(wL), at(pL), I64(N), I64(K), I64(M),
+                             I64(anyFOff), scratch(), I64(scratchPerThread_ * 4), tid_, nth_});
+                     },
+                     stageWork({I})});
+  else
+    items.push_back({true, name, [=] {
+                       call("libjit_qfc_i8_" + isa,
+                            {ptr(dest), at(inL), at(wL), at(pL), I64(N), I64(K), I64(M),
+                             F32(outScale), I64(outOff), I64(-128), I64(127), I64(anyFOff),
+                             scratch(), I64(scratchPerThread_ * 4), tid_, nth_});
+                     },
+                     stageWork({I})});
+  quantFlipOut(dest, io, items);
   return Error::success();
 }
 

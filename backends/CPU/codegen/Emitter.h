@@ -195,6 +195,18 @@ public:
   /// float ones go on to planConv / planFullyConnected.
   Error planQuantConv(Instruction *I, std::vector<Item> &items);
   Error planQuantFC(Instruction *I, std::vector<Item> &items);
+  /// How an int8 convolution or FC kernel reads its input and writes its result: the input
+  /// (a uint8 one flipped to int8 into a buffer of the plan by an item added to \p items),
+  /// the input and output offsets as the int8 kernels take them (uint8 ones less 128),
+  /// whether the result is i32 (the accumulators) or uint8 (flipped after the kernel by
+  /// quantFlipOut).
+  struct QuantIO {
+    Location in;
+    int64_t xOff = 0, outOff = 0;
+    bool i32 = false, flipOut = false;
+  };
+  Expected<QuantIO> quantIO(Instruction *I, Value *dest, Value *in, std::vector<Item> &items);
+  void quantFlipOut(Value *dest, const QuantIO &io, std::vector<Item> &items);
   /// int8 Relu, Add, Sub, Mul, Max, Min (tables) and pools (EmitQuantElem.cpp).
   Error planQuantElem(Instruction *I, std::vector<Item> &items);
   Error planQuantPool(Instruction *I, std::vector<Item> &items);

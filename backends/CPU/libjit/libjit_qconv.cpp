@@ -119,6 +119,18 @@ LIBJIT_INLINE void requantTail(int8_t *y, const int32_t *acc, int64_t j0, int64_
   }
 }
 
+/// The i32 result of outputs [0, n) (ONNX ConvInteger, MatMulInteger): acc[j] + corr -
+/// fo colsum[j] (colsum null: no pixel term), wrapping in 32 bits as the Interpreter's.
+LIBJIT_INLINE void storeRow32(int32_t *y, const int32_t *acc, int64_t n, int32_t corr,
+                              int32_t fo, const int32_t *colsum) {
+  for (int64_t j = 0; j < n; j++) {
+    uint32_t a = uint32_t(acc[j]) + uint32_t(corr);
+    if (colsum)
+      a -= uint32_t(fo) * uint32_t(colsum[j]);
+    y[j] = int32_t(a);
+  }
+}
+
 /// The depthwise kernel's padded plane (qdwconv): Hp rows of Wr int16, each row the Wp
 /// padded columns grouped in SW phases, each phase followed by L zero columns.
 LIBJIT_INLINE void dwPaddedDims(int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
@@ -147,6 +159,19 @@ LIBJIT_INLINE int64_t dwFlatXpElems(int64_t Hp, int64_t Wp, int64_t L) {
 }
 LIBJIT_INLINE int64_t dwFlatPairElems(int64_t Hp, int64_t Wp, int64_t L) {
   return Hp * Wp + 2 * L + Wp;
+}
+
+/// The stride-2 depthwise planes (qdwconv, flat2): rows of \p Wq int32 entries (2 Wq int16,
+/// Wq = ceil(Wp / 2)), \p Hq = ceil(Hp / 2) rows per row parity, and \p pe int32 entries per
+/// plane (its rows, then the zeroed slack the last vectors read), a multiple of 16. The
+/// emitter reserves 2 pe entries.
+LIBJIT_INLINE void dwFlat2Dims(int64_t Hp, int64_t Wp, int64_t OH, int64_t KH, int64_t KW,
+                               int64_t L, int64_t *Wq, int64_t *Hq, int64_t *pe) {
+  *Wq = (Wp + 1) / 2;
+  *Hq = (Hp + 1) / 2;
+  const int64_t nv = (OH * *Wq + L - 1) / L;
+  const int64_t reach = nv * L + ((KH - 1) / 2) * *Wq + (KW + 1) / 2;
+  *pe = (maxI(*Hq * *Wq, reach) + 15) / 16 * 16;
 }
 
 /// Whether qconv takes the direct path (convTileDirect in libjit_qconv_impl.h): every
@@ -195,16 +220,33 @@ LIBJIT_INLINE uint32_t load32(const void *p) {
       int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW,      \
       int64_t G, int64_t xOff, float outScale, int64_t outOff, int64_t lo, int64_t hi,         \
       int64_t anyFOff, char *scratch, int64_t scratchStride, int64_t tid, int64_t nthreads) {  \
-    libjit::q##SUFFIX::qconv(out, in, wpack, params, N, C, H, W, O, OH, OW, KH, KW, SH, SW,   \
-                             PT, PL, DH, DW, G, xOff, outScale, outOff, lo, hi, anyFOff,       \
+    libjit::q##SUFFIX::qconv(out, nullptr, in, wpack, params, N, C, H, W, O, OH, OW, KH, KW,  \
+                             SH, SW, PT, PL, DH, DW, G, xOff, outScale, outOff, lo, hi,        \
+                             anyFOff, scratch, scratchStride, tid, nthreads);                  \
+  }                                                                                            \
+  LIBJIT_EXPORT void libjit_qconv_i32_##SUFFIX(                                                \
+      int32_t *out, const int8_t *in, const uint32_t *wpack, const void *params, int64_t N,    \
+      int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW, int64_t KH,          \
+      int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW,      \
+      int64_t G, int64_t xOff, int64_t anyFOff, char *scratch, int64_t scratchStride,          \
+      int64_t tid, int64_t nthreads) {                                                         \
+    libjit::q##SUFFIX::qconv(nullptr, out, in, wpack, params, N, C, H, W, O, OH, OW, KH, KW,  \
+                             SH, SW, PT, PL, DH, DW, G, xOff, 1.0f, 0, -128, 127, anyFOff,     \
                              scratch, scratchStride, tid, nthreads);                           \
   }                                                                                            \
   LIBJIT_EXPORT void libjit_qfc_i8_##SUFFIX(                                                   \
       int8_t *out, const int8_t *in, const uint32_t *wpack, const void *params, int64_t N,     \
       int64_t K, int64_t M, float outScale, int64_t outOff, int64_t lo, int64_t hi,            \
       int64_t anyFOff, char *scratch, int64_t scratchStride, int64_t tid, int64_t nthreads) {  \
-    libjit::q##SUFFIX::qfc(out, in, wpack, params, N, K, M, outScale, outOff, lo, hi, anyFOff, \
-                           scratch, scratchStride, tid, nthreads);                             \
+    libjit::q##SUFFIX::qfc(out, nullptr, in, wpack, params, N, K, M, outScale, outOff, lo, hi, \
+                           anyFOff, scratch, scratchStride, tid, nthreads);                    \
+  }                                                                                            \
+  LIBJIT_EXPORT void libjit_qfc_i32_##SUFFIX(                                                  \
+      int32_t *out, const int8_t *in, const uint32_t *wpack, const void *params, int64_t N,    \
+      int64_t K, int64_t M, int64_t anyFOff, char *scratch, int64_t scratchStride,             \
+      int64_t tid, int64_t nthreads) {                                                         \
+    libjit::q##SUFFIX::qfc(nullptr, out, in, wpack, params, N, K, M, 1.0f, 0, -128, 127,       \
+                           anyFOff, scratch, scratchStride, tid, nthreads);                    \
   }                                                                                            \
   LIBJIT_EXPORT void libjit_qdwconv_i8_##SUFFIX(                                               \
       int8_t *out, const int8_t *in, const int16_t *w, const void *params, int64_t N,          \
@@ -568,3 +610,130 @@ LIBJIT_QCONV_EXPORTS(vnni)
 
 // Depthwise int8 convolution (Group == C == O): libjit_qdwconv_i8_<isa> (qdwconv in
 // libjit_qconv_impl.h).
+
+// Run-time weights (a Filter or Weights operand that is not a constant, as ONNX's
+// QLinearConv, ConvInteger, QLinearMatMul and MatMulInteger node tests give them): the
+// emitter reserves a buffer in the plan and calls these packers in a serial stage before
+// the kernel, which then reads the packed weights and per-channel constants exactly as it
+// reads those the emitter packs at compile time (EmitQuantConv.cpp: the same layouts and
+// the same arithmetic, in the same order). uint8 operands take the int8 kernels shifted by
+// 128: x - xOffset = (x - 128) - (xOffset - 128), and the same for the weights, so a uint8
+// filter packs as f ^ 0x80 with offset fo - 128, and a uint8 activation or result is
+// flipped (libjit_qflip_i8) before or after the kernel.
+namespace libjit {
+namespace {
+
+/// The weight-side quantization a packer reads (EmitQuantConv.cpp, WeightQuant).
+struct RtQuant {
+  const float *scales;    // per channel, or null: fScale and fOffset for every channel
+  const int32_t *offsets; // per channel (with scales)
+  float fScale;
+  int64_t fOffset;
+  const void *bias;
+  int64_t biasKind; // 0: i32 in accumulator units, 1: float real, 2: i32q (biasScale, biasOffset)
+  float biasScale;
+  int64_t biasOffset;
+  float inScale;
+  uint8_t fXor; // 0x80 for uint8 weights
+};
+
+/// Channel \p o's constants at index \p oi of the QParams arrays at \p params (\p Opad
+/// entries each): \p sum is the sum of its packed (int8) weights over K taps, \p cIn =
+/// 128 + the kernel's (int8) input offset.
+LIBJIT_INLINE void rtChannel(const RtQuant &q, void *params, int64_t Opad, int64_t o,
+                             int64_t oi, int64_t sum, int64_t K, int64_t cIn) {
+  double *accScale = (double *)params, *biasReal = accScale + Opad;
+  int32_t *corr = (int32_t *)(biasReal + Opad), *fOff = corr + Opad;
+  const int64_t fo = (q.scales ? int64_t(q.offsets[o]) : q.fOffset) - (q.fXor ? 128 : 0);
+  int64_t ib = 0;
+  double br = 0.0;
+  if (q.biasKind == 0)
+    ib = ((const int32_t *)q.bias)[o];
+  else if (q.biasKind == 1)
+    br = double(((const float *)q.bias)[o]);
+  else
+    br = double(q.biasScale) * double(int64_t(((const int32_t *)q.bias)[o]) - q.biasOffset);
+  // Wrapping 32-bit arithmetic, as the emitter's and the kernel's.
+  corr[oi] = int32_t(uint32_t(-cIn * sum) + uint32_t(K * cIn) * uint32_t(fo) + uint32_t(ib));
+  fOff[oi] = int32_t(fo);
+  accScale[oi] = double(q.inScale) * double(q.scales ? q.scales[o] : q.fScale);
+  biasReal[oi] = br;
+}
+
+LIBJIT_INLINE void zeroBytes(void *p, int64_t n) {
+  char *c = (char *)p;
+  for (int64_t i = 0; i < n; i++)
+    c[i] = 0;
+}
+
+} // namespace
+} // namespace libjit
+
+/// Packs the run-time filter \p f [O][cg][KK] of libjit_qconv_{i8,i32}_<isa> into \p wpack
+/// ([G][ogPad / 4][K4p][4] quads; \p direct: the direct path's k order) and its constants
+/// into \p params (4 arrays of G ogPad entries). \p xOff is the kernel's int8 input offset.
+LIBJIT_EXPORT void libjit_qpack_conv_rt(uint32_t *wpack, void *params, const int8_t *f,
+                                        int64_t fXor, const float *scales,
+                                        const int32_t *offsets, float fScale, int64_t fOffset,
+                                        const void *bias, int64_t biasKind, float biasScale,
+                                        int64_t biasOffset, float inScale, int64_t xOff,
+                                        int64_t O, int64_t G, int64_t cg, int64_t KK,
+                                        int64_t direct) {
+  using namespace libjit;
+  constexpr int64_t MR = 4;
+  const RtQuant q{scales, offsets, fScale, fOffset, bias, biasKind, biasScale, biasOffset,
+                  inScale, uint8_t(fXor)};
+  const int64_t og = O / G, ogPad = ceilDiv(og, MR) * MR, Opad = G * ogPad, K = cg * KK;
+  const int64_t K4p = direct ? ceilDiv(cg, 4) * KK : ceilDiv(K, 4), cIn = 128 + xOff;
+  int8_t *packed = (int8_t *)wpack;
+  zeroBytes(packed, Opad * K4p * 4);
+  zeroBytes(params, Opad * (2 * 8 + 2 * 4));
+  for (int64_t g = 0; g < G; g++)
+    for (int64_t j = 0; j < og; j++) {
+      const int64_t o = g * og + j, oi = g * ogPad + j;
+      const int64_t blk = (g * ogPad + j / MR * MR) * K4p * 4, r = j % MR;
+      int64_t sum = 0;
+      for (int64_t k = 0; k < K; k++) {
+        const int8_t v = int8_t(uint8_t(f[o * K + k]) ^ q.fXor);
+        const int64_t quad = direct ? (k / KK / 4) * KK + k % KK : k / 4;
+        const int64_t byte = direct ? (k / KK) % 4 : k % 4;
+        packed[blk + (quad * MR + r) * 4 + byte] = v;
+        sum += v;
+      }
+      rtChannel(q, params, Opad, o, oi, sum, K, cIn);
+    }
+}
+
+/// Packs the run-time weights \p w [K][M] of libjit_qfc_{i8,i32}_<isa> into \p wpack
+/// ([ceil(M / T)][K4][T] quads, T = 2 lanes) and its constants into \p params (4 arrays of
+/// ceil(M / T) T entries).
+LIBJIT_EXPORT void libjit_qpack_fc_rt(uint32_t *wpack, void *params, const int8_t *w,
+                                      int64_t fXor, const float *scales,
+                                      const int32_t *offsets, float fScale, int64_t fOffset,
+                                      const void *bias, int64_t biasKind, float biasScale,
+                                      int64_t biasOffset, float inScale, int64_t xOff, int64_t K,
+                                      int64_t M, int64_t T) {
+  using namespace libjit;
+  const RtQuant q{scales, offsets, fScale, fOffset, bias, biasKind, biasScale, biasOffset,
+                  inScale, uint8_t(fXor)};
+  const int64_t K4 = ceilDiv(K, 4), tiles = ceilDiv(M, T), Mpad = tiles * T, cIn = 128 + xOff;
+  int8_t *packed = (int8_t *)wpack;
+  zeroBytes(packed, tiles * K4 * T * 4);
+  zeroBytes(params, Mpad * (2 * 8 + 2 * 4));
+  for (int64_t m = 0; m < M; m++) {
+    int64_t sum = 0;
+    for (int64_t k = 0; k < K; k++) {
+      const int8_t v = int8_t(uint8_t(w[k * M + m]) ^ q.fXor);
+      packed[(((m / T) * K4 + k / 4) * T + m % T) * 4 + k % 4] = v;
+      sum += v;
+    }
+    rtChannel(q, params, Mpad, m, m, sum, K, cIn);
+  }
+}
+
+/// dst[i] = src[i] ^ 0x80 for i < n: a uint8 value as the int8 value 128 less, and back
+/// (in place when dst == src).
+LIBJIT_EXPORT void libjit_qflip_i8(int8_t *dst, const int8_t *src, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    dst[i] = int8_t(uint8_t(src[i]) ^ 0x80);
+}

@@ -405,7 +405,7 @@ static inline __attribute__((always_inline)) void directPlanes(
 /// The direct path of qconv (convTileDirect). Scratch: acc [kMR][T], colsum [T], the fast
 /// requantization constants of the G ogPad channels, the blocks, S, a row of Wp entries.
 static inline __attribute__((always_inline)) void qconvDirect(
-    int8_t *out, const int8_t *in, const uint32_t *wpack, const QParams &qp, int64_t N,
+    int8_t *out, int32_t *out32, const int8_t *in, const uint32_t *wpack, const QParams &qp, int64_t N,
     int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
     int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t G,
     int64_t xOff, double dScale,
@@ -473,11 +473,15 @@ static inline __attribute__((always_inline)) void qconvDirect(
       for (int64_t r = 0; r < nr; r++) {
         const int64_t oi = g * ogPad + ob + r, o = g * og + ob + r;
         const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
-        int8_t *y = out + (n * O + o) * P;
+        const int64_t y = (n * O + o) * P;
         for (int64_t sg = 0; sg < nseg; sg++)
-          QISA::requantRowF(y + segAt[sg], acc + r * T + segJ[sg], segLen[sg], qp.corr[oi],
-                            qp.fOff[oi], sums ? colsum + segJ[sg] : nullptr, rq, frq[oi],
-                            fok[oi]);
+          if (out32)
+            storeRow32(out32 + y + segAt[sg], acc + r * T + segJ[sg], segLen[sg], qp.corr[oi],
+                       qp.fOff[oi], sums ? colsum + segJ[sg] : nullptr);
+          else
+            QISA::requantRowF(out + y + segAt[sg], acc + r * T + segJ[sg], segLen[sg],
+                              qp.corr[oi], qp.fOff[oi], sums ? colsum + segJ[sg] : nullptr, rq,
+                              frq[oi], fok[oi]);
       }
     }
   }
@@ -490,7 +494,7 @@ static inline __attribute__((always_inline)) void qconvDirect(
 /// layers with few input channels are bound by the requantization).
 /// Scratch: patch [K4][TBmax], colsum [TBmax], acc [kMR][TBmax], the G ogPad FastRQ.
 static inline __attribute__((always_inline)) void qconvPointwise(
-    int8_t *out, const int8_t *in, const uint32_t *wpack, const QParams &qp, int64_t N,
+    int8_t *out, int32_t *out32, const int8_t *in, const uint32_t *wpack, const QParams &qp, int64_t N,
     int64_t C, int64_t O, int64_t P, int64_t G, double dScale, double dOff, double dLo,
     double dHi, bool sums, char *mine, int64_t tid, int64_t nthreads) {
   constexpr int64_t T = kNV * QISA::L;
@@ -524,14 +528,20 @@ static inline __attribute__((always_inline)) void qconvPointwise(
       for (int64_t r = 0; r < nr; r++) {
         const int64_t oi = g * ogPad + ob + r, o = g * og + ob + r;
         const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
-        QISA::requantRowF(out + (n * O + o) * P + p0, acc + r * TB, np, qp.corr[oi],
-                          qp.fOff[oi], sums ? colsum : nullptr, rq, frq[oi], fok[oi]);
+        if (out32)
+          storeRow32(out32 + (n * O + o) * P + p0, acc + r * TB, np, qp.corr[oi], qp.fOff[oi],
+                     sums ? colsum : nullptr);
+        else
+          QISA::requantRowF(out + (n * O + o) * P + p0, acc + r * TB, np, qp.corr[oi],
+                            qp.fOff[oi], sums ? colsum : nullptr, rq, frq[oi], fok[oi]);
       }
     }
   }
 }
 
-static inline __attribute__((always_inline)) void qconv(int8_t *out, const int8_t *in, const uint32_t *wpack,
+/// \p out32 non-null: the i32 result (the accumulators with the i32 bias, wrapped; \p out
+/// is unused), else the int8 result in \p out.
+static inline __attribute__((always_inline)) void qconv(int8_t *out, int32_t *out32, const int8_t *in, const uint32_t *wpack,
                          const void *params, int64_t N, int64_t C, int64_t H, int64_t W,
                          int64_t O, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
                          int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t G,
@@ -547,12 +557,12 @@ static inline __attribute__((always_inline)) void qconv(int8_t *out, const int8_
   const bool sums = anyFOff != 0;
   char *mine = scratch + tid * scratchStride;
   if (pointwise) {
-    qconvPointwise(out, in, wpack, qp, N, C, O, P, G, double(outScale), double(outOff),
+    qconvPointwise(out, out32, in, wpack, qp, N, C, O, P, G, double(outScale), double(outOff),
                    double(lo), double(hi), sums, mine, tid, nthreads);
     return;
   }
   if (directConv(KH, KW, SH, SW, pointwise, cg, QISA::L)) {
-    qconvDirect(out, in, wpack, qp, N, C, H, W, O, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, G, xOff,
+    qconvDirect(out, out32, in, wpack, qp, N, C, H, W, O, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, G, xOff,
                 double(outScale), double(outOff), double(lo), double(hi), sums, mine, tid,
                 nthreads);
     return;
@@ -597,8 +607,12 @@ static inline __attribute__((always_inline)) void qconv(int8_t *out, const int8_
       for (int64_t r = 0; r < nr; r++) {
         const int64_t oi = g * ogPad + ob + r, o = g * og + ob + r;
         const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
-        QISA::requantRowF(out + (n * O + o) * P + p0, acc + r * T, np, qp.corr[oi],
-                          qp.fOff[oi], sums ? colsum : nullptr, rq, frq[oi], fok[oi]);
+        if (out32)
+          storeRow32(out32 + (n * O + o) * P + p0, acc + r * T, np, qp.corr[oi], qp.fOff[oi],
+                     sums ? colsum : nullptr);
+        else
+          QISA::requantRowF(out + (n * O + o) * P + p0, acc + r * T, np, qp.corr[oi],
+                            qp.fOff[oi], sums ? colsum : nullptr, rq, frq[oi], fok[oi]);
       }
     }
   }
@@ -644,7 +658,7 @@ static inline __attribute__((always_inline)) void fcTile(const int8_t *const *ro
       QISA::store(acc + r * T + v * L, c[r][v]);
 }
 
-static inline __attribute__((always_inline)) void qfc(int8_t *out, const int8_t *in, const uint32_t *wpack, const void *params,
+static inline __attribute__((always_inline)) void qfc(int8_t *out, int32_t *out32, const int8_t *in, const uint32_t *wpack, const void *params,
                        int64_t N, int64_t K, int64_t M, float outScale, int64_t outOff,
                        int64_t lo, int64_t hi, int64_t anyFOff, char *scratch,
                        int64_t scratchStride, int64_t tid, int64_t nthreads) {
@@ -675,13 +689,16 @@ static inline __attribute__((always_inline)) void qfc(int8_t *out, const int8_t 
         if (anyFOff)
           for (int64_t k = 0; k < K; k++)
             rowsum += int32_t(rows[r][k]) + 128;
-        int8_t *y = out + (n0 + r) * M + m0;
+        const int64_t y = (n0 + r) * M + m0;
         const int32_t *ar = acc + r * T;
         for (int64_t j = 0; j < nm; j++) {
           const int64_t m = m0 + j;
           int32_t a = int32_t(uint32_t(ar[j]) + uint32_t(qp.corr[m]) -
                               uint32_t(qp.fOff[m]) * uint32_t(rowsum));
-          y[j] = requant(a, qp.accScale[m], qp.biasReal[m], dScale, dOff, dLo, dHi);
+          if (out32)
+            out32[y + j] = a;
+          else
+            out[y + j] = requant(a, qp.accScale[m], qp.biasReal[m], dScale, dOff, dLo, dHi);
         }
       }
     }
@@ -736,9 +753,75 @@ static inline __attribute__((always_inline)) void qdwconv(
       for (int64_t kw = 0; kw < KW; kw += 2)
         pairOff[np++] = kh * DH * Wp + kw * DW;
   int32_t *dp = (int32_t *)(xp + dwFlatXpElems(Hp, Wp, L));
+  // Stride 2 (both ways, no dilation): the padded rows split by row parity into two flat
+  // planes (rows of 2 Wq int16, Wq = ceil(Wp / 2)) and the outputs computed on a grid of
+  // width Wq, flattened: output q = oh Wq + ow with tap (kh, kw) at padded row 2 oh + kh,
+  // column 2 ow + kw, that is plane kh % 2, int16 entry 2 (q + (kh / 2) Wq) + kw. The taps
+  // (kw, kw + 1) of even kw are then the int32 entry q + (kh / 2) Wq + kw / 2 of the plane
+  // as it lies in memory, one 2 x int16 dot product per pair with no pair plane to build
+  // (a last odd tap's partner, weighted 0, is the next column or the next row's first).
+  const bool flat2 = SH == 2 && SW == 2 && DH == 1 && DW == 1 && fewTaps;
+  int64_t Wq2 = 0, Hq2 = 0, pe2 = 0, np2 = 0, off2[64];
+  if (flat2) {
+    dwFlat2Dims(Hp, Wp, OH, KH, KW, L, &Wq2, &Hq2, &pe2);
+    for (int64_t kh = 0; kh < KH; kh++)
+      for (int64_t kw = 0; kw < KW; kw += 2)
+        off2[np2++] = (kh % 2) * pe2 + (kh / 2) * Wq2 + kw / 2;
+  }
   for (int64_t pl = b; pl < e; pl++) {
     const int64_t c = pl % C;
     const int8_t *x = in + pl * H * W;
+    if (flat2) {
+      int32_t *pln = (int32_t *)xp;
+      const int64_t Wr2 = 2 * Wq2, pc0 = minI(PL, Wr2), pc1 = minI(PL + W, Wr2);
+      for (int64_t r = 0; r < 2 * Hq2; r++) {
+        int16_t *dr = (int16_t *)(pln + (r % 2) * pe2 + (r / 2) * Wq2);
+        const int64_t h = r - PT;
+        if (h < 0 || h >= H) {
+          for (int64_t i = 0; i < Wr2; i++)
+            dr[i] = 0;
+          continue;
+        }
+        const int8_t *xs = x + h * W - PL;
+        for (int64_t i = 0; i < pc0; i++)
+          dr[i] = 0;
+        for (int64_t i = pc0; i < pc1; i++)
+          dr[i] = int16_t(int32_t(xs[i]) - xo);
+        for (int64_t i = pc1; i < Wr2; i++)
+          dr[i] = 0;
+      }
+      // Slack read by the last vectors (their outputs are dropped): zeros.
+      for (int64_t p = 0; p < 2; p++)
+        for (int64_t i = Hq2 * Wq2; i < pe2; i++)
+          pln[p * pe2 + i] = 0;
+      uint32_t wp[64];
+      for (int64_t kh = 0, t = 0; kh < KH; kh++)
+        for (int64_t kw = 0; kw < KW; kw += 2, t++) {
+          const int16_t *wr = w + c * KK + kh * KW;
+          wp[t] = uint32_t(uint16_t(wr[kw])) |
+                  (uint32_t(uint16_t(kw + 1 < KW ? wr[kw + 1] : int16_t(0))) << 16);
+        }
+      const int64_t nv = ceilDiv(OH * Wq2, L);
+      for (int64_t q = 0; q < nv * L; q += L) {
+        typename QISA::V s = QISA::zero();
+        for (int64_t t = 0; t < np2; t++)
+          s = QISA::dot16x2(s, pln + off2[t] + q, wp[t]);
+        QISA::store(accPlane + q, s);
+      }
+      const RQ rq{qp.accScale[c], qp.biasReal[c], double(outScale), double(outOff),
+                  double(lo), double(hi)};
+      if (OW >= 4 * L) {
+        for (int64_t oh = 0; oh < OH; oh++)
+          QISA::requantRow(out + (pl * OH + oh) * OW, accPlane + oh * Wq2, OW, qp.corr[c], 0,
+                           nullptr, rq);
+        continue;
+      }
+      for (int64_t oh = 1; oh < OH; oh++)
+        for (int64_t ow = 0; ow < OW; ow++)
+          accPlane[oh * OW + ow] = accPlane[oh * Wq2 + ow];
+      QISA::requantRow(out + pl * OH * OW, accPlane, OH * OW, qp.corr[c], 0, nullptr, rq);
+      continue;
+    }
     if (flat) {
       const int64_t pc0 = minI(PL, Wp), pc1 = minI(PL + W, Wp);
       for (int64_t r = 0; r < Hp; r++) {
