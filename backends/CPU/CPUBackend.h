@@ -106,6 +106,10 @@ public:
   /// codegen/EmitBf16.cpp) when the host has AVX512_BF16 and AVX-512 is not disabled, and
   /// widened otherwise.
   static bool isBf16Gemm(const Node &node);
+  /// A bf16 Convolution / FusedConvolution the bf16 convolution kernel runs (group 1,
+  /// constant filter, no activation or Relu/Clip): native on every host (vdpbf16ps with
+  /// AVX512_BF16, else the generic kernel), so a fused one is never widened.
+  static bool isBf16Conv(const Node &node);
   /// Lowers only the nodes isOpSupported refuses: whatever the CPU claims, it runs as it
   /// is (its kernels fuse better than the lowered forms).
   bool shouldLower(const Node &node) const override;

@@ -10,6 +10,8 @@
 #include "CPUBackend.h"
 #include "WidenHalfFloats.h"
 
+#include "kiln/Graph/FusedActivation.h"
+
 #include "backends/CPU/codegen/Codegen.h"
 #include "backends/CPU/jit/Jit.h"
 #include "src/ClassGen/OpTable.h"
@@ -129,11 +131,29 @@ bool CPUBackend::isBf16Gemm(const Node &n) {
          n.getType(0)->kind == ElemKind::BFloat16;
 }
 
+bool CPUBackend::isBf16Conv(const Node &n) {
+  if ((n.getKind() != NodeKind::Convolution && n.getKind() != NodeKind::FusedConvolution) ||
+      n.getType(0)->kind != ElemKind::BFloat16)
+    return false;
+  for (unsigned i = 0; i < 3; i++)
+    if (n.getNthInput(i).getElementType() != ElemKind::BFloat16)
+      return false;
+  if (!isa<Constant>(n.getNthInput(1).getNode()) || rankOf(n, 0) != 4 || rankOf(n, 1) != 4)
+    return false;
+  if (auto *c = dyn_cast<ConvolutionNode>(&n))
+    return c->getGroup() == 1 && c->getKernels().size() == 2;
+  auto *f = cast<FusedConvolutionNode>(&n);
+  std::optional<FusedActivation> a = parseFusedActivation(f->getActivation());
+  return f->getGroup() == 1 && f->getKernels().size() == 2 &&
+         (f->getActivation().empty() || a == FusedActivation::None ||
+          a == FusedActivation::Relu || a == FusedActivation::Clip);
+}
+
 bool CPUBackend::isNativelySupported(const Node &n) const {
   return optable::kindsSupported(n, optable::TableBackend::CPU) &&
          shapeSupported(n, opts_.fuseEpilogues, opts_.fuseSigmoids) &&
          (!hasHalfFloats(n) || movesHalfFloats(n) ||
-          (isBf16Gemm(n) && !opts_.disableAvx512 && hostHasAvx512Bf16()));
+          (isBf16Gemm(n) && !opts_.disableAvx512 && hostHasAvx512Bf16()) || isBf16Conv(n));
 }
 
 bool CPUBackend::isOpSupported(const Node &n) const {

@@ -42,9 +42,12 @@ bool hasHalfFloats(const Node &n) {
 }
 
 bool isWidenable(const Node &n, const NativeSupport &native) {
-  // ConvertTo is the widening itself; Save writes its operand's type.
+  // ConvertTo is the widening itself; Save writes its operand's type. A 16-bit fused node
+  // rounds twice (the convolution's or product's result, then the epilogue's, as the
+  // Interpreter stores them): its widened form would round once.
   if (!hasHalfFloats(n) || isa<ConvertToNode>(&n) || isa<SaveNode>(&n) ||
-      isa<Placeholder>(&n) || isa<Constant>(&n))
+      isa<Placeholder>(&n) || isa<Constant>(&n) || isa<FusedConvolutionNode>(&n) ||
+      isa<FusedFullyConnectedNode>(&n))
     return false;
   Module scratch;
   Function *g = scratch.createFunction("widen");

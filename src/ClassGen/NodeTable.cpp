@@ -507,7 +507,8 @@ void defineLoweringTargets(Table &t) {
                 "tanh form).")
       .noLowering()
       .interpreter("uniform(floats)")
-      .cpu("uniform(f32)", "rank-4 Input and Filter; no Residual on depthwise")
+      .cpu("uniform(f32|bf16)", "rank-4 Input and Filter; no Residual on depthwise; bf16: "
+           "group 1, constant Filter, Activation None, Relu or Clip")
       .sim("none");
   t.node("FusedFullyConnected")
       .input("Input").input("Weights").input("Bias").variadic("Residual")

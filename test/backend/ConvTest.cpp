@@ -77,19 +77,34 @@ protected:
                                         mod().createConstant("b", std::move(b)), c.kernels,
                                         c.strides, c.pads, c.dilations, c.group);
     auto *s = save(conv);
-    if (!run(1e-3f, 1e-3f))
+    // bf16: a backend's float32 sum in another order than the Interpreter's may round to
+    // the neighbouring bf16 value (2^-7 relative apart at most).
+    if (!run(1e-3f, k == BF16 ? 8e-3f : 1e-3f))
       return;
     EXPECT_EQ(output(s).dims(), c.outDims());
     expectValues(output(s), expected, 1e-4, rtolFor(k));
   }
 
   /// Relu(convolution + residual) on random data, checked against refConv + residual,
-  /// clamped at 0.
-  void checkResidualRelu(const ConvCase &c, uint64_t seed) {
-    Tensor x = randomTensor(Type(F32, c.in), -1, 1, seed);
-    Tensor f = randomTensor(Type(F32, c.filterDims()), -1, 1, seed + 1);
-    Tensor b = randomTensor(Type(F32, {c.outC}), -1, 1, seed + 2);
-    Tensor r = randomTensor(Type(F32, c.outDims()), -1, 1, seed + 3);
+  /// clamped at 0. bf16: small integers (inputs and residual in {-1, 0, 1}, filter and
+  /// bias in {-2, ..., 2}) whose sums stay below 256 in magnitude, so every value is exact
+  /// in bf16 and no rounding or summation order matters: the result must be exact (the
+  /// wiring of the residual and the Relu, fused or not).
+  void checkResidualRelu(const ConvCase &c, uint64_t seed, ElemKind k = F32) {
+    Tensor x = randomTensor(Type(k, c.in), -1, 1, seed);
+    Tensor f = randomTensor(Type(k, c.filterDims()), -1, 1, seed + 1);
+    Tensor b = randomTensor(Type(k, {c.outC}), -1, 1, seed + 2);
+    Tensor r = randomTensor(Type(k, c.outDims()), -1, 1, seed + 3);
+    const bool exact = k == BF16;
+    if (exact) {
+      for (Tensor *t : {&x, &r})
+        for (size_t i = 0; i < t->size(); i++)
+          t->setFromDouble(i, std::round(t->getAsDouble(i)));
+      for (Tensor *t : {&f, &b})
+        for (size_t i = 0; i < t->size(); i++)
+          t->setFromDouble(i, std::round(2 * t->getAsDouble(i)));
+      EXPECT_LT(2 * (c.in[1] / c.group) * c.kernels[0] * c.kernels[1] + 3, 256u);
+    }
     std::vector<double> expected = refConv(c, toDoubles(x), toDoubles(f), toDoubles(b));
     std::vector<double> rs = toDoubles(r);
     for (size_t i = 0; i < expected.size(); i++)
@@ -100,9 +115,9 @@ protected:
                                         mod().createConstant("b", std::move(b)), c.kernels,
                                         c.strides, c.pads, c.dilations, c.group);
     auto *s = save(F()->createRelu("relu", F()->createAdd("add", conv, res)));
-    if (!run(1e-3f, 1e-3f))
+    if (!run(exact ? 0.0f : 1e-3f, exact ? 0.0f : 1e-3f))
       return;
-    expectValues(output(s), expected, 1e-4, 1e-4);
+    expectValues(output(s), expected, exact ? 0.0 : 1e-4, exact ? 0.0 : 1e-4);
   }
 
   /// An int8 convolution on random data with non-zero offsets, checked exactly against
@@ -234,6 +249,11 @@ const ConvCase kDilated{{1, 2, 9, 9}, 3, {3, 3}, {1, 2}, {2, 2, 2, 2}, {2, 3}, 1
 const ConvCase kGrouped{{2, 6, 5, 5}, 4, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2};
 const ConvCase kDepthwise{{1, 5, 6, 7}, 5, {3, 3}, {2, 2}, {1, 0, 1, 1}, {1, 1}, 5};
 const ConvCase kLarger{{1, 16, 14, 14}, 32, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
+// 1x1 layers (odd channel counts, a plane of 90 pixels), strided; a 7x7/2 stem.
+const ConvCase kPointwise{{1, 33, 9, 10}, 21, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1};
+const ConvCase kPointwiseStride2{{2, 16, 8, 9}, 24, {1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1};
+const ConvCase kG2Dense{{2, 6, 9, 7}, 8, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
+const ConvCase kStem7{{1, 3, 23, 21}, 16, {7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1};
 
 // Depthwise of every kernel size, stride and dilation (odd sizes, asymmetric pads).
 const ConvCase kDw5Dilated{{1, 6, 14, 14}, 6, {5, 5}, {1, 1}, {4, 4, 4, 4}, {2, 2}, 6};
@@ -324,6 +344,17 @@ TEST_P(ConvTest, Float16PadStride) { checkFloatConv(kPadStride, F16, 7); }
 TEST_P(ConvTest, Float16Grouped) { checkFloatConv(kGrouped, F16, 8); }
 TEST_P(ConvTest, BFloat16PadStride) { checkFloatConv(kPadStride, BF16, 9); }
 TEST_P(ConvTest, BFloat16Depthwise) { checkFloatConv(kDepthwise, BF16, 10); }
+// bf16 of group 1 (the CPU's native bf16 kernel): every tile and tail shape, the 1x1
+// direct path, strided and padded 1x1, a 7x7/2 stem, dilations, and the fused residual
+// and Relu.
+TEST_P(ConvTest, BFloat16Plain) { checkFloatConv(kPlain, BF16, 64); }
+TEST_P(ConvTest, BFloat16Dilated) { checkFloatConv(kDilated, BF16, 65); }
+TEST_P(ConvTest, BFloat16Larger) { checkFloatConv(kLarger, BF16, 66); }
+TEST_P(ConvTest, BFloat16Pointwise) { checkFloatConv(kPointwise, BF16, 67); }
+TEST_P(ConvTest, BFloat16PointwiseStride2) { checkFloatConv(kPointwiseStride2, BF16, 68); }
+TEST_P(ConvTest, BFloat16Stem7x7) { checkFloatConv(kStem7, BF16, 69); }
+TEST_P(ConvTest, BFloat16ResidualRelu) { checkResidualRelu(kG2Dense, 70, BF16); }
+TEST_P(ConvTest, BFloat16PointwiseResidualRelu) { checkResidualRelu(kPointwise, 71, BF16); }
 TEST_P(ConvTest, Int8Plain) { checkInt8Conv(kPlain, 11); }
 TEST_P(ConvTest, Int8PadStride) { checkInt8Conv(kPadStride, 12); }
 TEST_P(ConvTest, Int8Dilated) { checkInt8Conv(kDilated, 13); }

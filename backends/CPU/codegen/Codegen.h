@@ -87,6 +87,7 @@ enum class WeightPacking {
   WinogradRows4x4, ///< F(4x4, 3x3) transformed, for the tiles-as-rows kernel
   GroupedTaps,     ///< [G][C/G][KH KW][O/G]: per group, the taps' output channels adjacent
   GemmBBf16Pairs,  ///< bf16 B in pairs of rows, 16-column panels (libjit_pack_b_bf16)
+  ConvBf16Pairs,   ///< bf16 filter in blocks of 4 channels of k-pairs (libjit_pack_conv_w_bf16)
 };
 
 /// The machine limits the convolution cost model (ConvCost.h) divides work by: fixed

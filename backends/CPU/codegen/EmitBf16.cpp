@@ -1,5 +1,8 @@
 // Emitter of the bfloat16 matrix products: FullyConnected and MatMul whose operands and
-// result are bf16 (a function converted by convertPrecision). The weights are packed in
+// result are bf16 (a function converted by convertPrecision), and bf16 Convolution /
+// FusedConvolution of group 1 (libjit_conv_bf16_*: filter packed at compile time in
+// blocks of 4 channels of k-pairs, the patch of each 64-pixel tile laid out in pairs in
+// the thread's scratch; reached from planConv). The weights are packed in
 // bf16 pairs (libjit_pack_b_bf16): at compile time when constant, per run otherwise;
 // the kernel accumulates in float32 and rounds once. libjit_fc_bf16_avx512bf16
 // (vdpbf16ps) when the target has AVX512_BF16, else libjit_fc_bf16_generic (reached only
@@ -7,6 +10,7 @@
 #include "Emitter.h"
 
 #include "backends/CPU/libjit/libjit.h"
+#include "backends/CPU/libjit/libjit_act.h"
 
 #include <cstring>
 
@@ -50,6 +54,72 @@ Error Emitter::planFCBf16(Instruction *I, Value *dest, Value *in, Value *weights
          call(kernel, {ptr(dest), ptr(in), at(wl), bias ? ptr(bias) : nullPtr(), I64(N), I64(K),
                        I64(M), tid_, nth_});
        }});
+  return Error::success();
+}
+
+Error Emitter::planConvBf16(Instruction *I, std::vector<Item> &items) {
+  std::vector<dim_t> kernels, strides, pads, dilations;
+  int64_t G;
+  FusedEpilogue epi;
+  if (auto *c = dyn_cast<ConvolutionInst>(I)) {
+    kernels = c->getKernels(), strides = c->getStrides(), pads = c->getPads();
+    dilations = c->getDilations();
+    G = int64_t(c->getGroup());
+  } else {
+    auto *f = cast<FusedConvolutionInst>(I);
+    kernels = f->getKernels(), strides = f->getStrides(), pads = f->getPads();
+    dilations = f->getDilations();
+    G = int64_t(f->getGroup());
+    if (!epilogueOf(f, epi) || (epi.act != libjit::ActNone && epi.act != libjit::ActClamp))
+      return makeError(ErrorCode::Unsupported, "CPU backend: activation ", f->getActivation(),
+                       " of bf16 ", I->getKindName(), " '", I->getName(), "'");
+  }
+  Value *dest = I->getOperand(0).first, *in = I->getOperand(1).first,
+        *filter = I->getOperand(2).first, *bias = I->getOperand(3).first;
+  auto id = dimsOf(in), od = dimsOf(dest), fd = dimsOf(filter);
+  auto *cw = dyn_cast<WeightVar>(filter);
+  if (id.size() != 4 || kernels.size() != 2 || G != 1 || !cw || !cw->isConstant() ||
+      fd.size() != 4 || bias->getType()->kind != ElemKind::BFloat16 ||
+      in->getType()->kind != ElemKind::BFloat16 || filter->getType()->kind != ElemKind::BFloat16)
+    return makeError(ErrorCode::Unsupported, "CPU backend: bf16 ", I->getKindName(), " '",
+                     I->getName(), "' needs a 2-D convolution of group 1 with a constant bf16 ",
+                     "filter and bf16 bias (input ", in->getType()->toString(), ", filter ",
+                     filter->getType()->toString(), ", group ", G, ")");
+  const int64_t N = id[0], C = id[1], H = id[2], W = id[3], O = od[1], OH = od[2], OW = od[3];
+  const int64_t KH = kernels[0], KW = kernels[1], SH = strides[0], SW = strides[1];
+  const int64_t PT = pads[0], PL = pads[1];
+  const int64_t DH = dilations.size() ? dilations[0] : 1, DW = dilations.size() > 1 ? dilations[1] : 1;
+  const int64_t K = C * KH * KW;
+  auto key = std::make_tuple(static_cast<const WeightVar *>(cw), WeightPacking::ConvBf16Pairs,
+                             int64_t(1));
+  auto it = constCache_.find(key);
+  if (it == constCache_.end()) {
+    const int64_t elems = libjit_conv_w_bf16_elems(O, K);
+    uint64_t off = alignUp(consts_.size());
+    if (!consts_.resize(off + alignUp(uint64_t(elems) * 2)))
+      return makeError(ErrorCode::OutOfMemory, "CPU backend: cannot grow the constant arena by ",
+                       elems * 2, " bytes");
+    const Tensor &t = cast<Constant>(cw->getOrigin())->getPayload();
+    libjit_pack_conv_w_bf16(reinterpret_cast<uint16_t *>(consts_.data() + off),
+                            reinterpret_cast<const uint16_t *>(t.getUnsafePtr()), O, K);
+    it = constCache_.emplace(key, off).first;
+  }
+  const Location wl{kConstantBase, it->second};
+  needPoolScratch((libjit_conv_bf16_scratch_bytes(C, KH, KW) + 3) / 4);
+  const std::string kernel = avx512bf16_ ? "libjit_conv_bf16_avx512bf16" : "libjit_conv_bf16_generic";
+  const std::string label = "conv_bf16 " + std::to_string(KH) + "x" + std::to_string(KW) + "/" +
+                            std::to_string(SH) + " " + std::to_string(C) + "->" +
+                            std::to_string(O) + " " + std::to_string(H) + "x" +
+                            std::to_string(W) + (epi.add ? " +add" : "");
+  Value *residual = epi.add;
+  items.push_back({true, label, [=] {
+                     call(kernel, {ptr(dest), ptr(in), at(wl), ptr(bias),
+                                   residual ? ptr(residual) : nullPtr(), I64(N), I64(C), I64(H),
+                                   I64(W), I64(O), I64(OH), I64(OW), I64(KH), I64(KW), I64(SH),
+                                   I64(SW), I64(PT), I64(PL), I64(DH), I64(DW), I64(epi.act),
+                                   F32(epi.lo), F32(epi.hi), scratch(),
+                                   I64(scratchPerThread_ * 4), tid_, nth_});
+                   }});
   return Error::success();
 }
 

@@ -204,6 +204,8 @@ bool activationCode(const std::string &act, float alpha, float beta, FusedEpilog
 }
 
 Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
+  if (I->getOperand(0).first->getType()->kind == ElemKind::BFloat16)
+    return planConvBf16(I, items); // native bf16 (EmitBf16.cpp)
   // The fused epilogue and the convolution's attributes.
   std::vector<dim_t> kernels, strides, pads, dilations;
   int64_t G;

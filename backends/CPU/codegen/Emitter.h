@@ -333,6 +333,8 @@ private:
   /// FullyConnected / MatMul with bf16 operands and result (EmitBf16.cpp).
   Error planFCBf16(Instruction *I, Value *dest, Value *in, Value *weights, Value *bias,
                    std::vector<Item> &items);
+  /// Convolution / FusedConvolution with bf16 operands and result, group 1 (EmitBf16.cpp).
+  Error planConvBf16(Instruction *I, std::vector<Item> &items);
   Error planReduce(Instruction *I, const std::vector<dim_t> &axes, const char *op, bool mean,
                    std::vector<Item> &items);
   /// The run-time status words (Program::statusOffset), reserved on first use, and the
