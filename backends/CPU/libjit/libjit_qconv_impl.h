@@ -706,6 +706,63 @@ static inline __attribute__((always_inline)) void qfc(int8_t *out, int32_t *out3
 }
 
 
+/// acc[q] = sum over t < np of the 2 x int16 dot product of d[q + off[t]] with the pair
+/// w[t], for q < n (a multiple of L). Four vectors at a time with their own accumulators:
+/// one accumulator chains its np dot products at their latency (5 cycles for vpdpwssd),
+/// four keep the unit busy.
+static inline __attribute__((always_inline)) void dwPairDots(int32_t *acc, const int32_t *d,
+                                                             const int64_t *off,
+                                                             const uint32_t *w, int64_t np,
+                                                             int64_t n) {
+  constexpr int64_t L = QISA::L;
+  int64_t q = 0;
+  for (; q + 4 * L <= n; q += 4 * L) {
+    typename QISA::V s0 = QISA::zero(), s1 = QISA::zero(), s2 = QISA::zero(),
+                     s3 = QISA::zero();
+    for (int64_t t = 0; t < np; t++) {
+      const int32_t *p = d + q + off[t];
+      s0 = QISA::dot16x2(s0, p, w[t]);
+      s1 = QISA::dot16x2(s1, p + L, w[t]);
+      s2 = QISA::dot16x2(s2, p + 2 * L, w[t]);
+      s3 = QISA::dot16x2(s3, p + 3 * L, w[t]);
+    }
+    QISA::store(acc + q, s0);
+    QISA::store(acc + q + L, s1);
+    QISA::store(acc + q + 2 * L, s2);
+    QISA::store(acc + q + 3 * L, s3);
+  }
+  for (; q < n; q += L) {
+    typename QISA::V s = QISA::zero();
+    for (int64_t t = 0; t < np; t++)
+      s = QISA::dot16x2(s, d + q + off[t], w[t]);
+    QISA::store(acc + q, s);
+  }
+}
+
+/// The OH x OW outputs of a depthwise plane requantized from accumulators in rows of \p ld
+/// (the flat grids of qdwconv; columns past OW are dropped). With 16 lanes (masked last
+/// vectors) row by row in place, the channel's fast constants set up once; with 8 lanes
+/// (scalar tails) rows narrower than 4 vectors are compacted to rows of OW first and
+/// requantized as one.
+static inline __attribute__((always_inline)) void dwRequantRows(int8_t *y, int32_t *acc,
+                                                                int64_t OH, int64_t OW,
+                                                                int64_t ld, int32_t corr,
+                                                                const RQ &rq) {
+  constexpr int64_t L = QISA::L;
+  if (ld != OW && (L == 16 || OW >= 4 * L)) {
+    FastRQ f{};
+    const bool fast = fastRequantSetup(rq, f);
+    for (int64_t oh = 0; oh < OH; oh++)
+      QISA::requantRowF(y + oh * OW, acc + oh * ld, OW, corr, 0, nullptr, rq, f, fast);
+    return;
+  }
+  if (ld != OW)
+    for (int64_t oh = 1; oh < OH; oh++)
+      for (int64_t ow = 0; ow < OW; ow++)
+        acc[oh * OW + ow] = acc[oh * ld + ow];
+  QISA::requantRow(y, acc, OH * OW, corr, 0, nullptr, rq);
+}
+
 /// Depthwise convolution (Group == C == O) over [N*C planes][H][W]. Per plane the input,
 /// centred (x - xOffset, in [-255, 255], so padding is 0 and adds nothing, as in the
 /// Interpreter), is copied once into scratch as int16 with the pads written as zero rows
@@ -801,25 +858,10 @@ static inline __attribute__((always_inline)) void qdwconv(
           wp[t] = uint32_t(uint16_t(wr[kw])) |
                   (uint32_t(uint16_t(kw + 1 < KW ? wr[kw + 1] : int16_t(0))) << 16);
         }
-      const int64_t nv = ceilDiv(OH * Wq2, L);
-      for (int64_t q = 0; q < nv * L; q += L) {
-        typename QISA::V s = QISA::zero();
-        for (int64_t t = 0; t < np2; t++)
-          s = QISA::dot16x2(s, pln + off2[t] + q, wp[t]);
-        QISA::store(accPlane + q, s);
-      }
+      dwPairDots(accPlane, pln, off2, wp, np2, ceilDiv(OH * Wq2, L) * L);
       const RQ rq{qp.accScale[c], qp.biasReal[c], double(outScale), double(outOff),
                   double(lo), double(hi)};
-      if (OW >= 4 * L) {
-        for (int64_t oh = 0; oh < OH; oh++)
-          QISA::requantRow(out + (pl * OH + oh) * OW, accPlane + oh * Wq2, OW, qp.corr[c], 0,
-                           nullptr, rq);
-        continue;
-      }
-      for (int64_t oh = 1; oh < OH; oh++)
-        for (int64_t ow = 0; ow < OW; ow++)
-          accPlane[oh * OW + ow] = accPlane[oh * Wq2 + ow];
-      QISA::requantRow(out + pl * OH * OW, accPlane, OH * OW, qp.corr[c], 0, nullptr, rq);
+      dwRequantRows(out + pl * OH * OW, accPlane, OH, OW, Wq2, qp.corr[c], rq);
       continue;
     }
     if (flat) {
@@ -853,27 +895,10 @@ static inline __attribute__((always_inline)) void qdwconv(
           wp[t] = uint32_t(uint16_t(wr[kw])) |
                   (uint32_t(uint16_t(kw + 1 < KW ? wr[kw + 1] : int16_t(0))) << 16);
         }
-      for (int64_t q = 0; q < nv * L; q += L) {
-        typename QISA::V s = QISA::zero();
-        for (int64_t t = 0; t < np; t++)
-          s = QISA::dot16x2(s, dp + q + pairOff[t], wp[t]);
-        QISA::store(accPlane + q, s);
-      }
+      dwPairDots(accPlane, dp, pairOff, wp, np, nv * L);
       const RQ rq{qp.accScale[c], qp.biasReal[c], double(outScale), double(outOff),
                   double(lo), double(hi)};
-      if (Wp != OW && OW >= 4 * L) {
-        // Wide rows: requantized where they are.
-        for (int64_t oh = 0; oh < OH; oh++)
-          QISA::requantRow(out + (pl * OH + oh) * OW, accPlane + oh * Wp, OW, qp.corr[c], 0,
-                           nullptr, rq);
-        continue;
-      }
-      // Narrow rows: compacted first, then requantized as one row.
-      if (Wp != OW)
-        for (int64_t oh = 1; oh < OH; oh++)
-          for (int64_t ow = 0; ow < OW; ow++)
-            accPlane[oh * OW + ow] = accPlane[oh * Wp + ow];
-      QISA::requantRow(out + pl * OH * OW, accPlane, OH * OW, qp.corr[c], 0, nullptr, rq);
+      dwRequantRows(out + pl * OH * OW, accPlane, OH, OW, Wp, qp.corr[c], rq);
       continue;
     }
     // The padded, centred, phase-grouped plane.
