@@ -963,7 +963,7 @@ template <int K> LIBJIT_INLINE F16 sumRows(const F16 *acc, int64_t act, F16 lo, 
   return act ? clamp16(v, lo, hi) : v;
 }
 
-/// Cells of one row of the row path (one column phase), with slack for the copies.
+/// Cells of one padded row of the ring path (one column phase), with slack for the copies.
 LIBJIT_INLINE int64_t rowCells(int64_t OW, int64_t K, int64_t S) {
   return (OW + (K - 1) / S + 32 + 15) / 16 * 16;
 }
