@@ -632,6 +632,10 @@ TEST(Libjit, DepthwiseConvolutionAllPaths) {
       {21, 35, 5, 3, 1, 2, 2, 2, 2, 1},   // ring, SH 3, one output row per block
       {28, 28, 5, 2, 2, 2, 2, 2, 2, 1},   // flat, 5x5 stride 2, 28 -> 14 (8-pair blocks)
       {29, 27, 3, 2, 2, 1, 0, 1, 2, 1},   // flat, odd width, no left pad
+      {14, 14, 5, 2, 2, 2, 2, 2, 2, 1},   // flat, 14 -> 7 (rows of 8-14: 4-pair blocks)
+      {12, 10, 3, 2, 2, 1, 1, 1, 1, 1},   // flat, rows of 10
+      {9, 8, 3, 2, 2, 0, 0, 1, 1, 1},     // flat, rows of 8, no left pad
+      {14, 12, 5, 2, 2, 1, 3, 0, 1, 1},   // flat, rows of 12, asymmetric pads
       {14, 14, 3, 1, 1, 1, 1, 1, 1, 1},   // flat, stride 1
       {7, 7, 3, 1, 1, 1, 1, 1, 1, 1},     // flat, 7x7
       {14, 13, 3, 2, 2, 1, 1, 1, 1, 1},   // flat, stride 2

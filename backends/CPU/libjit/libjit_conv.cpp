@@ -963,7 +963,7 @@ template <int K> LIBJIT_INLINE F16 sumRows(const F16 *acc, int64_t act, F16 lo, 
   return act ? clamp16(v, lo, hi) : v;
 }
 
-/// Cells of one row of the row path (one column phase), with slack for the copies.
+/// Cells of one padded row of the ring path (one column phase), with slack for the copies.
 LIBJIT_INLINE int64_t rowCells(int64_t OW, int64_t K, int64_t S) {
   return (OW + (K - 1) / S + 32 + 15) / 16 * 16;
 }
@@ -1047,6 +1047,18 @@ LIBJIT_INLINE void loadRow(float *__restrict dst, const float *__restrict xr, in
         break;
       }
     }
+  // Even rows of 8 to 14 floats (the 14x14 -> 7x7 layers): 4 pairs from each of two
+  // overlapping 8-float loads.
+  if (m == 0 && W >= 8 && W < 16 && W % 2 == 0 && nE == W / 2 && nO == W / 2) {
+    typedef float F4 __attribute__((vector_size(16)));
+    F8 a = loadV<F8>(xr), b = loadV<F8>(xr + W - 8);
+    int64_t q = (W - 8) / 2;
+    storeV<F4>(de, __builtin_shufflevector(a, a, 0, 2, 4, 6));
+    storeV<F4>(dodd, __builtin_shufflevector(a, a, 1, 3, 5, 7));
+    storeV<F4>(de + q, __builtin_shufflevector(b, b, 0, 2, 4, 6));
+    storeV<F4>(dodd + q, __builtin_shufflevector(b, b, 1, 3, 5, 7));
+    return;
+  }
   for (int64_t e = m; e < nE; e++)
     de[e] = xr[2 * e];
   for (int64_t o = m; o < nO; o++)
@@ -1192,10 +1204,10 @@ LIBJIT_INLINE void dwFlat(float *__restrict y, const float *__restrict x, const 
       if (ih < 0 || ih >= H)
         continue;
       const float *xr = x + ih * W;
-      // Rows of 16 floats or more: both column phases of row i in vectors (phase (a, 1) is
-      // g.phase cells after (a, 0)); narrower ones element by element (measured faster
-      // there: 14x14 -> 7x7 5x5/2 layers).
-      if (S == 1 || W >= 16) {
+      // Rows of 16 floats or more and even ones of 8 to 14: both column phases of row i in
+      // vectors (phase (a, 1) is g.phase cells after (a, 0)); other narrow ones element by
+      // element (loadRow's scalar tail measured slower there).
+      if (S == 1 || W >= 16 || (W >= 8 && W % 2 == 0)) {
         loadRow<S>(buf + a * S * g.phase + i * g.Wq, xr, W, PL, g.Wq, g.phase);
         continue;
       }
