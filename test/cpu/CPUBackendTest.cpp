@@ -791,12 +791,12 @@ void checkPlannedConvolutions(Build build, float relTol, Check checkStages,
     }
 }
 
-// Weights of 8 MB or more are packed by several threads, each a range of whole panels,
-// the last one padded (LLVMIRGen.cpp, inParallel): GEMM A panels of a grouped convolution
-// (130 output channels per group: 9 panels of 14 rows and a partial one on AVX-512, 21 of
-// 6 and a partial one on AVX2), B panels of W^T (the transposed convolution, 130 output
-// channels) and of a fully-connected layer's weights (2050 columns: a partial last panel).
-TEST(CPUBackend, LargeWeightsPackedInParallel) {
+// Large weights (8 MB and more) packed at compile time, partial last panels included:
+// GEMM A panels of a grouped convolution (130 output channels per group: 9 panels of 14
+// rows and a partial one on AVX-512, 21 of 6 and a partial one on AVX2), B panels of W^T
+// (the transposed convolution, 130 output channels) and of a fully-connected layer's
+// weights (2050 columns: a partial last panel).
+TEST(CPUBackend, LargeWeightsPacked) {
   for (dim_t groups : {2, 1}) {
     SCOPED_TRACE("groups " + std::to_string(groups));
     auto build = [groups](Net &n) {
