@@ -198,10 +198,11 @@ Error convertConv3D(Importer &I, const Node &n, const Dims &xd, const Dims &wd) 
   std::vector<dim_t> k, st, dil, pads;
   window2DOf(w, k, st, dil, pads);
   Function *F = I.F;
-  // A constant filter is cut into its kernel depths here, one copy of each [KH, KW] plane:
-  // as Slices, constant folding made them on the Interpreter element by element (r3d_18:
-  // most of a warm compile).
-  const auto *fc = dyn_cast<Constant>(f.node);
+  // A constant filter of several kernel depths is cut into them here, one copy of each
+  // [KH, KW] plane: as Slices, constant folding made them on the Interpreter element by
+  // element (r3d_18: most of a warm compile). With one depth the Slice takes all of it
+  // and the graph passes drop it (no copy).
+  const auto *fc = wd[2] > 1 ? dyn_cast<Constant>(f.node) : nullptr;
   auto op = [&](NodeValue g, int64_t kd) -> NodeValue {
     NodeValue fk;
     if (fc) {

@@ -823,6 +823,35 @@ void checkPlannedConvolutions(Build build, float relTol, Check checkStages,
     }
 }
 
+// Large weights (8 MB and more) packed at compile time, partial last panels included:
+// GEMM A panels of a grouped convolution (130 output channels per group: 9 panels of 14
+// rows and a partial one on AVX-512, 21 of 6 and a partial one on AVX2), B panels of W^T
+// (the transposed convolution, 130 output channels) and of a fully-connected layer's
+// weights (2050 columns: a partial last panel).
+TEST(CPUBackend, LargeWeightsPacked) {
+  for (dim_t groups : {2, 1}) {
+    SCOPED_TRACE("groups " + std::to_string(groups));
+    auto build = [groups](Net &n) {
+      n.F = n.mod.createFunction("main");
+      auto *x = n.mod.createPlaceholder(ElemKind::Float, {1, 1800, 5, 5}, "x");
+      n.inputs = {x};
+      n.saves = {n.F->createSave("y", randomConv(n, "c", x, 1800, 130 * groups, 3, 1, 1, 41,
+                                                 groups))};
+    };
+    checkPlannedConvolutions(
+        build, 1e-4f, [](unsigned, bool, const auto &) {}, false,
+        groups == 2 ? cpu::ConvAlgorithm::PackedGemm : cpu::ConvAlgorithm::Transposed);
+  }
+  checkAgainstInterpreter([](Net &n) {
+    n.F = n.mod.createFunction("main");
+    auto *x = n.mod.createPlaceholder(ElemKind::Float, {20, 1030}, "x");
+    n.inputs = {x};
+    auto *w = randomConstant(n.mod, "w", {1030, 2050}, 43);
+    auto *b = randomConstant(n.mod, "b", {2050}, 44);
+    n.saves = {n.F->createSave("y", n.F->createFullyConnected("fc", x, w, b))};
+  });
+}
+
 /// x [1, C, S, S] -> r = Relu(3x3 conv C->C, pad 1, + x) -> a 3x3 conv C->O2 with \p pads2;
 /// saves r and the last conv (weights seeded from \p seed).
 void buildResidualThen3x3(Net &n, dim_t C, dim_t S, dim_t O2, std::vector<dim_t> pads2,

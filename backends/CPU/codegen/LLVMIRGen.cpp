@@ -12,13 +12,11 @@
 #include "llvm/IR/MDBuilder.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <mutex>
 #include <sstream>
-#include <thread>
 
 namespace kiln::cpu {
 
@@ -91,26 +89,6 @@ std::string reuseKey(const llvm::Module &M, const std::vector<std::string> &entr
       f.print(os);
   os.flush();
   return key;
-}
-
-/// Runs \p body(begin, end) over [0, \p n) in contiguous parts, one per core (up to 4; the
-/// calling thread takes the first) when the work writes \p bytes of 8 MB or more, else in
-/// one call. Packing large weights is a warm compile's largest cost (vit_b_16: ~340 MB of
-/// GEMM panels, most of it the first touch of fresh pages), and parts pack independently.
-void inParallel(int64_t n, uint64_t bytes, const std::function<void(int64_t, int64_t)> &body) {
-  int64_t parts = 1;
-  if (bytes >= (uint64_t(8) << 20))
-    parts = std::min<int64_t>({int64_t(std::max(1u, std::thread::hardware_concurrency())), 4, n});
-  if (parts <= 1) {
-    body(0, n);
-    return;
-  }
-  std::vector<std::thread> threads;
-  for (int64_t p = 1; p < parts; p++)
-    threads.emplace_back(body, n * p / parts, n * (p + 1) / parts);
-  body(0, n / parts);
-  for (std::thread &t : threads)
-    t.join();
 }
 
 /// The constant arena could not grow by \p bytes more.
@@ -233,35 +211,19 @@ Expected<uint64_t> Emitter::constPacked(const WeightVar *w, WeightPacking kind, 
   if (!consts_.resize(off + alignUp(floats * 4)))
     return constantsFull(uint64_t(floats) * 4);
   float *dst = reinterpret_cast<float *>(consts_.data() + off);
-  const int64_t MR = avx512_ ? libjit::GemmAvx512::MR : libjit::GemmAvx2::MR;
-  const int64_t NR = avx512_ ? libjit::GemmAvx512::NR : libjit::GemmAvx2::NR;
   if (kind == WeightPacking::GemmA) {
-    // Panels of MR rows, each packed on its own (the last one padded): split between
-    // threads by panel.
-    int64_t per = floats / groups, panels = (rows + MR - 1) / MR;
-    inParallel(groups * panels, uint64_t(floats) * 4, [&](int64_t u0, int64_t u1) {
-      for (int64_t u = u0; u < u1;) {
-        int64_t g = u / panels, p0 = u % panels, p1 = std::min(panels, p0 + (u1 - u));
-        int64_t r0 = p0 * MR, nr = std::min(rows, p1 * MR) - r0;
-        float *d = dst + g * per + p0 * cols * MR;
-        const float *a = src + g * rows * cols + r0 * cols;
-        if (avx512_)
-          libjit_pack_a_f32_avx512(d, a, nr, cols, cols);
-        else
-          libjit_pack_a_f32_avx2(d, a, nr, cols, cols);
-        u += p1 - p0;
-      }
-    });
-  } else if (kind == WeightPacking::GemmBTransposed) {
-    // W [cols x rows]: panels of NR rows of W (columns of W^T).
-    int64_t panels = (cols + NR - 1) / NR;
-    inParallel(panels, uint64_t(floats) * 4, [&](int64_t q0, int64_t q1) {
-      int64_t n = std::min(cols, q1 * NR) - q0 * NR;
+    int64_t per = floats / groups;
+    for (int64_t g = 0; g < groups; g++) {
       if (avx512_)
-        libjit_pack_bt_f32_avx512(dst + q0 * rows * NR, src + q0 * NR * rows, rows, n);
+        libjit_pack_a_f32_avx512(dst + g * per, src + g * rows * cols, rows, cols, cols);
       else
-        libjit_pack_bt_f32_avx2(dst + q0 * rows * NR, src + q0 * NR * rows, rows, n);
-    });
+        libjit_pack_a_f32_avx2(dst + g * per, src + g * rows * cols, rows, cols, cols);
+    }
+  } else if (kind == WeightPacking::GemmBTransposed) {
+    if (avx512_)
+      libjit_pack_bt_f32_avx512(dst, src, rows, cols);
+    else
+      libjit_pack_bt_f32_avx2(dst, src, rows, cols);
   } else if (kind == WeightPacking::Winograd4x4) {
     if (avx512_)
       libjit_pack_wino_f32_avx512(dst, src, rows, cols);
@@ -275,15 +237,10 @@ Expected<uint64_t> Emitter::constPacked(const WeightVar *w, WeightPacking kind, 
     else
       libjit_pack_wino_rows_f32_avx2(winoRowsTile, dst, src, rows, cols);
   } else {
-    // B [rows (K) x cols (N)]: panels of NR columns.
-    int64_t panels = (cols + NR - 1) / NR;
-    inParallel(panels, uint64_t(floats) * 4, [&](int64_t q0, int64_t q1) {
-      int64_t n = std::min(cols, q1 * NR) - q0 * NR;
-      if (avx512_)
-        libjit_pack_b_f32_avx512(dst + q0 * rows * NR, src + q0 * NR, rows, n, cols);
-      else
-        libjit_pack_b_f32_avx2(dst + q0 * rows * NR, src + q0 * NR, rows, n, cols);
-    });
+    if (avx512_)
+      libjit_pack_b_f32_avx512(dst, src, rows, cols, cols);
+    else
+      libjit_pack_b_f32_avx2(dst, src, rows, cols, cols);
   }
   constCache_[key] = off;
   return off;
@@ -668,6 +625,30 @@ Expected<EmittedProgram> emitProgram(IRFunction &F, const MemoryPlan &plan,
     for (const std::string &n : candidates)
       if (em.called().count(n))
         out.sharedKernels.push_back(n);
+  }
+  // A stage that only calls code compiled elsewhere or out of line (shared kernels, the
+  // element-wise loop functions, memcpy and memset) has nothing to optimise: it is
+  // compiled as at -O0 (optnone: no IR passes, fast instruction selection), which cuts
+  // what a cold compile spends on a network's stages (straight-line calls, one per
+  // instruction) by about a quarter.
+  std::set<std::string> outOfLine(out.sharedKernels.begin(), out.sharedKernels.end());
+  for (const std::string &name : out.entries) {
+    llvm::Function *f = M->getFunction(name);
+    if (!f)
+      continue;
+    bool callsOnly = true;
+    for (llvm::BasicBlock &bb : *f)
+      for (llvm::Instruction &i : bb)
+        if (auto *cb = llvm::dyn_cast<llvm::CallBase>(&i)) {
+          llvm::Function *c = cb->getCalledFunction();
+          callsOnly = callsOnly && c &&
+                      (c->isIntrinsic() || c->getName().startswith("kiln_ew_") ||
+                       outOfLine.count(c->getName().str()));
+        }
+    if (callsOnly) {
+      f->addFnAttr(llvm::Attribute::OptimizeNone);
+      f->addFnAttr(llvm::Attribute::NoInline);
+    }
   }
 
   TraceScope pack(opts.tracer, "compile", "constants");
