@@ -97,9 +97,12 @@ void checkKernel(Kernel k, const char *name, const Shape &s, int64_t nthreads, M
   const int64_t OH = s.OH(), OW = s.OW(), K = s.K(), outElems = s.N * s.O * OH * OW;
   std::vector<uint16_t> x = randomBf16(s.N * s.C * s.H * s.W, 1), w = randomBf16(s.O * K, 2),
                         b = randomBf16(s.O, 3), r = randomBf16(outElems, 4);
-  std::vector<uint32_t> packed(libjit_conv_w_bf16_elems(s.O, K) / 2, 0xffffffffu);
-  libjit_pack_conv_w_bf16(reinterpret_cast<uint16_t *>(packed.data()), w.data(), s.O, K);
-  const int64_t stride = (libjit_conv_bf16_scratch_bytes(s.C, s.KH, s.KW) + 63) / 64 * 64;
+  const int64_t taps = s.KH * s.KW;
+  std::vector<uint32_t> packed(libjit_conv_w_bf16_elems(s.O, s.C, taps) / 2, 0xffffffffu);
+  libjit_pack_conv_w_bf16(reinterpret_cast<uint16_t *>(packed.data()), w.data(), s.O, s.C, taps);
+  const int64_t stride =
+      (libjit_conv_bf16_scratch_bytes(s.C, OH, OW, s.KH, s.KW, s.SH, s.SW, s.DH, s.DW) + 63) /
+      64 * 64;
   std::vector<char> scratch(stride * nthreads, char(0x55));
   std::vector<uint16_t> y(outElems, 0xffff);
   const bool hasBias = mode != Mode::Plain, fused = mode == Mode::Fused;
@@ -171,9 +174,9 @@ TEST(Bf16Conv, RoundsTheConvolutionThenTheEpilogue) {
                                    bfloat16(1.0f).bits(), bfloat16(0.5f).bits()};
   const std::vector<uint16_t> w = {bfloat16(1.0f).bits(), bfloat16(1.0f).bits()};
   const std::vector<uint16_t> res = {bfloat16(1.0f).bits(), bfloat16(1.0f).bits()};
-  std::vector<uint32_t> packed(libjit_conv_w_bf16_elems(1, 2) / 2);
-  libjit_pack_conv_w_bf16(reinterpret_cast<uint16_t *>(packed.data()), w.data(), 1, 2);
-  std::vector<char> scratch(libjit_conv_bf16_scratch_bytes(2, 1, 1));
+  std::vector<uint32_t> packed(libjit_conv_w_bf16_elems(1, 2, 1) / 2);
+  libjit_pack_conv_w_bf16(reinterpret_cast<uint16_t *>(packed.data()), w.data(), 1, 2, 1);
+  std::vector<char> scratch(libjit_conv_bf16_scratch_bytes(2, 1, 2, 1, 1, 1, 1, 1, 1));
   std::vector<std::pair<Kernel, const char *>> kernels = {{libjit_conv_bf16_generic, "generic"}};
   if (__builtin_cpu_supports("avx512bf16"))
     kernels.push_back({libjit_conv_bf16_avx512bf16, "avx512bf16"});
@@ -192,21 +195,30 @@ TEST(Bf16Conv, RoundsTheConvolutionThenTheEpilogue) {
   }
 }
 
-// Filter packing: blocks of 4 output channels, per k-pair the 4 channels' pairs side by
-// side. W = [[1, 2, 3], [4, 5, 6]] (O 2, K 3): pair 0 = {1,2, 4,5, 0,0, 0,0}, pair 1 =
-// {3,0, 6,0, 0,0, 0,0}.
+// Filter packing: blocks of 4 output channels; pair q = (channel pair cp, tap) holds the
+// 4 channels' {W[o][2cp][tap], W[o][2cp + 1][tap]} side by side. W = [[1, 2, 3], [4, 5, 6]]
+// (O 2, C 3, 1 tap): pair 0 = {1,2, 4,5, 0,0, 0,0}, pair 1 = {3,0, 6,0, 0,0, 0,0}. With 2
+// taps, W[0] = [[1, 2], [3, 4], [5, 6]] (O 1, C 3): pairs (0, 0) {1,3}, (0, 1) {2,4},
+// (1, 0) {5,0}, (1, 1) {6,0}, channels 1-3 of each block zero.
 TEST(Bf16Conv, FilterPackingLayout) {
   std::vector<uint16_t> w;
   for (float v : {1, 2, 3, 4, 5, 6})
     w.push_back(bfloat16(v).bits());
-  ASSERT_EQ(libjit_conv_w_bf16_elems(2, 3), 16);
-  std::vector<uint16_t> p(16, 0xffff);
-  libjit_pack_conv_w_bf16(p.data(), w.data(), 2, 3);
-  std::vector<float> got;
-  for (uint16_t v : p)
-    got.push_back(f(v));
-  const std::vector<float> want = {1, 2, 4, 5, 0, 0, 0, 0, 3, 0, 6, 0, 0, 0, 0, 0};
-  EXPECT_EQ(got, want);
+  auto pack = [&](int64_t O, int64_t C, int64_t taps) {
+    std::vector<uint16_t> p(libjit_conv_w_bf16_elems(O, C, taps), 0xffff);
+    libjit_pack_conv_w_bf16(p.data(), w.data(), O, C, taps);
+    std::vector<float> got;
+    for (uint16_t v : p)
+      got.push_back(f(v));
+    return got;
+  };
+  ASSERT_EQ(libjit_conv_w_bf16_elems(2, 3, 1), 16);
+  EXPECT_EQ(pack(2, 3, 1),
+            std::vector<float>({1, 2, 4, 5, 0, 0, 0, 0, 3, 0, 6, 0, 0, 0, 0, 0}));
+  ASSERT_EQ(libjit_conv_w_bf16_elems(1, 3, 2), 32);
+  std::vector<float> want(32, 0.0f);
+  want[0] = 1, want[1] = 3, want[8] = 2, want[9] = 4, want[16] = 5, want[24] = 6;
+  EXPECT_EQ(pack(1, 3, 2), want);
 }
 
 // What runs natively: bf16 Convolution and FusedConvolution (Relu, Clip, residual) of

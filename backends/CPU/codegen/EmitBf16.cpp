@@ -1,8 +1,9 @@
 // Emitter of the bfloat16 matrix products: FullyConnected and MatMul whose operands and
 // result are bf16 (a function converted by convertPrecision), and bf16 Convolution /
 // FusedConvolution of group 1 (libjit_conv_bf16_*: filter packed at compile time in
-// blocks of 4 channels of k-pairs, the patch of each 64-pixel tile laid out in pairs in
-// the thread's scratch; reached from planConv). The weights are packed in
+// blocks of 4 output channels of channel pairs per tap; in the thread's scratch the input
+// as padded channel-pair planes and the patch of each 64-pixel tile; reached from
+// planConv). The weights are packed in
 // bf16 pairs (libjit_pack_b_bf16): at compile time when constant, per run otherwise;
 // the kernel accumulates in float32 and rounds once. libjit_fc_bf16_avx512bf16
 // (vdpbf16ps) when the target has AVX512_BF16, else libjit_fc_bf16_generic (reached only
@@ -89,23 +90,23 @@ Error Emitter::planConvBf16(Instruction *I, std::vector<Item> &items) {
   const int64_t KH = kernels[0], KW = kernels[1], SH = strides[0], SW = strides[1];
   const int64_t PT = pads[0], PL = pads[1];
   const int64_t DH = dilations.size() ? dilations[0] : 1, DW = dilations.size() > 1 ? dilations[1] : 1;
-  const int64_t K = C * KH * KW;
+  const int64_t taps = KH * KW;
   auto key = std::make_tuple(static_cast<const WeightVar *>(cw), WeightPacking::ConvBf16Pairs,
                              int64_t(1));
   auto it = constCache_.find(key);
   if (it == constCache_.end()) {
-    const int64_t elems = libjit_conv_w_bf16_elems(O, K);
+    const int64_t elems = libjit_conv_w_bf16_elems(O, C, taps);
     uint64_t off = alignUp(consts_.size());
     if (!consts_.resize(off + alignUp(uint64_t(elems) * 2)))
       return makeError(ErrorCode::OutOfMemory, "CPU backend: cannot grow the constant arena by ",
                        elems * 2, " bytes");
     const Tensor &t = cast<Constant>(cw->getOrigin())->getPayload();
     libjit_pack_conv_w_bf16(reinterpret_cast<uint16_t *>(consts_.data() + off),
-                            reinterpret_cast<const uint16_t *>(t.getUnsafePtr()), O, K);
+                            reinterpret_cast<const uint16_t *>(t.getUnsafePtr()), O, C, taps);
     it = constCache_.emplace(key, off).first;
   }
   const Location wl{kConstantBase, it->second};
-  needPoolScratch((libjit_conv_bf16_scratch_bytes(C, KH, KW) + 3) / 4);
+  needPoolScratch((libjit_conv_bf16_scratch_bytes(C, OH, OW, KH, KW, SH, SW, DH, DW) + 3) / 4);
   const std::string kernel = avx512bf16_ ? "libjit_conv_bf16_avx512bf16" : "libjit_conv_bf16_generic";
   const std::string label = "conv_bf16 " + std::to_string(KH) + "x" + std::to_string(KW) + "/" +
                             std::to_string(SH) + " " + std::to_string(C) + "->" +

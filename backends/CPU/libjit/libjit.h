@@ -75,15 +75,18 @@ LIBJIT_EXPORT void libjit_fc_bf16_avx512bf16(uint16_t *out, const uint16_t *in,
                                              int64_t N, int64_t K, int64_t M, int64_t tid,
                                              int64_t nthreads);
 // bfloat16 Convolution, NCHW, group 1 (libjit_bf16.cpp): all bf16, float32 accumulation;
-// weights [O][C*KH*KW] packed by libjit_pack_conv_w_bf16 (libjit_conv_w_bf16_elems(O, K)
-// elements) in blocks of 4 channels of k-pairs; res (a residual of the output's shape) and
-// bias may be null; act 0 (none) or 1 (clamp to [lo, hi]): t = bf16(acc + bias), then with
-// res or act bf16(clamp(t + res)). scratch: nthreads x scratchStride bytes, scratchStride
-// >= libjit_conv_bf16_scratch_bytes(C, KH, KW). _avx512bf16 needs AVX512_BF16.
-LIBJIT_EXPORT int64_t libjit_conv_w_bf16_elems(int64_t O, int64_t K);
+// the filter [O][C][KH][KW] packed by libjit_pack_conv_w_bf16 (libjit_conv_w_bf16_elems(O,
+// C, KH KW) elements) in blocks of 4 output channels of channel pairs per tap; res (a
+// residual of the output's shape) and bias may be null; act 0 (none) or 1 (clamp to [lo,
+// hi]): t = bf16(acc + bias), then with res or act bf16(clamp(t + res)). scratch: nthreads
+// x scratchStride bytes, scratchStride >= libjit_conv_bf16_scratch_bytes(C, OH, OW, KH, KW,
+// SH, SW, DH, DW). _avx512bf16 needs AVX512_BF16.
+LIBJIT_EXPORT int64_t libjit_conv_w_bf16_elems(int64_t O, int64_t C, int64_t taps);
 LIBJIT_EXPORT void libjit_pack_conv_w_bf16(uint16_t *dst, const uint16_t *w, int64_t O,
-                                           int64_t K);
-LIBJIT_EXPORT int64_t libjit_conv_bf16_scratch_bytes(int64_t C, int64_t KH, int64_t KW);
+                                           int64_t C, int64_t taps);
+LIBJIT_EXPORT int64_t libjit_conv_bf16_scratch_bytes(int64_t C, int64_t OH, int64_t OW,
+                                                     int64_t KH, int64_t KW, int64_t SH,
+                                                     int64_t SW, int64_t DH, int64_t DW);
 #define LIBJIT_DECLARE_CONV_BF16(SUFFIX)                                                     \
   LIBJIT_EXPORT void libjit_conv_bf16_##SUFFIX(                                             \
       uint16_t *out, const uint16_t *in, const uint32_t *packedW, const uint16_t *bias,      \

@@ -211,20 +211,25 @@ libjit_fc_bf16_avx512bf16(uint16_t *out, const uint16_t *in, const uint16_t *pac
 
 // ------------------------------------------------------------------ convolution
 //
-// bf16 Convolution (NCHW, group 1) as a GEMM per image: out[o][p] = sum_k W[o][k] patch[k][p]
-// + bias[o], k = (c, kh, kw) in the filter's own order, p = oh OW + ow. The output pixels
+// bf16 Convolution (NCHW, group 1) as a GEMM per image: out[o][p] = sum_q W[o][q] . B[q][p]
+// + bias[o] over k-pairs q = (channel pair cp, tap), p = oh OW + ow: pair q holds the
+// channels 2cp and 2cp + 1 at one tap (the second zero when C is odd). The output pixels
 // are the vector lanes (16 per panel), so each output row is stored as it lies in NCHW.
 //
 // - Weights (constant, packed at compile time by libjit_pack_conv_w_bf16): blocks of
-//   kConvRows output channels, [ceil(O / 4)][ceil(K / 2)][4] pairs {W[o][2q], W[o][2q+1]}
-//   (32 bits; a missing channel or the k past an odd K is zero): the micro-kernel
-//   broadcasts the pair of each of its 4 rows.
-// - Activations: per tile of kConvTile = 64 output pixels, the patch is laid out once in
-//   the thread's scratch as pairs [ceil(K / 2)][64] {patch[2q][p], patch[2q+1][p]} (padding
-//   and pixels past the tile's end zero). A 1x1, stride-1, unpadded layer interleaves two
-//   input channel rows directly (its patch is the activation); windowed layers copy each
-//   patch row from the input row segments (the im2col of the tile, in bf16).
-// - Micro-kernel: up to 4 output channels x 4 panels (64 pixels) of float32 accumulators;
+//   kConvRows = 4 output channels, [ceil(O / 4)][ceil(C / 2) KH KW][4] pairs {W[o][2cp][tap],
+//   W[o][2cp + 1][tap]} (32 bits; a missing channel is zero): the micro-kernel broadcasts
+//   the pair of each of its 4 rows.
+// - Activations: per image, each thread first lays the input out in its scratch as
+//   channel-pair planes, padded: X2[cp][r][c] = {x[2cp][r - PT][c - PL], x[2cp + 1][..]}
+//   (32 bits, zero outside the input), Hp x Wp with every row and column the windows read.
+//   A 1x1, stride-1, unpadded layer then reads its pairs there directly (row q of B is
+//   plane q). Windowed layers copy, per tile of kConvTile = 64 output pixels, each pair
+//   row B[q][p0 .. p0 + 64) from the planes (one contiguous run per output row at stride
+//   1, no bounds checks: the padding is in the planes): a bf16 im2col of the tile, in pairs.
+// - Micro-kernel: 4 output channels (always: the channels past O have zero weights and are
+//   not stored) x 1-4 panels (a tile's pixels) of float32 accumulators: 4 instantiations,
+//   so the JIT compiles the kernel quickly;
 //   _avx512bf16 with vdpbf16ps, _generic in plain float32 code in vdpbf16ps's order (the
 //   odd product of a pair added first, then the even one).
 // - Epilogue, per output: t = bf16(acc + bias) (the Convolution's result, rounded to
@@ -241,77 +246,92 @@ namespace {
 constexpr int64_t kConvTile = 64; // output pixels per tile (4 panels of 16)
 constexpr int64_t kConvRows = 4;  // output channels per weight block
 
-/// A convolution's geometry (one image).
+/// A convolution's geometry (one image) and its padded pair planes.
 struct ConvGeom {
   int64_t C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW;
+  int64_t Hp, Wp, Cp;
+  bool direct; ///< 1x1, stride 1, unpadded: B is the planes themselves
 };
 
-/// Patch row \p k (channel, kernel row, kernel column) for the \p n pixels from \p p0, into
-/// \p row (zeros where the window reads padding).
-LIBJIT_INLINE void patchRow(uint16_t *row, const uint16_t *x, const ConvGeom &g, int64_t k,
-                            int64_t p0, int64_t n) {
-  const int64_t taps = g.KH * g.KW, c = k / taps, kh = (k % taps) / g.KW, kw = k % g.KW;
-  int64_t oh = p0 / g.OW, ow = p0 % g.OW;
-  for (int64_t t = 0; t < n;) {
-    const int64_t len = minI(n - t, g.OW - ow);
-    const int64_t ih = oh * g.SH - g.PT + kh * g.DH;
-    uint16_t *d = row + t;
-    if (ih < 0 || ih >= g.H) {
-      for (int64_t j = 0; j < len; j++)
-        d[j] = 0;
-    } else {
-      const uint16_t *src = x + (c * g.H + ih) * g.W;
-      const int64_t iw0 = ow * g.SW - g.PL + kw * g.DW;
-      // Outputs j in [lo, hi) read inside the row: 0 <= iw0 + j SW < W.
-      const int64_t lo = minI(len, iw0 < 0 ? ceilDiv(-iw0, g.SW) : 0);
-      const int64_t hi = maxI(lo, minI(len, iw0 >= g.W ? 0 : ceilDiv(g.W - iw0, g.SW)));
-      for (int64_t j = 0; j < lo; j++)
-        d[j] = 0;
-      if (g.SW == 1) {
-        for (int64_t j = lo; j < hi; j++)
-          d[j] = src[iw0 + j];
-      } else {
-        for (int64_t j = lo; j < hi; j++)
-          d[j] = src[iw0 + j * g.SW];
-      }
-      for (int64_t j = hi; j < len; j++)
-        d[j] = 0;
-    }
-    t += len, oh++, ow = 0;
-  }
+LIBJIT_INLINE ConvGeom convGeom(int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW,
+                                int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT,
+                                int64_t PL, int64_t DH, int64_t DW) {
+  ConvGeom g{C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, 0, 0, 0, false};
+  g.Hp = (OH - 1) * SH + (KH - 1) * DH + 1;
+  g.Wp = (OW - 1) * SW + (KW - 1) * DW + 1;
+  g.Cp = ceilDiv(C, 2);
+  g.direct = KH == 1 && KW == 1 && SH == 1 && SW == 1 && PT == 0 && PL == 0 && OH == H &&
+             OW == W;
+  return g;
 }
 
-/// The tile of pixels [p0, p0 + n) of image \p x as pairs: tile[q][t] = {patch[2q][p0 + t],
-/// patch[2q + 1][p0 + t]}, zero for t >= n and for k >= K. \p rows: 2 kConvTile scratch.
-LIBJIT_INLINE void packTile(uint32_t *tile, const uint16_t *x, const ConvGeom &g, int64_t p0,
-                            int64_t n, uint16_t *rows) {
-  const int64_t K = g.C * g.KH * g.KW, pairs = ceilDiv(K, 2);
-  const bool direct = g.KH == 1 && g.KW == 1 && g.SH == 1 && g.SW == 1 && g.PT == 0 &&
-                      g.PL == 0 && g.OH == g.H && g.OW == g.W;
+/// Bytes of the pair planes (with kConvTile entries of slack for the direct path's last
+/// tile), then of the tile.
+LIBJIT_INLINE int64_t planeBytes(const ConvGeom &g) {
+  return (g.Cp * g.Hp * g.Wp + kConvTile) * 4;
+}
+
+/// Lays image \p x out as padded channel-pair planes (file comment).
+LIBJIT_INLINE void packPlanes(uint32_t *x2, const uint16_t *x, const ConvGeom &g) {
   const int64_t plane = g.H * g.W;
-  for (int64_t q = 0; q < pairs; q++) {
-    uint32_t *d = tile + q * kConvTile;
-    const bool odd = 2 * q + 1 < K;
-    const uint16_t *r0, *r1;
-    if (direct) {
-      r0 = x + 2 * q * plane + p0;
-      r1 = odd ? r0 + plane : r0;
-    } else {
-      patchRow(rows, x, g, 2 * q, p0, n);
-      if (odd)
-        patchRow(rows + kConvTile, x, g, 2 * q + 1, p0, n);
-      r0 = rows, r1 = rows + kConvTile;
+  // Columns [c0, c1) of a padded row read the input.
+  const int64_t c0 = minI(g.Wp, g.PL), c1 = maxI(c0, minI(g.Wp, g.PL + g.W));
+  for (int64_t cp = 0; cp < g.Cp; cp++) {
+    const uint16_t *a = x + 2 * cp * plane;
+    const uint16_t *b = 2 * cp + 1 < g.C ? a + plane : nullptr;
+    for (int64_t r = 0; r < g.Hp; r++) {
+      uint32_t *d = x2 + (cp * g.Hp + r) * g.Wp;
+      const int64_t ih = r - g.PT;
+      if (ih < 0 || ih >= g.H) {
+        for (int64_t c = 0; c < g.Wp; c++)
+          d[c] = 0;
+        continue;
+      }
+      for (int64_t c = 0; c < c0; c++)
+        d[c] = 0;
+      const uint16_t *ar = a + ih * g.W - g.PL;
+      if (b) {
+        const uint16_t *br = b + ih * g.W - g.PL;
+        for (int64_t c = c0; c < c1; c++)
+          d[c] = uint32_t(ar[c]) | (uint32_t(br[c]) << 16);
+      } else {
+        for (int64_t c = c0; c < c1; c++)
+          d[c] = ar[c];
+      }
+      for (int64_t c = c1; c < g.Wp; c++)
+        d[c] = 0;
     }
-    if (odd) {
-      for (int64_t t = 0; t < n; t++)
-        d[t] = uint32_t(r0[t]) | (uint32_t(r1[t]) << 16);
-    } else {
-      for (int64_t t = 0; t < n; t++)
-        d[t] = r0[t];
-    }
-    for (int64_t t = n; t < kConvTile; t++)
-      d[t] = 0;
   }
+  for (int64_t i = 0; i < kConvTile; i++)
+    x2[g.Cp * g.Hp * g.Wp + i] = 0;
+}
+
+/// B's rows for the \p n pixels from \p p0 of a windowed layer: tile[q][t] for every pair q
+/// (zero for t >= n).
+LIBJIT_INLINE void packTile(uint32_t *tile, const uint32_t *x2, const ConvGeom &g, int64_t p0,
+                            int64_t n) {
+  const int64_t taps = g.KH * g.KW, planeSize = g.Hp * g.Wp;
+  for (int64_t cp = 0; cp < g.Cp; cp++)
+    for (int64_t tap = 0; tap < taps; tap++) {
+      const int64_t kh = tap / g.KW, kw = tap % g.KW;
+      const uint32_t *src = x2 + cp * planeSize + kh * g.DH * g.Wp + kw * g.DW;
+      uint32_t *d = tile + (cp * taps + tap) * kConvTile;
+      int64_t oh = p0 / g.OW, ow = p0 % g.OW;
+      for (int64_t t = 0; t < n;) {
+        const int64_t len = minI(n - t, g.OW - ow);
+        const uint32_t *s = src + oh * g.SH * g.Wp + ow * g.SW;
+        if (g.SW == 1) {
+          for (int64_t j = 0; j < len; j++)
+            d[t + j] = s[j];
+        } else {
+          for (int64_t j = 0; j < len; j++)
+            d[t + j] = s[j * g.SW];
+        }
+        t += len, oh++, ow = 0;
+      }
+      for (int64_t t = n; t < kConvTile; t++)
+        d[t] = 0;
+    }
 }
 
 /// The epilogue of one output (file comment).
@@ -328,20 +348,21 @@ LIBJIT_INLINE uint16_t convEpilogue(float acc, float bias, const uint16_t *res, 
   return floatToBf16(v);
 }
 
-/// Output channels [o0, o0 + R) x panels [0, P) of a tile in plain float32 code. \p y and
-/// \p res point at output pixel p0 of channel 0; \p n pixels are stored.
+/// Output channels [o0, o0 + R) x panels [0, P) of a tile in plain float32 code: B's row q
+/// at \p tile + q \p ldt. \p y and \p res point at output pixel p0 of channel 0; \p n
+/// pixels are stored.
 template <int R, int P>
 LIBJIT_INLINE void convBlockGeneric(uint16_t *y, const uint16_t *res, const uint32_t *tile,
-                                    const uint32_t *wb, const uint16_t *bias, int64_t pairs,
-                                    int64_t ld, int64_t o0, int64_t n, int64_t act, float lo,
-                                    float hi) {
+                                    int64_t ldt, const uint32_t *wb, const uint16_t *bias,
+                                    int64_t pairs, int64_t ld, int64_t o0, int64_t rows,
+                                    int64_t n, int64_t act, float lo, float hi) {
   float acc[R][P * 16];
   LIBJIT_UNROLL
   for (int r = 0; r < R; r++)
     for (int64_t c = 0; c < P * 16; c++)
       acc[r][c] = 0.0f;
   for (int64_t q = 0; q < pairs; q++) {
-    const uint32_t *b = tile + q * kConvTile;
+    const uint32_t *b = tile + q * ldt;
     LIBJIT_UNROLL
     for (int r = 0; r < R; r++) {
       uint32_t a = wb[q * kConvRows + r];
@@ -352,7 +373,7 @@ LIBJIT_INLINE void convBlockGeneric(uint16_t *y, const uint16_t *res, const uint
       }
     }
   }
-  for (int r = 0; r < R; r++) {
+  for (int r = 0; r < minI(R, rows); r++) {
     const int64_t o = o0 + r;
     const float bo = bias ? bf16ToFloat(bias[o]) : 0.0f;
     for (int64_t c = 0; c < minI(n, P * 16); c++)
@@ -365,7 +386,8 @@ LIBJIT_INLINE void convBlockGeneric(uint16_t *y, const uint16_t *res, const uint
 LIBJIT_INLINE LIBJIT_BF16_TARGET __m512i roundBf16(__m512 v) {
   const __m512i u = _mm512_castps_si512(v);
   const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+  __m512i r = _mm512_srli_epi32(
+      _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
   const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
   return _mm512_mask_mov_epi32(
       r, nan, _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40)));
@@ -374,9 +396,9 @@ LIBJIT_INLINE LIBJIT_BF16_TARGET __m512i roundBf16(__m512 v) {
 /// As convBlockGeneric, with vdpbf16ps and the epilogue in registers.
 template <int R, int P>
 LIBJIT_INLINE LIBJIT_BF16_TARGET void
-convBlockAvx512(uint16_t *y, const uint16_t *res, const uint32_t *tile, const uint32_t *wb,
-                const uint16_t *bias, int64_t pairs, int64_t ld, int64_t o0, int64_t n,
-                int64_t act, float lo, float hi) {
+convBlockAvx512(uint16_t *y, const uint16_t *res, const uint32_t *tile, int64_t ldt,
+                const uint32_t *wb, const uint16_t *bias, int64_t pairs, int64_t ld, int64_t o0,
+                int64_t rows, int64_t n, int64_t act, float lo, float hi) {
   __m512 acc[R][P];
   LIBJIT_UNROLL
   for (int r = 0; r < R; r++)
@@ -387,7 +409,7 @@ convBlockAvx512(uint16_t *y, const uint16_t *res, const uint32_t *tile, const ui
     __m512i b[P];
     LIBJIT_UNROLL
     for (int p = 0; p < P; p++)
-      b[p] = _mm512_loadu_si512(tile + q * kConvTile + p * 16);
+      b[p] = _mm512_loadu_si512(tile + q * ldt + p * 16);
     LIBJIT_UNROLL
     for (int r = 0; r < R; r++) {
       const __m512i a = _mm512_set1_epi32(int(wb[q * kConvRows + r]));
@@ -399,6 +421,8 @@ convBlockAvx512(uint16_t *y, const uint16_t *res, const uint32_t *tile, const ui
   const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
   LIBJIT_UNROLL
   for (int r = 0; r < R; r++) {
+    if (r >= rows)
+      break;
     const int64_t o = o0 + r;
     const __m512 bo = _mm512_set1_ps(bias ? bf16ToFloat(bias[o]) : 0.0f);
     LIBJIT_UNROLL
@@ -427,45 +451,39 @@ convBlockAvx512(uint16_t *y, const uint16_t *res, const uint32_t *tile, const ui
 
 /// Runs BLOCK<R, P> over this thread's (tile, channel range) units (file comment).
 #define LIBJIT_CONV_BF16_BODY(BLOCK)                                                          \
-  const ConvGeom g{C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW};                          \
-  const int64_t K = C * KH * KW, pairs = ceilDiv(K, 2), P = OH * OW;                          \
+  const ConvGeom g = convGeom(C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW);               \
+  const int64_t pairs = g.Cp * KH * KW, P = OH * OW;                                          \
   const int64_t tiles = ceilDiv(P, kConvTile), blocks = ceilDiv(O, kConvRows);                \
   const int64_t tt = N * tiles;                                                               \
   const int64_t split = tt >= 2 * nthreads ? 1 : minI(blocks, ceilDiv(2 * nthreads, tt));     \
-  uint32_t *tile = reinterpret_cast<uint32_t *>(scratch + tid * scratchStride);               \
-  uint16_t *rows = reinterpret_cast<uint16_t *>(tile + pairs * kConvTile);                    \
-  int64_t ub, ue, packed = -1;                                                                \
+  uint32_t *x2 = reinterpret_cast<uint32_t *>(scratch + tid * scratchStride);                 \
+  uint32_t *tile = x2 + planeBytes(g) / 4;                                                    \
+  int64_t ub, ue, packed = -1, planes = -1;                                                   \
   partition(tt * split, 1, tid, nthreads, &ub, &ue);                                          \
   for (int64_t u = ub; u < ue; u++) {                                                         \
     const int64_t ti = u / split, s = u % split, img = ti / tiles;                            \
     const int64_t p0 = (ti % tiles) * kConvTile, n = minI(kConvTile, P - p0);                 \
-    if (ti != packed) {                                                                       \
-      packTile(tile, in + img * C * H * W, g, p0, n, rows);                                   \
+    if (img != planes) {                                                                      \
+      packPlanes(x2, in + img * C * H * W, g);                                                \
+      planes = img;                                                                           \
+    }                                                                                         \
+    const uint32_t *b = g.direct ? x2 + p0 : tile;                                            \
+    const int64_t ldt = g.direct ? P : kConvTile;                                             \
+    if (!g.direct && ti != packed) {                                                          \
+      packTile(tile, x2, g, p0, n);                                                           \
       packed = ti;                                                                            \
     }                                                                                         \
     uint16_t *y = out + img * O * P + p0;                                                     \
     const uint16_t *r = res ? res + img * O * P + p0 : nullptr;                               \
     const int64_t np = ceilDiv(n, 16);                                                        \
-    for (int64_t b = s * blocks / split; b < (s + 1) * blocks / split; b++) {                 \
-      const int64_t o0 = b * kConvRows, R = minI(kConvRows, O - o0);                          \
-      const uint32_t *wb = packedW + b * pairs * kConvRows;                                   \
-      switch (R * 8 + np) {                                                                   \
-      case 9: BLOCK<1, 1>(y, r, tile, wb, bias, pairs, P, o0, n, act, lo, hi); break;         \
-      case 10: BLOCK<1, 2>(y, r, tile, wb, bias, pairs, P, o0, n, act, lo, hi); break;        \
-      case 11: BLOCK<1, 3>(y, r, tile, wb, bias, pairs, P, o0, n, act, lo, hi); break;        \
-      case 12: BLOCK<1, 4>(y, r, tile, wb, bias, pairs, P, o0, n, act, lo, hi); break;        \
-      case 17: BLOCK<2, 1>(y, r, tile, wb, bias, pairs, P, o0, n, act, lo, hi); break;        \
-      case 18: BLOCK<2, 2>(y, r, tile, wb, bias, pairs, P, o0, n, act, lo, hi); break;        \
-      case 19: BLOCK<2, 3>(y, r, tile, wb, bias, pairs, P, o0, n, act, lo, hi); break;        \
-      case 20: BLOCK<2, 4>(y, r, tile, wb, bias, pairs, P, o0, n, act, lo, hi); break;        \
-      case 25: BLOCK<3, 1>(y, r, tile, wb, bias, pairs, P, o0, n, act, lo, hi); break;        \
-      case 26: BLOCK<3, 2>(y, r, tile, wb, bias, pairs, P, o0, n, act, lo, hi); break;        \
-      case 27: BLOCK<3, 3>(y, r, tile, wb, bias, pairs, P, o0, n, act, lo, hi); break;        \
-      case 28: BLOCK<3, 4>(y, r, tile, wb, bias, pairs, P, o0, n, act, lo, hi); break;        \
-      case 33: BLOCK<4, 1>(y, r, tile, wb, bias, pairs, P, o0, n, act, lo, hi); break;        \
-      case 34: BLOCK<4, 2>(y, r, tile, wb, bias, pairs, P, o0, n, act, lo, hi); break;        \
-      case 35: BLOCK<4, 3>(y, r, tile, wb, bias, pairs, P, o0, n, act, lo, hi); break;        \
-      default: BLOCK<4, 4>(y, r, tile, wb, bias, pairs, P, o0, n, act, lo, hi); break;        \
+    for (int64_t bk = s * blocks / split; bk < (s + 1) * blocks / split; bk++) {              \
+      const int64_t o0 = bk * kConvRows, rows = minI(kConvRows, O - o0);                      \
+      const uint32_t *wb = packedW + bk * pairs * kConvRows;                                  \
+      switch (np) {                                                                           \
+      case 1: BLOCK<kConvRows, 1>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
+      case 2: BLOCK<kConvRows, 2>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
+      case 3: BLOCK<kConvRows, 3>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
+      default: BLOCK<kConvRows, 4>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
       }                                                                                       \
     }                                                                                         \
   }
@@ -473,28 +491,36 @@ convBlockAvx512(uint16_t *y, const uint16_t *res, const uint32_t *tile, const ui
 } // namespace
 } // namespace libjit
 
-LIBJIT_EXPORT int64_t libjit_conv_w_bf16_elems(int64_t O, int64_t K) {
-  return ceilDiv(O, kConvRows) * kConvRows * ceilDiv(K, 2) * 2;
+LIBJIT_EXPORT int64_t libjit_conv_w_bf16_elems(int64_t O, int64_t C, int64_t taps) {
+  return ceilDiv(O, kConvRows) * kConvRows * ceilDiv(C, 2) * taps * 2;
 }
 
 LIBJIT_EXPORT void libjit_pack_conv_w_bf16(uint16_t *dst, const uint16_t *w, int64_t O,
-                                           int64_t K) {
-  const int64_t pairs = ceilDiv(K, 2), blocks = ceilDiv(O, kConvRows);
+                                           int64_t C, int64_t taps) {
+  const int64_t Cp = ceilDiv(C, 2), pairs = Cp * taps, blocks = ceilDiv(O, kConvRows);
   for (int64_t b = 0; b < blocks; b++)
-    for (int64_t q = 0; q < pairs; q++)
-      for (int64_t r = 0; r < kConvRows; r++) {
-        const int64_t o = b * kConvRows + r;
-        uint16_t *d = dst + ((b * pairs + q) * kConvRows + r) * 2;
-        d[0] = o < O ? w[o * K + 2 * q] : 0;
-        d[1] = o < O && 2 * q + 1 < K ? w[o * K + 2 * q + 1] : 0;
-      }
+    for (int64_t cp = 0; cp < Cp; cp++)
+      for (int64_t tap = 0; tap < taps; tap++)
+        for (int64_t r = 0; r < kConvRows; r++) {
+          const int64_t o = b * kConvRows + r, q = cp * taps + tap;
+          uint16_t *d = dst + ((b * pairs + q) * kConvRows + r) * 2;
+          d[0] = o < O ? w[(o * C + 2 * cp) * taps + tap] : 0;
+          d[1] = o < O && 2 * cp + 1 < C ? w[(o * C + 2 * cp + 1) * taps + tap] : 0;
+        }
 }
 
-LIBJIT_EXPORT int64_t libjit_conv_bf16_scratch_bytes(int64_t C, int64_t KH, int64_t KW) {
-  return ceilDiv(C * KH * KW, 2) * kConvTile * 4 + 2 * kConvTile * 2 + 64;
+LIBJIT_EXPORT int64_t libjit_conv_bf16_scratch_bytes(int64_t C, int64_t OH, int64_t OW,
+                                                     int64_t KH, int64_t KW, int64_t SH,
+                                                     int64_t SW, int64_t DH, int64_t DW) {
+  const ConvGeom g = convGeom(C, 0, 0, OH, OW, KH, KW, SH, SW, 0, 0, DH, DW);
+  return planeBytes(g) + g.Cp * KH * KW * kConvTile * 4 + 64;
 }
 
-LIBJIT_EXPORT void libjit_conv_bf16_generic(
+// Never inlined into the program's stages: one copy per program. (The kernel is not a
+// prebuilt shared one: the prebuilt level x86-64-v4 has no AVX512_BF16, so the program's
+// module compiles it; with 16 register-tile instantiations and inlined into the stages
+// resnet50's cold compile took 10.4 s against float32's 0.9.)
+LIBJIT_EXPORT LIBJIT_NOINLINE void libjit_conv_bf16_generic(
     uint16_t *out, const uint16_t *in, const uint32_t *packedW, const uint16_t *bias,
     const uint16_t *res, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,
     int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
@@ -504,7 +530,7 @@ LIBJIT_EXPORT void libjit_conv_bf16_generic(
 }
 
 #if defined(__x86_64__)
-LIBJIT_EXPORT LIBJIT_BF16_TARGET void libjit_conv_bf16_avx512bf16(
+LIBJIT_EXPORT LIBJIT_NOINLINE LIBJIT_BF16_TARGET void libjit_conv_bf16_avx512bf16(
     uint16_t *out, const uint16_t *in, const uint32_t *packedW, const uint16_t *bias,
     const uint16_t *res, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,
     int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
