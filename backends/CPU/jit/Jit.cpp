@@ -296,11 +296,19 @@ static Error prepareModule(llvm::Module &M_, llvm::TargetMachine &tm, const Host
   for (llvm::Function &f : *M) {
     if (f.isDeclaration())
       continue;
+    // A kernel written for an extension beyond the target's level (the VNNI int8 and BF16
+    // kernels carry target("...,avx512vnni") in the bitcode) keeps that extension, so the
+    // prebuilt objects of a level can hold it; the emitters call it only where the host has it.
+    std::string features = host.features;
+    llvm::StringRef own = f.getFnAttribute("target-features").getValueAsString();
+    for (const char *ext : {"+avx512vnni", "+avx512bf16"})
+      if (own.contains(ext) && features.find(ext) == std::string::npos)
+        features += (features.empty() ? "" : ",") + std::string(ext);
     f.removeFnAttr("target-cpu");
     f.removeFnAttr("target-features");
     f.removeFnAttr("tune-cpu");
     f.addFnAttr("target-cpu", host.cpu);
-    f.addFnAttr("target-features", host.features);
+    f.addFnAttr("target-features", features);
     f.addFnAttr("prefer-vector-width", std::to_string(width));
     if (outOfLine.count(f.getName().str()))
       f.addFnAttr(llvm::Attribute::NoInline);
