@@ -9,9 +9,9 @@
 // Element-wise arithmetic and pooling between Dequantize and Quantize nodes
 // (Quantize(Add(Dequantize(a), Dequantize(b))), as around a residual Add or a pool) become
 // the same node on the 8-bit values with the Quantize's type, where the backend runs it;
-// Reshape and Transpose too when the Quantize keeps the input's scale and offset. Each float node must have no
-// other user. With a backend, only where it supports the folded node (the float form
-// stays otherwise); without one, always (the Interpreter runs both).
+// Reshape and Transpose too when the Quantize keeps the input's scale and offset. Each
+// float node must have no other user. With a backend, only where it supports the folded
+// node (the float form stays otherwise); without one, always (the Interpreter runs both).
 //
 // W is recognised in the forms the ONNX importer writes for DequantizeLinear: per tensor,
 // Dequantize(Constant (s, zp)); per channel along the output-channel axis,
