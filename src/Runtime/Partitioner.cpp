@@ -1444,6 +1444,119 @@ std::string PartitionPlan::toDot() const {
   return os.str();
 }
 
+namespace {
+
+/// Phase 1: which nodes go together, on which backend. The model of a piece's memory
+/// follows the backend's rules but is not its planner; cuts whose device loads its plan
+/// shows not to fit are banned and the cut made again. \p whole receives the plan of f when
+/// the cut measured it whole.
+Expected<Cut> cutFunction(Function *f, const std::string &networkName,
+                          const std::vector<Node *> &order,
+                          const std::vector<PartitionerBackend> &backends,
+                          const PartitionConfig *user, const ByName &byName,
+                          const LiveUses &liveUses, PreparedPlan &whole) {
+  if (user)
+    return cutUserPartition(order, *user, byName);
+  KILN_ASSIGN_OR_RETURN(auto backendOf, placeNodes(*f, order, backends, liveUses));
+  auto groups = groupByStage(order, backendOf);
+  std::vector<std::set<std::pair<size_t, size_t>>> banned(backends.size());
+  for (unsigned attempt = 0;; attempt++) {
+    KILN_ASSIGN_OR_RETURN(Cut cut, cutToFit(*f, groups, backends, liveUses, banned));
+    KILN_ASSIGN_OR_RETURN(bool recut,
+                          banLoadsThatDoNotFit(*f, networkName, cut, backends, banned, whole));
+    if (!recut)
+      return cut;
+    if (attempt == kMaxRecuts)
+      return makeError(ErrorCode::OutOfMemory, "partitioning '", f->getName(), "': after ",
+                       kMaxRecuts + 1, " cuts whose pieces the model fitted but the ",
+                       "backends' memory plans did not, no cut fits");
+  }
+}
+
+/// Phase 3: each partition's size and cost (by the rule the cuts were made with, or the
+/// plan its compile takes over where the backend is charged by plan), the bytes it reads
+/// from its parents, and a check that it fits one device alone.
+Error sizePartitions(PartitionPlan &plan, const Cut &cut, const ByName &byName,
+                     const LiveUses &liveUses, PreparedPlan &whole) {
+  std::unordered_map<const Placeholder *, unsigned> producer;
+  for (unsigned i = 0; i < plan.partitions.size(); i++)
+    for (Placeholder *ph : plan.partitions[i].outputs)
+      producer[ph] = i;
+  for (unsigned i = 0; i < plan.partitions.size(); i++) {
+    Partition &p = plan.partitions[i];
+    const PartitionerBackend &b = *byName.at(p.backendName);
+    std::tie(p.footprint, p.costSeconds) = measureAll(Sequence(cut.parts[i], liveUses, &b));
+    if (chargedByPlan(b)) { // what its device will hold: the plan its compile takes over
+      if (whole.ir && whole.function == p.function && whole.backend == p.backendName) {
+        p.prepared = std::move(whole);
+      } else {
+        KILN_ASSIGN_OR_RETURN(p.prepared, b.backend->preparePlan(p.function, b.compileOptions));
+      }
+      p.footprint = plannedFootprint(*p.prepared.ir);
+    }
+    p.memoryBytes = p.footprint.total();
+    if (p.memoryBytes > b.deviceMemory)
+      return makeError(ErrorCode::OutOfMemory, "partition '", p.name, "' of network '",
+                       plan.networkName, "' needs ", p.memoryBytes, " bytes but a ",
+                       p.backendName, " device has ", b.deviceMemory);
+    p.parentBytes.assign(p.parents.size(), 0);
+    for (Placeholder *ph : p.inputs) {
+      auto it = producer.find(ph);
+      if (it == producer.end())
+        continue;
+      auto at = std::find(p.parents.begin(), p.parents.end(), it->second);
+      if (at != p.parents.end())
+        p.parentBytes[at - p.parents.begin()] += ph->getType()->sizeInBytes();
+    }
+  }
+  return Error::success();
+}
+
+/// Phase 4: the partitions of each backend, all together, placed on its devices as the
+/// Provisioner places them (packDeviceLoads): partitions with one device number together,
+/// the others alone.
+Error checkDeviceLoads(const Function &f, const PartitionPlan &plan,
+                       const std::vector<PartitionerBackend> &backends) {
+  for (const PartitionerBackend &b : backends) {
+    if (!b.numDevices)
+      continue;
+    std::map<int, uint64_t> planned;
+    std::vector<std::pair<uint64_t, std::string>> loads;
+    uint64_t total = 0;
+    for (const Partition &p : plan.partitions) {
+      if (p.backendName != b.backend->getName())
+        continue;
+      total += p.memoryBytes;
+      if (p.device >= 0)
+        planned[p.device] += p.memoryBytes;
+      else
+        loads.push_back({p.memoryBytes, "partition '" + p.name + "'"});
+    }
+    for (const auto &kv : planned)
+      loads.push_back({kv.second, "device load " + std::to_string(kv.first)});
+    std::vector<uint64_t> bytes;
+    for (const auto &load : loads)
+      bytes.push_back(load.first);
+    if (loads.empty() ||
+        !packDeviceLoads(bytes, std::vector<uint64_t>(b.numDevices, b.deviceMemory)).empty())
+      continue;
+    std::stable_sort(loads.begin(), loads.end(),
+                     [](const auto &x, const auto &y) { return x.first > y.first; });
+    const auto &largest = loads.front();
+    std::ostringstream sizes;
+    for (size_t i = 0; i < loads.size(); i++)
+      sizes << (i ? ", " : "") << loads[i].second << " " << shortBytes(loads[i].first);
+    return makeError(ErrorCode::OutOfMemory, "partitioning '", f.getName(), "': its ",
+                     b.backend->getName(), " partitions need ", humanBytes(total),
+                     " in all but cannot be placed on ", b.numDevices, " devices of ",
+                     humanBytes(b.deviceMemory), " (each load on one device; the largest, ",
+                     largest.second, ", needs ", humanBytes(largest.first), "): ", sizes.str());
+  }
+  return Error::success();
+}
+
+} // namespace
+
 Expected<PartitionPlan> partitionFunction(Function *f, const std::string &networkName,
                                           const std::vector<PartitionerBackend> &backends,
                                           const PartitionConfig *user) {
@@ -1454,34 +1567,14 @@ Expected<PartitionPlan> partitionFunction(Function *f, const std::string &networ
   if (order.empty())
     return makeError(ErrorCode::InvalidArgument, "partitioning '", f->getName(),
                      "': the function saves nothing");
-  std::map<std::string, const PartitionerBackend *> byName;
+  ByName byName;
   for (const PartitionerBackend &b : backends)
     byName.emplace(b.backend->getName(), &b);
 
-  // 1. Which nodes go together, on which backend.
-  Cut cut;
-  PreparedPlan whole; // the plan of f when the cut measured it whole
   LiveUses liveUses = countLiveUses(order);
-  if (user) {
-    KILN_ASSIGN_OR_RETURN(cut, cutUserPartition(order, *user, byName));
-  } else {
-    KILN_ASSIGN_OR_RETURN(auto backendOf, placeNodes(*f, order, backends, liveUses));
-    auto groups = groupByStage(order, backendOf);
-    // The model of a piece's memory follows the backend's rules but is not its planner;
-    // cuts whose device loads its plan shows not to fit are banned and the cut made again.
-    std::vector<std::set<std::pair<size_t, size_t>>> banned(backends.size());
-    for (unsigned attempt = 0;; attempt++) {
-      KILN_ASSIGN_OR_RETURN(cut, cutToFit(*f, groups, backends, liveUses, banned));
-      KILN_ASSIGN_OR_RETURN(bool recut,
-                            banLoadsThatDoNotFit(*f, networkName, cut, backends, banned, whole));
-      if (!recut)
-        break;
-      if (attempt == kMaxRecuts)
-        return makeError(ErrorCode::OutOfMemory, "partitioning '", f->getName(), "': after ",
-                         kMaxRecuts + 1, " cuts whose pieces the model fitted but the ",
-                         "backends' memory plans did not, no cut fits");
-    }
-  }
+  PreparedPlan whole;
+  KILN_ASSIGN_OR_RETURN(Cut cut,
+                        cutFunction(f, networkName, order, backends, user, byName, liveUses, whole));
 
   // 2. A function per partition (or the original, when nothing is split), and the network's
   // inputs and outputs.
@@ -1503,78 +1596,8 @@ Expected<PartitionPlan> partitionFunction(Function *f, const std::string &networ
   }
   setNetworkIO(plan);
 
-  // 3. Sizes and costs (by the rule the cuts were made with), the bytes each partition
-  // reads from its parents, and a check that the partitions fit the devices: each alone,
-  // then all together placed as the Provisioner places them (packDeviceLoads).
-  std::unordered_map<const Placeholder *, unsigned> producer;
-  for (unsigned i = 0; i < plan.partitions.size(); i++)
-    for (Placeholder *ph : plan.partitions[i].outputs)
-      producer[ph] = i;
-  for (unsigned i = 0; i < plan.partitions.size(); i++) {
-    Partition &p = plan.partitions[i];
-    const PartitionerBackend &b = *byName.at(p.backendName);
-    std::tie(p.footprint, p.costSeconds) = measureAll(Sequence(cut.parts[i], liveUses, &b));
-    if (chargedByPlan(b)) { // what its device will hold: the plan its compile takes over
-      if (whole.ir && whole.function == p.function && whole.backend == p.backendName) {
-        p.prepared = std::move(whole);
-      } else {
-        KILN_ASSIGN_OR_RETURN(p.prepared, b.backend->preparePlan(p.function, b.compileOptions));
-      }
-      p.footprint = plannedFootprint(*p.prepared.ir);
-    }
-    p.memoryBytes = p.footprint.total();
-    if (p.memoryBytes > b.deviceMemory)
-      return makeError(ErrorCode::OutOfMemory, "partition '", p.name, "' of network '", networkName,
-                       "' needs ", p.memoryBytes, " bytes but a ", p.backendName, " device has ",
-                       b.deviceMemory);
-    p.parentBytes.assign(p.parents.size(), 0);
-    for (Placeholder *ph : p.inputs) {
-      auto it = producer.find(ph);
-      if (it == producer.end())
-        continue;
-      auto at = std::find(p.parents.begin(), p.parents.end(), it->second);
-      if (at != p.parents.end())
-        p.parentBytes[at - p.parents.begin()] += ph->getType()->sizeInBytes();
-    }
-  }
-  for (const PartitionerBackend &b : backends) {
-    if (!b.numDevices)
-      continue;
-    // Device loads (partitions with one device number together, others alone) placed as
-    // the Provisioner places them (packDeviceLoads).
-    std::map<int, uint64_t> planned;
-    std::vector<std::pair<uint64_t, std::string>> loads;
-    uint64_t total = 0;
-    for (const Partition &p : plan.partitions) {
-      if (p.backendName != b.backend->getName())
-        continue;
-      total += p.memoryBytes;
-      if (p.device >= 0)
-        planned[p.device] += p.memoryBytes;
-      else
-        loads.push_back({p.memoryBytes, "partition '" + p.name + "'"});
-    }
-    for (const auto &kv : planned)
-      loads.push_back({kv.second, "device load " + std::to_string(kv.first)});
-    std::vector<uint64_t> bytes;
-    for (const auto &load : loads)
-      bytes.push_back(load.first);
-    if (!loads.empty() &&
-        packDeviceLoads(bytes, std::vector<uint64_t>(b.numDevices, b.deviceMemory)).empty()) {
-      std::stable_sort(loads.begin(), loads.end(),
-                       [](const auto &x, const auto &y) { return x.first > y.first; });
-      const auto &largest = loads.front();
-      std::ostringstream sizes;
-      for (size_t i = 0; i < loads.size(); i++)
-        sizes << (i ? ", " : "") << loads[i].second << " " << shortBytes(loads[i].first);
-      return makeError(ErrorCode::OutOfMemory, "partitioning '", f->getName(), "': its ",
-                       b.backend->getName(), " partitions need ", humanBytes(total),
-                       " in all but cannot be placed on ", b.numDevices, " devices of ",
-                       humanBytes(b.deviceMemory), " (each load on one device; the largest, ",
-                       largest.second, ", needs ", humanBytes(largest.first), "): ",
-                       sizes.str());
-    }
-  }
+  KILN_RETURN_IF_ERR(sizePartitions(plan, cut, byName, liveUses, whole));
+  KILN_RETURN_IF_ERR(checkDeviceLoads(*f, plan, backends));
   return plan;
 }
 

@@ -278,6 +278,90 @@ int fail(const std::string &what, const Error &e) {
   return 2;
 }
 
+/// Every image read, resized and normalised into one batch of the model's input layout:
+/// a bad file fails before compiling.
+Expected<std::vector<float>> loadImages(const Options &f, const InputShape &shape,
+                                        const tools::Normalization &norm) {
+  const size_t n = f.images.size();
+  const size_t perImage = size_t(shape.channels * shape.height * shape.width);
+  std::vector<float> batchData(n * perImage);
+  std::vector<float> chw(f.layout == "NCHW" ? 0 : perImage);
+  for (size_t i = 0; i < n; i++) {
+    KILN_ASSIGN_OR_RETURN(Image img, tools::readPNG(f.images[i], unsigned(shape.channels)));
+    Image r = tools::resizeBilinear(img, unsigned(shape.width), unsigned(shape.height));
+    float *dst = batchData.data() + i * perImage;
+    if (Error e = tools::writeCHW(r, norm, f.layout == "NCHW" ? dst : chw.data()))
+      return std::move(e).addContext("normalising '" + f.images[i] + "'");
+    if (f.layout == "NCHW")
+      continue;
+    for (dim_t c = 0; c < shape.channels; c++)
+      for (dim_t y = 0; y < shape.height; y++)
+        for (dim_t x = 0; x < shape.width; x++)
+          dst[(y * shape.width + x) * shape.channels + c] =
+              chw[(c * shape.height + y) * shape.width + x];
+  }
+  return batchData;
+}
+
+/// The scores of all \p n images ([n, classes]), run in chunks of the compiled batch; with
+/// a profiler, each run is recorded and the profile written at the end.
+Expected<std::vector<double>> scoreImages(const Options &f, Compiled &c,
+                                          const std::vector<float> &batchData, size_t n,
+                                          size_t classes) {
+  const size_t perImage = batchData.size() / n;
+  std::vector<double> scores(n * classes);
+  PlaceholderBindings b;
+  for (size_t start = 0; start < n; start += c.batch) {
+    Tensor in(*c.input->getType());
+    size_t count = std::min(size_t(c.batch), n - start);
+    float *dst = reinterpret_cast<float *>(in.getUnsafePtr());
+    std::copy(batchData.begin() + start * perImage,
+              batchData.begin() + (start + count) * perImage, dst);
+    b.clear();
+    b.insert(c.input, std::move(in));
+    b.allocate(c.output);
+    if (c.profiler)
+      c.profiler->allocate(b);
+    KILN_RETURN_IF_ERR(c.ee->run(b));
+    if (c.profiler)
+      if (Error e = c.profiler->record(b))
+        return std::move(e).addContext("profiling");
+    const Tensor *out = b.get(c.output);
+    for (size_t i = 0; i < count * classes; i++)
+      scores[start * classes + i] = out->getAsDouble(i);
+  }
+  if (c.profiler) {
+    if (Error e = c.profiler->profile().writeFile(f.quant.profileOut))
+      return std::move(e).addContext("writing the profile");
+    std::cerr << "image-classifier: profiled " << c.profiler->profile().size() << " values over "
+              << n << " images; wrote " << f.quant.profileOut << "\n";
+  }
+  return scores;
+}
+
+/// Each image's top class, then its top k with their scores.
+void printTopK(const Options &f, const std::vector<double> &scores, size_t classes,
+               const std::vector<std::string> &labels) {
+  const unsigned k = unsigned(std::min<size_t>(f.topK, classes));
+  for (size_t i = 0; i < f.images.size(); i++) {
+    const double *row = scores.data() + i * classes;
+    std::vector<size_t> order(classes);
+    for (size_t j = 0; j < classes; j++)
+      order[j] = j;
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [&](size_t a, size_t b2) {
+                        return row[a] > row[b2] || (row[a] == row[b2] && a < b2);
+                      });
+    auto name = [&](size_t j) { return labels.empty() ? std::to_string(j) : labels[j]; };
+    std::cout << f.images[i] << ": " << name(order[0]) << "\n";
+    for (unsigned r = 0; r < k; r++)
+      std::cout << "  " << std::fixed << std::setprecision(4) << row[order[r]] << "  "
+                << name(order[r]) << (labels.empty() ? "" : " (" + std::to_string(order[r]) + ")")
+                << "\n";
+    std::cout.unsetf(std::ios::fixed);
+  }
+}
+
 int classify(const Options &f) {
   Expected<InputShape> shapeOr = probeInput(f);
   if (!shapeOr)
@@ -298,34 +382,13 @@ int classify(const Options &f) {
       return fail("labels", l.takeError());
     labels = std::move(l).get();
   }
-
-  // Read, resize and normalise every image first: a bad file fails before compiling.
-  const size_t n = f.images.size();
-  const size_t perImage = size_t(shape.channels * shape.height * shape.width);
-  std::vector<float> batchData(n * perImage);
-  for (size_t i = 0; i < n; i++) {
-    Expected<Image> img = tools::readPNG(f.images[i], unsigned(shape.channels));
-    if (!img)
-      return fail("image", img.takeError());
-    Image r = tools::resizeBilinear(*img, unsigned(shape.width), unsigned(shape.height));
-    float *dst = batchData.data() + i * perImage;
-    if (f.layout == "NCHW") {
-      if (Error e = tools::writeCHW(r, norm, dst))
-        return fail("normalisation", e);
-    } else {
-      std::vector<float> chw(perImage);
-      if (Error e = tools::writeCHW(r, norm, chw.data()))
-        return fail("normalisation", e);
-      for (dim_t c = 0; c < shape.channels; c++)
-        for (dim_t y = 0; y < shape.height; y++)
-          for (dim_t x = 0; x < shape.width; x++)
-            dst[(y * shape.width + x) * shape.channels + c] =
-                chw[(c * shape.height + y) * shape.width + x];
-    }
-  }
+  Expected<std::vector<float>> batchData = loadImages(f, shape, norm);
+  if (!batchData)
+    return fail("image", batchData.takeError());
 
   // The whole set as one batch; a model whose batch size is baked in (a constant Reshape
   // after the features, say) runs in chunks of its declared batch instead.
+  const size_t n = f.images.size();
   Expected<Compiled> compiled = compileAt(f, shape, dim_t(n));
   if (!compiled && dim_t(n) != shape.batch && shape.batch >= 1) {
     Error first = compiled.takeError();
@@ -347,34 +410,10 @@ int classify(const Options &f) {
     std::cerr << "image-classifier: warning: '" << f.labels << "' has " << labels.size()
               << " labels, the model " << classes << " classes\n";
 
-  std::vector<double> scores(n * classes);
-  PlaceholderBindings b;
-  for (size_t start = 0; start < n; start += c.batch) {
-    Tensor in(*c.input->getType());
-    size_t count = std::min(size_t(c.batch), n - start);
-    float *dst = reinterpret_cast<float *>(in.getUnsafePtr());
-    std::copy(batchData.begin() + start * perImage,
-              batchData.begin() + (start + count) * perImage, dst);
-    b.clear();
-    b.insert(c.input, std::move(in));
-    b.allocate(c.output);
-    if (c.profiler)
-      c.profiler->allocate(b);
-    if (Error e = c.ee->run(b))
-      return fail("running", e);
-    if (c.profiler)
-      if (Error e = c.profiler->record(b))
-        return fail("profiling", e);
-    const Tensor *out = b.get(c.output);
-    for (size_t i = 0; i < count * classes; i++)
-      scores[start * classes + i] = out->getAsDouble(i);
-  }
-  if (c.profiler) {
-    if (Error e = c.profiler->profile().writeFile(f.quant.profileOut))
-      return fail("writing the profile", e);
-    std::cerr << "image-classifier: profiled " << c.profiler->profile().size() << " values over "
-              << n << " images; wrote " << f.quant.profileOut << "\n";
-  }
+  Expected<std::vector<double>> scoresOr = scoreImages(f, c, *batchData, n, classes);
+  if (!scoresOr)
+    return fail("running", scoresOr.takeError());
+  std::vector<double> scores = std::move(scoresOr).get();
   bool normalised = isNormalised(scores, n, classes);
   if (!normalised)
     softmaxRows(scores, n, classes);
@@ -382,24 +421,7 @@ int classify(const Options &f) {
   std::cout << "model " << f.model << " on " << f.backend << ": " << n << " image"
             << (n == 1 ? "" : "s") << ", input " << c.input->getType()->toString() << ", "
             << classes << " classes" << (normalised ? "" : " (softmax applied)") << "\n";
-  const unsigned k = unsigned(std::min<size_t>(f.topK, classes));
-  for (size_t i = 0; i < n; i++) {
-    const double *row = scores.data() + i * classes;
-    std::vector<size_t> order(classes);
-    for (size_t j = 0; j < classes; j++)
-      order[j] = j;
-    std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                      [&](size_t a, size_t b2) {
-                        return row[a] > row[b2] || (row[a] == row[b2] && a < b2);
-                      });
-    auto name = [&](size_t j) { return labels.empty() ? std::to_string(j) : labels[j]; };
-    std::cout << f.images[i] << ": " << name(order[0]) << "\n";
-    for (unsigned r = 0; r < k; r++)
-      std::cout << "  " << std::fixed << std::setprecision(4) << row[order[r]] << "  "
-                << name(order[r]) << (labels.empty() ? "" : " (" + std::to_string(order[r]) + ")")
-                << "\n";
-    std::cout.unsetf(std::ios::fixed);
-  }
+  printTopK(f, scores, classes, labels);
   return 0;
 }
 

@@ -17,6 +17,7 @@
 #include "backends/CPU/CPUBackend.h"
 #include "backends/CPU/jit/Jit.h"
 #include "backends/CPU/libjit/libjit.h"
+#include "test/cpu/Bf16Values.h"
 #include "kiln/Backend/Compiler.h"
 #include "kiln/Passes/Pipeline.h"
 #include "kiln/kiln.h"
@@ -44,16 +45,8 @@ struct Shape {
   }
 };
 
-std::vector<uint16_t> randomBf16(size_t n, unsigned seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<uint16_t> v(n);
-  for (auto &x : v)
-    x = bfloat16(d(g)).bits();
-  return v;
-}
-
-float f(uint16_t b) { return float(bfloat16::fromBits(b)); }
+using bf16test::f;
+using bf16test::randomBf16;
 
 /// Exact convolution (double) and S = sum |x w| per output (bias not included).
 void reference(const Shape &s, const std::vector<uint16_t> &x, const std::vector<uint16_t> &w,

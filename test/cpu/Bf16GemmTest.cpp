@@ -14,6 +14,7 @@
 #include "backends/CPU/CPUBackend.h"
 #include "backends/CPU/jit/Jit.h"
 #include "backends/CPU/libjit/libjit.h"
+#include "test/cpu/Bf16Values.h"
 #include "kiln/Backend/Compiler.h"
 #include "kiln/kiln.h"
 
@@ -29,17 +30,8 @@ struct Case {
   int64_t N, K, M;
 };
 
-/// bf16 values uniform in [-1, 1] (as bit patterns), seeded.
-std::vector<uint16_t> randomBf16(size_t n, unsigned seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<uint16_t> v(n);
-  for (auto &x : v)
-    x = bfloat16(d(g)).bits();
-  return v;
-}
-
-float f(uint16_t b) { return float(bfloat16::fromBits(b)); }
+using bf16test::f;
+using bf16test::randomBf16;
 
 /// The bound of the file comment for one output against the exact value.
 double exactBound(double y, double sumAbs, double absBias, int64_t K) {

@@ -5,6 +5,7 @@
 #include "backends/CPU/codegen/Codegen.h"
 #include "kiln/Backend/Compiler.h"
 #include "kiln/kiln.h"
+#include "test/cpu/ConvBenchBuild.h"
 
 #include <algorithm>
 #include <cmath>
@@ -97,25 +98,18 @@ std::vector<float> runCPU(const Layer &l, const Data &d, std::optional<ConvAlgor
   auto *b = m.createConstant("b", std::move(bt));
   auto *conv = F->createConvolution("c", x, w, b, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
   auto *save = F->createSave("y", conv);
-  exitOnError(prepareFunction(F, CPUBackend()), "prepare");
-  auto ir = exitOnError(generateIR(F), "IRGen");
-  auto plan = exitOnError(planMemory(*ir), "plan");
   CodegenOptions co;
   co.threads = threads;
   co.forceConv = a;
   co.jit.disableAvx512 = noAvx512;
-  co.jit.cacheDir = CPUBackendOptions::defaultKernelCacheDir();
-  auto prog = exitOnError(generateProgram(*ir, plan, co), "codegen");
+  bench::BuiltConv built = bench::buildConv(F, co);
   if (chosen)
-    for (const Stage &s : prog->stages)
-      if (s.desc.rfind("conv", 0) == 0)
-        *chosen = s.desc.substr(0, s.desc.find(' '));
-  CPUFunction fn(std::move(prog), std::make_shared<ThreadPool>(threads));
+    *chosen = built.kernel;
   PlaceholderBindings bind;
   bind.allocate(m.getPlaceholders());
   std::copy(d.x.begin(), d.x.end(), bind.get(x)->getHandle<float>().begin());
   ExecutionContext ctx(&bind);
-  exitOnError(fn.execute(ctx), "run");
+  exitOnError(built.fn->execute(ctx), "run");
   auto h = bind.get(save->getPlaceholder())->getHandle<float>();
   return std::vector<float>(h.begin(), h.end());
 }

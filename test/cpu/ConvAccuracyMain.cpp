@@ -9,6 +9,7 @@
 //   bazel run -c opt //test/cpu:conv_accuracy -- [--threads 1] [--seeds 2] [--no-avx512]
 //       [--layers 64,64,56;...]
 #include "ConvAccuracy.h"
+#include "test/cpu/ConvBenchBuild.h"
 
 #include <algorithm>
 #include <cmath>
@@ -23,15 +24,7 @@ using namespace kiln::cpu::accuracy;
 
 namespace {
 
-std::vector<std::string> split(const std::string &s, char sep) {
-  std::vector<std::string> r;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, sep))
-    if (!item.empty())
-      r.push_back(item);
-  return r;
-}
+using kiln::bench::split;
 
 struct Row {
   double maxRel = 0, sumSq = 0;

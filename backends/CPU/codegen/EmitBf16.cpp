@@ -59,37 +59,26 @@ Error Emitter::planFCBf16(Instruction *I, Value *dest, Value *in, Value *weights
 }
 
 Error Emitter::planConvBf16(Instruction *I, std::vector<Item> &items) {
-  std::vector<dim_t> kernels, strides, pads, dilations;
-  int64_t G;
   FusedEpilogue epi;
-  if (auto *c = dyn_cast<ConvolutionInst>(I)) {
-    kernels = c->getKernels(), strides = c->getStrides(), pads = c->getPads();
-    dilations = c->getDilations();
-    G = int64_t(c->getGroup());
-  } else {
-    auto *f = cast<FusedConvolutionInst>(I);
-    kernels = f->getKernels(), strides = f->getStrides(), pads = f->getPads();
-    dilations = f->getDilations();
-    G = int64_t(f->getGroup());
-    if (!epilogueOf(f, epi) || (epi.act != libjit::ActNone && epi.act != libjit::ActClamp))
-      return makeError(ErrorCode::Unsupported, "CPU backend: activation ", f->getActivation(),
-                       " of bf16 ", I->getKindName(), " '", I->getName(), "'");
-  }
+  KILN_ASSIGN_OR_RETURN(ConvShape s, convShapeOf(I, epi));
+  if (epi.act != libjit::ActNone && epi.act != libjit::ActClamp)
+    return makeError(ErrorCode::Unsupported, "CPU backend: activation ",
+                     cast<FusedConvolutionInst>(I)->getActivation(), " of bf16 ",
+                     I->getKindName(), " '", I->getName(), "'");
   Value *dest = I->getOperand(0).first, *in = I->getOperand(1).first,
         *filter = I->getOperand(2).first, *bias = I->getOperand(3).first;
-  auto id = dimsOf(in), od = dimsOf(dest), fd = dimsOf(filter);
+  auto fd = dimsOf(filter);
   auto *cw = dyn_cast<WeightVar>(filter);
-  if (id.size() != 4 || kernels.size() != 2 || G != 1 || !cw || !cw->isConstant() ||
-      fd.size() != 4 || bias->getType()->kind != ElemKind::BFloat16 ||
-      in->getType()->kind != ElemKind::BFloat16 || filter->getType()->kind != ElemKind::BFloat16)
+  if (s.group != 1 || !s.constantWeights || fd.size() != 4 ||
+      bias->getType()->kind != ElemKind::BFloat16 || in->getType()->kind != ElemKind::BFloat16 ||
+      filter->getType()->kind != ElemKind::BFloat16)
     return makeError(ErrorCode::Unsupported, "CPU backend: bf16 ", I->getKindName(), " '",
                      I->getName(), "' needs a 2-D convolution of group 1 with a constant bf16 ",
                      "filter and bf16 bias (input ", in->getType()->toString(), ", filter ",
-                     filter->getType()->toString(), ", group ", G, ")");
-  const int64_t N = id[0], C = id[1], H = id[2], W = id[3], O = od[1], OH = od[2], OW = od[3];
-  const int64_t KH = kernels[0], KW = kernels[1], SH = strides[0], SW = strides[1];
-  const int64_t PT = pads[0], PL = pads[1];
-  const int64_t DH = dilations.size() ? dilations[0] : 1, DW = dilations.size() > 1 ? dilations[1] : 1;
+                     filter->getType()->toString(), ", group ", s.group, ")");
+  const int64_t N = s.N, C = s.C, H = s.H, W = s.W, O = s.O, OH = s.OH, OW = s.OW;
+  const int64_t KH = s.KH, KW = s.KW, SH = s.SH, SW = s.SW, PT = s.PT, PL = s.PL, DH = s.DH,
+                DW = s.DW;
   const int64_t taps = KH * KW;
   auto key = std::make_tuple(static_cast<const WeightVar *>(cw), WeightPacking::ConvBf16Pairs,
                              int64_t(1));

@@ -203,13 +203,9 @@ bool activationCode(const std::string &act, float alpha, float beta, FusedEpilog
   return true;
 }
 
-Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
-  if (I->getOperand(0).first->getType()->kind == ElemKind::BFloat16)
-    return planConvBf16(I, items); // native bf16 (EmitBf16.cpp)
-  // The fused epilogue and the convolution's attributes.
+Expected<ConvShape> Emitter::convShapeOf(Instruction *I, FusedEpilogue &epi) {
   std::vector<dim_t> kernels, strides, pads, dilations;
   int64_t G;
-  FusedEpilogue epi;
   if (auto *c = dyn_cast<ConvolutionInst>(I)) {
     kernels = c->getKernels(), strides = c->getStrides(), pads = c->getPads();
     dilations = c->getDilations();
@@ -223,12 +219,13 @@ Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
       return makeError(ErrorCode::Unsupported, "CPU backend: activation ", f->getActivation(),
                        " of '", I->getName(), "'");
   }
-
   Value *dest = I->getOperand(0).first, *in = I->getOperand(1).first,
-        *filter = I->getOperand(2).first, *bias = I->getOperand(3).first;
+        *filter = I->getOperand(2).first;
   auto id = dimsOf(in), od = dimsOf(dest);
   if (id.size() != 4 || kernels.size() != 2)
-    return makeError(ErrorCode::Unsupported, "CPU backend: only 2-D convolutions");
+    return makeError(ErrorCode::Unsupported, "CPU backend: only 2-D convolutions (",
+                     I->getKindName(), " '", I->getName(), "', input ",
+                     in->getType()->toString(), ")");
   auto *cw = dyn_cast<WeightVar>(filter);
   ConvShape s;
   s.N = id[0], s.C = id[1], s.H = id[2], s.W = id[3];
@@ -240,6 +237,16 @@ Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
   s.group = G;
   s.constantWeights = cw && cw->isConstant();
   s.residualAdd = epi.add != nullptr;
+  return s;
+}
+
+Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
+  if (I->getOperand(0).first->getType()->kind == ElemKind::BFloat16)
+    return planConvBf16(I, items); // native bf16 (EmitBf16.cpp)
+  FusedEpilogue epi;
+  KILN_ASSIGN_OR_RETURN(ConvShape s, convShapeOf(I, epi));
+  Value *dest = I->getOperand(0).first, *in = I->getOperand(1).first,
+        *filter = I->getOperand(2).first, *bias = I->getOperand(3).first;
   ConvPlan plan = chooseConvAlgorithm(s, avx512_ ? Isa::Avx512 : Isa::Avx2, opts_.threads,
                                       {opts_.winograd, opts_.transposedConv, opts_.fastWinograd,
                                        opts_.forceConv, opts_.convMachine});

@@ -290,51 +290,45 @@ void keyBits(std::string &key, const void *v, size_t n) {
 
 } // namespace
 
-void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n, bool parallel) {
-  // The broadcasts the chain reads (one shape for all: run() groups them so): the loop
-  // becomes rows of the merged broadcast space, each broadcast source read at a row
-  // offset computed once per row, contiguously or as one value within the row.
+/// An element-wise chain as its loop function sees it: the broadcasts it reads (one shape
+/// for all: run() groups them so), their merged iteration space (the loop becomes rows of
+/// it, each broadcast source read at a row offset computed once per row, contiguously or as
+/// one value within the row), the results only the chain reads (not stored), and the
+/// function's parameters: one pointer per distinct location, in order of first use.
+struct EwChain {
+  const std::vector<Instruction *> &group;
   std::vector<BroadcastInst *> bcs;
-  for (Instruction *I : group)
-    if (auto *b = dyn_cast<BroadcastInst>(I))
-      bcs.push_back(b);
   BroadcastSpace space;
-  int64_t rows = 1, len = n;
-  if (!bcs.empty()) {
-    space = broadcastSpace(bcs);
-    len = space.dims.back();
-    rows = n / len;
-  }
-  // Rows per thread, or whole cache lines of elements where there are no rows.
-  const int64_t total = bcs.empty() ? n : rows, unit = bcs.empty() ? 16 : 1;
-  std::set<const Value *> inGroupOnly = readOnlyInside(group);
-
-  // The loop is a function of its own, called by the stage with the buffers the chain
-  // touches (one pointer per distinct location, in order of first use) and its range of
-  // elements (rows with broadcasts). Chains that compute the same thing on other buffers
-  // or over another range call the same function: the key is everything the body depends
-  // on (kernels, attributes, which operands are the same buffer, element types, the
-  // broadcast space, which results are stored), not the buffers or the element count.
+  int64_t rows = 1, len = 0;
+  std::set<const Value *> inGroupOnly;
   std::vector<Location> params;
-  std::map<std::pair<unsigned, uint64_t>, unsigned> paramOf;
+  std::map<const Value *, unsigned> paramOf; // each value's parameter
+
+  explicit EwChain(const std::vector<Instruction *> &g) : group(g) {}
+  unsigned param(const Value *v) const { return paramOf.at(v); }
+};
+
+std::string Emitter::ewChainKey(EwChain &c) {
+  std::map<std::pair<unsigned, uint64_t>, unsigned> byLocation;
   auto param = [&](const Value *v) {
     Location l = *loc(v);
-    auto it = paramOf.emplace(std::make_pair(l.base, l.offset), unsigned(params.size())).first;
-    if (it->second == params.size())
-      params.push_back(l);
+    auto it = byLocation.emplace(std::make_pair(l.base, l.offset), unsigned(c.params.size())).first;
+    if (it->second == c.params.size())
+      c.params.push_back(l);
+    c.paramOf[v] = it->second;
     return it->second;
   };
-  std::string key = bcs.empty() ? "flat|" : "bcast|";
+  std::string key = c.bcs.empty() ? "flat|" : "bcast|";
   auto keyInt = [&](int64_t v) { keyBits(key, &v, sizeof v); };
-  if (!bcs.empty()) {
-    keyInt(int64_t(space.dims.size()));
-    for (int64_t d : space.dims)
+  if (!c.bcs.empty()) {
+    keyInt(int64_t(c.space.dims.size()));
+    for (int64_t d : c.space.dims)
       keyInt(d);
-    for (const auto &st : space.strides)
+    for (const auto &st : c.space.strides)
       for (int64_t x : st)
         keyInt(x);
   }
-  for (Instruction *I : group) {
+  for (Instruction *I : c.group) {
     key += '|';
     if (auto *b = dyn_cast<BroadcastInst>(I)) {
       key += "bc";
@@ -361,124 +355,150 @@ void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n
     const Value *dest = I->getOperand(0).first;
     keyInt(int64_t(dest->getType()->kind));
     keyInt(param(dest));
-    key += inGroupOnly.count(dest) ? 'r' : 's';
+    key += c.inGroupOnly.count(dest) ? 'r' : 's';
   }
+  return key;
+}
 
-  llvm::Function *&loopFn = ewFns_[key];
-  if (!loopFn) {
-    std::vector<llvm::Type *> argTypes(params.size(), i8p_);
-    argTypes.push_back(i64_);
-    argTypes.push_back(i64_);
-    auto *ft = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), argTypes, false);
-    loopFn = llvm::Function::Create(ft, llvm::GlobalValue::InternalLinkage,
-                                    "kiln_ew_" + std::to_string(ewFns_.size() - 1), M_);
-    loopFn->addFnAttr(llvm::Attribute::NoUnwind);
-    // Kept out of line: inlined, each call would be a copy of the loop again.
-    loopFn->addFnAttr(llvm::Attribute::NoInline);
-    llvm::IRBuilderBase::InsertPoint saved = B_.saveIP();
-    B_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", loopFn));
-    std::vector<llvm::Value *> ptrs;
-    for (size_t k = 0; k < params.size(); k++)
-      ptrs.push_back(loopFn->getArg(unsigned(k)));
-    llvm::Value *begin = loopFn->getArg(unsigned(params.size()));
-    llvm::Value *end = loopFn->getArg(unsigned(params.size() + 1));
-
-    // One element of the chain at flat index i; bcBase[b] is broadcast b's source offset
-    // of the row, bcStep[b] its inner stride (0 or 1), j the index within the row.
-    llvm::MDNode *access = llvm::MDNode::getDistinct(ctx_, {});
-    auto element = [&](llvm::Value *i, llvm::Value *j, const std::vector<llvm::Value *> &bcBase) {
-      std::map<unsigned, llvm::Value *> ssa; // by parameter
-      auto elemPtr = [&](const Value *v, llvm::Type *t, llvm::Value *idx) {
-        llvm::Value *p = B_.CreatePointerCast(ptrs[param(v)], t->getPointerTo());
-        return B_.CreateInBoundsGEP(t, p, idx);
-      };
-      auto read = [&](const Value *v, llvm::Type *t) -> llvm::Value * {
-        auto it = ssa.find(param(v));
-        if (it != ssa.end() && it->second->getType() == t)
-          return it->second;
-        llvm::LoadInst *ld = B_.CreateLoad(t, elemPtr(v, t, i));
-        ld->setMetadata(llvm::LLVMContext::MD_access_group, access);
-        return ld;
-      };
-      auto write = [&](const Value *dest, llvm::Value *r) {
-        if (!inGroupOnly.count(dest)) {
-          llvm::StoreInst *st = B_.CreateStore(r, elemPtr(dest, r->getType(), i));
-          st->setMetadata(llvm::LLVMContext::MD_access_group, access);
-        }
-        ssa[param(dest)] = r;
-      };
-      size_t nb = 0;
-      for (Instruction *I : group) {
-        if (auto *b = dyn_cast<BroadcastInst>(I)) {
-          llvm::Type *t = elemType(b->getDest()->getType()->kind);
-          llvm::Value *idx = bcBase[nb];
-          if (space.strides[nb].back() != 0)
-            idx = B_.CreateAdd(idx, j);
-          nb++;
-          llvm::LoadInst *ld = B_.CreateLoad(t, elemPtr(b->getInput(), t, idx));
-          ld->setMetadata(llvm::LLVMContext::MD_access_group, access);
-          write(b->getDest(), ld);
-          continue;
-        }
-        if (auto *sp = dyn_cast<SplatInst>(I)) {
-          write(sp->getDest(), splatConstant(sp->getDest()->getType()->kind, sp->getValue()));
-          continue;
-        }
-        ElemOp op;
-        elemOpOf(I, op);
-        inlineKernel(op.fn);
-        std::vector<llvm::Value *> args;
-        for (unsigned k = 1; k < I->getNumOperands(); k++) {
-          const Value *v = I->getOperand(k).first;
-          args.push_back(read(v, elemType(v->getType()->kind)));
-        }
-        for (const ElemOp::Attr &a : op.attrs)
-          args.push_back(a.isBool
-                             ? llvm::ConstantInt::get(llvm::Type::getInt1Ty(ctx_), a.value != 0)
-                             : F32(a.value));
-        llvm::Value *r = call(op.fn, args);
-        if (!r)
-          return;
-        write(I->getOperand(0).first, r);
-      }
-    };
-
-    if (bcs.empty()) {
-      emitCountedLoop(
-          B_, loopFn, begin, end, "ew", [&](llvm::Value *i) { element(i, i, {}); }, access);
-    } else {
-      // Rows of the merged broadcast space; each broadcast's row offset from the row's
-      // coordinates (one division per outer dimension and row).
-      emitCountedLoop(
-          B_, loopFn, begin, end, "ew.row",
-          [&](llvm::Value *r) {
-            std::vector<llvm::Value *> bcBase(bcs.size(), I64(0));
-            llvm::Value *rest = r;
-            for (int d = int(space.dims.size()) - 2; d >= 0; d--) {
-              llvm::Value *c = d == 0 ? rest : B_.CreateURem(rest, I64(space.dims[d]));
-              if (d > 0)
-                rest = B_.CreateUDiv(rest, I64(space.dims[d]));
-              for (size_t b = 0; b < bcs.size(); b++)
-                if (space.strides[b][d])
-                  bcBase[b] = B_.CreateAdd(bcBase[b], B_.CreateMul(c, I64(space.strides[b][d])));
-            }
-            llvm::Value *rowStart = B_.CreateMul(r, I64(len));
-            emitCountedLoop(
-                B_, loopFn, I64(0), I64(len), "ew",
-                [&](llvm::Value *j) { element(B_.CreateAdd(rowStart, j), j, bcBase); }, access);
-          },
-          nullptr);
+void Emitter::emitEwElement(const EwChain &c, const std::vector<llvm::Value *> &ptrs,
+                            llvm::Value *i, llvm::Value *j,
+                            const std::vector<llvm::Value *> &bcBase, llvm::MDNode *access) {
+  std::map<unsigned, llvm::Value *> ssa; // by parameter
+  auto elemPtr = [&](const Value *v, llvm::Type *t, llvm::Value *idx) {
+    llvm::Value *p = B_.CreatePointerCast(ptrs[c.param(v)], t->getPointerTo());
+    return B_.CreateInBoundsGEP(t, p, idx);
+  };
+  auto read = [&](const Value *v, llvm::Type *t) -> llvm::Value * {
+    auto it = ssa.find(c.param(v));
+    if (it != ssa.end() && it->second->getType() == t)
+      return it->second;
+    llvm::LoadInst *ld = B_.CreateLoad(t, elemPtr(v, t, i));
+    ld->setMetadata(llvm::LLVMContext::MD_access_group, access);
+    return ld;
+  };
+  auto write = [&](const Value *dest, llvm::Value *r) {
+    if (!c.inGroupOnly.count(dest)) {
+      llvm::StoreInst *st = B_.CreateStore(r, elemPtr(dest, r->getType(), i));
+      st->setMetadata(llvm::LLVMContext::MD_access_group, access);
     }
-    B_.CreateRetVoid();
-    B_.restoreIP(saved);
+    ssa[c.param(dest)] = r;
+  };
+  size_t nb = 0;
+  for (Instruction *I : c.group) {
+    if (auto *b = dyn_cast<BroadcastInst>(I)) {
+      llvm::Type *t = elemType(b->getDest()->getType()->kind);
+      llvm::Value *idx = bcBase[nb];
+      if (c.space.strides[nb].back() != 0)
+        idx = B_.CreateAdd(idx, j);
+      nb++;
+      llvm::LoadInst *ld = B_.CreateLoad(t, elemPtr(b->getInput(), t, idx));
+      ld->setMetadata(llvm::LLVMContext::MD_access_group, access);
+      write(b->getDest(), ld);
+      continue;
+    }
+    if (auto *sp = dyn_cast<SplatInst>(I)) {
+      write(sp->getDest(), splatConstant(sp->getDest()->getType()->kind, sp->getValue()));
+      continue;
+    }
+    ElemOp op;
+    elemOpOf(I, op);
+    inlineKernel(op.fn);
+    std::vector<llvm::Value *> args;
+    for (unsigned k = 1; k < I->getNumOperands(); k++) {
+      const Value *v = I->getOperand(k).first;
+      args.push_back(read(v, elemType(v->getType()->kind)));
+    }
+    for (const ElemOp::Attr &a : op.attrs)
+      args.push_back(a.isBool ? llvm::ConstantInt::get(llvm::Type::getInt1Ty(ctx_), a.value != 0)
+                              : F32(a.value));
+    llvm::Value *r = call(op.fn, args);
+    if (!r)
+      return;
+    write(I->getOperand(0).first, r);
   }
+}
 
-  // The stage: this thread's share of the range, then the call.
+llvm::Function *Emitter::emitEwLoop(const EwChain &c, const std::string &name) {
+  std::vector<llvm::Type *> argTypes(c.params.size(), i8p_);
+  argTypes.push_back(i64_);
+  argTypes.push_back(i64_);
+  auto *ft = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), argTypes, false);
+  auto *fn = llvm::Function::Create(ft, llvm::GlobalValue::InternalLinkage, name, M_);
+  fn->addFnAttr(llvm::Attribute::NoUnwind);
+  // Kept out of line: inlined, each call would be a copy of the loop again.
+  fn->addFnAttr(llvm::Attribute::NoInline);
+  llvm::IRBuilderBase::InsertPoint saved = B_.saveIP();
+  B_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn));
+  std::vector<llvm::Value *> ptrs;
+  for (size_t k = 0; k < c.params.size(); k++)
+    ptrs.push_back(fn->getArg(unsigned(k)));
+  llvm::Value *begin = fn->getArg(unsigned(c.params.size()));
+  llvm::Value *end = fn->getArg(unsigned(c.params.size() + 1));
+  llvm::MDNode *access = llvm::MDNode::getDistinct(ctx_, {});
+  if (c.bcs.empty()) {
+    emitCountedLoop(
+        B_, fn, begin, end, "ew", [&](llvm::Value *i) { emitEwElement(c, ptrs, i, i, {}, access); },
+        access);
+  } else {
+    // Rows of the merged broadcast space; each broadcast's row offset from the row's
+    // coordinates (one division per outer dimension and row).
+    const BroadcastSpace &space = c.space;
+    emitCountedLoop(
+        B_, fn, begin, end, "ew.row",
+        [&](llvm::Value *r) {
+          std::vector<llvm::Value *> bcBase(c.bcs.size(), I64(0));
+          llvm::Value *rest = r;
+          for (int d = int(space.dims.size()) - 2; d >= 0; d--) {
+            llvm::Value *coord = d == 0 ? rest : B_.CreateURem(rest, I64(space.dims[d]));
+            if (d > 0)
+              rest = B_.CreateUDiv(rest, I64(space.dims[d]));
+            for (size_t b = 0; b < c.bcs.size(); b++)
+              if (space.strides[b][d])
+                bcBase[b] = B_.CreateAdd(bcBase[b], B_.CreateMul(coord, I64(space.strides[b][d])));
+          }
+          llvm::Value *rowStart = B_.CreateMul(r, I64(c.len));
+          emitCountedLoop(
+              B_, fn, I64(0), I64(c.len), "ew",
+              [&](llvm::Value *j) {
+                emitEwElement(c, ptrs, B_.CreateAdd(rowStart, j), j, bcBase, access);
+              },
+              access);
+        },
+        nullptr);
+  }
+  B_.CreateRetVoid();
+  B_.restoreIP(saved);
+  return fn;
+}
+
+void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n, bool parallel) {
+  EwChain c(group);
+  for (Instruction *I : group)
+    if (auto *b = dyn_cast<BroadcastInst>(I))
+      c.bcs.push_back(b);
+  c.len = n;
+  if (!c.bcs.empty()) {
+    c.space = broadcastSpace(c.bcs);
+    c.len = c.space.dims.back();
+    c.rows = n / c.len;
+  }
+  c.inGroupOnly = readOnlyInside(group);
+
+  // The loop is a function of its own, called by the stage with the chain's buffers and
+  // its range of elements (rows with broadcasts); one function per distinct key.
+  std::string key = ewChainKey(c);
+  llvm::Function *&loopFn = ewFns_[key];
+  if (!loopFn)
+    loopFn = emitEwLoop(c, "kiln_ew_" + std::to_string(ewFns_.size() - 1));
+
+  // The stage: this thread's share of the range (rows, or whole cache lines of elements
+  // where there are no rows), then the call.
+  const int64_t total = c.bcs.empty() ? n : c.rows, unit = c.bcs.empty() ? 16 : 1;
   llvm::Value *begin = I64(0), *end = I64(total);
   if (parallel)
     std::tie(begin, end) = threadShare(B_, tid_, nth_, total, unit);
   std::vector<llvm::Value *> args;
-  for (const Location &l : params)
+  for (const Location &l : c.params)
     args.push_back(at(l));
   args.push_back(begin);
   args.push_back(end);

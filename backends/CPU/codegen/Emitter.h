@@ -99,6 +99,9 @@ inline int64_t product(const std::vector<int64_t> &d, size_t from = 0, size_t to
   return p;
 }
 
+/// An element-wise chain being emitted (EmitElementwise.cpp).
+struct EwChain;
+
 class Emitter {
 public:
   Emitter(IRFunction &F, const CodegenOptions &opts, const MemoryPlan &plan, bool avx512,
@@ -144,6 +147,10 @@ public:
   // ---- Emitters by instruction kind (EmitConv.cpp, EmitLinalg.cpp, EmitNorm.cpp,
   // EmitData.cpp, EmitQuant.cpp; element-wise chains in EmitElementwise.cpp) ----
   Error planConv(Instruction *I, std::vector<Item> &items);
+  /// A float or bf16 convolution's shape and fused epilogue (ConvolutionInst or
+  /// FusedConvolutionInst); an error for a convolution that is not 2-D or an activation no
+  /// kernel fuses.
+  Expected<ConvShape> convShapeOf(Instruction *I, FusedEpilogue &epi);
   /// The items of a convolution of shape \p s computed as \p plan says.
   Error emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpilogue &epi, Value *dest,
                  Value *in, Value *filter, Value *bias, std::vector<Item> &items);
@@ -319,6 +326,19 @@ private:
   Error plan(Instruction *I, std::vector<Item> &items);
   Error planElementwise(std::vector<Instruction *> &group, std::vector<Item> &items);
   void emitElementwise(const std::vector<Instruction *> &group, int64_t n, bool parallel);
+  /// The key of chain \p c's loop function: everything its body depends on (kernels,
+  /// attributes, which operands are the same buffer, element types, the broadcast space,
+  /// which results are stored), not the buffers or the element count, so chains that differ
+  /// only there call the same function. Assigns the chain's parameters on the way.
+  std::string ewChainKey(EwChain &c);
+  /// The loop function of chain \p c: (pointers..., begin, end) over elements, or over rows
+  /// of its broadcast space.
+  llvm::Function *emitEwLoop(const EwChain &c, const std::string &name);
+  /// One element of chain \p c at flat index \p i; \p bcBase[b] is broadcast b's source
+  /// offset of the row, \p j the index within the row.
+  void emitEwElement(const EwChain &c, const std::vector<llvm::Value *> &ptrs, llvm::Value *i,
+                     llvm::Value *j, const std::vector<llvm::Value *> &bcBase,
+                     llvm::MDNode *access);
   /// The Broadcast and Splat results of an element-wise chain that only the chain reads.
   std::set<const Value *> readOnlyInside(const std::vector<Instruction *> &group);
   /// Fills \p n elements of type \p t at \p dst with \p value as Splat defines it.
