@@ -98,6 +98,9 @@ std::vector<BackendParameter> getCPUBackendParameters() {
       {"profile", "0|1", "time every stage (CompiledFunction::getProfile)"},
       {"jit-times", "0|1", "print the JIT's time per module and phase to stderr"},
       {"cache-dir", "PATH", "on-disk kernel cache (off: none)"},
+      {"release-constants", "0|1",
+       "1: free the graph's copy of each weight once packed for the program (the function "
+       "cannot be compiled again)"},
       {"prebuilt-kernels", "0|1",
        "1: the shared kernels compiled when Kiln was built; 0: JIT-compile them for this CPU"},
   };
@@ -158,6 +161,8 @@ Expected<CPUBackendOptions> parseCPUBackendOptions(const CompileOptions &opts,
       KILN_RETURN_IF_ERR(flag(o.jitTimes));
     } else if (k == "prebuilt-kernels") {
       KILN_RETURN_IF_ERR(flag(o.prebuiltKernels));
+    } else if (k == "release-constants") {
+      KILN_RETURN_IF_ERR(flag(o.releaseConstants));
     } else if (k == "dump-llvm-ir" || k == "dump-asm" || k == "cache-dir") {
       if (v.empty())
         return makeError(ErrorCode::InvalidArgument, "backend option '", k,
@@ -227,6 +232,7 @@ CodegenOptions getCodegenOptions(const CPUBackendOptions &o, const CompileOption
   co.transposedConv = o.transposedConv;
   co.forceConv = o.forceConv;
   co.profile = o.profile;
+  co.releaseConstants = o.releaseConstants;
   co.tracer = opts.tracer;
   return co;
 }

@@ -73,6 +73,9 @@ struct CPUBackendOptions {
   bool jitTimes = false;
   /// Shared kernels from those compiled when Kiln was built (JitOptions::prebuilt).
   bool prebuiltKernels = true;
+  /// Free the graph's copy of each constant once packed for its only reader
+  /// (CodegenOptions::releaseConstants): the function cannot be compiled again.
+  bool releaseConstants = false;
   /// The on-disk cache of precompiled kernels ("" or "off": none); by default
   /// defaultKernelCacheDir().
   std::string cacheDir = defaultKernelCacheDir();

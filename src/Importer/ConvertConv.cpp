@@ -178,6 +178,18 @@ void window2DOf(const Window &w, std::vector<dim_t> &k, std::vector<dim_t> &st,
   pads = {dim_t(w.pad[1]), dim_t(w.pad[2]), dim_t(w.pad[4]), dim_t(w.pad[5])};
 }
 
+/// Depth \p kd of the 3-D filter \p full [O, C/g, KD, KH, KW] as a 2-D filter
+/// [O, C/g, KH, KW].
+Tensor filterDepth(const Tensor &full, const Dims &wd, int64_t kd) {
+  Tensor t(Type::withDims(full.getType(), Dims({wd[0], wd[1], wd[3], wd[4]})));
+  const size_t plane = size_t(wd[3] * wd[4]) * full.getType().elemBytes();
+  const char *src = full.getUnsafePtr() + size_t(kd) * plane;
+  char *dst = t.getUnsafePtr();
+  for (dim_t oc = 0, e = wd[0] * wd[1]; oc < e; oc++)
+    std::memcpy(dst + oc * plane, src + oc * wd[2] * plane, plane);
+  return t;
+}
+
 Error convertConv3D(Importer &I, const Node &n, const Dims &xd, const Dims &wd) {
   std::vector<int64_t> kernel = I.attrInts(n, "kernel_shape");
   if (kernel.empty())
@@ -189,31 +201,32 @@ Error convertConv3D(Importer &I, const Node &n, const Dims &xd, const Dims &wd) 
     return I.parseError(n, "group ", group, " does not fit input ", dimsToString(xd),
                         " and filter ", dimsToString(wd));
   KILN_ASSIGN_OR_RETURN(NodeValue x, I.input(n, 0));
-  KILN_ASSIGN_OR_RETURN(NodeValue f, I.input(n, 1));
+  // A constant filter of several kernel depths is cut into them here, one copy of each
+  // [KH, KW] plane: as Slices, constant folding made them on the Interpreter element by
+  // element (r3d_18: most of a warm compile). The whole filter never becomes a graph
+  // Constant (nothing would read it and the module would hold it to the end) and is freed
+  // once cut when this node is its only reader. With one depth the Slice takes all of it
+  // and the graph passes drop it (no copy).
+  const Tensor *fc = wd[2] > 1 ? I.constInput(n, 1) : nullptr;
+  if (fc && fc->size() == 0)
+    fc = nullptr; // input() says why an empty filter is refused
+  NodeValue f;
+  if (!fc) {
+    KILN_ASSIGN_OR_RETURN(f, I.input(n, 1));
+  }
   NodeValue b;
   if (I.hasInput(n, 2)) {
     KILN_ASSIGN_OR_RETURN(b, I.input(n, 2));
   }
-  NodeValue zero = I.makeConstant(I.opName(n, "nobias"), Tensor(f.getElementType(), {wd[0]}));
+  const ElemKind filterKind = fc ? fc->getElementType() : f.getElementType();
+  NodeValue zero = I.makeConstant(I.opName(n, "nobias"), Tensor(filterKind, {wd[0]}));
   std::vector<dim_t> k, st, dil, pads;
   window2DOf(w, k, st, dil, pads);
   Function *F = I.F;
-  // A constant filter of several kernel depths is cut into them here, one copy of each
-  // [KH, KW] plane: as Slices, constant folding made them on the Interpreter element by
-  // element (r3d_18: most of a warm compile). With one depth the Slice takes all of it
-  // and the graph passes drop it (no copy).
-  const auto *fc = wd[2] > 1 ? dyn_cast<Constant>(f.node) : nullptr;
   auto op = [&](NodeValue g, int64_t kd) -> NodeValue {
     NodeValue fk;
     if (fc) {
-      const Tensor &full = fc->getPayload();
-      Tensor t(Type::withDims(full.getType(), Dims({wd[0], wd[1], wd[3], wd[4]})));
-      const size_t plane = size_t(wd[3] * wd[4]) * full.getType().elemBytes();
-      const char *src = full.getUnsafePtr() + size_t(kd) * plane;
-      char *dst = t.getUnsafePtr();
-      for (dim_t oc = 0, e = wd[0] * wd[1]; oc < e; oc++)
-        std::memcpy(dst + oc * plane, src + oc * wd[2] * plane, plane);
-      fk = I.makeConstant(I.opName(n, "filter2d"), std::move(t));
+      fk = I.makeConstant(I.opName(n, "filter2d"), filterDepth(*fc, wd, kd));
     } else {
       fk = F->createSlice(I.opName(n, "filterd"), f, {0, 0, dim_t(kd), 0, 0},
                           {wd[0], wd[1], dim_t(kd) + 1, wd[3], wd[4]});
@@ -226,6 +239,8 @@ Error convertConv3D(Importer &I, const Node &n, const Dims &xd, const Dims &wd) 
     return F->createAdd(I.opName(n, "sumd"), a, c);
   };
   KILN_ASSIGN_OR_RETURN(NodeValue y, window3D(I, n, x, w, 0.0f, op, add));
+  if (fc)
+    I.releaseConstInput(n, 1);
   I.setOutput(n, 0, y);
   return Error::success();
 }

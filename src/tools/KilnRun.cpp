@@ -349,6 +349,18 @@ kiln::Error timeRuns(const Options &f, kiln::tools::ModelRunner &runner, RunFigu
   return kiln::Error::success();
 }
 
+/// --backend-opt's options and the threads. kiln-run compiles once, so the CPU backend
+/// frees the graph's copy of each weight it packs and the weights are held once
+/// (--backend-opt release-constants=0 keeps them).
+kiln::CompileOptions compileOptions(const Options &f) {
+  kiln::CompileOptions copts = f.compile;
+  copts.threads = f.threads;
+  if (f.backend == "CPU" && !copts.backendOptions.count("release-constants") &&
+      !copts.backendOptions.count("CPU:release-constants"))
+    copts.backendOptions["release-constants"] = "1";
+  return copts;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -385,8 +397,7 @@ int main(int argc, char **argv) {
     if (Error e = tools::convertPrecisionWithFlags(runner.function(), f.quant, std::cerr))
       return fail(e, "converting precision");
 
-  CompileOptions copts = f.compile;
-  copts.threads = f.threads;
+  CompileOptions copts = compileOptions(f);
   t0 = std::chrono::steady_clock::now();
   if (Error e = runner.compile(copts))
     return fail(e, "compiling");

@@ -1085,6 +1085,74 @@ TEST(CPUBackend, SecondCompileReusesNativeCode) {
   EXPECT_EQ(cpu::getJitCacheStats().hits, hitsBefore);
 }
 
+/// x [5, 40] -> FC (w1 [40, 48], b1) -> + addend [5, 48] -> FC (w2 [48, 16], b2); w2 is
+/// also read by a second function of the module.
+void buildReleasable(Net &n) {
+  n.F = n.mod.createFunction("main");
+  auto *x = n.mod.createPlaceholder(ElemKind::Float, {5, 40}, "x");
+  n.inputs = {x};
+  auto *w1 = randomConstant(n.mod, "w1", {40, 48}, 61);
+  auto *b1 = randomConstant(n.mod, "b1", {48}, 62);
+  auto *addend = randomConstant(n.mod, "addend", {5, 48}, 63);
+  auto *w2 = randomConstant(n.mod, "w2", {48, 16}, 64);
+  auto *b2 = randomConstant(n.mod, "b2", {16}, 65);
+  NodeValue h = n.F->createAdd("add", n.F->createFullyConnected("fc1", x, w1, b1), addend);
+  n.saves = {n.F->createSave("y", n.F->createFullyConnected("fc2", h, w2, b2))};
+  Function *other = n.mod.createFunction("other");
+  auto *z = n.mod.createPlaceholder(ElemKind::Float, {2, 48}, "z");
+  other->createSave("o", other->createFullyConnected("fc", z, w2, b2));
+}
+
+const Constant *constantNamed(const Module &m, const std::string &name) {
+  for (const auto &c : m.getConstants())
+    if (c->getName() == name)
+      return c.get();
+  return nullptr;
+}
+
+// release-constants: a weight packed for its one reader is freed from the graph (its
+// payload keeps its type and holds no memory); one read in place (the element-wise
+// addend, the biases) or used by another function of the module stays. The results match
+// the Interpreter's, and compiling the function again is an error naming a freed weight.
+TEST(CPUBackend, ReleaseConstantsFreesPackedWeightsOnly) {
+  auto interp = exitOnError(createBackend("Interpreter"));
+  Net ref;
+  buildReleasable(ref);
+  auto expected = runOn(ref, *interp, {});
+  for (bool avx2 : {false, true}) {
+    SCOPED_TRACE(avx2 ? "avx2" : "avx512");
+    cpu::CPUBackendOptions o;
+    o.disableAvx512 = avx2;
+    cpu::CPUBackend cpu(o);
+    Net net;
+    buildReleasable(net);
+    CompileOptions opts;
+    opts.threads = 1;
+    opts.backendOptions["release-constants"] = "1";
+    expectClose(runOn(net, cpu, opts), expected);
+    const Constant *w1 = constantNamed(net.mod, "w1");
+    ASSERT_TRUE(w1);
+    EXPECT_EQ(w1->getPayload().getUnsafePtr(), nullptr);
+    EXPECT_EQ(w1->getPayload().getType(), *w1->getType());
+    for (const char *kept : {"w2", "b1", "b2", "addend"}) {
+      const Constant *c = constantNamed(net.mod, kept);
+      ASSERT_TRUE(c) << kept;
+      EXPECT_NE(c->getPayload().getUnsafePtr(), nullptr) << kept;
+    }
+    auto again = cpu.compile(net.F, opts);
+    ASSERT_FALSE(bool(again));
+    EXPECT_NE(again.getError().message().find("'w1'"), std::string::npos)
+        << again.getError().message();
+  }
+  // Off (the default): every constant keeps its data.
+  cpu::CPUBackend cpu;
+  Net net;
+  buildReleasable(net);
+  expectClose(runOn(net, cpu, {}), expected);
+  for (const auto &c : net.mod.getConstants())
+    EXPECT_NE(c->getPayload().getUnsafePtr(), nullptr) << c->getName();
+}
+
 TEST(CPUBackend, UnboundPlaceholderIsAnError) {
   Module m;
   Function *F = m.createFunction("main");

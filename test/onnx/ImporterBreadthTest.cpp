@@ -414,6 +414,41 @@ TEST_F(ImporterTest, Conv3DMatchesNaiveLoops) {
                y, 1e-5);
 }
 
+// A constant 3-D filter of several depths is cut into one 2-D filter per depth at import;
+// the whole filter is then no longer held: the module's constants are the cut filters (and
+// the small bias, zero-bias and depth-index ones), never a 5-D copy besides them.
+TEST_F(ImporterTest, Conv3DFilterIsHeldOnlyAsItsCutDepths) {
+  B m(13);
+  m.input("x", {1, 2, 3, 4, 4}).init("w", {4, 2, 3, 3, 3}, ramp(4 * 2 * 3 * 3 * 3, 0.01f), true);
+  m.init("b", {4}, {0, 1, 2, 3}).output("y");
+  m.node("Conv", {"x", "w", "b"}, {"y"});
+  ASSERT_FALSE(load(m));
+  uint64_t filterFloats = 0;
+  for (const auto &c : ee_.getModule().getConstants()) {
+    EXPECT_NE(c->getType()->dims.size(), 5u) << c->getName();
+    if (c->getType()->dims.size() == 4)
+      filterFloats += c->getPayload().size();
+  }
+  EXPECT_EQ(filterFloats, uint64_t(4 * 2 * 3 * 3 * 3)); // three [4, 2, 3, 3] depths
+}
+
+// The whole filter is freed only when its Conv is its only reader: a second Conv reading
+// the same initializer still finds it and computes the same result.
+TEST_F(ImporterTest, Conv3DFilterSharedByTwoConvs) {
+  std::vector<float> x = ramp(1 * 1 * 3 * 2 * 2), w = ramp(1 * 1 * 2 * 1 * 1, 0.5f);
+  B m(13);
+  m.input("x", {1, 1, 3, 2, 2}).init("w", {1, 1, 2, 1, 1}, w).output("y").output("y2");
+  m.node("Conv", {"x", "w"}, {"y"});
+  m.node("Conv", {"x", "w"}, {"y2"});
+  // y[d][i] = w0 x[d][i] + w1 x[d + 1][i], d = 0, 1.
+  std::vector<double> y;
+  for (int d = 0; d < 2; d++)
+    for (int i = 0; i < 4; i++)
+      y.push_back(double(w[0]) * x[d * 4 + i] + double(w[1]) * x[(d + 1) * 4 + i]);
+  expectValues(run(m, one("x", floats({1, 1, 3, 2, 2}, x))), {1, 1, 2, 2, 2}, y, 1e-6);
+  expectValues(bindings_.get(model_.getOutputPlaceholder("y2")), {1, 1, 2, 2, 2}, y, 1e-6);
+}
+
 /// A subgraph with the given inputs, outputs and nodes (op, inputs, outputs).
 onnx::GraphProto subgraph(std::vector<std::tuple<std::string, std::vector<int64_t>, int32_t>> ins,
                           std::vector<std::string> outs,

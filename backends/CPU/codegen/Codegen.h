@@ -251,6 +251,13 @@ struct CodegenOptions {
   /// weights of a one-row fully-connected layer. Off for bundles, whose weights are one
   /// file (the same kernel then reads a plain copy in it).
   bool borrowConstants = true;
+  /// Frees the graph's copy of a constant once it is packed into the constant arena for
+  /// the one instruction that reads it, when no node outside the compiled function uses
+  /// it (its payload becomes a typed view of no memory): the weights are then held once,
+  /// in the program's layout. The function can then not be compiled again (codegen
+  /// refuses a constant without data). Off by default: the Interpreter and later compiles
+  /// read the graph's constants (kiln-run turns it on).
+  bool releaseConstants = false;
 };
 
 /// A check made by a kernel at run time (a Gather index in range): a failed one writes

@@ -25,7 +25,7 @@ Error Emitter::planFC(Instruction *I, Value *dest, Value *in, Value *weights, Va
       dest->getType()->kind == ElemKind::Float) {
     Location wl;
     if (opts_.borrowConstants) {
-      wl = constBorrowed(cw);
+      KILN_ASSIGN_OR_RETURN(wl, constBorrowed(cw));
     } else {
       KILN_ASSIGN_OR_RETURN(uint64_t off, constRaw(cw));
       wl = {kConstantBase, off};

@@ -260,7 +260,14 @@ private:
                                  int64_t rows, int64_t cols);
   /// Where the constant \p w is read in place (CodegenOptions::borrowConstants): an
   /// external buffer bound to its payload at each run (Program::borrowed).
-  Location constBorrowed(const WeightVar *w);
+  Expected<Location> constBorrowed(const WeightVar *w);
+  /// The payload of constant \p w; an error when it has no data (released by an earlier
+  /// compile with CodegenOptions::releaseConstants).
+  Expected<const Tensor *> constPayload(const WeightVar *w);
+  /// With CodegenOptions::releaseConstants, frees the graph's copy of \p w when the
+  /// instruction being planned is the only one that reads it and no node outside the
+  /// compiled function uses it.
+  void releaseIfPacked(const WeightVar *w);
   uint64_t reserveExtra(uint64_t bytes) {
     uint64_t off = extrasTop_;
     extrasTop_ = alignUp(extrasTop_ + bytes);
@@ -402,6 +409,8 @@ private:
   std::map<std::string, llvm::Function *> ewFns_;
   std::set<std::string> called_;
   std::unordered_map<const Value *, std::vector<const Instruction *>> users_;
+  /// The instruction plan() is planning (null outside it).
+  const Instruction *planning_ = nullptr;
 };
 
 /// The epilogue of a FusedConvolution/FusedFullyConnected: its residual and its

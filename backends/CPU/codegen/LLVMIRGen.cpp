@@ -149,8 +149,8 @@ Expected<uint64_t> Emitter::constRaw(const WeightVar *w) {
   auto it = constCache_.find(key);
   if (it != constCache_.end())
     return it->second;
-  auto *c = cast<Constant>(w->getOrigin());
-  const Tensor &t = c->getPayload();
+  KILN_ASSIGN_OR_RETURN(const Tensor *payload, constPayload(w));
+  const Tensor &t = *payload;
   uint64_t off = alignUp(consts_.size());
   if (!consts_.resize(off + alignUp(std::max<size_t>(t.getSizeInBytes(), 1))))
     return constantsFull(t.getSizeInBytes());
@@ -160,15 +160,45 @@ Expected<uint64_t> Emitter::constRaw(const WeightVar *w) {
   return off;
 }
 
-Location Emitter::constBorrowed(const WeightVar *w) {
+Expected<Location> Emitter::constBorrowed(const WeightVar *w) {
   auto it = borrowedIndex_.find(w);
   if (it == borrowedIndex_.end()) {
+    KILN_ASSIGN_OR_RETURN(const Tensor *t, constPayload(w));
     it = borrowedIndex_.emplace(w, unsigned(prog_.placeholders.size())).first;
     prog_.placeholders.push_back(nullptr);
-    prog_.borrowed.push_back(cast<Constant>(w->getOrigin())->getPayload().getUnsafePtr());
+    prog_.borrowed.push_back(t->getUnsafePtr());
     prog_.placeholderWritten.push_back(false);
   }
   return Location{kFirstPlaceholderBase + it->second, 0};
+}
+
+Expected<const Tensor *> Emitter::constPayload(const WeightVar *w) {
+  const Tensor &t = cast<Constant>(w->getOrigin())->getPayload();
+  if (t.size() && !t.getUnsafePtr())
+    return makeError(ErrorCode::InvalidArgument, "CPU backend: constant '",
+                     w->getOrigin()->getName(), "' of type ", t.getType().toString(),
+                     " has no data (freed by an earlier compile with release-constants, or "
+                     "parsed elided)");
+  return &t;
+}
+
+void Emitter::releaseIfPacked(const WeightVar *w) {
+  if (!opts_.releaseConstants || !planning_)
+    return;
+  auto u = users_.find(w);
+  if (u == users_.end())
+    return;
+  for (const Instruction *I : u->second)
+    if (I != planning_)
+      return;
+  auto *c = cast<Constant>(w->getOrigin());
+  const Function *g = F_.getGraph();
+  for (const NodeUse &use : c->getUsers())
+    if (!g || use.user->getParent() != g)
+      return;
+  Tensor &t = c->getPayloadMutable();
+  if (t.isOwning())
+    t = Tensor::view(t.getType(), nullptr);
 }
 
 /// GemmA: A panels of each of `groups` row blocks of `rows` x `cols`; GemmB: B panels of a
@@ -183,8 +213,8 @@ Expected<uint64_t> Emitter::constPacked(const WeightVar *w, WeightPacking kind, 
   auto it = constCache_.find(key);
   if (it != constCache_.end())
     return it->second;
-  auto *c = cast<Constant>(w->getOrigin());
-  const float *src = reinterpret_cast<const float *>(c->getPayload().getUnsafePtr());
+  KILN_ASSIGN_OR_RETURN(const Tensor *payload, constPayload(w));
+  const float *src = reinterpret_cast<const float *>(payload->getUnsafePtr());
   // Output tile of the tiles-as-rows Winograd packings (0: another packing).
   const int winoRowsTile = kind == WeightPacking::WinogradRows2x2   ? 2
                            : kind == WeightPacking::WinogradRows4x4 ? 4
@@ -243,6 +273,7 @@ Expected<uint64_t> Emitter::constPacked(const WeightVar *w, WeightPacking kind, 
       libjit_pack_b_f32_avx2(dst, src, rows, cols, cols);
   }
   constCache_[key] = off;
+  releaseIfPacked(w);
   return off;
 }
 
@@ -387,7 +418,10 @@ Error Emitter::plan(Instruction *I, std::vector<Item> &items) {
   if (it == table.end())
     return unsupported(I);
   size_t first = items.size();
-  KILN_RETURN_IF_ERR((this->*(it->second))(I, items));
+  planning_ = I;
+  Error planned = (this->*(it->second))(I, items);
+  planning_ = nullptr;
+  KILN_RETURN_IF_ERR(std::move(planned));
   // The instruction's work goes to its last item, the one that computes its result,
   // unless its emitter gave it to another.
   bool given = false;
@@ -499,8 +533,14 @@ Error Emitter::planNext(Instruction *I, Chain &chain, std::vector<Item> &items) 
 
 Error Emitter::planItems(std::vector<Item> &items) {
   for (auto &up : F_.getInstrs())
-    for (const auto &o : up->getOperands())
+    for (const auto &o : up->getOperands()) {
       users_[o.first].push_back(up.get());
+      // A constant freed by an earlier compile (releaseConstants) is refused before any
+      // emitter reads it.
+      if (auto *w = dyn_cast<WeightVar>(o.first))
+        if (w->isConstant())
+          KILN_RETURN_IF_ERR(constPayload(w).takeError());
+    }
   Chain chain;
   for (auto &up : F_.getInstrs())
     KILN_RETURN_IF_ERR(planNext(up.get(), chain, items));
