@@ -199,14 +199,28 @@ std::optional<Tensor> sliceOfConstant(const SliceNode &s, const Tensor &in) {
 }
 
 /// Folds the roots of \p roots that are Slices of a Constant directly (sliceOfConstant),
+/// Reshapes of such a Slice or of a Constant (the Interpreter copied the constant into its
+/// own arena, then again into the result),
 /// handing them to \p sweeper, and removes them from \p roots.
 bool foldSlicesOfConstants(Function *f, std::vector<Node *> &roots, passutil::Sweeper &sweeper) {
   bool changed = false;
   std::vector<Node *> rest;
   for (Node *n : roots) {
-    auto *s = dyn_cast<SliceNode>(n);
+    // A Slice of a Constant, or a Reshape of one (the importer cuts a 3-D convolution's
+    // filter planes so).
+    auto *r = dyn_cast<ReshapeNode>(n);
+    auto *s = dyn_cast<SliceNode>(r ? r->getInput().node : n);
     auto *c = s ? dyn_cast<Constant>(s->getInput().node) : nullptr;
     std::optional<Tensor> v = c ? sliceOfConstant(*s, c->getPayload()) : std::nullopt;
+    if (auto *rc = r && !s ? dyn_cast<Constant>(r->getInput().node) : nullptr)
+      v = rc->getPayload().clone(); // a Reshape of a Constant: its bytes, retyped below
+    if (v && r) {
+      const Type &rt = *r->getResultType();
+      if (rt.kind == v->getType().kind && rt.sizeInBytes() == v->getSizeInBytes())
+        v->reshape(rt);
+      else
+        v.reset();
+    }
     if (!v) {
       rest.push_back(n);
       continue;
