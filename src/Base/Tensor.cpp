@@ -13,11 +13,23 @@ namespace {
 
 constexpr size_t kAlign = 64;
 
-char *alignedAlloc(size_t bytes) {
+/// Zero-filled, kAlign-aligned memory for an owning tensor, freed by alignedFree. It comes
+/// from calloc, kAlign bytes larger, with calloc's own pointer kept in the 8 bytes below the
+/// aligned one: calloc hands out a large block as fresh pages from the kernel, which are
+/// zero already, so a tensor that its caller then fills (a weight copied from a model file)
+/// is written, and its pages faulted in, once; aligned_alloc + memset wrote it twice.
+char *zeroedAlloc(size_t bytes) {
   size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
-  void *p = std::aligned_alloc(kAlign, rounded ? rounded : kAlign);
+  void *p = std::calloc(1, (rounded ? rounded : kAlign) + kAlign);
   CHECK(p) << "out of host memory allocating " << bytes << " bytes";
-  return static_cast<char *>(p);
+  uintptr_t aligned = (reinterpret_cast<uintptr_t>(p) + kAlign) / kAlign * kAlign;
+  reinterpret_cast<void **>(aligned)[-1] = p;
+  return reinterpret_cast<char *>(aligned);
+}
+
+void alignedFree(char *data) {
+  if (data)
+    std::free(reinterpret_cast<void **>(data)[-1]);
 }
 
 /// Rounds to nearest (even on ties) and clamps to T's range; NaN becomes 0.
@@ -36,8 +48,9 @@ template <typename T> T saturate(double v) {
 
 } // namespace
 
-Tensor::Tensor(const Type &ty) : type_(ty), data_(alignedAlloc(ty.sizeInBytes())), owning_(true) {
-  zero();
+Tensor::Tensor(const Type &ty) : type_(ty), data_(zeroedAlloc(ty.sizeInBytes())), owning_(true) {
+  if (isQuantized(type_.kind) && type_.offset != 0)
+    zero(); // every element to the offset
 }
 
 Tensor::Tensor(ElemKind k, Dims dims, std::initializer_list<double> values) : Tensor(Type(k, dims)) {
@@ -63,7 +76,7 @@ Tensor::Tensor(Tensor &&o) noexcept : type_(o.type_), data_(o.data_), owning_(o.
 Tensor &Tensor::operator=(Tensor &&o) noexcept {
   if (this != &o) {
     if (owning_)
-      std::free(data_);
+      alignedFree(data_);
     type_ = o.type_;
     data_ = o.data_;
     owning_ = o.owning_;
@@ -75,7 +88,7 @@ Tensor &Tensor::operator=(Tensor &&o) noexcept {
 
 Tensor::~Tensor() {
   if (owning_)
-    std::free(data_);
+    alignedFree(data_);
 }
 
 Tensor Tensor::clone() const {

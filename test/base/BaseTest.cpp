@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 using namespace kiln;
@@ -204,6 +205,25 @@ TEST(Tensor, DefaultIsEmpty) {
   EXPECT_EQ(t.toString(), "float<0> []");
   Tensor u;
   EXPECT_TRUE(t.isEqual(u));
+}
+
+// A new tensor is zero and 64-byte aligned whatever memory it gets: fresh pages (a large
+// one), or memory a freed tensor filled with ones before (small and large sizes, and the
+// same size again, which the allocator hands back); clones copy every byte.
+TEST(Tensor, NewTensorsAreZeroAndAligned) {
+  for (dim_t n : {dim_t(1), dim_t(17), dim_t(4096), dim_t(3) << 20}) {
+    for (int round = 0; round < 2; round++) {
+      Tensor t(ElemKind::Float, {n});
+      ASSERT_EQ(reinterpret_cast<uintptr_t>(t.getUnsafePtr()) % 64, 0u) << n;
+      const float *p = reinterpret_cast<const float *>(t.getUnsafePtr());
+      for (dim_t i = 0; i < n; i++)
+        ASSERT_EQ(p[i], 0.0f) << "size " << n << " element " << i;
+      std::memset(t.getUnsafePtr(), 0xff, t.getSizeInBytes());
+      Tensor c = t.clone();
+      ASSERT_EQ(reinterpret_cast<uintptr_t>(c.getUnsafePtr()) % 64, 0u);
+      EXPECT_EQ(std::memcmp(c.getUnsafePtr(), t.getUnsafePtr(), t.getSizeInBytes()), 0);
+    }
+  }
 }
 
 TEST(Tensor, QuantizedZeroIsOffset) {

@@ -439,6 +439,26 @@ TEST(CPUBackend, NormalizationsOddSizes) {
   });
 }
 
+// The float reductions (sum, mean's sum and scaling, max, min, prod) and fills are shared
+// kernels, called with their shapes as tables: odd sizes, inner, outer and several axes,
+// kept and dropped dimensions, on each configuration (the unfused one fills its Splat with
+// libjit_splat).
+TEST(CPUBackend, SharedReductionsAndFills) {
+  checkAgainstInterpreter([](Net &n) {
+    n.F = n.mod.createFunction("main");
+    Function *F = n.F;
+    auto *a = n.mod.createPlaceholder(ElemKind::Float, {3, 7, 13}, "a");
+    auto *b = n.mod.createPlaceholder(ElemKind::Float, {2, 5, 9, 11}, "b");
+    n.inputs = {a, b};
+    n.saves = {F->createSave("sum_a", F->createReduceSum("sa", a, {2}, false)),
+               F->createSave("mean_b", F->createReduceMean("mb", b, {2, 3}, true)),
+               F->createSave("max_a", F->createReduceMax("xa", a, {0}, true)),
+               F->createSave("min_b", F->createReduceMin("nb", b, {1, 3}, false)),
+               F->createSave("prod_a", F->createReduceProd("pa", a, {1}, false)),
+               F->createSave("fill", F->createSplat("s", a->getType(), 0.75f))};
+  });
+}
+
 // BatchMatMul with more batches than threads (whole batches per thread: 5 over 2) and
 // with fewer (one batch split inside), on sizes that leave partial register tiles.
 TEST(CPUBackend, BatchMatMulSplits) {

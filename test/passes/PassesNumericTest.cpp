@@ -60,6 +60,35 @@ TEST_F(PassNumericTest, constant_fold) {
   expectSameNumbers(F_, g);
 }
 
+// Slices of Constants are copied directly, by rows: inner and outer boxes of a 5-D filter
+// (the planes of a 3-D convolution's), one element per row, one that also feeds a node
+// folded on the Interpreter (an Exp), a slice of that slice, and a plane read only through
+// a Reshape (as the importer cuts a 3-D convolution's filter); each must compute what the
+// Interpreter's Slice computes on the unfolded graph.
+TEST_F(PassNumericTest, constant_fold_slices) {
+  auto *w = rand("w", {4, 3, 2, 5, 7});
+  auto *inner = F_->createSlice("inner", w, {0, 0, 1, 0, 0}, {4, 3, 2, 5, 7});
+  auto *box = F_->createSlice("box", w, {1, 0, 0, 1, 2}, {3, 3, 2, 4, 6});
+  auto *col = F_->createSlice("col", w, {0, 0, 0, 0, 6}, {4, 3, 1, 5, 7});
+  auto *twice = F_->createSlice("twice", inner, {0, 1, 0, 2, 0}, {4, 3, 1, 5, 7});
+  auto plus = [&](const char *name, NodeValue v) {
+    save(F_->createAdd(name, input(std::string(name) + ".x", v.getType()->dims), v),
+         std::string(name) + ".out");
+  };
+  plus("p_inner", inner);
+  plus("p_exp", F_->createExp("e", inner));
+  plus("p_box", box);
+  plus("p_col", col);
+  plus("p_twice", twice);
+  auto *first = F_->createSlice("first", w, {0, 0, 0, 0, 0}, {4, 3, 1, 5, 7});
+  plus("p_plane", F_->createReshape("plane", first, {4, 3, 5, 7}));
+  plus("p_whole", F_->createReshape("whole", w, {12, 70}));
+  Function *g = optimizedCopy(F_, "constant-fold,dce");
+  EXPECT_EQ(countKind(g, NodeKind::Slice), 0u);
+  EXPECT_EQ(countKind(g, NodeKind::Exp), 0u);
+  expectSameNumbers(F_, g);
+}
+
 TEST_F(PassNumericTest, fold_batch_norm) {
   auto *x = input("x", {2, 3, 8, 8});
   auto *c = F_->createConv("conv", x, 6, 3, 1, 1);

@@ -86,7 +86,8 @@ std::string cachedObjectPath(const std::string &dir, const std::string &key);
 /// The kernels compiled once per process rather than into each program (getSharedKernels):
 /// the GEMM-based convolutions, FC and batched MatMul, and the loop nests that gain little
 /// from constant shapes (depthwise convolution, pooling, strided copies, Gather, SoftMax,
-/// BatchNorm, LayerNorm); \p avx512 picks the AVX-512 or the AVX2 GEMM kernels.
+/// BatchNorm, LayerNorm, float reductions, fills); \p avx512 picks the AVX-512 or the AVX2
+/// GEMM kernels.
 std::vector<std::string> sharedKernelNames(bool avx512);
 
 /// Keeps the kernel cache \p dir under \p maxBytes of object files: deletes the ones used

@@ -384,7 +384,13 @@ std::vector<std::string> sharedKernelNames(bool avx512) {
       // Compiled into each program they were inlined at some calls and unrolled over
       // constant dimensions (text_encoder's strided copies: ~7000 IR lines; swin_t's
       // ~12000), code generation the program paid at every cold compile.
-      "libjit_softmax_f32", "libjit_batchnorm_f32", "libjit_layernorm_f32"};
+      "libjit_softmax_f32", "libjit_batchnorm_f32", "libjit_layernorm_f32",
+      // Reductions over dims tables, the mean's scaling and fills: the rest of what a
+      // float network compiled into its own module besides its element-wise loops (the
+      // global mean of mnasnet1_0, shufflenet_v2_x1_0 and r3d_18: about two thirds of
+      // their program modules' IR, their only O3 work outside the loops).
+      "libjit_reduce_sum_f32", "libjit_reduce_max_f32", "libjit_reduce_min_f32",
+      "libjit_reduce_prod_f32", "libjit_scale_f32"};
   // The int8 convolution and fully-connected kernels (VNNI ones on AVX-512 hosts that have
   // it, the AVX2 ones elsewhere): compiled into each program they cost an int8 network
   // seconds of LLVM at every cold compile (mobilenet_v2 int8: 6.2 s, against 0.3 s shared).
@@ -401,6 +407,7 @@ std::vector<std::string> sharedKernelNames(bool avx512) {
     for (const char *k : {"libjit_conv_bf16_avx512bf16", "libjit_fc_bf16_avx512bf16"})
       names.push_back(k);
   for (const char *size : {"u8", "u16", "u32", "u64"}) {
+    names.push_back(std::string("libjit_splat_") + size);
     names.push_back(std::string("libjit_strided_copy_") + size);
     names.push_back(std::string("libjit_strided_copy_part_") + size);
     for (const char *index : {"i32", "i64"})

@@ -3,7 +3,7 @@
 // subgraph is copied into a scratch Module (its Constants as views of the originals'
 // payloads), saved into scratch placeholders, compiled and run on the Interpreter, and
 // each result becomes a new Constant. One compile and one run per pass invocation, for
-// all roots together.
+// all roots together. A Slice of a Constant is copied directly, by rows.
 //
 // Not folded (see PassOptions): Splats alone and, unless foldSplats, subgraphs fed only
 // by Splats; Broadcast and Tile unless foldExpansions (they would grow memory);
@@ -15,6 +15,8 @@
 
 #include "kiln/Backend/Backend.h"
 
+#include <cstring>
+#include <optional>
 #include <unordered_map>
 
 namespace kiln {
@@ -163,6 +165,75 @@ std::vector<std::vector<Placeholder *>> copyToScratch(const std::vector<Node *> 
   return outs;
 }
 
+/// The value of \p s, a Slice of constant \p in, copied a row of the result at a time; no
+/// value when the Slice does not describe a box of \p in or its result is not \p in's type
+/// with other dims. The Interpreter copies a Slice element by element through its index
+/// arithmetic, which was most of a 3-D network's folding (r2plus1d_18's filter planes).
+std::optional<Tensor> sliceOfConstant(const SliceNode &s, const Tensor &in) {
+  const Type &it = in.getType(), &ot = *s.getResultType();
+  const auto &starts = s.getStarts(), &ends = s.getEnds();
+  const size_t rank = it.rank();
+  if (ot.kind != it.kind || ot.scale != it.scale || ot.offset != it.offset || rank == 0 ||
+      ot.rank() != rank || starts.size() != rank || ends.size() != rank)
+    return std::nullopt;
+  for (size_t d = 0; d < rank; d++)
+    if (starts[d] >= ends[d] || ends[d] > it.dims[d] || ot.dims[d] != ends[d] - starts[d])
+      return std::nullopt;
+  Tensor out = Tensor(ot);
+  const Dims istr = it.strides();
+  const size_t es = it.elemBytes();
+  const dim_t run = ot.dims[rank - 1], rows = dim_t(ot.numElements()) / run;
+  std::vector<dim_t> idx(rank, 0); // the result row's coordinates (the last stays 0)
+  for (dim_t r = 0; r < rows; r++) {
+    dim_t src = 0;
+    for (size_t d = 0; d < rank; d++)
+      src += (idx[d] + starts[d]) * istr[d];
+    std::memcpy(out.getUnsafePtr() + r * run * es, in.getUnsafePtr() + src * es, run * es);
+    for (size_t d = rank - 1; d-- > 0;) {
+      if (++idx[d] < ot.dims[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+/// Folds the roots of \p roots that are Slices of a Constant directly (sliceOfConstant),
+/// Reshapes of such a Slice or of a Constant (the Interpreter copied the constant into its
+/// own arena, then again into the result),
+/// handing them to \p sweeper, and removes them from \p roots.
+bool foldSlicesOfConstants(Function *f, std::vector<Node *> &roots, passutil::Sweeper &sweeper) {
+  bool changed = false;
+  std::vector<Node *> rest;
+  for (Node *n : roots) {
+    // A Slice of a Constant, or a Reshape of one (the importer cuts a 3-D convolution's
+    // filter planes so).
+    auto *r = dyn_cast<ReshapeNode>(n);
+    auto *s = dyn_cast<SliceNode>(r ? r->getInput().node : n);
+    auto *c = s ? dyn_cast<Constant>(s->getInput().node) : nullptr;
+    std::optional<Tensor> v = c ? sliceOfConstant(*s, c->getPayload()) : std::nullopt;
+    if (auto *rc = r && !s ? dyn_cast<Constant>(r->getInput().node) : nullptr)
+      v = rc->getPayload().clone(); // a Reshape of a Constant: its bytes, retyped below
+    if (v && r) {
+      const Type &rt = *r->getResultType();
+      if (rt.kind == v->getType().kind && rt.sizeInBytes() == v->getSizeInBytes())
+        v->reshape(rt);
+      else
+        v.reset();
+    }
+    if (!v) {
+      rest.push_back(n);
+      continue;
+    }
+    Constant *folded = passutil::makeConstant(f, n->getName() + ".folded", std::move(*v));
+    n->replaceAllUsesOfWith(0, NodeValue(folded));
+    sweeper.add(n);
+    changed = true;
+  }
+  roots = std::move(rest);
+  return changed;
+}
+
 /// Replaces each used result of each root by a new Constant holding its computed value
 /// (taken from \p bindings); the roots are left to \p sweeper.
 void replaceRoots(Function *f, const std::vector<Node *> &roots,
@@ -185,24 +256,18 @@ void replaceRoots(Function *f, const std::vector<Node *> &roots,
   }
 }
 
-} // namespace
-
-bool foldConstants(Function *f, const PassContext &ctx) {
-  std::vector<Node *> order = passutil::topoOrder(*f);
-  std::unique_ptr<Backend> interp;
-  FoldMap info = findFoldable(order, ctx.options, interp);
-  if (!interp)
-    return false;
-  std::vector<Node *> roots = findRoots(order, info, ctx.options);
-  if (roots.empty())
-    return false;
-
+/// Folds \p roots on the Interpreter \p interp: their subgraphs copied into a scratch
+/// module, compiled and run once, each result made a Constant; the roots go to \p sweeper.
+/// False when nothing was folded.
+bool foldOnInterpreter(Function *f, const std::vector<Node *> &order,
+                       const std::vector<Node *> &roots, Backend &interp,
+                       passutil::Sweeper &sweeper) {
   Module scratch;
   Function *sf = scratch.createFunction("constant_fold");
   std::vector<std::vector<Placeholder *>> outs = copyToScratch(order, roots, scratch, sf);
   if (Error e = sf->verify())
     return false; // cannot happen for a verified input; fold nothing rather than fail
-  Expected<std::unique_ptr<CompiledFunction>> cf = interp->compile(sf, CompileOptions());
+  Expected<std::unique_ptr<CompiledFunction>> cf = interp.compile(sf, CompileOptions());
   if (!cf) {
     (void)cf.takeError();
     return false;
@@ -212,12 +277,26 @@ bool foldConstants(Function *f, const PassContext &ctx) {
   ExecutionContext ectx(&bindings);
   if (Error e = (*cf)->execute(ectx))
     return false;
-
-  passutil::Sweeper sweeper;
   replaceRoots(f, roots, outs, bindings, sweeper);
   cf->reset(); // compiled code refers to the scratch module: drop it first
-  sweeper.sweep(f);
   return true;
+}
+
+} // namespace
+
+bool foldConstants(Function *f, const PassContext &ctx) {
+  std::vector<Node *> order = passutil::topoOrder(*f);
+  std::unique_ptr<Backend> interp;
+  FoldMap info = findFoldable(order, ctx.options, interp);
+  if (!interp)
+    return false;
+  std::vector<Node *> roots = findRoots(order, info, ctx.options);
+  passutil::Sweeper sweeper;
+  bool changed = foldSlicesOfConstants(f, roots, sweeper);
+  if (!roots.empty())
+    changed = foldOnInterpreter(f, order, roots, *interp, sweeper) || changed;
+  sweeper.sweep(f);
+  return changed;
 }
 
 } // namespace kiln
