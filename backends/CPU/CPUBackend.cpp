@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <tuple>
 #include <set>
 
 namespace kiln::cpu {
@@ -27,15 +28,15 @@ namespace {
   return true;
 }();
 
-/// Pools are shared by thread count and spin bound: many compiled functions, few threads.
-std::shared_ptr<ThreadPool> getPool(unsigned threads, unsigned spinMicros) {
+/// Pools are shared by thread count and spin bounds: many compiled functions, few threads.
+std::shared_ptr<ThreadPool> getPool(unsigned threads, unsigned spinMicros, unsigned stageSpin) {
   static std::mutex m;
-  static std::map<std::pair<unsigned, unsigned>, std::weak_ptr<ThreadPool>> pools;
+  static std::map<std::tuple<unsigned, unsigned, unsigned>, std::weak_ptr<ThreadPool>> pools;
   std::lock_guard<std::mutex> l(m);
-  auto &w = pools[{threads, spinMicros}];
+  auto &w = pools[{threads, spinMicros, stageSpin}];
   if (auto p = w.lock())
     return p;
-  auto p = std::make_shared<ThreadPool>(threads, spinMicros);
+  auto p = std::make_shared<ThreadPool>(threads, spinMicros, stageSpin);
   w = p;
   return p;
 }
@@ -80,6 +81,8 @@ std::string CPUBackendOptions::defaultKernelCacheDir() {
 std::vector<BackendParameter> getCPUBackendParameters() {
   return {
       {"spin-us", "N", "microseconds the pool's threads spin before they block"},
+      {"stage-spin-us", "N",
+       "microseconds they spin between the stages of a run (at least spin-us)"},
       {"avx512", "0|1", "0: the AVX2 kernels and target even on an AVX-512 host"},
       {"vector-width", "N", "preferred bits per auto-vectorised loop (0: the host's)"},
       {"fuse-elementwise", "0|1", "fuse chains of element-wise instructions into one loop"},
@@ -118,8 +121,8 @@ Expected<CPUBackendOptions> parseCPUBackendOptions(const CompileOptions &opts,
       KILN_ASSIGN_OR_RETURN(out, parseUnsignedParameter(k, v));
       return Error::success();
     };
-    if (k == "spin-us") {
-      KILN_RETURN_IF_ERR(number(o.spinMicros));
+    if (k == "spin-us" || k == "stage-spin-us") {
+      KILN_RETURN_IF_ERR(number(k == "spin-us" ? o.spinMicros : o.stageSpinMicros));
     } else if (k == "avx512") {
       bool on = true;
       KILN_RETURN_IF_ERR(flag(on));
@@ -256,7 +259,7 @@ CPUBackend::generateCode(Function *f, PlannedIR &P, const CompileOptions &opts) 
     KILN_RETURN_IF_ERR(writeDump(o.dumpLLVMIR, f->getName(), (*prog)->jit->getIR()));
   if (!o.dumpAsm.empty())
     KILN_RETURN_IF_ERR(writeDump(o.dumpAsm, f->getName(), (*prog)->jit->getAsm()));
-  std::shared_ptr<ThreadPool> pool = getPool(co.threads, o.spinMicros);
+  std::shared_ptr<ThreadPool> pool = getPool(co.threads, o.spinMicros, o.stageSpinMicros);
   return std::unique_ptr<CompiledFunction>(
       new CPUFunction(std::move(prog).get(), pool, o.profile));
 }
@@ -332,11 +335,11 @@ void CPUFunction::returnArena(char *a) {
   arenas_.push_back(a);
 }
 
-Error CPUFunction::execute(ExecutionContext &ctx) {
+Error CPUFunction::bindBuffers(ExecutionContext &ctx, std::vector<char *> &bufs) const {
   PlaceholderBindings *b = ctx.getBindings();
   if (!b)
     return makeError(ErrorCode::InvalidArgument, "execute: no placeholder bindings");
-  std::vector<char *> bufs(kFirstPlaceholderBase + prog_->placeholders.size());
+  bufs.assign(kFirstPlaceholderBase + prog_->placeholders.size(), nullptr);
   bufs[kConstantBase] = prog_->constants;
   for (size_t k = 0; k < prog_->placeholders.size(); k++) {
     const Placeholder *ph = prog_->placeholders[k];
@@ -347,6 +350,12 @@ Error CPUFunction::execute(ExecutionContext &ctx) {
     KILN_ASSIGN_OR_RETURN(Tensor * t, b->getChecked(ph));
     bufs[kFirstPlaceholderBase + k] = t->getUnsafePtr();
   }
+  return Error::success();
+}
+
+Error CPUFunction::execute(ExecutionContext &ctx) {
+  std::vector<char *> bufs;
+  KILN_RETURN_IF_ERR(bindBuffers(ctx, bufs));
   char *arena = takeArena();
   if (!arena)
     return makeError(ErrorCode::OutOfMemory, "CPU backend: cannot allocate ",
@@ -360,6 +369,7 @@ Error CPUFunction::execute(ExecutionContext &ctx) {
     status[0] = status[1] = status[2] = 0;
   char **bp = bufs.data();
   unsigned nth = pool_->size();
+  ThreadPool::RunScope running(*pool_);
   // Kernel events, one per stage: for a trace that asks for them, and for the profile
   // (profile=1), which is their sum over runs.
   Tracer *tracer = ctx.getTracer() && ctx.getTracer()->kernels() ? ctx.getTracer() : nullptr;
@@ -373,12 +383,18 @@ Error CPUFunction::execute(ExecutionContext &ctx) {
   };
   if (record)
     events.reserve(prog_->stages.size());
+  // One task for every parallel stage, which it reads from `current`: no std::function
+  // (and no allocation) per stage.
+  StageFn current = nullptr;
+  const std::function<void(unsigned)> task = [&current, bp, nth](unsigned tid) {
+    current(bp, int64_t(tid), int64_t(nth));
+  };
   for (size_t i = 0; i < prog_->stages.size(); i++) {
     const Stage &s = prog_->stages[i];
     int64_t t0 = record ? now() : 0;
     if (s.parallel && nth > 1) {
-      StageFn fn = s.fn;
-      pool_->run([fn, bp, nth](unsigned tid) { fn(bp, int64_t(tid), int64_t(nth)); });
+      current = s.fn;
+      pool_->run(task);
     } else {
       s.fn(bp, 0, 1);
     }

@@ -52,6 +52,10 @@ struct CPUBackendOptions {
   /// networks at several threads run faster) but let an idle pool keep cores busy for up
   /// to that long after each run; 0 blocks at once.
   unsigned spinMicros = 100; // ThreadPool::kDefaultSpinMicros
+  /// The same bound while a run is between stages (at least spinMicros): a worker that
+  /// blocked during a serial stage costs a wake-up at the next parallel one, while the
+  /// run's end puts the pool to sleep after spinMicros whatever this is.
+  unsigned stageSpinMicros = 1000; // ThreadPool::kDefaultStageSpinMicros
   /// Inline GEMM/convolution drivers per call (slower compiles; see CodegenOptions).
   bool specializeGemm = false;
   /// Winograd and transposed-GEMM convolutions where they pay (see CodegenOptions).
@@ -152,6 +156,9 @@ public:
   uint64_t getConstantBytes() const;
 
 private:
+  /// The buffer table of a run: constants, placeholders (or borrowed constants); the
+  /// activation arena is the caller's to add.
+  Error bindBuffers(ExecutionContext &ctx, std::vector<char *> &bufs) const;
   char *takeArena();
   void returnArena(char *a);
 

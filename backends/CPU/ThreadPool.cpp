@@ -1,5 +1,6 @@
 #include "ThreadPool.h"
 
+#include <algorithm>
 #include <chrono>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -16,8 +17,9 @@ unsigned ThreadPool::hardwareThreads() {
   return n ? n : 1;
 }
 
-ThreadPool::ThreadPool(unsigned threads, unsigned spinMicros)
+ThreadPool::ThreadPool(unsigned threads, unsigned spinMicros, unsigned stageSpinMicros)
     : threads_(threads ? threads : 1), spinMicros_(spinMicros),
+      stageSpinMicros_(std::max(spinMicros, stageSpinMicros)),
       claimed_(new std::atomic<uint64_t>[threads ? threads : 1]) {
   for (unsigned t = 0; t < threads_; t++)
     claimed_[t].store(0, std::memory_order_relaxed);
@@ -28,7 +30,7 @@ ThreadPool::ThreadPool(unsigned threads, unsigned spinMicros)
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> l(m_);
-    stop_ = true;
+    stop_.store(true);
   }
   wake_.notify_all();
   for (auto &w : workers_)
@@ -36,9 +38,12 @@ ThreadPool::~ThreadPool() {
 }
 
 template <class Pred> bool ThreadPool::spinFor(Pred pred) const {
-  if (spinMicros_ == 0)
+  if (stageSpinMicros_ == 0 || (spinMicros_ == 0 && running_.load(std::memory_order_relaxed) == 0))
     return pred();
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spinMicros_);
+  auto start = std::chrono::steady_clock::now();
+  auto yieldFrom = start + std::chrono::microseconds(kPureSpinMicros);
+  auto shortBound = start + std::chrono::microseconds(spinMicros_);
+  auto longBound = start + std::chrono::microseconds(stageSpinMicros_);
   for (;;) {
     // Check the clock only every 64 polls: reading it costs more than a poll.
     for (int i = 0; i < 64; i++) {
@@ -46,8 +51,15 @@ template <class Pred> bool ThreadPool::spinFor(Pred pred) const {
         return true;
       KILN_CPU_RELAX();
     }
-    if (std::chrono::steady_clock::now() >= deadline)
+    auto now = std::chrono::steady_clock::now();
+    if (now >= longBound ||
+        (now >= shortBound && running_.load(std::memory_order_relaxed) == 0))
       return pred();
+    // Past the first microseconds, let a thread of this process that shares the core run:
+    // on a loaded host the scheduler may put the caller and a worker on one core, and a
+    // thread spinning there would hold up the very share it waits for.
+    if (now >= yieldFrom)
+      std::this_thread::yield();
   }
 }
 
@@ -68,10 +80,11 @@ void ThreadPool::runUnclaimed(const std::function<void(unsigned)> *fn, uint64_t 
     if (!claim(t, gen))
       continue;
     (*fn)(t);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    // The last share wakes the caller only if it blocked: it sets callerWaiting_ before it
+    // looks at pending_ again, this thread looks at callerWaiting_ after its decrement.
+    if (pending_.fetch_sub(1) == 1 && callerWaiting_.load()) {
       std::lock_guard<std::mutex> l(m_);
-      if (callerWaiting_)
-        done_.notify_one();
+      done_.notify_one();
     }
   }
 }
@@ -79,28 +92,22 @@ void ThreadPool::runUnclaimed(const std::function<void(unsigned)> *fn, uint64_t 
 void ThreadPool::workerLoop(unsigned tid) {
   uint64_t seen = 0;
   for (;;) {
-    auto published = [&] { return generation_.load(std::memory_order_acquire) != seen; };
-    const std::function<void(unsigned)> *task;
-    if (spinFor(published)) {
-      // task_ was written before the generation bump (under m_); take it under m_ too, so
-      // that a stop published at the same time is seen.
-      std::lock_guard<std::mutex> l(m_);
-      if (stop_)
-        return;
-      seen = generation_.load(std::memory_order_relaxed);
-      task = task_;
-    } else {
+    auto published = [&] { return generation_.load() != seen; };
+    if (!spinFor(published)) {
+      // Counted as a sleeper before the last look at the generation, under m_: a run
+      // published after that look sees the count and wakes this thread through m_.
       std::unique_lock<std::mutex> l(m_);
-      sleepers_++;
-      wake_.wait(l, [&] { return stop_ || published(); });
-      sleepers_--;
-      if (stop_)
+      sleepers_.fetch_add(1);
+      wake_.wait(l, [&] { return stop_.load() || published(); });
+      sleepers_.fetch_sub(1);
+      if (stop_.load())
         return;
-      seen = generation_.load(std::memory_order_relaxed);
-      task = task_;
     }
-    // Its own share first, then any other nobody has started. A share claimed by another
-    // thread is left alone; so is the task, which may be gone already.
+    // task_ was written before the generation bump. If that run is over already, every
+    // share of it was claimed and the task (maybe a newer one) is never called.
+    seen = generation_.load();
+    const std::function<void(unsigned)> *task = task_.load();
+    // Its own share first, then any other nobody has started.
     runUnclaimed(task, seen, tid);
   }
 }
@@ -111,23 +118,22 @@ void ThreadPool::run(const std::function<void(unsigned)> &fn) {
     return;
   }
   std::lock_guard<std::mutex> serial(runMutex_);
-  uint64_t gen;
-  {
-    std::lock_guard<std::mutex> l(m_);
-    task_ = &fn;
-    pending_.store(threads_ - 1, std::memory_order_relaxed);
-    gen = generation_.fetch_add(1, std::memory_order_release) + 1;
-    if (sleepers_)
-      wake_.notify_all();
+  task_.store(&fn, std::memory_order_relaxed);
+  pending_.store(threads_ - 1, std::memory_order_relaxed);
+  uint64_t gen = generation_.fetch_add(1) + 1; // publishes task_ and pending_
+  if (sleepers_.load()) {
+    // A sleeper is inside wake_.wait or about to check the generation under m_.
+    { std::lock_guard<std::mutex> l(m_); }
+    wake_.notify_all();
   }
   fn(0);
   runUnclaimed(&fn, gen, 1);
-  auto finished = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  auto finished = [&] { return pending_.load() == 0; };
   if (!spinFor(finished)) {
     std::unique_lock<std::mutex> l(m_);
-    callerWaiting_ = true;
+    callerWaiting_.store(true);
     done_.wait(l, finished);
-    callerWaiting_ = false;
+    callerWaiting_.store(false);
   }
 }
 

@@ -12,6 +12,11 @@
 /// finished its own share runs the shares nobody has started yet: on a shared host, a
 /// worker whose core is taken by another process when a stage is published no longer holds
 /// the stage up until it gets the core back.
+///
+/// Publishing a task and reporting a finished share take no lock while nobody is blocked:
+/// the mutex is only touched to put a thread to sleep or to wake one (a worker that counts
+/// itself in sleepers_, a caller that sets callerWaiting_; each side checks the other's
+/// flag after its own sequentially consistent write, so no wake-up is lost).
 #ifndef KILN_BACKENDS_CPU_THREADPOOL_H
 #define KILN_BACKENDS_CPU_THREADPOOL_H
 
@@ -30,10 +35,17 @@ class ThreadPool {
 public:
   /// Default bound on spin-waiting, in microseconds.
   static constexpr unsigned kDefaultSpinMicros = 100;
+  /// Default bound on spin-waiting between the stages of a run (see beginRun).
+  static constexpr unsigned kDefaultStageSpinMicros = 1000;
+  /// Spinning threads poll without yielding the core for this long, then yield it
+  /// between polls (every few microseconds) until their bound.
+  static constexpr unsigned kPureSpinMicros = 20;
 
   /// A pool running tasks on \p threads threads in all (the caller included); waiting
-  /// threads spin for at most \p spinMicros before blocking (0: block at once).
-  explicit ThreadPool(unsigned threads, unsigned spinMicros = kDefaultSpinMicros);
+  /// threads spin for at most \p spinMicros before blocking (0: block at once), and for
+  /// at most \p stageSpinMicros while some caller is between beginRun and endRun.
+  explicit ThreadPool(unsigned threads, unsigned spinMicros = kDefaultSpinMicros,
+                      unsigned stageSpinMicros = kDefaultStageSpinMicros);
   ~ThreadPool();
   ThreadPool(const ThreadPool &) = delete;
   ThreadPool &operator=(const ThreadPool &) = delete;
@@ -44,6 +56,24 @@ public:
   /// worker) finishes first and takes them over, so fn(tid) may run on any thread. One call
   /// at a time per pool (calls from several threads serialise).
   void run(const std::function<void(unsigned)> &fn);
+
+  /// Brackets a sequence of run() calls close together (the stages of one inference):
+  /// in between, waiting threads spin for the longer stage bound, so a short serial stage
+  /// between two parallel ones does not put the workers to sleep; after endRun they block
+  /// once the plain bound has passed. Calls nest and may come from several threads.
+  void beginRun() { running_.fetch_add(1, std::memory_order_relaxed); }
+  void endRun() { running_.fetch_sub(1, std::memory_order_relaxed); }
+  /// beginRun for the scope's lifetime.
+  class RunScope {
+  public:
+    explicit RunScope(ThreadPool &p) : p_(p) { p_.beginRun(); }
+    ~RunScope() { p_.endRun(); }
+    RunScope(const RunScope &) = delete;
+    RunScope &operator=(const RunScope &) = delete;
+
+  private:
+    ThreadPool &p_;
+  };
 
   /// Number of hardware threads (at least 1).
   static unsigned hardwareThreads();
@@ -60,20 +90,21 @@ private:
   template <class Pred> bool spinFor(Pred pred) const;
 
   unsigned threads_;
-  unsigned spinMicros_;
+  unsigned spinMicros_, stageSpinMicros_;
+  std::atomic<unsigned> running_{0}; // callers between beginRun and endRun
   std::vector<std::thread> workers_;
   std::mutex runMutex_; // serialises run()
 
-  // Published task: generation_ is bumped (under m_) each time a task is published.
-  std::mutex m_;
+  // Published task: task_ and pending_ are written, then generation_ is bumped.
+  std::mutex m_; // only to block and to wake (wake_, done_)
   std::condition_variable wake_, done_;
-  const std::function<void(unsigned)> *task_ = nullptr;
+  std::atomic<const std::function<void(unsigned)> *> task_{nullptr};
   std::atomic<uint64_t> generation_{0};
   std::atomic<unsigned> pending_{0};                 // shares 1.. not yet finished
   std::unique_ptr<std::atomic<uint64_t>[]> claimed_; // per share: generation last claimed
-  unsigned sleepers_ = 0;     // workers blocked on wake_ (guarded by m_)
-  bool callerWaiting_ = false; // the caller is blocked on done_ (guarded by m_)
-  bool stop_ = false;          // guarded by m_
+  std::atomic<unsigned> sleepers_{0};    // workers blocked (or about to block) on wake_
+  std::atomic<bool> callerWaiting_{false}; // the caller is blocked (or about to) on done_
+  std::atomic<bool> stop_{false};          // written under m_
 };
 
 } // namespace kiln::cpu

@@ -362,17 +362,19 @@ TEST(CPUBackend, CompilesFromTheVerifiedSharedPlan) {
 // Compiled whole (fused, planned, verified) the pair matches the Interpreter.
 TEST(CPUBackend, ResidualPair) { checkAgainstInterpreter(buildResidualPair); }
 
-// The pool's spin bound changes only how threads wait: blocking at once (0) and spinning
-// long (1 ms) both give the Interpreter's results at 2 threads, run after run.
+// The pool's spin bounds change only how threads wait: blocking at once (0, between
+// stages too), spinning between stages only, and spinning long (1 ms) all give the
+// Interpreter's results at 2 threads, run after run.
 TEST(CPUBackend, SpinBoundsKeepResults) {
   auto interp = exitOnError(createBackend("Interpreter"));
   Net ref;
   buildFireModule(ref);
   auto expected = runOn(ref, *interp, {});
-  for (unsigned spin : {0u, 1000u}) {
-    SCOPED_TRACE("spin " + std::to_string(spin));
+  for (auto [spin, stageSpin] : {std::pair{0u, 0u}, {0u, 1000u}, {1000u, 0u}}) {
+    SCOPED_TRACE("spin " + std::to_string(spin) + " stage " + std::to_string(stageSpin));
     cpu::CPUBackendOptions o;
     o.spinMicros = spin;
+    o.stageSpinMicros = stageSpin;
     cpu::CPUBackend cpu(o);
     Net net;
     buildFireModule(net);

@@ -68,6 +68,38 @@ TEST(ThreadPoolTest, NoSpinning) {
   checkRuns(pool, 20, 500);
 }
 
+// Inside a RunScope waiting threads spin for the stage bound (here 300 us): gaps shorter
+// than it keep them spinning, longer ones put them to sleep; after the scope they block
+// after the plain bound (0 here: at once). Every path must still run each id once.
+TEST(ThreadPoolTest, RunScopeSpinsBetweenStages) {
+  ThreadPool pool(3, /*spinMicros=*/0, /*stageSpinMicros=*/300);
+  for (int round = 0; round < 3; round++) {
+    {
+      ThreadPool::RunScope running(pool);
+      checkRuns(pool, 200, 0);
+      checkRuns(pool, 20, 100);  // within the stage bound
+      checkRuns(pool, 10, 1000); // past it
+    }
+    checkRuns(pool, 20, 200); // blocking at once again
+  }
+}
+
+TEST(ThreadPoolTest, RunScopesNestAcrossCallers) {
+  ThreadPool pool(2, 10, 200);
+  std::atomic<int> total{0};
+  auto caller = [&] {
+    for (int i = 0; i < 100; i++) {
+      ThreadPool::RunScope running(pool);
+      for (int s = 0; s < 3; s++)
+        pool.run([&](unsigned) { total++; });
+    }
+  };
+  std::thread a(caller), b(caller);
+  a.join();
+  b.join();
+  EXPECT_EQ(total.load(), 2 * 100 * 3 * 2);
+}
+
 TEST(ThreadPoolTest, ConcurrentCallersSerialise) {
   ThreadPool pool(2);
   std::atomic<int> inside{0}, maxInside{0}, total{0};
