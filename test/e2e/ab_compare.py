@@ -16,7 +16,11 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "bench"))
-sys.path.insert(0, os.environ.get("KILN_BENCH_DIR", BENCH))
+BENCH = os.environ.get("KILN_BENCH_DIR", BENCH)
+if not os.path.exists(os.path.join(BENCH, "compare.py")):
+    sys.exit("ab_compare.py: %s/compare.py not found (set KILN_BENCH_DIR to ../shared/bench)"
+             % BENCH)
+sys.path.insert(0, BENCH)
 import compare  # noqa: E402  (../shared/bench/compare.py)
 
 

@@ -51,6 +51,9 @@ def main():
     ap.add_argument("--backend", default="CPU")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
+    ort_bench = os.path.join(BENCH, "ort_bench.js")
+    if not os.path.exists(ort_bench):
+        sys.exit("startup_rss.py: %s not found (set KILN_BENCH_DIR to ../shared/bench)" % ort_bench)
     models = a.models.split(",") if a.models else sorted(
         m for m in os.listdir(a.dir) if os.path.exists(os.path.join(a.dir, m, "model.onnx")))
     out = open(a.json, "a") if a.json else None
@@ -60,7 +63,7 @@ def main():
     for model in models:
         d = os.path.join(a.dir, model)
         ort_out, ort_rss, _ = timed(
-            ["node", os.path.join(BENCH, "ort_bench.js"), "--dir", a.dir, "--models", model,
+            ["node", ort_bench, "--dir", a.dir, "--models", model,
              "--threads", str(a.threads), "--warmup", "1", "--min-runs", "3", "--max-runs", "3",
              "--min-sec", "0", "--ort", os.path.join(PEERS, "node_modules", "onnxruntime-node")])
         ort = last_json(ort_out)
