@@ -393,11 +393,11 @@ std::vector<std::string> sharedKernelNames(bool avx512) {
       "libjit_reduce_prod_f32", "libjit_scale_f32"};
   // The int8 convolution and fully-connected kernels (VNNI ones on AVX-512 hosts that have
   // it, the AVX2 ones elsewhere): compiled into each program they cost an int8 network
-  // seconds of LLVM at every cold compile (mobilenet_v2 int8: 6.2 s, against 0.3 s shared).
+  // seconds of LLVM at every cold compile (figures in commit 58a935a's message).
   // The same for the bf16 ones (AVX512_BF16). Both keep their extension in the prebuilt
   // x86-64-v4 objects (compile() keeps a kernel's own target features).
-  // (Not the int8 depthwise kernel: its constant shapes pay, 8% of mobilenet_v2's
-  // depthwise time.)
+  // (Not the int8 depthwise kernel: specialised to its constant shapes it runs faster, so
+  // each program keeps its own and pays its compile.)
   for (const char *q : {"libjit_qconv_i8_", "libjit_qfc_i8_"}) {
     if (avx512)
       names.push_back(std::string(q) + "vnni");
