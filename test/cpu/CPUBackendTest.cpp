@@ -1125,13 +1125,6 @@ void buildReleasable(Net &n) {
   other->createSave("o", other->createFullyConnected("fc", z, w2, b2));
 }
 
-const Constant *constantNamed(const Module &m, const std::string &name) {
-  for (const auto &c : m.getConstants())
-    if (c->getName() == name)
-      return c.get();
-  return nullptr;
-}
-
 // release-constants: a weight packed for its one reader is freed from the graph (its
 // payload keeps its type and holds no memory); one read in place (the element-wise
 // addend, the biases) or used by another function of the module stays. The results match
@@ -1152,12 +1145,12 @@ TEST(CPUBackend, ReleaseConstantsFreesPackedWeightsOnly) {
     opts.threads = 1;
     opts.backendOptions["release-constants"] = "1";
     expectClose(runOn(net, cpu, opts), expected);
-    const Constant *w1 = constantNamed(net.mod, "w1");
+    const Constant *w1 = net.mod.getConstantByName("w1");
     ASSERT_TRUE(w1);
     EXPECT_EQ(w1->getPayload().getUnsafePtr(), nullptr);
     EXPECT_EQ(w1->getPayload().getType(), *w1->getType());
     for (const char *kept : {"w2", "b1", "b2", "addend"}) {
-      const Constant *c = constantNamed(net.mod, kept);
+      const Constant *c = net.mod.getConstantByName(kept);
       ASSERT_TRUE(c) << kept;
       EXPECT_NE(c->getPayload().getUnsafePtr(), nullptr) << kept;
     }

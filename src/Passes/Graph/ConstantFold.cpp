@@ -198,10 +198,10 @@ std::optional<Tensor> sliceOfConstant(const SliceNode &s, const Tensor &in) {
   return out;
 }
 
-/// Folds the roots of \p roots that are Slices of a Constant directly (sliceOfConstant),
+/// Folds directly the roots of \p roots that are Slices of a Constant (sliceOfConstant) or
 /// Reshapes of such a Slice or of a Constant (the Interpreter copied the constant into its
-/// own arena, then again into the result),
-/// handing them to \p sweeper, and removes them from \p roots.
+/// own arena, then again into the result), hands them to \p sweeper and removes them from
+/// \p roots.
 bool foldSlicesOfConstants(Function *f, std::vector<Node *> &roots, passutil::Sweeper &sweeper) {
   bool changed = false;
   std::vector<Node *> rest;
