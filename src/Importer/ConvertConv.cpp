@@ -365,6 +365,39 @@ Error convertPool3D(Importer &I, const Node &n, const Dims &xd) {
 /// taps, each a strided Gather of the input padded with the lowest value; the first
 /// largest tap wins, and Indices are flat positions in the (unpadded) input,
 /// ((n * C + c) * H + h) * W + w (storage_order 1: column-major within each image).
+/// Keeps every \p step-th index along \p axis of \p v (the rows or columns a dilated
+/// window reads when the strides are multiples of the dilations).
+NodeValue gatherEvery(Importer &I, const Node &n, NodeValue v, unsigned axis, dim_t step,
+                      const char *node, const char *constant) {
+  std::vector<int64_t> idx;
+  for (dim_t i = 0; i < v.dims()[axis]; i += step)
+    idx.push_back(int64_t(i));
+  NodeValue at = I.makeConstant(I.opName(n, constant),
+                                tensorFromInts(ElemKind::Int64I, {idx.size()}, idx));
+  return I.F->createGather(I.opName(n, node), v, at, axis);
+}
+
+/// MaxPool's Indices output for one tap: the flat index into the unpadded input \p d (NCHW,
+/// or with \p colMajor the storage order that swaps H and W) of the element at padded row
+/// rows[i] and column cols[j], for every output position.
+Tensor tapIndices(const Dims &d, const std::vector<int64_t> &rows,
+                  const std::vector<int64_t> &cols, int64_t padTop, int64_t padLeft,
+                  bool colMajor) {
+  const int64_t C = int64_t(d[1]), H = int64_t(d[2]), W = int64_t(d[3]);
+  Tensor it(ElemKind::Int64I, {d[0], d[1], rows.size(), cols.size()});
+  auto h = it.getHandle<int64_t>();
+  size_t k = 0;
+  for (int64_t nn = 0; nn < int64_t(d[0]); nn++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t r : rows)
+        for (int64_t col : cols) {
+          int64_t hh = r - padTop, ww = col - padLeft;
+          int64_t in = colMajor ? ww * H + hh : hh * W + ww;
+          h.raw(k++) = (nn * C + c) * H * W + in;
+        }
+  return it;
+}
+
 Error convertMaxPoolByTaps(Importer &I, const Node &n, const Window &w, const Dims &xd) {
   KILN_ASSIGN_OR_RETURN(NodeValue x, input4D(I, n, 0));
   Function *F = I.F;
@@ -389,27 +422,11 @@ Error convertMaxPoolByTaps(Importer &I, const Node &n, const Window &w, const Di
     // column of the padded input that is a multiple of the dilation: keep those, and the
     // result is a plain max pool of the kernel's size with stride / dilation (its output
     // size works out to oH x oW).
-    auto multiples = [](dim_t len, dim_t d) {
-      std::vector<int64_t> v;
-      for (dim_t i = 0; i < len; i += d)
-        v.push_back(int64_t(i));
-      return v;
-    };
     NodeValue v = xp;
-    if (dh > 1) {
-      std::vector<int64_t> rows = multiples(Hp, dh);
-      v = F->createGather(I.opName(n, "dilrows"), v,
-                          I.makeConstant(I.opName(n, "rows"),
-                                         tensorFromInts(ElemKind::Int64I, {rows.size()}, rows)),
-                          2);
-    }
-    if (dw > 1) {
-      std::vector<int64_t> cols = multiples(Wp, dw);
-      v = F->createGather(I.opName(n, "dilcols"), v,
-                          I.makeConstant(I.opName(n, "cols"),
-                                         tensorFromInts(ElemKind::Int64I, {cols.size()}, cols)),
-                          3);
-    }
+    if (dh > 1)
+      v = gatherEvery(I, n, v, 2, dh, "dilrows", "rows");
+    if (dw > 1)
+      v = gatherEvery(I, n, v, 3, dw, "dilcols", "cols");
     NodeValue y = F->createMaxPool(I.opName(n), v, {kh, kw}, {sh / dh, sw / dw}, {0, 0, 0, 0});
     bindWindowResult(I, n, y, xd.size() == 3);
     return Error::success();
@@ -436,20 +453,9 @@ Error convertMaxPoolByTaps(Importer &I, const Node &n, const Window &w, const Di
           I.opName(n, "tap"), v,
           I.makeConstant(I.opName(n, "cols"), tensorFromInts(ElemKind::Int64I, {oW}, cols)), 3);
       NodeValue vi;
-      if (wantIdx) {
-        Tensor it(ElemKind::Int64I, {N, C, oH, oW});
-        auto h = it.getHandle<int64_t>();
-        size_t k = 0;
-        for (dim_t nn = 0; nn < N; nn++)
-          for (dim_t c = 0; c < C; c++)
-            for (dim_t i = 0; i < oH; i++)
-              for (dim_t j = 0; j < oW; j++) {
-                int64_t hh = rows[i] - int64_t(pt), ww = cols[j] - int64_t(pl);
-                int64_t in = colMajor ? ww * int64_t(H) + hh : hh * int64_t(W) + ww;
-                h.raw(k++) = int64_t((nn * C + c) * H * W) + in;
-              }
-        vi = I.makeConstant(I.opName(n, "tapidx"), std::move(it));
-      }
+      if (wantIdx)
+        vi = I.makeConstant(I.opName(n, "tapidx"),
+                            tapIndices(d, rows, cols, int64_t(pt), int64_t(pl), colMajor));
       if (!best) {
         best = v;
         bestIdx = vi;

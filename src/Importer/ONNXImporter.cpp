@@ -487,8 +487,7 @@ Error Importer::convertSubgraph(const onnx::NodeProto &owner, const onnx::GraphP
   return err;
 }
 
-Error Importer::importGraph(const onnx::GraphProto &g, ONNXModel &out) {
-  graph_ = &g;
+void Importer::countUses(const onnx::GraphProto &g) {
   for (int i = 0; i < g.node_size(); i++)
     nodeIndex_[&g.node(i)] = i;
   for (const auto &n : g.node())
@@ -500,12 +499,9 @@ Error Importer::importGraph(const onnx::GraphProto &g, ONNXModel &out) {
   // too, so that releaseConstInput never frees a constant a body still reads.
   for (const auto &n : g.node())
     countBodyReads(n, uses_);
+}
 
-  KILN_RETURN_IF_ERR(bindSymbols(g)); // a shape the model refuses, before anything else
-  KILN_RETURN_IF_ERR(collectUnsupported(g));
-  if (g.sparse_initializer_size())
-    return makeError(ErrorCode::Unsupported, "sparse initializers are not supported");
-
+Error Importer::importInitializers(const onnx::GraphProto &g) {
   for (int i = 0; i < g.initializer_size(); i++) {
     const onnx::TensorProto &t = g.initializer(i);
     if (t.name().empty())
@@ -528,7 +524,10 @@ Error Importer::importGraph(const onnx::GraphProto &g, ONNXModel &out) {
     if (&g == releasable_)
       releaseTensorData(*releasable_->mutable_initializer(i));
   }
+  return Error::success();
+}
 
+Error Importer::importInputs(const onnx::GraphProto &g, ONNXModel &out) {
   for (const auto &vi : g.input()) {
     const std::string &name = vi.name();
     if (consts_.count(name))
@@ -556,13 +555,10 @@ Error Importer::importGraph(const onnx::GraphProto &g, ONNXModel &out) {
     out.inputNames.push_back(name);
     out.inputs[name] = ph;
   }
+  return Error::success();
+}
 
-  for (const auto &n : g.node()) {
-    if (!converters_.count(converterKey(n)))
-      return unsupported(n, "domain '", n.domain(), "' is not supported");
-    KILN_RETURN_IF_ERR(convertNode(n));
-  }
-
+Error Importer::importOutputs(const onnx::GraphProto &g, ONNXModel &out) {
   for (const auto &o : g.output()) {
     const std::string &name = o.name();
     if (out.outputs.count(name))
@@ -590,6 +586,24 @@ Error Importer::importGraph(const onnx::GraphProto &g, ONNXModel &out) {
     out.outputNames.push_back(name);
     out.outputs[name] = F->createSave(name, v);
   }
+  return Error::success();
+}
+
+Error Importer::importGraph(const onnx::GraphProto &g, ONNXModel &out) {
+  graph_ = &g;
+  countUses(g);
+  KILN_RETURN_IF_ERR(bindSymbols(g)); // a shape the model refuses, before anything else
+  KILN_RETURN_IF_ERR(collectUnsupported(g));
+  if (g.sparse_initializer_size())
+    return makeError(ErrorCode::Unsupported, "sparse initializers are not supported");
+  KILN_RETURN_IF_ERR(importInitializers(g));
+  KILN_RETURN_IF_ERR(importInputs(g, out));
+  for (const auto &n : g.node()) {
+    if (!converters_.count(converterKey(n)))
+      return unsupported(n, "domain '", n.domain(), "' is not supported");
+    KILN_RETURN_IF_ERR(convertNode(n));
+  }
+  KILN_RETURN_IF_ERR(importOutputs(g, out));
   if (F->hasRecordedErrors()) {
     Error e = F->verify();
     if (e)

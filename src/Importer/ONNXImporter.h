@@ -321,6 +321,14 @@ private:
     }
   };
   Error importGraph(const onnx::GraphProto &g, ONNXModel &out);
+  /// Indexes \p g's nodes and counts the reads of every value (bodies' reads included).
+  void countUses(const onnx::GraphProto &g);
+  /// Converts \p g's initializers into constants, freeing the model's copies as it goes.
+  Error importInitializers(const onnx::GraphProto &g);
+  /// \p g's inputs that are not initializers: placeholders, or frozen constant inputs.
+  Error importInputs(const onnx::GraphProto &g, ONNXModel &out);
+  /// A Save per graph output (a constant output becomes a Constant first).
+  Error importOutputs(const onnx::GraphProto &g, ONNXModel &out);
   /// The top-level graph, whose initializers' data importGraph frees once converted.
   onnx::GraphProto *releasable_ = nullptr;
   /// Where the top-level initializers' raw_data is when the model was parsed stripped.

@@ -229,112 +229,47 @@ Tensor widenEightBit(const Tensor &t) {
   return out;
 }
 
-Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElements,
-                                 bool keepEightBit, const RawSpan *raw) {
-  const bool hasRaw = raw ? raw->present : t.has_raw_data();
-  const char *rawData = raw ? raw->data : t.raw_data().data();
-  const size_t rawSize = raw ? raw->size : t.raw_data().size();
-  if (keepEightBit && (t.data_type() == TP::INT8 || t.data_type() == TP::UINT8) &&
-      t.data_location() != TP::EXTERNAL && !t.has_segment()) {
-    std::vector<int64_t> dv(t.dims().begin(), t.dims().end());
-    KILN_ASSIGN_OR_RETURN(Dims dims,
-                          checkedDims(dv, maxElements, "tensor '" + t.name() + "'"));
-    ElemKind k = t.data_type() == TP::INT8 ? ElemKind::Int8Q : ElemKind::UInt8Q;
-    size_t n = dims.product();
-    size_t have = hasRaw ? rawSize : size_t(t.int32_data_size());
-    if (have != n)
-      return makeError(ErrorCode::ModelParse, "tensor '", t.name(), "' of ",
-                       onnxTypeName(t.data_type()), "<", dimsToString(dims), "> holds ", have,
-                       " values; expected ", n);
-    Tensor out(Type(k, dims, 1.0f, 0));
-    if (hasRaw) {
-      if (n)
-        std::memcpy(out.getUnsafePtr(), rawData, n);
-    } else {
-      for (size_t i = 0; i < n; i++)
-        out.setFromDouble(i, double(t.int32_data(int(i)))); // saturates out-of-range values
-    }
-    return out;
-  }
-  std::string what = "tensor '" + t.name() + "'";
-  if (t.data_location() == TP::EXTERNAL)
-    return makeError(ErrorCode::Unsupported, what, " uses external data, which is not supported");
-  if (t.has_segment())
-    return makeError(ErrorCode::Unsupported, what, " is segmented, which is not supported");
-  std::vector<int64_t> dv(t.dims().begin(), t.dims().end());
-  KILN_ASSIGN_OR_RETURN(Dims dims, checkedDims(dv, maxElements, what));
-  KILN_ASSIGN_OR_RETURN(ElemKind kind, elemKindFromONNX(t.data_type()));
-  size_t n = dims.product();
-  int32_t dt = t.data_type();
-  std::string tyName = onnxTypeName(dt);
-  // Check the data against the shape before allocating anything.
-  size_t have = 0;
-  if (hasRaw) {
-    size_t es = onnxElemSize(dt);
-    if (rawSize != n * es)
-      return makeError(ErrorCode::ModelParse, what, " of ", tyName, "<", dimsToString(dims),
-                       "> has ", rawSize, " bytes of raw_data; expected ", n * es);
-  } else {
-    switch (dt) {
-    case TP::FLOAT: have = t.float_data_size(); break;
-    case TP::DOUBLE: have = t.double_data_size(); break;
-    case TP::INT64: have = t.int64_data_size(); break;
-    case TP::UINT32: case TP::UINT64: have = t.uint64_data_size(); break;
-    default: have = t.int32_data_size(); break;
-    }
-    if (have != n)
-      return makeError(ErrorCode::ModelParse, what, " of ", tyName, "<", dimsToString(dims),
-                       "> holds ", have, " values; expected ", n);
-  }
-  Tensor out(kind, dims);
+namespace {
 
-  if (hasRaw) {
-    size_t es = onnxElemSize(dt);
-    (void)es;
-    setFromRaw(out, n, dt, rawData);
-    return out;
-  }
+/// A tensor's raw_data: in the message, or where stripInitializerData found it.
+struct RawData {
+  bool present;
+  const char *data;
+  size_t size;
+};
 
-  auto countError = [&](size_t have) {
-    return makeError(ErrorCode::ModelParse, what, " of ", tyName, "<", dimsToString(dims),
-                     "> holds ", have, " values; expected ", n);
-  };
+/// How many values the typed field of ONNX type \p dt holds in \p t.
+size_t typedFieldSize(const onnx::TensorProto &t, int32_t dt) {
+  switch (dt) {
+  case TP::FLOAT: return size_t(t.float_data_size());
+  case TP::DOUBLE: return size_t(t.double_data_size());
+  case TP::INT64: return size_t(t.int64_data_size());
+  case TP::UINT32: case TP::UINT64: return size_t(t.uint64_data_size());
+  default: return size_t(t.int32_data_size());
+  }
+}
+
+/// Stores the \p n values of \p t's typed field (its type \p dt) into \p out.
+void setFromTypedField(Tensor &out, const onnx::TensorProto &t, int32_t dt, size_t n) {
+  char *o = out.getUnsafePtr();
+  if (n == 0)
+    return;
   switch (dt) {
   case TP::FLOAT:
-    if (size_t(t.float_data_size()) != n)
-      return countError(t.float_data_size());
-    if (n)
-      std::memcpy(out.getUnsafePtr(), t.float_data().data(), n * sizeof(float));
-    break;
+    std::memcpy(o, t.float_data().data(), n * sizeof(float));
+    return;
   case TP::DOUBLE:
-    if (size_t(t.double_data_size()) != n)
-      return countError(t.double_data_size());
-    {
-      float *o = reinterpret_cast<float *>(out.getUnsafePtr());
-      for (size_t i = 0; i < n; i++)
-        o[i] = float(t.double_data(int(i)));
-    }
-    break;
+    for (size_t i = 0; i < n; i++)
+      reinterpret_cast<float *>(o)[i] = float(t.double_data(int(i)));
+    return;
   case TP::INT64:
-    if (size_t(t.int64_data_size()) != n)
-      return countError(t.int64_data_size());
-    if (n)
-      std::memcpy(out.getUnsafePtr(), t.int64_data().data(), n * sizeof(int64_t));
-    break;
+    std::memcpy(o, t.int64_data().data(), n * sizeof(int64_t));
+    return;
   case TP::UINT32: case TP::UINT64:
-    if (size_t(t.uint64_data_size()) != n)
-      return countError(t.uint64_data_size());
-    {
-      int64_t *o = reinterpret_cast<int64_t *>(out.getUnsafePtr());
-      for (size_t i = 0; i < n; i++)
-        o[i] = int64_t(t.uint64_data(int(i)));
-    }
-    break;
-  case TP::INT32: case TP::INT16: case TP::INT8: case TP::UINT16: case TP::UINT8:
-  case TP::BOOL: case TP::FLOAT16: case TP::BFLOAT16: {
-    if (size_t(t.int32_data_size()) != n)
-      return countError(t.int32_data_size());
-    char *o = out.getUnsafePtr();
+    for (size_t i = 0; i < n; i++)
+      reinterpret_cast<int64_t *>(o)[i] = int64_t(t.uint64_data(int(i)));
+    return;
+  default: // the kinds int32_data holds: 8-, 16- and 32-bit integers, bool, 16-bit floats
     for (size_t i = 0; i < n; i++) {
       int32_t v = t.int32_data(int(i));
       if (dt == TP::BOOL)
@@ -346,12 +281,65 @@ Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElement
       else
         reinterpret_cast<int32_t *>(o)[i] = v;
     }
-    break;
   }
-  default:
-    return makeError(ErrorCode::ModelParse, what, " has element type ", tyName,
-                     " without data");
+}
+
+/// An INT8 / UINT8 tensor kept 8-bit: Int8Q / UInt8Q, scale 1, offset 0, the raw values.
+Expected<Tensor> eightBitTensor(const onnx::TensorProto &t, uint64_t maxElements,
+                                const RawData &raw) {
+  std::vector<int64_t> dv(t.dims().begin(), t.dims().end());
+  KILN_ASSIGN_OR_RETURN(Dims dims, checkedDims(dv, maxElements, "tensor '" + t.name() + "'"));
+  ElemKind k = t.data_type() == TP::INT8 ? ElemKind::Int8Q : ElemKind::UInt8Q;
+  size_t n = dims.product();
+  size_t have = raw.present ? raw.size : size_t(t.int32_data_size());
+  if (have != n)
+    return makeError(ErrorCode::ModelParse, "tensor '", t.name(), "' of ",
+                     onnxTypeName(t.data_type()), "<", dimsToString(dims), "> holds ", have,
+                     " values; expected ", n);
+  Tensor out(Type(k, dims, 1.0f, 0));
+  if (raw.present) {
+    if (n)
+      std::memcpy(out.getUnsafePtr(), raw.data, n);
+  } else {
+    for (size_t i = 0; i < n; i++)
+      out.setFromDouble(i, double(t.int32_data(int(i)))); // saturates out-of-range values
   }
+  return out;
+}
+
+} // namespace
+
+Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElements,
+                                 bool keepEightBit, const RawSpan *span) {
+  const RawData raw = span ? RawData{span->present, span->data, span->size}
+                           : RawData{t.has_raw_data(), t.raw_data().data(), t.raw_data().size()};
+  const int32_t dt = t.data_type();
+  const bool external = t.data_location() == TP::EXTERNAL;
+  if (keepEightBit && (dt == TP::INT8 || dt == TP::UINT8) && !external && !t.has_segment())
+    return eightBitTensor(t, maxElements, raw);
+  std::string what = "tensor '" + t.name() + "'";
+  if (external)
+    return makeError(ErrorCode::Unsupported, what, " uses external data, which is not supported");
+  if (t.has_segment())
+    return makeError(ErrorCode::Unsupported, what, " is segmented, which is not supported");
+  std::vector<int64_t> dv(t.dims().begin(), t.dims().end());
+  KILN_ASSIGN_OR_RETURN(Dims dims, checkedDims(dv, maxElements, what));
+  KILN_ASSIGN_OR_RETURN(ElemKind kind, elemKindFromONNX(dt));
+  size_t n = dims.product();
+  // Check the data against the shape before allocating anything.
+  if (raw.present && raw.size != n * onnxElemSize(dt))
+    return makeError(ErrorCode::ModelParse, what, " of ", onnxTypeName(dt), "<",
+                     dimsToString(dims), "> has ", raw.size, " bytes of raw_data; expected ",
+                     n * onnxElemSize(dt));
+  if (!raw.present && typedFieldSize(t, dt) != n)
+    return makeError(ErrorCode::ModelParse, what, " of ", onnxTypeName(dt), "<",
+                     dimsToString(dims), "> holds ", typedFieldSize(t, dt),
+                     " values; expected ", n);
+  Tensor out(kind, dims);
+  if (raw.present)
+    setFromRaw(out, n, dt, raw.data);
+  else
+    setFromTypedField(out, t, dt, n);
   return out;
 }
 
