@@ -5,6 +5,11 @@
 #include <limits>
 #include <sstream>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
 #include <glog/logging.h>
 
 namespace kiln {
@@ -13,23 +18,73 @@ namespace {
 
 constexpr size_t kAlign = 64;
 
-/// Zero-filled, kAlign-aligned memory for an owning tensor, freed by alignedFree. It comes
-/// from calloc, kAlign bytes larger, with calloc's own pointer kept in the 8 bytes below the
-/// aligned one: calloc hands out a large block as fresh pages from the kernel, which are
-/// zero already, so a tensor that its caller then fills (a weight copied from a model file)
-/// is written, and its pages faulted in, once; aligned_alloc + memset wrote it twice.
+/// Tensors of at least this many bytes get memory of their own from the kernel, in 2 MiB
+/// pages where it has them (the size below which a network's arenas stay on small pages
+/// too, codegen/Arena.cpp).
+constexpr size_t kHugePage = size_t(2) << 20;
+constexpr size_t kLargeTensor = 2 * kHugePage;
+
+/// A large tensor's memory: a private anonymous mapping whose first huge page starts kAlign
+/// bytes before the data, the mapping's start and length kept in the two words below the
+/// data. Fresh mappings read as zeros, and with MADV_HUGEPAGE their first touch takes one
+/// fault per 2 MiB instead of one per 4 KiB: a weight copied from a model file is written
+/// once, at memory speed. Null when the system has no such mappings or refuses one.
+char *largeAlloc(size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  const size_t len = (bytes + kAlign + page - 1) / page * page;
+  const size_t mapped = len + kHugePage;
+  void *m = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED)
+    return nullptr;
+  uintptr_t start = reinterpret_cast<uintptr_t>(m);
+  uintptr_t base = (start + kHugePage - 1) / kHugePage * kHugePage;
+  if (base > start) // the unaligned head and tail go back
+    munmap(m, base - start);
+  if (start + mapped > base + len)
+    munmap(reinterpret_cast<void *>(base + len), start + mapped - (base + len));
+  madvise(reinterpret_cast<void *>(base), len, MADV_HUGEPAGE); // advice only
+  char *data = reinterpret_cast<char *>(base) + kAlign;
+  reinterpret_cast<uintptr_t *>(data)[-1] = base;
+  reinterpret_cast<uintptr_t *>(data)[-2] = len;
+  return data;
+#else
+  (void)bytes;
+  return nullptr;
+#endif
+}
+
+/// Zero-filled, kAlign-aligned memory for an owning tensor, freed by alignedFree. A large
+/// one comes from largeAlloc; the others from calloc, kAlign bytes larger, with calloc's own
+/// pointer kept in the word below the aligned one and 0 in the word below that: calloc
+/// hands out a large block as fresh pages from the kernel, which are zero already, so a
+/// tensor that its caller then fills is written, and its pages faulted in, once;
+/// aligned_alloc + memset wrote it twice.
 char *zeroedAlloc(size_t bytes) {
+  if (bytes >= kLargeTensor)
+    if (char *p = largeAlloc(bytes))
+      return p;
   size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
   void *p = std::calloc(1, (rounded ? rounded : kAlign) + kAlign);
   CHECK(p) << "out of host memory allocating " << bytes << " bytes";
   uintptr_t aligned = (reinterpret_cast<uintptr_t>(p) + kAlign) / kAlign * kAlign;
+  static_assert(kAlign >= 2 * sizeof(uintptr_t), "two words below the data");
   reinterpret_cast<void **>(aligned)[-1] = p;
+  reinterpret_cast<uintptr_t *>(aligned)[-2] = 0;
   return reinterpret_cast<char *>(aligned);
 }
 
 void alignedFree(char *data) {
-  if (data)
-    std::free(reinterpret_cast<void **>(data)[-1]);
+  if (!data)
+    return;
+  uintptr_t mappedLen = reinterpret_cast<uintptr_t *>(data)[-2];
+#if defined(__linux__)
+  if (mappedLen) {
+    munmap(reinterpret_cast<void *>(reinterpret_cast<uintptr_t *>(data)[-1]), mappedLen);
+    return;
+  }
+#endif
+  std::free(reinterpret_cast<void **>(data)[-1]);
 }
 
 /// Rounds to nearest (even on ties) and clamps to T's range; NaN becomes 0.

@@ -211,7 +211,9 @@ TEST(Tensor, DefaultIsEmpty) {
 // one), or memory a freed tensor filled with ones before (small and large sizes, and the
 // same size again, which the allocator hands back); clones copy every byte.
 TEST(Tensor, NewTensorsAreZeroAndAligned) {
-  for (dim_t n : {dim_t(1), dim_t(17), dim_t(4096), dim_t(3) << 20}) {
+  // Small ones come from calloc; from 4 MiB (2^20 floats) on from mappings of their own.
+  for (dim_t n : {dim_t(1), dim_t(17), dim_t(4096), (dim_t(1) << 20) - 1, dim_t(1) << 20,
+                  (dim_t(1) << 20) + 5, dim_t(3) << 20}) {
     for (int round = 0; round < 2; round++) {
       Tensor t(ElemKind::Float, {n});
       ASSERT_EQ(reinterpret_cast<uintptr_t>(t.getUnsafePtr()) % 64, 0u) << n;
