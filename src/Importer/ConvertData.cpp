@@ -432,8 +432,37 @@ Error convertSplit(Importer &I, const Node &n) {
   return Error::success();
 }
 
-Error convertSlice(Importer &I, const Node &n) {
-  KILN_ASSIGN_OR_RETURN(Dims in, I.inputDims(n, 0));
+/// What a Slice picks along every axis of its input: a first index, a step (clamped to
+/// the axis, so no arithmetic overflows) and a count.
+struct SliceWindow {
+  std::vector<int64_t> start, step, count;
+};
+
+/// One axis of a Slice, normalized: \p s and \p e as ONNX gives them, \p p the step.
+void sliceAxis(int64_t d, int64_t s, int64_t e, int64_t p, int64_t &start, int64_t &step,
+               int64_t &count) {
+  // A step longer than the axis picks at most one element: clamp it, so that no
+  // arithmetic below overflows (steps such as INT64_MIN come from malformed files).
+  int64_t maxStep = std::max<int64_t>(d, 1);
+  p = p > 0 ? std::min(p, maxStep) : std::max(p, -maxStep);
+  if (s < 0)
+    s = s < -d ? 0 : s + d;
+  if (e < 0)
+    e = e < -d ? -1 : e + d; // -1: before the first element (negative steps)
+  if (p > 0) {
+    s = std::clamp<int64_t>(s, 0, d);
+    e = std::clamp<int64_t>(e, 0, d);
+  } else {
+    s = std::clamp<int64_t>(s, 0, d - 1);
+    e = std::clamp<int64_t>(e, -1, d - 1);
+  }
+  int64_t c = p > 0 ? (e - s + p - 1) / p : (s - e + (-p) - 1) / (-p);
+  start = s;
+  step = p;
+  count = std::max<int64_t>(c, 0);
+}
+
+Expected<SliceWindow> readSlice(Importer &I, const Node &n, const Dims &in) {
   std::vector<int64_t> starts, ends, axes, steps;
   if (I.opset < 10) {
     starts = I.attrInts(n, "starts");
@@ -458,47 +487,63 @@ Error convertSlice(Importer &I, const Node &n) {
       steps.size() != starts.size())
     return I.parseError(n, "starts, ends, axes and steps differ in length");
   size_t r = in.size();
-  std::vector<int64_t> st(r, 0), step(r, 1), cnt(r);
+  SliceWindow w{std::vector<int64_t>(r, 0), std::vector<int64_t>(r, 1), {}};
   for (size_t k = 0; k < r; k++)
-    cnt[k] = int64_t(in[k]);
+    w.count.push_back(int64_t(in[k]));
   std::vector<bool> seen(r, false);
   for (size_t i = 0; i < starts.size(); i++) {
     KILN_ASSIGN_OR_RETURN(int64_t ax, I.normAxis(n, axes[i], int64_t(r)));
     if (seen[ax])
       return I.parseError(n, "axis ", axes[i], " is repeated");
     seen[ax] = true;
-    int64_t d = int64_t(in[ax]), s = starts[i], e = ends[i], p = steps[i];
-    if (p == 0)
+    if (steps[i] == 0)
       return I.parseError(n, "a step is 0");
-    // A step longer than the axis picks at most one element: clamp it, so that no
-    // arithmetic below overflows (steps such as INT64_MIN come from malformed files).
-    int64_t maxStep = std::max<int64_t>(d, 1);
-    p = p > 0 ? std::min(p, maxStep) : std::max(p, -maxStep);
-    if (s < 0)
-      s = s < -d ? 0 : s + d;
-    if (e < 0)
-      e = e < -d ? -1 : e + d; // -1: before the first element (negative steps)
-    if (p > 0) {
-      s = std::clamp<int64_t>(s, 0, d);
-      e = std::clamp<int64_t>(e, 0, d);
-    } else {
-      s = std::clamp<int64_t>(s, 0, d - 1);
-      e = std::clamp<int64_t>(e, -1, d - 1);
-    }
-    int64_t c = p > 0 ? (e - s + p - 1) / p : (s - e + (-p) - 1) / (-p);
-    st[ax] = s;
-    step[ax] = p;
-    cnt[ax] = std::max<int64_t>(c, 0);
+    sliceAxis(int64_t(in[ax]), starts[i], ends[i], steps[i], w.start[ax], w.step[ax],
+              w.count[ax]);
   }
-  std::vector<dim_t> out(cnt.begin(), cnt.end());
-  Dims od(out);
+  return w;
+}
+
+/// A Slice of a run-time value: one Slice node over the axes of unit step, then a Gather of
+/// the picked indices along each other axis.
+NodeValue sliceByNodes(Importer &I, const Node &n, NodeValue v, const Dims &in,
+                       const SliceWindow &w) {
+  const size_t r = in.size();
+  std::vector<dim_t> b(r), e(r);
+  bool sliced = false;
+  for (size_t k = 0; k < r; k++) {
+    bool unit = w.step[k] == 1 || w.count[k] <= 1;
+    b[k] = unit ? dim_t(w.start[k]) : 0;
+    e[k] = unit ? dim_t(w.start[k] + w.count[k]) : in[k];
+    sliced |= b[k] != 0 || e[k] != in[k];
+  }
+  if (sliced)
+    v = I.F->createSlice(I.opName(n), v, b, e);
+  for (size_t k = 0; k < r; k++) {
+    if (w.step[k] == 1 || w.count[k] <= 1)
+      continue;
+    std::vector<int64_t> idx(w.count[k]);
+    for (int64_t i = 0; i < w.count[k]; i++)
+      idx[i] = w.start[k] + i * w.step[k];
+    NodeValue ic = I.makeConstant(I.opName(n, "indices"),
+                                  tensorFromInts(ElemKind::Int64I, {dim_t(w.count[k])}, idx));
+    v = I.F->createGather(I.opName(n, "step"), v, ic, int64_t(k));
+  }
+  return v;
+}
+
+Error convertSlice(Importer &I, const Node &n) {
+  KILN_ASSIGN_OR_RETURN(Dims in, I.inputDims(n, 0));
+  KILN_ASSIGN_OR_RETURN(SliceWindow w, readSlice(I, n, in));
+  const size_t r = in.size();
+  Dims od(std::vector<dim_t>(w.count.begin(), w.count.end()));
   if (const Tensor *t = foldableData(I, n)) {
     Dims strides = t->getType().strides();
     I.setOutputConst(n, 0, gatherElements(*t, od, [&](size_t i) {
       std::vector<dim_t> idx = unflatten(i, od);
       size_t s = 0;
       for (size_t k = 0; k < r; k++)
-        s += size_t(st[k] + int64_t(idx[k]) * step[k]) * strides[k];
+        s += size_t(w.start[k] + int64_t(idx[k]) * w.step[k]) * strides[k];
       return s;
     }));
     return Error::success();
@@ -506,28 +551,7 @@ Error convertSlice(Importer &I, const Node &n) {
   KILN_ASSIGN_OR_RETURN(NodeValue v, I.input(n, 0));
   if (od.product() == 0)
     return I.unsupported(n, "the slice of ", dimsToString(in), " is empty");
-  // Unit steps: one Slice. Other steps: a Gather of the picked indices along that axis.
-  std::vector<dim_t> b(r), e(r);
-  bool sliced = false;
-  for (size_t k = 0; k < r; k++) {
-    bool unit = step[k] == 1 || cnt[k] <= 1;
-    b[k] = unit ? dim_t(st[k]) : 0;
-    e[k] = unit ? dim_t(st[k] + cnt[k]) : in[k];
-    sliced |= b[k] != 0 || e[k] != in[k];
-  }
-  if (sliced)
-    v = I.F->createSlice(I.opName(n), v, b, e);
-  for (size_t k = 0; k < r; k++) {
-    if (step[k] == 1 || cnt[k] <= 1)
-      continue;
-    std::vector<int64_t> idx(cnt[k]);
-    for (int64_t i = 0; i < cnt[k]; i++)
-      idx[i] = st[k] + i * step[k];
-    NodeValue ic = I.makeConstant(I.opName(n, "indices"),
-                                  tensorFromInts(ElemKind::Int64I, {dim_t(cnt[k])}, idx));
-    v = I.F->createGather(I.opName(n, "step"), v, ic, int64_t(k));
-  }
-  I.setOutput(n, 0, v);
+  I.setOutput(n, 0, sliceByNodes(I, n, v, in, w));
   return Error::success();
 }
 
@@ -581,69 +605,112 @@ NodeValue indexConst(Importer &I, const Node &n, const char *part,
 
 /// Pad: constant (a value known at load, or one computed at run time), edge and reflect;
 /// negative pads crop. Edge and reflect are a Gather of computed source indices per axis.
+/// A Pad node's attributes and inputs, read for every opset.
+struct PadSpec {
+  std::string mode;
+  std::vector<int64_t> pads; ///< begins of every axis, then ends; negative ones crop
+  double value = 0;
+  bool runtimeValue = false; ///< the constant value is input 2, known only at run time
+};
+
+Expected<PadSpec> readPad(Importer &I, const Node &n) {
+  PadSpec ps;
+  ps.mode = I.attrString(n, "mode", "constant");
+  if (I.opset < 11) {
+    ps.pads = I.attrInts(n, I.opset < 2 ? "paddings" : "pads");
+    ps.value = I.attrFloat(n, "value", 0.0f);
+    return ps;
+  }
+  KILN_ASSIGN_OR_RETURN(ps.pads, intsInput(I, n, 1, "pads"));
+  if (I.hasInput(n, 2) && ps.mode == "constant") {
+    if (const Tensor *cv = I.constInput(n, 2)) {
+      if (cv->size() != 1)
+        return I.parseError(n, "constant_value must hold one value");
+      ps.value = cv->getAsDouble(0);
+    } else {
+      KILN_ASSIGN_OR_RETURN(Dims vd, I.inputDims(n, 2));
+      if (vd.product() != 1)
+        return I.parseError(n, "constant_value must hold one value");
+      ps.runtimeValue = true;
+    }
+  }
+  if (I.hasInput(n, 3))
+    return I.unsupported(n, "the axes input is not supported");
+  return ps;
+}
+
+/// Edge or reflect padding: one Gather per padded axis, of the source index of every
+/// output position.
+NodeValue padByGather(Importer &I, const Node &n, NodeValue v, const PadSpec &ps,
+                      const Dims &in, const Dims &od) {
+  const size_t r = in.size();
+  for (size_t k = 0; k < r; k++) {
+    if (ps.pads[k] == 0 && ps.pads[k + r] == 0)
+      continue;
+    int64_t len = int64_t(in[k]);
+    std::vector<int64_t> src(od[k]);
+    for (int64_t o = 0; o < int64_t(od[k]); o++) {
+      int64_t s = o - ps.pads[k];
+      if (ps.mode == "edge") {
+        s = std::clamp<int64_t>(s, 0, len - 1);
+      } else {
+        int64_t period = 2 * (len - 1);
+        s = ((s % period) + period) % period;
+        if (s >= len)
+          s = period - s;
+      }
+      src[o] = s;
+    }
+    v = I.F->createGather(I.opName(n, "edge"), v, indexConst(I, n, "src", src), int64_t(k));
+  }
+  return v;
+}
+
+/// Padding with a value known only at run time: pad with zeros, then select the value
+/// wherever the input is not (\p p: the non-negative pads).
+Expected<NodeValue> padWithRuntimeValue(Importer &I, const Node &n, NodeValue v,
+                                        const std::vector<dim_t> &p, const Dims &od) {
+  const size_t r = od.size();
+  NodeValue padded = I.F->createPad(I.opName(n, "zeros"), v, p, 0.0f);
+  Tensor mask(ElemKind::Bool, od);
+  auto h = mask.getHandle<bool>();
+  for (size_t i = 0; i < mask.size(); i++) {
+    std::vector<dim_t> idx = unflatten(i, od);
+    bool inside = true;
+    for (size_t k = 0; k < r && inside; k++)
+      inside = idx[k] >= p[k] && idx[k] < od[k] - p[k + r];
+    h.raw(i) = inside;
+  }
+  KILN_ASSIGN_OR_RETURN(NodeValue cv, I.input(n, 2));
+  cv = I.F->createBroadcastTo(
+      I.opName(n, "value"), I.reshape(I.opName(n, "value1"), cv, Dims(std::vector<dim_t>(r, 1))),
+      od);
+  return NodeValue(I.F->createSelect(
+      I.opName(n), I.makeConstant(I.opName(n, "mask"), std::move(mask)), padded, cv));
+}
+
 Error convertPad(Importer &I, const Node &n) {
   KILN_ASSIGN_OR_RETURN(Dims in, I.inputDims(n, 0));
-  std::string mode = I.attrString(n, "mode", "constant");
-  std::vector<int64_t> pads;
-  double value = 0;
-  bool runtimeValue = false;
-  if (I.opset < 11) {
-    pads = I.attrInts(n, I.opset < 2 ? "paddings" : "pads");
-    value = I.attrFloat(n, "value", 0.0f);
-  } else {
-    KILN_ASSIGN_OR_RETURN(pads, intsInput(I, n, 1, "pads"));
-    if (I.hasInput(n, 2) && mode == "constant") {
-      if (const Tensor *cv = I.constInput(n, 2)) {
-        if (cv->size() != 1)
-          return I.parseError(n, "constant_value must hold one value");
-        value = cv->getAsDouble(0);
-      } else {
-        KILN_ASSIGN_OR_RETURN(Dims vd, I.inputDims(n, 2));
-        if (vd.product() != 1)
-          return I.parseError(n, "constant_value must hold one value");
-        runtimeValue = true;
-      }
-    }
-    if (I.hasInput(n, 3))
-      return I.unsupported(n, "the axes input is not supported");
-  }
+  KILN_ASSIGN_OR_RETURN(PadSpec ps, readPad(I, n));
+  const std::vector<int64_t> &pads = ps.pads;
   size_t r = in.size();
   if (pads.size() != 2 * r)
     return I.parseError(n, "pads has ", pads.size(), " entries for rank ", r);
-  if (mode != "constant" && mode != "edge" && mode != "reflect")
-    return I.unsupported(n, "pad mode '", mode, "' is not supported");
+  if (ps.mode != "constant" && ps.mode != "edge" && ps.mode != "reflect")
+    return I.unsupported(n, "pad mode '", ps.mode, "' is not supported");
   std::vector<dim_t> out;
   for (size_t k = 0; k < r; k++) {
     int64_t o = int64_t(in[k]) + pads[k] + pads[k + r];
     if (o <= 0)
       return I.unsupported(n, "the padded result of ", dimsToString(in), " is empty");
-    if (mode == "reflect" && in[k] == 1 && (pads[k] > 0 || pads[k + r] > 0))
+    if (ps.mode == "reflect" && in[k] == 1 && (pads[k] > 0 || pads[k + r] > 0))
       return I.parseError(n, "reflect padding of a dimension of size 1");
     out.push_back(dim_t(o));
   }
   KILN_ASSIGN_OR_RETURN(Dims od, I.toDims(n, out));
   KILN_ASSIGN_OR_RETURN(NodeValue v, I.input(n, 0));
-  if (mode != "constant") {
-    for (size_t k = 0; k < r; k++) {
-      if (pads[k] == 0 && pads[k + r] == 0)
-        continue;
-      int64_t len = int64_t(in[k]);
-      std::vector<int64_t> src(od[k]);
-      for (int64_t o = 0; o < int64_t(od[k]); o++) {
-        int64_t s = o - pads[k];
-        if (mode == "edge") {
-          s = std::clamp<int64_t>(s, 0, len - 1);
-        } else {
-          int64_t period = 2 * (len - 1);
-          s = ((s % period) + period) % period;
-          if (s >= len)
-            s = period - s;
-        }
-        src[o] = s;
-      }
-      v = I.F->createGather(I.opName(n, "edge"), v, indexConst(I, n, "src", src), int64_t(k));
-    }
-    I.setOutput(n, 0, v);
+  if (ps.mode != "constant") {
+    I.setOutput(n, 0, padByGather(I, n, v, ps, in, od));
     return Error::success();
   }
   // Crop negative pads first, then pad the rest.
@@ -659,26 +726,10 @@ Error convertPad(Importer &I, const Node &n) {
   }
   if (crop)
     v = I.F->createSlice(I.opName(n, "crop"), v, b, e);
-  if (grow && !runtimeValue) {
-    v = I.F->createPad(I.opName(n), v, p, float(value));
+  if (grow && !ps.runtimeValue) {
+    v = I.F->createPad(I.opName(n), v, p, float(ps.value));
   } else if (grow) {
-    // Pad with zeros, then put the run-time value wherever the input is not.
-    NodeValue padded = I.F->createPad(I.opName(n, "zeros"), v, p, 0.0f);
-    Tensor mask(ElemKind::Bool, od);
-    auto h = mask.getHandle<bool>();
-    for (size_t i = 0; i < mask.size(); i++) {
-      std::vector<dim_t> idx = unflatten(i, od);
-      bool inside = true;
-      for (size_t k = 0; k < r && inside; k++)
-        inside = idx[k] >= p[k] && idx[k] < od[k] - p[k + r];
-      h.raw(i) = inside;
-    }
-    KILN_ASSIGN_OR_RETURN(NodeValue cv, I.input(n, 2));
-    cv = I.F->createBroadcastTo(I.opName(n, "value"),
-                                I.reshape(I.opName(n, "value1"), cv,
-                                          Dims(std::vector<dim_t>(r, 1))), od);
-    v = I.F->createSelect(I.opName(n), I.makeConstant(I.opName(n, "mask"), std::move(mask)),
-                          padded, cv);
+    KILN_ASSIGN_OR_RETURN(v, padWithRuntimeValue(I, n, v, p, od));
   }
   I.setOutput(n, 0, v);
   return Error::success();
