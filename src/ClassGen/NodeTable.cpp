@@ -523,9 +523,10 @@ void defineLoweringTargets(Table &t) {
       .sim("none");
 }
 
-/// Operators added for ONNX breadth (issue "Every model runs"). Their type rules and Interpreter kernels are with their families: the trigonometric
-/// functions, Mod and BitShift with Elementwise, CumSum with Reduce, the gathers and
-/// scatters with Data.
+/// Operators added for ONNX breadth, element-wise and running sums (defineIndexing has the
+/// rest). Their type rules and Interpreter kernels are with their families: the
+/// trigonometric functions, Mod and BitShift with Elementwise, CumSum with Reduce, the
+/// gathers and scatters with Data.
 void defineOnnxBreadth(Table &t) {
   auto unary = [&](const char *name, const char *doc) -> NodeDef & {
     return t.node(name).input("Input").result("Result").typeRule(TypeRule::SameAsInput)
@@ -579,6 +580,11 @@ void defineOnnxBreadth(Table &t) {
       .interpreter("numeric")
       .cpu("uniform(numeric)")
       .sim("none");
+}
+
+/// Indexing and sampling operators: gathers and scatters by index tensors, GridSample,
+/// RoiAlign.
+void defineIndexing(Table &t) {
   t.node("GatherElements")
       .input("Data").input("Indices").attr(AttrKind::Axis, "Axis").result("Result")
       .describe("Result has the shape of Indices (same rank as Data, every dim other than "
@@ -687,6 +693,7 @@ void defineOperators(Table &t) {
   defineQuantization(t);
   defineLoweringTargets(t);
   defineOnnxBreadth(t);
+  defineIndexing(t);
   defineIRInstructions(t);
 }
 
