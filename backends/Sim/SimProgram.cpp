@@ -1360,6 +1360,68 @@ std::unique_ptr<char[], FreeBytes> allocBytes(uint64_t n) {
 
 } // namespace
 
+namespace {
+
+/// The trace event of layer \p st, run from \p startNs to \p endNs on the host.
+TraceEvent layerEvent(const SimLayerStats &st, uint32_t pid, int64_t startNs, int64_t endNs) {
+  TraceEvent e;
+  e.name = st.name;
+  e.category = "kernel";
+  e.pid = pid;
+  e.startNs = startNs;
+  e.durNs = endNs - startNs;
+  e.args.push_back({"kind", st.kind, false});
+  e.args.push_back({"how", st.how, false});
+  e.args.push_back({"cycles", std::to_string(st.cycles()), true});
+  e.args.push_back({"dma_bytes", std::to_string(st.dmaBytes), true});
+  return e;
+}
+
+} // namespace
+
+Expected<Tensor *> SimProgram::boundTensor(PlaceholderBindings &bindings,
+                                           const WeightVar *w) const {
+  auto *ph = dyn_cast<Placeholder>(w->getOrigin());
+  if (!ph)
+    return makeError(ErrorCode::Internal, "Sim: weight '", w->getName(), "' is no placeholder");
+  KILN_ASSIGN_OR_RETURN(Tensor * t, bindings.getChecked(ph));
+  if (t->getSizeInBytes() != plan_.find(w)->size)
+    return makeError(ErrorCode::InvalidArgument, "Sim: placeholder '", ph->getName(),
+                     "' is bound to ", t->getType().toString(), ", the program expects ",
+                     w->getType()->toString());
+  return t;
+}
+
+Error SimProgram::exec(const SimInstr &x, char *scratch, char *run,
+                       const std::function<char *(uint64_t)> &dev,
+                       PlaceholderBindings &bindings) const {
+  switch (x.op) {
+  case SimOpcode::DmaIn: {
+    char *t = scratch + tiles_[x.dst].offset;
+    const char *d = dev(x.dev);
+    for (uint32_t r = 0; r < x.rows; r++)
+      std::memcpy(t + r * x.rowBytes, d + r * x.devStride, x.rowBytes);
+    return Error::success();
+  }
+  case SimOpcode::DmaOut: {
+    const char *t = scratch + tiles_[x.a].offset;
+    char *d = dev(x.dev);
+    for (uint32_t r = 0; r < x.rows; r++)
+      std::memcpy(d + r * x.devStride, t + r * x.rowBytes, x.rowBytes);
+    return Error::success();
+  }
+  case SimOpcode::Host: {
+    const HostSegment &h = *host_[x.elems];
+    PlannedMemory pm{const_cast<char *>(constants_.data()), run, run, &h.offsets};
+    InterpreterRun r(*h.F, &pm);
+    return r.run(bindings);
+  }
+  default: // im2col DMA and compute: the layer's kernels
+    layerImpls_[x.layer]->exec(x, scratch, tiles_, dev);
+    return Error::success();
+  }
+}
+
 Error SimProgram::run(PlaceholderBindings &bindings, Tracer *tracer, uint32_t pid) const {
   auto mem = allocBytes(deviceBytes_ - mutBase_);
   auto sp = allocBytes(config_.scratchpadBytes);
@@ -1370,24 +1432,13 @@ Error SimProgram::run(PlaceholderBindings &bindings, Tracer *tracer, uint32_t pi
   auto at = [&](const PlannedBuffer &b) {
     return mem.get() + (b.region == MemoryRegion::Activation ? actBase_ - mutBase_ : 0) + b.offset;
   };
-  auto bound = [&](const WeightVar *w) -> Expected<Tensor *> {
-    auto *ph = dyn_cast<Placeholder>(w->getOrigin());
-    if (!ph)
-      return makeError(ErrorCode::Internal, "Sim: weight '", w->getName(), "' is no placeholder");
-    KILN_ASSIGN_OR_RETURN(Tensor * t, bindings.getChecked(ph));
-    if (t->getSizeInBytes() != plan_.find(w)->size)
-      return makeError(ErrorCode::InvalidArgument, "Sim: placeholder '", ph->getName(),
-                       "' is bound to ", t->getType().toString(), ", the program expects ",
-                       w->getType()->toString());
-    return t;
-  };
   for (const WeightVar *w : copyIn_) {
-    KILN_ASSIGN_OR_RETURN(Tensor * t, bound(w));
+    KILN_ASSIGN_OR_RETURN(Tensor * t, boundTensor(bindings, w));
     std::memcpy(at(*plan_.find(w)), t->getUnsafePtr(), t->getSizeInBytes());
   }
   std::vector<std::pair<const WeightVar *, Tensor *>> placeholders;
   for (const WeightVar *w : copyOut_) {
-    KILN_ASSIGN_OR_RETURN(Tensor * t, bound(w));
+    KILN_ASSIGN_OR_RETURN(Tensor * t, boundTensor(bindings, w));
     placeholders.push_back({w, t});
   }
   char *constants = const_cast<char *>(constants_.data());
@@ -1396,61 +1447,21 @@ Error SimProgram::run(PlaceholderBindings &bindings, Tracer *tracer, uint32_t pi
   std::function<char *(uint64_t)> dev = [&](uint64_t a) -> char * {
     return a < mutBase ? constants + a : run + (a - mutBase);
   };
-  char *s = sp.get();
   std::vector<TraceEvent> events;
   uint32_t layer = UINT32_MAX;
   int64_t layerStart = 0;
-  auto closeLayer = [&]() {
-    if (!tracer || layer == UINT32_MAX)
-      return;
-    const SimLayerStats &st = layers_[layer];
-    TraceEvent e;
-    e.name = st.name;
-    e.category = "kernel";
-    e.pid = pid;
-    e.startNs = layerStart;
-    e.durNs = tracer->nowNs() - layerStart;
-    e.args.push_back({"kind", st.kind, false});
-    e.args.push_back({"how", st.how, false});
-    e.args.push_back({"cycles", std::to_string(st.cycles()), true});
-    e.args.push_back({"dma_bytes", std::to_string(st.dmaBytes), true});
-    events.push_back(std::move(e));
-  };
   for (const SimInstr &x : instrs_) {
     if (tracer && x.layer != layer) {
-      closeLayer();
+      if (layer != UINT32_MAX)
+        events.push_back(layerEvent(layers_[layer], pid, layerStart, tracer->nowNs()));
       layer = x.layer;
       layerStart = tracer->nowNs();
     }
-    switch (x.op) {
-    case SimOpcode::DmaIn: {
-      char *t = s + tiles_[x.dst].offset;
-      const char *d = dev(x.dev);
-      for (uint32_t r = 0; r < x.rows; r++)
-        std::memcpy(t + r * x.rowBytes, d + r * x.devStride, x.rowBytes);
-      break;
-    }
-    case SimOpcode::DmaOut: {
-      const char *t = s + tiles_[x.a].offset;
-      char *d = dev(x.dev);
-      for (uint32_t r = 0; r < x.rows; r++)
-        std::memcpy(d + r * x.devStride, t + r * x.rowBytes, x.rowBytes);
-      break;
-    }
-    case SimOpcode::Host: {
-      const HostSegment &h = *host_[x.elems];
-      PlannedMemory pm{constants, run, run, &h.offsets};
-      InterpreterRun r(*h.F, &pm);
-      KILN_RETURN_IF_ERR(r.run(bindings));
-      break;
-    }
-    default: // im2col DMA and compute: the layer's kernels
-      layerImpls_[x.layer]->exec(x, s, tiles_, dev);
-      break;
-    }
+    KILN_RETURN_IF_ERR(exec(x, sp.get(), run, dev, bindings));
   }
   if (tracer) {
-    closeLayer();
+    if (layer != UINT32_MAX)
+      events.push_back(layerEvent(layers_[layer], pid, layerStart, tracer->nowNs()));
     tracer->append(std::move(events));
   }
   for (auto &[w, t] : placeholders)

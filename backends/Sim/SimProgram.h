@@ -30,6 +30,7 @@
 #include "kiln/Memory/MemoryPlanner.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -141,6 +142,12 @@ public:
 
 private:
   friend class SimProgramBuilder;
+  /// The tensor \p bindings holds for placeholder \p w, checked against the plan's size.
+  Expected<Tensor *> boundTensor(PlaceholderBindings &bindings, const WeightVar *w) const;
+  /// Executes one instruction over \p scratch (the scratchpad) and \p run (device memory
+  /// from the mutable region on); \p dev maps a device address to host memory.
+  Error exec(const SimInstr &x, char *scratch, char *run,
+             const std::function<char *(uint64_t)> &dev, PlaceholderBindings &bindings) const;
   SimConfig config_;
   std::unique_ptr<IRFunction> F_; ///< the partition's IR (device memory)
   MemoryPlan plan_;               ///< its plan
