@@ -264,54 +264,49 @@ Expected<std::unique_ptr<llvm::Module>> loadLibjitModule(llvm::LLVMContext &ctx)
 /// the target's data layout and per-function attributes, the bodies of \p externals
 /// dropped (called by address), only what \p entries reach read, everything else
 /// internalised, \p outOfLine kept from being inlined, then LLVM's O3 pipeline.
-static Error prepareModule(llvm::Module &M_, llvm::TargetMachine &tm, const HostInfo &host,
-                    const std::vector<std::string> &entries, const JitOptions &opts,
-                    const std::map<std::string, void *> &externals,
-                    const std::set<std::string> &outOfLine) {
-  llvm::Module *M = &M_;
-  M->setDataLayout(tm.createDataLayout());
-  M->setTargetTriple(tm.getTargetTriple().str());
+/// Reads only the bodies the entry points reach (the rest of a lazily loaded library stays
+/// unread), with the functions \p externals provides left as declarations.
+static Error loadReachableBodies(llvm::Module &M, const std::vector<std::string> &entries,
+                                 const std::map<std::string, void *> &externals) {
+  for (const auto &e : externals)
+    if (llvm::Function *f = M.getFunction(e.first)) {
+      f->deleteBody();
+      f->setComdat(nullptr);
+      f->setLinkage(llvm::GlobalValue::ExternalLinkage);
+    }
+  llvm::Error err = materializeReachable(M, entries, nullptr, nullptr);
+  if (!err)
+    err = dropUnmaterialized(M);
+  if (err)
+    return makeError(ErrorCode::Internal, "CPU backend: cannot read the kernel bitcode: ",
+                     errString(std::move(err)));
+  return Error::success();
+}
 
-  // The bitcode was compiled for generic x86-64; per-function attributes beat the
-  // TargetMachine, so replace them with the host's.
-  unsigned width = opts.preferVectorWidth ? opts.preferVectorWidth : (host.avx512 ? 512 : 256);
-  std::set<std::string> keep(entries.begin(), entries.end());
-  {
-    PhaseTimer pt(M->getModuleIdentifier() + " " + entries.front() + ": load", opts.times);
-    for (const auto &e : externals)
-      if (llvm::Function *f = M->getFunction(e.first)) {
-        f->deleteBody();
-        f->setComdat(nullptr);
-        f->setLinkage(llvm::GlobalValue::ExternalLinkage);
-      }
-    // Read only the bodies the entry points reach (the rest of a lazily loaded library
-    // stays unread).
-    llvm::Error err = materializeReachable(*M, entries, nullptr, nullptr);
-    if (!err)
-      err = dropUnmaterialized(*M);
-    if (err)
-      return makeError(ErrorCode::Internal, "CPU backend: cannot read the kernel bitcode: ",
-                       errString(std::move(err)));
-  }
-  for (llvm::Function &f : *M) {
+/// The bitcode was compiled for generic x86-64; per-function attributes beat the
+/// TargetMachine, so \p f gets the host's instead (vector width \p width).
+static void setHostAttributes(llvm::Function &f, const HostInfo &host, unsigned width) {
+  // A kernel written for an extension beyond the target's level (the VNNI int8 and BF16
+  // kernels carry target("...,avx512vnni") in the bitcode) keeps that extension, so the
+  // prebuilt objects of a level can hold it; the emitters call it only where the host has it.
+  std::string features = host.features;
+  llvm::StringRef own = f.getFnAttribute("target-features").getValueAsString();
+  for (const char *ext : {"+avx512vnni", "+avx512bf16"})
+    if (own.contains(ext) && features.find(ext) == std::string::npos)
+      features += (features.empty() ? "" : ",") + std::string(ext);
+  f.removeFnAttr("target-cpu");
+  f.removeFnAttr("target-features");
+  f.removeFnAttr("tune-cpu");
+  f.addFnAttr("target-cpu", host.cpu);
+  f.addFnAttr("target-features", features);
+  f.addFnAttr("prefer-vector-width", std::to_string(width));
+}
+
+/// Every definition but the entry points (\p keep) becomes internal.
+static void internalizeAllBut(llvm::Module &M, const std::set<std::string> &keep) {
+  for (llvm::Function &f : M) {
     if (f.isDeclaration())
       continue;
-    // A kernel written for an extension beyond the target's level (the VNNI int8 and BF16
-    // kernels carry target("...,avx512vnni") in the bitcode) keeps that extension, so the
-    // prebuilt objects of a level can hold it; the emitters call it only where the host has it.
-    std::string features = host.features;
-    llvm::StringRef own = f.getFnAttribute("target-features").getValueAsString();
-    for (const char *ext : {"+avx512vnni", "+avx512bf16"})
-      if (own.contains(ext) && features.find(ext) == std::string::npos)
-        features += (features.empty() ? "" : ",") + std::string(ext);
-    f.removeFnAttr("target-cpu");
-    f.removeFnAttr("target-features");
-    f.removeFnAttr("tune-cpu");
-    f.addFnAttr("target-cpu", host.cpu);
-    f.addFnAttr("target-features", features);
-    f.addFnAttr("prefer-vector-width", std::to_string(width));
-    if (outOfLine.count(f.getName().str()))
-      f.addFnAttr(llvm::Attribute::NoInline);
     if (!keep.count(f.getName().str())) {
       f.setLinkage(llvm::GlobalValue::InternalLinkage);
       // A local symbol in a COMDAT group named like another object's (two bundles with
@@ -323,36 +318,57 @@ static Error prepareModule(llvm::Module &M_, llvm::TargetMachine &tm, const Host
       f.setComdat(nullptr);
     }
   }
-  for (llvm::GlobalVariable &g : M->globals())
+  for (llvm::GlobalVariable &g : M.globals())
     if (!g.isDeclaration() && !keep.count(g.getName().str())) {
       g.setLinkage(llvm::GlobalValue::InternalLinkage);
       g.setComdat(nullptr);
     }
+}
 
-  if (llvm::verifyModule(*M, &llvm::errs()))
-    return makeError(ErrorCode::Internal, "CPU backend: generated LLVM IR does not verify");
+/// LLVM's O3 pipeline for \p tm, after dropping the kernels nobody calls.
+static void optimiseModule(llvm::Module &M, llvm::TargetMachine &tm) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = true;
+  pto.SLPVectorization = true;
+  llvm::PassBuilder pb(&tm, pto);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm;
+  mpm.addPass(llvm::GlobalDCEPass());
+  mpm.addPass(pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3));
+  mpm.run(M, mam);
+}
 
+static Error prepareModule(llvm::Module &M, llvm::TargetMachine &tm, const HostInfo &host,
+                           const std::vector<std::string> &entries, const JitOptions &opts,
+                           const std::map<std::string, void *> &externals,
+                           const std::set<std::string> &outOfLine) {
+  M.setDataLayout(tm.createDataLayout());
+  M.setTargetTriple(tm.getTargetTriple().str());
   {
-    PhaseTimer pt(M->getModuleIdentifier() + " " + entries.front() + ": optimise", opts.times);
-    llvm::LoopAnalysisManager lam;
-    llvm::FunctionAnalysisManager fam;
-    llvm::CGSCCAnalysisManager cgam;
-    llvm::ModuleAnalysisManager mam;
-    llvm::PipelineTuningOptions pto;
-    pto.LoopVectorization = true;
-    pto.SLPVectorization = true;
-    llvm::PassBuilder pb(&tm, pto);
-    pb.registerModuleAnalyses(mam);
-    pb.registerCGSCCAnalyses(cgam);
-    pb.registerFunctionAnalyses(fam);
-    pb.registerLoopAnalyses(lam);
-    pb.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::ModulePassManager mpm;
-    mpm.addPass(llvm::GlobalDCEPass()); // drop the kernels nobody calls before optimising
-    mpm.addPass(pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3));
-    mpm.run(*M, mam);
+    PhaseTimer pt(M.getModuleIdentifier() + " " + entries.front() + ": load", opts.times);
+    KILN_RETURN_IF_ERR(loadReachableBodies(M, entries, externals));
   }
-
+  unsigned width = opts.preferVectorWidth ? opts.preferVectorWidth : (host.avx512 ? 512 : 256);
+  for (llvm::Function &f : M) {
+    if (f.isDeclaration())
+      continue;
+    setHostAttributes(f, host, width);
+    if (outOfLine.count(f.getName().str()))
+      f.addFnAttr(llvm::Attribute::NoInline);
+  }
+  internalizeAllBut(M, std::set<std::string>(entries.begin(), entries.end()));
+  if (llvm::verifyModule(M, &llvm::errs()))
+    return makeError(ErrorCode::Internal, "CPU backend: generated LLVM IR does not verify");
+  PhaseTimer pt(M.getModuleIdentifier() + " " + entries.front() + ": optimise", opts.times);
+  optimiseModule(M, tm);
   return Error::success();
 }
 
