@@ -252,6 +252,51 @@ Error HostManager::addNetwork(std::unique_ptr<Module> module, const NetworkOptio
   return Error::success();
 }
 
+namespace {
+
+/// What the Provisioner compiles a network's partitions with; \p withFallback: the last of
+/// \p pbs is the fallback backend, which gets no backend parameters.
+ProvisionOptions provisionOptions(const NetworkOptions &opts,
+                                  const std::vector<PartitionerBackend> &pbs, bool withFallback,
+                                  Tracer *tracer) {
+  ProvisionOptions po;
+  po.replicas = opts.replicas;
+  po.compile = opts.compile;
+  po.compile.tracer = tracer;
+  // Backend parameters are for the backends the caller named, not for the fallback (the
+  // last of \p pbs when there is one).
+  if (!opts.optionBackends.empty())
+    po.optionBackends = opts.optionBackends;
+  else
+    for (size_t i = 0; i + (withFallback ? 1 : 0) < pbs.size(); i++)
+      po.optionBackends.push_back(pbs[i].backend->getName());
+  return po;
+}
+
+} // namespace
+
+Expected<std::vector<PartitionerBackend>>
+HostManager::partitionerBackends(const NetworkOptions &opts, const std::string &name) const {
+  std::vector<PartitionerBackend> pbs;
+  for (const std::string &b : opts.backends.empty() ? backendOrder_ : opts.backends) {
+    const Backend *backend = getBackend(b);
+    if (!backend)
+      return makeError(ErrorCode::NotFound, "no device runs backend '", b, "'");
+    uint64_t mem = std::numeric_limits<uint64_t>::max();
+    unsigned count = 0;
+    for (const auto &d : devices_)
+      if (d->getBackendName() == b) {
+        mem = std::min(mem, d->getMaximumMemory());
+        count++;
+      }
+    pbs.push_back(PartitionerBackend{backend, mem, count});
+  }
+  if (pbs.empty())
+    return makeError(ErrorCode::NotFound, "no backend to place network '", name, "' on");
+  return pbs;
+}
+
+
 Error HostManager::addNetworkImpl(Function *f, std::shared_ptr<Module> owner,
                                   const NetworkOptions &opts) {
   const std::string name = f->getName();
@@ -265,22 +310,10 @@ Error HostManager::addNetworkImpl(Function *f, std::shared_ptr<Module> owner,
       return makeError(ErrorCode::InvalidArgument, "adding network '", name,
                        "': a network of that name exists");
   }
-  std::vector<PartitionerBackend> pbs;
-  for (const std::string &b : opts.backends.empty() ? backendOrder_ : opts.backends) {
-    const Backend *backend = getBackend(b);
-    if (!backend)
-      return ctx(makeError(ErrorCode::NotFound, "no device runs backend '", b, "'"));
-    uint64_t mem = std::numeric_limits<uint64_t>::max();
-    unsigned count = 0;
-    for (const auto &d : devices_)
-      if (d->getBackendName() == b) {
-        mem = std::min(mem, d->getMaximumMemory());
-        count++;
-      }
-    pbs.push_back(PartitionerBackend{backend, mem, count});
-  }
-  if (pbs.empty())
-    return ctx(makeError(ErrorCode::NotFound, "no backend to place network '", name, "' on"));
+  Expected<std::vector<PartitionerBackend>> backends = partitionerBackends(opts, name);
+  if (!backends)
+    return ctx(backends.takeError());
+  std::vector<PartitionerBackend> pbs = std::move(backends).get();
   // Verified once here: by the compile driver's front half, or alone. Support is checked
   // below, over all the backends, so that what none of them runs can fall back.
   PrepareOptions prep;
@@ -292,17 +325,7 @@ Error HostManager::addNetworkImpl(Function *f, std::shared_ptr<Module> owner,
   std::vector<FallbackNode> fellBack;
   if (Error e = addFallback(f, opts, pbs, fellBack))
     return ctx(std::move(e));
-  ProvisionOptions po;
-  po.replicas = opts.replicas;
-  po.compile = opts.compile;
-  po.compile.tracer = tracer;
-  // Backend parameters are for the backends the caller named, not for the fallback.
-  if (!opts.optionBackends.empty())
-    po.optionBackends = opts.optionBackends;
-  else
-    for (const PartitionerBackend &b : pbs)
-      if (fellBack.empty() || &b != &pbs.back())
-        po.optionBackends.push_back(b.backend->getName());
+  ProvisionOptions po = provisionOptions(opts, pbs, !fellBack.empty(), tracer);
   // The partitioner plans each partition as the Provisioner will compile it, and the
   // compile takes that plan over (Partition::prepared).
   for (PartitionerBackend &b : pbs)

@@ -188,6 +188,10 @@ private:
   explicit HostManager(const HostConfig &config);
   struct Network;
   Error addNetworkImpl(Function *f, std::shared_ptr<Module> owner, const NetworkOptions &opts);
+  /// The backends network \p name may be placed on (opts.backends, or every backend with a
+  /// device), each with its devices' count and smallest memory.
+  Expected<std::vector<PartitionerBackend>> partitionerBackends(const NetworkOptions &opts,
+                                                                const std::string &name) const;
   /// Admits a request (or answers it), then hands it to the executor.
   RunId submit(const std::string &name, PlaceholderBindings *bindings,
                std::unique_ptr<PlaceholderBindings> owned, ResultCallback cb,
