@@ -183,6 +183,66 @@ Error prepareDir(const std::string &dir, FileSet &files) {
 /// Adds the entry point: `int NAME(uint8_t *constants, uint8_t *mutables, uint8_t
 /// *activations[, parallel_for, user])` runs the stages of \p prog in order on the caller's
 /// regions (what CPUFunction::execute does with its own).
+/// The entry point's arguments: the three regions, and with threads the caller's
+/// parallel-for and its user pointer (else null).
+struct EntryArgs {
+  llvm::Value *constants, *mutables, *activations, *parallelFor, *user;
+};
+
+/// True when a region the program uses is null, or (threaded) the parallel-for is.
+llvm::Value *missingArgument(llvm::IRBuilder<> &B, const Program &prog,
+                             const std::vector<Slot> &slots, const EntryArgs &a) {
+  llvm::Value *missing = B.getFalse();
+  auto need = [&](llvm::Value *p, uint64_t bytes) {
+    if (bytes)
+      missing = B.CreateOr(missing, B.CreateIsNull(p));
+  };
+  need(a.constants, prog.constantBytes);
+  uint64_t mutableBytes = 0;
+  for (const Slot &s : slots)
+    mutableBytes += s.ph->getType()->sizeInBytes();
+  need(a.mutables, mutableBytes);
+  need(a.activations, prog.activationBytes);
+  if (a.parallelFor)
+    missing = B.CreateOr(missing, B.CreateIsNull(a.parallelFor));
+  return missing;
+}
+
+/// The stages' buffer table on the stack (constants, activations, then each placeholder at
+/// its offset in the mutable region); returns a pointer to its first entry.
+llvm::Value *bufferTable(llvm::IRBuilder<> &B, const Program &prog,
+                         const std::vector<Slot> &slots, const EntryArgs &a) {
+  auto *i8p = llvm::Type::getInt8PtrTy(B.getContext());
+  size_t nbufs = kFirstPlaceholderBase + prog.placeholders.size();
+  auto *arrTy = llvm::ArrayType::get(i8p, nbufs);
+  llvm::Value *bufs = B.CreateAlloca(arrTy);
+  auto slot = [&](size_t k) { return B.CreateConstInBoundsGEP2_64(arrTy, bufs, 0, k); };
+  B.CreateStore(a.constants, slot(kConstantBase));
+  B.CreateStore(a.activations, slot(kActivationBase));
+  std::map<const Placeholder *, uint64_t> offsets;
+  for (const Slot &s : slots)
+    offsets[s.ph] = s.offset;
+  for (size_t k = 0; k < prog.placeholders.size(); k++)
+    B.CreateStore(B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), a.mutables,
+                                               offsets.at(prog.placeholders[k])),
+                  slot(kFirstPlaceholderBase + k));
+  return slot(0);
+}
+
+/// The run-time checks' status words in the activation region, cleared; null without
+/// checks.
+llvm::Value *clearedStatus(llvm::IRBuilder<> &B, const Program &prog, llvm::Value *activations) {
+  if (prog.statusOffset < 0)
+    return nullptr;
+  auto *i64 = B.getInt64Ty();
+  llvm::Value *status = B.CreatePointerCast(
+      B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), activations, uint64_t(prog.statusOffset)),
+      i64->getPointerTo());
+  for (unsigned w = 0; w < 3; w++)
+    B.CreateStore(B.getInt64(0), B.CreateConstInBoundsGEP1_64(i64, status, w));
+  return status;
+}
+
 void addEntryPoint(llvm::Module &M, const Program &prog, const std::vector<Slot> &slots,
                    const std::string &name, unsigned threads) {
   llvm::LLVMContext &C = M.getContext();
@@ -201,55 +261,23 @@ void addEntryPoint(llvm::Module &M, const Program &prog, const std::vector<Slot>
   auto *fty = llvm::FunctionType::get(i32, params, false);
   auto *F = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, name, M);
   F->addFnAttr(llvm::Attribute::NoUnwind);
-  auto args = F->arg_begin();
-  llvm::Value *constants = &*args++, *mutables = &*args++, *activations = &*args++;
-  llvm::Value *parallelFor = threaded ? &*args++ : nullptr;
-  llvm::Value *user = threaded ? &*args++ : nullptr;
-
+  auto it = F->arg_begin();
+  EntryArgs a{&*it++, &*it++, &*it++, nullptr, nullptr};
+  if (threaded) {
+    a.parallelFor = &*it++;
+    a.user = &*it++;
+  }
   auto *entry = llvm::BasicBlock::Create(C, "entry", F);
   auto *bad = llvm::BasicBlock::Create(C, "bad_argument", F);
   auto *run = llvm::BasicBlock::Create(C, "run", F);
   llvm::IRBuilder<> B(entry);
   // A region the program uses must be given (-1 otherwise).
-  llvm::Value *missing = B.getFalse();
-  auto need = [&](llvm::Value *p, uint64_t bytes) {
-    if (bytes)
-      missing = B.CreateOr(missing, B.CreateIsNull(p));
-  };
-  need(constants, prog.constantBytes);
-  uint64_t mutableBytes = 0;
-  for (const Slot &s : slots)
-    mutableBytes += s.ph->getType()->sizeInBytes();
-  need(mutables, mutableBytes);
-  need(activations, prog.activationBytes);
-  if (threaded)
-    missing = B.CreateOr(missing, B.CreateIsNull(parallelFor));
-  B.CreateCondBr(missing, bad, run);
+  B.CreateCondBr(missingArgument(B, prog, slots, a), bad, run);
   llvm::IRBuilder<>(bad).CreateRet(llvm::ConstantInt::get(i32, -1, true));
 
   B.SetInsertPoint(run);
-  size_t nbufs = kFirstPlaceholderBase + prog.placeholders.size();
-  auto *arrTy = llvm::ArrayType::get(i8p, nbufs);
-  llvm::Value *bufs = B.CreateAlloca(arrTy);
-  auto slot = [&](size_t k) { return B.CreateConstInBoundsGEP2_64(arrTy, bufs, 0, k); };
-  B.CreateStore(constants, slot(kConstantBase));
-  B.CreateStore(activations, slot(kActivationBase));
-  std::map<const Placeholder *, uint64_t> offsets;
-  for (const Slot &s : slots)
-    offsets[s.ph] = s.offset;
-  for (size_t k = 0; k < prog.placeholders.size(); k++)
-    B.CreateStore(B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), mutables,
-                                               offsets.at(prog.placeholders[k])),
-                  slot(kFirstPlaceholderBase + k));
-  llvm::Value *bufsPtr = slot(0);
-  llvm::Value *status = nullptr;
-  if (prog.statusOffset >= 0) {
-    status = B.CreatePointerCast(
-        B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), activations, uint64_t(prog.statusOffset)),
-        i64->getPointerTo());
-    for (unsigned w = 0; w < 3; w++)
-      B.CreateStore(B.getInt64(0), B.CreateConstInBoundsGEP1_64(i64, status, w));
-  }
+  llvm::Value *bufsPtr = bufferTable(B, prog, slots, a);
+  llvm::Value *status = clearedStatus(B, prog, a.activations);
   for (const Stage &s : prog.stages) {
     llvm::Function *sf = M.getFunction(s.name);
     // Stages stay calls, as in the JIT: a stage loads its buffer pointers from the table
@@ -258,8 +286,8 @@ void addEntryPoint(llvm::Module &M, const Program &prog, const std::vector<Slot>
     // test/fuzz/README.md, "Bugs found" 4: null or stale pointers, a crash).
     sf->addFnAttr(llvm::Attribute::NoInline);
     if (s.parallel && threaded)
-      B.CreateCall(pfTy, parallelFor,
-                   {user, B.getInt64(threads), B.CreatePointerCast(sf, taskTy->getPointerTo()),
+      B.CreateCall(pfTy, a.parallelFor,
+                   {a.user, B.getInt64(threads), B.CreatePointerCast(sf, taskTy->getPointerTo()),
                     B.CreatePointerCast(bufsPtr, i8p)});
     else
       B.CreateCall(sf->getFunctionType(), sf, {bufsPtr, B.getInt64(0), B.getInt64(1)});
