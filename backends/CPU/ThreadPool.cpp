@@ -12,6 +12,14 @@
 
 namespace kiln::cpu {
 
+namespace {
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+} // namespace
+
 unsigned ThreadPool::hardwareThreads() {
   unsigned n = std::thread::hardware_concurrency();
   return n ? n : 1;
@@ -20,7 +28,8 @@ unsigned ThreadPool::hardwareThreads() {
 ThreadPool::ThreadPool(unsigned threads, unsigned spinMicros, unsigned stageSpinMicros)
     : threads_(threads ? threads : 1), spinMicros_(spinMicros),
       stageSpinMicros_(std::max(spinMicros, stageSpinMicros)),
-      claimed_(new std::atomic<uint64_t>[threads ? threads : 1]) {
+      claimed_(new std::atomic<uint64_t>[threads ? threads : 1]),
+      shareStartNs_(new int64_t[threads ? threads : 1]()) {
   for (unsigned t = 0; t < threads_; t++)
     claimed_[t].store(0, std::memory_order_relaxed);
   for (unsigned t = 1; t < threads_; t++)
@@ -73,13 +82,17 @@ bool ThreadPool::claim(unsigned tid, uint64_t gen) {
   return false;
 }
 
-void ThreadPool::runUnclaimed(const std::function<void(unsigned)> *fn, uint64_t gen,
-                              unsigned first) {
+unsigned ThreadPool::runUnclaimed(const std::function<void(unsigned)> *fn, uint64_t gen,
+                                  unsigned first) {
+  unsigned ran = 0;
   for (unsigned k = 0; k + 1 < threads_; k++) {
     unsigned t = 1 + (first - 1 + k) % (threads_ - 1);
     if (!claim(t, gen))
       continue;
+    if (timing_)
+      shareStartNs_[t] = nowNs();
     (*fn)(t);
+    ran++;
     // The last share wakes the caller only if it blocked: it sets callerWaiting_ before it
     // looks at pending_ again, this thread looks at callerWaiting_ after its decrement.
     if (pending_.fetch_sub(1) == 1 && callerWaiting_.load()) {
@@ -87,6 +100,7 @@ void ThreadPool::runUnclaimed(const std::function<void(unsigned)> *fn, uint64_t 
       done_.notify_one();
     }
   }
+  return ran;
 }
 
 void ThreadPool::workerLoop(unsigned tid) {
@@ -112,7 +126,17 @@ void ThreadPool::workerLoop(unsigned tid) {
   }
 }
 
-void ThreadPool::run(const std::function<void(unsigned)> &fn) {
+void ThreadPool::waitForShares() {
+  auto finished = [&] { return pending_.load() == 0; };
+  if (!spinFor(finished)) {
+    std::unique_lock<std::mutex> l(m_);
+    callerWaiting_.store(true);
+    done_.wait(l, finished);
+    callerWaiting_.store(false);
+  }
+}
+
+void ThreadPool::run(const std::function<void(unsigned)> &fn, RunTimes *times) {
   if (threads_ == 1) {
     fn(0);
     return;
@@ -120,20 +144,24 @@ void ThreadPool::run(const std::function<void(unsigned)> &fn) {
   std::lock_guard<std::mutex> serial(runMutex_);
   task_.store(&fn, std::memory_order_relaxed);
   pending_.store(threads_ - 1, std::memory_order_relaxed);
-  uint64_t gen = generation_.fetch_add(1) + 1; // publishes task_ and pending_
+  timing_ = times != nullptr;
+  int64_t published = timing_ ? nowNs() : 0;
+  uint64_t gen = generation_.fetch_add(1) + 1; // publishes task_, pending_ and timing_
   if (sleepers_.load()) {
     // A sleeper is inside wake_.wait or about to check the generation under m_.
     { std::lock_guard<std::mutex> l(m_); }
     wake_.notify_all();
   }
   fn(0);
-  runUnclaimed(&fn, gen, 1);
-  auto finished = [&] { return pending_.load() == 0; };
-  if (!spinFor(finished)) {
-    std::unique_lock<std::mutex> l(m_);
-    callerWaiting_.store(true);
-    done_.wait(l, finished);
-    callerWaiting_.store(false);
+  unsigned taken = runUnclaimed(&fn, gen, 1);
+  int64_t ownDone = timing_ ? nowNs() : 0;
+  waitForShares();
+  if (times) {
+    times->waitNs = nowNs() - ownDone;
+    times->takenOver = taken;
+    times->lateNs = 0;
+    for (unsigned t = 1; t < threads_; t++)
+      times->lateNs = std::max(times->lateNs, shareStartNs_[t] - published);
   }
 }
 
