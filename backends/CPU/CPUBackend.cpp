@@ -357,7 +357,8 @@ namespace {
 
 /// The kernel events of one run, one per stage, for a trace that asks for them and for the
 /// profile (profile=1). A parallel stage's event says how late its last share started, how
-/// long the caller waited for the other shares after its own and how many it took over.
+/// long the caller waited for the other shares after its own, how many it took over and how
+/// many ran on the caller's CPU (ThreadPool::RunTimes).
 class StageEvents {
 public:
   StageEvents(Tracer *tracer, uint32_t pid, size_t stages) : tracer_(tracer), pid_(pid) {
@@ -381,6 +382,7 @@ public:
       e.args.push_back({"late_ns", std::to_string(pool->lateNs), true});
       e.args.push_back({"wait_ns", std::to_string(pool->waitNs), true});
       e.args.push_back({"taken_over", std::to_string(pool->takenOver), true});
+      e.args.push_back({"same_cpu", std::to_string(pool->sameCpu), true});
     }
     events_.push_back(std::move(e));
   }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include <sched.h>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define KILN_CPU_RELAX() _mm_pause()
@@ -29,7 +31,8 @@ ThreadPool::ThreadPool(unsigned threads, unsigned spinMicros, unsigned stageSpin
     : threads_(threads ? threads : 1), spinMicros_(spinMicros),
       stageSpinMicros_(std::max(spinMicros, stageSpinMicros)),
       claimed_(new std::atomic<uint64_t>[threads ? threads : 1]),
-      shareStartNs_(new int64_t[threads ? threads : 1]()) {
+      shareStartNs_(new int64_t[threads ? threads : 1]()),
+      shareCpu_(new int[threads ? threads : 1]()) {
   for (unsigned t = 0; t < threads_; t++)
     claimed_[t].store(0, std::memory_order_relaxed);
   for (unsigned t = 1; t < threads_; t++)
@@ -83,7 +86,7 @@ bool ThreadPool::claim(unsigned tid, uint64_t gen) {
 }
 
 unsigned ThreadPool::runUnclaimed(const std::function<void(unsigned)> *fn, uint64_t gen,
-                                  unsigned first) {
+                                  unsigned first, bool caller) {
   unsigned ran = 0;
   for (unsigned k = 0; k + 1 < threads_; k++) {
     unsigned t = 1 + (first - 1 + k) % (threads_ - 1);
@@ -92,6 +95,8 @@ unsigned ThreadPool::runUnclaimed(const std::function<void(unsigned)> *fn, uint6
     if (timing_)
       shareStartNs_[t] = nowNs();
     (*fn)(t);
+    if (timing_)
+      shareCpu_[t] = caller ? -1 : sched_getcpu();
     ran++;
     // The last share wakes the caller only if it blocked: it sets callerWaiting_ before it
     // looks at pending_ again, this thread looks at callerWaiting_ after its decrement.
@@ -122,7 +127,7 @@ void ThreadPool::workerLoop(unsigned tid) {
     seen = generation_.load();
     const std::function<void(unsigned)> *task = task_.load();
     // Its own share first, then any other nobody has started.
-    runUnclaimed(task, seen, tid);
+    runUnclaimed(task, seen, tid, false);
   }
 }
 
@@ -153,15 +158,19 @@ void ThreadPool::run(const std::function<void(unsigned)> &fn, RunTimes *times) {
     wake_.notify_all();
   }
   fn(0);
-  unsigned taken = runUnclaimed(&fn, gen, 1);
+  int callerCpu = timing_ ? sched_getcpu() : -1;
+  unsigned taken = runUnclaimed(&fn, gen, 1, true);
   int64_t ownDone = timing_ ? nowNs() : 0;
   waitForShares();
   if (times) {
     times->waitNs = nowNs() - ownDone;
     times->takenOver = taken;
     times->lateNs = 0;
-    for (unsigned t = 1; t < threads_; t++)
+    times->sameCpu = 0;
+    for (unsigned t = 1; t < threads_; t++) {
       times->lateNs = std::max(times->lateNs, shareStartNs_[t] - published);
+      times->sameCpu += shareCpu_[t] >= 0 && shareCpu_[t] == callerCpu;
+    }
   }
 }
 

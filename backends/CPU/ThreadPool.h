@@ -61,6 +61,9 @@ public:
     int64_t waitNs = 0;
     /// Shares other than 0 that the caller ran itself (their worker had not started).
     unsigned takenOver = 0;
+    /// Shares that a worker ran on the CPU the caller was on as it ended its own share
+    /// (sched_getcpu): the scheduler had the two share one core.
+    unsigned sameCpu = 0;
   };
 
   /// Runs fn(tid) for tid in [0, size()) and returns when all are done, each share once;
@@ -98,8 +101,9 @@ private:
   bool claim(unsigned tid, uint64_t gen);
   /// Runs every share (but 0) of generation \p gen, from \p first on, that nobody has
   /// claimed yet; \p fn is only touched for a share this thread claims. Returns how many
-  /// it ran.
-  unsigned runUnclaimed(const std::function<void(unsigned)> *fn, uint64_t gen, unsigned first);
+  /// it ran; \p caller: this thread is run()'s caller.
+  unsigned runUnclaimed(const std::function<void(unsigned)> *fn, uint64_t gen, unsigned first,
+                        bool caller);
   /// The caller's wait for the other shares (spinning, then blocking).
   void waitForShares();
   /// Spins until pred() holds or the spin bound passes; returns pred().
@@ -125,6 +129,7 @@ private:
   // read by a thread only after it claimed a share of the run, so the run is not over.
   bool timing_ = false;
   std::unique_ptr<int64_t[]> shareStartNs_; // per share, written by the thread claiming it
+  std::unique_ptr<int[]> shareCpu_;          // per share, the CPU it ended on
 };
 
 } // namespace kiln::cpu
