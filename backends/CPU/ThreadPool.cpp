@@ -85,19 +85,23 @@ bool ThreadPool::claim(unsigned tid, uint64_t gen) {
   return false;
 }
 
-unsigned ThreadPool::runUnclaimed(const std::function<void(unsigned)> *fn, uint64_t gen,
-                                  unsigned first, bool caller) {
-  unsigned ran = 0;
+void ThreadPool::runShare(const std::function<void(unsigned)> &fn, unsigned t, bool caller) {
+  if (!timing_) {
+    fn(t);
+    return;
+  }
+  shareStartNs_[t] = nowNs();
+  fn(t);
+  shareCpu_[t] = caller ? kRanOnCaller : sched_getcpu();
+}
+
+void ThreadPool::runUnclaimed(const std::function<void(unsigned)> *fn, uint64_t gen,
+                              unsigned first, bool caller) {
   for (unsigned k = 0; k + 1 < threads_; k++) {
     unsigned t = 1 + (first - 1 + k) % (threads_ - 1);
     if (!claim(t, gen))
       continue;
-    if (timing_)
-      shareStartNs_[t] = nowNs();
-    (*fn)(t);
-    if (timing_)
-      shareCpu_[t] = caller ? -1 : sched_getcpu();
-    ran++;
+    runShare(*fn, t, caller);
     // The last share wakes the caller only if it blocked: it sets callerWaiting_ before it
     // looks at pending_ again, this thread looks at callerWaiting_ after its decrement.
     if (pending_.fetch_sub(1) == 1 && callerWaiting_.load()) {
@@ -105,7 +109,6 @@ unsigned ThreadPool::runUnclaimed(const std::function<void(unsigned)> *fn, uint6
       done_.notify_one();
     }
   }
-  return ran;
 }
 
 void ThreadPool::workerLoop(unsigned tid) {
@@ -127,7 +130,7 @@ void ThreadPool::workerLoop(unsigned tid) {
     seen = generation_.load();
     const std::function<void(unsigned)> *task = task_.load();
     // Its own share first, then any other nobody has started.
-    runUnclaimed(task, seen, tid, false);
+    runUnclaimed(task, seen, tid, /*caller=*/false);
   }
 }
 
@@ -141,37 +144,46 @@ void ThreadPool::waitForShares() {
   }
 }
 
-void ThreadPool::run(const std::function<void(unsigned)> &fn, RunTimes *times) {
-  if (threads_ == 1) {
-    fn(0);
-    return;
-  }
-  std::lock_guard<std::mutex> serial(runMutex_);
+uint64_t ThreadPool::publish(const std::function<void(unsigned)> &fn) {
   task_.store(&fn, std::memory_order_relaxed);
   pending_.store(threads_ - 1, std::memory_order_relaxed);
-  timing_ = times != nullptr;
-  int64_t published = timing_ ? nowNs() : 0;
   uint64_t gen = generation_.fetch_add(1) + 1; // publishes task_, pending_ and timing_
   if (sleepers_.load()) {
     // A sleeper is inside wake_.wait or about to check the generation under m_.
     { std::lock_guard<std::mutex> l(m_); }
     wake_.notify_all();
   }
+  return gen;
+}
+
+ThreadPool::RunTimes ThreadPool::measured(int64_t published, int64_t ownDone,
+                                          int callerCpu) const {
+  RunTimes r;
+  r.waitNs = nowNs() - ownDone;
+  for (unsigned t = 1; t < threads_; t++) {
+    r.lateNs = std::max(r.lateNs, shareStartNs_[t] - published);
+    r.takenOver += shareCpu_[t] == kRanOnCaller;
+    r.sameCpu += shareCpu_[t] >= 0 && shareCpu_[t] == callerCpu;
+  }
+  return r;
+}
+
+void ThreadPool::run(const std::function<void(unsigned)> &fn, RunTimes *times) {
+  if (threads_ == 1) {
+    fn(0);
+    return;
+  }
+  std::lock_guard<std::mutex> serial(runMutex_);
+  timing_ = times != nullptr;
+  int64_t published = timing_ ? nowNs() : 0;
+  uint64_t gen = publish(fn);
   fn(0);
   int callerCpu = timing_ ? sched_getcpu() : -1;
-  unsigned taken = runUnclaimed(&fn, gen, 1, true);
+  runUnclaimed(&fn, gen, 1, /*caller=*/true);
   int64_t ownDone = timing_ ? nowNs() : 0;
   waitForShares();
-  if (times) {
-    times->waitNs = nowNs() - ownDone;
-    times->takenOver = taken;
-    times->lateNs = 0;
-    times->sameCpu = 0;
-    for (unsigned t = 1; t < threads_; t++) {
-      times->lateNs = std::max(times->lateNs, shareStartNs_[t] - published);
-      times->sameCpu += shareCpu_[t] >= 0 && shareCpu_[t] == callerCpu;
-    }
-  }
+  if (times)
+    *times = measured(published, ownDone, callerCpu);
 }
 
 } // namespace kiln::cpu

@@ -100,12 +100,20 @@ private:
   /// later generation's share was claimed (then \p gen is over).
   bool claim(unsigned tid, uint64_t gen);
   /// Runs every share (but 0) of generation \p gen, from \p first on, that nobody has
-  /// claimed yet; \p fn is only touched for a share this thread claims. Returns how many
-  /// it ran; \p caller: this thread is run()'s caller.
-  unsigned runUnclaimed(const std::function<void(unsigned)> *fn, uint64_t gen, unsigned first,
-                        bool caller);
+  /// claimed yet; \p fn is only touched for a share this thread claims. \p caller: this
+  /// thread is run()'s caller.
+  void runUnclaimed(const std::function<void(unsigned)> *fn, uint64_t gen, unsigned first,
+                    bool caller);
+  /// fn(t), noting when it started and where it ran when the run is timed.
+  void runShare(const std::function<void(unsigned)> &fn, unsigned t, bool caller);
+  /// Publishes task \p fn to the workers (waking those asleep); returns its generation.
+  uint64_t publish(const std::function<void(unsigned)> &fn);
   /// The caller's wait for the other shares (spinning, then blocking).
   void waitForShares();
+  /// The RunTimes of a timed run whose shares are all done.
+  RunTimes measured(int64_t published, int64_t ownDone, int callerCpu) const;
+  /// shareCpu_ of a share the caller ran.
+  static constexpr int kRanOnCaller = -2;
   /// Spins until pred() holds or the spin bound passes; returns pred().
   template <class Pred> bool spinFor(Pred pred) const;
 
@@ -129,7 +137,7 @@ private:
   // read by a thread only after it claimed a share of the run, so the run is not over.
   bool timing_ = false;
   std::unique_ptr<int64_t[]> shareStartNs_; // per share, written by the thread claiming it
-  std::unique_ptr<int[]> shareCpu_;          // per share, the CPU it ended on
+  std::unique_ptr<int[]> shareCpu_; // per share, the CPU it ended on (or kRanOnCaller)
 };
 
 } // namespace kiln::cpu
