@@ -353,6 +353,59 @@ Error CPUFunction::bindBuffers(ExecutionContext &ctx, std::vector<char *> &bufs)
   return Error::success();
 }
 
+namespace {
+
+/// The kernel events of one run, one per stage, for a trace that asks for them and for the
+/// profile (profile=1). A parallel stage's event says how late its last share started, how
+/// long the caller waited for the other shares after its own, how many it took over and how
+/// many ran on the caller's CPU (ThreadPool::RunTimes).
+class StageEvents {
+public:
+  StageEvents(Tracer *tracer, uint32_t pid, size_t stages) : tracer_(tracer), pid_(pid) {
+    events_.reserve(stages);
+  }
+  int64_t now() const {
+    return tracer_ ? tracer_->nowNs()
+                   : int64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::steady_clock::now().time_since_epoch())
+                                 .count());
+  }
+  void add(const Stage &s, int64_t t0, const ThreadPool::RunTimes *pool) {
+    TraceEvent e;
+    e.name = s.desc;
+    e.category = "kernel";
+    e.pid = pid_;
+    e.startNs = t0;
+    e.durNs = now() - t0;
+    e.args.push_back({"parallel", pool ? "1" : "0", true});
+    if (pool) {
+      e.args.push_back({"late_ns", std::to_string(pool->lateNs), true});
+      e.args.push_back({"wait_ns", std::to_string(pool->waitNs), true});
+      e.args.push_back({"taken_over", std::to_string(pool->takenOver), true});
+      e.args.push_back({"same_cpu", std::to_string(pool->sameCpu), true});
+    }
+    events_.push_back(std::move(e));
+  }
+  std::vector<TraceEvent> &events() { return events_; }
+
+private:
+  Tracer *tracer_;
+  uint32_t pid_;
+  std::vector<TraceEvent> events_;
+};
+
+} // namespace
+
+Error CPUFunction::statusError(const int64_t *status) const {
+  size_t check = size_t(status[0] - 1);
+  int64_t position = status[1], value = status[2];
+  if (check >= prog_->checks.size())
+    return makeError(ErrorCode::Internal, "CPU backend: unknown run-time check ", status[0]);
+  const RunCheck &c = prog_->checks[check];
+  return makeError(ErrorCode::InvalidArgument, c.before, value, " at position ", position,
+                   c.after);
+}
+
 Error CPUFunction::execute(ExecutionContext &ctx) {
   std::vector<char *> bufs;
   KILN_RETURN_IF_ERR(bindBuffers(ctx, bufs));
@@ -370,59 +423,37 @@ Error CPUFunction::execute(ExecutionContext &ctx) {
   char **bp = bufs.data();
   unsigned nth = pool_->size();
   ThreadPool::RunScope running(*pool_);
-  // Kernel events, one per stage: for a trace that asks for them, and for the profile
-  // (profile=1), which is their sum over runs.
   Tracer *tracer = ctx.getTracer() && ctx.getTracer()->kernels() ? ctx.getTracer() : nullptr;
   const bool record = tracer || profileOn_;
-  std::vector<TraceEvent> events;
-  auto now = [tracer, epoch = std::chrono::steady_clock::time_point()]() {
-    return tracer ? tracer->nowNs()
-                  : int64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                std::chrono::steady_clock::now() - epoch)
-                                .count());
-  };
-  if (record)
-    events.reserve(prog_->stages.size());
+  StageEvents events(tracer, ctx.getTracePid(), record ? prog_->stages.size() : 0);
   // One task for every parallel stage, which it reads from `current`: no std::function
   // (and no allocation) per stage.
   StageFn current = nullptr;
   const std::function<void(unsigned)> task = [&current, bp, nth](unsigned tid) {
     current(bp, int64_t(tid), int64_t(nth));
   };
-  for (size_t i = 0; i < prog_->stages.size(); i++) {
-    const Stage &s = prog_->stages[i];
-    int64_t t0 = record ? now() : 0;
-    if (s.parallel && nth > 1) {
+  ThreadPool::RunTimes times;
+  for (const Stage &s : prog_->stages) {
+    int64_t t0 = record ? events.now() : 0;
+    bool par = s.parallel && nth > 1;
+    if (par) {
       current = s.fn;
-      pool_->run(task);
+      pool_->run(task, record ? &times : nullptr);
     } else {
       s.fn(bp, 0, 1);
     }
-    if (record) {
-      TraceEvent e;
-      e.name = s.desc;
-      e.category = "kernel";
-      e.pid = ctx.getTracePid();
-      e.startNs = t0;
-      e.durNs = now() - t0;
-      e.args.push_back({"parallel", s.parallel && nth > 1 ? "1" : "0", true});
-      events.push_back(std::move(e));
-    }
+    if (record)
+      events.add(s, t0, par ? &times : nullptr);
     if (status && status[0]) {
-      size_t check = size_t(status[0] - 1);
-      int64_t position = status[1], value = status[2];
+      Error e = statusError(status);
       returnArena(arena);
-      if (check >= prog_->checks.size())
-        return makeError(ErrorCode::Internal, "CPU backend: unknown run-time check ", status[0]);
-      const RunCheck &c = prog_->checks[check];
-      return makeError(ErrorCode::InvalidArgument, c.before, value, " at position ", position,
-                       c.after);
+      return e;
     }
   }
   if (profileOn_)
-    addToProfile(events);
+    addToProfile(events.events());
   if (tracer)
-    tracer->append(std::move(events));
+    tracer->append(std::move(events.events()));
   returnArena(arena);
   return Error::success();
 }

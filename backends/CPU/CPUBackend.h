@@ -161,6 +161,8 @@ private:
   Error bindBuffers(ExecutionContext &ctx, std::vector<char *> &bufs) const;
   char *takeArena();
   void returnArena(char *a);
+  /// The error a kernel reported through the status words (a failed run-time check).
+  Error statusError(const int64_t *status) const;
 
   std::unique_ptr<Program> prog_;
   std::shared_ptr<ThreadPool> pool_;

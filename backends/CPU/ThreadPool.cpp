@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include <sched.h>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define KILN_CPU_RELAX() _mm_pause()
@@ -12,6 +14,14 @@
 
 namespace kiln::cpu {
 
+namespace {
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+} // namespace
+
 unsigned ThreadPool::hardwareThreads() {
   unsigned n = std::thread::hardware_concurrency();
   return n ? n : 1;
@@ -20,7 +30,9 @@ unsigned ThreadPool::hardwareThreads() {
 ThreadPool::ThreadPool(unsigned threads, unsigned spinMicros, unsigned stageSpinMicros)
     : threads_(threads ? threads : 1), spinMicros_(spinMicros),
       stageSpinMicros_(std::max(spinMicros, stageSpinMicros)),
-      claimed_(new std::atomic<uint64_t>[threads ? threads : 1]) {
+      claimed_(new std::atomic<uint64_t>[threads ? threads : 1]),
+      shareStartNs_(new int64_t[threads ? threads : 1]()),
+      shareCpu_(new int[threads ? threads : 1]()) {
   for (unsigned t = 0; t < threads_; t++)
     claimed_[t].store(0, std::memory_order_relaxed);
   for (unsigned t = 1; t < threads_; t++)
@@ -73,13 +85,23 @@ bool ThreadPool::claim(unsigned tid, uint64_t gen) {
   return false;
 }
 
+void ThreadPool::runShare(const std::function<void(unsigned)> &fn, unsigned t, bool caller) {
+  if (!timing_) {
+    fn(t);
+    return;
+  }
+  shareStartNs_[t] = nowNs();
+  fn(t);
+  shareCpu_[t] = caller ? kRanOnCaller : sched_getcpu();
+}
+
 void ThreadPool::runUnclaimed(const std::function<void(unsigned)> *fn, uint64_t gen,
-                              unsigned first) {
+                              unsigned first, bool caller) {
   for (unsigned k = 0; k + 1 < threads_; k++) {
     unsigned t = 1 + (first - 1 + k) % (threads_ - 1);
     if (!claim(t, gen))
       continue;
-    (*fn)(t);
+    runShare(*fn, t, caller);
     // The last share wakes the caller only if it blocked: it sets callerWaiting_ before it
     // looks at pending_ again, this thread looks at callerWaiting_ after its decrement.
     if (pending_.fetch_sub(1) == 1 && callerWaiting_.load()) {
@@ -108,26 +130,11 @@ void ThreadPool::workerLoop(unsigned tid) {
     seen = generation_.load();
     const std::function<void(unsigned)> *task = task_.load();
     // Its own share first, then any other nobody has started.
-    runUnclaimed(task, seen, tid);
+    runUnclaimed(task, seen, tid, /*caller=*/false);
   }
 }
 
-void ThreadPool::run(const std::function<void(unsigned)> &fn) {
-  if (threads_ == 1) {
-    fn(0);
-    return;
-  }
-  std::lock_guard<std::mutex> serial(runMutex_);
-  task_.store(&fn, std::memory_order_relaxed);
-  pending_.store(threads_ - 1, std::memory_order_relaxed);
-  uint64_t gen = generation_.fetch_add(1) + 1; // publishes task_ and pending_
-  if (sleepers_.load()) {
-    // A sleeper is inside wake_.wait or about to check the generation under m_.
-    { std::lock_guard<std::mutex> l(m_); }
-    wake_.notify_all();
-  }
-  fn(0);
-  runUnclaimed(&fn, gen, 1);
+void ThreadPool::waitForShares() {
   auto finished = [&] { return pending_.load() == 0; };
   if (!spinFor(finished)) {
     std::unique_lock<std::mutex> l(m_);
@@ -135,6 +142,48 @@ void ThreadPool::run(const std::function<void(unsigned)> &fn) {
     done_.wait(l, finished);
     callerWaiting_.store(false);
   }
+}
+
+uint64_t ThreadPool::publish(const std::function<void(unsigned)> &fn) {
+  task_.store(&fn, std::memory_order_relaxed);
+  pending_.store(threads_ - 1, std::memory_order_relaxed);
+  uint64_t gen = generation_.fetch_add(1) + 1; // publishes task_, pending_ and timing_
+  if (sleepers_.load()) {
+    // A sleeper is inside wake_.wait or about to check the generation under m_.
+    { std::lock_guard<std::mutex> l(m_); }
+    wake_.notify_all();
+  }
+  return gen;
+}
+
+ThreadPool::RunTimes ThreadPool::measured(int64_t published, int64_t ownDone,
+                                          int callerCpu) const {
+  RunTimes r;
+  r.waitNs = nowNs() - ownDone;
+  for (unsigned t = 1; t < threads_; t++) {
+    r.lateNs = std::max(r.lateNs, shareStartNs_[t] - published);
+    r.takenOver += shareCpu_[t] == kRanOnCaller;
+    r.sameCpu += shareCpu_[t] >= 0 && shareCpu_[t] == callerCpu;
+  }
+  return r;
+}
+
+void ThreadPool::run(const std::function<void(unsigned)> &fn, RunTimes *times) {
+  if (threads_ == 1) {
+    fn(0);
+    return;
+  }
+  std::lock_guard<std::mutex> serial(runMutex_);
+  timing_ = times != nullptr;
+  int64_t published = timing_ ? nowNs() : 0;
+  uint64_t gen = publish(fn);
+  fn(0);
+  int callerCpu = timing_ ? sched_getcpu() : -1;
+  runUnclaimed(&fn, gen, 1, /*caller=*/true);
+  int64_t ownDone = timing_ ? nowNs() : 0;
+  waitForShares();
+  if (times)
+    *times = measured(published, ownDone, callerCpu);
 }
 
 } // namespace kiln::cpu

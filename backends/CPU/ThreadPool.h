@@ -51,11 +51,27 @@ public:
   ThreadPool &operator=(const ThreadPool &) = delete;
 
   unsigned size() const { return threads_; }
+
+  /// Where one run()'s time went, measured when a profile asks for it (steady clock).
+  struct RunTimes {
+    /// From publishing the task to the start of the share that started last.
+    int64_t lateNs = 0;
+    /// From the end of the caller's own share (and of those it took over) to the end of
+    /// the last share: what the caller waited for the others.
+    int64_t waitNs = 0;
+    /// Shares other than 0 that the caller ran itself (their worker had not started).
+    unsigned takenOver = 0;
+    /// Shares that a worker ran on the CPU the caller was on as it ended its own share
+    /// (sched_getcpu): the scheduler had the two share one core.
+    unsigned sameCpu = 0;
+  };
+
   /// Runs fn(tid) for tid in [0, size()) and returns when all are done, each share once;
   /// tid 0 runs on the caller, the others on their worker unless the caller (or another
   /// worker) finishes first and takes them over, so fn(tid) may run on any thread. One call
-  /// at a time per pool (calls from several threads serialise).
-  void run(const std::function<void(unsigned)> &fn);
+  /// at a time per pool (calls from several threads serialise). With \p times, also
+  /// measures where the time went (a few clock reads per share).
+  void run(const std::function<void(unsigned)> &fn, RunTimes *times = nullptr);
 
   /// Brackets a sequence of run() calls close together (the stages of one inference):
   /// in between, waiting threads spin for the longer stage bound, so a short serial stage
@@ -84,8 +100,20 @@ private:
   /// later generation's share was claimed (then \p gen is over).
   bool claim(unsigned tid, uint64_t gen);
   /// Runs every share (but 0) of generation \p gen, from \p first on, that nobody has
-  /// claimed yet; \p fn is only touched for a share this thread claims.
-  void runUnclaimed(const std::function<void(unsigned)> *fn, uint64_t gen, unsigned first);
+  /// claimed yet; \p fn is only touched for a share this thread claims. \p caller: this
+  /// thread is run()'s caller.
+  void runUnclaimed(const std::function<void(unsigned)> *fn, uint64_t gen, unsigned first,
+                    bool caller);
+  /// fn(t), noting when it started and where it ran when the run is timed.
+  void runShare(const std::function<void(unsigned)> &fn, unsigned t, bool caller);
+  /// Publishes task \p fn to the workers (waking those asleep); returns its generation.
+  uint64_t publish(const std::function<void(unsigned)> &fn);
+  /// The caller's wait for the other shares (spinning, then blocking).
+  void waitForShares();
+  /// The RunTimes of a timed run whose shares are all done.
+  RunTimes measured(int64_t published, int64_t ownDone, int callerCpu) const;
+  /// shareCpu_ of a share the caller ran.
+  static constexpr int kRanOnCaller = -2;
   /// Spins until pred() holds or the spin bound passes; returns pred().
   template <class Pred> bool spinFor(Pred pred) const;
 
@@ -105,6 +133,11 @@ private:
   std::atomic<unsigned> sleepers_{0};    // workers blocked (or about to block) on wake_
   std::atomic<bool> callerWaiting_{false}; // the caller is blocked (or about to) on done_
   std::atomic<bool> stop_{false};          // written under m_
+  // Profiles only (run() with RunTimes): whether this run records when each share starts;
+  // read by a thread only after it claimed a share of the run, so the run is not over.
+  bool timing_ = false;
+  std::unique_ptr<int64_t[]> shareStartNs_; // per share, written by the thread claiming it
+  std::unique_ptr<int[]> shareCpu_; // per share, the CPU it ended on (or kRanOnCaller)
 };
 
 } // namespace kiln::cpu

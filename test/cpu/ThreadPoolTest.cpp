@@ -154,3 +154,38 @@ TEST(ThreadPoolTest, LateWorkersSharesRunElsewhere) {
   }
   EXPECT_GT(onCaller, 0);
 }
+
+// With RunTimes, run() says how many shares the caller ran besides its own: exactly those
+// that ran on the caller's thread. Workers that block (no spinning) wake late, so some runs
+// have shares taken over and some not; the times measured are never negative, and a share
+// counts as run on the caller's CPU only if a worker ran it (never one taken over).
+TEST(ThreadPoolTest, RunTimesCountSharesTakenOver) {
+  ThreadPool pool(3, 0);
+  std::thread::id caller = std::this_thread::get_id();
+  unsigned takenTotal = 0;
+  for (int r = 0; r < 200; r++) {
+    std::vector<std::thread::id> ranOn(3);
+    std::vector<std::atomic<int>> hits(3);
+    for (auto &h : hits)
+      h = 0;
+    ThreadPool::RunTimes times;
+    pool.run(
+        [&](unsigned tid) {
+          hits[tid]++;
+          ranOn[tid] = std::this_thread::get_id();
+        },
+        &times);
+    unsigned onCaller = 0;
+    for (unsigned t = 0; t < 3; t++) {
+      ASSERT_EQ(hits[t].load(), 1) << "run " << r << " tid " << t;
+      onCaller += t > 0 && ranOn[t] == caller;
+    }
+    EXPECT_EQ(times.takenOver, onCaller) << "run " << r;
+    EXPECT_LE(times.sameCpu, 2u - onCaller) << "run " << r;
+    EXPECT_GE(times.lateNs, 0);
+    EXPECT_GE(times.waitNs, 0);
+    takenTotal += times.takenOver;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  EXPECT_GT(takenTotal, 0u);
+}
