@@ -763,15 +763,219 @@ static inline __attribute__((always_inline)) void dwRequantRows(int8_t *y, int32
   QISA::requantRow(y, acc, OH * OW, corr, 0, nullptr, rq);
 }
 
+/// The centred filter pairs of one channel, in the order of qdwconv's tap-pair offsets:
+/// (wc[kh][kw], wc[kh][kw + 1]) for even kw as the low and high int16, the partner 0 past
+/// the row's end.
+static inline __attribute__((always_inline)) void dwWeightPairs(uint32_t *wp, const int16_t *wc,
+                                                                int64_t KH, int64_t KW) {
+  for (int64_t kh = 0, t = 0; kh < KH; kh++)
+    for (int64_t kw = 0; kw < KW; kw += 2, t++) {
+      const int16_t *wr = wc + kh * KW;
+      wp[t] = uint32_t(uint16_t(wr[kw])) |
+              (uint32_t(uint16_t(kw + 1 < KW ? wr[kw + 1] : int16_t(0))) << 16);
+    }
+}
+
+/// Stride 2 (qdwconv's flat2): the padded, centred rows of input plane \p x split by row
+/// parity into the two flat planes at \p pln (rows of Wq2 int32 = 2 Wq2 int16, pe2 int32
+/// per plane), then the slack the last vectors read zeroed.
+static inline __attribute__((always_inline)) void dwFlat2Plane(int32_t *pln, const int8_t *x,
+                                                               int64_t H, int64_t W, int64_t PT,
+                                                               int64_t PL, int64_t Hq2,
+                                                               int64_t Wq2, int64_t pe2,
+                                                               int32_t xo) {
+  const int64_t Wr2 = 2 * Wq2, pc0 = minI(PL, Wr2), pc1 = minI(PL + W, Wr2);
+  for (int64_t r = 0; r < 2 * Hq2; r++) {
+    int16_t *dr = (int16_t *)(pln + (r % 2) * pe2 + (r / 2) * Wq2);
+    const int64_t h = r - PT;
+    if (h < 0 || h >= H) {
+      for (int64_t i = 0; i < Wr2; i++)
+        dr[i] = 0;
+      continue;
+    }
+    const int8_t *xs = x + h * W - PL;
+    for (int64_t i = 0; i < pc0; i++)
+      dr[i] = 0;
+    for (int64_t i = pc0; i < pc1; i++)
+      dr[i] = int16_t(int32_t(xs[i]) - xo);
+    for (int64_t i = pc1; i < Wr2; i++)
+      dr[i] = 0;
+  }
+  // Slack read by the last vectors (their outputs are dropped): zeros.
+  for (int64_t p = 0; p < 2; p++)
+    for (int64_t i = Hq2 * Wq2; i < pe2; i++)
+      pln[p * pe2 + i] = 0;
+}
+
+/// Stride 1 (qdwconv's flat): the padded, centred plane of input plane \p x as Hp rows of
+/// Wp int16 at \p xp, the slack the last vectors read zeroed, then the pair plane
+/// dp[q] = (xp[q], xp[q + pdw]) up to entry \p nd.
+static inline __attribute__((always_inline)) void dwFlatPlane(int16_t *xp, int32_t *dp,
+                                                              const int8_t *x, int64_t H,
+                                                              int64_t W, int64_t Hp, int64_t Wp,
+                                                              int64_t PT, int64_t PL,
+                                                              int32_t xo, int64_t pdw,
+                                                              int64_t nd) {
+  const int64_t pc0 = minI(PL, Wp), pc1 = minI(PL + W, Wp);
+  for (int64_t r = 0; r < Hp; r++) {
+    int16_t *dr = xp + r * Wp;
+    const int64_t h = r - PT;
+    if (h < 0 || h >= H) {
+      for (int64_t i = 0; i < Wp; i++)
+        dr[i] = 0;
+      continue;
+    }
+    const int8_t *xs = x + h * W - PL;
+    for (int64_t i = 0; i < pc0; i++)
+      dr[i] = 0;
+    for (int64_t i = pc0; i < pc1; i++)
+      dr[i] = int16_t(int32_t(xs[i]) - xo);
+    for (int64_t i = pc1; i < Wp; i++)
+      dr[i] = 0;
+  }
+  for (int64_t i = Hp * Wp, end = nd + pdw; i < end; i++)
+    xp[i] = 0;
+  QISA::pairs16(dp, xp, pdw, nd);
+}
+
+/// Other strides (qdwconv's phased path): the padded, centred plane of input plane \p x at
+/// \p xp, Hp rows of Wr int16, each row's Wp columns grouped in SW phases (column c at
+/// phase c % SW, index c / SW), each phase followed by L zero columns. Stride 2 builds each
+/// padded row in a line after the plane (Wp + 1 entries), then splits it into even and odd
+/// columns in one pass.
+static inline __attribute__((always_inline)) void dwPhasedPlane(int16_t *xp, const int8_t *x,
+                                                                int64_t H, int64_t W,
+                                                                int64_t Hp, int64_t Wp,
+                                                                int64_t Wr, int64_t SW,
+                                                                int64_t PT, int64_t PL,
+                                                                int32_t xo) {
+  constexpr int64_t L = QISA::L;
+  for (int64_t r = 0; r < Hp; r++) {
+    int16_t *dr = xp + r * Wr;
+    const int64_t h = r - PT;
+    const bool rowIn = h >= 0 && h < H;
+    const int8_t *xr = x + h * W;
+    if (SW == 2) {
+      int16_t *line = xp + Hp * Wr;
+      const int64_t in0 = rowIn ? minI(PL, Wp) : Wp, in1 = rowIn ? minI(PL + W, Wp) : Wp;
+      for (int64_t i = 0; i < in0; i++)
+        line[i] = 0;
+      for (int64_t i = in0; i < in1; i++)
+        line[i] = int16_t(int32_t(xr[i - PL]) - xo);
+      for (int64_t i = in1; i < Wp + 1; i++)
+        line[i] = 0;
+      const int64_t lenE = (Wp + 1) / 2, lenO = Wp / 2;
+      int16_t *de = dr, *dO = dr + lenE + L;
+      for (int64_t i = 0; i < lenE; i++) {
+        de[i] = line[2 * i];
+        dO[i] = line[2 * i + 1];
+      }
+      for (int64_t i = lenE; i < lenE + L; i++)
+        de[i] = 0;
+      for (int64_t i = lenO; i < lenO + L; i++)
+        dO[i] = 0;
+      continue;
+    }
+    for (int64_t ph = 0, at = 0; ph < SW; ph++) {
+      const int64_t len = ph < Wp ? (Wp - ph + SW - 1) / SW : 0;
+      int16_t *dp = dr + at;
+      // Entries i in [i0, i1) hold input columns ph + i SW - PL in [0, W).
+      int64_t i0 = 0, i1 = 0;
+      if (rowIn) {
+        i0 = minI(len, PL > ph ? (PL - ph + SW - 1) / SW : 0);
+        i1 = maxI(i0, minI(len, (W + PL - ph + SW - 1) / SW));
+      }
+      for (int64_t i = 0; i < i0; i++)
+        dp[i] = 0;
+      if (SW == 1) {
+        const int8_t *xs = xr - PL;
+        for (int64_t i = i0; i < i1; i++)
+          dp[i] = int16_t(int32_t(xs[i]) - xo);
+      } else {
+        const int8_t *xs = xr + ph - PL;
+        for (int64_t i = i0; i < i1; i++)
+          dp[i] = int16_t(int32_t(xs[i * SW]) - xo);
+      }
+      for (int64_t i = i1; i < len + L; i++)
+        dp[i] = 0;
+      at += len + L;
+    }
+  }
+}
+
+/// The phased path's accumulators (OH rows of OW at \p accPlane) from the plane \p xp of
+/// dwPhasedPlane and the centred filter \p wc: tap (kh, kw) of output column ow reads padded
+/// column ow SW + kw DW of padded row oh SH + kh DH, that is phase (kw DW) % SW, index
+/// ow + (kw DW) / SW. Up to 64 taps, L outputs at a time accumulate every tap in one
+/// register (widened int16 times the filter, exact in int32); more, tap by tap in wrapping
+/// scalar arithmetic.
+static inline __attribute__((always_inline)) void dwPhasedDots(int32_t *accPlane,
+                                                               const int16_t *xp,
+                                                               const int16_t *wc, int64_t OH,
+                                                               int64_t OW, int64_t KH,
+                                                               int64_t KW, int64_t SH,
+                                                               int64_t SW, int64_t DH,
+                                                               int64_t DW, int64_t Wp,
+                                                               int64_t Wr) {
+  constexpr int64_t L = QISA::L;
+  const int64_t KK = KH * KW;
+  const int16_t *taps[64];
+  for (int64_t oh = 0; oh < OH; oh++) {
+    int32_t *acc = accPlane + oh * OW; // a vector's overrun lands in the next row or slack
+    auto tap = [&](int64_t kh, int64_t kw) -> const int16_t * {
+      const int64_t off = kw * DW, ph = off % SW;
+      int64_t at = 0;
+      for (int64_t p = 0; p < ph; p++)
+        at += (p < Wp ? (Wp - p + SW - 1) / SW : 0) + L;
+      return xp + (oh * SH + kh * DH) * Wr + at + off / SW;
+    };
+    if (KK <= 64) {
+      for (int64_t kh = 0; kh < KH; kh++)
+        for (int64_t kw = 0; kw < KW; kw++)
+          taps[kh * KW + kw] = tap(kh, kw);
+      for (int64_t ow = 0; ow < OW; ow += L) {
+        typename QISA::V s = QISA::zero();
+        for (int64_t t = 0; t < KK; t++)
+          s = QISA::mla16(s, taps[t] + ow, wc[t]);
+        QISA::store(acc + ow, s);
+      }
+      continue;
+    }
+    for (int64_t ow = 0; ow < OW; ow++)
+      acc[ow] = 0;
+    for (int64_t kh = 0; kh < KH; kh++)
+      for (int64_t kw = 0; kw < KW; kw++) {
+        const int16_t *xs = tap(kh, kw);
+        const int32_t wv = wc[kh * KW + kw];
+        for (int64_t ow = 0; ow < OW; ow++)
+          acc[ow] = int32_t(uint32_t(acc[ow]) + uint32_t(int32_t(xs[ow]) * wv));
+      }
+  }
+}
+
 /// Depthwise convolution (Group == C == O) over [N*C planes][H][W]. Per plane the input,
 /// centred (x - xOffset, in [-255, 255], so padding is 0 and adds nothing, as in the
-/// Interpreter), is copied once into scratch as int16 with the pads written as zero rows
-/// and columns (dwPaddedDims) and, for stride SW > 1, each padded row's columns grouped by
-/// phase modulo SW (column c at phase c % SW, index c / SW), each phase followed by L zero
-/// columns of slack. Every tap of an output row is then a contiguous run, and L outputs at
-/// a time accumulate all KH KW taps in one register (widened int16 times the centred int16
-/// filter, exact in int32) into the plane's accumulators, which are then requantized
-/// together with corr[c] (the channelwise i32 bias, else 0).
+/// Interpreter), is copied once into scratch as int16 with the pads written as zeros, in
+/// the layout of its path, and the plane's accumulators are requantized together with
+/// corr[c] (the channelwise i32 bias, else 0).
+///  - Stride 1 (flat, up to 64 taps): the plane padded as Hp rows of Wp (no slack per row),
+///    the outputs computed on that grid, flattened: output q = oh Wp + ow reads xp[q + kh DH
+///    Wp + kw DW], so every tap is one contiguous run over the whole plane and L outputs at
+///    a time span rows (columns ow >= OW are computed and dropped; 7x7 and 14x14 planes need
+///    far fewer vectors than row by row). Taps in pairs along a kernel row, (kw, kw + 1) (a
+///    last odd one with weight 0; with KW = 1 every tap is single, its partner read at offset
+///    0), from the pair plane d[q] = (xp[q], xp[q + DW]), one 2 x int16 dot product per pair
+///    (vpdpwssd, vpmaddwd): |x - xOffset| and |f - fOffset| are at most 255, so each product
+///    and pair sum is exact in int32.
+///  - Stride 2 (flat2, no dilation, up to 64 taps): the padded rows split by row parity into
+///    two flat planes (rows of 2 Wq int16, Wq = ceil(Wp / 2)) and the outputs computed on a
+///    grid of width Wq, flattened: output q = oh Wq + ow with tap (kh, kw) at padded row
+///    2 oh + kh, column 2 ow + kw, that is plane kh % 2, int16 entry 2 (q + (kh / 2) Wq) + kw.
+///    The taps (kw, kw + 1) of even kw are then the int32 entry q + (kh / 2) Wq + kw / 2 of
+///    the plane as it lies in memory, one 2 x int16 dot product per pair with no pair plane
+///    to build (a last odd tap's partner, weighted 0, is the next column or the next row's
+///    first).
+///  - Otherwise: phase-grouped rows (dwPhasedPlane, dwPhasedDots).
 static inline __attribute__((always_inline)) void qdwconv(
     int8_t *out, const int8_t *in, const int16_t *w, const void *params, int64_t N, int64_t C,
     int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW,
@@ -786,214 +990,48 @@ static inline __attribute__((always_inline)) void qdwconv(
   int32_t *accPlane = (int32_t *)mine;
   int16_t *xp = (int16_t *)(mine + dwAccBytes(OH, Wp, L));
   const int32_t xo = int32_t(xOff);
-  int64_t b, e;
-  partition(N * C, 1, tid, nthreads, &b, &e);
   const int64_t KK = KH * KW;
-  const int16_t *taps[64];
-  const bool fewTaps = KK <= 64;
-  // Stride 1 (both ways): the plane padded as Hp rows of Wp (no slack per row), and the
-  // outputs computed on that grid, flattened: output q = oh Wp + ow reads xp[q + kh DH Wp
-  // + kw DW], so every tap is one contiguous run over the whole plane and L outputs at a
-  // time span rows (columns ow >= OW are computed and dropped). Small planes (7x7, 14x14)
-  // need far fewer vectors than row by row. The accumulators of narrow rows are then
-  // compacted to OH OW; rows of 4 L or more are requantized in place.
-  const bool flat = SH == 1 && SW == 1 && fewTaps;
-  // Taps in pairs along a kernel row, (kw, kw + 1) (a last odd one with weight 0), read from
-  // the pair plane d (d[q] = (xp[q], xp[q + DW])) with one 2 x int16 dot product per pair
-  // (vpdpwssd, vpmaddwd): |x - xOffset| and |f - fOffset| are at most 255, so each product
-  // and pair sum is exact in int32.
-  // (With KW = 1 every tap is a single: its partner, weighted 0, is read at offset 0.)
+  const bool flat = SH == 1 && SW == 1 && KK <= 64;
+  const bool flat2 = SH == 2 && SW == 2 && DH == 1 && DW == 1 && KK <= 64;
   const int64_t pdw = KW > 1 ? DW : 0;
-  int64_t pairOff[64], np = 0;
+  int64_t off[64], np = 0, Wq2 = 0, Hq2 = 0, pe2 = 0;
   if (flat)
     for (int64_t kh = 0; kh < KH; kh++)
       for (int64_t kw = 0; kw < KW; kw += 2)
-        pairOff[np++] = kh * DH * Wp + kw * DW;
-  int32_t *dp = (int32_t *)(xp + dwFlatXpElems(Hp, Wp, L));
-  // Stride 2 (both ways, no dilation): the padded rows split by row parity into two flat
-  // planes (rows of 2 Wq int16, Wq = ceil(Wp / 2)) and the outputs computed on a grid of
-  // width Wq, flattened: output q = oh Wq + ow with tap (kh, kw) at padded row 2 oh + kh,
-  // column 2 ow + kw, that is plane kh % 2, int16 entry 2 (q + (kh / 2) Wq) + kw. The taps
-  // (kw, kw + 1) of even kw are then the int32 entry q + (kh / 2) Wq + kw / 2 of the plane
-  // as it lies in memory, one 2 x int16 dot product per pair with no pair plane to build
-  // (a last odd tap's partner, weighted 0, is the next column or the next row's first).
-  const bool flat2 = SH == 2 && SW == 2 && DH == 1 && DW == 1 && fewTaps;
-  int64_t Wq2 = 0, Hq2 = 0, pe2 = 0, np2 = 0, off2[64];
+        off[np++] = kh * DH * Wp + kw * DW;
   if (flat2) {
     dwFlat2Dims(Hp, Wp, OH, KH, KW, L, &Wq2, &Hq2, &pe2);
     for (int64_t kh = 0; kh < KH; kh++)
       for (int64_t kw = 0; kw < KW; kw += 2)
-        off2[np2++] = (kh % 2) * pe2 + (kh / 2) * Wq2 + kw / 2;
+        off[np++] = (kh % 2) * pe2 + (kh / 2) * Wq2 + kw / 2;
   }
+  int32_t *dp = (int32_t *)(xp + dwFlatXpElems(Hp, Wp, L));
+  const int64_t nv = flat ? ceilDiv(OH * Wp, L) : 0, nd = flat ? nv * L + off[np - 1] : 0;
+  int64_t b, e;
+  partition(N * C, 1, tid, nthreads, &b, &e);
+  uint32_t wp[64];
   for (int64_t pl = b; pl < e; pl++) {
     const int64_t c = pl % C;
     const int8_t *x = in + pl * H * W;
-    if (flat2) {
-      int32_t *pln = (int32_t *)xp;
-      const int64_t Wr2 = 2 * Wq2, pc0 = minI(PL, Wr2), pc1 = minI(PL + W, Wr2);
-      for (int64_t r = 0; r < 2 * Hq2; r++) {
-        int16_t *dr = (int16_t *)(pln + (r % 2) * pe2 + (r / 2) * Wq2);
-        const int64_t h = r - PT;
-        if (h < 0 || h >= H) {
-          for (int64_t i = 0; i < Wr2; i++)
-            dr[i] = 0;
-          continue;
-        }
-        const int8_t *xs = x + h * W - PL;
-        for (int64_t i = 0; i < pc0; i++)
-          dr[i] = 0;
-        for (int64_t i = pc0; i < pc1; i++)
-          dr[i] = int16_t(int32_t(xs[i]) - xo);
-        for (int64_t i = pc1; i < Wr2; i++)
-          dr[i] = 0;
-      }
-      // Slack read by the last vectors (their outputs are dropped): zeros.
-      for (int64_t p = 0; p < 2; p++)
-        for (int64_t i = Hq2 * Wq2; i < pe2; i++)
-          pln[p * pe2 + i] = 0;
-      uint32_t wp[64];
-      for (int64_t kh = 0, t = 0; kh < KH; kh++)
-        for (int64_t kw = 0; kw < KW; kw += 2, t++) {
-          const int16_t *wr = w + c * KK + kh * KW;
-          wp[t] = uint32_t(uint16_t(wr[kw])) |
-                  (uint32_t(uint16_t(kw + 1 < KW ? wr[kw + 1] : int16_t(0))) << 16);
-        }
-      dwPairDots(accPlane, pln, off2, wp, np2, ceilDiv(OH * Wq2, L) * L);
-      const RQ rq{qp.accScale[c], qp.biasReal[c], double(outScale), double(outOff),
-                  double(lo), double(hi)};
-      dwRequantRows(out + pl * OH * OW, accPlane, OH, OW, Wq2, qp.corr[c], rq);
-      continue;
-    }
-    if (flat) {
-      const int64_t pc0 = minI(PL, Wp), pc1 = minI(PL + W, Wp);
-      for (int64_t r = 0; r < Hp; r++) {
-        int16_t *dr = xp + r * Wp;
-        const int64_t h = r - PT;
-        if (h < 0 || h >= H) {
-          for (int64_t i = 0; i < Wp; i++)
-            dr[i] = 0;
-          continue;
-        }
-        const int8_t *xs = x + h * W - PL;
-        for (int64_t i = 0; i < pc0; i++)
-          dr[i] = 0;
-        for (int64_t i = pc0; i < pc1; i++)
-          dr[i] = int16_t(int32_t(xs[i]) - xo);
-        for (int64_t i = pc1; i < Wp; i++)
-          dr[i] = 0;
-      }
-      // Slack read by the last vectors (their outputs are dropped): zeros. Then the pair
-      // plane d[q] = (xp[q], xp[q + DW]) as two int16 in an int32.
-      const int64_t nv = ceilDiv(OH * Wp, L), nd = nv * L + pairOff[np - 1];
-      for (int64_t i = Hp * Wp, end = nd + pdw; i < end; i++)
-        xp[i] = 0;
-      QISA::pairs16(dp, xp, pdw, nd);
-      uint32_t wp[64];
-      for (int64_t kh = 0, t = 0; kh < KH; kh++)
-        for (int64_t kw = 0; kw < KW; kw += 2, t++) {
-          const int16_t *wr = w + c * KK + kh * KW;
-          wp[t] = uint32_t(uint16_t(wr[kw])) |
-                  (uint32_t(uint16_t(kw + 1 < KW ? wr[kw + 1] : int16_t(0))) << 16);
-        }
-      dwPairDots(accPlane, dp, pairOff, wp, np, nv * L);
-      const RQ rq{qp.accScale[c], qp.biasReal[c], double(outScale), double(outOff),
-                  double(lo), double(hi)};
-      dwRequantRows(out + pl * OH * OW, accPlane, OH, OW, Wp, qp.corr[c], rq);
-      continue;
-    }
-    // The padded, centred, phase-grouped plane.
-    for (int64_t r = 0; r < Hp; r++) {
-      int16_t *dr = xp + r * Wr;
-      const int64_t h = r - PT;
-      const bool rowIn = h >= 0 && h < H;
-      const int8_t *xr = x + h * W;
-      if (SW == 2) {
-        // The padded row in a line (contiguous loops), then split into even and odd
-        // columns in one pass.
-        int16_t *line = xp + Hp * Wr;
-        const int64_t in0 = rowIn ? minI(PL, Wp) : Wp, in1 = rowIn ? minI(PL + W, Wp) : Wp;
-        for (int64_t i = 0; i < in0; i++)
-          line[i] = 0;
-        for (int64_t i = in0; i < in1; i++)
-          line[i] = int16_t(int32_t(xr[i - PL]) - xo);
-        for (int64_t i = in1; i < Wp + 1; i++)
-          line[i] = 0;
-        const int64_t lenE = (Wp + 1) / 2, lenO = Wp / 2;
-        int16_t *de = dr, *dO = dr + lenE + L;
-        for (int64_t i = 0; i < lenE; i++) {
-          de[i] = line[2 * i];
-          dO[i] = line[2 * i + 1];
-        }
-        for (int64_t i = lenE; i < lenE + L; i++)
-          de[i] = 0;
-        for (int64_t i = lenO; i < lenO + L; i++)
-          dO[i] = 0;
-        continue;
-      }
-      for (int64_t ph = 0, at = 0; ph < SW; ph++) {
-        const int64_t len = ph < Wp ? (Wp - ph + SW - 1) / SW : 0;
-        int16_t *dp = dr + at;
-        // Entries i in [i0, i1) hold input columns ph + i SW - PL in [0, W).
-        int64_t i0 = 0, i1 = 0;
-        if (rowIn) {
-          i0 = minI(len, PL > ph ? (PL - ph + SW - 1) / SW : 0);
-          i1 = maxI(i0, minI(len, (W + PL - ph + SW - 1) / SW));
-        }
-        for (int64_t i = 0; i < i0; i++)
-          dp[i] = 0;
-        if (SW == 1) {
-          const int8_t *xs = xr - PL;
-          for (int64_t i = i0; i < i1; i++)
-            dp[i] = int16_t(int32_t(xs[i]) - xo);
-        } else {
-          const int8_t *xs = xr + ph - PL;
-          for (int64_t i = i0; i < i1; i++)
-            dp[i] = int16_t(int32_t(xs[i * SW]) - xo);
-        }
-        for (int64_t i = i1; i < len + L; i++)
-          dp[i] = 0;
-        at += len + L;
-      }
-    }
     const int16_t *wc = w + c * KK;
     int8_t *y = out + pl * OH * OW;
     const RQ rq{qp.accScale[c], qp.biasReal[c], double(outScale), double(outOff), double(lo),
                 double(hi)};
-    const int32_t corr = qp.corr[c];
-    for (int64_t oh = 0; oh < OH; oh++) {
-      int32_t *acc = accPlane + oh * OW; // a vector's overrun lands in the next row or slack
-      // Tap (kh, kw) of output column ow reads padded column ow SW + kw DW of padded row
-      // oh SH + kh DH: phase (kw DW) % SW, index ow + (kw DW) / SW.
-      auto tap = [&](int64_t kh, int64_t kw) -> const int16_t * {
-        const int64_t off = kw * DW, ph = off % SW;
-        int64_t at = 0;
-        for (int64_t p = 0; p < ph; p++)
-          at += (p < Wp ? (Wp - p + SW - 1) / SW : 0) + L;
-        return xp + (oh * SH + kh * DH) * Wr + at + off / SW;
-      };
-      if (fewTaps) {
-        for (int64_t kh = 0; kh < KH; kh++)
-          for (int64_t kw = 0; kw < KW; kw++)
-            taps[kh * KW + kw] = tap(kh, kw);
-        for (int64_t ow = 0; ow < OW; ow += L) {
-          typename QISA::V s = QISA::zero();
-          for (int64_t t = 0; t < KK; t++)
-            s = QISA::mla16(s, taps[t] + ow, wc[t]);
-          QISA::store(acc + ow, s);
-        }
-      } else {
-        for (int64_t ow = 0; ow < OW; ow++)
-          acc[ow] = 0;
-        for (int64_t kh = 0; kh < KH; kh++)
-          for (int64_t kw = 0; kw < KW; kw++) {
-            const int16_t *xs = tap(kh, kw);
-            const int32_t wv = wc[kh * KW + kw];
-            for (int64_t ow = 0; ow < OW; ow++)
-              acc[ow] = int32_t(uint32_t(acc[ow]) + uint32_t(int32_t(xs[ow]) * wv));
-          }
-      }
+    if (flat2) {
+      dwFlat2Plane((int32_t *)xp, x, H, W, PT, PL, Hq2, Wq2, pe2, xo);
+      dwWeightPairs(wp, wc, KH, KW);
+      dwPairDots(accPlane, (int32_t *)xp, off, wp, np, ceilDiv(OH * Wq2, L) * L);
+      dwRequantRows(y, accPlane, OH, OW, Wq2, qp.corr[c], rq);
+    } else if (flat) {
+      dwFlatPlane(xp, dp, x, H, W, Hp, Wp, PT, PL, xo, pdw, nd);
+      dwWeightPairs(wp, wc, KH, KW);
+      dwPairDots(accPlane, dp, off, wp, np, nv * L);
+      dwRequantRows(y, accPlane, OH, OW, Wp, qp.corr[c], rq);
+    } else {
+      dwPhasedPlane(xp, x, H, W, Hp, Wp, Wr, SW, PT, PL, xo);
+      dwPhasedDots(accPlane, xp, wc, OH, OW, KH, KW, SH, SW, DH, DW, Wp, Wr);
+      // The whole plane at once: rows shorter than a vector still requantize in vectors.
+      QISA::requantRow(y, accPlane, OH * OW, qp.corr[c], 0, nullptr, rq);
     }
-    // The whole plane at once: rows shorter than a vector still requantize in vectors.
-    QISA::requantRow(y, accPlane, OH * OW, corr, 0, nullptr, rq);
   }
 }
