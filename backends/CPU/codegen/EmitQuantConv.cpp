@@ -217,17 +217,18 @@ int64_t quantConvScratch(const Emitter::QConv &q) {
   if (q.direct) {
     // libjit_qconv.cpp: directFixedBytes, then ceil(cg / 4) blocks of directQStride
     // entries, the channel sums S (one more block of int32) and a row of Wp entries.
-    const int64_t fixed = ((MR + 1) * T * 4 + Opad * (24 + 1) + 63) / 64 * 64; // FastRQ: 24
+    // acc: 2 MR rows (kAccRows); FastRQ: 24 bytes.
+    const int64_t fixed = ((2 * MR + 1) * T * 4 + Opad * (24 + 1) + 63) / 64 * 64;
     const int64_t qstride =
         (q.SH * q.SW * ((Hp + q.SH - 1) / q.SH) * ((Wp + q.SW - 1) / q.SW) + T + 15) / 16 * 16;
     return (fixed + (q.cq4 + 1) * qstride * 4 + Wp * 4) / 4 + 16;
   }
   if (q.pointwise) {
     // libjit_qconv_impl.h, qconvPointwise: the patch of TB (pointwiseTB) pixels, colsum,
-    // acc, Opad FastRQ (24 bytes) and flags.
+    // acc (2 MR rows: kAccRows), Opad FastRQ (24 bytes) and flags.
     const int64_t m = std::min<int64_t>(8, std::max<int64_t>(1, 4096 / (K4 * T)));
     const int64_t TB = T * m;
-    return ((K4 + 1 + MR) * TB * 4 + Opad * 25) / 4 + 16;
+    return ((K4 + 1 + 2 * MR) * TB * 4 + Opad * 25) / 4 + 16;
   }
   // The patch, colsum, acc, Opad FastRQ (24 bytes) and flags, rounded up to 64 bytes, then
   // the padded planes (libjit_qconv_impl.h, qconv).
