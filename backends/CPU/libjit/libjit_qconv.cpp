@@ -577,88 +577,102 @@ struct IsaVnni {
     const bool fast = fastRequantSetup(rq, f);
     requantRowF(y, acc, n, corr, fo, colsum, rq, f, fast);
   }
-  /// requantRow with the channel's FastRQ set up by the caller (\p fast: fastRequantSetup's
-  /// result).
-  static inline __attribute__((always_inline)) void requantRowF(
-      int8_t *y, const int32_t *acc, int64_t n, int32_t corr, int32_t fo, const int32_t *colsum,
-      const RQ &rq, const FastRQ &f, bool fast) {
-    const __m512d as = _mm512_set1_pd(rq.as), br = _mm512_set1_pd(rq.br),
-                  sc = _mm512_set1_pd(rq.scale), off = _mm512_set1_pd(rq.off),
-                  lo = _mm512_set1_pd(rq.lo), hi = _mm512_set1_pd(rq.hi);
-    const __m512i vc = _mm512_set1_epi32(corr), vf = _mm512_set1_epi32(fo);
-    const __m512 fA = _mm512_set1_ps(f.A), fB = _mm512_set1_ps(f.B),
-                 hmc = _mm512_set1_ps(f.hmc), loF = _mm512_set1_ps(f.loF),
-                 hiF = _mm512_set1_ps(f.hiF), offF = _mm512_set1_ps(float(f.off)),
-                 big = _mm512_set1_ps(0x1p30f);
-    const __m512i fOff = _mm512_set1_epi32(f.off);
-    // The int8 range: rint(s) + off narrowed with signed saturation is the clamp (below).
-    const bool sat = rq.lo == -128.0 && rq.hi == 127.0;
-    // acc[j..] + corr - fo colsum[j..] (16 lanes, masked).
-    auto accAt = [&](int64_t j, __mmask16 m) {
+  /// One channel's row requantization (requantRowF): its constants in registers.
+  struct RowRq {
+    int8_t *y;
+    const int32_t *acc, *colsum;
+    __m512d as, br, sc, off, lo, hi;
+    __m512i vc, vf, fOff;
+    __m512 fA, fB, hmc, loF, hiF, offF, big;
+    bool fast, sat;
+    inline __attribute__((always_inline)) RowRq(int8_t *y_, const int32_t *acc_,
+                                                const int32_t *colsum_, int32_t corr,
+                                                int32_t fo, const RQ &rq, const FastRQ &f,
+                                                bool fast_)
+        : y(y_), acc(acc_), colsum(colsum_), as(_mm512_set1_pd(rq.as)),
+          br(_mm512_set1_pd(rq.br)), sc(_mm512_set1_pd(rq.scale)),
+          off(_mm512_set1_pd(rq.off)), lo(_mm512_set1_pd(rq.lo)), hi(_mm512_set1_pd(rq.hi)),
+          vc(_mm512_set1_epi32(corr)), vf(_mm512_set1_epi32(fo)),
+          fOff(_mm512_set1_epi32(f.off)), fA(_mm512_set1_ps(f.A)), fB(_mm512_set1_ps(f.B)),
+          hmc(_mm512_set1_ps(f.hmc)), loF(_mm512_set1_ps(f.loF)), hiF(_mm512_set1_ps(f.hiF)),
+          offF(_mm512_set1_ps(float(f.off))), big(_mm512_set1_ps(0x1p30f)), fast(fast_),
+          // The int8 range: rint(s) + off narrowed with signed saturation is the clamp.
+          sat(rq.lo == -128.0 && rq.hi == 127.0) {}
+    /// acc[j..] + corr - fo colsum[j..] (16 lanes, masked).
+    inline __attribute__((always_inline)) __m512i accAt(int64_t j, __mmask16 m) const {
       __m512i a = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, acc + j), vc);
       if (colsum)
         a = _mm512_sub_epi32(a, _mm512_mullo_epi32(vf, _mm512_maskz_loadu_epi32(m, colsum + j)));
       return a;
-    };
-    // FastRQ's quotient s (a fused multiply-add rounds once where the bound allows two), its
-    // nearest integer r and the lanes of m far enough from a half-integer.
-    auto quotient = [&](__m512i a, __mmask16 m, __m512 &r) {
+    }
+    /// FastRQ's quotient s (a fused multiply-add rounds once where the bound allows two),
+    /// its nearest integer r and the lanes of m far enough from a half-integer.
+    inline __attribute__((always_inline)) __mmask16 quotient(__m512i a, __mmask16 m,
+                                                             __m512 &r) const {
       __m512 sv = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), fA, fB);
       r = _mm512_roundscale_ps(sv, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
       return __mmask16(_mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(sv, r)), hmc, _CMP_LT_OQ) & m);
-    };
-    // r + off is exact below 2^24 and saturates alike beyond; r above 2^30 is cut to 2^30
-    // (the conversion of larger values gives INT_MIN), below -2^31 it converts to INT_MIN:
-    // both saturate to the right end when narrowed.
-    auto satInt = [&](__m512 r) {
+    }
+    /// r + off is exact below 2^24 and saturates alike beyond; r above 2^30 is cut to 2^30
+    /// (the conversion of larger values gives INT_MIN), below -2^31 it converts to
+    /// INT_MIN: both saturate to the right end when narrowed.
+    inline __attribute__((always_inline)) __m512i satInt(__m512 r) const {
       return _mm512_cvtps_epi32(_mm512_add_ps(_mm512_min_ps(r, big), offF));
-    };
-    // One vector of outputs [j, j + 16) (masked by m).
-    auto one = [&](int64_t j, __mmask16 m) {
+    }
+    /// One vector of outputs [j, j + 16) (masked by m).
+    inline __attribute__((always_inline)) void one(int64_t j, __mmask16 m) const {
       __m512i a = accAt(j, m);
-      if (fast) {
-        __m512 r;
-        if (quotient(a, m, r) == m) {
-          if (sat) {
-            _mm512_mask_cvtsepi32_storeu_epi8(y + j, m, satInt(r));
-            return;
-          }
-          r = _mm512_min_ps(_mm512_max_ps(r, loF), hiF);
-          _mm512_mask_cvtepi32_storeu_epi8(y + j, m, _mm512_add_epi32(_mm512_cvtps_epi32(r), fOff));
+      __m512 r;
+      if (fast && quotient(a, m, r) == m) {
+        if (sat) {
+          _mm512_mask_cvtsepi32_storeu_epi8(y + j, m, satInt(r));
           return;
         }
+        r = _mm512_min_ps(_mm512_max_ps(r, loF), hiF);
+        _mm512_mask_cvtepi32_storeu_epi8(y + j, m, _mm512_add_epi32(_mm512_cvtps_epi32(r), fOff));
+        return;
       }
       __m256i q0 = requant8(_mm512_castsi512_si256(a), as, br, sc, off, lo, hi);
       __m256i q1 = requant8(_mm512_extracti64x4_epi64(a, 1), as, br, sc, off, lo, hi);
       __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
       _mm512_mask_cvtepi32_storeu_epi8(y + j, m, q);
-    };
-    int64_t j = 0;
-    if (fast && sat) {
-      // 64 outputs at a time: the four vectors narrowed by two saturating packs (their
-      // bytes come out in 4-lane groups, put in order by one permutation) and one store.
-      const __m512i order = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
-      for (; j + 64 <= n; j += 64) {
-        __m512 r0, r1, r2, r3;
-        const __mmask16 full = 0xffff;
-        const __mmask16 ok = quotient(accAt(j, full), full, r0) &
-                             quotient(accAt(j + 16, full), full, r1) &
-                             quotient(accAt(j + 32, full), full, r2) &
-                             quotient(accAt(j + 48, full), full, r3);
-        if (ok != full) {
-          for (int64_t k = 0; k < 64; k += 16)
-            one(j + k, full);
-          continue;
-        }
-        __m512i p01 = _mm512_packs_epi32(satInt(r0), satInt(r1));
-        __m512i p23 = _mm512_packs_epi32(satInt(r2), satInt(r3));
-        __m512i q = _mm512_permutexvar_epi32(order, _mm512_packs_epi16(p01, p23));
-        _mm512_storeu_si512((void *)(y + j), q);
-      }
     }
-    // The rest 16 at a time, the last vector masked.
+    /// Outputs [j, j + 64) (fast and sat): the four vectors narrowed by two saturating
+    /// packs (their bytes come out in 4-lane groups, put in order by one permutation) and
+    /// one store; vector by vector (one) when a lane is too near a half-integer.
+    inline __attribute__((always_inline)) void four(int64_t j) const {
+      const __mmask16 full = 0xffff;
+      __m512 r0, r1, r2, r3;
+      const __mmask16 ok = quotient(accAt(j, full), full, r0) &
+                           quotient(accAt(j + 16, full), full, r1) &
+                           quotient(accAt(j + 32, full), full, r2) &
+                           quotient(accAt(j + 48, full), full, r3);
+      if (ok != full) {
+        for (int64_t k = 0; k < 64; k += 16)
+          one(j + k, full);
+        return;
+      }
+      const __m512i order =
+          _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
+      __m512i p01 = _mm512_packs_epi32(satInt(r0), satInt(r1));
+      __m512i p23 = _mm512_packs_epi32(satInt(r2), satInt(r3));
+      _mm512_storeu_si512((void *)(y + j),
+                          _mm512_permutexvar_epi32(order, _mm512_packs_epi16(p01, p23)));
+    }
+  };
+  /// requantRow with the channel's FastRQ set up by the caller (\p fast: fastRequantSetup's
+  /// result): 64 outputs at a time where the int8 fast path applies, then 16 at a time, the
+  /// last vector masked.
+  static inline __attribute__((always_inline)) void requantRowF(
+      int8_t *y, const int32_t *acc, int64_t n, int32_t corr, int32_t fo, const int32_t *colsum,
+      const RQ &rq, const FastRQ &f, bool fast) {
+    const RowRq row(y, acc, colsum, corr, fo, rq, f, fast);
+    int64_t j = 0;
+    if (fast && row.sat)
+      for (; j + 64 <= n; j += 64)
+        row.four(j);
     for (; j < n; j += 16)
-      one(j, n - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1));
+      row.one(j, n - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1));
   }
 };
 
