@@ -306,6 +306,31 @@ TEST(QuantKernel, DepthwiseStride2) {
     }
 }
 
+// Depthwise at stride 1 (the flat plane of qdwconv and its pair plane): 7x7 and 14x14
+// planes (grids that are not a whole number of vectors), odd and even kernel widths, a
+// 1-wide kernel, dilated rows, asymmetric pads, 1 and 2 images, offsets at the int8 limits
+// (centred values of +-255).
+TEST(QuantKernel, DepthwiseStride1) {
+  const ConvCase cases[] = {
+      {{1, 6, 7, 7}, 6, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6},
+      {{1, 3, 14, 14}, 3, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3},
+      {{2, 4, 9, 33}, 4, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 4},
+      {{1, 3, 10, 12}, 3, {2, 4}, {1, 1}, {0, 1, 1, 2}, {1, 1}, 3},
+      {{1, 5, 9, 11}, 5, {3, 3}, {1, 1}, {2, 3, 2, 3}, {2, 3}, 5},
+      {{1, 2, 6, 5}, 2, {1, 3}, {1, 1}, {0, 1, 0, 1}, {1, 1}, 2},
+      {{1, 3, 3, 100}, 3, {3, 1}, {1, 1}, {1, 0, 1, 0}, {1, 1}, 3},
+  };
+  uint64_t seed = 1400;
+  for (size_t i = 0; i < std::size(cases); i++)
+    for (bool channelwise : {false, true}) {
+      SCOPED_TRACE("case " + std::to_string(i) + (channelwise ? " channelwise" : ""));
+      Net n;
+      buildConv(n, cases[i], channelwise, i % 2 ? -128 : 127, channelwise ? 9 : -128, 0.08f,
+                seed);
+      checkNet(n, "qconv dw", seed++);
+    }
+}
+
 // A tiny output scale: nearly every output saturates at -128 or 127; both must appear.
 TEST(QuantKernel, ConvSaturates) {
   Net n;

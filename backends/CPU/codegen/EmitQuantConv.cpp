@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 namespace kiln::cpu {
 
@@ -134,240 +135,379 @@ void Emitter::quantFlipOut(Value *dest, const QuantIO &io, std::vector<Item> &it
                    StageWork{}});
 }
 
-Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
-  Value *dest, *in, *filter, *bias, *scalesV = nullptr, *offsetsV = nullptr;
-  std::vector<dim_t> kernels, strides, pads, dilations;
-  dim_t group;
+/// The operands and geometry of an int8 convolution (planQuantConv and its parts).
+struct Emitter::QConv {
+  Instruction *I = nullptr;
+  Value *dest = nullptr, *in = nullptr, *filter = nullptr, *bias = nullptr;
+  Value *scalesV = nullptr, *offsetsV = nullptr;
   WeightQuant wq;
-  if (auto *c = dyn_cast<ConvolutionInst>(I)) {
-    if (c->getInput()->getType()->kind != ElemKind::Int8Q)
-      return planConv(I, items);
-    dest = c->getDest(), in = c->getInput(), filter = c->getFilter(), bias = c->getBias();
-    kernels = c->getKernels(), strides = c->getStrides(), pads = c->getPads();
-    dilations = c->getDilations(), group = c->getGroup();
-  } else {
-    auto *q = cast<ChannelwiseQuantizedConvolutionInst>(I);
-    dest = q->getDest(), in = q->getInput(), filter = q->getFilter(), bias = q->getBias();
-    kernels = q->getKernels(), strides = q->getStrides(), pads = q->getPads();
-    dilations = q->getDilations(), group = q->getGroup();
-    scalesV = q->getFilterScales(), offsetsV = q->getFilterOffsets();
-    wq.scales = payloadOf(scalesV);
-    wq.offsets = payloadOf(offsetsV);
-    if (!wq.scales || !wq.offsets)
-      return unsupported(I);
-  }
-  const Type &it = *in->getType(), &ft = *filter->getType(), &ot = *dest->getType();
-  const Type &bt = *bias->getType();
-  const Tensor *fp = payloadOf(filter);
-  wq.bias = payloadOf(bias);
-  wq.filterTy = &ft, wq.biasTy = &bt, wq.inScale = it.scale;
-  // Per-tensor: int8 throughout, i32q bias; channelwise: int8 or uint8 input and filter,
-  // an int8, uint8 or i32 result, an i32 or float bias.
-  const bool kindsOk =
-      wq.scales ? eightBit(it.kind) && eightBit(ft.kind) &&
-                      (eightBit(ot.kind) || ot.kind == ElemKind::Int32I) &&
-                      (bt.kind == ElemKind::Int32I || bt.kind == ElemKind::Float)
-                : it.kind == ElemKind::Int8Q && ft.kind == ElemKind::Int8Q &&
-                      ot.kind == ElemKind::Int8Q && bt.kind == ElemKind::Int32Q;
-  if (!kindsOk || it.rank() != 4 || ft.rank() != 4 || ot.rank() != 4 || group == 0 ||
-      kernels.size() != 2 || strides.size() != 2 || pads.size() != 4 || dilations.size() != 2)
-    return unsupported(I);
-  const int64_t N = it.dims[0], C = it.dims[1], H = it.dims[2], W = it.dims[3];
-  const int64_t O = ot.dims[1], OH = ot.dims[2], OW = ot.dims[3], G = int64_t(group);
-  const int64_t KH = kernels[0], KW = kernels[1];
-  if (C % G || O % G || int64_t(ft.dims[0]) != O || int64_t(ft.dims[1]) != C / G ||
-      int64_t(ft.dims[2]) != KH || int64_t(ft.dims[3]) != KW ||
-      int64_t(bt.numElements()) != O || (wq.scales && (int64_t(wq.scales->size()) != O ||
-                                                      int64_t(wq.offsets->size()) != O)))
-    return makeError(ErrorCode::InvalidArgument, "CPU backend: ", I->getKindName(), " '",
-                     I->getName(), "': filter ", ft.toString(), " and bias ",
-                     bt.toString(), " do not fit input ", it.toString(),
-                     ", output ", ot.toString(), " and group ", G);
-  int64_t L;
-  std::string isa = qIsa(L);
-  const int64_t T = 2 * L, MR = 4;
-  const int64_t cg = C / G, og = O / G, K = cg * KH * KW, K4 = (K + 3) / 4;
-  const int64_t SH = strides[0], SW = strides[1], PT = pads[0], PL = pads[1];
-  const int64_t DH = dilations[0], DW = dilations[1];
-  const float outScale = ot.scale;
-  const int64_t fXor = flipOf(ft.kind);
-  // Weights known at compile time are packed now; run-time ones (a Filter or Bias that is
-  // not a constant) by libjit_qpack_conv_rt in a serial stage before the kernel.
-  const bool runtime = !fp || !wq.bias;
-  KILN_ASSIGN_OR_RETURN(QuantIO io, quantIO(I, dest, in, items));
-  const int64_t outOff = io.outOff, xOff = io.xOff;
-  const Location inL = io.in;
-  if (G == C && O == C && !runtime && !io.i32) {
-    // Depthwise: centred int16 filters and the exact int32 sum (libjit_qdwconv_i8).
-    const int8_t *f = reinterpret_cast<const int8_t *>(fp->getUnsafePtr());
-    std::vector<int16_t> w16(size_t(C * KH * KW));
-    ChannelConsts cc{size_t(C)};
-    for (int64_t o = 0; o < C; o++) {
-      const int64_t fo = wq.offset(size_t(o)) - (fXor ? 128 : 0);
-      for (int64_t k = 0; k < KH * KW; k++)
-        w16[size_t(o * KH * KW + k)] =
-            int16_t(int64_t(int8_t(uint8_t(f[o * KH * KW + k]) ^ fXor)) - fo);
-      auto [ib, br] = wq.bias_(size_t(o));
-      cc.corr[size_t(o)] = ib;
-      cc.accScale[size_t(o)] = wq.accScale(size_t(o));
-      cc.biasReal[size_t(o)] = br;
-    }
-    KILN_ASSIGN_OR_RETURN(uint64_t wOff, constBytes(w16.data(), w16.size() * 2));
-    std::vector<char> pb = cc.bytes();
-    KILN_ASSIGN_OR_RETURN(uint64_t pOff, constBytes(pb.data(), pb.size()));
-    // Per thread (libjit_qconv.cpp, dwPaddedDims and dwAccBytes): the plane's accumulators
-    // (OH Wp + L int32, 64-byte aligned) and the padded, phase-grouped centred plane (Hp rows
-    // of Wr int16, each of the SW phases followed by L columns of slack), or at stride 1 the
-    // flat padded plane and its pair plane.
-    {
-      const int64_t Hp = std::max(PT + H, (OH - 1) * SH + (KH - 1) * DH + 1);
-      const int64_t Wp = std::max(PL + W, (OW - 1) * SW + (KW - 1) * DW + 1);
-      int64_t Wr = 0;
-      for (int64_t ph = 0; ph < SW; ph++)
-        Wr += (ph < Wp ? (Wp - ph + SW - 1) / SW : 0) + L;
-      const int64_t accBytes = ((OH * Wp + L) * 4 + 63) / 64 * 64;
-      // One more row: stride 2 builds each padded row in a line of Wp + 1 <= Wr entries.
-      int64_t planeBytes = (Hp + 1) * Wr * 2;
-      if (SH == 1 && SW == 1 && KH * KW <= 64) {
-        // Stride 1 (dwFlatXpElems, dwFlatPairElems): the flat padded plane and its pairs.
-        const int64_t xpElems = ((Hp * Wp + 2 * L + 2 * Wp) * 2 + 63) / 64 * 32;
-        planeBytes = std::max(planeBytes, xpElems * 2 + (Hp * Wp + 2 * L + Wp) * 4);
-      }
-      if (SH == 2 && SW == 2 && DH == 1 && DW == 1 && KH * KW <= 64) {
-        // Stride 2 (dwFlat2Dims): two planes of pe int32 entries.
-        const int64_t Wq = (Wp + 1) / 2, Hq = (Hp + 1) / 2, nv = (OH * Wq + L - 1) / L;
-        const int64_t reach = nv * L + ((KH - 1) / 2) * Wq + (KW + 1) / 2;
-        const int64_t pe = (std::max(Hq * Wq, reach) + 15) / 16 * 16;
-        planeBytes = std::max(planeBytes, 2 * pe * 4);
-      }
-      needPoolScratch((accBytes + planeBytes) / 4 + 16);
-    }
-    std::string name = "qconv dw " + std::to_string(KH) + "x" + std::to_string(KW) + "/" +
-                       std::to_string(SH) + " " + std::to_string(C) + " " + isa;
-    items.push_back({true, name, [=] {
-                       call("libjit_qdwconv_i8_" + isa,
-                            {ptr(dest), at(inL), at({kConstantBase, wOff}),
-                             at({kConstantBase, pOff}), I64(N), I64(C), I64(H), I64(W), I64(OH),
-                             I64(OW), I64(KH), I64(KW), I64(SH), I64(SW), I64(PT), I64(PL),
-                             I64(DH), I64(DW), I64(xOff), F32(outScale), I64(outOff), I64(-128),
-                             I64(127), scratch(), I64(scratchPerThread_ * 4), tid_, nth_});
-                     },
-                     stageWork({I})});
-    quantFlipOut(dest, io, items);
-    return Error::success();
-  }
-  const int64_t ogPad = (og + MR - 1) / MR * MR, Opad = G * ogPad;
-  const bool pointwise = KH == 1 && KW == 1 && SH == 1 && SW == 1 && PT == 0 && PL == 0 &&
-                         OH == H && OW == W;
+  const Tensor *fp = nullptr; ///< the filter's values, null when it is not a constant
+  int64_t N = 0, C = 0, H = 0, W = 0, O = 0, OH = 0, OW = 0, G = 1;
+  int64_t KH = 1, KW = 1, SH = 1, SW = 1, PT = 0, PL = 0, DH = 1, DW = 1;
+  int64_t L = 8, T = 16, cg = 0, og = 0, K = 0, K4 = 0, KK = 1, cq4 = 0, ogPad = 0, Opad = 0;
+  int64_t Hp = 0, Wp = 0, fXor = 0;
+  float outScale = 1.0f;
+  std::string isa;
+  /// Weights packed per run (a Filter or Bias that is not a constant); a 1x1 stride-1
+  /// unpadded layer (qconvPointwise); the direct path (directConv); a non-zero weight offset.
+  bool runtime = false, pointwise = false, direct = false, anyFOff = false;
+};
+
+namespace {
+
+constexpr int64_t kQMR = 4; ///< output channels per micro-kernel step (libjit_qconv_impl.h)
+
+/// The numbers the packing, the scratch and the kernel call derive from q's shape.
+void quantConvDerived(Emitter::QConv &q) {
+  q.T = 2 * q.L;
+  q.cg = q.C / q.G, q.og = q.O / q.G, q.KK = q.KH * q.KW, q.K = q.cg * q.KK;
+  q.K4 = (q.K + 3) / 4, q.cq4 = (q.cg + 3) / 4;
+  q.ogPad = (q.og + kQMR - 1) / kQMR * kQMR, q.Opad = q.G * q.ogPad;
+  q.Hp = std::max(q.PT + q.H, (q.OH - 1) * q.SH + (q.KH - 1) * q.DH + 1);
+  q.Wp = std::max(q.PL + q.W, (q.OW - 1) * q.SW + (q.KW - 1) * q.DW + 1);
+  q.runtime = !q.fp || !q.wq.bias;
+  q.pointwise = q.KH == 1 && q.KW == 1 && q.SH == 1 && q.SW == 1 && q.PT == 0 && q.PL == 0 &&
+                q.OH == q.H && q.OW == q.W;
   // Every layer but the pointwise ones (and, with 8 lanes, those with fewer than 4 input
   // channels per group) takes the kernel's direct path (directConv in
   // libjit/libjit_qconv.cpp): k ordered (channel quad, tap, channel in quad), ceil(cg / 4)
   // KH KW quads.
-  const int64_t KK = KH * KW, cq4 = (cg + 3) / 4;
-  const bool direct = !pointwise && KK <= 64 && SH <= 16 && SW <= 16 && (L == 16 || cg >= 4);
-  const int64_t K4p = direct ? cq4 * KK : K4;
-  const int64_t cIn = 128 + xOff;
-  bool anyFOff = false;
-  for (int64_t o = 0; o < O; o++)
-    anyFOff |= wq.offset(size_t(o)) - (fXor ? 128 : 0) != 0;
-  Location wL, pL;
-  const uint64_t paramBytes = uint64_t(Opad) * (2 * sizeof(double) + 2 * sizeof(int32_t));
-  if (runtime) {
-    wL = {kActivationBase, reserveExtra(uint64_t(Opad * K4p * 4))};
-    pL = {kActivationBase, reserveExtra(paramBytes)};
-    const float fScale = ft.scale, bScale = bt.scale;
-    const int64_t fOffset = ft.offset, bOffset = bt.offset;
-    const int64_t biasKind = wq.scales ? (bt.kind == ElemKind::Float ? 1 : 0) : 2;
-    const float inScale = it.scale;
-    items.push_back({false, "qpack conv", [=] {
-                       call("libjit_qpack_conv_rt",
-                            {at(wL), at(pL), ptr(filter), I64(fXor),
-                             scalesV ? ptr(scalesV) : nullPtr(),
-                             offsetsV ? ptr(offsetsV) : nullPtr(), F32(fScale), I64(fOffset),
-                             ptr(bias), I64(biasKind), F32(bScale), I64(bOffset), F32(inScale),
-                             I64(xOff), I64(O), I64(G), I64(cg), I64(KK), I64(direct)});
-                     },
-                     StageWork{}});
-  } else {
-    // Weights: [G][ogPad / MR][K4p][MR] quads; channels past og are zero.
-    std::vector<int8_t> packed(size_t(Opad * K4p * 4), 0);
-    const int8_t *f = reinterpret_cast<const int8_t *>(fp->getUnsafePtr());
-    ChannelConsts cc{size_t(Opad)};
-    for (int64_t g = 0; g < G; g++)
-      for (int64_t j = 0; j < og; j++) {
-        const int64_t o = g * og + j, oi = g * ogPad + j;
-        const int64_t blk = (g * ogPad + j / MR * MR) * K4p * 4, r = j % MR;
-        int64_t sum = 0;
-        for (int64_t k = 0; k < K; k++) {
-          int8_t v = int8_t(uint8_t(f[o * K + k]) ^ fXor);
-          // Direct: k = c KK + tap goes to quad (c / 4) KK + tap, byte c % 4.
-          const int64_t quad = direct ? (k / KK / 4) * KK + k % KK : k / 4;
-          const int64_t byte = direct ? (k / KK) % 4 : k % 4;
-          packed[size_t(blk + (quad * MR + r) * 4 + byte)] = v;
-          sum += v;
-        }
-        const int64_t fo = wq.offset(size_t(o)) - (fXor ? 128 : 0);
-        auto [ib, br] = wq.bias_(size_t(o));
-        // Wrapping 32-bit arithmetic, as the kernel's.
-        uint32_t corr = uint32_t(-cIn * sum) + uint32_t(K * cIn) * uint32_t(fo) + uint32_t(ib);
-        cc.corr[size_t(oi)] = int32_t(corr);
-        cc.fOff[size_t(oi)] = int32_t(fo);
-        cc.accScale[size_t(oi)] = wq.accScale(size_t(o));
-        cc.biasReal[size_t(oi)] = br;
+  q.direct = !q.pointwise && q.KK <= 64 && q.SH <= 16 && q.SW <= 16 && (q.L == 16 || q.cg >= 4);
+  q.anyFOff = false;
+  for (int64_t o = 0; o < q.O; o++)
+    q.anyFOff |= q.wq.offset(size_t(o)) - (q.fXor ? 128 : 0) != 0;
+}
+
+/// The compile-time weights of q packed as [G][ogPad / MR][K4p][MR] quads (channels past og
+/// zero) and the constants of its Opad channels, for input offset xOff.
+void packQuantConvWeights(const Emitter::QConv &q, int64_t xOff, std::vector<int8_t> &packed,
+                          ChannelConsts &cc) {
+  const int64_t K4p = q.direct ? q.cq4 * q.KK : q.K4, cIn = 128 + xOff, KK = q.KK, K = q.K;
+  packed.assign(size_t(q.Opad * K4p * 4), 0);
+  const int8_t *f = reinterpret_cast<const int8_t *>(q.fp->getUnsafePtr());
+  for (int64_t g = 0; g < q.G; g++)
+    for (int64_t j = 0; j < q.og; j++) {
+      const int64_t o = g * q.og + j, oi = g * q.ogPad + j;
+      const int64_t blk = (g * q.ogPad + j / kQMR * kQMR) * K4p * 4, r = j % kQMR;
+      int64_t sum = 0;
+      for (int64_t k = 0; k < K; k++) {
+        int8_t v = int8_t(uint8_t(f[o * K + k]) ^ q.fXor);
+        // Direct: k = c KK + tap goes to quad (c / 4) KK + tap, byte c % 4.
+        const int64_t quad = q.direct ? (k / KK / 4) * KK + k % KK : k / 4;
+        const int64_t byte = q.direct ? (k / KK) % 4 : k % 4;
+        packed[size_t(blk + (quad * kQMR + r) * 4 + byte)] = v;
+        sum += v;
       }
+      const int64_t fo = q.wq.offset(size_t(o)) - (q.fXor ? 128 : 0);
+      auto [ib, br] = q.wq.bias_(size_t(o));
+      // Wrapping 32-bit arithmetic, as the kernel's.
+      uint32_t corr = uint32_t(-cIn * sum) + uint32_t(K * cIn) * uint32_t(fo) + uint32_t(ib);
+      cc.corr[size_t(oi)] = int32_t(corr);
+      cc.fOff[size_t(oi)] = int32_t(fo);
+      cc.accScale[size_t(oi)] = q.wq.accScale(size_t(o));
+      cc.biasReal[size_t(oi)] = br;
+    }
+}
+
+/// Scratch floats per thread of the GEMM convolution kernel: the patch, the pixel sums, the
+/// accumulators and (windowed layers) the group's padded input planes
+/// (libjit_qconv_impl.h, padDims / padPlanes).
+int64_t quantConvScratch(const Emitter::QConv &q) {
+  const int64_t MR = kQMR, T = q.T, K4 = q.K4, Opad = q.Opad, Hp = q.Hp, Wp = q.Wp;
+  if (q.direct) {
+    // libjit_qconv.cpp: directFixedBytes, then ceil(cg / 4) blocks of directQStride
+    // entries, the channel sums S (one more block of int32) and a row of Wp entries.
+    // acc: 2 MR rows (kAccRows); FastRQ: 24 bytes.
+    const int64_t fixed = ((2 * MR + 1) * T * 4 + Opad * (24 + 1) + 63) / 64 * 64;
+    const int64_t qstride =
+        (q.SH * q.SW * ((Hp + q.SH - 1) / q.SH) * ((Wp + q.SW - 1) / q.SW) + T + 15) / 16 * 16;
+    return (fixed + (q.cq4 + 1) * qstride * 4 + Wp * 4) / 4 + 16;
+  }
+  if (q.pointwise) {
+    // libjit_qconv_impl.h, qconvPointwise: the patch of TB (pointwiseTB) pixels, colsum,
+    // acc (2 MR rows: kAccRows), Opad FastRQ (24 bytes) and flags.
+    const int64_t m = std::min<int64_t>(8, std::max<int64_t>(1, 4096 / (K4 * T)));
+    const int64_t TB = T * m;
+    return ((K4 + 1 + 2 * MR) * TB * 4 + Opad * 25) / 4 + 16;
+  }
+  // The patch, colsum, acc, Opad FastRQ (24 bytes) and flags, rounded up to 64 bytes, then
+  // the padded planes (libjit_qconv_impl.h, qconv).
+  return ((K4 + 1 + MR) * T * 4 + Opad * 25 + 63) / 64 * 64 / 4 + q.cg * Hp * Wp / 4 + 16;
+}
+
+/// Scratch floats per thread of the depthwise kernel (libjit_qconv.cpp, dwPaddedDims and
+/// dwAccBytes): the plane's accumulators (OH Wp + L int32, 64-byte aligned) and the padded,
+/// phase-grouped centred plane (Hp rows of Wr int16, each of the SW phases followed by L
+/// columns of slack, and one more row: stride 2 builds each padded row in a line of
+/// Wp + 1 <= Wr entries), or at stride 1 the flat padded plane and its pair plane
+/// (dwFlatXpElems, dwFlatPairElems), at stride 2 two row-parity planes of pe int32
+/// (dwFlat2Dims).
+int64_t quantDepthwiseScratch(const Emitter::QConv &q) {
+  const int64_t L = q.L, Hp = q.Hp, Wp = q.Wp, KH = q.KH, KW = q.KW, OH = q.OH;
+  int64_t Wr = 0;
+  for (int64_t ph = 0; ph < q.SW; ph++)
+    Wr += (ph < Wp ? (Wp - ph + q.SW - 1) / q.SW : 0) + L;
+  const int64_t accBytes = ((OH * Wp + L) * 4 + 63) / 64 * 64;
+  int64_t planeBytes = (Hp + 1) * Wr * 2;
+  if (q.SH == 1 && q.SW == 1 && KH * KW <= 64) {
+    const int64_t xpElems = ((Hp * Wp + 2 * L + 2 * Wp) * 2 + 63) / 64 * 32;
+    planeBytes = std::max(planeBytes, xpElems * 2 + (Hp * Wp + 2 * L + Wp) * 4);
+  }
+  if (q.SH == 2 && q.SW == 2 && q.DH == 1 && q.DW == 1 && KH * KW <= 64) {
+    const int64_t Wq = (Wp + 1) / 2, Hq = (Hp + 1) / 2, nv = (OH * Wq + L - 1) / L;
+    const int64_t reach = nv * L + ((KH - 1) / 2) * Wq + (KW + 1) / 2;
+    const int64_t pe = (std::max(Hq * Wq, reach) + 15) / 16 * 16;
+    planeBytes = std::max(planeBytes, 2 * pe * 4);
+  }
+  return (accBytes + planeBytes) / 4 + 16;
+}
+
+} // namespace
+
+Error Emitter::quantConvOperands(Instruction *I, QConv &q) {
+  std::vector<dim_t> kernels, strides, pads, dilations;
+  dim_t group;
+  q.I = I;
+  if (auto *c = dyn_cast<ConvolutionInst>(I)) {
+    q.dest = c->getDest(), q.in = c->getInput(), q.filter = c->getFilter();
+    q.bias = c->getBias(), kernels = c->getKernels(), strides = c->getStrides();
+    pads = c->getPads(), dilations = c->getDilations(), group = c->getGroup();
+  } else {
+    auto *cw = cast<ChannelwiseQuantizedConvolutionInst>(I);
+    q.dest = cw->getDest(), q.in = cw->getInput(), q.filter = cw->getFilter();
+    q.bias = cw->getBias(), kernels = cw->getKernels(), strides = cw->getStrides();
+    pads = cw->getPads(), dilations = cw->getDilations(), group = cw->getGroup();
+    q.scalesV = cw->getFilterScales(), q.offsetsV = cw->getFilterOffsets();
+    q.wq.scales = payloadOf(q.scalesV);
+    q.wq.offsets = payloadOf(q.offsetsV);
+    if (!q.wq.scales || !q.wq.offsets)
+      return unsupported(I);
+  }
+  const Type &it = *q.in->getType(), &ft = *q.filter->getType(), &ot = *q.dest->getType();
+  const Type &bt = *q.bias->getType();
+  q.fp = payloadOf(q.filter);
+  q.wq.bias = payloadOf(q.bias);
+  q.wq.filterTy = &ft, q.wq.biasTy = &bt, q.wq.inScale = it.scale;
+  // Per-tensor: int8 throughout, i32q bias; channelwise: int8 or uint8 input and filter,
+  // an int8, uint8 or i32 result, an i32 or float bias.
+  const bool kindsOk =
+      q.wq.scales ? eightBit(it.kind) && eightBit(ft.kind) &&
+                        (eightBit(ot.kind) || ot.kind == ElemKind::Int32I) &&
+                        (bt.kind == ElemKind::Int32I || bt.kind == ElemKind::Float)
+                  : it.kind == ElemKind::Int8Q && ft.kind == ElemKind::Int8Q &&
+                        ot.kind == ElemKind::Int8Q && bt.kind == ElemKind::Int32Q;
+  if (!kindsOk || it.rank() != 4 || ft.rank() != 4 || ot.rank() != 4 || group == 0 ||
+      kernels.size() != 2 || strides.size() != 2 || pads.size() != 4 || dilations.size() != 2)
+    return unsupported(I);
+  q.N = it.dims[0], q.C = it.dims[1], q.H = it.dims[2], q.W = it.dims[3];
+  q.O = ot.dims[1], q.OH = ot.dims[2], q.OW = ot.dims[3], q.G = int64_t(group);
+  q.KH = kernels[0], q.KW = kernels[1], q.SH = strides[0], q.SW = strides[1];
+  q.PT = pads[0], q.PL = pads[1], q.DH = dilations[0], q.DW = dilations[1];
+  const int64_t O = q.O, C = q.C, G = q.G;
+  const auto *sc = q.wq.scales, *of = q.wq.offsets;
+  if (C % G || O % G || int64_t(ft.dims[0]) != O || int64_t(ft.dims[1]) != C / G ||
+      int64_t(ft.dims[2]) != q.KH || int64_t(ft.dims[3]) != q.KW ||
+      int64_t(bt.numElements()) != O ||
+      (sc && (int64_t(sc->size()) != O || int64_t(of->size()) != O)))
+    return makeError(ErrorCode::InvalidArgument, "CPU backend: ", I->getKindName(), " '",
+                     I->getName(), "': filter ", ft.toString(), " and bias ", bt.toString(),
+                     " do not fit input ", it.toString(), ", output ", ot.toString(),
+                     " and group ", G);
+  q.isa = qIsa(q.L);
+  q.outScale = ot.scale;
+  q.fXor = flipOf(ft.kind);
+  quantConvDerived(q);
+  return Error::success();
+}
+
+Error Emitter::planQuantDepthwise(const QConv &q, const QuantIO &io, std::vector<Item> &items) {
+  // Centred int16 filters and the exact int32 sum (libjit_qdwconv_i8).
+  const int8_t *f = reinterpret_cast<const int8_t *>(q.fp->getUnsafePtr());
+  const int64_t C = q.C, KK = q.KK;
+  std::vector<int16_t> w16(size_t(C * KK));
+  ChannelConsts cc{size_t(C)};
+  for (int64_t o = 0; o < C; o++) {
+    const int64_t fo = q.wq.offset(size_t(o)) - (q.fXor ? 128 : 0);
+    for (int64_t k = 0; k < KK; k++)
+      w16[size_t(o * KK + k)] = int16_t(int64_t(int8_t(uint8_t(f[o * KK + k]) ^ q.fXor)) - fo);
+    auto [ib, br] = q.wq.bias_(size_t(o));
+    cc.corr[size_t(o)] = ib;
+    cc.accScale[size_t(o)] = q.wq.accScale(size_t(o));
+    cc.biasReal[size_t(o)] = br;
+  }
+  KILN_ASSIGN_OR_RETURN(uint64_t wOff, constBytes(w16.data(), w16.size() * 2));
+  std::vector<char> pb = cc.bytes();
+  KILN_ASSIGN_OR_RETURN(uint64_t pOff, constBytes(pb.data(), pb.size()));
+  needPoolScratch(quantDepthwiseScratch(q));
+  std::string name = "qconv dw " + std::to_string(q.KH) + "x" + std::to_string(q.KW) + "/" +
+                     std::to_string(q.SH) + " " + std::to_string(C) + " " + q.isa;
+  const Location inL = io.in;
+  const int64_t xOff = io.xOff, outOff = io.outOff;
+  items.push_back({true, name, [=] {
+                     call("libjit_qdwconv_i8_" + q.isa,
+                          {ptr(q.dest), at(inL), at({kConstantBase, wOff}),
+                           at({kConstantBase, pOff}), I64(q.N), I64(C), I64(q.H), I64(q.W),
+                           I64(q.OH), I64(q.OW), I64(q.KH), I64(q.KW), I64(q.SH), I64(q.SW),
+                           I64(q.PT), I64(q.PL), I64(q.DH), I64(q.DW), I64(xOff),
+                           F32(q.outScale), I64(outOff), I64(-128), I64(127), scratch(),
+                           I64(scratchPerThread_ * 4), tid_, nth_});
+                   },
+                   stageWork({q.I})});
+  quantFlipOut(q.dest, io, items);
+  return Error::success();
+}
+
+Expected<std::pair<Location, Location>> Emitter::quantConvWeights(const QConv &q, int64_t xOff,
+                                                                  std::vector<Item> &items) {
+  const int64_t K4p = q.direct ? q.cq4 * q.KK : q.K4;
+  const uint64_t paramBytes = uint64_t(q.Opad) * (2 * sizeof(double) + 2 * sizeof(int32_t));
+  if (!q.runtime) {
+    std::vector<int8_t> packed;
+    ChannelConsts cc{size_t(q.Opad)};
+    packQuantConvWeights(q, xOff, packed, cc);
     KILN_ASSIGN_OR_RETURN(uint64_t wOff, constBytes(packed.data(), packed.size()));
     std::vector<char> pb = cc.bytes();
     KILN_ASSIGN_OR_RETURN(uint64_t pOff, constBytes(pb.data(), pb.size()));
-    wL = {kConstantBase, wOff}, pL = {kConstantBase, pOff};
+    return std::make_pair(Location{kConstantBase, wOff}, Location{kConstantBase, pOff});
   }
-  // Per thread: the patch, the pixel sums, the accumulators and (windowed layers) the
-  // group's padded input planes (libjit_qconv_impl.h, padDims / padPlanes).
-  const int64_t Hp = std::max(PT + H, (OH - 1) * SH + (KH - 1) * DH + 1);
-  const int64_t Wp = std::max(PL + W, (OW - 1) * SW + (KW - 1) * DW + 1);
-  if (direct) {
-    // libjit_qconv.cpp: directFixedBytes, then ceil(cg / 4) blocks of directQStride
-    // entries, the channel sums S (one more block of int32) and a row of Wp entries.
-    const int64_t fixed = ((MR + 1) * T * 4 + Opad * (24 + 1) + 63) / 64 * 64; // FastRQ: 24
-    const int64_t qstride =
-        (SH * SW * ((Hp + SH - 1) / SH) * ((Wp + SW - 1) / SW) + T + 15) / 16 * 16;
-    needPoolScratch((fixed + (cq4 + 1) * qstride * 4 + Wp * 4) / 4 + 16);
-  } else if (pointwise) {
-    // libjit_qconv_impl.h, qconvPointwise: the patch of TB (pointwiseTB) pixels, colsum,
-    // acc, Opad FastRQ (24 bytes) and flags.
-    const int64_t m = std::min<int64_t>(8, std::max<int64_t>(1, 4096 / (K4 * T)));
-    const int64_t TB = T * m;
-    needPoolScratch(((K4 + 1 + MR) * TB * 4 + Opad * 25) / 4 + 16);
-  } else {
-    // The patch, colsum, acc, Opad FastRQ (24 bytes) and flags, rounded up to 64 bytes,
-    // then the padded planes (libjit_qconv_impl.h, qconv).
-    needPoolScratch(((K4 + 1 + MR) * T * 4 + Opad * 25 + 63) / 64 * 64 / 4 + cg * Hp * Wp / 4 +
-                    16);
-  }
-  std::string name = "qconv " + std::to_string(KH) + "x" + std::to_string(KW) + "/" +
-                     std::to_string(SH) + " " + std::to_string(C) + "->" + std::to_string(O) +
-                     (G > 1 ? " g" + std::to_string(G) : "") + (runtime ? " rt" : "") +
-                     (io.i32 ? " i32" : "") + " " + isa;
+  // Run-time weights: packed by libjit_qpack_conv_rt in a serial stage before the kernel.
+  const Location wL{kActivationBase, reserveExtra(uint64_t(q.Opad * K4p * 4))};
+  const Location pL{kActivationBase, reserveExtra(paramBytes)};
+  const Type &ft = *q.filter->getType(), &bt = *q.bias->getType();
+  const float fScale = ft.scale, bScale = bt.scale, inScale = q.wq.inScale;
+  const int64_t fOffset = ft.offset, bOffset = bt.offset;
+  const int64_t biasKind = q.wq.scales ? (bt.kind == ElemKind::Float ? 1 : 0) : 2;
+  Value *filter = q.filter, *bias = q.bias, *scalesV = q.scalesV, *offsetsV = q.offsetsV;
+  const int64_t fXor = q.fXor, O = q.O, G = q.G, cg = q.cg, KK = q.KK, direct = q.direct;
+  items.push_back({false, "qpack conv", [=] {
+                     call("libjit_qpack_conv_rt",
+                          {at(wL), at(pL), ptr(filter), I64(fXor),
+                           scalesV ? ptr(scalesV) : nullPtr(),
+                           offsetsV ? ptr(offsetsV) : nullPtr(), F32(fScale), I64(fOffset),
+                           ptr(bias), I64(biasKind), F32(bScale), I64(bOffset), F32(inScale),
+                           I64(xOff), I64(O), I64(G), I64(cg), I64(KK), I64(direct)});
+                   },
+                   StageWork{}});
+  return std::make_pair(wL, pL);
+}
+
+void Emitter::quantConvCall(const QConv &q, const QuantIO &io, Location wL, Location pL,
+                            std::vector<Item> &items) {
+  std::string name = "qconv " + std::to_string(q.KH) + "x" + std::to_string(q.KW) + "/" +
+                     std::to_string(q.SH) + " " + std::to_string(q.C) + "->" +
+                     std::to_string(q.O) + (q.G > 1 ? " g" + std::to_string(q.G) : "") +
+                     (q.runtime ? " rt" : "") + (io.i32 ? " i32" : "") + " " + q.isa;
+  const Location inL = io.in;
+  const int64_t xOff = io.xOff, outOff = io.outOff;
+  Value *dest = q.dest;
+  // The arguments both kernels share up to xOff.
+  auto common = [=] {
+    return std::vector<llvm::Value *>{
+        ptr(dest), at(inL),   at(wL),    at(pL),    I64(q.N),  I64(q.C),  I64(q.H),
+        I64(q.W),  I64(q.O),  I64(q.OH), I64(q.OW), I64(q.KH), I64(q.KW), I64(q.SH),
+        I64(q.SW), I64(q.PT), I64(q.PL), I64(q.DH), I64(q.DW), I64(q.G),  I64(xOff)};
+  };
   if (io.i32)
     items.push_back({true, name, [=] {
-                       call("libjit_qconv_i32_" + isa,
-                            {ptr(dest), at(inL), at(wL), at(pL), I64(N), I64(C), I64(H), I64(W),
-                             I64(O), I64(OH), I64(OW), I64(KH), I64(KW), I64(SH), I64(SW),
-                             I64(PT), I64(PL), I64(DH), I64(DW), I64(G), I64(xOff),
-                             I64(anyFOff), scratch(), I64(scratchPerThread_ * 4), tid_, nth_});
+                       auto args = common();
+                       args.insert(args.end(), {I64(q.anyFOff), scratch(),
+                                                I64(scratchPerThread_ * 4), tid_, nth_});
+                       call("libjit_qconv_i32_" + q.isa, args);
                      },
-                     stageWork({I})});
+                     stageWork({q.I})});
   else
     items.push_back({true, name, [=] {
-                       call("libjit_qconv_i8_" + isa,
-                            {ptr(dest), at(inL), at(wL), at(pL), I64(N), I64(C), I64(H), I64(W),
-                             I64(O), I64(OH), I64(OW), I64(KH), I64(KW), I64(SH), I64(SW),
-                             I64(PT), I64(PL), I64(DH), I64(DW), I64(G), I64(xOff),
-                             F32(outScale), I64(outOff), I64(-128), I64(127), I64(anyFOff),
-                             scratch(), I64(scratchPerThread_ * 4), tid_, nth_});
+                       auto args = common();
+                       args.insert(args.end(),
+                                   {F32(q.outScale), I64(outOff), I64(-128), I64(127),
+                                    I64(q.anyFOff), scratch(), I64(scratchPerThread_ * 4),
+                                    tid_, nth_});
+                       call("libjit_qconv_i8_" + q.isa, args);
                      },
-                     stageWork({I})});
-  quantFlipOut(dest, io, items);
+                     stageWork({q.I})});
+}
+
+Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
+  if (auto *c = dyn_cast<ConvolutionInst>(I))
+    if (c->getInput()->getType()->kind != ElemKind::Int8Q)
+      return planConv(I, items);
+  QConv q;
+  KILN_RETURN_IF_ERR(quantConvOperands(I, q));
+  KILN_ASSIGN_OR_RETURN(QuantIO io, quantIO(I, q.dest, q.in, items));
+  if (q.G == q.C && q.O == q.C && !q.runtime && !io.i32)
+    return planQuantDepthwise(q, io, items);
+  KILN_ASSIGN_OR_RETURN(auto wp, quantConvWeights(q, io.xOff, items));
+  needPoolScratch(quantConvScratch(q));
+  quantConvCall(q, io, wp.first, wp.second, items);
+  quantFlipOut(q.dest, io, items);
   return Error::success();
+}
+
+namespace {
+
+/// The kinds the int8 FC kernels take: per tensor, int8 throughout with an i32q bias;
+/// channelwise, int8 or uint8 input and weights, an int8, uint8 or i32 result, an i32 or
+/// float bias.
+bool quantFCKindsOk(const Type &it, const Type &wt, const Type &ot, const Type &bt,
+                    bool channelwise) {
+  if (channelwise)
+    return eightBit(it.kind) && eightBit(wt.kind) &&
+           (eightBit(ot.kind) || ot.kind == ElemKind::Int32I) &&
+           (bt.kind == ElemKind::Int32I || bt.kind == ElemKind::Float);
+  return it.kind == ElemKind::Int8Q && wt.kind == ElemKind::Int8Q &&
+         ot.kind == ElemKind::Int8Q && bt.kind == ElemKind::Int32Q;
+}
+
+/// The compile-time weights \p w [K, M] packed as [ceil(M / T)][K4][T] quads (zero past K
+/// and M) and the constants of the Mpad channels, for input offset cIn - 128.
+void packQuantFC(const Tensor &w, const WeightQuant &wq, int64_t K, int64_t M, int64_t T,
+                 int64_t fXor, int64_t cIn, std::vector<int8_t> &packed, ChannelConsts &cc) {
+  const int64_t K4 = (K + 3) / 4, tiles = (M + T - 1) / T;
+  packed.assign(size_t(tiles * K4 * T * 4), 0);
+  const int8_t *wv = reinterpret_cast<const int8_t *>(w.getUnsafePtr());
+  std::vector<int64_t> colsum(size_t(M), 0);
+  for (int64_t k = 0; k < K; k++)
+    for (int64_t m = 0; m < M; m++) {
+      int8_t v = int8_t(uint8_t(wv[k * M + m]) ^ fXor);
+      packed[size_t((((m / T) * K4 + k / 4) * T + m % T) * 4 + k % 4)] = v;
+      colsum[size_t(m)] += v;
+    }
+  for (int64_t m = 0; m < M; m++) {
+    const int64_t fo = wq.offset(size_t(m)) - (fXor ? 128 : 0);
+    auto [ib, br] = wq.bias_(size_t(m));
+    uint32_t corr =
+        uint32_t(-cIn * colsum[size_t(m)]) + uint32_t(K * cIn) * uint32_t(fo) + uint32_t(ib);
+    cc.corr[size_t(m)] = int32_t(corr);
+    cc.fOff[size_t(m)] = int32_t(fo);
+    cc.accScale[size_t(m)] = wq.accScale(size_t(m));
+    cc.biasReal[size_t(m)] = br;
+  }
+}
+
+} // namespace
+
+std::pair<Location, Location>
+Emitter::quantFCRuntimeWeights(Value *weights, Value *bias, Value *scalesV, Value *offsetsV,
+                               float inScale, int64_t xOff, int64_t K, int64_t M, int64_t T,
+                               std::vector<Item> &items) {
+  const int64_t K4 = (K + 3) / 4, tiles = (M + T - 1) / T, Mpad = tiles * T;
+  const Location wL{kActivationBase, reserveExtra(uint64_t(tiles * K4 * T * 4))};
+  const Location pL{kActivationBase,
+                    reserveExtra(uint64_t(Mpad) * (2 * sizeof(double) + 2 * sizeof(int32_t)))};
+  const Type &wt = *weights->getType(), &bt = *bias->getType();
+  const float fScale = wt.scale, bScale = bt.scale;
+  const int64_t fOffset = wt.offset, bOffset = bt.offset, fXor = flipOf(wt.kind);
+  const int64_t biasKind = scalesV ? (bt.kind == ElemKind::Float ? 1 : 0) : 2;
+  items.push_back({false, "qpack fc", [=] {
+                     call("libjit_qpack_fc_rt",
+                          {at(wL), at(pL), ptr(weights), I64(fXor),
+                           scalesV ? ptr(scalesV) : nullPtr(),
+                           offsetsV ? ptr(offsetsV) : nullPtr(), F32(fScale), I64(fOffset),
+                           ptr(bias), I64(biasKind), F32(bScale), I64(bOffset), F32(inScale),
+                           I64(xOff), I64(K), I64(M), I64(T)});
+                   },
+                   StageWork{}});
+  return {wL, pL};
 }
 
 Error Emitter::planQuantFC(Instruction *I, std::vector<Item> &items) {
@@ -391,13 +531,8 @@ Error Emitter::planQuantFC(Instruction *I, std::vector<Item> &items) {
   const Tensor *wp = payloadOf(weights);
   wq.bias = payloadOf(bias);
   wq.filterTy = &wt, wq.biasTy = &bt, wq.inScale = it.scale;
-  const bool kindsOk =
-      wq.scales ? eightBit(it.kind) && eightBit(wt.kind) &&
-                      (eightBit(ot.kind) || ot.kind == ElemKind::Int32I) &&
-                      (bt.kind == ElemKind::Int32I || bt.kind == ElemKind::Float)
-                : it.kind == ElemKind::Int8Q && wt.kind == ElemKind::Int8Q &&
-                      ot.kind == ElemKind::Int8Q && bt.kind == ElemKind::Int32Q;
-  if (!kindsOk || it.rank() != 2 || wt.rank() != 2 || ot.rank() != 2)
+  if (!quantFCKindsOk(it, wt, ot, bt, wq.scales) || it.rank() != 2 || wt.rank() != 2 ||
+      ot.rank() != 2)
     return unsupported(I);
   const int64_t N = it.dims[0], K = it.dims[1], M = wt.dims[1];
   if (int64_t(wt.dims[0]) != K || int64_t(ot.dims[0]) != N || int64_t(ot.dims[1]) != M ||
@@ -409,55 +544,22 @@ Error Emitter::planQuantFC(Instruction *I, std::vector<Item> &items) {
                      " and output ", ot.toString());
   int64_t L;
   std::string isa = qIsa(L);
-  const int64_t T = 2 * L, K4 = (K + 3) / 4, tiles = (M + T - 1) / T, Mpad = tiles * T;
-  const int64_t fXor = flipOf(wt.kind);
+  const int64_t T = 2 * L, Mpad = (M + T - 1) / T * T, fXor = flipOf(wt.kind);
   const bool runtime = !wp || !wq.bias;
   KILN_ASSIGN_OR_RETURN(QuantIO io, quantIO(I, dest, in, items));
   const int64_t outOff = io.outOff, xOff = io.xOff;
   const Location inL = io.in;
-  const int64_t cIn = 128 + xOff;
   bool anyFOff = false;
   for (int64_t m = 0; m < M; m++)
     anyFOff |= wq.offset(size_t(m)) - (fXor ? 128 : 0) != 0;
   Location wL, pL;
   if (runtime) {
-    wL = {kActivationBase, reserveExtra(uint64_t(tiles * K4 * T * 4))};
-    pL = {kActivationBase,
-          reserveExtra(uint64_t(Mpad) * (2 * sizeof(double) + 2 * sizeof(int32_t)))};
-    const float fScale = wt.scale, bScale = bt.scale, inScale = it.scale;
-    const int64_t fOffset = wt.offset, bOffset = bt.offset;
-    const int64_t biasKind = wq.scales ? (bt.kind == ElemKind::Float ? 1 : 0) : 2;
-    items.push_back({false, "qpack fc", [=] {
-                       call("libjit_qpack_fc_rt",
-                            {at(wL), at(pL), ptr(weights), I64(fXor),
-                             scalesV ? ptr(scalesV) : nullPtr(),
-                             offsetsV ? ptr(offsetsV) : nullPtr(), F32(fScale), I64(fOffset),
-                             ptr(bias), I64(biasKind), F32(bScale), I64(bOffset), F32(inScale),
-                             I64(xOff), I64(K), I64(M), I64(T)});
-                     },
-                     StageWork{}});
+    std::tie(wL, pL) = quantFCRuntimeWeights(weights, bias, scalesV, offsetsV, it.scale, xOff,
+                                             K, M, T, items);
   } else {
-    // Weights: [tiles][K4][T] quads, zero past K and M.
-    std::vector<int8_t> packed(size_t(tiles * K4 * T * 4), 0);
-    const int8_t *w = reinterpret_cast<const int8_t *>(wp->getUnsafePtr());
-    std::vector<int64_t> colsum(size_t(M), 0);
-    for (int64_t k = 0; k < K; k++)
-      for (int64_t m = 0; m < M; m++) {
-        int8_t v = int8_t(uint8_t(w[k * M + m]) ^ fXor);
-        packed[size_t((((m / T) * K4 + k / 4) * T + m % T) * 4 + k % 4)] = v;
-        colsum[size_t(m)] += v;
-      }
+    std::vector<int8_t> packed;
     ChannelConsts cc{size_t(Mpad)};
-    for (int64_t m = 0; m < M; m++) {
-      const int64_t fo = wq.offset(size_t(m)) - (fXor ? 128 : 0);
-      auto [ib, br] = wq.bias_(size_t(m));
-      uint32_t corr =
-          uint32_t(-cIn * colsum[size_t(m)]) + uint32_t(K * cIn) * uint32_t(fo) + uint32_t(ib);
-      cc.corr[size_t(m)] = int32_t(corr);
-      cc.fOff[size_t(m)] = int32_t(fo);
-      cc.accScale[size_t(m)] = wq.accScale(size_t(m));
-      cc.biasReal[size_t(m)] = br;
-    }
+    packQuantFC(*wp, wq, K, M, T, fXor, 128 + xOff, packed, cc);
     KILN_ASSIGN_OR_RETURN(uint64_t wOff, constBytes(packed.data(), packed.size()));
     std::vector<char> pb = cc.bytes();
     KILN_ASSIGN_OR_RETURN(uint64_t pOff, constBytes(pb.data(), pb.size()));
@@ -465,24 +567,21 @@ Error Emitter::planQuantFC(Instruction *I, std::vector<Item> &items) {
   }
   needPoolScratch(4 * T + 16);
   const float outScale = ot.scale;
+  const bool i32 = io.i32;
   std::string name = "qfc " + std::to_string(N) + "x" + std::to_string(K) + "x" +
-                     std::to_string(M) + (runtime ? " rt" : "") + (io.i32 ? " i32" : "") + " " +
+                     std::to_string(M) + (runtime ? " rt" : "") + (i32 ? " i32" : "") + " " +
                      isa;
-  if (io.i32)
-    items.push_back({true, name, [=] {
-                       call("libjit_qfc_i32_" + isa,
-                            {ptr(dest), at(inL), at(wL), at(pL), I64(N), I64(K), I64(M),
-                             I64(anyFOff), scratch(), I64(scratchPerThread_ * 4), tid_, nth_});
-                     },
-                     stageWork({I})});
-  else
-    items.push_back({true, name, [=] {
-                       call("libjit_qfc_i8_" + isa,
-                            {ptr(dest), at(inL), at(wL), at(pL), I64(N), I64(K), I64(M),
-                             F32(outScale), I64(outOff), I64(-128), I64(127), I64(anyFOff),
-                             scratch(), I64(scratchPerThread_ * 4), tid_, nth_});
-                     },
-                     stageWork({I})});
+  items.push_back({true, name, [=] {
+                     std::vector<llvm::Value *> args = {ptr(dest), at(inL), at(wL), at(pL),
+                                                        I64(N),    I64(K),  I64(M)};
+                     if (!i32)
+                       args.insert(args.end(),
+                                   {F32(outScale), I64(outOff), I64(-128), I64(127)});
+                     args.insert(args.end(), {I64(anyFOff), scratch(),
+                                              I64(scratchPerThread_ * 4), tid_, nth_});
+                     call((i32 ? "libjit_qfc_i32_" : "libjit_qfc_i8_") + isa, args);
+                   },
+                   stageWork({I})});
   quantFlipOut(dest, io, items);
   return Error::success();
 }

@@ -202,6 +202,13 @@ public:
   /// float ones go on to planConv / planFullyConnected.
   Error planQuantConv(Instruction *I, std::vector<Item> &items);
   Error planQuantFC(Instruction *I, std::vector<Item> &items);
+  /// planQuantFC's run-time weights (not constants): an item of \p items packs them per
+  /// run (libjit_qpack_fc_rt) into buffers of the plan; their locations (weights, constants).
+  std::pair<Location, Location> quantFCRuntimeWeights(Value *weights, Value *bias,
+                                                      Value *scalesV, Value *offsetsV,
+                                                      float inScale, int64_t xOff, int64_t K,
+                                                      int64_t M, int64_t T,
+                                                      std::vector<Item> &items);
   /// How an int8 convolution or FC kernel reads its input and writes its result: the input
   /// (a uint8 one flipped to int8 into a buffer of the plan by an item added to \p items),
   /// the input and output offsets as the int8 kernels take them (uint8 ones less 128),
@@ -214,6 +221,16 @@ public:
   };
   Expected<QuantIO> quantIO(Instruction *I, Value *dest, Value *in, std::vector<Item> &items);
   void quantFlipOut(Value *dest, const QuantIO &io, std::vector<Item> &items);
+  /// planQuantConv's parts (EmitQuantConv.cpp): the operands and geometry of an int8
+  /// convolution (checked), the depthwise kernel, the weights (packed now, or per run by an
+  /// item added to \p items: their location and the constants') and the GEMM kernel's call.
+  struct QConv;
+  Error quantConvOperands(Instruction *I, QConv &q);
+  Error planQuantDepthwise(const QConv &q, const QuantIO &io, std::vector<Item> &items);
+  Expected<std::pair<Location, Location>> quantConvWeights(const QConv &q, int64_t xOff,
+                                                           std::vector<Item> &items);
+  void quantConvCall(const QConv &q, const QuantIO &io, Location wL, Location pL,
+                     std::vector<Item> &items);
   /// int8 Relu, Add, Sub, Mul, Max, Min (tables) and pools (EmitQuantElem.cpp).
   Error planQuantElem(Instruction *I, std::vector<Item> &items);
   Error planQuantPool(Instruction *I, std::vector<Item> &items);

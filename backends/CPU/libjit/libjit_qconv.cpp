@@ -82,28 +82,53 @@ struct RQ {
 /// float s = A acc + B is the quotient x = (as acc + br) / scale of requant() within
 /// 5.02 2^-24 (|A acc| + |B|) of it (three float roundings of the product, two of the sum,
 /// those of the double path 2^-29 times smaller), which is below
-/// thr = 2^-20 (|s| + 2 |B|) (|A acc| <= |s| + |B|). Where the distance 0.5 - |s - rint(s)|
-/// from s to the nearest half-integer exceeds thr, x lies strictly between the same two
-/// half-integers as s, so round-half-away-from-zero of x is rint(s) (no tie) and the result
-/// is clamp(rint(s), lo - off, hi - off) + off, bit for bit requant()'s. A vector with any
-/// lane nearer (about one lane in 10^4 on real layers: thr is a few 2^-20), and rows whose
-/// constants are out of the ranges below (float overflow or subnormals), take the double
-/// path. Test: fast iff e + 2^-20 |s| < 0.5 - 2^-19 |B| (= hmc) with e = |s - rint(s)|.
+/// thr = 2^-20 (|s| + 2 |B|) (|A acc| <= |s| + |B|). Let S = max(|lo - off|, |hi - off|) + 1
+/// and h = 0.5 - 2^-20 S - 2^-19 |B| (> 0, rounded down to a float), and e = |s - rint(s)|.
+/// Where e < h for every lane of a vector, the vector's result is clamp(rint(s), lo - off,
+/// hi - off) + off, bit for bit requant()'s:
+///  - |s| <= S: thr <= 2^-20 S + 2^-19 |B|, so e + thr < 0.5: x lies strictly between the
+///    same two half-integers as s, round-half-away-from-zero of x is rint(s) (no tie);
+///  - s > S (s < -S alike): x > s (1 - 2^-20) - 2^-19 |B| > S - 0.5 >= hi - off + 0.5, so
+///    round(x) + off > hi and requant() saturates at hi, as clamp(rint(s)) + off does
+///    (rint(s) > S - 1 >= hi - off).
+/// A vector with a lane that near a half-integer (a few in 10^4 lanes: h is within 2^-11
+/// of 0.5 for 8-bit results), and rows whose constants are out of the ranges below (float
+/// overflow or subnormals, offsets past 2^20, h <= 0), take the double path. (The bound of
+/// each lane's own |s| in place of S, as an earlier form had, costs two more operations
+/// per vector.)
 struct FastRQ {
   float A, B, hmc, loF, hiF;
   int32_t off;
 };
+/// The largest float not above \p v (v > 0, below 1).
+LIBJIT_INLINE float floatAtMost(double v) {
+  float f = float(v);
+  if (double(f) > v) {
+    uint32_t bits;
+    __builtin_memcpy(&bits, &f, 4);
+    bits--;
+    __builtin_memcpy(&f, &bits, 4);
+  }
+  return f;
+}
 LIBJIT_INLINE bool fastRequantSetup(const RQ &rq, FastRQ &f) {
   const double A = rq.as / rq.scale, B = rq.br / rq.scale;
   auto inRange = [](double v) {
     const double m = v < 0 ? -v : v;
     return m == 0.0 || (m >= 0x1p-100 && m <= 0x1p90); // false for NaN and infinities
   };
-  if (!inRange(A) || !inRange(B) || !(rq.off >= -0x1p20 && rq.off <= 0x1p20))
+  if (!inRange(A) || !inRange(B) || !(rq.off >= -0x1p20 && rq.off <= 0x1p20) ||
+      !(rq.lo >= -0x1p20 && rq.hi <= 0x1p20))
+    return false;
+  const double dl = rq.lo - rq.off, dh = rq.hi - rq.off;
+  const double S = (dl < 0 ? -dl : dl) > (dh < 0 ? -dh : dh) ? (dl < 0 ? -dl : dl) + 1
+                                                               : (dh < 0 ? -dh : dh) + 1;
+  const double h = 0.5 - 0x1p-20 * S - 0x1p-19 * (B < 0 ? -B : B);
+  if (!(h > 0x1p-4))
     return false;
   f.A = float(A), f.B = float(B);
-  f.hmc = float(0.5 - 0x1p-19 * (B < 0 ? -B : B));
-  f.loF = float(rq.lo - rq.off), f.hiF = float(rq.hi - rq.off);
+  f.hmc = floatAtMost(h);
+  f.loF = float(dl), f.hiF = float(dh);
   f.off = int32_t(rq.off);
   return true;
 }
@@ -190,11 +215,11 @@ LIBJIT_INLINE int64_t directQStride(int64_t Hp, int64_t Wp, int64_t SH, int64_t 
                                     int64_t T) {
   return (SH * SW * ((Hp + SH - 1) / SH) * ((Wp + SW - 1) / SW) + T + 15) / 16 * 16;
 }
-/// Bytes of the direct path's scratch before its quad planes (acc, colsum, the fast
-/// requantization constants of Opad channels), rounded up to 64.
+/// Bytes of the direct path's scratch before its quad planes (acc of 8 rows: kAccRows,
+/// colsum, the fast requantization constants of Opad channels), rounded up to 64.
 LIBJIT_INLINE int64_t directFixedBytes(int64_t Opad, int64_t T) {
   static_assert(sizeof(FastRQ) == 24, "the emitter reserves 24 bytes per FastRQ");
-  return ((4 + 1) * T * 4 + Opad * int64_t(sizeof(FastRQ) + 1) + 63) / 64 * 64; // kMR = 4
+  return ((8 + 1) * T * 4 + Opad * int64_t(sizeof(FastRQ) + 1) + 63) / 64 * 64;
 }
 
 /// The most pixels per patch of the pointwise path (qconvPointwise): whole tiles of T, up
@@ -429,8 +454,7 @@ struct IsaAvx2 {
     const __m256i vc = _mm256_set1_epi32(corr), vf = _mm256_set1_epi32(fo);
     const __m256 fA = _mm256_set1_ps(f.A), fB = _mm256_set1_ps(f.B),
                  hmc = _mm256_set1_ps(f.hmc), loF = _mm256_set1_ps(f.loF),
-                 hiF = _mm256_set1_ps(f.hiF), k20 = _mm256_set1_ps(0x1p-20f),
-                 fsign = _mm256_set1_ps(-0.0f);
+                 hiF = _mm256_set1_ps(f.hiF), fsign = _mm256_set1_ps(-0.0f);
     const __m256i fOff = _mm256_set1_epi32(f.off);
     int64_t j = 0;
     for (; j + 8 <= n; j += 8) {
@@ -442,8 +466,7 @@ struct IsaAvx2 {
         __m256 sv = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(a), fA), fB);
         __m256 r = _mm256_round_ps(sv, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         __m256 e = _mm256_andnot_ps(fsign, _mm256_sub_ps(sv, r));
-        __m256 g = _mm256_add_ps(_mm256_mul_ps(_mm256_andnot_ps(fsign, sv), k20), e);
-        if (_mm256_movemask_ps(_mm256_cmp_ps(g, hmc, _CMP_LT_OQ)) == 0xff) {
+        if (_mm256_movemask_ps(_mm256_cmp_ps(e, hmc, _CMP_LT_OQ)) == 0xff) {
           r = _mm256_min_ps(_mm256_max_ps(r, loF), hiF);
           __m256i qi = _mm256_add_epi32(_mm256_cvtps_epi32(r), fOff);
           __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(qi), _mm256_extracti128_si256(qi, 1));
@@ -554,42 +577,102 @@ struct IsaVnni {
     const bool fast = fastRequantSetup(rq, f);
     requantRowF(y, acc, n, corr, fo, colsum, rq, f, fast);
   }
-  /// requantRow with the channel's FastRQ set up by the caller (\p fast: fastRequantSetup's
-  /// result).
-  static inline __attribute__((always_inline)) void requantRowF(
-      int8_t *y, const int32_t *acc, int64_t n, int32_t corr, int32_t fo, const int32_t *colsum,
-      const RQ &rq, const FastRQ &f, bool fast) {
-    const __m512d as = _mm512_set1_pd(rq.as), br = _mm512_set1_pd(rq.br),
-                  sc = _mm512_set1_pd(rq.scale), off = _mm512_set1_pd(rq.off),
-                  lo = _mm512_set1_pd(rq.lo), hi = _mm512_set1_pd(rq.hi);
-    const __m512i vc = _mm512_set1_epi32(corr), vf = _mm512_set1_epi32(fo);
-    const __m512 fA = _mm512_set1_ps(f.A), fB = _mm512_set1_ps(f.B),
-                 hmc = _mm512_set1_ps(f.hmc), loF = _mm512_set1_ps(f.loF),
-                 hiF = _mm512_set1_ps(f.hiF), k20 = _mm512_set1_ps(0x1p-20f);
-    const __m512i fOff = _mm512_set1_epi32(f.off);
-    // The last vector of a row is masked (loads, the near-half test and the store).
-    for (int64_t j = 0; j < n; j += 16) {
-      const __mmask16 m = n - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1);
+  /// One channel's row requantization (requantRowF): its constants in registers.
+  struct RowRq {
+    int8_t *y;
+    const int32_t *acc, *colsum;
+    __m512d as, br, sc, off, lo, hi;
+    __m512i vc, vf, fOff;
+    __m512 fA, fB, hmc, loF, hiF, offF, big;
+    bool fast, sat;
+    inline __attribute__((always_inline)) RowRq(int8_t *y_, const int32_t *acc_,
+                                                const int32_t *colsum_, int32_t corr,
+                                                int32_t fo, const RQ &rq, const FastRQ &f,
+                                                bool fast_)
+        : y(y_), acc(acc_), colsum(colsum_), as(_mm512_set1_pd(rq.as)),
+          br(_mm512_set1_pd(rq.br)), sc(_mm512_set1_pd(rq.scale)),
+          off(_mm512_set1_pd(rq.off)), lo(_mm512_set1_pd(rq.lo)), hi(_mm512_set1_pd(rq.hi)),
+          vc(_mm512_set1_epi32(corr)), vf(_mm512_set1_epi32(fo)),
+          fOff(_mm512_set1_epi32(f.off)), fA(_mm512_set1_ps(f.A)), fB(_mm512_set1_ps(f.B)),
+          hmc(_mm512_set1_ps(f.hmc)), loF(_mm512_set1_ps(f.loF)), hiF(_mm512_set1_ps(f.hiF)),
+          offF(_mm512_set1_ps(float(f.off))), big(_mm512_set1_ps(0x1p30f)), fast(fast_),
+          // The int8 range: rint(s) + off narrowed with signed saturation is the clamp.
+          sat(rq.lo == -128.0 && rq.hi == 127.0) {}
+    /// acc[j..] + corr - fo colsum[j..] (16 lanes, masked).
+    inline __attribute__((always_inline)) __m512i accAt(int64_t j, __mmask16 m) const {
       __m512i a = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, acc + j), vc);
       if (colsum)
         a = _mm512_sub_epi32(a, _mm512_mullo_epi32(vf, _mm512_maskz_loadu_epi32(m, colsum + j)));
-      if (fast) { // FastRQ
-        __m512 sv = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(a), fA), fB);
-        __m512 r = _mm512_roundscale_ps(sv, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __m512 e = _mm512_abs_ps(_mm512_sub_ps(sv, r));
-        __m512 g = _mm512_add_ps(_mm512_mul_ps(_mm512_abs_ps(sv), k20), e);
-        if ((_mm512_cmp_ps_mask(g, hmc, _CMP_LT_OQ) & m) == m) {
-          r = _mm512_min_ps(_mm512_max_ps(r, loF), hiF);
-          __m512i qi = _mm512_add_epi32(_mm512_cvtps_epi32(r), fOff);
-          _mm512_mask_cvtepi32_storeu_epi8(y + j, m, qi);
-          continue;
+      return a;
+    }
+    /// FastRQ's quotient s (a fused multiply-add rounds once where the bound allows two),
+    /// its nearest integer r and the lanes of m far enough from a half-integer.
+    inline __attribute__((always_inline)) __mmask16 quotient(__m512i a, __mmask16 m,
+                                                             __m512 &r) const {
+      __m512 sv = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), fA, fB);
+      r = _mm512_roundscale_ps(sv, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      return __mmask16(_mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(sv, r)), hmc, _CMP_LT_OQ) & m);
+    }
+    /// r + off is exact below 2^24 and saturates alike beyond; r above 2^30 is cut to 2^30
+    /// (the conversion of larger values gives INT_MIN), below -2^31 it converts to
+    /// INT_MIN: both saturate to the right end when narrowed.
+    inline __attribute__((always_inline)) __m512i satInt(__m512 r) const {
+      return _mm512_cvtps_epi32(_mm512_add_ps(_mm512_min_ps(r, big), offF));
+    }
+    /// One vector of outputs [j, j + 16) (masked by m).
+    inline __attribute__((always_inline)) void one(int64_t j, __mmask16 m) const {
+      __m512i a = accAt(j, m);
+      __m512 r;
+      if (fast && quotient(a, m, r) == m) {
+        if (sat) {
+          _mm512_mask_cvtsepi32_storeu_epi8(y + j, m, satInt(r));
+          return;
         }
+        r = _mm512_min_ps(_mm512_max_ps(r, loF), hiF);
+        _mm512_mask_cvtepi32_storeu_epi8(y + j, m, _mm512_add_epi32(_mm512_cvtps_epi32(r), fOff));
+        return;
       }
       __m256i q0 = requant8(_mm512_castsi512_si256(a), as, br, sc, off, lo, hi);
       __m256i q1 = requant8(_mm512_extracti64x4_epi64(a, 1), as, br, sc, off, lo, hi);
       __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
       _mm512_mask_cvtepi32_storeu_epi8(y + j, m, q);
     }
+    /// Outputs [j, j + 64) (fast and sat): the four vectors narrowed by two saturating
+    /// packs (their bytes come out in 4-lane groups, put in order by one permutation) and
+    /// one store; vector by vector (one) when a lane is too near a half-integer.
+    inline __attribute__((always_inline)) void four(int64_t j) const {
+      const __mmask16 full = 0xffff;
+      __m512 r0, r1, r2, r3;
+      const __mmask16 ok = quotient(accAt(j, full), full, r0) &
+                           quotient(accAt(j + 16, full), full, r1) &
+                           quotient(accAt(j + 32, full), full, r2) &
+                           quotient(accAt(j + 48, full), full, r3);
+      if (ok != full) {
+        for (int64_t k = 0; k < 64; k += 16)
+          one(j + k, full);
+        return;
+      }
+      const __m512i order =
+          _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
+      __m512i p01 = _mm512_packs_epi32(satInt(r0), satInt(r1));
+      __m512i p23 = _mm512_packs_epi32(satInt(r2), satInt(r3));
+      _mm512_storeu_si512((void *)(y + j),
+                          _mm512_permutexvar_epi32(order, _mm512_packs_epi16(p01, p23)));
+    }
+  };
+  /// requantRow with the channel's FastRQ set up by the caller (\p fast: fastRequantSetup's
+  /// result): 64 outputs at a time where the int8 fast path applies, then 16 at a time, the
+  /// last vector masked.
+  static inline __attribute__((always_inline)) void requantRowF(
+      int8_t *y, const int32_t *acc, int64_t n, int32_t corr, int32_t fo, const int32_t *colsum,
+      const RQ &rq, const FastRQ &f, bool fast) {
+    const RowRq row(y, acc, colsum, corr, fo, rq, f, fast);
+    int64_t j = 0;
+    if (fast && row.sat)
+      for (; j + 64 <= n; j += 64)
+        row.four(j);
+    for (; j < n; j += 16)
+      row.one(j, n - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1));
   }
 };
 

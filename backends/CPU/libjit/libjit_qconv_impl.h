@@ -7,16 +7,28 @@ constexpr int64_t kNV = 2; ///< vectors of pixels (conv) or columns (FC) per cal
 /// Vectors of pixels per call of the direct path (3 and 4 were no faster natively).
 constexpr int64_t kNVD = 2;
 
-/// Convolution micro-kernel: acc[r][p] = sum over K4 quads of w[q][r] (s8, broadcast) times
-/// patch[q][p] (u8, T = kNV * L pixels); the patch's quads \p ps entries apart, acc's rows
-/// \p as apart.
-static inline __attribute__((always_inline)) void convTile(const uint32_t *w, const uint32_t *patch, int64_t K4,
-                            int32_t *acc /* [kMR][as] */, int64_t ps = kNV * QISA::L,
-                            int64_t as = kNV * QISA::L) {
+/// Blocks of kMR output channels per micro-kernel call: 2 with 32 vector registers
+/// (AVX-512: 16 accumulators, more independent dot-product chains in flight than 8;
+/// docs/Quantization.md, fifth round), 1 with 16 (AVX2: its dot product needs 4
+/// temporaries).
+constexpr int64_t kNB = QISA::L == 16 ? 2 : 1;
+/// Accumulator rows of the micro-kernels (the scratch the emitter reserves: kAccRows).
+constexpr int64_t kAccRows = 2 * kMR;
+static_assert(kNB * kMR <= kAccRows, "the emitter reserves 8 accumulator rows");
+
+/// Convolution micro-kernel: acc[b kMR + r][p] = sum over K4 quads of w[b][q][r] (s8,
+/// broadcast; block b at w + b wb) times patch[q][p] (u8, T = kNV * L pixels), for NB
+/// blocks of kMR output channels; the patch's quads \p ps entries apart, acc's rows \p as
+/// apart.
+template <int NB>
+static inline __attribute__((always_inline)) void convTile(const uint32_t *w, int64_t wb,
+                                                           const uint32_t *patch, int64_t K4,
+                                                           int32_t *acc, int64_t ps,
+                                                           int64_t as) {
   constexpr int L = QISA::L;
-  QISA::V c[kMR][kNV];
+  QISA::V c[NB * kMR][kNV];
   LIBJIT_UNROLL
-  for (int r = 0; r < kMR; r++)
+  for (int r = 0; r < NB * kMR; r++)
     LIBJIT_UNROLL
     for (int v = 0; v < kNV; v++)
       c[r][v] = QISA::zero();
@@ -26,15 +38,15 @@ static inline __attribute__((always_inline)) void convTile(const uint32_t *w, co
     for (int v = 0; v < kNV; v++)
       u[v] = QISA::load(patch + q * ps + v * L);
     LIBJIT_UNROLL
-    for (int r = 0; r < kMR; r++) {
-      QISA::V s = QISA::bcast(w[q * kMR + r]);
+    for (int r = 0; r < NB * kMR; r++) {
+      QISA::V s = QISA::bcast(w[(r / kMR) * wb + q * kMR + r % kMR]);
       LIBJIT_UNROLL
       for (int v = 0; v < kNV; v++)
         c[r][v] = QISA::dot(c[r][v], u[v], s);
     }
   }
   LIBJIT_UNROLL
-  for (int r = 0; r < kMR; r++)
+  for (int r = 0; r < NB * kMR; r++)
     LIBJIT_UNROLL
     for (int v = 0; v < kNV; v++)
       QISA::store(acc + r * as + v * L, c[r][v]);
@@ -240,14 +252,17 @@ static inline __attribute__((always_inline)) void packPointwise(uint32_t *patch,
         dq[j * 4 + r] = 0;
     }
   }
-  if (sums) {
-    for (int64_t j = 0; j < T; j++)
-      colsum[j] = 0;
-    for (int64_t c = 0; c < cg; c++) {
-      const int8_t *xr = xg + c * P + p0;
-      for (int64_t j = 0; j < n; j++)
-        colsum[j] += int32_t(xr[j]) + 128;
-    }
+  if (!sums)
+    return;
+  // The pixel sums of a as dot products of the packed quads with ones (the quads past cg
+  // and the pixels past n are 0): one per quad and vector instead of one add per channel
+  // and pixel.
+  const typename QISA::V ones = QISA::bcast(0x01010101u);
+  for (int64_t v = 0; v < T; v += QISA::L) {
+    typename QISA::V s = QISA::zero();
+    for (int64_t q = 0; q < K4; q++)
+      s = QISA::dot(s, QISA::load(patch + q * T + v), ones);
+    QISA::store(colsum + v, s);
   }
 }
 
@@ -263,13 +278,14 @@ static inline __attribute__((always_inline)) void packPointwise(uint32_t *patch,
 /// offs = ((kh DH) % SH SW + (kw DW) % SW) Hq Wq + (kh DH / SH) Wq + kw DW / SW, so the patch
 /// of T consecutive outputs at one tap is T consecutive entries, loaded in place (no
 /// im2col); outputs with ow >= OW are computed and dropped.
+template <int NB>
 static inline __attribute__((always_inline)) void convTileDirect(
-    const uint32_t *w, const uint32_t *planes, int64_t qstride, const int64_t *offs,
-    int64_t cq4, int64_t KK, int32_t *acc /* [kMR][T] */) {
+    const uint32_t *w, int64_t wb, const uint32_t *planes, int64_t qstride,
+    const int64_t *offs, int64_t cq4, int64_t KK, int32_t *acc /* [NB kMR][T] */) {
   constexpr int L = QISA::L, T = kNVD * L;
-  QISA::V c[kMR][kNVD];
+  QISA::V c[NB * kMR][kNVD];
   LIBJIT_UNROLL
-  for (int r = 0; r < kMR; r++)
+  for (int r = 0; r < NB * kMR; r++)
     LIBJIT_UNROLL
     for (int v = 0; v < kNVD; v++)
       c[r][v] = QISA::zero();
@@ -283,8 +299,8 @@ static inline __attribute__((always_inline)) void convTileDirect(
       for (int v = 0; v < kNVD; v++)
         u[v] = QISA::load(pt + v * L);
       LIBJIT_UNROLL
-      for (int r = 0; r < kMR; r++) {
-        QISA::V s = QISA::bcast(wq[t * kMR + r]);
+      for (int r = 0; r < NB * kMR; r++) {
+        QISA::V s = QISA::bcast(wq[(r / kMR) * wb + t * kMR + r % kMR]);
         LIBJIT_UNROLL
         for (int v = 0; v < kNVD; v++)
           c[r][v] = QISA::dot(c[r][v], u[v], s);
@@ -292,7 +308,7 @@ static inline __attribute__((always_inline)) void convTileDirect(
     }
   }
   LIBJIT_UNROLL
-  for (int r = 0; r < kMR; r++)
+  for (int r = 0; r < NB * kMR; r++)
     LIBJIT_UNROLL
     for (int v = 0; v < kNVD; v++)
       QISA::store(acc + r * T + v * L, c[r][v]);
@@ -402,8 +418,67 @@ static inline __attribute__((always_inline)) void directPlanes(
   }
 }
 
-/// The direct path of qconv (convTileDirect). Scratch: acc [kMR][T], colsum [T], the fast
-/// requantization constants of the G ogPad channels, the blocks, S, a row of Wp entries.
+/// The output side of one micro-kernel call: rows r < nr of \p acc (\p as apart; output
+/// channel o0 + r, constants at oi0 + r), each run sg of the tile (flat offset segJ, segLen
+/// outputs at output pixel segAt of the image's plane at y0 of channel 0) requantized, or
+/// stored as i32 when \p out32.
+static inline __attribute__((always_inline)) void tileRowsOut(
+    int8_t *out, int32_t *out32, const int32_t *acc, int64_t as, int64_t nr, int64_t y0,
+    int64_t o0, int64_t oi0, int64_t P, const int64_t *segJ, const int64_t *segLen,
+    const int64_t *segAt, int64_t nseg, const int32_t *colsum, const QParams &qp,
+    const FastRQ *frq, const bool *fok, double dScale, double dOff, double dLo, double dHi) {
+  for (int64_t r = 0; r < nr; r++) {
+    const int64_t oi = oi0 + r, y = y0 + (o0 + r) * P;
+    const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
+    for (int64_t sg = 0; sg < nseg; sg++) {
+      const int32_t *a = acc + r * as + segJ[sg];
+      const int32_t *cs = colsum ? colsum + segJ[sg] : nullptr;
+      if (out32)
+        storeRow32(out32 + y + segAt[sg], a, segLen[sg], qp.corr[oi], qp.fOff[oi], cs);
+      else
+        QISA::requantRowF(out + y + segAt[sg], a, segLen[sg], qp.corr[oi], qp.fOff[oi], cs,
+                          rq, frq[oi], fok[oi]);
+    }
+  }
+}
+
+/// The fast requantization constants of channels [0, n) (set up once per kernel call).
+static inline __attribute__((always_inline)) void setupFastRQ(FastRQ *frq, bool *fok,
+                                                              const QParams &qp, int64_t n,
+                                                              double dScale, double dOff,
+                                                              double dLo, double dHi) {
+  for (int64_t oi = 0; oi < n; oi++) {
+    const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
+    frq[oi] = FastRQ{};
+    fok[oi] = fastRequantSetup(rq, frq[oi]);
+  }
+}
+
+/// The runs of real outputs of the direct path's tile [p0, p0 + np) of the flat grid of
+/// width Wq (columns past OW dropped): flat offset segJ, length segLen, output pixel segAt.
+/// Returns their number.
+static inline __attribute__((always_inline)) int64_t directSegments(int64_t p0, int64_t np,
+                                                                    int64_t Wq, int64_t OW,
+                                                                    int64_t *segJ,
+                                                                    int64_t *segLen,
+                                                                    int64_t *segAt) {
+  int64_t nseg = 0;
+  for (int64_t j = 0; j < np;) {
+    const int64_t f = p0 + j, oh = f / Wq, ow = f % Wq;
+    if (ow >= OW) {
+      j += Wq - ow;
+      continue;
+    }
+    const int64_t len = minI(OW - ow, np - j);
+    segJ[nseg] = j, segLen[nseg] = len, segAt[nseg] = oh * OW + ow, nseg++;
+    j += len;
+  }
+  return nseg;
+}
+
+/// The direct path of qconv (convTileDirect). Scratch: acc [kAccRows][T], colsum [T], the
+/// fast requantization constants of the G ogPad channels, the blocks, S, a row of Wp
+/// entries.
 static inline __attribute__((always_inline)) void qconvDirect(
     int8_t *out, int32_t *out32, const int8_t *in, const uint32_t *wpack, const QParams &qp, int64_t N,
     int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
@@ -419,7 +494,7 @@ static inline __attribute__((always_inline)) void qconvDirect(
   const int64_t qstride = directQStride(Hp, Wp, SH, SW, T);
   const int64_t F = (OH - 1) * Wq + OW, tiles = ceilDiv(F, T);
   int32_t *acc = (int32_t *)mine;
-  int32_t *colsum = acc + kMR * T;
+  int32_t *colsum = acc + kAccRows * T;
   FastRQ *frq = (FastRQ *)(colsum + T);
   bool *fok = (bool *)(frq + G * ogPad);
   uint32_t *planes = (uint32_t *)(mine + directFixedBytes(G * ogPad, T));
@@ -430,11 +505,7 @@ static inline __attribute__((always_inline)) void qconvDirect(
     for (int64_t kw = 0; kw < KW; kw++)
       offs[kh * KW + kw] = (((kh * DH) % SH) * SW + (kw * DW) % SW) * Hq * Wq +
                            (kh * DH / SH) * Wq + kw * DW / SW;
-  for (int64_t oi = 0; oi < G * ogPad; oi++) {
-    const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
-    frq[oi] = FastRQ{};
-    fok[oi] = fastRequantSetup(rq, frq[oi]);
-  }
+  setupFastRQ(frq, fok, qp, G * ogPad, dScale, dOff, dLo, dHi);
   int64_t ppFor = -1;
   int64_t b, e;
   partition(N * G * tiles, 1, tid, nthreads, &b, &e);
@@ -455,44 +526,29 @@ static inline __attribute__((always_inline)) void qconvDirect(
           colsum[j] += sk[j];
       }
     }
-    // The tile's runs of real outputs: flat j0.. of length len at output pixel at.
-    int64_t segJ[T], segLen[T], segAt[T], nseg = 0;
-    for (int64_t j = 0; j < np;) {
-      const int64_t f = p0 + j, oh = f / Wq, ow = f % Wq;
-      if (ow >= OW) {
-        j += Wq - ow;
-        continue;
-      }
-      const int64_t len = minI(OW - ow, np - j);
-      segJ[nseg] = j, segLen[nseg] = len, segAt[nseg] = oh * OW + ow, nseg++;
-      j += len;
-    }
-    for (int64_t ob = 0; ob < og; ob += kMR) {
-      convTileDirect(wpack + (g * ogPad + ob) * K4, planes + p0, qstride, offs, cq4, KK, acc);
-      const int64_t nr = minI(kMR, og - ob);
-      for (int64_t r = 0; r < nr; r++) {
-        const int64_t oi = g * ogPad + ob + r, o = g * og + ob + r;
-        const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
-        const int64_t y = (n * O + o) * P;
-        for (int64_t sg = 0; sg < nseg; sg++)
-          if (out32)
-            storeRow32(out32 + y + segAt[sg], acc + r * T + segJ[sg], segLen[sg], qp.corr[oi],
-                       qp.fOff[oi], sums ? colsum + segJ[sg] : nullptr);
-          else
-            QISA::requantRowF(out + y + segAt[sg], acc + r * T + segJ[sg], segLen[sg],
-                              qp.corr[oi], qp.fOff[oi], sums ? colsum + segJ[sg] : nullptr, rq,
-                              frq[oi], fok[oi]);
-      }
+    int64_t segJ[T], segLen[T], segAt[T];
+    const int64_t nseg = directSegments(p0, np, Wq, OW, segJ, segLen, segAt);
+    for (int64_t ob = 0; ob < og;) {
+      const uint32_t *wb = wpack + (g * ogPad + ob) * K4;
+      const int64_t nb = kNB == 2 && ob + kMR < og ? 2 : 1;
+      if (nb == 2)
+        convTileDirect<kNB>(wb, kMR * K4, planes + p0, qstride, offs, cq4, KK, acc);
+      else
+        convTileDirect<1>(wb, kMR * K4, planes + p0, qstride, offs, cq4, KK, acc);
+      tileRowsOut(out, out32, acc, T, minI(nb * kMR, og - ob), n * O * P, g * og + ob,
+                  g * ogPad + ob, P, segJ, segLen, segAt, nseg, sums ? colsum : nullptr, qp, frq,
+                  fok, dScale, dOff, dLo, dHi);
+      ob += nb * kMR;
     }
   }
 }
 
 /// 1x1 stride-1 unpadded convolutions: the patch of TB pixels (pointwiseTB: several tiles
 /// of T, fewer when the threads would lack work) is packed once (packPointwise) and each
-/// block of kMR output channels runs the micro-kernel on its tiles, then requantizes its
-/// rows of TB outputs (one setup of the row's constants per TB outputs instead of T: the
-/// layers with few input channels are bound by the requantization).
-/// Scratch: patch [K4][TBmax], colsum [TBmax], acc [kMR][TBmax], the G ogPad FastRQ.
+/// block of kMR output channels (kNB blocks at a time) runs the micro-kernel on its tiles,
+/// then requantizes its rows of TB outputs (one setup of the row's constants per TB outputs
+/// instead of T: the layers with few input channels are bound by the requantization).
+/// Scratch: patch [K4][TBmax], colsum [TBmax], acc [kAccRows][TBmax], the G ogPad FastRQ.
 static inline __attribute__((always_inline)) void qconvPointwise(
     int8_t *out, int32_t *out32, const int8_t *in, const uint32_t *wpack, const QParams &qp, int64_t N,
     int64_t C, int64_t O, int64_t P, int64_t G, double dScale, double dOff, double dLo,
@@ -506,13 +562,9 @@ static inline __attribute__((always_inline)) void qconvPointwise(
   uint32_t *patch = (uint32_t *)mine;
   int32_t *colsum = (int32_t *)(patch + K4 * TBmax);
   int32_t *acc = colsum + TBmax;
-  FastRQ *frq = (FastRQ *)(acc + kMR * TBmax);
+  FastRQ *frq = (FastRQ *)(acc + kAccRows * TBmax);
   bool *fok = (bool *)(frq + G * ogPad);
-  for (int64_t oi = 0; oi < G * ogPad; oi++) {
-    const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
-    frq[oi] = FastRQ{};
-    fok[oi] = fastRequantSetup(rq, frq[oi]);
-  }
+  setupFastRQ(frq, fok, qp, G * ogPad, dScale, dOff, dLo, dHi);
   const int64_t btiles = ceilDiv(P, TB);
   int64_t b, e;
   partition(N * G * btiles, 1, tid, nthreads, &b, &e);
@@ -520,27 +572,70 @@ static inline __attribute__((always_inline)) void qconvPointwise(
     const int64_t n = u / (G * btiles), g = (u / btiles) % G, p0 = (u % btiles) * TB;
     const int64_t np = minI(TB, P - p0), subs = ceilDiv(np, T);
     packPointwise(patch, colsum, sums, in + (n * C + g * cg) * P, TB, p0, P, cg);
-    for (int64_t ob = 0; ob < og; ob += kMR) {
+    const int64_t segJ = 0;
+    for (int64_t ob = 0; ob < og;) {
       const uint32_t *w = wpack + (g * ogPad + ob) * K4;
+      const int64_t nb = kNB == 2 && ob + kMR < og ? 2 : 1;
       for (int64_t sb = 0; sb < subs; sb++)
-        convTile(w, patch + sb * T, K4, acc + sb * T, TB, TB);
-      const int64_t nr = minI(kMR, og - ob);
-      for (int64_t r = 0; r < nr; r++) {
-        const int64_t oi = g * ogPad + ob + r, o = g * og + ob + r;
-        const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
-        if (out32)
-          storeRow32(out32 + (n * O + o) * P + p0, acc + r * TB, np, qp.corr[oi], qp.fOff[oi],
-                     sums ? colsum : nullptr);
+        if (nb == 2)
+          convTile<kNB>(w, kMR * K4, patch + sb * T, K4, acc + sb * T, TB, TB);
         else
-          QISA::requantRowF(out + (n * O + o) * P + p0, acc + r * TB, np, qp.corr[oi],
-                            qp.fOff[oi], sums ? colsum : nullptr, rq, frq[oi], fok[oi]);
-      }
+          convTile<1>(w, kMR * K4, patch + sb * T, K4, acc + sb * T, TB, TB);
+      tileRowsOut(out, out32, acc, TB, minI(nb * kMR, og - ob), n * O * P, g * og + ob,
+                  g * ogPad + ob, P, &segJ, &np, &p0, 1, sums ? colsum : nullptr, qp, frq, fok,
+                  dScale, dOff, dLo, dHi);
+      ob += nb * kMR;
+    }
+  }
+}
+
+/// Windowed layers the direct path does not take (more than 64 taps, strides above 16, or
+/// with 8 lanes fewer than 4 input channels per group): each tile's im2col patch packed
+/// from the group's padded planes (padPlanes, packPadded). Scratch: patch [K4][T], colsum
+/// [T], acc [kMR][T], the G ogPad FastRQ and flags, then (64-byte aligned) the planes.
+static inline __attribute__((always_inline)) void qconvIm2col(
+    int8_t *out, int32_t *out32, const int8_t *in, const uint32_t *wpack, const QParams &qp,
+    int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW, int64_t KH,
+    int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW,
+    int64_t G, int64_t xOff, double dScale, double dOff, double dLo, double dHi, bool sums,
+    char *mine, int64_t tid, int64_t nthreads) {
+  constexpr int64_t T = kNV * QISA::L;
+  const int64_t cg = C / G, og = O / G, K = cg * KH * KW, K4 = ceilDiv(K, 4);
+  const int64_t ogPad = ceilDiv(og, kMR) * kMR, P = OH * OW, tiles = ceilDiv(P, T);
+  uint32_t *patch = (uint32_t *)mine;
+  int32_t *colsum = (int32_t *)(mine + K4 * T * 4);
+  int32_t *acc = colsum + T;
+  int64_t Hp, Wp;
+  padDims(H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, &Hp, &Wp);
+  FastRQ *frq = (FastRQ *)(acc + kMR * T);
+  bool *fok = (bool *)(frq + G * ogPad);
+  static_assert(sizeof(FastRQ) == 24, "the emitter reserves 24 bytes per FastRQ");
+  uint8_t *pp = (uint8_t *)mine + ceilDiv((K4 + 1 + kMR) * T * 4 + G * ogPad * 25, 64) * 64;
+  int64_t ppFor = -1;
+  setupFastRQ(frq, fok, qp, G * ogPad, dScale, dOff, dLo, dHi);
+  int64_t b, e;
+  partition(N * G * tiles, 1, tid, nthreads, &b, &e);
+  for (int64_t u = b; u < e; u++) {
+    const int64_t n = u / (G * tiles), g = (u / tiles) % G, t = u % tiles, p0 = t * T;
+    if (ppFor != n * G + g) {
+      padPlanes(pp, in + (n * C + g * cg) * H * W, cg, H, W, Hp, Wp, OH, KH, SH, DH, KW, SW,
+                DW, PT, PL, uint8_t(xOff + 128));
+      ppFor = n * G + g;
+    }
+    packPadded(patch, colsum, sums, pp, T, p0, P, cg, Hp, Wp, OW, KH, KW, SH, SW, DH, DW);
+    const int64_t np = minI(T, P - p0), segJ = 0;
+    for (int64_t ob = 0; ob < og; ob += kMR) {
+      convTile<1>(wpack + (g * ogPad + ob) * K4, 0, patch, K4, acc, T, T);
+      tileRowsOut(out, out32, acc, T, minI(kMR, og - ob), n * O * P, g * og + ob,
+                  g * ogPad + ob, P, &segJ, &np, &p0, 1, sums ? colsum : nullptr, qp, frq, fok,
+                  dScale, dOff, dLo, dHi);
     }
   }
 }
 
 /// \p out32 non-null: the i32 result (the accumulators with the i32 bias, wrapped; \p out
-/// is unused), else the int8 result in \p out.
+/// is unused), else the int8 result in \p out. The path: qconvPointwise (1x1 stride-1
+/// unpadded), qconvDirect (directConv), else qconvIm2col.
 static inline __attribute__((always_inline)) void qconv(int8_t *out, int32_t *out32, const int8_t *in, const uint32_t *wpack,
                          const void *params, int64_t N, int64_t C, int64_t H, int64_t W,
                          int64_t O, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
@@ -548,74 +643,23 @@ static inline __attribute__((always_inline)) void qconv(int8_t *out, int32_t *ou
                          int64_t xOff, float outScale, int64_t outOff, int64_t lo, int64_t hi,
                          int64_t anyFOff, char *scratch, int64_t scratchStride, int64_t tid,
                          int64_t nthreads) {
-  constexpr int64_t T = kNV * QISA::L;
-  const int64_t cg = C / G, og = O / G, K = cg * KH * KW, K4 = ceilDiv(K, 4);
-  const int64_t ogPad = ceilDiv(og, kMR) * kMR, P = OH * OW, tiles = ceilDiv(P, T);
+  const int64_t cg = C / G, og = O / G, ogPad = ceilDiv(og, kMR) * kMR;
   const QParams qp = qparams(params, G * ogPad);
   const bool pointwise = KH == 1 && KW == 1 && SH == 1 && SW == 1 && PT == 0 && PL == 0 &&
                          OH == H && OW == W;
   const bool sums = anyFOff != 0;
   char *mine = scratch + tid * scratchStride;
-  if (pointwise) {
-    qconvPointwise(out, out32, in, wpack, qp, N, C, O, P, G, double(outScale), double(outOff),
-                   double(lo), double(hi), sums, mine, tid, nthreads);
-    return;
-  }
-  if (directConv(KH, KW, SH, SW, pointwise, cg, QISA::L)) {
-    qconvDirect(out, out32, in, wpack, qp, N, C, H, W, O, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, G, xOff,
-                double(outScale), double(outOff), double(lo), double(hi), sums, mine, tid,
-                nthreads);
-    return;
-  }
-  uint32_t *patch = (uint32_t *)mine;
-  int32_t *colsum = (int32_t *)(mine + K4 * T * 4);
-  int32_t *acc = colsum + T;
-  // Windowed layers: the group's padded planes after acc (padPlanes), rebuilt when the
-  // image or group changes.
-  int64_t Hp, Wp;
-  padDims(H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, &Hp, &Wp);
-  // The fast requantization constants of the G ogPad channels (set up once per call, not
-  // per tile: the setup's two divisions cost more than the 32 outputs of a layer with few
-  // input channels), then the planes.
-  FastRQ *frq = (FastRQ *)(acc + kMR * T);
-  bool *fok = (bool *)(frq + G * ogPad);
-  static_assert(sizeof(FastRQ) == 24, "the emitter reserves 24 bytes per FastRQ");
-  uint8_t *pp = (uint8_t *)mine + ceilDiv((K4 + 1 + kMR) * T * 4 + G * ogPad * 25, 64) * 64;
-  int64_t ppFor = -1;
   const double dScale = double(outScale), dOff = double(outOff), dLo = double(lo),
                dHi = double(hi);
-  for (int64_t oi = 0; oi < G * ogPad; oi++) {
-    const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
-    frq[oi] = FastRQ{};
-    fok[oi] = fastRequantSetup(rq, frq[oi]);
-  }
-  int64_t b, e;
-  partition(N * G * tiles, 1, tid, nthreads, &b, &e);
-  for (int64_t u = b; u < e; u++) {
-    const int64_t n = u / (G * tiles), g = (u / tiles) % G, t = u % tiles, p0 = t * T;
-    const int8_t *xg = in + (n * C + g * cg) * H * W;
-    if (ppFor != n * G + g) {
-      padPlanes(pp, xg, cg, H, W, Hp, Wp, OH, KH, SH, DH, KW, SW, DW, PT, PL,
-                uint8_t(xOff + 128));
-      ppFor = n * G + g;
-    }
-    packPadded(patch, colsum, sums, pp, T, p0, P, cg, Hp, Wp, OW, KH, KW, SH, SW, DH, DW);
-    const int64_t np = minI(T, P - p0);
-    for (int64_t ob = 0; ob < og; ob += kMR) {
-      convTile(wpack + (g * ogPad + ob) * K4, patch, K4, acc);
-      const int64_t nr = minI(kMR, og - ob);
-      for (int64_t r = 0; r < nr; r++) {
-        const int64_t oi = g * ogPad + ob + r, o = g * og + ob + r;
-        const RQ rq{qp.accScale[oi], qp.biasReal[oi], dScale, dOff, dLo, dHi};
-        if (out32)
-          storeRow32(out32 + (n * O + o) * P + p0, acc + r * T, np, qp.corr[oi], qp.fOff[oi],
-                     sums ? colsum : nullptr);
-        else
-          QISA::requantRowF(out + (n * O + o) * P + p0, acc + r * T, np, qp.corr[oi],
-                            qp.fOff[oi], sums ? colsum : nullptr, rq, frq[oi], fok[oi]);
-      }
-    }
-  }
+  if (pointwise)
+    qconvPointwise(out, out32, in, wpack, qp, N, C, O, OH * OW, G, dScale, dOff, dLo, dHi, sums,
+                   mine, tid, nthreads);
+  else if (directConv(KH, KW, SH, SW, pointwise, cg, QISA::L))
+    qconvDirect(out, out32, in, wpack, qp, N, C, H, W, O, OH, OW, KH, KW, SH, SW, PT, PL, DH,
+                DW, G, xOff, dScale, dOff, dLo, dHi, sums, mine, tid, nthreads);
+  else
+    qconvIm2col(out, out32, in, wpack, qp, N, C, H, W, O, OH, OW, KH, KW, SH, SW, PT, PL, DH,
+                DW, G, xOff, dScale, dOff, dLo, dHi, sums, mine, tid, nthreads);
 }
 
 /// Fully connected: out [N, M] = in [N, K] x W; W packed as [ceil(M / T)][K4][T] quads.
@@ -763,15 +807,219 @@ static inline __attribute__((always_inline)) void dwRequantRows(int8_t *y, int32
   QISA::requantRow(y, acc, OH * OW, corr, 0, nullptr, rq);
 }
 
+/// The centred filter pairs of one channel, in the order of qdwconv's tap-pair offsets:
+/// (wc[kh][kw], wc[kh][kw + 1]) for even kw as the low and high int16, the partner 0 past
+/// the row's end.
+static inline __attribute__((always_inline)) void dwWeightPairs(uint32_t *wp, const int16_t *wc,
+                                                                int64_t KH, int64_t KW) {
+  for (int64_t kh = 0, t = 0; kh < KH; kh++)
+    for (int64_t kw = 0; kw < KW; kw += 2, t++) {
+      const int16_t *wr = wc + kh * KW;
+      wp[t] = uint32_t(uint16_t(wr[kw])) |
+              (uint32_t(uint16_t(kw + 1 < KW ? wr[kw + 1] : int16_t(0))) << 16);
+    }
+}
+
+/// Stride 2 (qdwconv's flat2): the padded, centred rows of input plane \p x split by row
+/// parity into the two flat planes at \p pln (rows of Wq2 int32 = 2 Wq2 int16, pe2 int32
+/// per plane), then the slack the last vectors read zeroed.
+static inline __attribute__((always_inline)) void dwFlat2Plane(int32_t *pln, const int8_t *x,
+                                                               int64_t H, int64_t W, int64_t PT,
+                                                               int64_t PL, int64_t Hq2,
+                                                               int64_t Wq2, int64_t pe2,
+                                                               int32_t xo) {
+  const int64_t Wr2 = 2 * Wq2, pc0 = minI(PL, Wr2), pc1 = minI(PL + W, Wr2);
+  for (int64_t r = 0; r < 2 * Hq2; r++) {
+    int16_t *dr = (int16_t *)(pln + (r % 2) * pe2 + (r / 2) * Wq2);
+    const int64_t h = r - PT;
+    if (h < 0 || h >= H) {
+      for (int64_t i = 0; i < Wr2; i++)
+        dr[i] = 0;
+      continue;
+    }
+    const int8_t *xs = x + h * W - PL;
+    for (int64_t i = 0; i < pc0; i++)
+      dr[i] = 0;
+    for (int64_t i = pc0; i < pc1; i++)
+      dr[i] = int16_t(int32_t(xs[i]) - xo);
+    for (int64_t i = pc1; i < Wr2; i++)
+      dr[i] = 0;
+  }
+  // Slack read by the last vectors (their outputs are dropped): zeros.
+  for (int64_t p = 0; p < 2; p++)
+    for (int64_t i = Hq2 * Wq2; i < pe2; i++)
+      pln[p * pe2 + i] = 0;
+}
+
+/// Stride 1 (qdwconv's flat): the padded, centred plane of input plane \p x as Hp rows of
+/// Wp int16 at \p xp, the slack the last vectors read zeroed, then the pair plane
+/// dp[q] = (xp[q], xp[q + pdw]) up to entry \p nd.
+static inline __attribute__((always_inline)) void dwFlatPlane(int16_t *xp, int32_t *dp,
+                                                              const int8_t *x, int64_t H,
+                                                              int64_t W, int64_t Hp, int64_t Wp,
+                                                              int64_t PT, int64_t PL,
+                                                              int32_t xo, int64_t pdw,
+                                                              int64_t nd) {
+  const int64_t pc0 = minI(PL, Wp), pc1 = minI(PL + W, Wp);
+  for (int64_t r = 0; r < Hp; r++) {
+    int16_t *dr = xp + r * Wp;
+    const int64_t h = r - PT;
+    if (h < 0 || h >= H) {
+      for (int64_t i = 0; i < Wp; i++)
+        dr[i] = 0;
+      continue;
+    }
+    const int8_t *xs = x + h * W - PL;
+    for (int64_t i = 0; i < pc0; i++)
+      dr[i] = 0;
+    for (int64_t i = pc0; i < pc1; i++)
+      dr[i] = int16_t(int32_t(xs[i]) - xo);
+    for (int64_t i = pc1; i < Wp; i++)
+      dr[i] = 0;
+  }
+  for (int64_t i = Hp * Wp, end = nd + pdw; i < end; i++)
+    xp[i] = 0;
+  QISA::pairs16(dp, xp, pdw, nd);
+}
+
+/// Other strides (qdwconv's phased path): the padded, centred plane of input plane \p x at
+/// \p xp, Hp rows of Wr int16, each row's Wp columns grouped in SW phases (column c at
+/// phase c % SW, index c / SW), each phase followed by L zero columns. Stride 2 builds each
+/// padded row in a line after the plane (Wp + 1 entries), then splits it into even and odd
+/// columns in one pass.
+static inline __attribute__((always_inline)) void dwPhasedPlane(int16_t *xp, const int8_t *x,
+                                                                int64_t H, int64_t W,
+                                                                int64_t Hp, int64_t Wp,
+                                                                int64_t Wr, int64_t SW,
+                                                                int64_t PT, int64_t PL,
+                                                                int32_t xo) {
+  constexpr int64_t L = QISA::L;
+  for (int64_t r = 0; r < Hp; r++) {
+    int16_t *dr = xp + r * Wr;
+    const int64_t h = r - PT;
+    const bool rowIn = h >= 0 && h < H;
+    const int8_t *xr = x + h * W;
+    if (SW == 2) {
+      int16_t *line = xp + Hp * Wr;
+      const int64_t in0 = rowIn ? minI(PL, Wp) : Wp, in1 = rowIn ? minI(PL + W, Wp) : Wp;
+      for (int64_t i = 0; i < in0; i++)
+        line[i] = 0;
+      for (int64_t i = in0; i < in1; i++)
+        line[i] = int16_t(int32_t(xr[i - PL]) - xo);
+      for (int64_t i = in1; i < Wp + 1; i++)
+        line[i] = 0;
+      const int64_t lenE = (Wp + 1) / 2, lenO = Wp / 2;
+      int16_t *de = dr, *dO = dr + lenE + L;
+      for (int64_t i = 0; i < lenE; i++) {
+        de[i] = line[2 * i];
+        dO[i] = line[2 * i + 1];
+      }
+      for (int64_t i = lenE; i < lenE + L; i++)
+        de[i] = 0;
+      for (int64_t i = lenO; i < lenO + L; i++)
+        dO[i] = 0;
+      continue;
+    }
+    for (int64_t ph = 0, at = 0; ph < SW; ph++) {
+      const int64_t len = ph < Wp ? (Wp - ph + SW - 1) / SW : 0;
+      int16_t *dp = dr + at;
+      // Entries i in [i0, i1) hold input columns ph + i SW - PL in [0, W).
+      int64_t i0 = 0, i1 = 0;
+      if (rowIn) {
+        i0 = minI(len, PL > ph ? (PL - ph + SW - 1) / SW : 0);
+        i1 = maxI(i0, minI(len, (W + PL - ph + SW - 1) / SW));
+      }
+      for (int64_t i = 0; i < i0; i++)
+        dp[i] = 0;
+      if (SW == 1) {
+        const int8_t *xs = xr - PL;
+        for (int64_t i = i0; i < i1; i++)
+          dp[i] = int16_t(int32_t(xs[i]) - xo);
+      } else {
+        const int8_t *xs = xr + ph - PL;
+        for (int64_t i = i0; i < i1; i++)
+          dp[i] = int16_t(int32_t(xs[i * SW]) - xo);
+      }
+      for (int64_t i = i1; i < len + L; i++)
+        dp[i] = 0;
+      at += len + L;
+    }
+  }
+}
+
+/// The phased path's accumulators (OH rows of OW at \p accPlane) from the plane \p xp of
+/// dwPhasedPlane and the centred filter \p wc: tap (kh, kw) of output column ow reads padded
+/// column ow SW + kw DW of padded row oh SH + kh DH, that is phase (kw DW) % SW, index
+/// ow + (kw DW) / SW. Up to 64 taps, L outputs at a time accumulate every tap in one
+/// register (widened int16 times the filter, exact in int32); more, tap by tap in wrapping
+/// scalar arithmetic.
+static inline __attribute__((always_inline)) void dwPhasedDots(int32_t *accPlane,
+                                                               const int16_t *xp,
+                                                               const int16_t *wc, int64_t OH,
+                                                               int64_t OW, int64_t KH,
+                                                               int64_t KW, int64_t SH,
+                                                               int64_t SW, int64_t DH,
+                                                               int64_t DW, int64_t Wp,
+                                                               int64_t Wr) {
+  constexpr int64_t L = QISA::L;
+  const int64_t KK = KH * KW;
+  const int16_t *taps[64];
+  for (int64_t oh = 0; oh < OH; oh++) {
+    int32_t *acc = accPlane + oh * OW; // a vector's overrun lands in the next row or slack
+    auto tap = [&](int64_t kh, int64_t kw) -> const int16_t * {
+      const int64_t off = kw * DW, ph = off % SW;
+      int64_t at = 0;
+      for (int64_t p = 0; p < ph; p++)
+        at += (p < Wp ? (Wp - p + SW - 1) / SW : 0) + L;
+      return xp + (oh * SH + kh * DH) * Wr + at + off / SW;
+    };
+    if (KK <= 64) {
+      for (int64_t kh = 0; kh < KH; kh++)
+        for (int64_t kw = 0; kw < KW; kw++)
+          taps[kh * KW + kw] = tap(kh, kw);
+      for (int64_t ow = 0; ow < OW; ow += L) {
+        typename QISA::V s = QISA::zero();
+        for (int64_t t = 0; t < KK; t++)
+          s = QISA::mla16(s, taps[t] + ow, wc[t]);
+        QISA::store(acc + ow, s);
+      }
+      continue;
+    }
+    for (int64_t ow = 0; ow < OW; ow++)
+      acc[ow] = 0;
+    for (int64_t kh = 0; kh < KH; kh++)
+      for (int64_t kw = 0; kw < KW; kw++) {
+        const int16_t *xs = tap(kh, kw);
+        const int32_t wv = wc[kh * KW + kw];
+        for (int64_t ow = 0; ow < OW; ow++)
+          acc[ow] = int32_t(uint32_t(acc[ow]) + uint32_t(int32_t(xs[ow]) * wv));
+      }
+  }
+}
+
 /// Depthwise convolution (Group == C == O) over [N*C planes][H][W]. Per plane the input,
 /// centred (x - xOffset, in [-255, 255], so padding is 0 and adds nothing, as in the
-/// Interpreter), is copied once into scratch as int16 with the pads written as zero rows
-/// and columns (dwPaddedDims) and, for stride SW > 1, each padded row's columns grouped by
-/// phase modulo SW (column c at phase c % SW, index c / SW), each phase followed by L zero
-/// columns of slack. Every tap of an output row is then a contiguous run, and L outputs at
-/// a time accumulate all KH KW taps in one register (widened int16 times the centred int16
-/// filter, exact in int32) into the plane's accumulators, which are then requantized
-/// together with corr[c] (the channelwise i32 bias, else 0).
+/// Interpreter), is copied once into scratch as int16 with the pads written as zeros, in
+/// the layout of its path, and the plane's accumulators are requantized together with
+/// corr[c] (the channelwise i32 bias, else 0).
+///  - Stride 1 (flat, up to 64 taps): the plane padded as Hp rows of Wp (no slack per row),
+///    the outputs computed on that grid, flattened: output q = oh Wp + ow reads xp[q + kh DH
+///    Wp + kw DW], so every tap is one contiguous run over the whole plane and L outputs at
+///    a time span rows (columns ow >= OW are computed and dropped; 7x7 and 14x14 planes need
+///    far fewer vectors than row by row). Taps in pairs along a kernel row, (kw, kw + 1) (a
+///    last odd one with weight 0; with KW = 1 every tap is single, its partner read at offset
+///    0), from the pair plane d[q] = (xp[q], xp[q + DW]), one 2 x int16 dot product per pair
+///    (vpdpwssd, vpmaddwd): |x - xOffset| and |f - fOffset| are at most 255, so each product
+///    and pair sum is exact in int32.
+///  - Stride 2 (flat2, no dilation, up to 64 taps): the padded rows split by row parity into
+///    two flat planes (rows of 2 Wq int16, Wq = ceil(Wp / 2)) and the outputs computed on a
+///    grid of width Wq, flattened: output q = oh Wq + ow with tap (kh, kw) at padded row
+///    2 oh + kh, column 2 ow + kw, that is plane kh % 2, int16 entry 2 (q + (kh / 2) Wq) + kw.
+///    The taps (kw, kw + 1) of even kw are then the int32 entry q + (kh / 2) Wq + kw / 2 of
+///    the plane as it lies in memory, one 2 x int16 dot product per pair with no pair plane
+///    to build (a last odd tap's partner, weighted 0, is the next column or the next row's
+///    first).
+///  - Otherwise: phase-grouped rows (dwPhasedPlane, dwPhasedDots).
 static inline __attribute__((always_inline)) void qdwconv(
     int8_t *out, const int8_t *in, const int16_t *w, const void *params, int64_t N, int64_t C,
     int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW,
@@ -786,214 +1034,48 @@ static inline __attribute__((always_inline)) void qdwconv(
   int32_t *accPlane = (int32_t *)mine;
   int16_t *xp = (int16_t *)(mine + dwAccBytes(OH, Wp, L));
   const int32_t xo = int32_t(xOff);
-  int64_t b, e;
-  partition(N * C, 1, tid, nthreads, &b, &e);
   const int64_t KK = KH * KW;
-  const int16_t *taps[64];
-  const bool fewTaps = KK <= 64;
-  // Stride 1 (both ways): the plane padded as Hp rows of Wp (no slack per row), and the
-  // outputs computed on that grid, flattened: output q = oh Wp + ow reads xp[q + kh DH Wp
-  // + kw DW], so every tap is one contiguous run over the whole plane and L outputs at a
-  // time span rows (columns ow >= OW are computed and dropped). Small planes (7x7, 14x14)
-  // need far fewer vectors than row by row. The accumulators of narrow rows are then
-  // compacted to OH OW; rows of 4 L or more are requantized in place.
-  const bool flat = SH == 1 && SW == 1 && fewTaps;
-  // Taps in pairs along a kernel row, (kw, kw + 1) (a last odd one with weight 0), read from
-  // the pair plane d (d[q] = (xp[q], xp[q + DW])) with one 2 x int16 dot product per pair
-  // (vpdpwssd, vpmaddwd): |x - xOffset| and |f - fOffset| are at most 255, so each product
-  // and pair sum is exact in int32.
-  // (With KW = 1 every tap is a single: its partner, weighted 0, is read at offset 0.)
+  const bool flat = SH == 1 && SW == 1 && KK <= 64;
+  const bool flat2 = SH == 2 && SW == 2 && DH == 1 && DW == 1 && KK <= 64;
   const int64_t pdw = KW > 1 ? DW : 0;
-  int64_t pairOff[64], np = 0;
+  int64_t off[64], np = 0, Wq2 = 0, Hq2 = 0, pe2 = 0;
   if (flat)
     for (int64_t kh = 0; kh < KH; kh++)
       for (int64_t kw = 0; kw < KW; kw += 2)
-        pairOff[np++] = kh * DH * Wp + kw * DW;
-  int32_t *dp = (int32_t *)(xp + dwFlatXpElems(Hp, Wp, L));
-  // Stride 2 (both ways, no dilation): the padded rows split by row parity into two flat
-  // planes (rows of 2 Wq int16, Wq = ceil(Wp / 2)) and the outputs computed on a grid of
-  // width Wq, flattened: output q = oh Wq + ow with tap (kh, kw) at padded row 2 oh + kh,
-  // column 2 ow + kw, that is plane kh % 2, int16 entry 2 (q + (kh / 2) Wq) + kw. The taps
-  // (kw, kw + 1) of even kw are then the int32 entry q + (kh / 2) Wq + kw / 2 of the plane
-  // as it lies in memory, one 2 x int16 dot product per pair with no pair plane to build
-  // (a last odd tap's partner, weighted 0, is the next column or the next row's first).
-  const bool flat2 = SH == 2 && SW == 2 && DH == 1 && DW == 1 && fewTaps;
-  int64_t Wq2 = 0, Hq2 = 0, pe2 = 0, np2 = 0, off2[64];
+        off[np++] = kh * DH * Wp + kw * DW;
   if (flat2) {
     dwFlat2Dims(Hp, Wp, OH, KH, KW, L, &Wq2, &Hq2, &pe2);
     for (int64_t kh = 0; kh < KH; kh++)
       for (int64_t kw = 0; kw < KW; kw += 2)
-        off2[np2++] = (kh % 2) * pe2 + (kh / 2) * Wq2 + kw / 2;
+        off[np++] = (kh % 2) * pe2 + (kh / 2) * Wq2 + kw / 2;
   }
+  int32_t *dp = (int32_t *)(xp + dwFlatXpElems(Hp, Wp, L));
+  const int64_t nv = flat ? ceilDiv(OH * Wp, L) : 0, nd = flat ? nv * L + off[np - 1] : 0;
+  int64_t b, e;
+  partition(N * C, 1, tid, nthreads, &b, &e);
+  uint32_t wp[64];
   for (int64_t pl = b; pl < e; pl++) {
     const int64_t c = pl % C;
     const int8_t *x = in + pl * H * W;
-    if (flat2) {
-      int32_t *pln = (int32_t *)xp;
-      const int64_t Wr2 = 2 * Wq2, pc0 = minI(PL, Wr2), pc1 = minI(PL + W, Wr2);
-      for (int64_t r = 0; r < 2 * Hq2; r++) {
-        int16_t *dr = (int16_t *)(pln + (r % 2) * pe2 + (r / 2) * Wq2);
-        const int64_t h = r - PT;
-        if (h < 0 || h >= H) {
-          for (int64_t i = 0; i < Wr2; i++)
-            dr[i] = 0;
-          continue;
-        }
-        const int8_t *xs = x + h * W - PL;
-        for (int64_t i = 0; i < pc0; i++)
-          dr[i] = 0;
-        for (int64_t i = pc0; i < pc1; i++)
-          dr[i] = int16_t(int32_t(xs[i]) - xo);
-        for (int64_t i = pc1; i < Wr2; i++)
-          dr[i] = 0;
-      }
-      // Slack read by the last vectors (their outputs are dropped): zeros.
-      for (int64_t p = 0; p < 2; p++)
-        for (int64_t i = Hq2 * Wq2; i < pe2; i++)
-          pln[p * pe2 + i] = 0;
-      uint32_t wp[64];
-      for (int64_t kh = 0, t = 0; kh < KH; kh++)
-        for (int64_t kw = 0; kw < KW; kw += 2, t++) {
-          const int16_t *wr = w + c * KK + kh * KW;
-          wp[t] = uint32_t(uint16_t(wr[kw])) |
-                  (uint32_t(uint16_t(kw + 1 < KW ? wr[kw + 1] : int16_t(0))) << 16);
-        }
-      dwPairDots(accPlane, pln, off2, wp, np2, ceilDiv(OH * Wq2, L) * L);
-      const RQ rq{qp.accScale[c], qp.biasReal[c], double(outScale), double(outOff),
-                  double(lo), double(hi)};
-      dwRequantRows(out + pl * OH * OW, accPlane, OH, OW, Wq2, qp.corr[c], rq);
-      continue;
-    }
-    if (flat) {
-      const int64_t pc0 = minI(PL, Wp), pc1 = minI(PL + W, Wp);
-      for (int64_t r = 0; r < Hp; r++) {
-        int16_t *dr = xp + r * Wp;
-        const int64_t h = r - PT;
-        if (h < 0 || h >= H) {
-          for (int64_t i = 0; i < Wp; i++)
-            dr[i] = 0;
-          continue;
-        }
-        const int8_t *xs = x + h * W - PL;
-        for (int64_t i = 0; i < pc0; i++)
-          dr[i] = 0;
-        for (int64_t i = pc0; i < pc1; i++)
-          dr[i] = int16_t(int32_t(xs[i]) - xo);
-        for (int64_t i = pc1; i < Wp; i++)
-          dr[i] = 0;
-      }
-      // Slack read by the last vectors (their outputs are dropped): zeros. Then the pair
-      // plane d[q] = (xp[q], xp[q + DW]) as two int16 in an int32.
-      const int64_t nv = ceilDiv(OH * Wp, L), nd = nv * L + pairOff[np - 1];
-      for (int64_t i = Hp * Wp, end = nd + pdw; i < end; i++)
-        xp[i] = 0;
-      QISA::pairs16(dp, xp, pdw, nd);
-      uint32_t wp[64];
-      for (int64_t kh = 0, t = 0; kh < KH; kh++)
-        for (int64_t kw = 0; kw < KW; kw += 2, t++) {
-          const int16_t *wr = w + c * KK + kh * KW;
-          wp[t] = uint32_t(uint16_t(wr[kw])) |
-                  (uint32_t(uint16_t(kw + 1 < KW ? wr[kw + 1] : int16_t(0))) << 16);
-        }
-      dwPairDots(accPlane, dp, pairOff, wp, np, nv * L);
-      const RQ rq{qp.accScale[c], qp.biasReal[c], double(outScale), double(outOff),
-                  double(lo), double(hi)};
-      dwRequantRows(out + pl * OH * OW, accPlane, OH, OW, Wp, qp.corr[c], rq);
-      continue;
-    }
-    // The padded, centred, phase-grouped plane.
-    for (int64_t r = 0; r < Hp; r++) {
-      int16_t *dr = xp + r * Wr;
-      const int64_t h = r - PT;
-      const bool rowIn = h >= 0 && h < H;
-      const int8_t *xr = x + h * W;
-      if (SW == 2) {
-        // The padded row in a line (contiguous loops), then split into even and odd
-        // columns in one pass.
-        int16_t *line = xp + Hp * Wr;
-        const int64_t in0 = rowIn ? minI(PL, Wp) : Wp, in1 = rowIn ? minI(PL + W, Wp) : Wp;
-        for (int64_t i = 0; i < in0; i++)
-          line[i] = 0;
-        for (int64_t i = in0; i < in1; i++)
-          line[i] = int16_t(int32_t(xr[i - PL]) - xo);
-        for (int64_t i = in1; i < Wp + 1; i++)
-          line[i] = 0;
-        const int64_t lenE = (Wp + 1) / 2, lenO = Wp / 2;
-        int16_t *de = dr, *dO = dr + lenE + L;
-        for (int64_t i = 0; i < lenE; i++) {
-          de[i] = line[2 * i];
-          dO[i] = line[2 * i + 1];
-        }
-        for (int64_t i = lenE; i < lenE + L; i++)
-          de[i] = 0;
-        for (int64_t i = lenO; i < lenO + L; i++)
-          dO[i] = 0;
-        continue;
-      }
-      for (int64_t ph = 0, at = 0; ph < SW; ph++) {
-        const int64_t len = ph < Wp ? (Wp - ph + SW - 1) / SW : 0;
-        int16_t *dp = dr + at;
-        // Entries i in [i0, i1) hold input columns ph + i SW - PL in [0, W).
-        int64_t i0 = 0, i1 = 0;
-        if (rowIn) {
-          i0 = minI(len, PL > ph ? (PL - ph + SW - 1) / SW : 0);
-          i1 = maxI(i0, minI(len, (W + PL - ph + SW - 1) / SW));
-        }
-        for (int64_t i = 0; i < i0; i++)
-          dp[i] = 0;
-        if (SW == 1) {
-          const int8_t *xs = xr - PL;
-          for (int64_t i = i0; i < i1; i++)
-            dp[i] = int16_t(int32_t(xs[i]) - xo);
-        } else {
-          const int8_t *xs = xr + ph - PL;
-          for (int64_t i = i0; i < i1; i++)
-            dp[i] = int16_t(int32_t(xs[i * SW]) - xo);
-        }
-        for (int64_t i = i1; i < len + L; i++)
-          dp[i] = 0;
-        at += len + L;
-      }
-    }
     const int16_t *wc = w + c * KK;
     int8_t *y = out + pl * OH * OW;
     const RQ rq{qp.accScale[c], qp.biasReal[c], double(outScale), double(outOff), double(lo),
                 double(hi)};
-    const int32_t corr = qp.corr[c];
-    for (int64_t oh = 0; oh < OH; oh++) {
-      int32_t *acc = accPlane + oh * OW; // a vector's overrun lands in the next row or slack
-      // Tap (kh, kw) of output column ow reads padded column ow SW + kw DW of padded row
-      // oh SH + kh DH: phase (kw DW) % SW, index ow + (kw DW) / SW.
-      auto tap = [&](int64_t kh, int64_t kw) -> const int16_t * {
-        const int64_t off = kw * DW, ph = off % SW;
-        int64_t at = 0;
-        for (int64_t p = 0; p < ph; p++)
-          at += (p < Wp ? (Wp - p + SW - 1) / SW : 0) + L;
-        return xp + (oh * SH + kh * DH) * Wr + at + off / SW;
-      };
-      if (fewTaps) {
-        for (int64_t kh = 0; kh < KH; kh++)
-          for (int64_t kw = 0; kw < KW; kw++)
-            taps[kh * KW + kw] = tap(kh, kw);
-        for (int64_t ow = 0; ow < OW; ow += L) {
-          typename QISA::V s = QISA::zero();
-          for (int64_t t = 0; t < KK; t++)
-            s = QISA::mla16(s, taps[t] + ow, wc[t]);
-          QISA::store(acc + ow, s);
-        }
-      } else {
-        for (int64_t ow = 0; ow < OW; ow++)
-          acc[ow] = 0;
-        for (int64_t kh = 0; kh < KH; kh++)
-          for (int64_t kw = 0; kw < KW; kw++) {
-            const int16_t *xs = tap(kh, kw);
-            const int32_t wv = wc[kh * KW + kw];
-            for (int64_t ow = 0; ow < OW; ow++)
-              acc[ow] = int32_t(uint32_t(acc[ow]) + uint32_t(int32_t(xs[ow]) * wv));
-          }
-      }
+    if (flat2) {
+      dwFlat2Plane((int32_t *)xp, x, H, W, PT, PL, Hq2, Wq2, pe2, xo);
+      dwWeightPairs(wp, wc, KH, KW);
+      dwPairDots(accPlane, (int32_t *)xp, off, wp, np, ceilDiv(OH * Wq2, L) * L);
+      dwRequantRows(y, accPlane, OH, OW, Wq2, qp.corr[c], rq);
+    } else if (flat) {
+      dwFlatPlane(xp, dp, x, H, W, Hp, Wp, PT, PL, xo, pdw, nd);
+      dwWeightPairs(wp, wc, KH, KW);
+      dwPairDots(accPlane, dp, off, wp, np, nv * L);
+      dwRequantRows(y, accPlane, OH, OW, Wp, qp.corr[c], rq);
+    } else {
+      dwPhasedPlane(xp, x, H, W, Hp, Wp, Wr, SW, PT, PL, xo);
+      dwPhasedDots(accPlane, xp, wc, OH, OW, KH, KW, SH, SW, DH, DW, Wp, Wr);
+      // The whole plane at once: rows shorter than a vector still requantize in vectors.
+      QISA::requantRow(y, accPlane, OH * OW, qp.corr[c], 0, nullptr, rq);
     }
-    // The whole plane at once: rows shorter than a vector still requantize in vectors.
-    QISA::requantRow(y, accPlane, OH * OW, corr, 0, nullptr, rq);
   }
 }
