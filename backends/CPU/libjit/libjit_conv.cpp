@@ -1320,7 +1320,24 @@ LIBJIT_INLINE void dwSmall(float *__restrict y, const float *__restrict plane,
   }
 }
 
-/// The small path over planes [p0, p1).
+/// Planes [q, q1) (at most kSmallBatch) on the small path: all copied, then computed.
+template <int K>
+LIBJIT_INLINE void dwSmallBatch(float *out, const float *in, const float *filter, const float *bias,
+                                int64_t C, int64_t H, int64_t W, int64_t OH, int64_t PT, int64_t PL,
+                                int act, float lo, float hi, float *buf, const uint32_t *mask,
+                                const SmallGeom &g, int64_t q, int64_t q1, int gact) {
+  for (int64_t p = q; p < q1; p++)
+    copyRow(buf + (p - q) * g.planeFloats + g.front, in + p * H * W, H * W);
+  for (int64_t p = q; p < q1; p++) {
+    int64_t c = p % C;
+    dwSmall<K>(out + p * OH * W, buf + (p - q) * g.planeFloats, mask, filter + c * K * K,
+               bias ? bias[c] : 0.0f, g, W, PT, PL, act, lo, hi);
+    if (gact)
+      activateContiguous(out + p * OH * W, OH * W, gact, lo, hi);
+  }
+}
+
+/// The small path over planes [p0, p1), in batches of kSmallBatch.
 template <int K>
 LIBJIT_INLINE void dwSmallPlanes(float *out, const float *in, const float *filter,
                                  const float *bias, int64_t C, int64_t H, int64_t W, int64_t OH,
@@ -1331,18 +1348,9 @@ LIBJIT_INLINE void dwSmallPlanes(float *out, const float *in, const float *filte
     buf[i] = 0.0f;
   uint32_t *mask = reinterpret_cast<uint32_t *>(buf + kSmallBatch * g.planeFloats);
   smallMasks(mask, g, W, K, PL);
-  for (int64_t q = p0; q < p1; q += kSmallBatch) {
-    int64_t q1 = minI(q + kSmallBatch, p1);
-    for (int64_t p = q; p < q1; p++)
-      copyRow(buf + (p - q) * g.planeFloats + g.front, in + p * H * W, H * W);
-    for (int64_t p = q; p < q1; p++) {
-      int64_t c = p % C;
-      dwSmall<K>(out + p * OH * W, buf + (p - q) * g.planeFloats, mask, filter + c * K * K,
-                 bias ? bias[c] : 0.0f, g, W, PT, PL, act, lo, hi);
-      if (gact)
-        activateContiguous(out + p * OH * W, OH * W, gact, lo, hi);
-    }
-  }
+  for (int64_t q = p0; q < p1; q += kSmallBatch)
+    dwSmallBatch<K>(out, in, filter, bias, C, H, W, OH, PT, PL, act, lo, hi, buf, mask, g, q,
+                    minI(q + kSmallBatch, p1), gact);
 }
 
 /// Geometry of the any path: SH x SW phases of Hq x Wq cells, each followed by slack for
