@@ -1178,8 +1178,12 @@ LIBJIT_INLINE void dwRing(float *__restrict y, const float *__restrict x, const 
   }
 }
 
-/// Geometry of the flat path: S x S phases of Hq x Wq cells (plus 32 of slack each, for
-/// the loads of the last output block), then OH x Wq outputs (rounded up to a block).
+/// Planes the flat path copies before it computes them (as the small path's kSmallBatch).
+constexpr int64_t kFlatBatch = 4;
+
+/// Geometry of the flat path: kFlatBatch sets of S x S phases of Hq x Wq cells (plus 32 of
+/// slack each, for the loads of the last output block), then OH x Wq outputs (rounded up
+/// to a block).
 struct FlatGeom {
   int64_t Hq, Wq, phase, outCells;
   FlatGeom(int64_t OH, int64_t OW, int64_t K, int64_t S) {
@@ -1188,15 +1192,14 @@ struct FlatGeom {
     phase = (Hq * Wq + 32 + 15) / 16 * 16;
     outCells = (OH * Wq + 15) / 16 * 16;
   }
-  int64_t floats(int64_t S) const { return S * S * phase + outCells; }
+  int64_t floats(int64_t S) const { return kFlatBatch * S * S * phase + outCells; }
 };
 
-/// One plane on the flat path; buf's padding cells are zero (written once per call).
+/// Copies one plane into the flat path's S x S phases at buf (padding cells zero, written
+/// once per call).
 template <int K, int S>
-LIBJIT_INLINE void dwFlat(float *__restrict y, const float *__restrict x, const float *__restrict f,
-                          float b, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t PT,
-                          int64_t PL, int act, float lo, float hi, float *buf) {
-  FlatGeom g(OH, OW, K, S);
+LIBJIT_INLINE void flatLoad(float *__restrict buf, const float *__restrict x, int64_t H, int64_t W,
+                            int64_t PT, int64_t PL, const FlatGeom &g) {
   // Phase (a, c) cell (i, j) is padded row i * S + a, padded column j * S + c.
   for (int a = 0; a < S; a++)
     for (int64_t i = 0; i < g.Hq; i++) {
@@ -1221,7 +1224,13 @@ LIBJIT_INLINE void dwFlat(float *__restrict y, const float *__restrict x, const 
           d[j] = xr[j * S + off];
       }
     }
-  float *o = buf + S * S * g.phase;
+}
+
+/// One plane on the flat path from its phases at buf, through the output cells o.
+template <int K, int S>
+LIBJIT_INLINE void dwFlat(float *__restrict y, const float *__restrict buf, float *__restrict o,
+                          const float *__restrict f, float b, const FlatGeom &g, int64_t OH,
+                          int64_t OW, int act, float lo, float hi) {
   F16 bv = splat16(b), lov = splat16(lo), hiv = splat16(hi);
   F16 wv[K][K];
   LIBJIT_UNROLL
@@ -1471,6 +1480,31 @@ LIBJIT_INLINE void dwAnyPlanes(float *out, const float *in, const float *filter,
   }
 }
 
+/// The flat path over planes [p0, p1) (buf's padding cells zero), kFlatBatch planes
+/// copied before they are computed.
+template <int K, int S>
+LIBJIT_INLINE void dwFlatPlanes(float *out, const float *in, const float *filter, const float *bias,
+                                int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t PT,
+                                int64_t PL, int act, float lo, float hi, float *buf, int64_t p0,
+                                int64_t p1, int gact) {
+  FlatGeom g(OH, OW, K, S);
+  const int64_t set = S * S * g.phase;
+  float *o = buf + kFlatBatch * set;
+  for (int64_t q = p0; q < p1; q += kFlatBatch) {
+    int64_t q1 = minI(q + kFlatBatch, p1);
+    for (int64_t p = q; p < q1; p++)
+      flatLoad<K, S>(buf + (p - q) * set, in + p * H * W, H, W, PT, PL, g);
+    for (int64_t p = q; p < q1; p++) {
+      int64_t c = p % C;
+      dwFlat<K, S>(out + p * OH * OW, buf + (p - q) * set, o, filter + c * K * K,
+                   bias ? bias[c] : 0.0f, g, OH, OW, act, lo, hi);
+      // Another activation than the clamp (libjit_act.h) on the plane just written.
+      if (gact)
+        activateContiguous(out + p * OH * OW, OH * OW, gact, lo, hi);
+    }
+  }
+}
+
 template <int K, int S>
 LIBJIT_INLINE void dwPlanes(float *out, const float *in, const float *filter, const float *bias,
                             int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t SH,
@@ -1480,19 +1514,15 @@ LIBJIT_INLINE void dwPlanes(float *out, const float *in, const float *filter, co
   int64_t n = ring ? ringFloats(OW, K, SH, S) : FlatGeom(OH, OW, K, S).floats(S);
   for (int64_t i = 0; i < n; i++)
     buf[i] = 0.0f;
+  if (!ring) {
+    dwFlatPlanes<K, S>(out, in, filter, bias, C, H, W, OH, OW, PT, PL, act, lo, hi, buf, p0, p1,
+                       gact);
+    return;
+  }
   for (int64_t p = p0; p < p1; p++) {
     int64_t c = p % C;
-    float b = bias ? bias[c] : 0.0f;
-    if (ring) {
-      dwRing<K, S>(out + p * OH * OW, in + p * H * W, filter + c * K * K, b, H, W, OH, OW, SH, PT,
-                   PL, act, lo, hi, gact, buf);
-      continue;
-    }
-    dwFlat<K, S>(out + p * OH * OW, in + p * H * W, filter + c * K * K, b, H, W, OH, OW, PT, PL,
-                 act, lo, hi, buf);
-    // Another activation than the clamp (libjit_act.h) on the plane just written.
-    if (gact)
-      activateContiguous(out + p * OH * OW, OH * OW, gact, lo, hi);
+    dwRing<K, S>(out + p * OH * OW, in + p * H * W, filter + c * K * K, bias ? bias[c] : 0.0f, H, W,
+                 OH, OW, SH, PT, PL, act, lo, hi, gact, buf);
   }
 }
 
