@@ -289,6 +289,11 @@ const ConvCase kG8Small7{{1, 16, 7, 7}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}
 const ConvCase kG8Small14{{2, 12, 14, 13}, 24, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3};
 const ConvCase kG8SmallAsym{{1, 16, 5, 7}, 16, {3, 3}, {1, 1}, {2, 0, 0, 2}, {1, 1}, 2};
 const ConvCase kG8Tiny{{1, 16, 4, 6}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2};
+// 16 and 32 output channels per group off the small planes (the CPU's AVX-512 lanes path):
+// stride 2 with rows of 9, 32 per group on 7x7, 32 per group at stride 2 with batch 2.
+const ConvCase kG16Stride2{{1, 32, 15, 17}, 32, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 2};
+const ConvCase kG32Small7{{1, 64, 7, 7}, 64, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2};
+const ConvCase kG32Stride2{{2, 64, 14, 15}, 64, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 2};
 const ConvCase kDwMultiplier{{1, 6, 10, 9}, 12, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 6};
 // Dilated 3x3 on a 6x7 map (DeepLabV3's ASPP shape, scaled): dilation 7 with pads 7 reads
 // the map through the centre tap only; dilation 4 with pads 4 through every tap.
@@ -322,6 +327,10 @@ TEST_P(ConvTest, FloatGroups8Small14x13) { checkFloatConv(kG8Small14, F32, 60); 
 TEST_P(ConvTest, FloatGroups8SmallAsymmetricPads) { checkFloatConv(kG8SmallAsym, F32, 61); }
 TEST_P(ConvTest, FloatGroups8TinyPlane) { checkFloatConv(kG8Tiny, F32, 62); }
 TEST_P(ConvTest, FloatGroups8SmallResidualRelu) { checkResidualRelu(kG8Small14, 63); }
+TEST_P(ConvTest, FloatGroups16Stride2) { checkFloatConv(kG16Stride2, F32, 91); }
+TEST_P(ConvTest, FloatGroups32Small7x7) { checkFloatConv(kG32Small7, F32, 92); }
+TEST_P(ConvTest, FloatGroups32Stride2) { checkFloatConv(kG32Stride2, F32, 93); }
+TEST_P(ConvTest, FloatGroups32ResidualRelu) { checkResidualRelu(kG32Small7, 94); }
 TEST_P(ConvTest, FloatDepthwiseMultiplier) { checkFloatConv(kDwMultiplier, F32, 33); }
 TEST_P(ConvTest, FloatDilatedDeadTaps) { checkFloatConv(kAsppDead, F32, 34); }
 TEST_P(ConvTest, FloatDilatedLiveTaps) { checkFloatConv(kAsppLive, F32, 35); }

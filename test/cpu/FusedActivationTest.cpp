@@ -245,10 +245,15 @@ const ConvCase kConvCases[] = {
     // The small-plane path (7x7 and 14x13 planes at stride 1).
     {ConvAlgorithm::Depthwise, 9, 9, 7, 7, 5, 1, 2, 9, false},
     {ConvAlgorithm::Depthwise, 11, 11, 14, 13, 3, 1, 1, 11, false},
-    // The small-plane grouped path (16 output channels per group, stride 1, narrow planes).
+    // 16 output channels per group on narrow planes at stride 1: the lanes path on AVX-512
+    // (7 x 2 tiles), the small-plane path on AVX2; 8 per group: the small-plane path.
     {ConvAlgorithm::Grouped, 32, 32, 7, 7, 3, 1, 1, 2, true},
     {ConvAlgorithm::Grouped, 16, 32, 14, 13, 3, 1, 1, 2, false},
     {ConvAlgorithm::Grouped, 16, 16, 7, 7, 3, 1, 1, 2, true},
+    // The lanes path's other tiles: 32 output channels per group at stride 2 (7 x 2), and
+    // on rows of 30 (14 x 1 tiles, the last one overlapping).
+    {ConvAlgorithm::Grouped, 64, 64, 15, 16, 3, 2, 1, 2, true},
+    {ConvAlgorithm::Grouped, 64, 64, 9, 30, 3, 1, 1, 2, false},
 };
 
 TEST(FusedActivation, EveryKindEveryConvolution) {

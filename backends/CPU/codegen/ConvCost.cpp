@@ -44,6 +44,32 @@ bool stripTapPlanes(const ConvShape &s, Isa isa) {
   return (k3 || k5) && s.C * s.KH * s.KW <= 4608;
 }
 
+/// The grouped kernel's issued flops, efficiency and copies besides its padded planes
+/// (libjit_conv.cpp). On AVX-512 with 32 output channels per group, or 16 on rows of at
+/// most 16, column stride 1 or 2 and rows of 7 or more (the lanes path) the group's
+/// channels are the vector lanes:
+/// exactly Og of them, the pixels in tiles of 14 x 1 (7 x 2 on narrower rows; the last
+/// tile of a row and the last block of rows overlap), the results transposed into the
+/// output planes. Otherwise tiles of groupedMR output channels x 2 vectors of cells.
+void groupedCost(const ConvShape &s, Isa isa, const ConvKernelTerms &t, double &flops, double &eff,
+                 double &copies) {
+  const Tiles tl = tilesOf(isa);
+  const int64_t G = std::max<int64_t>(s.group, 1), Og = s.O / G;
+  const double K = double(s.C / G * s.KH * s.KW);
+  if (isa == Isa::Avx512 && (Og == 32 || (Og == 16 && s.OW <= 16)) && s.OW >= 7 &&
+      (s.SW == 1 || s.SW == 2)) {
+    const int64_t RW = s.OW >= 14 ? 14 : 7, rows = s.OW >= 14 ? s.OH : roundUp(s.OH, 2);
+    flops = 2.0 * double(s.N * s.O) * double(rows * roundUp(s.OW, RW)) * K;
+    eff = t.groupedLanesEff;
+    copies = double(s.N * s.O * s.OH * s.OW) * t.transposeCost;
+    return;
+  }
+  flops = 2.0 * double(s.N * G) * double(roundUp(Og, tl.groupedMR)) *
+          double(roundUp(s.OH * s.OW, 2 * tl.VW)) * K;
+  eff = t.groupedEff;
+  copies = 0;
+}
+
 /// A GEMM's issued flops: M x N over MR x NR tiles, K deep.
 double gemmFlops(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR) {
   return 2.0 * double(roundUp(M, MR)) * double(roundUp(N, NR)) * double(K);
@@ -76,16 +102,11 @@ ConvCost estimateConvCost(ConvAlgorithm a, const ConvShape &s, Isa isa, unsigned
     copies = paddedIn * t.copyCost;
     weightBytes = 4.0 * double(C * s.KH * s.KW);
     break;
-  case ConvAlgorithm::Grouped: {
-    // Per group a tile of groupedMR output channels x 2 vectors of outputs over the
-    // group's padded planes.
-    c.flops = 2.0 * double(N * G) * double(roundUp(Og, tl.groupedMR)) *
-              double(roundUp(P, 2 * tl.VW)) * double(K);
-    eff = t.groupedEff;
-    copies = paddedIn * t.copyCost;
+  case ConvAlgorithm::Grouped:
+    groupedCost(s, isa, t, c.flops, eff, copies);
+    copies += paddedIn * t.copyCost;
     weightBytes = 4.0 * double(O * K);
     break;
-  }
   case ConvAlgorithm::PackedGemm:
     // One GEMM per image and group: Og rows x P columns; B is the im2col matrix packed in
     // NR-column panels (a packing copy, and the im2col copy before it unless the input is

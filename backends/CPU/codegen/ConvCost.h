@@ -40,6 +40,8 @@ struct ConvKernelTerms {
   /// blocks as the kernel sizes them to stay in L2), in microseconds.
   double winogradGemmMicros = 0.18;
   double groupedEff = 0.70;   ///< grouped direct kernel (`conv_grp`)
+  /// The grouped kernel's lanes path (AVX-512, 16 or 32 output channels per group).
+  double groupedLanesEff = 0.70;
   double depthwiseEff = 0.30; ///< depthwise kernel (`conv_dw`)
   /// An im2col, packing or padding copy, per float.
   double copyCost = 0.9;

@@ -1178,8 +1178,12 @@ LIBJIT_INLINE void dwRing(float *__restrict y, const float *__restrict x, const 
   }
 }
 
-/// Geometry of the flat path: S x S phases of Hq x Wq cells (plus 32 of slack each, for
-/// the loads of the last output block), then OH x Wq outputs (rounded up to a block).
+/// Planes the flat path copies before it computes them (as the small path's kSmallBatch).
+constexpr int64_t kFlatBatch = 4;
+
+/// Geometry of the flat path: kFlatBatch sets of S x S phases of Hq x Wq cells (plus 32 of
+/// slack each, for the loads of the last output block), then OH x Wq outputs (rounded up
+/// to a block).
 struct FlatGeom {
   int64_t Hq, Wq, phase, outCells;
   FlatGeom(int64_t OH, int64_t OW, int64_t K, int64_t S) {
@@ -1188,15 +1192,14 @@ struct FlatGeom {
     phase = (Hq * Wq + 32 + 15) / 16 * 16;
     outCells = (OH * Wq + 15) / 16 * 16;
   }
-  int64_t floats(int64_t S) const { return S * S * phase + outCells; }
+  int64_t floats(int64_t S) const { return kFlatBatch * S * S * phase + outCells; }
 };
 
-/// One plane on the flat path; buf's padding cells are zero (written once per call).
+/// Copies one plane into the flat path's S x S phases at buf (padding cells zero, written
+/// once per call).
 template <int K, int S>
-LIBJIT_INLINE void dwFlat(float *__restrict y, const float *__restrict x, const float *__restrict f,
-                          float b, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t PT,
-                          int64_t PL, int act, float lo, float hi, float *buf) {
-  FlatGeom g(OH, OW, K, S);
+LIBJIT_INLINE void flatLoad(float *__restrict buf, const float *__restrict x, int64_t H, int64_t W,
+                            int64_t PT, int64_t PL, const FlatGeom &g) {
   // Phase (a, c) cell (i, j) is padded row i * S + a, padded column j * S + c.
   for (int a = 0; a < S; a++)
     for (int64_t i = 0; i < g.Hq; i++) {
@@ -1221,7 +1224,13 @@ LIBJIT_INLINE void dwFlat(float *__restrict y, const float *__restrict x, const 
           d[j] = xr[j * S + off];
       }
     }
-  float *o = buf + S * S * g.phase;
+}
+
+/// One plane on the flat path from its phases at buf, through the output cells o.
+template <int K, int S>
+LIBJIT_INLINE void dwFlat(float *__restrict y, const float *__restrict buf, float *__restrict o,
+                          const float *__restrict f, float b, const FlatGeom &g, int64_t OH,
+                          int64_t OW, int act, float lo, float hi) {
   F16 bv = splat16(b), lov = splat16(lo), hiv = splat16(hi);
   F16 wv[K][K];
   LIBJIT_UNROLL
@@ -1244,10 +1253,16 @@ LIBJIT_INLINE void dwFlat(float *__restrict y, const float *__restrict x, const 
   copyPlaneRows(y, o, OH, OW, g.Wq);
 }
 
-/// Geometry of the small path: the plane as one run of H W cells after `front` zero cells
-/// (the most rows and columns of top and left padding a shape with OW == W can have) and
-/// before enough zero cells for the bottom rows; then per kernel column kw one mask word
-/// per output cell, all ones where the cell's column ow + kw - PL is inside the image.
+/// Planes the small path copies before it computes them: a plane's copy is a few vector
+/// stores that the computation's unaligned loads read right back, so the loads of a plane
+/// copied just before would wait for those stores to reach the cache.
+constexpr int64_t kSmallBatch = 8;
+
+/// Geometry of the small path: kSmallBatch buffers, each a plane as one run of H W cells
+/// after `front` zero cells (the most rows and columns of top and left padding a shape
+/// with OW == W can have) and before enough zero cells for the bottom rows; then per kernel
+/// column kw one mask word per output cell, all ones where the cell's column ow + kw - PL
+/// is inside the image.
 struct SmallGeom {
   int64_t front, planeFloats, cells;
   SmallGeom(int64_t H, int64_t W, int64_t OH, int64_t K) {
@@ -1255,7 +1270,7 @@ struct SmallGeom {
     planeFloats = front + ((maxI(OH, H) + K) * W + K + 16 + 15) / 16 * 16;
     cells = OH * W;
   }
-  int64_t floats(int64_t K) const { return planeFloats + (K * cells + 15) / 16 * 16; }
+  int64_t floats(int64_t K) const { return kSmallBatch * planeFloats + (K * cells + 15) / 16 * 16; }
 };
 
 /// The small path's masks (once per call): mask[kw][p] = ~0 where 0 <= p % W + kw - PL < W.
@@ -1275,14 +1290,13 @@ typedef uint32_t U16 __attribute__((vector_size(64)));
 /// run across row ends with no padded columns. Rows above and below the image read the
 /// zero cells around the plane; a column outside it reads a neighbouring row's cell, so
 /// each kernel column's sum over kh is masked to zero there before it joins the output.
-/// buf's zero cells and masks are written once per call.
+/// plane is the buffer the plane was copied into (its zero cells written once per call).
 template <int K>
-LIBJIT_INLINE void dwSmall(float *__restrict y, const float *__restrict x, const float *__restrict f,
-                           float b, const SmallGeom &g, int64_t H, int64_t W, int64_t PT,
-                           int64_t PL, int act, float lo, float hi, float *buf) {
-  copyRow(buf + g.front, x, H * W);
-  const float *base = buf + g.front - PT * W - PL;
-  const uint32_t *mask = reinterpret_cast<const uint32_t *>(buf + g.planeFloats);
+LIBJIT_INLINE void dwSmall(float *__restrict y, const float *__restrict plane,
+                           const uint32_t *__restrict mask, const float *__restrict f, float b,
+                           const SmallGeom &g, int64_t W, int64_t PT, int64_t PL, int act, float lo,
+                           float hi) {
+  const float *base = plane + g.front - PT * W - PL;
   F16 wv[K][K];
   LIBJIT_UNROLL
   for (int kh = 0; kh < K; kh++)
@@ -1315,23 +1329,37 @@ LIBJIT_INLINE void dwSmall(float *__restrict y, const float *__restrict x, const
   }
 }
 
-/// The small path over planes [p0, p1).
+/// Planes [q, q1) (at most kSmallBatch) on the small path: all copied, then computed.
+template <int K>
+LIBJIT_INLINE void dwSmallBatch(float *out, const float *in, const float *filter, const float *bias,
+                                int64_t C, int64_t H, int64_t W, int64_t OH, int64_t PT, int64_t PL,
+                                int act, float lo, float hi, float *buf, const uint32_t *mask,
+                                const SmallGeom &g, int64_t q, int64_t q1, int gact) {
+  for (int64_t p = q; p < q1; p++)
+    copyRow(buf + (p - q) * g.planeFloats + g.front, in + p * H * W, H * W);
+  for (int64_t p = q; p < q1; p++) {
+    int64_t c = p % C;
+    dwSmall<K>(out + p * OH * W, buf + (p - q) * g.planeFloats, mask, filter + c * K * K,
+               bias ? bias[c] : 0.0f, g, W, PT, PL, act, lo, hi);
+    if (gact)
+      activateContiguous(out + p * OH * W, OH * W, gact, lo, hi);
+  }
+}
+
+/// The small path over planes [p0, p1), in batches of kSmallBatch.
 template <int K>
 LIBJIT_INLINE void dwSmallPlanes(float *out, const float *in, const float *filter,
                                  const float *bias, int64_t C, int64_t H, int64_t W, int64_t OH,
                                  int64_t PT, int64_t PL, int act, float lo, float hi, float *buf,
                                  int64_t p0, int64_t p1, int gact) {
   SmallGeom g(H, W, OH, K);
-  for (int64_t i = 0; i < g.planeFloats; i++)
+  for (int64_t i = 0; i < kSmallBatch * g.planeFloats; i++)
     buf[i] = 0.0f;
-  smallMasks(reinterpret_cast<uint32_t *>(buf + g.planeFloats), g, W, K, PL);
-  for (int64_t p = p0; p < p1; p++) {
-    int64_t c = p % C;
-    dwSmall<K>(out + p * OH * W, in + p * H * W, filter + c * K * K, bias ? bias[c] : 0.0f, g, H,
-               W, PT, PL, act, lo, hi, buf);
-    if (gact)
-      activateContiguous(out + p * OH * W, OH * W, gact, lo, hi);
-  }
+  uint32_t *mask = reinterpret_cast<uint32_t *>(buf + kSmallBatch * g.planeFloats);
+  smallMasks(mask, g, W, K, PL);
+  for (int64_t q = p0; q < p1; q += kSmallBatch)
+    dwSmallBatch<K>(out, in, filter, bias, C, H, W, OH, PT, PL, act, lo, hi, buf, mask, g, q,
+                    minI(q + kSmallBatch, p1), gact);
 }
 
 /// Geometry of the any path: SH x SW phases of Hq x Wq cells, each followed by slack for
@@ -1452,6 +1480,31 @@ LIBJIT_INLINE void dwAnyPlanes(float *out, const float *in, const float *filter,
   }
 }
 
+/// The flat path over planes [p0, p1) (buf's padding cells zero), kFlatBatch planes
+/// copied before they are computed.
+template <int K, int S>
+LIBJIT_INLINE void dwFlatPlanes(float *out, const float *in, const float *filter, const float *bias,
+                                int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t PT,
+                                int64_t PL, int act, float lo, float hi, float *buf, int64_t p0,
+                                int64_t p1, int gact) {
+  FlatGeom g(OH, OW, K, S);
+  const int64_t set = S * S * g.phase;
+  float *o = buf + kFlatBatch * set;
+  for (int64_t q = p0; q < p1; q += kFlatBatch) {
+    int64_t q1 = minI(q + kFlatBatch, p1);
+    for (int64_t p = q; p < q1; p++)
+      flatLoad<K, S>(buf + (p - q) * set, in + p * H * W, H, W, PT, PL, g);
+    for (int64_t p = q; p < q1; p++) {
+      int64_t c = p % C;
+      dwFlat<K, S>(out + p * OH * OW, buf + (p - q) * set, o, filter + c * K * K,
+                   bias ? bias[c] : 0.0f, g, OH, OW, act, lo, hi);
+      // Another activation than the clamp (libjit_act.h) on the plane just written.
+      if (gact)
+        activateContiguous(out + p * OH * OW, OH * OW, gact, lo, hi);
+    }
+  }
+}
+
 template <int K, int S>
 LIBJIT_INLINE void dwPlanes(float *out, const float *in, const float *filter, const float *bias,
                             int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t SH,
@@ -1461,19 +1514,15 @@ LIBJIT_INLINE void dwPlanes(float *out, const float *in, const float *filter, co
   int64_t n = ring ? ringFloats(OW, K, SH, S) : FlatGeom(OH, OW, K, S).floats(S);
   for (int64_t i = 0; i < n; i++)
     buf[i] = 0.0f;
+  if (!ring) {
+    dwFlatPlanes<K, S>(out, in, filter, bias, C, H, W, OH, OW, PT, PL, act, lo, hi, buf, p0, p1,
+                       gact);
+    return;
+  }
   for (int64_t p = p0; p < p1; p++) {
     int64_t c = p % C;
-    float b = bias ? bias[c] : 0.0f;
-    if (ring) {
-      dwRing<K, S>(out + p * OH * OW, in + p * H * W, filter + c * K * K, b, H, W, OH, OW, SH, PT,
-                   PL, act, lo, hi, gact, buf);
-      continue;
-    }
-    dwFlat<K, S>(out + p * OH * OW, in + p * H * W, filter + c * K * K, b, H, W, OH, OW, PT, PL,
-                 act, lo, hi, buf);
-    // Another activation than the clamp (libjit_act.h) on the plane just written.
-    if (gact)
-      activateContiguous(out + p * OH * OW, OH * OW, gact, lo, hi);
+    dwRing<K, S>(out + p * OH * OW, in + p * H * W, filter + c * K * K, bias ? bias[c] : 0.0f, H, W,
+                 OH, OW, SH, PT, PL, act, lo, hi, gact, buf);
   }
 }
 
@@ -1649,7 +1698,8 @@ LIBJIT_INLINE void groupedChannels(float *o, int64_t oPitch, const float *planes
 // are zero cells before and after), so tap (kh, kw) of pixel p is that plane's cell
 // p + (kh - PT) W: R consecutive pixels read R consecutive cells. The tile's rows are
 // stored as [P][Og], transposed in 16 x 16 blocks (of 16 pixels, or of 32 pixels as pairs
-// when Og = 8) into the output planes with the residual add and the clamp.
+// when Og = 8) into the output planes with the residual add and the clamp. On AVX-512 the
+// lanes path below takes the 16-channel groups with rows of 7 or more instead.
 
 /// Geometry of the small grouped path for Cg channels and KW kernel columns: KW planes per
 /// channel (front zero cells for KH - 1 rows of top padding and slack, the plane, zero
@@ -1849,6 +1899,249 @@ LIBJIT_INLINE bool conv2dGroupedSmall(float *out, const float *in, const float *
   return true;
 }
 
+// Grouped convolution with the output channels as the vector lanes (AVX-512, 32 output
+// channels per group, or 16 on rows of 7 to 16 outputs: regnet_x's group width on its
+// 14x14 and 7x7 stages, resnext50's two widest stages), any row stride and dilation,
+// column stride 1 or 2. Per (image,
+// group) the Cg input planes are copied once into zero-padded planes of exactly the rows
+// and columns the outputs read (Hp x Wp). A register tile is RW consecutive outputs of
+// each of RH output rows (14 x 1, or 7 x 2 on rows narrower than 14) times NV = Og / 16
+// vectors of output channels: per tap k = (input channel, kernel row, kernel column) NV
+// vector loads of weights and, per pixel, one broadcast input value multiplying them, so
+// 14 pixels make 14 NV multiply-adds per NV loads and 14 broadcasts, in 14 NV independent
+// accumulators. Every lane is an output: no padded cells are computed (the last tile of a
+// row and the last block of rows overlap their predecessors instead). The tiles go to a
+// pixel-major [P][Og] buffer, transposed into the output planes in 16 x 16 blocks with the
+// residual add and the activation (transposeOut). The weights are the general path's
+// [G][Cg][KH KW][Og] packing: tap k's Og weights are adjacent.
+
+/// Geometry of the lanes path: the padded planes (Hp rows of Wp), the tap table, the
+/// [P][Og] results.
+struct GroupedLanesGeom {
+  int64_t Hp, Wp, planeFloats, P;
+  GroupedLanesGeom(int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW,
+                   int64_t DH, int64_t DW) {
+    Hp = (OH - 1) * SH + (KH - 1) * DH + 1;
+    Wp = (OW - 1) * SW + (KW - 1) * DW + 1;
+    planeFloats = (Hp * Wp + 15) / 16 * 16;
+    P = OH * OW;
+  }
+  static int64_t offFloats(int64_t Cg, int64_t KH, int64_t KW) {
+    return (Cg * KH * KW + 15) / 16 * 16;
+  }
+  int64_t floats(int64_t Cg, int64_t Og, int64_t KH, int64_t KW) const {
+    return Cg * planeFloats + offFloats(Cg, KH, KW) + P * Og;
+  }
+};
+
+/// Whether a grouped layer takes the lanes path on AVX-512 (the kernel also needs
+/// PT, PL >= 0): 32 output channels per group, or 16 on rows of at most 16 outputs. With
+/// 16 per group on wider rows (28 and 56) the cell tiles measured faster: each broadcast
+/// weight there feeds two vectors of outputs, where each broadcast input value here feeds
+/// one vector of 16 channels (two with 32).
+LIBJIT_INLINE bool groupedLanesShape(int64_t Og, int64_t OW, int64_t SW) {
+  return (Og == 32 || (Og == 16 && OW <= 16)) && OW >= 7 && (SW == 1 || SW == 2);
+}
+
+/// One register tile: the outputs (i, r) for i < RH rows (rowStep floats apart in the
+/// planes) and r < RW columns (S apart) whose first tap is x, all 16 NV channels:
+/// res[(i OW + r) 16 NV + c] = bias[c] + sum over k of x[off[k] + i rowStep + r S] w[k][c].
+template <int NV, int RW, int RH, int S>
+LIBJIT_INLINE void lanesTile(float *__restrict res, int64_t OW, const float *__restrict x,
+                             int64_t rowStep, const int32_t *__restrict off, int64_t K,
+                             const float *__restrict w, const float *__restrict bias) {
+  F16 acc[RH * RW][NV];
+  LIBJIT_UNROLL
+  for (int v = 0; v < NV; v++) {
+    F16 b = bias ? ld16(bias + 16 * v) : splat16(0.0f);
+    LIBJIT_UNROLL
+    for (int r = 0; r < RH * RW; r++)
+      acc[r][v] = b;
+  }
+  for (int64_t k = 0; k < K; k++) {
+    const float *xk = x + off[k];
+    F16 wv[NV];
+    LIBJIT_UNROLL
+    for (int v = 0; v < NV; v++)
+      wv[v] = ld16(w + k * 16 * NV + 16 * v);
+    LIBJIT_UNROLL
+    for (int i = 0; i < RH; i++) {
+      LIBJIT_UNROLL
+      for (int r = 0; r < RW; r++) {
+        F16 xr = splat16(xk[i * rowStep + r * S]);
+        LIBJIT_UNROLL
+        for (int v = 0; v < NV; v++)
+          acc[i * RW + r][v] += xr * wv[v];
+      }
+    }
+  }
+  LIBJIT_UNROLL
+  for (int i = 0; i < RH; i++) {
+    LIBJIT_UNROLL
+    for (int r = 0; r < RW; r++) {
+      LIBJIT_UNROLL
+      for (int v = 0; v < NV; v++)
+        st16(res + (i * OW + r) * 16 * NV + 16 * v, acc[i * RW + r][v]);
+    }
+  }
+}
+
+/// Output rows [r0, r1) (at least RH) in tiles of RH rows x RW columns, the last tile of a
+/// row and the last block of rows overlapping their predecessors.
+template <int NV, int RW, int RH, int S>
+LIBJIT_INLINE void lanesRows(float *res, const float *planes, int64_t Wp, int64_t SH, int64_t OW,
+                             int64_t r0, int64_t r1, const int32_t *off, int64_t K, const float *w,
+                             const float *bias) {
+  for (int64_t rb = r0;; rb += RH) {
+    int64_t oh = minI(rb, r1 - RH);
+    for (int64_t c = 0;; c += RW) {
+      int64_t ow = minI(c, OW - RW);
+      lanesTile<NV, RW, RH, S>(res + (oh * OW + ow) * 16 * NV, OW, planes + oh * SH * Wp + ow * S,
+                               SH * Wp, off, K, w, bias);
+      if (c + RW >= OW)
+        break;
+    }
+    if (rb + RH >= r1)
+      break;
+  }
+}
+
+/// Output rows [r0, r1) of one group into res: tiles of 14 x 1 on rows of 14 or more,
+/// else 7 x 2 (7 x 1 for a single row).
+template <int NV, int S>
+LIBJIT_INLINE void lanesRowsOf(float *res, const float *planes, int64_t Wp, int64_t SH, int64_t OW,
+                               int64_t r0, int64_t r1, const int32_t *off, int64_t K,
+                               const float *w, const float *bias) {
+  if (OW >= 14)
+    lanesRows<NV, 14, 1, S>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
+  else if (r1 - r0 >= 2)
+    lanesRows<NV, 7, 2, S>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
+  else
+    lanesRows<NV, 7, 1, S>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
+}
+
+template <int S>
+LIBJIT_INLINE void lanesGroup(float *res, const float *planes, int64_t Wp, int64_t SH, int64_t Og,
+                              int64_t OW, int64_t r0, int64_t r1, const int32_t *off, int64_t K,
+                              const float *w, const float *bias) {
+  if (Og == 16)
+    lanesRowsOf<1, S>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
+  else
+    lanesRowsOf<2, S>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
+}
+
+/// Output rows [r0, r1) of the Og channels of group grp of image n, from their cells
+/// (channel j's at o + j outCells, row r's at r Wq) to the output planes, with the residual
+/// add and the activation.
+LIBJIT_INLINE void groupedWriteRows(float *out, const float *add, const float *o, const AnyGeom &g,
+                                    int64_t n, int64_t grp, int64_t O, int64_t Og, int64_t OH,
+                                    int64_t OW, int64_t r0, int64_t r1, int64_t act, float lo,
+                                    float hi) {
+  const int64_t P = OH * OW;
+  const F16 lov = splat16(lo), hiv = splat16(hi);
+  for (int64_t j = 0; j < Og; j++) {
+    int64_t oc = grp * Og + j;
+    float *y = out + (n * O + oc) * P;
+    const float *ad = add ? add + (n * O + oc) * P : nullptr;
+    const float *src = o + j * g.outCells;
+    for (int64_t r = r0; r < r1; r++) {
+      float *yr = y + r * OW;
+      const float *sr = src + r * g.Wq;
+      const float *ar = ad ? ad + r * OW : nullptr;
+      // Rows of 16 or more in vectors, the last one overlapping its predecessor (the
+      // output is neither the cells nor the residual, so rewriting a lane is harmless).
+      for (int64_t c0 = 0; OW >= 16; c0 += 16) {
+        int64_t c = minI(c0, OW - 16);
+        F16 v = ld16(sr + c);
+        if (ar)
+          v += ld16(ar + c);
+        st16(yr + c, act == ActClamp ? clamp16(v, lov, hiv) : v);
+        if (c0 + 16 >= OW)
+          break;
+      }
+      for (int64_t c = 0; c < OW && OW < 16; c++) {
+        float v = sr[c] + (ar ? ar[c] : 0.0f);
+        if (act == ActClamp) {
+          v = v < lo ? lo : v;
+          v = v > hi ? hi : v;
+        }
+        yr[c] = v;
+      }
+      // Another activation (libjit_act.h) on the row just written.
+      if (act > ActClamp)
+        activateContiguous(yr, OW, int(act), lo, hi);
+    }
+  }
+}
+
+/// Zeroes the padding cells of the lanes path's Cg planes: every cell lanesCopyPlanes
+/// does not write (once per call; the copies never write them).
+LIBJIT_INLINE void lanesZeroPads(float *planes, int64_t Cg, int64_t H, int64_t W, int64_t PT,
+                                 int64_t PL, const GroupedLanesGeom &g) {
+  const int64_t rows = maxI(minI(H, g.Hp - PT), 0), cols = maxI(minI(W, g.Wp - PL), 0);
+  for (int64_t ci = 0; ci < Cg; ci++)
+    for (int64_t r = 0; r < g.Hp; r++) {
+      float *row = planes + ci * g.planeFloats + r * g.Wp;
+      bool image = r >= PT && r < PT + rows && cols > 0;
+      int64_t c0 = image ? minI(PL, g.Wp) : g.Wp;
+      for (int64_t c = 0; c < c0; c++)
+        row[c] = 0.0f;
+      for (int64_t c = image ? PL + cols : g.Wp; c < g.Wp; c++)
+        row[c] = 0.0f;
+    }
+}
+
+/// Copies the Cg planes of one group (x: its first input plane) into the zero-padded
+/// planes of the lanes path: input (ih, iw) at padded (ih + PT, iw + PL), the rows and
+/// columns no output reads left out.
+LIBJIT_INLINE void lanesCopyPlanes(float *planes, const float *x, int64_t Cg, int64_t H, int64_t W,
+                                   int64_t PT, int64_t PL, const GroupedLanesGeom &g) {
+  const int64_t rows = minI(H, g.Hp - PT), cols = minI(W, g.Wp - PL);
+  if (rows <= 0 || cols <= 0)
+    return;
+  for (int64_t ci = 0; ci < Cg; ci++)
+    for (int64_t ih = 0; ih < rows; ih++)
+      copyRow(planes + ci * g.planeFloats + (ih + PT) * g.Wp + PL, x + (ci * H + ih) * W, cols);
+}
+
+/// The lanes path (the shape passed groupedLanesShape, VW == 16, PT and PL not negative)
+/// over the units [u0, u1): (image, group) pairs split into R ranges of output rows.
+LIBJIT_INLINE void conv2dGroupedLanes(float *out, const float *in, const float *packedW,
+                                      const float *bias, const float *add, int64_t C, int64_t H,
+                                      int64_t W, int64_t O, int64_t OH, int64_t OW, int64_t KH,
+                                      int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
+                                      int64_t DH, int64_t DW, int64_t G, int64_t R, int64_t act,
+                                      float lo, float hi, float *buf, int64_t u0, int64_t u1) {
+  const int64_t Cg = C / G, Og = O / G, K = Cg * KH * KW, P = OH * OW;
+  GroupedLanesGeom g(OH, OW, KH, KW, SH, SW, DH, DW);
+  float *planes = buf;
+  int32_t *off = reinterpret_cast<int32_t *>(planes + Cg * g.planeFloats);
+  float *res = planes + Cg * g.planeFloats + g.offFloats(Cg, KH, KW);
+  lanesZeroPads(planes, Cg, H, W, PT, PL, g);
+  for (int64_t ci = 0; ci < Cg; ci++)
+    for (int64_t kh = 0; kh < KH; kh++)
+      for (int64_t kw = 0; kw < KW; kw++)
+        off[(ci * KH + kh) * KW + kw] = int32_t(ci * g.planeFloats + kh * DH * g.Wp + kw * DW);
+  int64_t lastPair = -1;
+  for (int64_t u = u0; u < u1; u++) {
+    int64_t pair = u / R, part = u % R, n = pair / G, grp = pair % G;
+    int64_t r0 = part * OH / R, r1 = (part + 1) * OH / R;
+    if (r0 >= r1)
+      continue;
+    if (pair != lastPair)
+      lanesCopyPlanes(planes, in + (n * C + grp * Cg) * H * W, Cg, H, W, PT, PL, g);
+    lastPair = pair;
+    const float *w = packedW + grp * K * Og, *b = bias ? bias + grp * Og : nullptr;
+    if (SW == 1)
+      lanesGroup<1>(res, planes, g.Wp, SH, Og, OW, r0, r1, off, K, w, b);
+    else
+      lanesGroup<2>(res, planes, g.Wp, SH, Og, OW, r0, r1, off, K, w, b);
+    transposeOut(out + (n * O + grp * Og) * P, res, Og,
+                 add ? add + (n * O + grp * Og) * P : nullptr, P, r0 * OW, r1 * OW, 0, Og, act, lo,
+                 hi);
+  }
+}
+
 template <int VW, int MaxOT>
 LIBJIT_INLINE void conv2dGrouped(float *out, const float *in, const float *packedW,
                                  const float *bias, const float *add, int64_t N, int64_t C,
@@ -1871,6 +2164,12 @@ LIBJIT_INLINE void conv2dGrouped(float *out, const float *in, const float *packe
     return;
   float *buf = scratch + tid * libjit_conv2d_grouped_scratch_floats(Cg, Og, OH, OW, KH, KW, SH,
                                                                     SW, DH, DW);
+  if constexpr (VW == 16) // the lanes path: AVX-512 only
+    if (groupedLanesShape(Og, OW, SW) && PT >= 0 && PL >= 0) {
+      conv2dGroupedLanes(out, in, packedW, bias, add, C, H, W, O, OH, OW, KH, KW, SH, SW, PT, PL,
+                         DH, DW, G, R, act, lo, hi, buf, u0, u1);
+      return;
+    }
   if (R == 1 && groupedSmallShape(Og, OH, OW, W, SH, SW, DH, DW) &&
       conv2dGroupedSmall<VW>(out, in, packedW, bias, add, C, H, W, O, OH, KH, KW, PT, PL, G, act,
                              lo, hi, buf, u0, u1))
@@ -1882,8 +2181,7 @@ LIBJIT_INLINE void conv2dGrouped(float *out, const float *in, const float *packe
   anyTaps(toff, g, KH, KW, SH, SW, DH, DW);
   float *planes = buf + g.tapFloats;
   float *o = planes + Cg * gg.chFloats;
-  const int64_t T = KH * KW, P = OH * OW;
-  const F16 lov = splat16(lo), hiv = splat16(hi);
+  const int64_t T = KH * KW;
   int64_t lastPair = -1;
   for (int64_t u = u0; u < u1; u++) {
     int64_t pair = u / R, part = u % R, n = pair / G, grp = pair % G;
@@ -1910,39 +2208,7 @@ LIBJIT_INLINE void conv2dGrouped(float *out, const float *in, const float *packe
     groupedChannels<VW, MaxOT>(o + c0, g.outCells, planes + c0, gg.chFloats, toff, T, Cg,
                                packedW + grp * Cg * T * Og, Og, bias ? bias + grp * Og : nullptr,
                                c1 - c0);
-    for (int64_t j = 0; j < Og; j++) {
-      int64_t oc = grp * Og + j;
-      float *y = out + (n * O + oc) * P;
-      const float *ad = add ? add + (n * O + oc) * P : nullptr;
-      const float *src = o + j * g.outCells;
-      for (int64_t r = r0; r < r1; r++) {
-        float *yr = y + r * OW;
-        const float *sr = src + r * g.Wq;
-        const float *ar = ad ? ad + r * OW : nullptr;
-        // Rows of 16 or more in vectors, the last one overlapping its predecessor (the
-        // output is neither the cells nor the residual, so rewriting a lane is harmless).
-        for (int64_t c0 = 0; OW >= 16; c0 += 16) {
-          int64_t c = minI(c0, OW - 16);
-          F16 v = ld16(sr + c);
-          if (ar)
-            v += ld16(ar + c);
-          st16(yr + c, act == ActClamp ? clamp16(v, lov, hiv) : v);
-          if (c0 + 16 >= OW)
-            break;
-        }
-        for (int64_t c = 0; c < OW && OW < 16; c++) {
-          float v = sr[c] + (ar ? ar[c] : 0.0f);
-          if (act == ActClamp) {
-            v = v < lo ? lo : v;
-            v = v > hi ? hi : v;
-          }
-          yr[c] = v;
-        }
-        // Another activation (libjit_act.h) on the row just written.
-        if (act > ActClamp)
-          activateContiguous(yr, OW, int(act), lo, hi);
-      }
-    }
+    groupedWriteRows(out, add, o, g, n, grp, O, Og, OH, OW, r0, r1, act, lo, hi);
   }
 }
 
@@ -1957,6 +2223,9 @@ LIBJIT_EXPORT int64_t libjit_conv2d_grouped_scratch_floats(int64_t Cg, int64_t O
   // The small path's, when the shape may take it (W == OW there).
   if (groupedSmallShape(Og, OH, OW, OW, SH, SW, DH, DW))
     n = maxI(n, GroupedSmallGeom(OH, OW, KH, KW, Cg).floats(Cg, KW));
+  // The lanes path's (AVX-512 only; counted on both instruction sets).
+  if (groupedLanesShape(Og, OW, SW))
+    n = maxI(n, GroupedLanesGeom(OH, OW, KH, KW, SH, SW, DH, DW).floats(Cg, Og, KH, KW));
   return (n + 15) / 16 * 16;
 }
 
