@@ -820,6 +820,28 @@ static inline __attribute__((always_inline)) void dwWeightPairs(uint32_t *wp, co
     }
 }
 
+/// Row \p h of input plane \p x (H x W), centred by \p xo and padded: \p width int16 at
+/// \p dr, the image's columns from PL on, zeros around them; all zeros for a row outside
+/// the image.
+static inline __attribute__((always_inline)) void dwPaddedRow(int16_t *dr, const int8_t *x,
+                                                              int64_t h, int64_t H, int64_t W,
+                                                              int64_t PL, int64_t width,
+                                                              int32_t xo) {
+  if (h < 0 || h >= H) {
+    for (int64_t i = 0; i < width; i++)
+      dr[i] = 0;
+    return;
+  }
+  const int64_t pc0 = minI(PL, width), pc1 = minI(PL + W, width);
+  const int8_t *xs = x + h * W - PL;
+  for (int64_t i = 0; i < pc0; i++)
+    dr[i] = 0;
+  for (int64_t i = pc0; i < pc1; i++)
+    dr[i] = int16_t(int32_t(xs[i]) - xo);
+  for (int64_t i = pc1; i < width; i++)
+    dr[i] = 0;
+}
+
 /// Stride 2 (qdwconv's flat2): the padded, centred rows of input plane \p x split by row
 /// parity into the two flat planes at \p pln (rows of Wq2 int32 = 2 Wq2 int16, pe2 int32
 /// per plane), then the slack the last vectors read zeroed.
@@ -828,23 +850,9 @@ static inline __attribute__((always_inline)) void dwFlat2Plane(int32_t *pln, con
                                                                int64_t PL, int64_t Hq2,
                                                                int64_t Wq2, int64_t pe2,
                                                                int32_t xo) {
-  const int64_t Wr2 = 2 * Wq2, pc0 = minI(PL, Wr2), pc1 = minI(PL + W, Wr2);
-  for (int64_t r = 0; r < 2 * Hq2; r++) {
-    int16_t *dr = (int16_t *)(pln + (r % 2) * pe2 + (r / 2) * Wq2);
-    const int64_t h = r - PT;
-    if (h < 0 || h >= H) {
-      for (int64_t i = 0; i < Wr2; i++)
-        dr[i] = 0;
-      continue;
-    }
-    const int8_t *xs = x + h * W - PL;
-    for (int64_t i = 0; i < pc0; i++)
-      dr[i] = 0;
-    for (int64_t i = pc0; i < pc1; i++)
-      dr[i] = int16_t(int32_t(xs[i]) - xo);
-    for (int64_t i = pc1; i < Wr2; i++)
-      dr[i] = 0;
-  }
+  for (int64_t r = 0; r < 2 * Hq2; r++)
+    dwPaddedRow((int16_t *)(pln + (r % 2) * pe2 + (r / 2) * Wq2), x, r - PT, H, W, PL,
+                2 * Wq2, xo);
   // Slack read by the last vectors (their outputs are dropped): zeros.
   for (int64_t p = 0; p < 2; p++)
     for (int64_t i = Hq2 * Wq2; i < pe2; i++)
@@ -860,23 +868,8 @@ static inline __attribute__((always_inline)) void dwFlatPlane(int16_t *xp, int32
                                                               int64_t PT, int64_t PL,
                                                               int32_t xo, int64_t pdw,
                                                               int64_t nd) {
-  const int64_t pc0 = minI(PL, Wp), pc1 = minI(PL + W, Wp);
-  for (int64_t r = 0; r < Hp; r++) {
-    int16_t *dr = xp + r * Wp;
-    const int64_t h = r - PT;
-    if (h < 0 || h >= H) {
-      for (int64_t i = 0; i < Wp; i++)
-        dr[i] = 0;
-      continue;
-    }
-    const int8_t *xs = x + h * W - PL;
-    for (int64_t i = 0; i < pc0; i++)
-      dr[i] = 0;
-    for (int64_t i = pc0; i < pc1; i++)
-      dr[i] = int16_t(int32_t(xs[i]) - xo);
-    for (int64_t i = pc1; i < Wp; i++)
-      dr[i] = 0;
-  }
+  for (int64_t r = 0; r < Hp; r++)
+    dwPaddedRow(xp + r * Wp, x, r - PT, H, W, PL, Wp, xo);
   for (int64_t i = Hp * Wp, end = nd + pdw; i < end; i++)
     xp[i] = 0;
   QISA::pairs16(dp, xp, pdw, nd);
