@@ -708,6 +708,8 @@ TEST(Libjit, GroupedConvolution) {
       {32, 32, 2, 29, 31, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},    // regnet's g2 stride 2, odd sizes
       {160, 160, 10, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, // 16 per group: lanes, AVX2 8-tiles
       {100, 100, 25, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},   // 4 per group
+      {64, 64, 8, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      // 8 per group, small path 7x7
+      {48, 48, 6, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      // 8 per group, 81 pixels
       {128, 128, 32, 9, 10, 3, 3, 1, 1, 1, 0, 1, 2, 1, 1},  // 4 per group, asymmetric pads
       {24, 60, 3, 11, 9, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2},     // 8 -> 20 per group, dilation 2
       {12, 42, 6, 8, 13, 5, 5, 3, 2, 2, 1, 2, 3, 1, 1},     // 2 -> 7 per group, 5x5, S 3x2

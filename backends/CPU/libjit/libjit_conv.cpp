@@ -1776,6 +1776,107 @@ LIBJIT_INLINE void groupedSmallPixels(float *res, const float *planes, const int
   }
 }
 
+/// The small path's KW shifted copies of each of the Cg input planes of one (image, group):
+/// cell front + p of plane (ci, kw) is x[p + kw - PL] where that column is inside the row.
+LIBJIT_INLINE void groupedSmallPlanes(float *planes, const float *x, const GroupedSmallGeom &g,
+                                      int64_t Cg, int64_t H, int64_t W, int64_t KW, int64_t PL) {
+  const int64_t HW = H * W;
+  for (int64_t ci = 0; ci < Cg; ci++, x += HW) {
+    for (int64_t kw = 0; kw < KW; kw++) {
+      float *d = planes + (ci * KW + kw) * g.planeFloats + g.front;
+      int64_t sh = kw - PL; // d[p] = x[p + sh]
+      int64_t pLo = maxI(0, -sh), pHi = minI(HW, HW - sh);
+      copyRow(d + pLo, x + pLo + sh, pHi - pLo);
+      // Cells a previous call left outside [pLo, pHi) are zero: that range is the same
+      // for every plane of this kw. Columns that leave the row read the neighbour row.
+      if (sh < 0)
+        for (int64_t r = 0; r < H; r++)
+          for (int64_t c = 0; c < -sh; c++)
+            d[r * W + c] = 0.0f;
+      else
+        for (int64_t r = 0; r < H; r++)
+          for (int64_t c = W - sh; c < W; c++)
+            d[r * W + c] = 0.0f;
+    }
+  }
+}
+
+/// The [P][L] results of one group of L output channels as one L-float vector per pixel,
+/// in register tiles of 14 pixels where they divide the plane on AVX-512, of 7 otherwise.
+template <int VW, int L>
+LIBJIT_INLINE void groupedSmallOneVector(float *res, const float *planes, const int32_t *off,
+                                         int64_t K, const float *w, const float *b, int64_t P) {
+  if (VW == 16 && P % 14 == 0)
+    groupedSmallPixels<L, 1, 14>(res, planes, off, K, w, b, P);
+  else
+    groupedSmallPixels<L, 1, 7>(res, planes, off, K, w, b, P);
+}
+
+/// The [P][Og] results of one group: 8 output channels are one 8-float vector per pixel on
+/// either instruction set, 16 one AVX-512 vector, or two AVX2 ones in tiles of 6 pixels.
+template <int VW>
+LIBJIT_INLINE void groupedSmallResults(float *res, const float *planes, const int32_t *off,
+                                       int64_t K, const float *w, const float *b, int64_t Og,
+                                       int64_t P) {
+  if (Og == 8)
+    groupedSmallOneVector<VW, 8>(res, planes, off, K, w, b, P);
+  else if (VW == 16)
+    groupedSmallOneVector<VW, 16>(res, planes, off, K, w, b, P);
+  else
+    groupedSmallPixels<VW, 16 / VW, 6>(res, planes, off, K, w, b, P);
+}
+
+/// A finished output vector: v plus the residual at ad (if any), clamped when act is a clamp.
+LIBJIT_INLINE F16 addClampOut(F16 v, const float *ad, int64_t act, F16 lov, F16 hiv) {
+  if (ad)
+    v += ld16(ad);
+  return act == ActClamp ? clamp16(v, lov, hiv) : v;
+}
+
+/// [P][8] results -> the 8 output planes y (P pixels apart), 32 pixels at a time (the last
+/// block overlapping), with the residual add and the clamp: as 16 rows of two pixels,
+/// transposed, row j < 8 holds channel j of the even pixels and row 8 + j of the odd ones,
+/// interleaved back into pixel order.
+LIBJIT_INLINE void groupedSmallStore8(float *y, const float *res, const float *ad, int64_t P,
+                                      int64_t act, F16 lov, F16 hiv) {
+  for (int64_t q = 0;; q += 32) {
+    int64_t p0 = minI(q, P - 32);
+    F16 v[16];
+    for (int i = 0; i < 16; i++)
+      v[i] = ld16(res + (p0 + 2 * i) * 8);
+    transpose16(v);
+    for (int j = 0; j < 8; j++) {
+      F16 e = v[j], o = v[8 + j];
+      F16 z0 = __builtin_shufflevector(e, o, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22,
+                                       7, 23);
+      F16 z1 = __builtin_shufflevector(e, o, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14,
+                                       30, 15, 31);
+      const float *a = ad ? ad + j * P + p0 : nullptr;
+      st16(y + j * P + p0, addClampOut(z0, a, act, lov, hiv));
+      st16(y + j * P + p0 + 16, addClampOut(z1, a ? a + 16 : nullptr, act, lov, hiv));
+    }
+    if (q + 32 >= P)
+      break;
+  }
+}
+
+/// [P][16] results -> the 16 output planes y, 16 pixels at a time (the last block
+/// overlapping), with the residual add and the clamp.
+LIBJIT_INLINE void groupedSmallStore16(float *y, const float *res, const float *ad, int64_t P,
+                                       int64_t act, F16 lov, F16 hiv) {
+  for (int64_t q = 0;; q += 16) {
+    int64_t p0 = minI(q, P - 16);
+    F16 v[16];
+    for (int i = 0; i < 16; i++)
+      v[i] = ld16(res + (p0 + i) * 16);
+    transpose16(v);
+    for (int j = 0; j < 16; j++)
+      st16(y + j * P + p0, addClampOut(v[j], ad ? ad + j * P + p0 : nullptr, act, lov, hiv));
+    if (q + 16 >= P)
+      break;
+  }
+}
+
 /// The small path over (image, group) pairs [u0, u1); returns false (nothing done) where
 /// the pads do not fit it.
 template <int VW>
@@ -1803,96 +1904,15 @@ LIBJIT_INLINE bool conv2dGroupedSmall(float *out, const float *in, const float *
   F16 lov = splat16(lo), hiv = splat16(hi);
   for (int64_t u = u0; u < u1; u++) {
     int64_t n = u / G, grp = u % G;
-    // The planes: cell front + p = x[p + kw - PL] where that column is inside the row.
-    for (int64_t ci = 0; ci < Cg; ci++) {
-      const float *x = in + (n * C + grp * Cg + ci) * HW;
-      for (int64_t kw = 0; kw < KW; kw++) {
-        float *d = planes + (ci * KW + kw) * g.planeFloats + g.front;
-        int64_t sh = kw - PL; // d[p] = x[p + sh]
-        int64_t pLo = maxI(0, -sh), pHi = minI(HW, HW - sh);
-        copyRow(d + pLo, x + pLo + sh, pHi - pLo);
-        // Cells a previous call left outside [pLo, pHi) are zero: that range is the same
-        // for every plane of this kw. Columns that leave the row read the neighbour row.
-        if (sh < 0)
-          for (int64_t r = 0; r < H; r++)
-            for (int64_t c = 0; c < -sh; c++)
-              d[r * W + c] = 0.0f;
-        else
-          for (int64_t r = 0; r < H; r++)
-            for (int64_t c = W - sh; c < W; c++)
-              d[r * W + c] = 0.0f;
-      }
-    }
-    const float *w = packedW + grp * K * Og;
-    const float *b = bias ? bias + grp * Og : nullptr;
-    // 8 output channels: one 8-float vector per pixel on either instruction set.
-    if (Og == 8) {
-      if (VW == 16 && P % 14 == 0)
-        groupedSmallPixels<8, 1, 14>(res, planes, off, K, w, b, P);
-      else
-        groupedSmallPixels<8, 1, 7>(res, planes, off, K, w, b, P);
-    } else if (VW == 16) {
-      if (P % 14 == 0)
-        groupedSmallPixels<16, 1, 14>(res, planes, off, K, w, b, P);
-      else
-        groupedSmallPixels<16, 1, 7>(res, planes, off, K, w, b, P);
-    } else {
-      groupedSmallPixels<VW, 16 / VW, 6>(res, planes, off, K, w, b, P);
-    }
+    groupedSmallPlanes(planes, in + (n * C + grp * Cg) * HW, g, Cg, H, W, KW, PL);
+    groupedSmallResults<VW>(res, planes, off, K, packedW + grp * K * Og,
+                            bias ? bias + grp * Og : nullptr, Og, P);
     float *y = out + (n * O + grp * Og) * P;
     const float *ad = add ? add + (n * O + grp * Og) * P : nullptr;
-    if (Og == 8) {
-      // [P][8] -> the 8 output planes, 32 pixels at a time (the last block overlapping):
-      // as 16 rows of two pixels, transposed, row j < 8 holds channel j of the even
-      // pixels and row 8 + j of the odd ones, interleaved back into pixel order.
-      for (int64_t q = 0;; q += 32) {
-        int64_t p0 = minI(q, P - 32);
-        F16 v[16];
-        for (int i = 0; i < 16; i++)
-          v[i] = ld16(res + (p0 + 2 * i) * 8);
-        transpose16(v);
-        for (int j = 0; j < 8; j++) {
-          F16 e = v[j], o = v[8 + j];
-          F16 z0 = __builtin_shufflevector(e, o, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22,
-                                           7, 23);
-          F16 z1 = __builtin_shufflevector(e, o, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14,
-                                           30, 15, 31);
-          if (ad) {
-            z0 += ld16(ad + j * P + p0);
-            z1 += ld16(ad + j * P + p0 + 16);
-          }
-          if (act == ActClamp) {
-            z0 = clamp16(z0, lov, hiv);
-            z1 = clamp16(z1, lov, hiv);
-          }
-          st16(y + j * P + p0, z0);
-          st16(y + j * P + p0 + 16, z1);
-        }
-        if (q + 32 >= P)
-          break;
-      }
-      if (act > ActClamp)
-        activateContiguous(y, Og * P, int(act), lo, hi);
-      continue;
-    }
-    // [P][16] -> the 16 output planes, 16 pixels at a time (the last block overlapping).
-    for (int64_t q = 0;; q += 16) {
-      int64_t p0 = minI(q, P - 16);
-      F16 v[16];
-      for (int i = 0; i < 16; i++)
-        v[i] = ld16(res + (p0 + i) * 16);
-      transpose16(v);
-      for (int j = 0; j < 16; j++) {
-        F16 z = v[j];
-        if (ad)
-          z += ld16(ad + j * P + p0);
-        if (act == ActClamp)
-          z = clamp16(z, lov, hiv);
-        st16(y + j * P + p0, z);
-      }
-      if (q + 16 >= P)
-        break;
-    }
+    if (Og == 8)
+      groupedSmallStore8(y, res, ad, P, act, lov, hiv);
+    else
+      groupedSmallStore16(y, res, ad, P, act, lov, hiv);
     if (act > ActClamp)
       activateContiguous(y, Og * P, int(act), lo, hi);
   }
@@ -2052,10 +2072,7 @@ LIBJIT_INLINE void groupedWriteRows(float *out, const float *add, const float *o
       // output is neither the cells nor the residual, so rewriting a lane is harmless).
       for (int64_t c0 = 0; OW >= 16; c0 += 16) {
         int64_t c = minI(c0, OW - 16);
-        F16 v = ld16(sr + c);
-        if (ar)
-          v += ld16(ar + c);
-        st16(yr + c, act == ActClamp ? clamp16(v, lov, hiv) : v);
+        st16(yr + c, addClampOut(ld16(sr + c), ar ? ar + c : nullptr, act, lov, hiv));
         if (c0 + 16 >= OW)
           break;
       }
