@@ -76,6 +76,83 @@ Expected<std::string> readInput(const std::string &path) {
   return os.str();
 }
 
+/// The pipeline the options name: --passes, the backend's own with --pipeline default, a
+/// named one, or none.
+Expected<Pipeline> choosePipeline(const Options &o, Backend *backend) {
+  if (!o.passes.empty())
+    return parsePassList(o.passes);
+  if (o.pipeline == "default" && backend)
+    return getPipelineForBackend(backend);
+  if (!o.pipeline.empty())
+    return getNamedPipeline(o.pipeline);
+  return Pipeline();
+}
+
+/// The input's cases with the line each starts on: the whole text, or with --split the
+/// pieces between lines starting "// -----".
+std::vector<std::pair<std::string, unsigned>> splitCases(const std::string &text, bool split) {
+  if (!split)
+    return {{text, 1}};
+  std::vector<std::pair<std::string, unsigned>> chunks;
+  std::istringstream in(text);
+  std::string cur;
+  unsigned no = 1, first = 1;
+  for (std::string line; std::getline(in, line); no++) {
+    if (line.rfind("// -----", 0) == 0) {
+      chunks.push_back({cur, first});
+      cur.clear();
+      first = no + 1;
+      continue;
+    }
+    cur += line + "\n";
+  }
+  chunks.push_back({cur, first});
+  return chunks;
+}
+
+/// Parses one case, runs the pipeline over its functions (the one --function names, or
+/// all) and appends the printed module to out and the functions' DOT to dot.
+Error runCase(const Options &o, const std::string &text, const std::string &where,
+              const Pipeline &pipeline, Backend *backend, std::string &out, std::string &dot) {
+  PassManagerOptions pm;
+  pm.verifyEach = !o.noVerify;
+  pm.dumpAfter = o.dumpAfter;
+  pm.dumpStream = &std::cerr;
+  Expected<std::unique_ptr<Module>> parsed = parseModule(text);
+  if (!parsed)
+    return parsed.takeError().addContext(where);
+  std::unique_ptr<Module> m = std::move(parsed).get();
+  bool found = o.function.empty();
+  for (const auto &f : m->getFunctions()) {
+    if (!o.function.empty() && f->getName() != o.function)
+      continue;
+    found = true;
+    Expected<PipelineReport> report = runPipeline(f.get(), pipeline, backend, pm);
+    if (!report)
+      return report.takeError().addContext(where);
+    if (o.timePasses)
+      std::cerr << "function " << f->getName() << ", pipeline '" << pipeline.name
+                << "': " << pipeline.toString() << "\n"
+                << report->timingTable();
+    if (!o.dot.empty())
+      dot += f->toDot();
+  }
+  if (!found)
+    return makeError(ErrorCode::NotFound, where, ": no function named '", o.function, "'");
+  out += printModule(*m);
+  return Error::success();
+}
+
+/// Writes text to path; an error naming the file if it cannot.
+Error writeText(const std::string &path, const std::string &text) {
+  std::ofstream os(path);
+  os << text;
+  os.close();
+  if (!os)
+    return makeError(ErrorCode::NotFound, "cannot write '", path, "'");
+  return Error::success();
+}
+
 Error run(const Options &o) {
   if (o.listPasses) {
     for (const std::string &name : getGraphPassNames())
@@ -86,85 +163,28 @@ Error run(const Options &o) {
   if (!o.backend.empty()) {
     KILN_ASSIGN_OR_RETURN(backend, createBackend(o.backend));
   }
-  Pipeline pipeline;
-  if (!o.passes.empty()) {
-    KILN_ASSIGN_OR_RETURN(pipeline, parsePassList(o.passes));
-  } else if (o.pipeline == "default" && backend) {
-    pipeline = getPipelineForBackend(backend.get());
-  } else if (!o.pipeline.empty()) {
-    KILN_ASSIGN_OR_RETURN(pipeline, getNamedPipeline(o.pipeline));
-  }
+  KILN_ASSIGN_OR_RETURN(Pipeline pipeline, choosePipeline(o, backend.get()));
   KILN_ASSIGN_OR_RETURN(std::string text, readInput(o.input));
   std::string source = o.input == "-" ? "<stdin>" : o.input;
-  std::vector<std::pair<std::string, unsigned>> chunks; // text, first line
-  if (o.split) {
-    std::istringstream in(text);
-    std::string cur;
-    unsigned no = 1, first = 1;
-    for (std::string line; std::getline(in, line); no++) {
-      if (line.rfind("// -----", 0) == 0) {
-        chunks.push_back({cur, first});
-        cur.clear();
-        first = no + 1;
-        continue;
-      }
-      cur += line + "\n";
-    }
-    chunks.push_back({cur, first});
-  } else {
-    chunks.push_back({text, 1});
-  }
-
-  PassManagerOptions pm;
-  pm.verifyEach = !o.noVerify;
-  pm.dumpAfter = o.dumpAfter;
-  pm.dumpStream = &std::cerr;
+  std::vector<std::pair<std::string, unsigned>> chunks = splitCases(text, o.split);
   std::string out, dot;
   for (size_t c = 0; c < chunks.size(); c++) {
     std::string where =
         source + (o.split ? " (case at line " + std::to_string(chunks[c].second) + ")" : "");
-    Expected<std::unique_ptr<Module>> parsed = parseModule(chunks[c].first);
-    if (!parsed)
-      return parsed.takeError().addContext(where);
-    std::unique_ptr<Module> m = std::move(parsed).get();
-    bool found = o.function.empty();
-    for (const auto &f : m->getFunctions()) {
-      if (!o.function.empty() && f->getName() != o.function)
-        continue;
-      found = true;
-      Expected<PipelineReport> report = runPipeline(f.get(), pipeline, backend.get(), pm);
-      if (!report)
-        return report.takeError().addContext(where);
-      if (o.timePasses)
-        std::cerr << "function " << f->getName() << ", pipeline '" << pipeline.name
-                  << "': " << pipeline.toString() << "\n"
-                  << report->timingTable();
-      if (!o.dot.empty())
-        dot += f->toDot();
-    }
-    if (!found)
-      return makeError(ErrorCode::NotFound, where, ": no function named '", o.function, "'");
     if (c)
       out += "// -----\n";
-    out += printModule(*m);
+    if (Error e = runCase(o, chunks[c].first, where, pipeline, backend.get(), out, dot))
+      return e;
   }
-
   if (!o.dot.empty()) {
-    std::ofstream ds(o.dot);
-    ds << dot;
-    ds.close();
-    if (!ds)
-      return makeError(ErrorCode::NotFound, "cannot write '", o.dot, "'");
+    if (Error e = writeText(o.dot, dot))
+      return e;
   }
   if (o.output.empty()) {
     std::cout << out;
     return Error::success();
   }
-  std::ofstream os(o.output);
-  if (!os)
-    return makeError(ErrorCode::NotFound, "cannot write '", o.output, "'");
-  os << out;
-  return Error::success();
+  return writeText(o.output, out);
 }
 
 } // namespace
