@@ -349,6 +349,91 @@ namespace kiln {
 
 using namespace interp;
 
+namespace {
+
+/// One region's sampling grid: its corner, bin sizes, samples per bin and their count.
+struct RoiGrid {
+  double x1, y1, bh, bw, count;
+  dim_t gh, gw;
+};
+
+/// The grid of region box = (x1, y1, x2, y2) for oh x ow bins.
+RoiGrid roiGrid(const double box[4], double scale, bool half, dim_t oh, dim_t ow,
+                dim_t ratio) {
+  RoiGrid g;
+  double off = half ? 0.5 : 0.0;
+  g.x1 = box[0] * scale - off;
+  g.y1 = box[1] * scale - off;
+  double rw = box[2] * scale - off - g.x1, rh = box[3] * scale - off - g.y1;
+  if (!half) {
+    rw = std::max(rw, 1.0);
+    rh = std::max(rh, 1.0);
+  }
+  g.bh = rh / double(oh);
+  g.bw = rw / double(ow);
+  // With half pixels a region may have a negative size: no samples (as the CPU kernel);
+  // NaN too. Converting a negative double to dim_t would be undefined.
+  auto samples = [&](double size, dim_t bins) -> dim_t {
+    double n = std::ceil(size / double(bins));
+    return ratio ? ratio : (n > 0 ? dim_t(n) : 0);
+  };
+  g.gh = samples(rh, oh);
+  g.gw = samples(rw, ow);
+  g.count = double(std::max<dim_t>(g.gh * g.gw, 1));
+  return g;
+}
+
+/// The bilinear sample of an H x W plane at (sy, sx): 0 outside [-1, size], otherwise
+/// clamped into the plane; in max mode the largest of the four weighted corners.
+template <class T>
+double roiSample(const T *img, dim_t H, dim_t W, double sy, double sx, bool isMax) {
+  if (sy < -1.0 || sy > double(H) || sx < -1.0 || sx > double(W))
+    return 0.0;
+  auto px = [&](dim_t yy, dim_t xx) { return double(float(img[yy * W + xx])); };
+  double yy = std::max(sy, 0.0), xx = std::max(sx, 0.0);
+  dim_t yl = dim_t(yy), xl = dim_t(xx), yh, xh;
+  if (yl >= H - 1) {
+    yh = yl = H - 1;
+    yy = double(yl);
+  } else {
+    yh = yl + 1;
+  }
+  if (xl >= W - 1) {
+    xh = xl = W - 1;
+    xx = double(xl);
+  } else {
+    xh = xl + 1;
+  }
+  double ly = yy - double(yl), lx = xx - double(xl), hy = 1 - ly, hx = 1 - lx;
+  double w1 = hy * hx * px(yl, xl), w2 = hy * lx * px(yl, xh), w3 = ly * hx * px(yh, xl),
+         w4 = ly * lx * px(yh, xh);
+  return isMax ? std::max(std::max(w1, w2), std::max(w3, w4)) : w1 + w2 + w3 + w4;
+}
+
+/// The oh x ow bins of one region over one H x W plane into y: the average of each bin's
+/// samples, or their maximum in max mode.
+template <class T>
+void roiAlignPlane(T *y, const T *img, dim_t H, dim_t W, const RoiGrid &g, dim_t oh, dim_t ow,
+                   bool isMax) {
+  for (dim_t ph = 0; ph < oh; ph++)
+    for (dim_t pw = 0; pw < ow; pw++) {
+      double acc = 0;
+      bool first = true;
+      for (dim_t iy = 0; iy < g.gh; iy++) {
+        double sy = g.y1 + double(ph) * g.bh + (double(iy) + 0.5) * g.bh / double(g.gh);
+        for (dim_t ix = 0; ix < g.gw; ix++) {
+          double sx = g.x1 + double(pw) * g.bw + (double(ix) + 0.5) * g.bw / double(g.gw);
+          double v = roiSample(img, H, W, sy, sx, isMax);
+          acc = isMax ? (first ? v : std::max(acc, v)) : acc + v;
+          first = false;
+        }
+      }
+      y[ph * ow + pw] = T(float(isMax ? acc : acc / g.count));
+    }
+}
+
+} // namespace
+
 /// As ONNX's reference (and ONNX Runtime): samples outside [-1, size] count as 0; others
 /// are clamped into the image and interpolated bilinearly; max mode takes, per sample, the
 /// largest of the four weighted corners.
@@ -382,62 +467,13 @@ Error InterpreterRun::fwdRoiAlign(const RoiAlignInst *I) {
         return makeError(ErrorCode::InvalidArgument, "RoiAlign '", I->getName(),
                          "': batch index ", b, " of region ", k, " is out of range for ",
                          in.getType().toString());
-      double off = half ? 0.5 : 0.0;
-      double x1 = double(float(r[k * 4])) * scale - off, y1 = double(float(r[k * 4 + 1])) * scale - off;
-      double x2 = double(float(r[k * 4 + 2])) * scale - off, y2 = double(float(r[k * 4 + 3])) * scale - off;
-      double rw = x2 - x1, rh = y2 - y1;
-      if (!half) {
-        rw = std::max(rw, 1.0);
-        rh = std::max(rh, 1.0);
-      }
-      double bh = rh / double(oh), bw = rw / double(ow);
-      // With half pixels a region may have a negative size: no samples (as the CPU
-      // kernel); NaN too. Converting a negative double to dim_t would be undefined.
-      auto grid = [&](double size, dim_t bins) -> dim_t {
-        double g = std::ceil(size / double(bins));
-        return ratio ? ratio : (g > 0 ? dim_t(g) : 0);
-      };
-      dim_t gh = grid(rh, oh), gw = grid(rw, ow);
-      double count = double(std::max<dim_t>(gh * gw, 1));
-      for (dim_t c = 0; c < C; c++) {
-        const T *img = x + (dim_t(b) * C + c) * H * W;
-        auto px = [&](dim_t yy, dim_t xx) { return double(float(img[yy * W + xx])); };
-        for (dim_t ph = 0; ph < oh; ph++)
-          for (dim_t pw = 0; pw < ow; pw++) {
-            double acc = 0;
-            bool first = true;
-            for (dim_t iy = 0; iy < gh; iy++) {
-              double sy = y1 + double(ph) * bh + (double(iy) + 0.5) * bh / double(gh);
-              for (dim_t ix = 0; ix < gw; ix++) {
-                double sx = x1 + double(pw) * bw + (double(ix) + 0.5) * bw / double(gw);
-                double v = 0;
-                if (!(sy < -1.0 || sy > double(H) || sx < -1.0 || sx > double(W))) {
-                  double yy = std::max(sy, 0.0), xx = std::max(sx, 0.0);
-                  dim_t yl = dim_t(yy), xl = dim_t(xx), yh, xh;
-                  if (yl >= H - 1) {
-                    yh = yl = H - 1;
-                    yy = double(yl);
-                  } else {
-                    yh = yl + 1;
-                  }
-                  if (xl >= W - 1) {
-                    xh = xl = W - 1;
-                    xx = double(xl);
-                  } else {
-                    xh = xl + 1;
-                  }
-                  double ly = yy - double(yl), lx = xx - double(xl), hy = 1 - ly, hx = 1 - lx;
-                  double w1 = hy * hx * px(yl, xl), w2 = hy * lx * px(yl, xh),
-                         w3 = ly * hx * px(yh, xl), w4 = ly * lx * px(yh, xh);
-                  v = isMax ? std::max(std::max(w1, w2), std::max(w3, w4)) : w1 + w2 + w3 + w4;
-                }
-                acc = isMax ? (first ? v : std::max(acc, v)) : acc + v;
-                first = false;
-              }
-            }
-            y[((k * C + c) * oh + ph) * ow + pw] = T(float(isMax ? acc : acc / count));
-          }
-      }
+      double box[4];
+      for (int i = 0; i < 4; i++)
+        box[i] = double(float(r[k * 4 + i]));
+      RoiGrid g = roiGrid(box, scale, half, oh, ow, ratio);
+      for (dim_t c = 0; c < C; c++)
+        roiAlignPlane(y + (k * C + c) * oh * ow, x + (dim_t(b) * C + c) * H * W, H, W, g, oh,
+                      ow, isMax);
     }
     return Error::success();
   });

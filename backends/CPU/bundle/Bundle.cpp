@@ -459,9 +459,10 @@ bool isValidBundleName(const std::string &name) {
   return true;
 }
 
-Expected<BundleResult> writeBundle(Function *f, const std::vector<BundleTensor> &inputs,
-                                   const std::vector<BundleTensor> &outputs,
-                                   const BundleOptions &opts) {
+namespace {
+
+/// An error for options no bundle can be written with.
+Error checkBundleOptions(const BundleOptions &opts) {
   if (!isValidBundleName(opts.name))
     return makeError(ErrorCode::InvalidArgument, "bundle name '", opts.name,
                      "' is not a C identifier (letters, digits and '_', not starting with a "
@@ -471,10 +472,13 @@ Expected<BundleResult> writeBundle(Function *f, const std::vector<BundleTensor> 
                      "' (expected x86-64-v4, x86-64-v3, x86-64 or host)");
   if (opts.outDir.empty())
     return makeError(ErrorCode::InvalidArgument, "no output folder given");
-  FileSet files(opts.outDir);
-  KILN_RETURN_IF_ERR(prepareDir(opts.outDir, files));
+  return Error::success();
+}
 
-  const unsigned threads = std::max(1u, opts.threads);
+/// f planned and emitted by the CPU backend for the bundle's target and thread count; cg
+/// receives the code generation options used.
+Expected<EmittedProgram> emitBundleProgram(Function *f, const BundleOptions &opts,
+                                           unsigned threads, CodegenOptions &cg) {
   CPUBackend backend;
   CompileOptions co = opts.compile;
   co.threads = threads;
@@ -482,7 +486,7 @@ Expected<BundleResult> writeBundle(Function *f, const std::vector<BundleTensor> 
   KILN_ASSIGN_OR_RETURN(CPUBackendOptions bo, parseCPUBackendOptions(co, CPUBackendOptions()));
   KILN_RETURN_IF_ERR(prepareFunction(f, backend));
   KILN_ASSIGN_OR_RETURN(PlannedIR P, backend.planIR(f, co));
-  CodegenOptions cg = getCodegenOptions(bo, co);
+  cg = getCodegenOptions(bo, co);
   cg.borrowConstants = false; // the bundle's weights are one file: every constant in it
   cg.threads = threads;
   cg.profile = false; // one stage per instruction: the JIT's profiling layout, not wanted here
@@ -491,12 +495,17 @@ Expected<BundleResult> writeBundle(Function *f, const std::vector<BundleTensor> 
   Expected<EmittedProgram> emitted = emitProgram(*P.F, P.plan, cg);
   if (!emitted)
     return emitted.takeError().addContext("CPU backend compiling '" + f->getName() + "'");
-  EmittedProgram &ep = *emitted;
-  const Program &prog = *ep.prog;
+  return emitted;
+}
 
-  // The mutable region: inputs, then outputs, each 64-byte aligned.
+/// The mutable region: inputs, then outputs, each 64-byte aligned; top receives its size.
+/// Every placeholder of the program must be one of them.
+Expected<std::vector<Slot>> mutableSlots(const std::vector<BundleTensor> &inputs,
+                                         const std::vector<BundleTensor> &outputs,
+                                         const Program &prog, const std::string &name,
+                                         uint64_t &top) {
   std::vector<Slot> slots;
-  uint64_t top = 0;
+  top = 0;
   std::set<const Placeholder *> listed;
   for (int pass = 0; pass < 2; pass++)
     for (const BundleTensor &t : pass == 0 ? inputs : outputs) {
@@ -508,8 +517,37 @@ Expected<BundleResult> writeBundle(Function *f, const std::vector<BundleTensor> 
     }
   for (const Placeholder *ph : prog.placeholders)
     if (!listed.count(ph))
-      return makeError(ErrorCode::InvalidArgument, "bundle '", opts.name, "': placeholder '",
+      return makeError(ErrorCode::InvalidArgument, "bundle '", name, "': placeholder '",
                        ph->getName(), "' is neither an input nor an output");
+  return slots;
+}
+
+/// The program's constants as the exported global NAME_weights of the module.
+void embedWeights(EmittedProgram &ep, const Program &prog, const std::string &name) {
+  llvm::StringRef bytes(prog.constants, prog.constantBytes);
+  auto *init = llvm::ConstantDataArray::getRaw(bytes, prog.constantBytes,
+                                               llvm::Type::getInt8Ty(*ep.ctx));
+  auto *g = new llvm::GlobalVariable(*ep.module, init->getType(), /*isConstant=*/true,
+                                     llvm::GlobalValue::ExternalLinkage, init,
+                                     name + "_weights");
+  g->setAlignment(llvm::Align(kRegionAlign));
+}
+
+} // namespace
+
+Expected<BundleResult> writeBundle(Function *f, const std::vector<BundleTensor> &inputs,
+                                   const std::vector<BundleTensor> &outputs,
+                                   const BundleOptions &opts) {
+  KILN_RETURN_IF_ERR(checkBundleOptions(opts));
+  FileSet files(opts.outDir);
+  KILN_RETURN_IF_ERR(prepareDir(opts.outDir, files));
+  const unsigned threads = std::max(1u, opts.threads);
+  CodegenOptions cg;
+  KILN_ASSIGN_OR_RETURN(EmittedProgram ep, emitBundleProgram(f, opts, threads, cg));
+  const Program &prog = *ep.prog;
+  uint64_t top = 0;
+  KILN_ASSIGN_OR_RETURN(std::vector<Slot> slots,
+                        mutableSlots(inputs, outputs, prog, opts.name, top));
 
   BundleResult r;
   r.constantBytes = prog.constantBytes;
@@ -521,13 +559,7 @@ Expected<BundleResult> writeBundle(Function *f, const std::vector<BundleTensor> 
   addEntryPoint(*ep.module, prog, slots, opts.name, threads);
   std::vector<std::string> exported = {opts.name};
   if (opts.embedWeights) {
-    llvm::StringRef bytes(prog.constants, prog.constantBytes);
-    auto *init = llvm::ConstantDataArray::getRaw(bytes, prog.constantBytes,
-                                                 llvm::Type::getInt8Ty(*ep.ctx));
-    auto *g = new llvm::GlobalVariable(*ep.module, init->getType(), /*isConstant=*/true,
-                                       llvm::GlobalValue::ExternalLinkage, init,
-                                       opts.name + "_weights");
-    g->setAlignment(llvm::Align(kRegionAlign));
+    embedWeights(ep, prog, opts.name);
     exported.push_back(opts.name + "_weights");
   }
   KILN_ASSIGN_OR_RETURN(std::string object,
