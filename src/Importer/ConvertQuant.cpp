@@ -112,6 +112,20 @@ Expected<OperandQuantParams> operandQuantParams(Importer &I, const Node &n, bool
   return p;
 }
 
+/// The element type of a quantized product's result dims od: int32 for ConvInteger and
+/// MatMulInteger (integer), otherwise y quantized per tensor by y_scale (input 6) and
+/// y_zero_point (input 7).
+Expected<TypeRef> productResultType(Importer &I, const Node &n, bool integer, const Dims &od) {
+  if (integer)
+    return I.M->uniqueType(ElemKind::Int32I, od);
+  KILN_ASSIGN_OR_RETURN(ElemKind yk, eightBitKindOf(I, n, 7, "y_zero_point"));
+  KILN_ASSIGN_OR_RETURN(std::vector<float> ys, scalesOf(I, n, 6, "y_scale"));
+  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> yzp, zeroPointsOf(I, n, 7, yk, 1, "y_zero_point"));
+  if (ys.size() != 1 || yzp.size() != 1)
+    return I.unsupported(n, "y must be quantized per tensor");
+  return I.M->uniqueType(yk, od, ys[0], yzp[0]);
+}
+
 /// \p v repeated to \p count entries when it has one; an error unless it then has \p count.
 template <typename T>
 Expected<std::vector<T>> perChannel(Importer &I, const Node &n, std::vector<T> v, size_t count,
@@ -387,18 +401,7 @@ Error convertQuantConv(Importer &I, const Node &n) {
     return padded < span ? 0 : (padded - span) / sdim_t(w.strides[a]) + 1;
   };
   Dims od({x4[0], M, dim_t(outSize(0)), dim_t(outSize(1))});
-  TypeRef outTy;
-  ElemKind yk = ElemKind::UInt8Q;
-  if (integer) {
-    outTy = I.M->uniqueType(ElemKind::Int32I, od);
-  } else {
-    KILN_ASSIGN_OR_RETURN(yk, eightBitKindOf(I, n, 7, "y_zero_point"));
-    KILN_ASSIGN_OR_RETURN(std::vector<float> ys, scalesOf(I, n, 6, "y_scale"));
-    KILN_ASSIGN_OR_RETURN(std::vector<int32_t> yzp, zeroPointsOf(I, n, 7, yk, 1, "y_zero_point"));
-    if (ys.size() != 1 || yzp.size() != 1)
-      return I.unsupported(n, "y must be quantized per tensor");
-    outTy = I.M->uniqueType(yk, od, ys[0], yzp[0]);
-  }
+  KILN_ASSIGN_OR_RETURN(TypeRef outTy, productResultType(I, n, integer, od));
   NodeValue y = I.F->createChannelwiseQuantizedConvolution(
       I.opName(n), outTy, x, f,
       vectorConst(I, I.opName(n, "w_scales"), ElemKind::Float, {ws.begin(), ws.end()}),
@@ -408,25 +411,19 @@ Error convertQuantConv(Importer &I, const Node &n) {
     y = I.reshape(I.opName(n, "to1d"), y, Dims({od[0], od[1], od[3]}));
   I.setOutput(n, 0, y);
   if (I.hasOutput(n, 0))
-    I.setONNXType(n.output(0), integer ? int32_t(TP::INT32) : onnxTypeOfKind(yk));
+    I.setONNXType(n.output(0), integer ? int32_t(TP::INT32) : onnxTypeOfKind(outTy->kind));
   return Error::success();
 }
 
 // ------------------------------------------------------------------ matrix products
 
-/// QLinearMatMul (quantized result) and MatMulInteger (int32 result): numpy matmul of
-/// a [..., M, K] and b [K, N] or [..., K, N] (the same leading dims), one
-/// ChannelwiseQuantizedFullyConnected per batch.
-Error convertQuantMatMul(Importer &I, const Node &n) {
-  bool integer = n.op_type() == "MatMulInteger";
-  const int ai = 0, bi = integer ? 1 : 3;
-  KILN_ASSIGN_OR_RETURN(Dims ad, I.inputDims(n, ai));
-  KILN_ASSIGN_OR_RETURN(Dims bd, I.inputDims(n, bi));
+/// The number of [M, K] x [K, N] products of a numpy matmul of a [..., M, K] and b [K, N]
+/// or [..., K, N] (b's leading dims those of a: broadcasting b is not supported).
+Expected<dim_t> matMulBatches(Importer &I, const Node &n, const Dims &ad, const Dims &bd) {
   if (ad.size() < 2 || bd.size() < 2)
     return I.unsupported(n, "a ", dimsToString(ad), " and b ", dimsToString(bd),
                          " must have rank 2 or more");
-  const dim_t M = ad[ad.size() - 2], K = ad[ad.size() - 1], N = bd[bd.size() - 1];
-  if (bd[bd.size() - 2] != K)
+  if (bd[bd.size() - 2] != ad[ad.size() - 1])
     return I.parseError(n, "a ", dimsToString(ad), " and b ", dimsToString(bd),
                         " do not multiply");
   dim_t batches = 1;
@@ -441,6 +438,19 @@ Error convertQuantMatMul(Importer &I, const Node &n) {
                            " must have the leading dims of a ", dimsToString(ad),
                            " (broadcasting b is not supported)");
   }
+  return batches;
+}
+
+/// QLinearMatMul (quantized result) and MatMulInteger (int32 result): numpy matmul of
+/// a [..., M, K] and b [K, N] or [..., K, N] (the same leading dims), one
+/// ChannelwiseQuantizedFullyConnected per batch.
+Error convertQuantMatMul(Importer &I, const Node &n) {
+  bool integer = n.op_type() == "MatMulInteger";
+  const int ai = 0, bi = integer ? 1 : 3;
+  KILN_ASSIGN_OR_RETURN(Dims ad, I.inputDims(n, ai));
+  KILN_ASSIGN_OR_RETURN(Dims bd, I.inputDims(n, bi));
+  KILN_ASSIGN_OR_RETURN(dim_t batches, matMulBatches(I, n, ad, bd));
+  const dim_t M = ad[ad.size() - 2], K = ad[ad.size() - 1], N = bd[bd.size() - 1];
   KILN_ASSIGN_OR_RETURN(ElemKind ak, eightBitKindOf(I, n, ai, "a"));
   KILN_ASSIGN_OR_RETURN(ElemKind bk, eightBitKindOf(I, n, bi, "b"));
   KILN_ASSIGN_OR_RETURN(OperandQuantParams q, operandQuantParams(I, n, integer, ak, bk, "a", "b"));
@@ -456,26 +466,15 @@ Error convertQuantMatMul(Importer &I, const Node &n) {
   KILN_ASSIGN_OR_RETURN(bzp, perChannel(I, n, bzp, N, "b_zero_point"));
   KILN_ASSIGN_OR_RETURN(NodeValue a, quantizedOperand(I, n, ai, ak, as[0], azp[0], "a"));
   KILN_ASSIGN_OR_RETURN(NodeValue b, quantizedOperand(I, n, bi, bk, 1.0f, 0, "b"));
+  KILN_ASSIGN_OR_RETURN(TypeRef rowTy, productResultType(I, n, integer, Dims({M, N})));
 
-  ElemKind yk = ElemKind::UInt8Q;
-  float ys = 1.0f;
-  int32_t yzp = 0;
-  if (!integer) {
-    KILN_ASSIGN_OR_RETURN(yk, eightBitKindOf(I, n, 7, "y_zero_point"));
-    KILN_ASSIGN_OR_RETURN(std::vector<float> ysv, scalesOf(I, n, 6, "y_scale"));
-    KILN_ASSIGN_OR_RETURN(std::vector<int32_t> yzpv, zeroPointsOf(I, n, 7, yk, 1, "y_zero_point"));
-    if (ysv.size() != 1 || yzpv.size() != 1)
-      return I.unsupported(n, "y must be quantized per tensor");
-    ys = ysv[0], yzp = yzpv[0];
-  }
   Function *F = I.F;
   NodeValue scales = vectorConst(I, I.opName(n, "b_scales"), ElemKind::Float, {bs.begin(), bs.end()});
   NodeValue offsets =
       vectorConst(I, I.opName(n, "b_offsets"), ElemKind::Int32I, {bzp.begin(), bzp.end()});
   NodeValue bias = vectorConst(I, I.opName(n, "bias"), ElemKind::Int32I, std::vector<double>(N, 0));
   auto product = [&](const std::string &name, NodeValue lhs, NodeValue rhs) -> NodeValue {
-    Dims od({lhs.dims()[0], N});
-    TypeRef ty = integer ? I.M->uniqueType(ElemKind::Int32I, od) : I.M->uniqueType(yk, od, ys, yzp);
+    TypeRef ty = I.M->uniqueType(Type::withDims(*rowTy, Dims({lhs.dims()[0], N})));
     return F->createChannelwiseQuantizedFullyConnected(name, ty, lhs, rhs, scales, offsets, bias);
   };
   Dims outDims = ad;
@@ -499,7 +498,7 @@ Error convertQuantMatMul(Importer &I, const Node &n) {
   }
   I.setOutput(n, 0, I.reshape(I.opName(n, "shape"), y, outDims));
   if (I.hasOutput(n, 0))
-    I.setONNXType(n.output(0), integer ? int32_t(TP::INT32) : onnxTypeOfKind(yk));
+    I.setONNXType(n.output(0), integer ? int32_t(TP::INT32) : onnxTypeOfKind(rowTy->kind));
   return Error::success();
 }
 
