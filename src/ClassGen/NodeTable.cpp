@@ -379,6 +379,10 @@ void defineDataMovement(Table &t) {
       .interpreter("all")
       .cpu("all -> =")
       .sim("none");
+}
+
+/// Nodes that make, convert or store a tensor rather than move its elements.
+void defineFillsAndCasts(Table &t) {
   t.node("Splat")
       .attr(AttrKind::Float, "Value").result("Result").typeRule(TypeRule::Explicit)
       .describe("A tensor of the given type filled with Value (quantized: the raw value).")
@@ -690,6 +694,7 @@ void defineOperators(Table &t) {
   defineArithmetic(t);
   defineReductions(t);
   defineDataMovement(t);
+  defineFillsAndCasts(t);
   defineQuantization(t);
   defineLoweringTargets(t);
   defineOnnxBreadth(t);
