@@ -211,8 +211,10 @@ TEST(Tensor, DefaultIsEmpty) {
 // one), or memory a freed tensor filled with ones before (small and large sizes, and the
 // same size again, which the allocator hands back); clones copy every byte.
 TEST(Tensor, NewTensorsAreZeroAndAligned) {
-  // Small ones come from calloc; from 4 MiB (2^20 floats) on from mappings of their own.
-  for (dim_t n : {dim_t(1), dim_t(17), dim_t(4096), (dim_t(1) << 20) - 1, dim_t(1) << 20,
+  // Small ones come from calloc; from 256 KiB (2^16 floats) on from mappings of their own,
+  // from 4 MiB (2^20 floats) on in 2 MiB pages.
+  for (dim_t n : {dim_t(1), dim_t(17), dim_t(4096), (dim_t(1) << 16) - 1, dim_t(1) << 16,
+                  (dim_t(1) << 16) + 3, dim_t(300000), (dim_t(1) << 20) - 1, dim_t(1) << 20,
                   (dim_t(1) << 20) + 5, dim_t(3) << 20}) {
     for (int round = 0; round < 2; round++) {
       Tensor t(ElemKind::Float, {n});

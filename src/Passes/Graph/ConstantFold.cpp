@@ -198,6 +198,35 @@ std::optional<Tensor> sliceOfConstant(const SliceNode &s, const Tensor &in) {
   return out;
 }
 
+/// Whether \p user is the only reader of \p c in the whole module (no node of another
+/// function, no second use).
+bool soleReader(const Constant *c, const Node *user) {
+  const auto &users = c->getUsers();
+  return users.size() == 1 && users[0].user == user;
+}
+
+/// Whether Slice \p s takes all of \p in (its result is \p in's type).
+bool sliceTakesAll(const SliceNode &s, const Tensor &in) {
+  const Type &it = in.getType(), &ot = *s.getResultType();
+  return ot.kind == it.kind && ot.scale == it.scale && ot.offset == it.offset &&
+         ot.dims == it.dims && in.isOwning() && in.getUnsafePtr();
+}
+
+/// Moves the payload out of \p c, which keeps its type and no memory (as a constant
+/// released after packing, Tensor::view(type, nullptr)): a folded Slice or Reshape that
+/// is its only reader takes over its bytes instead of a copy in fresh pages while the
+/// original stayed in the module, unread (r2plus1d_18: 91 MB of filters held twice).
+std::optional<Tensor> takePayload(Constant *c) {
+  Tensor &t = c->getPayloadMutable();
+  if (t.size() && !t.getUnsafePtr())
+    return std::nullopt; // no values (released or parsed elided): nothing to fold
+  if (!t.isOwning())
+    return t.clone();
+  Tensor moved = std::move(t);
+  t = Tensor::view(moved.getType(), nullptr);
+  return moved;
+}
+
 /// Folds directly the roots of \p roots that are Slices of a Constant (sliceOfConstant) or
 /// Reshapes of such a Slice or of a Constant (the Interpreter copied the constant into its
 /// own arena, then again into the result), hands them to \p sweeper and removes them from
@@ -211,9 +240,14 @@ bool foldSlicesOfConstants(Function *f, std::vector<Node *> &roots, passutil::Sw
     auto *r = dyn_cast<ReshapeNode>(n);
     auto *s = dyn_cast<SliceNode>(r ? r->getInput().node : n);
     auto *c = s ? dyn_cast<Constant>(s->getInput().node) : nullptr;
-    std::optional<Tensor> v = c ? sliceOfConstant(*s, c->getPayload()) : std::nullopt;
+    std::optional<Tensor> v;
+    if (c && soleReader(c, s) && sliceTakesAll(*s, c->getPayload()))
+      v = takePayload(c); // a Slice of all of a Constant nothing else reads: its bytes
+    else if (c)
+      v = sliceOfConstant(*s, c->getPayload());
     if (auto *rc = r && !s ? dyn_cast<Constant>(r->getInput().node) : nullptr)
-      v = rc->getPayload().clone(); // a Reshape of a Constant: its bytes, retyped below
+      // A Reshape of a Constant: its bytes, retyped below (moved when r is its only reader).
+      v = soleReader(rc, r) ? takePayload(rc) : rc->getPayload().clone();
     if (v && r) {
       const Type &rt = *r->getResultType();
       if (rt.kind == v->getType().kind && rt.sizeInBytes() == v->getSizeInBytes())
