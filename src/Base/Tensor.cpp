@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <mutex>
 #include <sstream>
 
 #if defined(__linux__)
@@ -24,12 +25,13 @@ constexpr size_t kAlign = 64;
 constexpr size_t kHugePage = size_t(2) << 20;
 constexpr size_t kLargeTensor = 2 * kHugePage;
 
-/// Tensors of at least this many bytes (and below kLargeTensor) get a mapping of their own
-/// in small pages, so that freeing one gives its memory back: from calloc, glibc raises its
-/// mmap threshold to the size of each mapped block freed (up to 32 MiB), after which blocks
-/// of that size come from its heap, where a freed weight stays resident (the weights of a
-/// 3-D network freed as they were packed: 20-30 MB of r3d_18's peak).
-constexpr size_t kMappedTensor = size_t(256) << 10;
+/// Tensors of at least this many bytes (and below kLargeTensor) are cut from shared chunks
+/// in 2 MiB pages (slabAlloc); smaller ones come from calloc.
+constexpr size_t kSlabTensor = size_t(64) << 10;
+/// The size of a shared chunk.
+constexpr size_t kSlabChunk = size_t(32) << 20;
+/// The word below a slab block's data (where a mapping's length or calloc's 0 is).
+constexpr uintptr_t kSlabTag = 1;
 
 /// A large tensor's memory: a private anonymous mapping whose first page (with \p huge, a
 /// 2 MiB one) starts kAlign bytes before the data, the mapping's start and length kept in
@@ -64,16 +66,87 @@ char *largeAlloc(size_t bytes, bool huge) {
 #endif
 }
 
+/// A chunk that mid-size tensors are cut from, in order (never reused: each block is
+/// fresh, zero memory). A freed block's whole pages go back to the system at once
+/// (MADV_DONTNEED); the chunk is unmapped when its last block is freed and another chunk
+/// is being filled.
+struct SlabChunk {
+  char *base = nullptr;
+  size_t len = 0, used = 0, live = 0;
+};
+
+std::mutex &slabMutex() {
+  static std::mutex m;
+  return m;
+}
+SlabChunk *&slabCurrent() {
+  static SlabChunk *c = nullptr;
+  return c;
+}
+
+/// Memory for a tensor of kSlabTensor to kLargeTensor bytes: cut from a chunk mapped by
+/// largeAlloc (2 MiB pages). On this kind of host a fault on a fresh 4 KiB page costs
+/// 20-35 us (a virtual machine's page tables), so a network's many weights of 64 KiB to
+/// 4 MiB, each in pages of its own (calloc or a mapping), took most of a small network's
+/// import; in shared 2 MiB pages they take one fault per 2 MiB. Below the data: the chunk,
+/// kSlabTag, and the block's length. Null when no chunk can be mapped.
+char *slabAlloc(size_t bytes) {
+  const size_t need = (bytes + 2 * kAlign - 1) / kAlign * kAlign;
+  std::lock_guard<std::mutex> l(slabMutex());
+  SlabChunk *&cur = slabCurrent();
+  if (!cur || cur->used + need > cur->len) {
+    char *base = largeAlloc(kSlabChunk - kAlign, /*huge=*/true);
+    if (!base)
+      return nullptr;
+    if (cur && cur->live == 0) {
+      munmap(cur->base, cur->len);
+      delete cur;
+    }
+    cur = new SlabChunk;
+    cur->base = base - kAlign; // largeAlloc's words below base are overwritten by the blocks
+    cur->len = kSlabChunk;
+  }
+  char *data = cur->base + cur->used + kAlign;
+  cur->used += need;
+  cur->live++;
+  reinterpret_cast<uintptr_t *>(data)[-1] = reinterpret_cast<uintptr_t>(cur);
+  reinterpret_cast<uintptr_t *>(data)[-2] = kSlabTag;
+  reinterpret_cast<uintptr_t *>(data)[-3] = need;
+  return data;
+}
+
+void slabFree(char *data) {
+  auto *chunk = reinterpret_cast<SlabChunk *>(reinterpret_cast<uintptr_t *>(data)[-1]);
+  const size_t need = reinterpret_cast<uintptr_t *>(data)[-3];
+  std::lock_guard<std::mutex> l(slabMutex());
+  if (--chunk->live == 0 && chunk != slabCurrent()) {
+    munmap(chunk->base, chunk->len);
+    delete chunk;
+    return;
+  }
+  // The block's whole pages (its header's page stays: a neighbour may use it).
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t start = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) - kAlign + need) / page * page;
+  if (end > start)
+    madvise(reinterpret_cast<void *>(start), end - start, MADV_DONTNEED);
+}
+
 /// Zero-filled, kAlign-aligned memory for an owning tensor, freed by alignedFree. A large
-/// one comes from largeAlloc; the others from calloc, kAlign bytes larger, with calloc's own
-/// pointer kept in the word below the aligned one and 0 in the word below that: calloc
-/// hands out a large block as fresh pages from the kernel, which are zero already, so a
-/// tensor that its caller then fills is written, and its pages faulted in, once;
-/// aligned_alloc + memset wrote it twice.
+/// one comes from largeAlloc, a mid-size one from slabAlloc; the others from calloc, kAlign
+/// bytes larger, with calloc's own pointer kept in the word below the aligned one and 0 in
+/// the word below that: calloc hands out a large block as fresh pages from the kernel,
+/// which are zero already, so a tensor that its caller then fills is written, and its pages
+/// faulted in, once; aligned_alloc + memset wrote it twice.
 char *zeroedAlloc(size_t bytes) {
-  if (bytes >= kMappedTensor)
-    if (char *p = largeAlloc(bytes, bytes >= kLargeTensor))
+  if (bytes >= kLargeTensor)
+    if (char *p = largeAlloc(bytes, /*huge=*/true))
       return p;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (bytes >= kSlabTensor && bytes < kLargeTensor)
+    if (char *p = slabAlloc(bytes))
+      return p;
+#endif
   size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
   void *p = std::calloc(1, (rounded ? rounded : kAlign) + kAlign);
   CHECK(p) << "out of host memory allocating " << bytes << " bytes";
@@ -89,6 +162,10 @@ void alignedFree(char *data) {
     return;
   uintptr_t mappedLen = reinterpret_cast<uintptr_t *>(data)[-2];
 #if defined(__linux__)
+  if (mappedLen == kSlabTag) {
+    slabFree(data);
+    return;
+  }
   if (mappedLen) {
     munmap(reinterpret_cast<void *>(reinterpret_cast<uintptr_t *>(data)[-1]), mappedLen);
     return;
