@@ -67,12 +67,16 @@ char *largeAlloc(size_t bytes, bool huge) {
 }
 
 /// A chunk that mid-size tensors are cut from, in order (never reused: each block is
-/// fresh, zero memory). A freed block's whole pages go back to the system at once
-/// (MADV_DONTNEED); the chunk is unmapped when its last block is freed and another chunk
-/// is being filled.
+/// fresh, zero memory). The chunk counts the live blocks on each of its 2 MiB pages; a page
+/// whose blocks are all freed, once no later block can land on it, goes back to the system
+/// whole (MADV_DONTNEED on the 2 MiB page: the kernel can hand it out again as a huge page,
+/// to the constant arena that the freed weights were packed into; giving back each block's
+/// 4 KiB pages split the huge pages, and the arena's faults then took fresh ones). The chunk
+/// is unmapped when its last block is freed and another chunk is being filled.
 struct SlabChunk {
   char *base = nullptr;
   size_t len = 0, used = 0, live = 0;
+  uint32_t pageLive[kSlabChunk / kHugePage] = {};
 };
 
 std::mutex &slabMutex() {
@@ -82,6 +86,13 @@ std::mutex &slabMutex() {
 SlabChunk *&slabCurrent() {
   static SlabChunk *c = nullptr;
   return c;
+}
+
+/// Gives back the 2 MiB pages of \p c below \p limit that hold no live block.
+void releaseEmptyPages(SlabChunk *c, size_t first, size_t last, size_t limit) {
+  for (size_t p = first; p <= last; p++)
+    if (c->pageLive[p] == 0 && (p + 1) * kHugePage <= limit)
+      madvise(c->base + p * kHugePage, kHugePage, MADV_DONTNEED);
 }
 
 /// Memory for a tensor of kSlabTensor to kLargeTensor bytes: cut from a chunk mapped by
@@ -101,14 +112,20 @@ char *slabAlloc(size_t bytes) {
     if (cur && cur->live == 0) {
       munmap(cur->base, cur->len);
       delete cur;
+    } else if (cur) { // sealed: its empty touched pages can go now
+      releaseEmptyPages(cur, 0, cur->len / kHugePage - 1, cur->len);
+      cur->used = cur->len;
     }
     cur = new SlabChunk;
     cur->base = base - kAlign; // largeAlloc's words below base are overwritten by the blocks
     cur->len = kSlabChunk;
   }
-  char *data = cur->base + cur->used + kAlign;
+  const size_t off = cur->used;
+  char *data = cur->base + off + kAlign;
   cur->used += need;
   cur->live++;
+  for (size_t p = off / kHugePage; p <= (off + need - 1) / kHugePage; p++)
+    cur->pageLive[p]++;
   reinterpret_cast<uintptr_t *>(data)[-1] = reinterpret_cast<uintptr_t>(cur);
   reinterpret_cast<uintptr_t *>(data)[-2] = kSlabTag;
   reinterpret_cast<uintptr_t *>(data)[-3] = need;
@@ -118,18 +135,18 @@ char *slabAlloc(size_t bytes) {
 void slabFree(char *data) {
   auto *chunk = reinterpret_cast<SlabChunk *>(reinterpret_cast<uintptr_t *>(data)[-1]);
   const size_t need = reinterpret_cast<uintptr_t *>(data)[-3];
+  const size_t off = size_t(data - kAlign - chunk->base);
   std::lock_guard<std::mutex> l(slabMutex());
   if (--chunk->live == 0 && chunk != slabCurrent()) {
     munmap(chunk->base, chunk->len);
     delete chunk;
     return;
   }
-  // The block's whole pages (its header's page stays: a neighbour may use it).
-  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
-  const uintptr_t start = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) - kAlign + need) / page * page;
-  if (end > start)
-    madvise(reinterpret_cast<void *>(start), end - start, MADV_DONTNEED);
+  const size_t first = off / kHugePage, last = (off + need - 1) / kHugePage;
+  for (size_t p = first; p <= last; p++)
+    chunk->pageLive[p]--;
+  // A page the bump pointer has passed gets no later block.
+  releaseEmptyPages(chunk, first, last, chunk->used);
 }
 
 /// Zero-filled, kAlign-aligned memory for an owning tensor, freed by alignedFree. A large
