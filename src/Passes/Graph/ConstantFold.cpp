@@ -227,34 +227,39 @@ std::optional<Tensor> takePayload(Constant *c) {
   return moved;
 }
 
-/// Folds directly the roots of \p roots that are Slices of a Constant (sliceOfConstant) or
-/// Reshapes of such a Slice or of a Constant (the Interpreter copied the constant into its
-/// own arena, then again into the result), hands them to \p sweeper and removes them from
-/// \p roots.
+/// The value of \p n when it is a Slice of a Constant or a Reshape of such a Slice or of a
+/// Constant (the importer cuts a 3-D convolution's filter planes so); nullopt otherwise. A
+/// Slice of all of the Constant or a Reshape of it that is the Constant's only reader takes
+/// its bytes over (takePayload), checked before anything is taken.
+std::optional<Tensor> sliceOrReshapeValue(Node *n) {
+  auto *r = dyn_cast<ReshapeNode>(n);
+  auto *s = dyn_cast<SliceNode>(r ? r->getInput().node : n);
+  Node *reader = s ? static_cast<Node *>(s) : r;
+  auto *c = reader ? dyn_cast<Constant>(reader->getNthInput(0).node) : nullptr;
+  if (!c)
+    return std::nullopt;
+  const Type &in = s ? *s->getResultType() : c->getPayload().getType();
+  if (r && (r->getResultType()->kind != in.kind ||
+            r->getResultType()->sizeInBytes() != in.sizeInBytes()))
+    return std::nullopt;
+  std::optional<Tensor> v;
+  if ((!s || sliceTakesAll(*s, c->getPayload())) && soleReader(c, reader))
+    v = takePayload(c);
+  else
+    v = s ? sliceOfConstant(*s, c->getPayload()) : std::optional<Tensor>(c->getPayload().clone());
+  if (v && r)
+    v->reshape(*r->getResultType());
+  return v;
+}
+
+/// Folds directly the roots of \p roots that sliceOrReshapeValue computes (the Interpreter
+/// copied the constant into its own arena, then again into the result), hands them to
+/// \p sweeper and removes them from \p roots.
 bool foldSlicesOfConstants(Function *f, std::vector<Node *> &roots, passutil::Sweeper &sweeper) {
   bool changed = false;
   std::vector<Node *> rest;
   for (Node *n : roots) {
-    // A Slice of a Constant, or a Reshape of one (the importer cuts a 3-D convolution's
-    // filter planes so).
-    auto *r = dyn_cast<ReshapeNode>(n);
-    auto *s = dyn_cast<SliceNode>(r ? r->getInput().node : n);
-    auto *c = s ? dyn_cast<Constant>(s->getInput().node) : nullptr;
-    std::optional<Tensor> v;
-    if (c && soleReader(c, s) && sliceTakesAll(*s, c->getPayload()))
-      v = takePayload(c); // a Slice of all of a Constant nothing else reads: its bytes
-    else if (c)
-      v = sliceOfConstant(*s, c->getPayload());
-    if (auto *rc = r && !s ? dyn_cast<Constant>(r->getInput().node) : nullptr)
-      // A Reshape of a Constant: its bytes, retyped below (moved when r is its only reader).
-      v = soleReader(rc, r) ? takePayload(rc) : rc->getPayload().clone();
-    if (v && r) {
-      const Type &rt = *r->getResultType();
-      if (rt.kind == v->getType().kind && rt.sizeInBytes() == v->getSizeInBytes())
-        v->reshape(rt);
-      else
-        v.reset();
-    }
+    std::optional<Tensor> v = sliceOrReshapeValue(n);
     if (!v) {
       rest.push_back(n);
       continue;
