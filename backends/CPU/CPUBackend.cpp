@@ -3,6 +3,7 @@
 #include "ThreadPool.h"
 #include "WidenHalfFloats.h"
 #include "codegen/Codegen.h"
+#include "kiln/Graph/Graph.h"
 #include "kiln/Memory/MemoryPipeline.h"
 #include "kiln/Passes/IR/IRPasses.h"
 #include "kiln/Passes/Pipeline.h"
@@ -61,6 +62,19 @@ Error writeDump(const std::string &path, const std::string &fn, const std::strin
   std::fwrite(text.data(), 1, text.size(), f);
   std::fclose(f);
   return Error::success();
+}
+
+/// With release-constants: frees the payload of each module constant that no node of any
+/// function reads any more (what the graph passes replaced: a filter a fold copied, an
+/// operand the Interpreter folded into a new constant). Nothing can read them, and without
+/// this the module held them to the end. They keep their type and no memory, as packed
+/// ones do (Emitter::releaseIfPacked).
+void releaseUnreadConstants(Module &m) {
+  for (const auto &c : m.getConstants()) {
+    Tensor &t = c->getPayloadMutable();
+    if (!c->hasUsers() && t.isOwning())
+      t = Tensor::view(t.getType(), nullptr);
+  }
 }
 
 } // namespace
@@ -252,6 +266,8 @@ CPUBackend::generateCode(Function *f, PlannedIR &P, const CompileOptions &opts) 
   if (Error e = verifyMemoryPlan(F, P.plan))
     return std::move(e).addContext("CPU backend compiling '" + f->getName() + "'");
   CodegenOptions co = getCodegenOptions(o, opts);
+  if (co.releaseConstants && f->getParent())
+    releaseUnreadConstants(*f->getParent());
   Expected<std::unique_ptr<Program>> prog = generateProgram(F, P.plan, co);
   if (!prog)
     return prog.takeError().addContext("CPU backend compiling '" + f->getName() + "'");

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <mutex>
 #include <sstream>
 
 #if defined(__linux__)
@@ -24,46 +25,145 @@ constexpr size_t kAlign = 64;
 constexpr size_t kHugePage = size_t(2) << 20;
 constexpr size_t kLargeTensor = 2 * kHugePage;
 
-/// A large tensor's memory: a private anonymous mapping whose first huge page starts kAlign
-/// bytes before the data, the mapping's start and length kept in the two words below the
-/// data. Fresh mappings read as zeros, and with MADV_HUGEPAGE their first touch takes one
-/// fault per 2 MiB instead of one per 4 KiB: a weight copied from a model file is written
-/// once, at memory speed. Null when the system has no such mappings or refuses one.
-char *largeAlloc(size_t bytes) {
+/// Tensors of at least this many bytes (and below kLargeTensor) are cut from shared chunks
+/// in 2 MiB pages (slabAlloc); smaller ones come from calloc.
+constexpr size_t kSlabTensor = size_t(64) << 10;
+/// The size of a shared chunk.
+constexpr size_t kSlabChunk = size_t(32) << 20;
+/// The word below a slab block's data (where a mapping's length or calloc's 0 is).
+constexpr uintptr_t kSlabTag = 1;
+
+/// A large tensor's memory: a private anonymous mapping whose first page (with \p huge, a
+/// 2 MiB one) starts kAlign bytes before the data, the mapping's start and length kept in
+/// the two words below the data. Fresh mappings read as zeros, and with \p huge
+/// (MADV_HUGEPAGE) their first touch takes one fault per 2 MiB instead of one per 4 KiB: a
+/// weight copied from a model file is written once, at memory speed. Null when the system
+/// has no such mappings or refuses one.
+char *largeAlloc(size_t bytes, bool huge) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   const size_t page = size_t(sysconf(_SC_PAGESIZE));
   const size_t len = (bytes + kAlign + page - 1) / page * page;
-  const size_t mapped = len + kHugePage;
+  const size_t mapped = huge ? len + kHugePage : len;
   void *m = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED)
     return nullptr;
   uintptr_t start = reinterpret_cast<uintptr_t>(m);
-  uintptr_t base = (start + kHugePage - 1) / kHugePage * kHugePage;
+  uintptr_t base = huge ? (start + kHugePage - 1) / kHugePage * kHugePage : start;
   if (base > start) // the unaligned head and tail go back
     munmap(m, base - start);
   if (start + mapped > base + len)
     munmap(reinterpret_cast<void *>(base + len), start + mapped - (base + len));
-  madvise(reinterpret_cast<void *>(base), len, MADV_HUGEPAGE); // advice only
+  if (huge)
+    madvise(reinterpret_cast<void *>(base), len, MADV_HUGEPAGE); // advice only
   char *data = reinterpret_cast<char *>(base) + kAlign;
   reinterpret_cast<uintptr_t *>(data)[-1] = base;
   reinterpret_cast<uintptr_t *>(data)[-2] = len;
   return data;
 #else
   (void)bytes;
+  (void)huge;
   return nullptr;
 #endif
 }
 
+/// A chunk that mid-size tensors are cut from, in order (never reused: each block is
+/// fresh, zero memory). The chunk counts the live blocks on each of its 2 MiB pages; a page
+/// whose blocks are all freed, once no later block can land on it, goes back to the system
+/// whole (MADV_DONTNEED on the 2 MiB page: the kernel can hand it out again as a huge page,
+/// to the constant arena that the freed weights were packed into; giving back each block's
+/// 4 KiB pages split the huge pages, and the arena's faults then took fresh ones). The chunk
+/// is unmapped when its last block is freed and another chunk is being filled.
+struct SlabChunk {
+  char *base = nullptr;
+  size_t len = 0, used = 0, live = 0;
+  uint32_t pageLive[kSlabChunk / kHugePage] = {};
+};
+
+std::mutex &slabMutex() {
+  static std::mutex m;
+  return m;
+}
+SlabChunk *&slabCurrent() {
+  static SlabChunk *c = nullptr;
+  return c;
+}
+
+/// Gives back the 2 MiB pages of \p c below \p limit that hold no live block.
+void releaseEmptyPages(SlabChunk *c, size_t first, size_t last, size_t limit) {
+  for (size_t p = first; p <= last; p++)
+    if (c->pageLive[p] == 0 && (p + 1) * kHugePage <= limit)
+      madvise(c->base + p * kHugePage, kHugePage, MADV_DONTNEED);
+}
+
+/// Memory for a tensor of kSlabTensor to kLargeTensor bytes: cut from a chunk mapped by
+/// largeAlloc (2 MiB pages). On this kind of host a fault on a fresh 4 KiB page costs
+/// 20-35 us (a virtual machine's page tables), so a network's many weights of 64 KiB to
+/// 4 MiB, each in pages of its own (calloc or a mapping), took most of a small network's
+/// import; in shared 2 MiB pages they take one fault per 2 MiB. Below the data: the chunk,
+/// kSlabTag, and the block's length. Null when no chunk can be mapped.
+char *slabAlloc(size_t bytes) {
+  const size_t need = (bytes + 2 * kAlign - 1) / kAlign * kAlign;
+  std::lock_guard<std::mutex> l(slabMutex());
+  SlabChunk *&cur = slabCurrent();
+  if (!cur || cur->used + need > cur->len) {
+    char *base = largeAlloc(kSlabChunk - kAlign, /*huge=*/true);
+    if (!base)
+      return nullptr;
+    if (cur && cur->live == 0) {
+      munmap(cur->base, cur->len);
+      delete cur;
+    } else if (cur) { // sealed: its empty touched pages can go now
+      releaseEmptyPages(cur, 0, cur->len / kHugePage - 1, cur->len);
+      cur->used = cur->len;
+    }
+    cur = new SlabChunk;
+    cur->base = base - kAlign; // largeAlloc's words below base are overwritten by the blocks
+    cur->len = kSlabChunk;
+  }
+  const size_t off = cur->used;
+  char *data = cur->base + off + kAlign;
+  cur->used += need;
+  cur->live++;
+  for (size_t p = off / kHugePage; p <= (off + need - 1) / kHugePage; p++)
+    cur->pageLive[p]++;
+  reinterpret_cast<uintptr_t *>(data)[-1] = reinterpret_cast<uintptr_t>(cur);
+  reinterpret_cast<uintptr_t *>(data)[-2] = kSlabTag;
+  reinterpret_cast<uintptr_t *>(data)[-3] = need;
+  return data;
+}
+
+void slabFree(char *data) {
+  auto *chunk = reinterpret_cast<SlabChunk *>(reinterpret_cast<uintptr_t *>(data)[-1]);
+  const size_t need = reinterpret_cast<uintptr_t *>(data)[-3];
+  const size_t off = size_t(data - kAlign - chunk->base);
+  std::lock_guard<std::mutex> l(slabMutex());
+  if (--chunk->live == 0 && chunk != slabCurrent()) {
+    munmap(chunk->base, chunk->len);
+    delete chunk;
+    return;
+  }
+  const size_t first = off / kHugePage, last = (off + need - 1) / kHugePage;
+  for (size_t p = first; p <= last; p++)
+    chunk->pageLive[p]--;
+  // A page the bump pointer has passed gets no later block.
+  releaseEmptyPages(chunk, first, last, chunk->used);
+}
+
 /// Zero-filled, kAlign-aligned memory for an owning tensor, freed by alignedFree. A large
-/// one comes from largeAlloc; the others from calloc, kAlign bytes larger, with calloc's own
-/// pointer kept in the word below the aligned one and 0 in the word below that: calloc
-/// hands out a large block as fresh pages from the kernel, which are zero already, so a
-/// tensor that its caller then fills is written, and its pages faulted in, once;
-/// aligned_alloc + memset wrote it twice.
+/// one comes from largeAlloc, a mid-size one from slabAlloc; the others from calloc, kAlign
+/// bytes larger, with calloc's own pointer kept in the word below the aligned one and 0 in
+/// the word below that: calloc hands out a large block as fresh pages from the kernel,
+/// which are zero already, so a tensor that its caller then fills is written, and its pages
+/// faulted in, once; aligned_alloc + memset wrote it twice.
 char *zeroedAlloc(size_t bytes) {
   if (bytes >= kLargeTensor)
-    if (char *p = largeAlloc(bytes))
+    if (char *p = largeAlloc(bytes, /*huge=*/true))
       return p;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (bytes >= kSlabTensor && bytes < kLargeTensor)
+    if (char *p = slabAlloc(bytes))
+      return p;
+#endif
   size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
   void *p = std::calloc(1, (rounded ? rounded : kAlign) + kAlign);
   CHECK(p) << "out of host memory allocating " << bytes << " bytes";
@@ -79,6 +179,10 @@ void alignedFree(char *data) {
     return;
   uintptr_t mappedLen = reinterpret_cast<uintptr_t *>(data)[-2];
 #if defined(__linux__)
+  if (mappedLen == kSlabTag) {
+    slabFree(data);
+    return;
+  }
   if (mappedLen) {
     munmap(reinterpret_cast<void *>(reinterpret_cast<uintptr_t *>(data)[-1]), mappedLen);
     return;

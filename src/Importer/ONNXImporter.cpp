@@ -509,8 +509,13 @@ Error Importer::importInitializers(const onnx::GraphProto &g) {
     if (consts_.count(t.name()))
       return makeError(ErrorCode::ModelParse, "initializer '", t.name(), "' is defined twice");
     const RawSpan *raw = &g == releasable_ && raw_ ? &(*raw_)[size_t(i)] : nullptr;
+    RawSpan span;
+    if (raw) { // read from the file itself where it is mapped (FileBytes::readInto)
+      span = *raw;
+      span.file = file_;
+    }
     Expected<Tensor> tt =
-        tensorFromProto(t, opts.maxTensorElements, /*keepEightBit=*/true, raw);
+        tensorFromProto(t, opts.maxTensorElements, /*keepEightBit=*/true, raw ? &span : nullptr);
     if (!tt)
       return tt.takeError().addContext("initializer '" + t.name() + "'");
     if (raw && file_)

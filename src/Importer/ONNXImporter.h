@@ -98,8 +98,15 @@ public:
   /// leave the process's memory (the file stays; reading them again maps them again).
   /// Nothing happens when the file was read into memory instead.
   void release(const char *p, size_t n) const;
+  /// Copies the \p n bytes at \p p, which lie in the mapped file, into \p dst with pread
+  /// (the kernel's copy from the page cache) instead of through the mapping, whose pages
+  /// are then never touched; false (nothing read) when the file was read into memory, the
+  /// bytes are not in it or the read fails. On this kind of host a copy through the mapping
+  /// ran at ~0.5 GB/s and pread at 1.3-1.5 GB/s (126 MB, pages already faulted in).
+  bool readInto(const char *p, size_t n, char *dst) const;
 
 private:
+  int fd_ = -1; ///< the mapped file, kept open for readInto
   void *map_ = nullptr;
   size_t mapSize_ = 0;
   std::string buf_;
@@ -112,6 +119,7 @@ struct RawSpan {
   const char *data = nullptr;
   size_t size = 0;
   bool present = false; ///< the message had a raw_data field (possibly empty)
+  const FileBytes *file = nullptr; ///< the mapped file data lies in (FileBytes::readInto)
 };
 
 /// The serialized ModelProto in [data, data + size) without the raw_data of its graph's

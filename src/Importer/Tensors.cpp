@@ -40,14 +40,15 @@ template <typename T> T readLE(const char *p) {
 }
 
 /// Stores the \p n elements of raw bytes \p p of ONNX type \p t into \p out.
-void setFromRaw(Tensor &out, size_t n, int32_t t, const char *p) {
+void setFromRaw(Tensor &out, size_t n, int32_t t, const char *p, const FileBytes *file) {
   if (n == 0)
     return;
   char *d = out.getUnsafePtr();
   switch (t) {
   case TP::FLOAT: case TP::INT32: case TP::INT64:
     // Stored exactly as in raw_data.
-    std::memcpy(d, p, n * onnxElemSize(t));
+    if (!file || !file->readInto(p, n * onnxElemSize(t), d))
+      std::memcpy(d, p, n * onnxElemSize(t));
     return;
   case TP::FLOAT16: case TP::BFLOAT16:
     static_assert(sizeof(float16) == 2 && sizeof(bfloat16) == 2, "16-bit floats");
@@ -91,6 +92,21 @@ void setFromRaw(Tensor &out, size_t n, int32_t t, const char *p) {
 FileBytes::~FileBytes() {
   if (map_)
     munmap(map_, mapSize_);
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+bool FileBytes::readInto(const char *p, size_t n, char *dst) const {
+  if (fd_ < 0 || !map_ || p < data_ || n > size_ || size_t(p - data_) > size_ - n)
+    return false;
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = ::pread(fd_, dst + done, n - done, off_t(p - data_) + off_t(done));
+    if (r <= 0)
+      return false;
+    done += size_t(r);
+  }
+  return true;
 }
 
 void FileBytes::release(const char *p, size_t n) const {
@@ -109,7 +125,7 @@ bool FileBytes::open(const std::string &path) {
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
       void *m = mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
       if (m != MAP_FAILED) {
-        ::close(fd);
+        fd_ = fd;
         map_ = m;
         mapSize_ = size_t(st.st_size);
         data_ = static_cast<const char *>(m);
@@ -236,6 +252,7 @@ struct RawData {
   bool present;
   const char *data;
   size_t size;
+  const FileBytes *file = nullptr; ///< the mapped file data lies in, if any
 };
 
 /// How many values the typed field of ONNX type \p dt holds in \p t.
@@ -311,8 +328,9 @@ Expected<Tensor> eightBitTensor(const onnx::TensorProto &t, uint64_t maxElements
 
 Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElements,
                                  bool keepEightBit, const RawSpan *span) {
-  const RawData raw = span ? RawData{span->present, span->data, span->size}
-                           : RawData{t.has_raw_data(), t.raw_data().data(), t.raw_data().size()};
+  const RawData raw =
+      span ? RawData{span->present, span->data, span->size, span->file}
+           : RawData{t.has_raw_data(), t.raw_data().data(), t.raw_data().size(), nullptr};
   const int32_t dt = t.data_type();
   const bool external = t.data_location() == TP::EXTERNAL;
   if (keepEightBit && (dt == TP::INT8 || dt == TP::UINT8) && !external && !t.has_segment())
@@ -337,7 +355,7 @@ Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElement
                      " values; expected ", n);
   Tensor out(kind, dims);
   if (raw.present)
-    setFromRaw(out, n, dt, raw.data);
+    setFromRaw(out, n, dt, raw.data, raw.file);
   else
     setFromTypedField(out, t, dt, n);
   return out;

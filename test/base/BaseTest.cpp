@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 using namespace kiln;
 
@@ -211,8 +212,10 @@ TEST(Tensor, DefaultIsEmpty) {
 // one), or memory a freed tensor filled with ones before (small and large sizes, and the
 // same size again, which the allocator hands back); clones copy every byte.
 TEST(Tensor, NewTensorsAreZeroAndAligned) {
-  // Small ones come from calloc; from 4 MiB (2^20 floats) on from mappings of their own.
-  for (dim_t n : {dim_t(1), dim_t(17), dim_t(4096), (dim_t(1) << 20) - 1, dim_t(1) << 20,
+  // Small ones come from calloc; from 64 KiB (2^14 floats) on they are cut from shared
+  // chunks, from 4 MiB (2^20 floats) on they get mappings of their own.
+  for (dim_t n : {dim_t(1), dim_t(17), dim_t(4096), (dim_t(1) << 14) - 1, dim_t(1) << 14,
+                  (dim_t(1) << 14) + 3, dim_t(300000), (dim_t(1) << 20) - 1, dim_t(1) << 20,
                   (dim_t(1) << 20) + 5, dim_t(3) << 20}) {
     for (int round = 0; round < 2; round++) {
       Tensor t(ElemKind::Float, {n});
@@ -226,6 +229,42 @@ TEST(Tensor, NewTensorsAreZeroAndAligned) {
       EXPECT_EQ(std::memcmp(c.getUnsafePtr(), t.getUnsafePtr(), t.getSizeInBytes()), 0);
     }
   }
+}
+
+// Mid-size tensors share chunks: many of them, over several chunks, each filled with its
+// own value, keep their values while others are freed (their pages given back) and new
+// ones, which are zero, are made; no two overlap.
+TEST(Tensor, SharedChunksKeepNeighbours) {
+  auto fill = [](Tensor &t, float v) {
+    float *p = reinterpret_cast<float *>(t.getUnsafePtr());
+    for (dim_t i = 0; i < t.size(); i++)
+      p[i] = v;
+  };
+  auto holds = [](const Tensor &t, float v) {
+    const float *p = reinterpret_cast<const float *>(t.getUnsafePtr());
+    for (dim_t i = 0; i < t.size(); i++)
+      if (p[i] != v)
+        return false;
+    return true;
+  };
+  std::vector<Tensor> ts;
+  for (int i = 0; i < 120; i++) { // 120 x 64-1000 KB: several 32 MiB chunks
+    ts.emplace_back(ElemKind::Float, Dims({dim_t(16384 + (i * 7919) % 240000)}));
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(ts.back().getUnsafePtr()) % 64, 0u);
+    ASSERT_TRUE(holds(ts.back(), 0.0f)) << i;
+    fill(ts.back(), float(i + 1));
+  }
+  for (int i = 0; i < 120; i += 2)
+    ts[size_t(i)] = Tensor(); // freed
+  for (int i = 0; i < 40; i++) {
+    ts.emplace_back(ElemKind::Float, Dims({dim_t(20000 + i * 1000)}));
+    ASSERT_TRUE(holds(ts.back(), 0.0f)) << "new " << i;
+    fill(ts.back(), float(-i - 1));
+  }
+  for (int i = 1; i < 120; i += 2)
+    EXPECT_TRUE(holds(ts[size_t(i)], float(i + 1))) << i;
+  for (int i = 0; i < 40; i++)
+    EXPECT_TRUE(holds(ts[120 + size_t(i)], float(-i - 1))) << "new " << i;
 }
 
 TEST(Tensor, QuantizedZeroIsOffset) {

@@ -1108,7 +1108,7 @@ TEST(CPUBackend, SecondCompileReusesNativeCode) {
 }
 
 /// x [5, 40] -> FC (w1 [40, 48], b1) -> + addend [5, 48] -> FC (w2 [48, 16], b2); w2 is
-/// also read by a second function of the module.
+/// also read by a second function of the module; "unread" by none.
 void buildReleasable(Net &n) {
   n.F = n.mod.createFunction("main");
   auto *x = n.mod.createPlaceholder(ElemKind::Float, {5, 40}, "x");
@@ -1118,6 +1118,7 @@ void buildReleasable(Net &n) {
   auto *addend = randomConstant(n.mod, "addend", {5, 48}, 63);
   auto *w2 = randomConstant(n.mod, "w2", {48, 16}, 64);
   auto *b2 = randomConstant(n.mod, "b2", {16}, 65);
+  randomConstant(n.mod, "unread", {64, 32}, 66); // no function reads it
   NodeValue h = n.F->createAdd("add", n.F->createFullyConnected("fc1", x, w1, b1), addend);
   n.saves = {n.F->createSave("y", n.F->createFullyConnected("fc2", h, w2, b2))};
   Function *other = n.mod.createFunction("other");
@@ -1126,8 +1127,9 @@ void buildReleasable(Net &n) {
 }
 
 // release-constants: a weight packed for its one reader is freed from the graph (its
-// payload keeps its type and holds no memory); one read in place (the element-wise
-// addend, the biases) or used by another function of the module stays. The results match
+// payload keeps its type and holds no memory), and so is a constant that no function
+// reads; one read in place (the element-wise addend, the biases) or used by another
+// function of the module stays. The results match
 // the Interpreter's, and compiling the function again is an error naming a freed weight.
 TEST(CPUBackend, ReleaseConstantsFreesPackedWeightsOnly) {
   auto interp = exitOnError(createBackend("Interpreter"));
@@ -1145,10 +1147,12 @@ TEST(CPUBackend, ReleaseConstantsFreesPackedWeightsOnly) {
     opts.threads = 1;
     opts.backendOptions["release-constants"] = "1";
     expectClose(runOn(net, cpu, opts), expected);
-    const Constant *w1 = net.mod.getConstantByName("w1");
-    ASSERT_TRUE(w1);
-    EXPECT_EQ(w1->getPayload().getUnsafePtr(), nullptr);
-    EXPECT_EQ(w1->getPayload().getType(), *w1->getType());
+    for (const char *freed : {"w1", "unread"}) {
+      const Constant *c = net.mod.getConstantByName(freed);
+      ASSERT_TRUE(c) << freed;
+      EXPECT_EQ(c->getPayload().getUnsafePtr(), nullptr) << freed;
+      EXPECT_EQ(c->getPayload().getType(), *c->getType()) << freed;
+    }
     for (const char *kept : {"w2", "b1", "b2", "addend"}) {
       const Constant *c = net.mod.getConstantByName(kept);
       ASSERT_TRUE(c) << kept;

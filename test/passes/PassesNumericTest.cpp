@@ -7,6 +7,7 @@
 #include "kiln/Passes/Pipeline.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace kiln::test {
 
@@ -87,6 +88,62 @@ TEST_F(PassNumericTest, constant_fold_slices) {
   EXPECT_EQ(countKind(g, NodeKind::Slice), 0u);
   EXPECT_EQ(countKind(g, NodeKind::Exp), 0u);
   expectSameNumbers(F_, g);
+}
+
+// A Slice that takes all of a Constant and a Reshape of one, each its only reader (as the
+// importer reads a 3-D convolution's filter of one depth): the folded Constant takes the
+// original's bytes over instead of copying them, and the original keeps its type and no
+// memory; a Constant with a second reader is copied and keeps its data. The folded values
+// are the original bytes in the new shape.
+TEST_F(PassNumericTest, constant_fold_moves_sole_reader) {
+  auto *w = rand("w", {4, 3, 1, 5, 7});
+  auto *v = rand("v", {6, 10});
+  auto *shared = rand("shared", {2, 8});
+  const Tensor wantW = w->getPayload().clone(), wantV = v->getPayload().clone();
+  const Tensor wantShared = shared->getPayload().clone();
+  auto *all = F_->createSlice("all", w, {0, 0, 0, 0, 0}, {4, 3, 1, 5, 7});
+  auto *plane = F_->createReshape("plane", all, {4, 3, 5, 7});
+  auto *flat = F_->createReshape("flat", v, {60});
+  auto *sflat = F_->createReshape("sflat", shared, {16});
+  save(F_->createAdd("a", input("x", {4, 3, 5, 7}), plane), "o1");
+  save(F_->createAdd("b", input("y", {60}), flat), "o2");
+  save(F_->createAdd("c", input("z", {16}), sflat), "o3");
+  save(F_->createRelu("r", shared), "o4");
+  Expected<Pipeline> p = parsePassList("constant-fold,dce");
+  ASSERT_TRUE(bool(p)) << p.getError().message();
+  Expected<PipelineReport> r = runPipeline(F_, *p, nullptr);
+  ASSERT_TRUE(bool(r)) << r.getError().message();
+  EXPECT_EQ(countKind(F_, NodeKind::Slice), 0u);
+  EXPECT_EQ(countKind(F_, NodeKind::Reshape), 0u);
+  auto foldedOperand = [&](const char *add) -> const Tensor * {
+    for (const auto &n : F_->getNodes())
+      if (n->getName() == add)
+        if (auto *c = dyn_cast<Constant>(n->getNthInput(1).node))
+          return &c->getPayload();
+    return nullptr;
+  };
+  struct Case {
+    const char *add;
+    const Tensor &want;
+    Dims dims;
+  };
+  for (const Case &c : {Case{"a", wantW, {4, 3, 5, 7}}, Case{"b", wantV, {60}},
+                        Case{"c", wantShared, {16}}}) {
+    const Tensor *t = foldedOperand(c.add);
+    ASSERT_TRUE(t) << c.add;
+    ASSERT_EQ(t->getType().dims, c.dims) << c.add;
+    ASSERT_EQ(t->getSizeInBytes(), c.want.getSizeInBytes()) << c.add;
+    EXPECT_EQ(std::memcmp(t->getUnsafePtr(), c.want.getUnsafePtr(), c.want.getSizeInBytes()), 0)
+        << c.add;
+  }
+  for (const Constant *moved : {w, v}) {
+    EXPECT_EQ(moved->getPayload().getUnsafePtr(), nullptr) << moved->getName();
+    EXPECT_EQ(moved->getPayload().getType(), *moved->getType()) << moved->getName();
+  }
+  ASSERT_NE(shared->getPayload().getUnsafePtr(), nullptr);
+  EXPECT_EQ(std::memcmp(shared->getPayload().getUnsafePtr(), wantShared.getUnsafePtr(),
+                        wantShared.getSizeInBytes()),
+            0);
 }
 
 TEST_F(PassNumericTest, fold_batch_norm) {
