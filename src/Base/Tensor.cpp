@@ -33,6 +33,21 @@ constexpr size_t kSlabChunk = size_t(32) << 20;
 /// The word below a slab block's data (where a mapping's length or calloc's 0 is).
 constexpr uintptr_t kSlabTag = 1;
 
+/// Under AddressSanitizer every tensor comes from calloc, whose blocks it surrounds with
+/// poisoned red zones; the mappings and chunks above have none, so a kernel writing past a
+/// tensor's end would go unseen there.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
 /// A large tensor's memory: a private anonymous mapping whose first page (with \p huge, a
 /// 2 MiB one) starts kAlign bytes before the data, the mapping's start and length kept in
 /// the two words below the data. Fresh mappings read as zeros, and with \p huge
@@ -156,11 +171,11 @@ void slabFree(char *data) {
 /// which are zero already, so a tensor that its caller then fills is written, and its pages
 /// faulted in, once; aligned_alloc + memset wrote it twice.
 char *zeroedAlloc(size_t bytes) {
-  if (bytes >= kLargeTensor)
+  if (bytes >= kLargeTensor && !kSanitized)
     if (char *p = largeAlloc(bytes, /*huge=*/true))
       return p;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (bytes >= kSlabTensor && bytes < kLargeTensor)
+  if (bytes >= kSlabTensor && bytes < kLargeTensor && !kSanitized)
     if (char *p = slabAlloc(bytes))
       return p;
 #endif
