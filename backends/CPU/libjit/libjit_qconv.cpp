@@ -185,6 +185,11 @@ LIBJIT_INLINE int64_t dwFlatXpElems(int64_t Hp, int64_t Wp, int64_t L) {
 LIBJIT_INLINE int64_t dwFlatPairElems(int64_t Hp, int64_t Wp, int64_t L) {
   return Hp * Wp + 2 * L + Wp;
 }
+/// Planes of xs int16 (dwFlatXpElems) the stride-1 path without a pair plane builds before
+/// computing them (qdwconv's dwFlatRun): up to 4 within 16 KB. The emitter reserves the same.
+LIBJIT_INLINE int64_t dwFlatBatch(int64_t xs) {
+  return maxI(1, minI(4, 8192 / xs));
+}
 
 /// The stride-2 depthwise planes (qdwconv, flat2): rows of \p Wq int32 entries (2 Wq int16,
 /// Wq = ceil(Wp / 2)), \p Hq = ceil(Hp / 2) rows per row parity, and \p pe int32 entries per

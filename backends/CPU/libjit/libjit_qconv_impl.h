@@ -1022,6 +1022,51 @@ static inline __attribute__((always_inline)) void dwPhasedDots(int32_t *accPlane
   }
 }
 
+/// The offsets of qdwconv's tap pairs (kh, kw) for even kw, in int32 entries of the pair
+/// plane (flat: kh DH Wp + kw DW) or of the row-parity planes (flat2: (kh % 2) pe2 +
+/// (kh / 2) Wq2 + kw / 2). Returns their number.
+static inline __attribute__((always_inline)) int64_t dwPairOffsets(int64_t *off, bool flat2,
+                                                                   int64_t KH, int64_t KW,
+                                                                   int64_t DH, int64_t DW,
+                                                                   int64_t Wp, int64_t Wq2,
+                                                                   int64_t pe2) {
+  int64_t np = 0;
+  for (int64_t kh = 0; kh < KH; kh++)
+    for (int64_t kw = 0; kw < KW; kw += 2)
+      off[np++] = flat2 ? (kh % 2) * pe2 + (kh / 2) * Wq2 + kw / 2 : kh * DH * Wp + kw * DW;
+  return np;
+}
+
+/// qdwconv's stride-1 path where every tap pair's partner is the next column (DW = 1 or
+/// KW = 1: dwPairDotsEO, no pair plane), over planes [b, e) with output constants \p rq
+/// (its as and br set per channel): dwFlatBatch planes (xs int16 apart at \p xp, what the
+/// emitter reserves) are built before any of them is computed, so the dot products'
+/// unaligned loads do not wait on the stores that have just written their plane.
+static inline __attribute__((always_inline)) void dwFlatRun(
+    int8_t *out, const int8_t *in, const int16_t *w, const QParams &qp, RQ rq, int64_t b,
+    int64_t e, int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+    int64_t Hp, int64_t Wp, int64_t PT, int64_t PL, int32_t xo, const int64_t *off, int64_t np,
+    int32_t *accPlane, int16_t *xp) {
+  constexpr int64_t L = QISA::L;
+  const int64_t xs = dwFlatXpElems(Hp, Wp, L), nb = dwFlatBatch(xs);
+  const int64_t n = ceilDiv(OH * Wp, L) * L;
+  // Entries the even and odd loads reach (dwPairDotsEO): the plane, then zeros.
+  const int64_t nz = maxI(Hp * Wp, n + off[np - 1] + L + 2);
+  uint32_t wp[64];
+  for (int64_t p0 = b; p0 < e; p0 += nb) {
+    const int64_t pn = minI(nb, e - p0);
+    for (int64_t k = 0; k < pn; k++)
+      dwFlatPlane(xp + k * xs, nullptr, in + (p0 + k) * H * W, H, W, Wp, PT, PL, xo, 0, 0, nz);
+    for (int64_t k = 0; k < pn; k++) {
+      const int64_t c = (p0 + k) % C;
+      rq.as = qp.accScale[c], rq.br = qp.biasReal[c];
+      dwWeightPairs(wp, w + c * KH * KW, KH, KW);
+      dwPairDotsEO(accPlane, xp + k * xs, off, wp, np, n);
+      dwRequantRows(out + (p0 + k) * OH * OW, accPlane, OH, OW, Wp, qp.corr[c], rq);
+    }
+  }
+}
+
 /// Depthwise convolution (Group == C == O) over [N*C planes][H][W]. Per plane the input,
 /// centred (x - xOffset, in [-255, 255], so padding is 0 and adds nothing, as in the
 /// Interpreter), is copied once into scratch as int16 with the pads written as zeros, in
@@ -1064,22 +1109,17 @@ static inline __attribute__((always_inline)) void qdwconv(
   const bool flat2 = SH == 2 && SW == 2 && DH == 1 && DW == 1 && KK <= 64;
   const int64_t pdw = KW > 1 ? DW : 0;
   int64_t off[64], np = 0, Wq2 = 0, Hq2 = 0, pe2 = 0;
-  if (flat)
-    for (int64_t kh = 0; kh < KH; kh++)
-      for (int64_t kw = 0; kw < KW; kw += 2)
-        off[np++] = kh * DH * Wp + kw * DW;
-  if (flat2) {
+  if (flat2)
     dwFlat2Dims(Hp, Wp, OH, KH, KW, L, &Wq2, &Hq2, &pe2);
-    for (int64_t kh = 0; kh < KH; kh++)
-      for (int64_t kw = 0; kw < KW; kw += 2)
-        off[np++] = (kh % 2) * pe2 + (kh / 2) * Wq2 + kw / 2;
-  }
-  // The pair plane only where a pair's partner is not the next column (dwPairDotsEO).
-  int32_t *dp = DW == 1 || KW == 1 ? nullptr : (int32_t *)(xp + dwFlatXpElems(Hp, Wp, L));
+  if (flat || flat2)
+    np = dwPairOffsets(off, flat2, KH, KW, DH, DW, Wp, Wq2, pe2);
+  int32_t *dp = (int32_t *)(xp + dwFlatXpElems(Hp, Wp, L));
   const int64_t nv = flat ? ceilDiv(OH * Wp, L) : 0, nd = flat ? nv * L + off[np - 1] : 0;
-  const int64_t nz = flat ? maxI(Hp * Wp, nd + L + 1 + pdw) : 0;
   int64_t b, e;
   partition(N * C, 1, tid, nthreads, &b, &e);
+  if (flat && (DW == 1 || KW == 1))
+    return dwFlatRun(out, in, w, qp, RQ{0, 0, outScale, double(outOff), double(lo), double(hi)},
+                     b, e, C, H, W, OH, OW, KH, KW, Hp, Wp, PT, PL, xo, off, np, accPlane, xp);
   uint32_t wp[64];
   for (int64_t pl = b; pl < e; pl++) {
     const int64_t c = pl % C;
@@ -1094,12 +1134,9 @@ static inline __attribute__((always_inline)) void qdwconv(
       dwPairDots(accPlane, (int32_t *)xp, off, wp, np, ceilDiv(OH * Wq2, L) * L);
       dwRequantRows(y, accPlane, OH, OW, Wq2, qp.corr[c], rq);
     } else if (flat) {
-      dwFlatPlane(xp, dp, x, H, W, Wp, PT, PL, xo, pdw, nd, nz);
+      dwFlatPlane(xp, dp, x, H, W, Wp, PT, PL, xo, pdw, nd, maxI(Hp * Wp, nd + pdw));
       dwWeightPairs(wp, wc, KH, KW);
-      if (dp)
-        dwPairDots(accPlane, dp, off, wp, np, nv * L);
-      else
-        dwPairDotsEO(accPlane, xp, off, wp, np, nv * L);
+      dwPairDots(accPlane, dp, off, wp, np, nv * L);
       dwRequantRows(y, accPlane, OH, OW, Wp, qp.corr[c], rq);
     } else {
       dwPhasedPlane(xp, x, H, W, Hp, Wp, Wr, SW, PT, PL, xo);
