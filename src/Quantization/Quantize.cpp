@@ -262,6 +262,8 @@ private:
   /// Convolution / FullyConnected with one weight scale and offset per output channel:
   /// a Channelwise node (8-bit weights of type scale 1 offset 0, float scales, i32
   /// offsets, i32 bias in accumulator units inScale * scale[o]) replaces \p n.
+  QuantSchema weightSchema() const { return opts_.weightSchema.value_or(opts_.schema); }
+
   void transformPerChannel(Node *n) {
     const Dims outDims = n->getType(0)->dims;
     const bool conv = n->getKind() == NodeKind::Convolution;
@@ -286,7 +288,7 @@ private:
         lo = std::min(lo, wv.raw(index(c, i)));
         hi = std::max(hi, wv.raw(index(c, i)));
       }
-      QuantParams p = chooseQuantParams(lo, hi, opts_.schema);
+      QuantParams p = chooseQuantParams(lo, hi, weightSchema());
       for (dim_t i = 0; i < per; i++) {
         double q = std::round(double(wv.raw(index(c, i))) / p.scale) + p.offset;
         qwh.raw(index(c, i)) = int8_t(std::clamp(q, -128.0, 127.0));
@@ -326,7 +328,7 @@ private:
       auto *b = cast<Constant>(n->getNthInput(2).node);
       float lo, hi;
       tensorMinMax(w->getPayload(), lo, hi);
-      TypeRef wTy = qType(w->getType()->dims, chooseQuantParams(lo, hi, opts_.schema));
+      TypeRef wTy = qType(w->getType()->dims, chooseQuantParams(lo, hi, weightSchema()));
       QuantParams bp;
       bp.scale = in.getType()->scale * wTy->scale;
       TypeRef bTy = qType(b->getType()->dims, bp, ElemKind::Int32Q);

@@ -35,6 +35,9 @@ void addQuantFlags(Flags &flags, QuantFlags &q, bool profiling, bool calibration
   flags.add("--per-channel", q.perChannel,
             "with --quantize: one weight scale and offset per output channel of Convolution and "
             "FullyConnected (ChannelwiseQuantized* nodes; the Interpreter runs them)");
+  flags.add("--weight-schema", q.weightSchema, "S",
+            "with --quantize: the schema of Convolution and FullyConnected weights (default: "
+            "--schema's); symmetric gives offset-0 weights");
   flags.add("--precision", q.precision, "P",
             "run the float32 model in bf16 or fp16 (16-bit operands and results, float32 "
             "arithmetic rounded once per operator; inputs and outputs stay float32)");
@@ -53,6 +56,10 @@ Expected<QuantizationOptions> quantOptions(const QuantFlags &q) {
   o.percentile = float(q.percentile) / 100.0f;
   o.keepFloat.insert(q.keepFloat.begin(), q.keepFloat.end());
   o.perChannel = q.perChannel;
+  if (!q.weightSchema.empty()) {
+    KILN_ASSIGN_OR_RETURN(QuantSchema ws, parseQuantSchema(q.weightSchema));
+    o.weightSchema = ws;
+  }
   return o;
 }
 
@@ -62,7 +69,9 @@ Error quantizeWithFlags(Function *f, const QuantFlags &q, std::ostream &log) {
   KILN_RETURN_IF_ERR(prepareForQuantization(f));
   KILN_ASSIGN_OR_RETURN(QuantizationReport r, quantizeFunction(f, p, o));
   log << "quantized (" << quantSchemaName(o.schema) << ", " << calibrationName(o.calibration)
-      << (o.perChannel ? ", per-channel weights" : "") << "): " << r.toString() << "\n";
+      << (o.perChannel ? ", per-channel weights" : "")
+      << (o.weightSchema ? std::string(", ") + quantSchemaName(*o.weightSchema) + " weights" : "")
+      << "): " << r.toString() << "\n";
   return Error::success();
 }
 

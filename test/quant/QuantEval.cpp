@@ -83,7 +83,9 @@ int main(int argc, char **argv) {
   flags.add("--labels", labels, "FILE", "true classes of the test rows, one per line");
   flags.add("--schemas", schemas, "S,...", "schemas to measure (default: all four)");
   flags.add("--calibrates", calibrates, "M,...", "calibration methods (default: minmax)");
-  flags.add("--weights", weights, "W,...", "per-tensor and/or per-channel (default per-tensor)");
+  flags.add("--weights", weights, "W,...",
+            "per-tensor, per-channel and/or per-channel-symmetric (symmetric weights with the "
+            "schema's activations; default per-tensor)");
   flags.add("--keep-float", keepFloat, "K,...", "node kinds or names kept in float");
   flags.add("--precisions", precisions, "P,...",
             "also run the model converted to bf16 and/or fp16 (convertPrecision)");
@@ -214,10 +216,14 @@ int main(int argc, char **argv) {
       qf.calibrate = calibName;
       qf.percentile = percentile;
       qf.keepFloat = keepFloat;
-      if (weightMode != "per-tensor" && weightMode != "per-channel")
-        return fail(makeError(ErrorCode::InvalidArgument, "--weights: per-tensor or per-channel, not '",
+      if (weightMode != "per-tensor" && weightMode != "per-channel" &&
+          weightMode != "per-channel-symmetric")
+        return fail(makeError(ErrorCode::InvalidArgument,
+                              "--weights: per-tensor, per-channel or per-channel-symmetric, not '",
                               weightMode, "'"), "options");
-      qf.perChannel = weightMode == "per-channel";
+      qf.perChannel = weightMode != "per-tensor";
+      if (weightMode == "per-channel-symmetric")
+        qf.weightSchema = "symmetric";
       auto opts = tools::quantOptions(qf);
       if (!opts)
         return fail(opts.getError(), "options");

@@ -497,6 +497,60 @@ TEST(Transform, PerChannelWeightsGetTheirOwnScales) {
   EXPECT_NEAR(y.raw(1), 0.015, 3.0 / 127 / 2 + 1e-3);
 }
 
+// weightSchema: asymmetric activations with symmetric per-channel weights (offset 0, scale
+// max |w| / 127), where the activations' schema alone gives weight offsets that are not 0.
+TEST(Transform, PerChannelSymmetricWeightsWithAsymmetricActivations) {
+  for (bool symmetricWeights : {false, true}) {
+    SCOPED_TRACE(symmetricWeights ? "symmetric weights" : "schema's weights");
+    ExecutionEngine ee("Interpreter");
+    Module &m = ee.getModule();
+    Function *f = m.createFunction("main");
+    Placeholder *x = m.createPlaceholder(ElemKind::Float, {1, 2, 1, 1}, "x");
+    Tensor w(ElemKind::Float, {2, 2, 1, 1}, {1, -0.25, 0.01, -0.04});
+    Tensor bias(ElemKind::Float, {2}, {0.5, 0});
+    auto *conv = f->createConvolution("conv", x, m.createConstant("w", std::move(w)),
+                                      m.createConstant("b", std::move(bias)), {1, 1}, {1, 1},
+                                      {0, 0, 0, 0}, {1, 1}, 1);
+    f->createSave("y", conv);
+    QuantizationProfile p;
+    auto set = [&](const char *name, float lo, float hi) {
+      p.getOrAdd(name, "", 2).hist = Histogram::fromParts(lo, hi, lo, hi, {0, 0});
+    };
+    set("x", -1, 3);
+    set("conv", -1, 3);
+    QuantizationOptions o;
+    o.schema = QuantSchema::Asymmetric;
+    o.perChannel = true;
+    if (symmetricWeights)
+      o.weightSchema = QuantSchema::Symmetric;
+    Expected<QuantizationReport> r = quantizeFunction(f, p, o);
+    ASSERT_TRUE(bool(r)) << r.getError().toString();
+    Node *cw = nullptr;
+    for (const auto &n : f->getNodes())
+      if (n->getKind() == NodeKind::ChannelwiseQuantizedConvolution)
+        cw = n.get();
+    ASSERT_NE(cw, nullptr);
+    // The activations keep the asymmetric grid: [-1, 3] in 255 steps, offset -128 + 64 = -64.
+    EXPECT_EQ(cw->getType(0)->offset, -64);
+    auto scales = cast<Constant>(cw->getNthInput(2).node)->getPayload().getHandle<float>();
+    auto offsets = cast<Constant>(cw->getNthInput(3).node)->getPayload().getHandle<int32_t>();
+    auto fw = cast<Constant>(cw->getNthInput(1).node)->getPayload().getHandle<int8_t>();
+    if (!symmetricWeights) {
+      // Asymmetric [-0.25, 1]: offset -128 + round(0.25 / (1.25 / 255)) = -77, not 0.
+      EXPECT_EQ(offsets.raw(0), -77);
+      continue;
+    }
+    EXPECT_EQ(offsets.raw(0), 0);
+    EXPECT_EQ(offsets.raw(1), 0);
+    EXPECT_FLOAT_EQ(scales.raw(0), 1.0f / 127);
+    EXPECT_FLOAT_EQ(scales.raw(1), 0.04f / 127);
+    EXPECT_EQ(fw.raw(0), 127);
+    EXPECT_EQ(fw.raw(1), -32); // -0.25 * 127 = -31.75
+    EXPECT_EQ(fw.raw(2), 32);  // 0.01 / (0.04 / 127) = 31.75
+    EXPECT_EQ(fw.raw(3), -127);
+  }
+}
+
 TEST(Sqnr, ByHand) {
   // signal 1+4 = 5, noise 0.01+0.04 = 0.05: 10 log10(100) = 20 dB.
   EXPECT_NEAR(sqnrDB({1, 2}, {1.1f, 2.2f}), 20.0, 1e-4);

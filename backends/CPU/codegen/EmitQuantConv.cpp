@@ -252,6 +252,11 @@ int64_t quantDepthwiseScratch(const Emitter::QConv &q) {
   if (q.SH == 1 && q.SW == 1 && KH * KW <= 64) {
     const int64_t xpElems = ((Hp * Wp + 2 * L + 2 * Wp) * 2 + 63) / 64 * 32;
     planeBytes = std::max(planeBytes, xpElems * 2 + (Hp * Wp + 2 * L + Wp) * 4);
+    // Without a pair plane (DW = 1 or KW = 1): up to 4 planes within 16 KB (dwFlatBatch).
+    if (q.DW == 1 || KW == 1)
+      planeBytes = std::max(planeBytes,
+                            std::max<int64_t>(1, std::min<int64_t>(4, 8192 / xpElems)) *
+                                xpElems * 2);
   }
   if (q.SH == 2 && q.SW == 2 && q.DH == 1 && q.DW == 1 && KH * KW <= 64) {
     const int64_t Wq = (Wp + 1) / 2, Hq = (Hp + 1) / 2, nv = (OH * Wq + L - 1) / L;

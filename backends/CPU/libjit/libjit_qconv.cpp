@@ -185,6 +185,11 @@ LIBJIT_INLINE int64_t dwFlatXpElems(int64_t Hp, int64_t Wp, int64_t L) {
 LIBJIT_INLINE int64_t dwFlatPairElems(int64_t Hp, int64_t Wp, int64_t L) {
   return Hp * Wp + 2 * L + Wp;
 }
+/// Planes of xs int16 (dwFlatXpElems) the stride-1 path without a pair plane builds before
+/// computing them (qdwconv's dwFlatRun): up to 4 within 16 KB. The emitter reserves the same.
+LIBJIT_INLINE int64_t dwFlatBatch(int64_t xs) {
+  return maxI(1, minI(4, 8192 / xs));
+}
 
 /// The stride-2 depthwise planes (qdwconv, flat2): rows of \p Wq int32 entries (2 Wq int16,
 /// Wq = ceil(Wp / 2)), \p Hq = ceil(Hp / 2) rows per row parity, and \p pe int32 entries per
@@ -341,6 +346,25 @@ struct IsaGeneric {
     for (int64_t q = 0; q < n; q++)
       d[q] = int32_t(uint32_t(uint16_t(x[q])) | (uint32_t(uint16_t(x[q + dw])) << 16));
   }
+  /// acc + the 2 x int16 dot product of each pair (p[2i], p[2i + 1]) with the pair w.
+  static V dot16x2At(V acc, const int16_t *p, uint32_t w) {
+    const int32_t w0 = int16_t(w & 0xffff), w1 = int16_t(w >> 16);
+    for (int i = 0; i < L; i++)
+      acc.v[i] = int32_t(uint32_t(acc.v[i]) + uint32_t(p[2 * i] * w0 + p[2 * i + 1] * w1));
+    return acc;
+  }
+  /// lo, hi: the lanes of e and o alternating (e0, o0, e1, o1, ...).
+  static void interleave(V e, V o, V &lo, V &hi) {
+    for (int i = 0; i < L; i++) {
+      (i < L / 2 ? lo : hi).v[(2 * i) % L] = e.v[i];
+      (i < L / 2 ? lo : hi).v[(2 * i) % L + 1] = o.v[i];
+    }
+  }
+  /// d[i] = x[i] - xo for i < n.
+  static void centre16(int16_t *d, const int8_t *x, int64_t n, int32_t xo) {
+    for (int64_t i = 0; i < n; i++)
+      d[i] = int16_t(int32_t(x[i]) - xo);
+  }
   /// acc + the 2 x int16 dot product of each of L int32 at p with the pair w.
   static V dot16x2(V acc, const int32_t *p, uint32_t w) {
     const int32_t w0 = int16_t(w & 0xffff), w1 = int16_t(w >> 16);
@@ -409,6 +433,26 @@ struct IsaAvx2 {
     }
     for (; q < n; q++)
       d[q] = int32_t(uint32_t(uint16_t(x[q])) | (uint32_t(uint16_t(x[q + dw])) << 16));
+  }
+  static inline __attribute__((always_inline)) V dot16x2At(V acc, const int16_t *p, uint32_t w) {
+    return dot16x2(acc, (const int32_t *)(const void *)p, w);
+  }
+  static inline __attribute__((always_inline)) void interleave(V e, V o, V &lo, V &hi) {
+    const __m256i a = _mm256_unpacklo_epi32(e, o), b = _mm256_unpackhi_epi32(e, o);
+    lo = _mm256_permute2x128_si256(a, b, 0x20);
+    hi = _mm256_permute2x128_si256(a, b, 0x31);
+  }
+  static inline __attribute__((always_inline)) void centre16(int16_t *d, const int8_t *x,
+                                                             int64_t n, int32_t xo) {
+    const __m256i vo = _mm256_set1_epi16(int16_t(xo));
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+      _mm256_storeu_si256((__m256i *)(d + i),
+                          _mm256_sub_epi16(_mm256_cvtepi8_epi16(
+                                               _mm_loadu_si128((const __m128i *)(x + i))),
+                                           vo));
+    for (; i < n; i++)
+      d[i] = int16_t(int32_t(x[i]) - xo);
   }
   static inline __attribute__((always_inline)) V dot16x2(V acc, const int32_t *p, uint32_t w) {
     return _mm256_add_epi32(
@@ -540,6 +584,25 @@ struct IsaVnni {
     }
     for (; q < n; q++)
       d[q] = int32_t(uint32_t(uint16_t(x[q])) | (uint32_t(uint16_t(x[q + dw])) << 16));
+  }
+  static inline __attribute__((always_inline)) V dot16x2At(V acc, const int16_t *p, uint32_t w) {
+    return dot16x2(acc, (const int32_t *)(const void *)p, w);
+  }
+  static inline __attribute__((always_inline)) void interleave(V e, V o, V &lo, V &hi) {
+    const __m512i il = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i ih =
+        _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+    lo = _mm512_permutex2var_epi32(e, il, o);
+    hi = _mm512_permutex2var_epi32(e, ih, o);
+  }
+  static inline __attribute__((always_inline)) void centre16(int16_t *d, const int8_t *x,
+                                                             int64_t n, int32_t xo) {
+    const __m512i vo = _mm512_set1_epi16(int16_t(xo));
+    for (int64_t i = 0; i < n; i += 32) {
+      const __mmask32 m = n - i >= 32 ? __mmask32(0xffffffffu) : __mmask32((1u << (n - i)) - 1);
+      const __m256i b = _mm512_castsi512_si256(_mm512_maskz_loadu_epi8(__mmask64(m), x + i));
+      _mm512_mask_storeu_epi16(d + i, m, _mm512_sub_epi16(_mm512_cvtepi8_epi16(b), vo));
+    }
   }
   /// vpdpwssd: acc + x0 w0 + x1 w1 per lane, no saturation.
   static inline __attribute__((always_inline)) V dot16x2(V acc, const int32_t *p, uint32_t w) {

@@ -783,6 +783,50 @@ static inline __attribute__((always_inline)) void dwPairDots(int32_t *acc, const
   }
 }
 
+/// acc[0, m) (m <= 2L) from the even-output lanes \p e and odd-output lanes \p o.
+static inline __attribute__((always_inline)) void dwStoreEO(int32_t *acc, typename QISA::V e,
+                                                            typename QISA::V o, int64_t m) {
+  typename QISA::V lo, hi;
+  QISA::interleave(e, o, lo, hi);
+  QISA::store(acc, lo);
+  if (m > QISA::L)
+    QISA::store(acc + QISA::L, hi);
+}
+
+/// dwPairDots on the padded plane \p xp itself where a tap's pair partner is the next
+/// column (DW = 1, or KW = 1 with partners weighted 0): the L int32 at int16 entry p are the
+/// pairs (xp[p + 2i], xp[p + 2i + 1]), so at p = q + off[t] they are tap pair t of the even
+/// outputs q + 2i and at p = q + 1 + off[t] that of the odd ones; 2L outputs per pair of
+/// accumulators, put back in order by QISA::interleave (no pair plane to build).
+static inline __attribute__((always_inline)) void dwPairDotsEO(int32_t *acc, const int16_t *xp,
+                                                               const int64_t *off,
+                                                               const uint32_t *w, int64_t np,
+                                                               int64_t n) {
+  constexpr int64_t L = QISA::L;
+  int64_t q = 0;
+  for (; q + 4 * L <= n; q += 4 * L) {
+    typename QISA::V e0 = QISA::zero(), o0 = QISA::zero(), e1 = QISA::zero(),
+                     o1 = QISA::zero();
+    for (int64_t t = 0; t < np; t++) {
+      const int16_t *p = xp + q + off[t];
+      e0 = QISA::dot16x2At(e0, p, w[t]);
+      o0 = QISA::dot16x2At(o0, p + 1, w[t]);
+      e1 = QISA::dot16x2At(e1, p + 2 * L, w[t]);
+      o1 = QISA::dot16x2At(o1, p + 2 * L + 1, w[t]);
+    }
+    dwStoreEO(acc + q, e0, o0, 2 * L);
+    dwStoreEO(acc + q + 2 * L, e1, o1, 2 * L);
+  }
+  for (; q < n; q += 2 * L) {
+    typename QISA::V e = QISA::zero(), o = QISA::zero();
+    for (int64_t t = 0; t < np; t++) {
+      e = QISA::dot16x2At(e, xp + q + off[t], w[t]);
+      o = QISA::dot16x2At(o, xp + q + off[t] + 1, w[t]);
+    }
+    dwStoreEO(acc + q, e, o, n - q);
+  }
+}
+
 /// The OH x OW outputs of a depthwise plane requantized from accumulators in rows of \p ld
 /// (the flat grids of qdwconv; columns past OW are dropped). With 16 lanes (masked last
 /// vectors) row by row in place, the channel's fast constants set up once; with 8 lanes
@@ -820,59 +864,47 @@ static inline __attribute__((always_inline)) void dwWeightPairs(uint32_t *wp, co
     }
 }
 
-/// Row \p h of input plane \p x (H x W), centred by \p xo and padded: \p width int16 at
-/// \p dr, the image's columns from PL on, zeros around them; all zeros for a row outside
-/// the image.
-static inline __attribute__((always_inline)) void dwPaddedRow(int16_t *dr, const int8_t *x,
-                                                              int64_t h, int64_t H, int64_t W,
-                                                              int64_t PL, int64_t width,
-                                                              int32_t xo) {
-  if (h < 0 || h >= H) {
-    for (int64_t i = 0; i < width; i++)
-      dr[i] = 0;
-    return;
+/// The H x W input plane \p x centred by \p xo into the zeroed int16 rows of a padded
+/// plane: image row h at padded row r = h + PT, column PL on, which lies at \p xp + r ld
+/// (\p split 0), or at \p xp + (r % 2) split + (r / 2) ld (the row-parity planes of flat2).
+static inline __attribute__((always_inline)) void dwCentreRows(int16_t *xp, const int8_t *x,
+                                                               int64_t H, int64_t W, int64_t PT,
+                                                               int64_t PL, int64_t ld,
+                                                               int64_t split, int32_t xo) {
+  for (int64_t h = 0; h < H; h++) {
+    const int64_t r = h + PT;
+    int16_t *dr = xp + (split ? (r % 2) * split + (r / 2) * ld : r * ld) + PL;
+    QISA::centre16(dr, x + h * W, W, xo);
   }
-  const int64_t pc0 = minI(PL, width), pc1 = minI(PL + W, width);
-  const int8_t *xs = x + h * W - PL;
-  for (int64_t i = 0; i < pc0; i++)
-    dr[i] = 0;
-  for (int64_t i = pc0; i < pc1; i++)
-    dr[i] = int16_t(int32_t(xs[i]) - xo);
-  for (int64_t i = pc1; i < width; i++)
-    dr[i] = 0;
 }
 
 /// Stride 2 (qdwconv's flat2): the padded, centred rows of input plane \p x split by row
 /// parity into the two flat planes at \p pln (rows of Wq2 int32 = 2 Wq2 int16, pe2 int32
-/// per plane), then the slack the last vectors read zeroed.
+/// per plane), the pads and the slack the last vectors read zeros.
 static inline __attribute__((always_inline)) void dwFlat2Plane(int32_t *pln, const int8_t *x,
                                                                int64_t H, int64_t W, int64_t PT,
-                                                               int64_t PL, int64_t Hq2,
-                                                               int64_t Wq2, int64_t pe2,
-                                                               int32_t xo) {
-  for (int64_t r = 0; r < 2 * Hq2; r++)
-    dwPaddedRow((int16_t *)(pln + (r % 2) * pe2 + (r / 2) * Wq2), x, r - PT, H, W, PL,
-                2 * Wq2, xo);
-  // Slack read by the last vectors (their outputs are dropped): zeros.
-  for (int64_t p = 0; p < 2; p++)
-    for (int64_t i = Hq2 * Wq2; i < pe2; i++)
-      pln[p * pe2 + i] = 0;
+                                                               int64_t PL, int64_t Wq2,
+                                                               int64_t pe2, int32_t xo) {
+  for (int64_t i = 0; i < 2 * pe2; i++)
+    pln[i] = 0;
+  dwCentreRows((int16_t *)pln, x, H, W, PT, PL, 2 * Wq2, 2 * pe2, xo);
 }
 
-/// Stride 1 (qdwconv's flat): the padded, centred plane of input plane \p x as Hp rows of
-/// Wp int16 at \p xp, the slack the last vectors read zeroed, then the pair plane
-/// dp[q] = (xp[q], xp[q + pdw]) up to entry \p nd.
+/// Stride 1 (qdwconv's flat): the padded, centred plane of input plane \p x as rows of Wp
+/// int16 at \p xp, its first \p nz entries (the plane and the slack the last vectors read)
+/// zeroed first; then, where \p dp is given, the pair plane dp[q] = (xp[q], xp[q + pdw]) up
+/// to entry \p nd.
 static inline __attribute__((always_inline)) void dwFlatPlane(int16_t *xp, int32_t *dp,
                                                               const int8_t *x, int64_t H,
-                                                              int64_t W, int64_t Hp, int64_t Wp,
-                                                              int64_t PT, int64_t PL,
-                                                              int32_t xo, int64_t pdw,
-                                                              int64_t nd) {
-  for (int64_t r = 0; r < Hp; r++)
-    dwPaddedRow(xp + r * Wp, x, r - PT, H, W, PL, Wp, xo);
-  for (int64_t i = Hp * Wp, end = nd + pdw; i < end; i++)
+                                                              int64_t W, int64_t Wp, int64_t PT,
+                                                              int64_t PL, int32_t xo,
+                                                              int64_t pdw, int64_t nd,
+                                                              int64_t nz) {
+  for (int64_t i = 0; i < nz; i++)
     xp[i] = 0;
-  QISA::pairs16(dp, xp, pdw, nd);
+  dwCentreRows(xp, x, H, W, PT, PL, Wp, 0, xo);
+  if (dp)
+    QISA::pairs16(dp, xp, pdw, nd);
 }
 
 /// Other strides (qdwconv's phased path): the padded, centred plane of input plane \p x at
@@ -990,6 +1022,51 @@ static inline __attribute__((always_inline)) void dwPhasedDots(int32_t *accPlane
   }
 }
 
+/// The offsets of qdwconv's tap pairs (kh, kw) for even kw, in int32 entries of the pair
+/// plane (flat: kh DH Wp + kw DW) or of the row-parity planes (flat2: (kh % 2) pe2 +
+/// (kh / 2) Wq2 + kw / 2). Returns their number.
+static inline __attribute__((always_inline)) int64_t dwPairOffsets(int64_t *off, bool flat2,
+                                                                   int64_t KH, int64_t KW,
+                                                                   int64_t DH, int64_t DW,
+                                                                   int64_t Wp, int64_t Wq2,
+                                                                   int64_t pe2) {
+  int64_t np = 0;
+  for (int64_t kh = 0; kh < KH; kh++)
+    for (int64_t kw = 0; kw < KW; kw += 2)
+      off[np++] = flat2 ? (kh % 2) * pe2 + (kh / 2) * Wq2 + kw / 2 : kh * DH * Wp + kw * DW;
+  return np;
+}
+
+/// qdwconv's stride-1 path where every tap pair's partner is the next column (DW = 1 or
+/// KW = 1: dwPairDotsEO, no pair plane), over planes [b, e) with output constants \p rq
+/// (its as and br set per channel): dwFlatBatch planes (xs int16 apart at \p xp, what the
+/// emitter reserves) are built before any of them is computed, so the dot products'
+/// unaligned loads do not wait on the stores that have just written their plane.
+static inline __attribute__((always_inline)) void dwFlatRun(
+    int8_t *out, const int8_t *in, const int16_t *w, const QParams &qp, RQ rq, int64_t b,
+    int64_t e, int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+    int64_t Hp, int64_t Wp, int64_t PT, int64_t PL, int32_t xo, const int64_t *off, int64_t np,
+    int32_t *accPlane, int16_t *xp) {
+  constexpr int64_t L = QISA::L;
+  const int64_t xs = dwFlatXpElems(Hp, Wp, L), nb = dwFlatBatch(xs);
+  const int64_t n = ceilDiv(OH * Wp, L) * L;
+  // Entries the even and odd loads reach (dwPairDotsEO): the plane, then zeros.
+  const int64_t nz = maxI(Hp * Wp, n + off[np - 1] + L + 2);
+  uint32_t wp[64];
+  for (int64_t p0 = b; p0 < e; p0 += nb) {
+    const int64_t pn = minI(nb, e - p0);
+    for (int64_t k = 0; k < pn; k++)
+      dwFlatPlane(xp + k * xs, nullptr, in + (p0 + k) * H * W, H, W, Wp, PT, PL, xo, 0, 0, nz);
+    for (int64_t k = 0; k < pn; k++) {
+      const int64_t c = (p0 + k) % C;
+      rq.as = qp.accScale[c], rq.br = qp.biasReal[c];
+      dwWeightPairs(wp, w + c * KH * KW, KH, KW);
+      dwPairDotsEO(accPlane, xp + k * xs, off, wp, np, n);
+      dwRequantRows(out + (p0 + k) * OH * OW, accPlane, OH, OW, Wp, qp.corr[c], rq);
+    }
+  }
+}
+
 /// Depthwise convolution (Group == C == O) over [N*C planes][H][W]. Per plane the input,
 /// centred (x - xOffset, in [-255, 255], so padding is 0 and adds nothing, as in the
 /// Interpreter), is copied once into scratch as int16 with the pads written as zeros, in
@@ -1032,20 +1109,17 @@ static inline __attribute__((always_inline)) void qdwconv(
   const bool flat2 = SH == 2 && SW == 2 && DH == 1 && DW == 1 && KK <= 64;
   const int64_t pdw = KW > 1 ? DW : 0;
   int64_t off[64], np = 0, Wq2 = 0, Hq2 = 0, pe2 = 0;
-  if (flat)
-    for (int64_t kh = 0; kh < KH; kh++)
-      for (int64_t kw = 0; kw < KW; kw += 2)
-        off[np++] = kh * DH * Wp + kw * DW;
-  if (flat2) {
+  if (flat2)
     dwFlat2Dims(Hp, Wp, OH, KH, KW, L, &Wq2, &Hq2, &pe2);
-    for (int64_t kh = 0; kh < KH; kh++)
-      for (int64_t kw = 0; kw < KW; kw += 2)
-        off[np++] = (kh % 2) * pe2 + (kh / 2) * Wq2 + kw / 2;
-  }
+  if (flat || flat2)
+    np = dwPairOffsets(off, flat2, KH, KW, DH, DW, Wp, Wq2, pe2);
   int32_t *dp = (int32_t *)(xp + dwFlatXpElems(Hp, Wp, L));
   const int64_t nv = flat ? ceilDiv(OH * Wp, L) : 0, nd = flat ? nv * L + off[np - 1] : 0;
   int64_t b, e;
   partition(N * C, 1, tid, nthreads, &b, &e);
+  if (flat && (DW == 1 || KW == 1))
+    return dwFlatRun(out, in, w, qp, RQ{0, 0, outScale, double(outOff), double(lo), double(hi)},
+                     b, e, C, H, W, OH, OW, KH, KW, Hp, Wp, PT, PL, xo, off, np, accPlane, xp);
   uint32_t wp[64];
   for (int64_t pl = b; pl < e; pl++) {
     const int64_t c = pl % C;
@@ -1055,12 +1129,12 @@ static inline __attribute__((always_inline)) void qdwconv(
     const RQ rq{qp.accScale[c], qp.biasReal[c], double(outScale), double(outOff), double(lo),
                 double(hi)};
     if (flat2) {
-      dwFlat2Plane((int32_t *)xp, x, H, W, PT, PL, Hq2, Wq2, pe2, xo);
+      dwFlat2Plane((int32_t *)xp, x, H, W, PT, PL, Wq2, pe2, xo);
       dwWeightPairs(wp, wc, KH, KW);
       dwPairDots(accPlane, (int32_t *)xp, off, wp, np, ceilDiv(OH * Wq2, L) * L);
       dwRequantRows(y, accPlane, OH, OW, Wq2, qp.corr[c], rq);
     } else if (flat) {
-      dwFlatPlane(xp, dp, x, H, W, Hp, Wp, PT, PL, xo, pdw, nd);
+      dwFlatPlane(xp, dp, x, H, W, Wp, PT, PL, xo, pdw, nd, maxI(Hp * Wp, nd + pdw));
       dwWeightPairs(wp, wc, KH, KW);
       dwPairDots(accPlane, dp, off, wp, np, nv * L);
       dwRequantRows(y, accPlane, OH, OW, Wp, qp.corr[c], rq);

@@ -65,6 +65,143 @@ constexpr int64_t kPoolRow = 4096;
 /// Largest column stride of the separable max pooling.
 constexpr int64_t kPoolStride = 16;
 
+namespace {
+
+/// The max pooling's column maxima of output row \p oh: colMax[w] = the largest x[h][w]
+/// over the window's rows [h0, h1) (-128 where the window has no row in the image).
+LIBJIT_INLINE void qmaxColumns(int8_t *colMax, const int8_t *x, int64_t H, int64_t W,
+                               int64_t oh, int64_t KH, int64_t SH, int64_t PT) {
+  const int64_t hs = oh * SH - PT;
+  const int64_t h0 = minI(maxI(hs, 0), H), h1 = minI(maxI(hs + KH, 0), H);
+  if (h0 >= h1) {
+    for (int64_t w = 0; w < W; w++)
+      colMax[w] = -128;
+    return;
+  }
+  const int8_t *r0 = x + h0 * W;
+  for (int64_t w = 0; w < W; w++)
+    colMax[w] = r0[w];
+  for (int64_t h = h0 + 1; h < h1; h++) {
+    const int8_t *r = x + h * W;
+    for (int64_t w = 0; w < W; w++)
+      colMax[w] = r[w] > colMax[w] ? r[w] : colMax[w];
+  }
+}
+
+/// The max pooling's outputs [owA, owB) of one row, those whose window lies inside the
+/// row: column ow SW + t (t = kw - PL) is entry ow + floor(t / SW) of phase t mod SW of the
+/// column maxima; the phases are contiguous, so each kw is one vectorisable pass. Then the
+/// table, unless it is the identity.
+LIBJIT_INLINE void qmaxInside(int8_t *yr, const int8_t *colMax, int8_t *phases, int64_t W,
+                              int64_t KW, int64_t SW, int64_t PL, int64_t owA, int64_t owB,
+                              const int8_t *lut, bool identity) {
+  int64_t phStart[kPoolStride];
+  for (int64_t ph = 0, at = 0; ph < SW; ph++) {
+    phStart[ph] = at;
+    for (int64_t i = 0, c = ph; c < W; i++, c += SW)
+      phases[at + i] = colMax[c];
+    at += (W - ph + SW - 1) / SW;
+  }
+  for (int64_t kw = 0; kw < KW; kw++) {
+    const int64_t t = kw - PL, ph = ((t % SW) + SW) % SW, sh = (t - ph) / SW;
+    const int8_t *src = phases + phStart[ph] + sh;
+    if (kw == 0)
+      for (int64_t ow = owA; ow < owB; ow++)
+        yr[ow] = src[ow];
+    else
+      for (int64_t ow = owA; ow < owB; ow++)
+        yr[ow] = src[ow] > yr[ow] ? src[ow] : yr[ow];
+  }
+  if (!identity)
+    for (int64_t ow = owA; ow < owB; ow++)
+      yr[ow] = lut[int32_t(yr[ow]) + 128];
+}
+
+/// The max pooling's other outputs of one row (windows crossing the row's ends), window by
+/// window over the column maxima.
+LIBJIT_INLINE void qmaxEdges(int8_t *yr, const int8_t *colMax, int64_t W, int64_t OW,
+                             int64_t KW, int64_t SW, int64_t PL, int64_t owA, int64_t owB,
+                             const int8_t *lut) {
+  for (int64_t ow = 0; ow < OW; ow++) {
+    if (ow == owA && owA < owB)
+      ow = owB;
+    if (ow >= OW)
+      break;
+    const int64_t ws = ow * SW - PL;
+    const int64_t w0 = minI(maxI(ws, 0), W), w1 = minI(maxI(ws + KW, 0), W);
+    int32_t m = -128;
+    for (int64_t w = w0; w < w1; w++)
+      m = colMax[w] > m ? colMax[w] : m;
+    yr[ow] = lut[m + 128];
+  }
+}
+
+/// Max pooling of planes [b, e), separably: the window's rows [h0, h1) depend only on oh
+/// and its columns [w0, w1) only on ow, so the window's maximum is the maximum over
+/// [w0, w1) of the column maxima over [h0, h1) (a row pass over contiguous bytes), the same
+/// value as the windowed loop; -128 for an empty window; then the table. W <= kPoolRow,
+/// SW <= kPoolStride.
+LIBJIT_INLINE void qmaxSeparable(int8_t *dst, const int8_t *src, const int8_t *lut, int64_t b,
+                                 int64_t e, int64_t H, int64_t W, int64_t OH, int64_t OW,
+                                 int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT,
+                                 int64_t PL) {
+  int8_t colMax[kPoolRow], phases[kPoolRow];
+  bool identity = true;
+  for (int q = -128; q < 128 && identity; q++)
+    identity = lut[q + 128] == q;
+  // Outputs whose window lies inside the row: ow SW - PL >= 0 and ow SW - PL + KW <= W.
+  const int64_t owA = minI(ceilDiv(PL, SW), OW);
+  const int64_t owB = W - KW + PL >= 0 ? maxI(owA, minI((W - KW + PL) / SW + 1, OW)) : owA;
+  for (int64_t p = b; p < e; p++) {
+    const int8_t *x = src + p * H * W;
+    int8_t *y = dst + p * OH * OW;
+    for (int64_t oh = 0; oh < OH; oh++) {
+      qmaxColumns(colMax, x, H, W, oh, KH, SH, PT);
+      int8_t *yr = y + oh * OW;
+      if (owA < owB)
+        qmaxInside(yr, colMax, phases, W, KW, SW, PL, owA, owB, lut, identity);
+      qmaxEdges(yr, colMax, W, OW, KW, SW, PL, owA, owB, lut);
+    }
+  }
+}
+
+/// The pooling window of output (oh, ow): rows [h0, h1), columns [w0, w1) (mode 2:
+/// adaptive; else window (KH, KW, SH, SW, PT, PL) clipped to the image).
+LIBJIT_INLINE void qpoolWindow(int64_t mode, int64_t oh, int64_t ow, int64_t H, int64_t W,
+                               int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
+                               int64_t SW, int64_t PT, int64_t PL, int64_t w[4]) {
+  if (mode == 2) {
+    w[0] = oh * H / OH, w[1] = ((oh + 1) * H + OH - 1) / OH;
+    w[2] = ow * W / OW, w[3] = ((ow + 1) * W + OW - 1) / OW;
+    return;
+  }
+  const int64_t hs = oh * SH - PT, ws = ow * SW - PL;
+  w[0] = minI(maxI(hs, 0), H), w[1] = minI(maxI(hs + KH, 0), H);
+  w[2] = minI(maxI(ws, 0), W), w[3] = minI(maxI(ws + KW, 0), W);
+}
+
+/// The average of window \p w of plane \p x requantized as the Interpreter does: the sum
+/// of x - inOff in int32, inScale * sum / div in double, rounded half away from zero over
+/// outScale, plus outOff, saturated.
+LIBJIT_INLINE int8_t qavgWindow(const int8_t *x, int64_t W, const int64_t w[4], int64_t div,
+                                double dIn, int64_t inOff, double dOut, double dOff) {
+  int32_t sum = 0;
+  for (int64_t h = w[0]; h < w[1]; h++)
+    for (int64_t c = w[2]; c < w[3]; c++)
+      sum += int32_t(x[h * W + c]) - int32_t(inOff);
+  double real = dIn * double(sum);
+  real = real / double(div);
+  double q = __builtin_round(real / dOut);
+  q = q + dOff;
+  if (!(q >= -128.0))
+    q = -128.0;
+  if (q > 127.0)
+    q = 127.0;
+  return int8_t(q);
+}
+
+} // namespace
+
 /// mode 0: max pooling with window (KH, KW, SH, SW, PT, PL); 1: average pooling with that
 /// window (countPads: divide by KH KW); 2: adaptive average pooling to OH x OW.
 LIBJIT_EXPORT void libjit_qpool_i8(int8_t *dst, const int8_t *src, const int8_t *lut,
@@ -75,118 +212,29 @@ LIBJIT_EXPORT void libjit_qpool_i8(int8_t *dst, const int8_t *src, const int8_t 
                                    int64_t nthreads) {
   int64_t b, e;
   partition(planes, 1, tid, nthreads, &b, &e);
-  const double dIn = double(inScale), dOut = double(outScale), dOff = double(outOff);
   if (mode == 0 && W <= kPoolRow && SW <= kPoolStride) {
-    // Max pooling, separably: the window's rows [h0, h1) depend only on oh and its columns
-    // [w0, w1) only on ow, so the window's maximum is the maximum over [w0, w1) of the
-    // column maxima over [h0, h1) (a row pass over contiguous bytes), the same value as
-    // the loop below; -128 for an empty window; then the table.
-    int8_t colMax[kPoolRow], phases[kPoolRow];
-    int64_t phStart[kPoolStride];
-    bool identity = true;
-    for (int q = -128; q < 128 && identity; q++)
-      identity = lut[q + 128] == q;
-    // Outputs whose window lies inside the row: ow SW - PL >= 0 and ow SW - PL + KW <= W.
-    const int64_t owA = minI(ceilDiv(PL, SW), OW);
-    const int64_t owB = W - KW + PL >= 0 ? maxI(owA, minI((W - KW + PL) / SW + 1, OW)) : owA;
-    for (int64_t p = b; p < e; p++) {
-      const int8_t *x = src + p * H * W;
-      int8_t *y = dst + p * OH * OW;
-      for (int64_t oh = 0; oh < OH; oh++) {
-        const int64_t hs = oh * SH - PT;
-        const int64_t h0 = minI(maxI(hs, 0), H), h1 = minI(maxI(hs + KH, 0), H);
-        if (h0 >= h1) {
-          for (int64_t w = 0; w < W; w++)
-            colMax[w] = -128;
-        } else {
-          const int8_t *r0 = x + h0 * W;
-          for (int64_t w = 0; w < W; w++)
-            colMax[w] = r0[w];
-          for (int64_t h = h0 + 1; h < h1; h++) {
-            const int8_t *r = x + h * W;
-            for (int64_t w = 0; w < W; w++)
-              colMax[w] = r[w] > colMax[w] ? r[w] : colMax[w];
-          }
-        }
-        int8_t *yr = y + oh * OW;
-        // Windows inside the row, ow in [owA, owB): column ow SW + t (t = kw - PL) is
-        // entry ow + floor(t / SW) of phase t mod SW of the column maxima; the phases are
-        // contiguous, so each kw is one vectorisable pass over [owA, owB).
-        if (owA < owB) {
-          for (int64_t ph = 0, at = 0; ph < SW; ph++) {
-            phStart[ph] = at;
-            for (int64_t i = 0, c = ph; c < W; i++, c += SW)
-              phases[at + i] = colMax[c];
-            at += (W - ph + SW - 1) / SW;
-          }
-          for (int64_t kw = 0; kw < KW; kw++) {
-            const int64_t t = kw - PL, ph = ((t % SW) + SW) % SW, sh = (t - ph) / SW;
-            const int8_t *src = phases + phStart[ph] + sh;
-            if (kw == 0)
-              for (int64_t ow = owA; ow < owB; ow++)
-                yr[ow] = src[ow];
-            else
-              for (int64_t ow = owA; ow < owB; ow++)
-                yr[ow] = src[ow] > yr[ow] ? src[ow] : yr[ow];
-          }
-          if (!identity)
-            for (int64_t ow = owA; ow < owB; ow++)
-              yr[ow] = lut[int32_t(yr[ow]) + 128];
-        }
-        for (int64_t ow = 0; ow < OW; ow++) {
-          if (ow == owA && owA < owB)
-            ow = owB;
-          if (ow >= OW)
-            break;
-          const int64_t ws = ow * SW - PL;
-          const int64_t w0 = minI(maxI(ws, 0), W), w1 = minI(maxI(ws + KW, 0), W);
-          int32_t m = -128;
-          for (int64_t w = w0; w < w1; w++)
-            m = colMax[w] > m ? colMax[w] : m;
-          yr[ow] = lut[m + 128];
-        }
-      }
-    }
+    qmaxSeparable(dst, src, lut, b, e, H, W, OH, OW, KH, KW, SH, SW, PT, PL);
     return;
   }
+  const double dIn = double(inScale), dOut = double(outScale), dOff = double(outOff);
   for (int64_t p = b; p < e; p++) {
     const int8_t *x = src + p * H * W;
     int8_t *y = dst + p * OH * OW;
     for (int64_t oh = 0; oh < OH; oh++)
       for (int64_t ow = 0; ow < OW; ow++) {
-        int64_t h0, h1, w0, w1;
-        if (mode == 2) {
-          h0 = oh * H / OH, h1 = ((oh + 1) * H + OH - 1) / OH;
-          w0 = ow * W / OW, w1 = ((ow + 1) * W + OW - 1) / OW;
-        } else {
-          int64_t hs = oh * SH - PT, ws = ow * SW - PL;
-          h0 = maxI(hs, 0), h1 = minI(maxI(hs + KH, 0), H);
-          w0 = maxI(ws, 0), w1 = minI(maxI(ws + KW, 0), W);
-          h0 = minI(h0, H), w0 = minI(w0, W);
-        }
+        int64_t w[4];
+        qpoolWindow(mode, oh, ow, H, W, OH, OW, KH, KW, SH, SW, PT, PL, w);
         if (mode == 0) {
           int32_t m = -128;
-          for (int64_t h = h0; h < h1; h++)
-            for (int64_t w = w0; w < w1; w++)
-              m = x[h * W + w] > m ? x[h * W + w] : m;
+          for (int64_t h = w[0]; h < w[1]; h++)
+            for (int64_t c = w[2]; c < w[3]; c++)
+              m = x[h * W + c] > m ? x[h * W + c] : m;
           y[oh * OW + ow] = lut[m + 128];
           continue;
         }
-        int32_t sum = 0;
-        for (int64_t h = h0; h < h1; h++)
-          for (int64_t w = w0; w < w1; w++)
-            sum += int32_t(x[h * W + w]) - int32_t(inOff);
-        int64_t area = (h1 - h0) * (w1 - w0);
-        int64_t div = mode == 1 && countPads ? KH * KW : (area > 1 ? area : 1);
-        double real = dIn * double(sum);
-        real = real / double(div);
-        double q = __builtin_round(real / dOut);
-        q = q + dOff;
-        if (!(q >= -128.0))
-          q = -128.0;
-        if (q > 127.0)
-          q = 127.0;
-        y[oh * OW + ow] = int8_t(q);
+        const int64_t area = (w[1] - w[0]) * (w[3] - w[2]);
+        const int64_t div = mode == 1 && countPads ? KH * KW : (area > 1 ? area : 1);
+        y[oh * OW + ow] = qavgWindow(x, W, w, div, dIn, inOff, dOut, dOff);
       }
   }
 }

@@ -17,6 +17,7 @@
 
 #include "kiln/Quantization/Profile.h"
 
+#include <optional>
 #include <set>
 #include <string>
 
@@ -79,6 +80,10 @@ struct QuantizationOptions {
   /// they become ChannelwiseQuantizedConvolution / ChannelwiseQuantizedFullyConnected
   /// (the Interpreter runs them; the CPU does not yet).
   bool perChannel = false;
+  /// The schema of the weights of Convolution / FullyConnected (per tensor or per channel);
+  /// unset: \p schema. Symmetric weights (offset 0, as PyTorch's per-channel weights) spare
+  /// the CPU's int8 kernels the per-pixel input sums and their multiply per output.
+  std::optional<QuantSchema> weightSchema;
 };
 
 /// What quantizeFunction did.
