@@ -104,9 +104,12 @@ JittedFc jitFc(const std::string &variant, bool disableAvx512) {
   auto m = kiln::exitOnError(kiln::cpu::loadLibjitModule(*ctx), "loading libjit");
   kiln::cpu::JitOptions opts;
   opts.disableAvx512 = disableAvx512;
+  opts.keepAsm = std::getenv("KILN_DUMP_ASM") != nullptr;
   std::string fc = "libjit_fc_f32_" + variant, pack = "libjit_pack_bt_f32_" + variant;
   j.mod = kiln::exitOnError(
       kiln::cpu::JitModule::compile(std::move(ctx), std::move(m), {fc, pack}, opts), "JIT");
+  if (opts.keepAsm)
+    std::cerr << j.mod->getAsm();
   j.fc = reinterpret_cast<FcFn>(kiln::exitOnError(j.mod->lookup(fc), "lookup"));
   j.pack = reinterpret_cast<PackBTFn>(kiln::exitOnError(j.mod->lookup(pack), "lookup"));
   return j;

@@ -432,7 +432,10 @@ TEST(Libjit, TransposedConvolution) {
                // Taps packed from the padded input: a 7x7/2 stem, dilation, 5x5 with runs
                // of 11 pixels across panels, no pads; stride 3 packs element by element.
                {3, 20, 40, 7, 2, 3}, {12, 11, 30, 3, 1, 2, 2}, {9, 11, 20, 5, 1, 2},
-               {16, 10, 24, 3, 1, 0}, {7, 13, 18, 3, 3, 1}};
+               {16, 10, 24, 3, 1, 0}, {7, 13, 18, 3, 3, 1},
+               // Padded rows copied in vectors: rows of exactly two vectors (32), and a
+               // vector plus an overlapping last one (17) at strides 1 and 2.
+               {6, 32, 20, 3, 2, 1}, {5, 17, 24, 3, 1, 1}, {4, 17, 16, 3, 2, 0}};
   for (const Case &k : cases) {
     int64_t N = 2, W = k.H;
     auto in = randomVec(N * k.C * k.H * W, 11), w = randomVec(k.O * k.C * k.K * k.K, 12),

@@ -29,6 +29,13 @@ Tiles tilesOf(Isa isa) {
   return {libjit::GemmAvx2::VW, libjit::GemmAvx2::MR, libjit::GemmAvx2::NR, 4, 4};
 }
 
+/// Whether the transposed GEMM packs its rows from a zero-padded copy of the input, whole
+/// vectors per run of pixels (libjit_conv.cpp conv2dT: kernels with taps, column stride 1
+/// or 2; the copy's scratch limit is left out).
+bool convTPacksPadded(const ConvShape &s) {
+  return (s.KH > 1 || s.KW > 1) && (s.SW == 1 || s.SW == 2);
+}
+
 bool pointwiseInPlace(const ConvShape &s) {
   return s.KH == 1 && s.KW == 1 && s.SH == 1 && s.SW == 1 && s.PT == 0 && s.PL == 0 &&
          s.OH == s.H && s.OW == s.W;
@@ -121,7 +128,8 @@ ConvCost estimateConvCost(ConvAlgorithm a, const ConvShape &s, Isa isa, unsigned
     // result transposed back.
     c.flops = double(N) * gemmFlops(P, O, K, tl.MR, tl.NR);
     eff = t.transposedEff;
-    copies = double(N * K * P) * t.copyCost + outFloats * t.transposeCost +
+    copies = double(N * K * P) * (convTPacksPadded(s) ? t.paddedPackCost : t.copyCost) +
+             outFloats * t.transposeCost +
              (pointwiseInPlace(s) ? 0.0 : paddedIn * t.copyCost);
     weightBytes = 4.0 * double(K * roundUp(O, tl.NR));
     break;

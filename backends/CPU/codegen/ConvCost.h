@@ -45,6 +45,9 @@ struct ConvKernelTerms {
   double depthwiseEff = 0.30; ///< depthwise kernel (`conv_dw`)
   /// An im2col, packing or padding copy, per float.
   double copyCost = 0.9;
+  /// The transposed GEMM's rows packed from its zero-padded input copy (kernels with taps,
+  /// column stride 1 or 2), per float: whole vectors per run of pixels.
+  double paddedPackCost = 0.45;
   /// The transposed GEMM's result, written as pixels x channels and transposed back, per
   /// output float.
   double transposeCost = 1.0;

@@ -130,6 +130,13 @@ template <class Cfg> struct Im2colA {
         int64_t rows = minI(MR, mc - ip);
         float *d = dst + (ip / MR) * kc * MR;
         const float *s = in + pc * H * W + i0 + ip;
+        if (Cfg::VW == 16 && rows == MR && MR <= 16 && i0 + ip + 16 <= H * W) {
+          // One 16-float vector per row, in ascending k: the lanes past MR land where the
+          // next row (or panel) is written next, or in the slack after the A block.
+          for (int64_t k = 0; k < kc; k++, s += H * W)
+            st16(d + k * MR, ld16(s));
+          continue;
+        }
         for (int64_t k = 0; k < kc; k++, s += H * W) {
           if (rows == MR) {
             LIBJIT_UNROLL
@@ -170,12 +177,16 @@ template <class Cfg> struct Im2colA {
   /// every run is one 16-float vector (two for SW = 2) stored whole. Runs go in ascending
   /// order and rows in ascending k, so the lanes a store writes past its run land where
   /// a later store writes (or in the slack past the block); the rows of a partial panel
-  /// past its pixels are zeroed after each row.
+  /// past its pixels are zeroed after each row. The padded-plane offset of each k is
+  /// computed once per block, for all its panels.
   void packPadded(float *dst, int64_t i0, int64_t mc, int64_t pc, int64_t kc) const {
     constexpr int64_t MR = Cfg::MR;
+    int64_t off[Cfg::KC];
+    Tap tap(pc, KH, KW);
+    for (int64_t k = 0; k < kc; k++, tap.next(KH, KW))
+      off[k] = (tap.c * PH + tap.kh * DH) * PWd + tap.kw * DW;
     for (int64_t ip = 0; ip < mc; ip += MR) {
       int64_t rows = minI(MR, mc - ip);
-      float *d = dst + (ip / MR) * kc * MR;
       int64_t runR[MR], runBase[MR], runs = 0;
       for (int64_t r = 0; r < rows; runs++) {
         int64_t p = i0 + ip + r, oh = p / OW, ow = p % OW;
@@ -183,18 +194,38 @@ template <class Cfg> struct Im2colA {
         runBase[runs] = oh * SH * PWd + ow * SW;
         r += minI(OW - ow, rows - r);
       }
-      Tap tap(pc, KH, KW);
+      float *d = dst + (ip / MR) * kc * MR;
+      if (SW == 1)
+        packRuns<1>(d, off, kc, runR, runBase, runs, rows);
+      else
+        packRuns<2>(d, off, kc, runR, runBase, runs, rows);
+    }
+  }
+  /// One panel of packPadded at column stride S: rows [0, rows) from the runs, the rest
+  /// zero. Whole panels of one or two runs (most of them) go without the run loop.
+  template <int S>
+  void packRuns(float *d, const int64_t *off, int64_t kc, const int64_t *runR,
+                const int64_t *runBase, int64_t runs, int64_t rows) const {
+    constexpr int64_t MR = Cfg::MR;
+    auto run = [](const float *s) __attribute__((always_inline)) {
+      return S == 1 ? ld16(s) : evens(ld32(s));
+    };
+    if (rows == MR && runs <= 2) {
+      const float *s0 = padded + runBase[0], *s1 = padded + runBase[runs - 1];
+      float *d1 = d + runR[runs - 1];
       for (int64_t k = 0; k < kc; k++) {
-        const float *src = padded + (tap.c * PH + tap.kh * DH) * PWd + tap.kw * DW;
-        float *drow = d + k * MR;
-        for (int64_t q = 0; q < runs; q++) {
-          const float *s = src + runBase[q];
-          st16(drow + runR[q], SW == 1 ? ld16(s) : evens(ld32(s)));
-        }
-        for (int64_t r = rows; r < MR; r++)
-          drow[r] = 0.0f;
-        tap.next(KH, KW);
+        st16(d + k * MR, run(s0 + off[k]));
+        if (runs == 2)
+          st16(d1 + k * MR, run(s1 + off[k]));
       }
+      return;
+    }
+    for (int64_t k = 0; k < kc; k++) {
+      float *drow = d + k * MR;
+      for (int64_t q = 0; q < runs; q++)
+        st16(drow + runR[q], run(padded + off[k] + runBase[q]));
+      for (int64_t r = rows; r < MR; r++)
+        drow[r] = 0.0f;
     }
   }
 };
@@ -208,24 +239,39 @@ LIBJIT_INLINE void paddedDims(int64_t H, int64_t W, int64_t OH, int64_t OW, int6
   *PWd = maxI(W + PL, (OW - 1) * SW + (KW - 1) * DW + 1);
 }
 
+/// d[0:W] = s[0:W] in 16-float vectors, the last one overlapping its predecessor when W is
+/// not a multiple of 16; rows narrower than 16 element by element (a whole vector would
+/// read past the row, and past the input after its last row).
+LIBJIT_INLINE void copyRow16(float *d, const float *s, int64_t W) {
+  if (W < 16) {
+    for (int64_t x = 0; x < W; x++)
+      d[x] = s[x];
+    return;
+  }
+  int64_t x = 0;
+  for (; x + 16 <= W; x += 16)
+    st16(d + x, ld16(s + x));
+  if (x < W)
+    st16(d + W - 16, ld16(s + W - 16));
+}
+
 /// dst[c][y][x] = in[c][y - PT][x - PL] inside the image, else 0, for [C][PH][PWd], then
-/// 32 zero floats of slack for the vector loads of the last runs.
+/// 32 zero floats of slack for the vector loads of the last runs. Each padded row is
+/// zeroed in whole vectors (the last one reaching up to 15 floats into the next row,
+/// written after it, or into the slack, zeroed last) and its image part then copied over
+/// the zeros in vectors, rather than element by element with a bounds test per float
+/// (backends/CPU/README.md, convT, has the measurements).
 LIBJIT_INLINE void padInput(float *dst, const float *in, int64_t C, int64_t H, int64_t W,
                             int64_t PH, int64_t PWd, int64_t PT, int64_t PL) {
+  const F16 zero = splat16(0.0f);
   for (int64_t c = 0; c < C; c++)
     for (int64_t y = 0; y < PH; y++) {
       float *d = dst + (c * PH + y) * PWd;
+      for (int64_t x = 0; x < PWd; x += 16)
+        st16(d + x, zero);
       int64_t iy = y - PT;
-      if (iy < 0 || iy >= H) {
-        for (int64_t x = 0; x < PWd; x++)
-          d[x] = 0.0f;
-        continue;
-      }
-      const float *s = in + (c * H + iy) * W;
-      for (int64_t x = 0; x < PWd; x++) {
-        int64_t ix = x - PL;
-        d[x] = ix >= 0 && ix < W ? s[ix] : 0.0f;
-      }
+      if (iy >= 0 && iy < H)
+        copyRow16(d + PL, in + (c * H + iy) * W, W);
     }
   for (int64_t i = 0; i < 32; i++)
     dst[C * PH * PWd + i] = 0.0f;
