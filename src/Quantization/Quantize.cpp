@@ -259,11 +259,13 @@ private:
     return chooseQuantParams(lo, hi, opts_.schema);
   }
 
+  /// The schema of Convolution and FullyConnected weights (QuantizationOptions::weightSchema,
+  /// or the activations' schema).
+  QuantSchema weightSchema() const { return opts_.weightSchema.value_or(opts_.schema); }
+
   /// Convolution / FullyConnected with one weight scale and offset per output channel:
   /// a Channelwise node (8-bit weights of type scale 1 offset 0, float scales, i32
   /// offsets, i32 bias in accumulator units inScale * scale[o]) replaces \p n.
-  QuantSchema weightSchema() const { return opts_.weightSchema.value_or(opts_.schema); }
-
   void transformPerChannel(Node *n) {
     const Dims outDims = n->getType(0)->dims;
     const bool conv = n->getKind() == NodeKind::Convolution;
