@@ -82,6 +82,67 @@ double gemmFlops(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR) {
   return 2.0 * double(roundUp(M, MR)) * double(roundUp(N, NR)) * double(K);
 }
 
+/// The parts of one kernel's estimate: issued flops at an efficiency, copies (floats times
+/// their cost terms), weight bytes from memory, the strip's block read again from L3 (per
+/// core) and the Winograd kernels' GEMM calls.
+struct KernelWork {
+  double flops = 0, eff = 1, copies = 0, weightBytes = 0, reloadSeconds = 0, gemmCalls = 0;
+};
+
+/// The strip kernel: output channels in tiles of stripMR rows, pixels in strips of
+/// kStripVectors vectors; the remainder in whole vectors at a higher cost per flop.
+KernelWork stripWork(const ConvShape &s, Isa isa, const ConvKernelTerms &t) {
+  const Tiles tl = tilesOf(isa);
+  const int64_t N = s.N, C = s.C, O = s.O, P = s.OH * s.OW;
+  const int64_t K = C / std::max<int64_t>(s.group, 1) * s.KH * s.KW;
+  const int64_t strip = tl.VW * libjit::kStripVectors;
+  const int64_t full = P / strip * strip, tail = roundUp(P % strip, tl.VW);
+  KernelWork w;
+  w.flops = 2.0 * double(N) * double(roundUp(O, tl.stripMR)) * double(K) *
+            (double(full) + double(tail) * t.stripTailCost);
+  w.eff = isa == Isa::Avx512 ? t.stripEff : t.stripEffAvx2;
+  if (pointwiseInPlace(s))
+    w.copies = 0;
+  else if (s.KH == 1 && s.KW == 1)
+    w.copies = double(N * C * P) * t.copyCost; // strided 1x1: the phase planes
+  else if (stripTapPlanes(s, isa))
+    w.copies = double(N * C * s.KW * s.SH * P) * t.copyCost; // tap planes
+  else
+    w.copies = double(N * K * P) * t.copyCost; // im2col from phase planes
+  w.weightBytes = 4.0 * double(O * K);
+  if (4.0 * double(K * (strip + tl.stripMR)) > t.stripBlockKB * 1024)
+    w.reloadSeconds = 4.0 * double(N * ceilDiv(P, strip) * ceilDiv(O, tl.stripMR) * K * strip) /
+                      (t.stripReloadGBs * 1e9);
+  return w;
+}
+
+/// The Winograd kernels: (m + 2)^2 GEMMs of the tiles' transformed inputs by the
+/// transformed weights.
+KernelWork winogradWork(ConvAlgorithm a, const ConvShape &s, Isa isa, const ConvKernelTerms &t) {
+  const Tiles tl = tilesOf(isa);
+  const int64_t N = s.N, C = s.C, O = s.O;
+  const int64_t tile = a == ConvAlgorithm::WinogradRows2 ? 2 : 4, alpha = (tile + 2) * (tile + 2);
+  const int64_t T = N * ceilDiv(s.OH, tile) * ceilDiv(s.OW, tile);
+  KernelWork w;
+  if (a == ConvAlgorithm::Winograd) // tiles as columns, padded to whole vectors
+    w.flops = double(alpha) * 2.0 * double(roundUp(O, tl.MR)) * double(roundUp(T, tl.VW)) *
+              double(C);
+  else
+    w.flops = double(alpha) * gemmFlops(T, O, C, tl.MR, tl.NR);
+  w.eff = t.winogradEff;
+  w.copies = double(alpha * T) * (double(C) * t.winogradInCost + double(O) * t.winogradOutCost);
+  w.weightBytes = 4.0 * double(alpha * C * roundUp(O, tl.NR));
+  // Blocks of tiles whose transformed inputs and outputs stay in L2 (libjit_conv.cpp,
+  // WinoRows): (m + 2)^2 GEMM calls per block.
+  const int64_t perImage = ceilDiv(s.OH, tile) * ceilDiv(s.OW, tile);
+  const int64_t perTile = alpha * (C + 2 + O);
+  int64_t Tb = std::min(std::max<int64_t>(131072 / perTile, O * C / (C + O)),
+                        int64_t(4194304) / perTile);
+  Tb = std::min(std::max(Tb / tl.MR * tl.MR, tl.MR), roundUp(perImage, tl.MR));
+  w.gemmCalls = double(alpha * N * ceilDiv(perImage, Tb));
+  return w;
+}
+
 } // namespace
 
 const ConvKernelTerms &defaultConvKernelTerms() {
@@ -133,50 +194,17 @@ ConvCost estimateConvCost(ConvAlgorithm a, const ConvShape &s, Isa isa, unsigned
              (pointwiseInPlace(s) ? 0.0 : paddedIn * t.copyCost);
     weightBytes = 4.0 * double(K * roundUp(O, tl.NR));
     break;
-  case ConvAlgorithm::Strip: {
-    // Output channels in tiles of stripMR rows, pixels in strips of kStripVectors vectors;
-    // the remainder in whole vectors at a higher cost per flop.
-    const int64_t strip = tl.VW * libjit::kStripVectors;
-    const int64_t full = P / strip * strip, tail = roundUp(P % strip, tl.VW);
-    c.flops = 2.0 * double(N) * double(roundUp(O, tl.stripMR)) * double(K) *
-              (double(full) + double(tail) * t.stripTailCost);
-    eff = isa == Isa::Avx512 ? t.stripEff : t.stripEffAvx2;
-    if (pointwiseInPlace(s))
-      copies = 0;
-    else if (s.KH == 1 && s.KW == 1)
-      copies = double(N * C * P) * t.copyCost; // strided 1x1: the phase planes
-    else if (stripTapPlanes(s, isa))
-      copies = double(N * C * s.KW * s.SH * P) * t.copyCost; // tap planes
-    else
-      copies = double(N * K * P) * t.copyCost; // im2col from phase planes
-    weightBytes = 4.0 * double(O * K);
-    if (4.0 * double(K * (strip + tl.stripMR)) > t.stripBlockKB * 1024)
-      reloadSeconds = 4.0 * double(N * ceilDiv(P, strip) * ceilDiv(O, tl.stripMR) * K * strip) /
-                      (t.stripReloadGBs * 1e9);
-    break;
-  }
+  case ConvAlgorithm::Strip:
   case ConvAlgorithm::WinogradRows2:
   case ConvAlgorithm::WinogradRows4:
   case ConvAlgorithm::Winograd: {
-    // (m + 2)^2 GEMMs of the tiles' transformed inputs by the transformed weights.
-    const int64_t tile = a == ConvAlgorithm::WinogradRows2 ? 2 : 4, alpha = (tile + 2) * (tile + 2);
-    const int64_t T = N * ceilDiv(s.OH, tile) * ceilDiv(s.OW, tile);
-    if (a == ConvAlgorithm::Winograd) // tiles as columns, padded to whole vectors
-      c.flops = double(alpha) * 2.0 * double(roundUp(O, tl.MR)) * double(roundUp(T, tl.VW)) *
-                double(C);
-    else
-      c.flops = double(alpha) * gemmFlops(T, O, C, tl.MR, tl.NR);
-    eff = t.winogradEff;
-    copies = double(alpha * T) * (double(C) * t.winogradInCost + double(O) * t.winogradOutCost);
-    weightBytes = 4.0 * double(alpha * C * roundUp(O, tl.NR));
-    // Blocks of tiles whose transformed inputs and outputs stay in L2 (libjit_conv.cpp,
-    // WinoRows): (m + 2)^2 GEMM calls per block.
-    const int64_t perImage = ceilDiv(s.OH, tile) * ceilDiv(s.OW, tile);
-    const int64_t perTile = alpha * (C + 2 + O);
-    int64_t Tb = std::min(std::max<int64_t>(131072 / perTile, O * C / (C + O)),
-                          int64_t(4194304) / perTile);
-    Tb = std::min(std::max(Tb / tl.MR * tl.MR, tl.MR), roundUp(perImage, tl.MR));
-    gemmCalls = double(alpha * N * ceilDiv(perImage, Tb));
+    KernelWork w = a == ConvAlgorithm::Strip ? stripWork(s, isa, t) : winogradWork(a, s, isa, t);
+    c.flops = w.flops;
+    eff = w.eff;
+    copies = w.copies;
+    weightBytes = w.weightBytes;
+    reloadSeconds = w.reloadSeconds;
+    gemmCalls = w.gemmCalls;
     break;
   }
   }
