@@ -842,6 +842,94 @@ LIBJIT_INLINE bool conv2dStripDirect(float *out, const float *in, const float *w
   return true;
 }
 
+/// One image of a pointwise layer (stride 1, no padding) over pixels [j0, j1) and output
+/// channels [r0, r1): the strips read the input in place, but for the last partial strip,
+/// copied into s (reading NR columns would run past the input).
+template <class Cfg>
+LIBJIT_INLINE void stripPointwiseImage(float *y, const float *x, const float *a, const float *w,
+                                       const float *bias, int64_t P, int64_t K, int64_t j0,
+                                       int64_t j1, int64_t r0, int64_t r1, float *s,
+                                       const Epilogue &base) {
+  constexpr int64_t NR = StripTile<Cfg>::NR;
+  for (int64_t j = j0; j < j1; j += NR) {
+    int64_t nr = minI(NR, j1 - j);
+    const float *b = x + j;
+    int64_t ldb = P;
+    if (nr < NR) {
+      for (int64_t k = 0; k < K; k++)
+        for (int64_t t = 0; t < NR; t++)
+          s[k * NR + t] = t < nr ? x[k * P + j + t] : 0.0f;
+      b = s, ldb = NR;
+    }
+    if (r0 < r1)
+      stripRows<Cfg>(r1 - r0, K, w + r0 * K, b, ldb, y + r0 * P + j, P, nr,
+                     bias ? bias + r0 : nullptr, a ? a + r0 * P + j : nullptr, P, base);
+  }
+}
+
+/// Sizes the phase-plane bands of the thread's pixels [j0, j1): the planes follow the
+/// im2col block (blockFloats) in the thread's scratch s; when the planes of all its output
+/// rows do not fit, bands of whole blocks whose rows fit are taken in turn (bandPx pixels,
+/// blocks of nbBand). False when the phase planes cannot serve.
+template <class Cfg>
+LIBJIT_INLINE bool stripBands(PhasePlanes &pp, float *s, int64_t blockFloats, int64_t C,
+                              int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW,
+                              int64_t DH, int64_t DW, int64_t j0, int64_t j1, int64_t nbMax,
+                              int64_t &bandPx, int64_t &nbBand) {
+  constexpr int64_t NR = StripTile<Cfg>::NR;
+  if (j0 >= j1 || !phaseSlots(pp, KH, KW, SH, SW, DH, DW))
+    return false;
+  const int64_t hk = (KH - 1) * DH / SH;
+  pp.PW = OW + (KW - 1) * DW / SW;
+  pp.p = s + blockFloats;
+  int64_t perRow = C * pp.nA * pp.nB * pp.PW;
+  int64_t maxRows = (gemmScratchFloats<Cfg>() - blockFloats - NR) / perRow - hk;
+  if ((j1 - 1) / OW - j0 / OW + 1 <= maxRows) {
+    bandPx = j1 - j0;
+    return true;
+  }
+  // A run of (maxRows - 1) * OW pixels spans at most maxRows output rows.
+  bandPx = (maxRows - 1) * OW / NR * NR;
+  bandPx = bandPx >= nbMax ? bandPx / nbMax * nbMax : bandPx;
+  nbBand = minI(nbMax, bandPx);
+  return bandPx > 0;
+}
+
+/// One image over pixels [j0, j1) from phase planes built band by band: for 1x1 layers the
+/// planes are the im2col matrix itself (a partial last strip reads into the next plane or
+/// the slack); otherwise blocks of nbBand pixels are copied out of them into s.
+template <class Cfg>
+LIBJIT_INLINE void stripPhasedImage(float *y, const float *x, const float *a, const float *w,
+                                    const float *bias, PhasePlanes &pp, int64_t C, int64_t H,
+                                    int64_t W, int64_t O, int64_t OW, int64_t P, int64_t KH,
+                                    int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
+                                    int64_t DH, int64_t DW, int64_t j0, int64_t j1,
+                                    int64_t bandPx, int64_t nbBand, float *s,
+                                    const Epilogue &base) {
+  constexpr int64_t NR = StripTile<Cfg>::NR;
+  const int64_t K = C * KH * KW, hk = (KH - 1) * DH / SH;
+  for (int64_t bb = j0; bb < j1; bb += bandPx) {
+    int64_t be = minI(j1, bb + bandPx);
+    pp.oh0 = bb / OW;
+    pp.rows = (be - 1) / OW - pp.oh0 + 1 + hk;
+    buildPhasePlanes(pp, x, C, H, W, SH, SW, PT, PL);
+    if (KH == 1 && KW == 1) {
+      const float *b = pp.p - pp.oh0 * OW;
+      for (int64_t j = bb; j < be; j += NR)
+        stripRows<Cfg>(O, K, w, b + j, pp.channelFloats(), y + j, P, minI(NR, be - j), bias,
+                       a ? a + j : nullptr, P, base);
+      continue;
+    }
+    for (int64_t jb = bb; jb < be; jb += nbBand) {
+      int64_t nb = minI(nbBand, be - jb), ld = ceilDiv(nb, NR) * NR;
+      im2colFromPlanes(s, ld, pp, jb, nb, C, OW, KH, KW, SH, SW, DH, DW);
+      for (int64_t j = 0; j < nb; j += NR)
+        stripRows<Cfg>(O, K, w, s + j, ld, y + jb + j, P, minI(NR, nb - j), bias,
+                       a ? a + jb + j : nullptr, P, base);
+    }
+  }
+}
+
 template <class Cfg>
 LIBJIT_INLINE void conv2dStrip(float *out, const float *in, const float *w, const float *bias,
                                const float *add, int64_t N, int64_t C, int64_t H, int64_t W,
@@ -878,80 +966,27 @@ LIBJIT_INLINE void conv2dStrip(float *out, const float *in, const float *w, cons
       conv2dStripDirect<Cfg>(out, in, w, bias, add, N, C, H, W, O, OH, OW, KH, KW, SH, SW, PT, PL,
                              DH, DW, base, s, tid, nthreads))
     return;
-  // The phase planes of the thread's output rows follow the im2col block in its scratch;
-  // when they do not all fit, bands of whole blocks whose rows fit are taken in turn.
   PhasePlanes pp = {};
-  int64_t blockFloats = nbMax * K + 16, bandPx = 0, nbBand = nbMax;
-  int64_t hk = (KH - 1) * DH / SH;
-  bool phased = !pointwise && j0 < j1 && phaseSlots(pp, KH, KW, SH, SW, DH, DW);
-  if (phased) {
-    pp.PW = OW + (KW - 1) * DW / SW;
-    pp.p = s + blockFloats;
-    int64_t perRow = C * pp.nA * pp.nB * pp.PW;
-    int64_t maxRows = (gemmScratchFloats<Cfg>() - blockFloats - NR) / perRow - hk;
-    if ((j1 - 1) / OW - j0 / OW + 1 <= maxRows) {
-      bandPx = j1 - j0;
-    } else {
-      // A run of (maxRows - 1) * OW pixels spans at most maxRows output rows.
-      bandPx = (maxRows - 1) * OW / NR * NR;
-      bandPx = bandPx >= nbMax ? bandPx / nbMax * nbMax : bandPx;
-      nbBand = minI(nbMax, bandPx);
-      phased = bandPx > 0;
-    }
-  }
+  int64_t bandPx = 0, nbBand = nbMax;
+  bool phased = !pointwise && stripBands<Cfg>(pp, s, nbMax * K + 16, C, OW, KH, KW, SH, SW, DH,
+                                              DW, j0, j1, nbMax, bandPx, nbBand);
   for (int64_t n = 0; n < N; n++) {
     const float *x = in + n * C * H * W;
     float *y = out + n * O * P;
     const float *a = add ? add + n * O * P : nullptr;
     if (pointwise) {
-      for (int64_t j = j0; j < j1; j += NR) {
-        int64_t nr = minI(NR, j1 - j);
-        const float *b = x + j;
-        int64_t ldb = P;
-        if (nr < NR) {
-          // The last strip: reading NR columns would run past the input.
-          for (int64_t k = 0; k < K; k++)
-            for (int64_t t = 0; t < NR; t++)
-              s[k * NR + t] = t < nr ? x[k * P + j + t] : 0.0f;
-          b = s, ldb = NR;
-        }
-        if (r0 < r1)
-          stripRows<Cfg>(r1 - r0, K, w + r0 * K, b, ldb, y + r0 * P + j, P, nr,
-                         bias ? bias + r0 : nullptr, a ? a + r0 * P + j : nullptr, P, base);
+      stripPointwiseImage<Cfg>(y, x, a, w, bias, P, K, j0, j1, r0, r1, s, base);
+    } else if (phased) {
+      stripPhasedImage<Cfg>(y, x, a, w, bias, pp, C, H, W, O, OW, P, KH, KW, SH, SW, PT, PL, DH,
+                            DW, j0, j1, bandPx, nbBand, s, base);
+    } else {
+      for (int64_t jb = j0; jb < j1; jb += nbMax) {
+        int64_t nb = minI(nbMax, j1 - jb), ld = ceilDiv(nb, NR) * NR;
+        im2colRows(s, ld, x, jb, nb, C, H, W, OW, KH, KW, SH, SW, PT, PL, DH, DW);
+        for (int64_t j = 0; j < nb; j += NR)
+          stripRows<Cfg>(O, K, w, s + j, ld, y + jb + j, P, minI(NR, nb - j), bias,
+                         a ? a + jb + j : nullptr, P, base);
       }
-      continue;
-    }
-    if (phased) {
-      for (int64_t bb = j0; bb < j1; bb += bandPx) {
-        int64_t be = minI(j1, bb + bandPx);
-        pp.oh0 = bb / OW;
-        pp.rows = (be - 1) / OW - pp.oh0 + 1 + hk;
-        buildPhasePlanes(pp, x, C, H, W, SH, SW, PT, PL);
-        if (KH == 1 && KW == 1) {
-          // One phase whose plane rows are the output rows: the planes are the im2col
-          // matrix itself (a partial last strip reads into the next plane or the slack).
-          const float *b = pp.p - pp.oh0 * OW;
-          for (int64_t j = bb; j < be; j += NR)
-            stripRows<Cfg>(O, K, w, b + j, pp.channelFloats(), y + j, P, minI(NR, be - j), bias,
-                           a ? a + j : nullptr, P, base);
-          continue;
-        }
-        for (int64_t jb = bb; jb < be; jb += nbBand) {
-          int64_t nb = minI(nbBand, be - jb), ld = ceilDiv(nb, NR) * NR;
-          im2colFromPlanes(s, ld, pp, jb, nb, C, OW, KH, KW, SH, SW, DH, DW);
-          for (int64_t j = 0; j < nb; j += NR)
-            stripRows<Cfg>(O, K, w, s + j, ld, y + jb + j, P, minI(NR, nb - j), bias,
-                           a ? a + jb + j : nullptr, P, base);
-        }
-      }
-      continue;
-    }
-    for (int64_t jb = j0; jb < j1; jb += nbMax) {
-      int64_t nb = minI(nbMax, j1 - jb), ld = ceilDiv(nb, NR) * NR;
-      im2colRows(s, ld, x, jb, nb, C, H, W, OW, KH, KW, SH, SW, PT, PL, DH, DW);
-      for (int64_t j = 0; j < nb; j += NR)
-        stripRows<Cfg>(O, K, w, s + j, ld, y + jb + j, P, minI(NR, nb - j), bias,
-                       a ? a + jb + j : nullptr, P, base);
     }
   }
 }
