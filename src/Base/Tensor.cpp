@@ -111,11 +111,11 @@ void releaseEmptyPages(SlabChunk *c, size_t first, size_t last, size_t limit) {
 }
 
 /// Memory for a tensor of kSlabTensor to kLargeTensor bytes: cut from a chunk mapped by
-/// largeAlloc (2 MiB pages). On this kind of host a fault on a fresh 4 KiB page costs
-/// 20-35 us (a virtual machine's page tables), so a network's many weights of 64 KiB to
-/// 4 MiB, each in pages of its own (calloc or a mapping), took most of a small network's
-/// import; in shared 2 MiB pages they take one fault per 2 MiB. Below the data: the chunk,
-/// kSlabTag, and the block's length. Null when no chunk can be mapped.
+/// largeAlloc (2 MiB pages). Where a fault on a fresh 4 KiB page is slow (a virtual
+/// machine's page tables; figures in backends/CPU/README.md, "Memory"), a network's many
+/// weights of 64 KiB to 4 MiB, each in pages of its own (calloc or a mapping), took most of
+/// a small network's import; in shared 2 MiB pages they take one fault per 2 MiB. Below
+/// the data: the chunk, kSlabTag, and the block's length. Null when no chunk can be mapped.
 char *slabAlloc(size_t bytes) {
   const size_t need = (bytes + 2 * kAlign - 1) / kAlign * kAlign;
   std::lock_guard<std::mutex> l(slabMutex());

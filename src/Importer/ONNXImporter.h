@@ -101,8 +101,8 @@ public:
   /// Copies the \p n bytes at \p p, which lie in the mapped file, into \p dst with pread
   /// (the kernel's copy from the page cache) instead of through the mapping, whose pages
   /// are then never touched; false (nothing read) when the file was read into memory, the
-  /// bytes are not in it or the read fails. On this kind of host a copy through the mapping
-  /// ran at ~0.5 GB/s and pread at 1.3-1.5 GB/s (126 MB, pages already faulted in).
+  /// bytes are not in it or the read fails. pread measured faster than a copy through the
+  /// mapping (backends/CPU/README.md, "Memory").
   bool readInto(const char *p, size_t n, char *dst) const;
 
 private:
