@@ -1907,13 +1907,6 @@ LIBJIT_INLINE void groupedSmallResults(float *res, const float *planes, const in
     groupedSmallPixels<VW, 16 / VW, 6>(res, planes, off, K, w, b, P);
 }
 
-/// A finished output vector: v plus the residual at ad (if any), clamped when act is a clamp.
-LIBJIT_INLINE F16 addClampOut(F16 v, const float *ad, int64_t act, F16 lov, F16 hiv) {
-  if (ad)
-    v += ld16(ad);
-  return act == ActClamp ? clamp16(v, lov, hiv) : v;
-}
-
 /// [P][8] results -> the 8 output planes y (P pixels apart), 32 pixels at a time (the last
 /// block overlapping), with the residual add and the clamp: as 16 rows of two pixels,
 /// transposed, row j < 8 holds channel j of the even pixels and row 8 + j of the odd ones,

@@ -103,6 +103,13 @@ LIBJIT_INLINE void transpose16(F16 v[16]) {
     }
 }
 
+/// A finished output vector: v plus the residual at ad (if any), clamped when act is a clamp.
+LIBJIT_INLINE F16 addClampOut(F16 v, const float *ad, int64_t act, F16 lov, F16 hiv) {
+  if (ad)
+    v += ld16(ad);
+  return act == ActClamp ? clamp16(v, lov, hiv) : v;
+}
+
 /// y[o][p] = act(t[p][o] + a[o][p]) over pixels [m0, m1) and channels [n0, n1) (a and
 /// the activation optional; act a libjit_act.h code, ActClamp to [lo, hi]), where y and a are [channels][P] and t is pixel-major from channel
 /// n0 (t[p][o] at t + p ldt + o - n0): 16 x 16 blocks transposed in registers, the ragged
@@ -135,15 +142,9 @@ LIBJIT_INLINE void transposeOut(float *y, const float *t, int64_t ldt, const flo
         v[i] = ld16(t + (pb + i) * ldt + ob - n0);
       transpose16(v);
       LIBJIT_UNROLL
-      for (int i = 0; i < 16; i++) {
-        float *d = y + (ob + i) * P + pb;
-        F16 x = v[i];
-        if (a)
-          x += ld16(a + (ob + i) * P + pb);
-        if (act)
-          x = clamp16(x, lov, hiv);
-        st16(d, x);
-      }
+      for (int i = 0; i < 16; i++)
+        st16(y + (ob + i) * P + pb,
+             addClampOut(v[i], a ? a + (ob + i) * P + pb : nullptr, act, lov, hiv));
       if (gact)
         activateTileN<16>(y + ob * P + pb, P, 16, gact, ga, gb);
     }
