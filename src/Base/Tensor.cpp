@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <limits>
 #include <mutex>
+#include <new>
 #include <sstream>
 
 #if defined(__linux__)
@@ -164,7 +165,8 @@ void slabFree(char *data) {
   releaseEmptyPages(chunk, first, last, chunk->used);
 }
 
-/// Zero-filled, kAlign-aligned memory for an owning tensor, freed by alignedFree. A large
+/// Zero-filled, kAlign-aligned memory for an owning tensor, freed by alignedFree; null when
+/// the host has no memory left. A large
 /// one comes from largeAlloc, a mid-size one from slabAlloc; the others from calloc, kAlign
 /// bytes larger, with calloc's own pointer kept in the word below the aligned one and 0 in
 /// the word below that: calloc hands out a large block as fresh pages from the kernel,
@@ -181,7 +183,8 @@ char *zeroedAlloc(size_t bytes) {
 #endif
   size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
   void *p = std::calloc(1, (rounded ? rounded : kAlign) + kAlign);
-  CHECK(p) << "out of host memory allocating " << bytes << " bytes";
+  if (!p)
+    return nullptr;
   uintptr_t aligned = (reinterpret_cast<uintptr_t>(p) + kAlign) / kAlign * kAlign;
   static_assert(kAlign >= 2 * sizeof(uintptr_t), "two words below the data");
   reinterpret_cast<void **>(aligned)[-1] = p;
@@ -223,8 +226,23 @@ template <typename T> T saturate(double v) {
 } // namespace
 
 Tensor::Tensor(const Type &ty) : type_(ty), data_(zeroedAlloc(ty.sizeInBytes())), owning_(true) {
+  if (!data_)
+    throw std::bad_alloc();
   if (isQuantized(type_.kind) && type_.offset != 0)
     zero(); // every element to the offset
+}
+
+Expected<Tensor> Tensor::tryCreate(const Type &ty) {
+  Tensor t;
+  t.data_ = zeroedAlloc(ty.sizeInBytes());
+  if (!t.data_)
+    return makeError(ErrorCode::OutOfMemory, "out of host memory: cannot allocate ",
+                     ty.sizeInBytes(), " bytes for a tensor of ", ty.toString());
+  t.type_ = ty;
+  t.owning_ = true;
+  if (isQuantized(ty.kind) && ty.offset != 0)
+    t.zero();
+  return t;
 }
 
 Tensor::Tensor(ElemKind k, Dims dims, std::initializer_list<double> values) : Tensor(Type(k, dims)) {

@@ -42,13 +42,20 @@ Error prepareFunction(Function *f, const Backend &backend, const PrepareOptions 
   return Error::success();
 }
 
-Expected<std::unique_ptr<CompiledFunction>> compileFunction(Function *f, const Backend &backend,
-                                                            const CompileOptions &opts) {
+static Expected<std::unique_ptr<CompiledFunction>>
+compileUnguarded(Function *f, const Backend &backend, const CompileOptions &opts) {
   PrepareOptions prep;
   prep.tracer = opts.tracer;
   prep.afterPass = opts.afterGraphPass;
   KILN_RETURN_IF_ERR(prepareFunction(f, backend, prep));
   return backend.compile(f, opts);
+}
+
+Expected<std::unique_ptr<CompiledFunction>> compileFunction(Function *f, const Backend &backend,
+                                                            const CompileOptions &opts) {
+  return guardHostMemory("compiling function '" + (f ? f->getName() : std::string()) + "' for " +
+                             backend.getName(),
+                         [&] { return compileUnguarded(f, backend, opts); });
 }
 
 } // namespace kiln

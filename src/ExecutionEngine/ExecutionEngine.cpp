@@ -66,7 +66,7 @@ Error ExecutionEngine::compile(const CompileOptions &opts) {
   no.onWarning = [&warnings](const std::string &w) { warnings += (warnings.empty() ? "" : "\n") + w; };
   for (Function *f : fns) {
     std::string ctx = "compiling function '" + f->getName() + "' for " + backendName_;
-    if (Error e = host_->addNetwork(f, no)) {
+    if (Error e = guardHostMemory("", [&] { return host_->addNetwork(f, no); })) {
       unload();
       return std::move(e).addContext(ctx);
     }

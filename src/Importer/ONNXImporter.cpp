@@ -688,8 +688,8 @@ bool parseModel(const char *data, size_t size, onnx::ModelProto &model,
 }
 } // namespace
 
-Expected<ONNXModel> loadONNXFromBuffer(const void *data, size_t size, Function *f,
-                                       const ONNXLoadOptions &opts) {
+static Expected<ONNXModel> loadBufferUnguarded(const void *data, size_t size, Function *f,
+                                               const ONNXLoadOptions &opts) {
   if (!f)
     return makeError(ErrorCode::InvalidArgument, "loadONNX: null function");
   if (size > size_t(std::numeric_limits<int>::max()))
@@ -702,6 +702,12 @@ Expected<ONNXModel> loadONNXFromBuffer(const void *data, size_t size, Function *
     return makeError(ErrorCode::ModelParse,
                      "cannot parse the ONNX model (the file is truncated or not an ONNX model)");
   return importParsed(model, f, opts, stripped ? &raw : nullptr);
+}
+
+Expected<ONNXModel> loadONNXFromBuffer(const void *data, size_t size, Function *f,
+                                       const ONNXLoadOptions &opts) {
+  return guardHostMemory("loading an ONNX model from memory",
+                         [&] { return loadBufferUnguarded(data, size, f, opts); });
 }
 
 namespace {
@@ -963,7 +969,7 @@ Expected<ONNXSignature> getONNXSignatureFromBuffer(const void *data, size_t size
   return sig;
 }
 
-Expected<ONNXSignature> getONNXSignature(const std::string &path) {
+static Expected<ONNXSignature> signatureUnguarded(const std::string &path) {
   onnximport::FileBytes buf;
   if (!buf.open(path))
     return makeError(ErrorCode::NotFound, "cannot open ONNX model '", path, "'");
@@ -971,6 +977,10 @@ Expected<ONNXSignature> getONNXSignature(const std::string &path) {
   if (!sig)
     return sig.takeError().addContext("reading '" + path + "'");
   return sig;
+}
+
+Expected<ONNXSignature> getONNXSignature(const std::string &path) {
+  return guardHostMemory("reading '" + path + "'", [&] { return signatureUnguarded(path); });
 }
 
 Error checkONNXInputShapes(const std::vector<ONNXInputInfo> &inputs,
@@ -1038,8 +1048,8 @@ Expected<std::vector<std::string>> getONNXInputNames(const std::string &path) {
   return names;
 }
 
-Expected<ONNXModel> loadONNX(const std::string &path, Function *f,
-                             const ONNXLoadOptions &opts) {
+static Expected<ONNXModel> loadFileUnguarded(const std::string &path, Function *f,
+                                             const ONNXLoadOptions &opts) {
   if (!f)
     return makeError(ErrorCode::InvalidArgument, "loadONNX: null function");
   // The file stays mapped while the model is imported: the parsed model holds no weights,
@@ -1065,6 +1075,11 @@ Expected<ONNXModel> loadONNX(const std::string &path, Function *f,
   if (!m)
     return m.takeError().addContext(context);
   return m;
+}
+
+Expected<ONNXModel> loadONNX(const std::string &path, Function *f, const ONNXLoadOptions &opts) {
+  return guardHostMemory("loading '" + path + "'",
+                         [&] { return loadFileUnguarded(path, f, opts); });
 }
 
 } // namespace kiln

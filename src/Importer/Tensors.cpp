@@ -353,7 +353,7 @@ Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElement
     return makeError(ErrorCode::ModelParse, what, " of ", onnxTypeName(dt), "<",
                      dimsToString(dims), "> holds ", typedFieldSize(t, dt),
                      " values; expected ", n);
-  Tensor out(kind, dims);
+  KILN_ASSIGN_OR_RETURN(Tensor out, Tensor::tryCreate(Type(kind, dims)));
   if (raw.present)
     setFromRaw(out, n, dt, raw.data, raw.file);
   else
@@ -377,14 +377,20 @@ Expected<Tensor> loadONNXTensorFromBuffer(const void *data, size_t size, std::st
   return onnximport::tensorFromProto(t, ONNXLoadOptions().maxTensorElements);
 }
 
+static Expected<Tensor> loadTensorUnguarded(const std::string &path, std::string *name) {
+  return guardHostMemory("reading '" + path + "'", [&]() -> Expected<Tensor> {
+    std::string buf;
+    if (!onnximport::readWholeFile(path, buf))
+      return makeError(ErrorCode::NotFound, "cannot open tensor file '", path, "'");
+    Expected<Tensor> t = loadONNXTensorFromBuffer(buf.data(), buf.size(), name);
+    if (!t)
+      return t.takeError().addContext("'" + path + "'");
+    return t;
+  });
+}
+
 Expected<Tensor> loadONNXTensor(const std::string &path, std::string *name) {
-  std::string buf;
-  if (!onnximport::readWholeFile(path, buf))
-    return makeError(ErrorCode::NotFound, "cannot open tensor file '", path, "'");
-  Expected<Tensor> t = loadONNXTensorFromBuffer(buf.data(), buf.size(), name);
-  if (!t)
-    return t.takeError().addContext("'" + path + "'");
-  return t;
+  return guardHostMemory("reading '" + path + "'", [&] { return loadTensorUnguarded(path, name); });
 }
 
 } // namespace kiln

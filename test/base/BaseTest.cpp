@@ -231,6 +231,40 @@ TEST(Tensor, NewTensorsAreZeroAndAligned) {
   }
 }
 
+// A tensor the host cannot hold (2^60 floats: 4 EiB) is an error, not the end of the
+// process: tryCreate says so, the throwing constructor's std::bad_alloc becomes an
+// OutOfMemory error under guardHostMemory, and the guard passes everything else through.
+TEST(Tensor, HostOutOfMemoryIsAnError) {
+  const Type huge(ElemKind::Float, {dim_t(1) << 30, dim_t(1) << 30});
+  Expected<Tensor> t = Tensor::tryCreate(huge);
+  ASSERT_FALSE(t);
+  Error e = t.takeError();
+  EXPECT_EQ(e.code(), ErrorCode::OutOfMemory);
+  EXPECT_NE(e.message().find("4611686018427387904 bytes"), std::string::npos) << e.message();
+  EXPECT_NE(e.message().find(huge.toString()), std::string::npos) << e.message();
+
+  Error g = guardHostMemory("building the test's tensor", [&]() -> Error {
+    Tensor big(huge);
+    ADD_FAILURE() << "allocated " << big.getSizeInBytes() << " bytes";
+    return Error::success();
+  });
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g.code(), ErrorCode::OutOfMemory);
+  EXPECT_EQ(g.message(), "out of host memory building the test's tensor");
+
+  Expected<int> fine = guardHostMemory("halving", [] { return half(8); });
+  ASSERT_TRUE(fine);
+  EXPECT_EQ(*fine, 4);
+  Expected<int> odd = guardHostMemory("halving", [] { return half(7); });
+  ASSERT_FALSE(odd);
+  EXPECT_EQ(odd.takeError().code(), ErrorCode::InvalidArgument);
+
+  Expected<Tensor> small = Tensor::tryCreate(Type(ElemKind::Int8Q, {5}, 0.5f, 3));
+  ASSERT_TRUE(small);
+  for (dim_t i = 0; i < 5; i++)
+    EXPECT_EQ(reinterpret_cast<const int8_t *>(small->getUnsafePtr())[i], 3); // the offset
+}
+
 // Mid-size tensors share chunks: many of them, over several chunks, each filled with its
 // own value, keep their values while others are freed (their pages given back) and new
 // ones, which are zero, are made; no two overlap.

@@ -8,6 +8,7 @@
 #define KILN_BASE_ERROR_H
 
 #include <memory>
+#include <new>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -106,6 +107,19 @@ template <typename T> T exitOnError(Expected<T> e, const char *what = nullptr) {
   if (!e)
     exitOnError(e.takeError(), what);
   return std::move(e).get();
+}
+
+/// Runs \p body (returning Error or Expected<T>), turning the host running out of memory
+/// inside it (std::bad_alloc: a Tensor, a container or protobuf that cannot allocate) into
+/// an OutOfMemory error "out of host memory <what>" (\p what may be empty). The library's
+/// entry points that take sizes from user input (model loading, compilation) run under it,
+/// so an embedder gets an error where the process would otherwise end.
+template <typename F> auto guardHostMemory(const std::string &what, F &&body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return makeError(ErrorCode::OutOfMemory, "out of host memory", what.empty() ? "" : " ", what);
+  }
 }
 
 } // namespace kiln

@@ -5,6 +5,7 @@
 #define KILN_BASE_TENSOR_H
 
 #include "kiln/Base/Check.h"
+#include "kiln/Base/Error.h"
 #include "kiln/Base/Type.h"
 
 #include <cassert>
@@ -42,8 +43,12 @@ class Tensor {
 public:
   /// An empty tensor: float<0>, no memory.
   Tensor() = default;
-  /// Allocates a zero-filled tensor of \p ty.
+  /// Allocates a zero-filled tensor of \p ty; throws std::bad_alloc when the host has no
+  /// memory for it (the library's entry points turn that into an error: guardHostMemory).
   explicit Tensor(const Type &ty);
+  /// Allocates a zero-filled tensor of \p ty, or an OutOfMemory error naming the type and
+  /// the bytes when the host cannot provide them.
+  static Expected<Tensor> tryCreate(const Type &ty);
   Tensor(ElemKind k, Dims dims) : Tensor(Type(k, dims)) {}
   /// A tensor of \p k with the given values (converted from double).
   Tensor(ElemKind k, Dims dims, std::initializer_list<double> values);
