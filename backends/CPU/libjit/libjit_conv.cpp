@@ -2118,12 +2118,24 @@ template <int NV, int S>
 LIBJIT_INLINE void lanesRowsOf(float *res, const float *planes, int64_t Wp, int64_t SH, int64_t OW,
                                int64_t r0, int64_t r1, const int32_t *off, int64_t K,
                                const float *w, const float *bias) {
-  if (OW >= 14)
+  if (OW >= 14) {
     lanesRows<NV, 14, 1, S>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
-  else if (r1 - r0 >= 2)
-    lanesRows<NV, 7, 2, S>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
-  else
+    return;
+  }
+  if (r1 - r0 < 2) {
     lanesRows<NV, 7, 1, S>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
+    return;
+  }
+  // An odd number of rows starts with a block of 3 (21 accumulators with one vector of
+  // channels), so that the 2-row blocks after it cover the rest without recomputing a row
+  // (7 rows: 3 + 2 + 2 instead of 2 + 2 + 2 + an overlapping 2).
+  if (NV == 1 && (r1 - r0) % 2 == 1) {
+    lanesRows<NV, 7, 3, S>(res, planes, Wp, SH, OW, r0, r0 + 3, off, K, w, bias);
+    r0 += 3;
+    if (r0 == r1)
+      return;
+  }
+  lanesRows<NV, 7, 2, S>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
 }
 
 template <int S>
