@@ -751,8 +751,9 @@ TEST(Libjit, DepthwiseLanes) {
 
 // Grouped convolution (libjit_conv2d_grouped_f32_avx512 and _avx2) against the naive loop:
 // group counts 2 to 32 with 1 to 32 channels per group on either side (output tiles of
-// 8, 4, 2 and 1 channels and their remainders; on AVX-512 the lanes path's tiles of 14 x 1,
-// 7 x 2 and 7 x 1 pixels times 16 or 32 channels), strides 1 to 3, pads (asymmetric too),
+// 8, 4, 2 and 1 channels and their remainders, over blocks of 2 or 4 vectors of cells whose
+// last one passes the rows computed; on AVX-512 the lanes path's tiles of 14 x 1,
+// 7 x 3, 7 x 2 and 7 x 1 pixels times 16 or 32 channels), strides 1 to 3, pads (asymmetric too),
 // dilations, 1x1 and 5x5 kernels, batch 2, with and without bias, residual add and clamp,
 // one to five threads (units split over output rows when there are few groups). Writes
 // outside the output are caught by guard values.
@@ -771,6 +772,8 @@ TEST(Libjit, GroupedConvolution) {
       {8, 16, 8, 6, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},       // 1x1, 1 -> 2 per group
       {6, 6, 6, 12, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      // depthwise, as grouped
       {4, 4, 2, 3, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        // tiny plane
+      {8, 8, 2, 21, 23, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      // 4 per group, rows split
+      {12, 6, 3, 30, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},     // 4 -> 2 per group, stride 2
       // The AVX-512 lanes path (32 output channels per group, or 16 on rows of 7 to 16):
       {64, 64, 2, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},   // 32 per group, 7 x 2 tiles
       {48, 32, 2, 15, 20, 3, 3, 2, 2, 0, 1, 2, 0, 1, 1}, // 24 -> 16, stride 2, asym. pads
@@ -778,6 +781,9 @@ TEST(Libjit, GroupedConvolution) {
       {32, 32, 2, 12, 17, 3, 3, 1, 2, 2, 2, 2, 2, 2, 2}, // dilation 2, column stride 2
       {64, 64, 2, 9, 29, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},  // rows of 29: 14 x 1 tiles
       {32, 32, 2, 9, 29, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},  // 16 per group on rows of 29: cells
+      {32, 32, 2, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},   // 16 per group, 7 rows: 7 x 3 + 7 x 2
+      {32, 32, 2, 9, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},  // 16 per group, 9 rows: 3 + 2 + 2 + 2
+      {48, 32, 2, 17, 22, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}, // 24 -> 16, stride 2, 9 x 11 outputs
   };
   for (const Case &k : cases) {
     int64_t N = 2, Cg = k.C / k.G, Og = k.O / k.G, K = Cg * k.KH * k.KW;

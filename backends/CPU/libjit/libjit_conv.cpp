@@ -1927,54 +1927,66 @@ LIBJIT_EXPORT void libjit_conv2d_dw_f32(float *out, const float *in, const float
 namespace {
 
 /// Per-thread scratch of the grouped kernel: the tap table, Cg channels of phase planes,
-/// then Og rows of output cells.
+/// then Og rows of output cells, outPitch apart: OH Wq cells and the up to 63 a tile's last
+/// block of cells computes past them (groupedTile), so no row runs into the next.
 struct GroupedGeom {
   AnyGeom g;
-  int64_t chFloats, outFloats;
+  int64_t chFloats, outPitch, outFloats;
   GroupedGeom(int64_t Cg, int64_t Og, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
               int64_t SW, int64_t DH, int64_t DW)
       : g(OH, OW, KH, KW, SH, SW, DH, DW) {
     chFloats = SH * SW * g.phase;
-    outFloats = Og * g.outCells;
+    outPitch = (OH * g.Wq + 64 + 63) / 64 * 64;
+    outFloats = Og * outPitch;
     (void)Cg;
   }
   int64_t floats(int64_t Cg) const { return g.tapFloats + Cg * chFloats + outFloats; }
 };
 
-/// One tile of OT output channels over cells [0, cells) in blocks of two VW-float vectors:
+/// One tile of OT output channels over cells [0, cells) in blocks of NC VW-float vectors
+/// (the last block may pass cells by up to NC VW - 1):
 /// o[j][i] = bias[j] + sum over channels ci and taps t of w[ci][t][j] x[ci][i + toff[t]].
-template <int VW, int OT>
+/// Two vectors of cells where the tile has 8 channels (4 on AVX2: 16 or 8 accumulators),
+/// four where it has fewer (resnext50's 4 channels per group), so that narrow tiles keep
+/// 8 or more independent multiply-add chains.
+template <int VW, int OT, int NC = (OT * 16 / VW >= 8 ? 2 : 4)>
 LIBJIT_INLINE void groupedTile(float *__restrict o, int64_t oPitch,
                                const float *__restrict planes, int64_t chFloats,
                                const int64_t *__restrict toff, int64_t T, int64_t Cg,
                                const float *__restrict w, int64_t Og,
                                const float *__restrict bias, int64_t cells) {
   typedef typename VecOf<VW>::T V;
-  for (int64_t i0 = 0; i0 < cells; i0 += 2 * VW) {
-    V acc[OT][2];
+  for (int64_t i0 = 0; i0 < cells; i0 += NC * VW) {
+    V acc[OT][NC];
     LIBJIT_UNROLL
     for (int j = 0; j < OT; j++)
-      acc[j][0] = acc[j][1] = splatV<V>(bias ? bias[j] : 0.0f);
+      LIBJIT_UNROLL
+      for (int v = 0; v < NC; v++)
+        acc[j][v] = splatV<V>(bias ? bias[j] : 0.0f);
     for (int64_t ci = 0; ci < Cg; ci++) {
       const float *pc = planes + ci * chFloats + i0;
       const float *wc = w + ci * T * Og;
       for (int64_t t = 0; t < T; t++) {
         const float *p = pc + toff[t];
-        V x0 = loadV<V>(p), x1 = loadV<V>(p + VW);
+        V x[NC];
+        LIBJIT_UNROLL
+        for (int v = 0; v < NC; v++)
+          x[v] = loadV<V>(p + v * VW);
         const float *wt = wc + t * Og;
         LIBJIT_UNROLL
         for (int j = 0; j < OT; j++) {
           V wj = splatV<V>(wt[j]);
-          acc[j][0] += wj * x0;
-          acc[j][1] += wj * x1;
+          LIBJIT_UNROLL
+          for (int v = 0; v < NC; v++)
+            acc[j][v] += wj * x[v];
         }
       }
     }
     LIBJIT_UNROLL
-    for (int j = 0; j < OT; j++) {
-      storeV<V>(o + j * oPitch + i0, acc[j][0]);
-      storeV<V>(o + j * oPitch + i0 + VW, acc[j][1]);
-    }
+    for (int j = 0; j < OT; j++)
+      LIBJIT_UNROLL
+      for (int v = 0; v < NC; v++)
+        storeV<V>(o + j * oPitch + i0 + v * VW, acc[j][v]);
   }
 }
 
@@ -2340,12 +2352,24 @@ template <int NV, int S>
 LIBJIT_INLINE void lanesRowsOf(float *res, const float *planes, int64_t Wp, int64_t SH, int64_t OW,
                                int64_t r0, int64_t r1, const int32_t *off, int64_t K,
                                const float *w, const float *bias) {
-  if (OW >= 14)
+  if (OW >= 14) {
     lanesRows<NV, 14, 1, S>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
-  else if (r1 - r0 >= 2)
-    lanesRows<NV, 7, 2, S>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
-  else
+    return;
+  }
+  if (r1 - r0 < 2) {
     lanesRows<NV, 7, 1, S>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
+    return;
+  }
+  // An odd number of rows starts with a block of 3 (21 accumulators with one vector of
+  // channels), so that the 2-row blocks after it cover the rest without recomputing a row
+  // (7 rows: 3 + 2 + 2 instead of 2 + 2 + 2 + an overlapping 2).
+  if (NV == 1 && (r1 - r0) % 2 == 1) {
+    lanesRows<NV, 7, 3, S>(res, planes, Wp, SH, OW, r0, r0 + 3, off, K, w, bias);
+    r0 += 3;
+    if (r0 == r1)
+      return;
+  }
+  lanesRows<NV, 7, 2, S>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
 }
 
 template <int S>
@@ -2362,16 +2386,16 @@ LIBJIT_INLINE void lanesGroup(float *res, const float *planes, int64_t Wp, int64
 /// (channel j's at o + j outCells, row r's at r Wq) to the output planes, with the residual
 /// add and the activation.
 LIBJIT_INLINE void groupedWriteRows(float *out, const float *add, const float *o, const AnyGeom &g,
-                                    int64_t n, int64_t grp, int64_t O, int64_t Og, int64_t OH,
-                                    int64_t OW, int64_t r0, int64_t r1, int64_t act, float lo,
-                                    float hi) {
+                                    int64_t pitch, int64_t n, int64_t grp, int64_t O, int64_t Og,
+                                    int64_t OH, int64_t OW, int64_t r0, int64_t r1, int64_t act,
+                                    float lo, float hi) {
   const int64_t P = OH * OW;
   const F16 lov = splat16(lo), hiv = splat16(hi);
   for (int64_t j = 0; j < Og; j++) {
     int64_t oc = grp * Og + j;
     float *y = out + (n * O + oc) * P;
     const float *ad = add ? add + (n * O + oc) * P : nullptr;
-    const float *src = o + j * g.outCells;
+    const float *src = o + j * pitch;
     for (int64_t r = r0; r < r1; r++) {
       float *yr = y + r * OW;
       const float *sr = src + r * g.Wq;
@@ -2530,10 +2554,10 @@ LIBJIT_INLINE void conv2dGrouped(float *out, const float *in, const float *packe
     }
     // Cells of rows [r0, r1), from the block holding row r0's first cell.
     int64_t c0 = r0 * g.Wq / (2 * VW) * (2 * VW), c1 = r1 * g.Wq;
-    groupedChannels<VW, MaxOT>(o + c0, g.outCells, planes + c0, gg.chFloats, toff, T, Cg,
+    groupedChannels<VW, MaxOT>(o + c0, gg.outPitch, planes + c0, gg.chFloats, toff, T, Cg,
                                packedW + grp * Cg * T * Og, Og, bias ? bias + grp * Og : nullptr,
                                c1 - c0);
-    groupedWriteRows(out, add, o, g, n, grp, O, Og, OH, OW, r0, r1, act, lo, hi);
+    groupedWriteRows(out, add, o, g, gg.outPitch, n, grp, O, Og, OH, OW, r0, r1, act, lo, hi);
   }
 }
 
