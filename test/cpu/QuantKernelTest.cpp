@@ -458,10 +458,12 @@ TEST(QuantKernel, MaxPool) {
 
 // int8 Add and Sub (libjit_qadd_i8_<isa>: the Interpreter's double arithmetic through an
 // exact float shortcut) of the input and a constant, each with its own scale and offset:
-// a long tensor (vectors and a tail), one shorter than a vector, an output scale that
-// saturates both ends, power-of-two scales where results land on halves (away from zero),
-// and scales a hair off those (x (1 - 2^-24), x (1 + 2^-23)) where the shortcut must defer
-// to the double formula.
+// a long tensor (blocks of 64, vectors and a tail), one of 64 + 16 + 10 elements (each of
+// the AVX-512 kernel's loops), one shorter than a vector, an output scale that saturates
+// both ends, power-of-two scales where results land on halves (away from zero), scales a
+// hair off those (x (1 - 2^-24), x (1 + 2^-23)) where the shortcut must defer to the
+// double formula, a quotient past the AVX-512 rounding's range (every element by the
+// double formula) and resnet50's first residual Add (its scales and offsets).
 TEST(QuantKernel, AddSub) {
   struct S {
     float sx, sc, so;
@@ -472,9 +474,11 @@ TEST(QuantKernel, AddSub) {
                       {0.05f, 0.04f, 0.001f, 0, 0, 0},
                       {0.5f, 0.25f, 1.0f, 1, -3, 2},
                       {0.5f, 0.25f * (1.0f - 0x1p-24f), 1.0f, 1, -3, 2},
-                      {0.5f * (1.0f + 0x1p-23f), 0.25f, 1.0f, -1, 3, -2}};
+                      {0.5f * (1.0f + 0x1p-23f), 0.25f, 1.0f, -1, 3, -2},
+                      {0.05f, 0.04f, 2e-6f, 100, -100, 7},
+                      {0.0924481377f, 0.0680061653f, 0.0506683327f, -8, -4, -128}};
   uint64_t seed = 900;
-  for (Dims d : {Dims{1, 3, 37, 41}, Dims{11}})
+  for (Dims d : {Dims{1, 3, 37, 41}, Dims{90}, Dims{11}})
     for (const S &sc : scales)
       for (bool sub : {false, true}) {
         SCOPED_TRACE(std::string(sub ? "Sub" : "Add") + " seed " + std::to_string(seed));
