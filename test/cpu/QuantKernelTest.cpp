@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -493,6 +494,54 @@ TEST(QuantKernel, AddSub) {
         n.save = n.F->createSave("out", r);
         checkNet(n, sub ? "qSub" : "qAdd", seed++);
       }
+}
+
+// Quantize f32 -> int8 (libjit_quantize_f32_i8_vnni on AVX-512: a float quotient that
+// defers to the double formula near half-integers) against the Interpreter, on both ISAs
+// and 1 and 2 threads: random reals over and past the output grid, exact half-integer
+// quotients (away from zero), their neighbouring floats, NaN, infinities, huge and
+// subnormal values, a length that leaves a tail; scales with offsets at both ends.
+TEST(QuantKernel, QuantizeF32) {
+  const std::pair<float, int32_t> grids[] = {{0.05f, 3}, {0.125f, -128}, {1e-3f, 127},
+                                              {0.0173f, 0}};
+  uint64_t seed = 950;
+  for (auto [scale, offset] : grids) {
+    SCOPED_TRACE("scale " + std::to_string(scale) + " offset " + std::to_string(offset));
+    const dim_t n = 1000;
+    std::vector<float> x(n);
+    std::mt19937_64 rng(seed++);
+    std::uniform_real_distribution<float> u(-200.0f * scale, 200.0f * scale);
+    for (dim_t i = 0; i < n; i++) {
+      const float half = (float(int(i % 300) - 150) + 0.5f) * scale;
+      switch (i % 8) {
+      case 0: x[i] = half; break;
+      case 1: x[i] = std::nextafter(half, 1e30f); break;
+      case 2: x[i] = std::nextafter(half, -1e30f); break;
+      default: x[i] = u(rng);
+      }
+    }
+    const float special[] = {std::nanf(""), INFINITY, -INFINITY, 3e38f, -3e38f, 1e-40f,
+                             -1e-40f, 0.0f, -0.0f};
+    for (size_t k = 0; k < std::size(special); k++)
+      x[7 + 61 * k] = special[k];
+    Net net;
+    net.F = net.mod.createFunction("main");
+    net.x = net.mod.createPlaceholder(net.mod.uniqueType(ElemKind::Float, {n}), "x");
+    Node *q = net.F->createQuantize("q", net.mod.uniqueType(I8Q, {n}, scale, offset), net.x);
+    net.save = net.F->createSave("out", q);
+    std::vector<int8_t> bytes(n * sizeof(float));
+    std::memcpy(bytes.data(), x.data(), bytes.size());
+    std::vector<int8_t> ref = reference(net, bytes);
+    ASSERT_EQ(ref.size(), size_t(n));
+    for (bool avx512 : {true, false})
+      for (unsigned threads : {1u, 2u}) {
+        std::vector<std::string> stages;
+        std::vector<int8_t> got = runCPU(net, avx512, threads, bytes, stages);
+        EXPECT_EQ(got, ref) << (avx512 ? "avx512" : "avx2") << ", " << threads << " threads";
+        const std::string want = expectedIsa(avx512) == "vnni" ? "quantize vnni" : "quantize";
+        EXPECT_NE(std::find(stages.begin(), stages.end(), want), stages.end()) << want;
+      }
+  }
 }
 
 /// FullyConnected [N, K] x [K, M] (per tensor) or its channelwise form.
