@@ -424,7 +424,8 @@ TEST(QuantKernel, ReluClampAndTable) {
 }
 
 // int8 MaxPool (libjit_qpool_i8) on its input's type (the quantizer's choice): wide rows,
-// strides 1, 2 and 3, asymmetric pads, inner and edge windows.
+// strides 1, 2 (odd and even widths: the even/odd column split) and 3, asymmetric pads,
+// inner and edge windows, and resnet50's 3x3 stride-2 pool on 112x112 planes.
 TEST(QuantKernel, MaxPool) {
   struct P {
     Dims in;
@@ -433,7 +434,8 @@ TEST(QuantKernel, MaxPool) {
   const P cases[] = {{{1, 5, 23, 41}, {3, 3}, {2, 2}, {1, 1, 1, 1}},
                      {{2, 3, 12, 37}, {3, 3}, {1, 1}, {1, 0, 1, 2}},
                      {{1, 4, 16, 50}, {2, 2}, {2, 2}, {0, 0, 0, 0}},
-                     {{1, 2, 9, 40}, {3, 2}, {3, 3}, {2, 1, 0, 1}}};
+                     {{1, 2, 9, 40}, {3, 2}, {3, 3}, {2, 1, 0, 1}},
+                     {{1, 3, 112, 112}, {3, 3}, {2, 2}, {1, 1, 1, 1}}};
   uint64_t seed = 800;
   for (const P &c : cases) {
     {

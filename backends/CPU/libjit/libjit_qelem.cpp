@@ -88,6 +88,30 @@ LIBJIT_INLINE void qmaxColumns(int8_t *colMax, const int8_t *x, int64_t H, int64
   }
 }
 
+/// The column maxima of one row split into their even columns (phase 0, at \p phases) and
+/// odd ones (phase 1, after them), as qmaxInside lays phases out for a column stride of 2:
+/// each pair of bytes read as one 16-bit word and its two bytes taken apart, a loop the
+/// JIT vectorises (the byte-strided copy was not).
+LIBJIT_INLINE void qmaxSplit2(int8_t *phases, const int8_t *colMax, int64_t W,
+                              int64_t phStart[2]) {
+  const int64_t nE = (W + 1) / 2, nO = W / 2;
+  int8_t *ev = phases, *od = phases + nE;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  const int evShift = 8, odShift = 0;
+#else
+  const int evShift = 0, odShift = 8;
+#endif
+  for (int64_t i = 0; i < nO; i++) {
+    uint16_t pair;
+    __builtin_memcpy(&pair, colMax + 2 * i, 2);
+    ev[i] = int8_t(uint8_t(pair >> evShift));
+    od[i] = int8_t(uint8_t(pair >> odShift));
+  }
+  if (nE > nO)
+    ev[nO] = colMax[W - 1];
+  phStart[0] = 0, phStart[1] = nE;
+}
+
 /// The max pooling's outputs [owA, owB) of one row, those whose window lies inside the
 /// row: column ow SW + t (t = kw - PL) is entry ow + floor(t / SW) of phase t mod SW of the
 /// column maxima; the phases are contiguous, so each kw is one vectorisable pass. Then the
@@ -96,12 +120,15 @@ LIBJIT_INLINE void qmaxInside(int8_t *yr, const int8_t *colMax, int8_t *phases, 
                               int64_t KW, int64_t SW, int64_t PL, int64_t owA, int64_t owB,
                               const int8_t *lut, bool identity) {
   int64_t phStart[kPoolStride];
-  for (int64_t ph = 0, at = 0; ph < SW; ph++) {
-    phStart[ph] = at;
-    for (int64_t i = 0, c = ph; c < W; i++, c += SW)
-      phases[at + i] = colMax[c];
-    at += (W - ph + SW - 1) / SW;
-  }
+  if (SW == 2)
+    qmaxSplit2(phases, colMax, W, phStart);
+  else
+    for (int64_t ph = 0, at = 0; ph < SW; ph++) {
+      phStart[ph] = at;
+      for (int64_t i = 0, c = ph; c < W; i++, c += SW)
+        phases[at + i] = colMax[c];
+      at += (W - ph + SW - 1) / SW;
+    }
   for (int64_t kw = 0; kw < KW; kw++) {
     const int64_t t = kw - PL, ph = ((t % SW) + SW) % SW, sh = (t - ph) / SW;
     const int8_t *src = phases + phStart[ph] + sh;
