@@ -33,11 +33,13 @@ void addQuantFlags(Flags &flags, QuantFlags &q, bool profiling, bool calibration
             "with --calibrate percentile: the central share kept, in hundredths of a per cent "
             "(9999 = 99.99%)");
   flags.add("--per-channel", q.perChannel,
-            "with --quantize: one weight scale and offset per output channel of Convolution and "
-            "FullyConnected (ChannelwiseQuantized* nodes; the Interpreter runs them)");
+            "with --quantize: one weight scale per output channel of Convolution and "
+            "FullyConnected (ChannelwiseQuantized* nodes); with the asymmetric schema the "
+            "weights are symmetric (offset 0) unless --weight-schema says otherwise");
   flags.add("--weight-schema", q.weightSchema, "S",
             "with --quantize: the schema of Convolution and FullyConnected weights (default: "
-            "--schema's); symmetric gives offset-0 weights");
+            "--schema's, symmetric for --per-channel with the asymmetric schema); symmetric "
+            "gives offset-0 weights");
   flags.add("--precision", q.precision, "P",
             "run the float32 model in bf16 or fp16 (16-bit operands and results, float32 "
             "arithmetic rounded once per operator; inputs and outputs stay float32)");
@@ -59,6 +61,11 @@ Expected<QuantizationOptions> quantOptions(const QuantFlags &q) {
   if (!q.weightSchema.empty()) {
     KILN_ASSIGN_OR_RETURN(QuantSchema ws, parseQuantSchema(q.weightSchema));
     o.weightSchema = ws;
+  } else if (q.perChannel && o.schema == QuantSchema::Asymmetric) {
+    // Offset-0 per-channel weights by default: the same accuracy as asymmetric ones on the
+    // corpus and digits, and the int8 kernels skip the per-pixel input sums
+    // (docs/Quantization.md, seventh round).
+    o.weightSchema = QuantSchema::Symmetric;
   }
   return o;
 }

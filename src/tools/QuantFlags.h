@@ -23,7 +23,7 @@ struct QuantFlags {
   unsigned percentile = 9999;      ///< --percentile in hundredths (9999 = 99.99%)
   std::vector<std::string> keepFloat;
   bool perChannel = false;         ///< --per-channel
-  std::string weightSchema;        ///< --weight-schema (empty: --schema)
+  std::string weightSchema;        ///< --weight-schema (empty: quantOptions' default)
   std::string profileOut;          ///< --quant-profile FILE (kiln-run)
   std::string calibration;         ///< --calibration DIR (kiln-run)
   unsigned bins = 1024;            ///< --quant-bins N

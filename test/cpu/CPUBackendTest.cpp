@@ -716,6 +716,43 @@ TEST(CPUBackend, DepthwiseRingRows) {
   });
 }
 
+// Depthwise layers on the lanes path (at least 16 channels, 3x3 and 5x5, SH == SW <= 2,
+// output rows of 7 to 28) as the mobile networks have them (7x7, 14x14, 28x28 at strides
+// 1 and 2), a last block of channels overlapping its predecessor (40, 120), odd sizes, a
+// batch of 2 whose images split between threads mid-image, asymmetric pads, dilation 2;
+// with a fused Clip and a fused HardSwish.
+TEST(CPUBackend, DepthwiseLanes) {
+  checkAgainstInterpreter([](Net &n) {
+    n.F = n.mod.createFunction("main");
+    struct Case {
+      dim_t n, c, h, w, k, s;
+      std::vector<dim_t> pads;
+      dim_t d = 1;
+    };
+    std::vector<Case> cases = {{1, 48, 7, 7, 5, 1, {2, 2, 2, 2}},     {1, 32, 7, 7, 3, 1, {1, 1, 1, 1}},
+                               {1, 40, 14, 14, 5, 2, {2, 2, 2, 2}},   {1, 120, 28, 28, 5, 1, {2, 2, 2, 2}},
+                               {2, 20, 14, 14, 3, 1, {1, 1, 1, 1}},   {1, 24, 28, 28, 3, 2, {0, 0, 1, 1}},
+                               {1, 17, 13, 19, 5, 2, {1, 2, 2, 1}},   {1, 16, 11, 9, 3, 1, {1, 1, 1, 1}},
+                               {1, 32, 14, 14, 5, 1, {4, 4, 4, 4}, 2}, {1, 24, 15, 15, 3, 2, {2, 2, 2, 1}, 2}};
+    uint64_t seed = 980;
+    for (const Case &c : cases) {
+      std::string nm = "lanes" + std::to_string(seed);
+      auto *x = n.mod.createPlaceholder(ElemKind::Float, {c.n, c.c, c.h, c.w}, nm + ".x");
+      n.inputs.push_back(x);
+      auto *w = randomConstant(n.mod, nm + ".w", {c.c, 1, c.k, c.k}, seed);
+      auto *b = randomConstant(n.mod, nm + ".b", {c.c}, seed + 1);
+      NodeValue y = n.F->createConvolution(nm, x, w, b, {c.k, c.k}, {c.s, c.s}, c.pads, {c.d, c.d},
+                                           c.c);
+      if (seed % 6 == 0)
+        y = n.F->createClip(nm + ".clip", y, -0.5f, 0.5f);
+      else if (seed % 6 == 2)
+        y = n.F->createHardSwish(nm + ".hswish", y);
+      n.saves.push_back(n.F->createSave(nm, y));
+      seed += 2;
+    }
+  });
+}
+
 /// Runs \p net compiled by the code generator with \p co (threads, ISA, Winograd) and
 /// returns the outputs and the stage descriptions.
 std::vector<std::vector<float>> runWithCodegen(Net &net, const cpu::CodegenOptions &co,

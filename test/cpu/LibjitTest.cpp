@@ -697,10 +697,63 @@ TEST(Libjit, DepthwiseConvolutionAllPaths) {
   }
 }
 
+// Depthwise convolution on the lanes path (16 channels as the vector lanes: 3x3 and 5x5,
+// strides 1 and 2, output rows of 7 to 28): channel counts with a last block overlapping
+// its predecessor (24, 37), exactly 16, and batch 2 where a thread's share of an image is
+// under 16 channels (those take the other paths); output rows of 7 (one tile), 11 and 28
+// (tiles overlapping), asymmetric pads, pads past the kernel's half, no pads, dilation 2
+// (DeepLabV3's and LRASPP's 14x14 layers, strided too); with and without the clamp and the
+// bias, 1 to 3 threads, against the plain loop.
+TEST(Libjit, DepthwiseLanes) {
+  struct Case {
+    int64_t N, C, H, W, K, S, PT, PL, PB, PR;
+    int64_t D = 1;
+  } cases[] = {
+      {1, 24, 7, 7, 5, 1, 2, 2, 2, 2},     {1, 16, 7, 7, 3, 1, 1, 1, 1, 1},
+      {1, 37, 14, 14, 5, 2, 2, 2, 2, 2},   {2, 20, 14, 14, 5, 1, 2, 2, 2, 2},
+      {1, 40, 28, 28, 3, 2, 0, 0, 1, 1},   {1, 19, 13, 11, 3, 1, 1, 1, 1, 1},
+      {1, 33, 15, 12, 5, 1, 3, 1, 3, 3},   {2, 17, 23, 21, 5, 2, 1, 2, 2, 1},
+      {1, 16, 28, 28, 5, 1, 2, 2, 2, 2},   {1, 32, 9, 9, 3, 1, 0, 0, 0, 0},
+      {1, 20, 14, 14, 5, 1, 4, 4, 4, 4, 2}, {1, 18, 14, 14, 3, 1, 2, 2, 2, 2, 2},
+      {2, 24, 19, 17, 5, 2, 4, 3, 4, 5, 2}, {1, 16, 15, 13, 3, 2, 1, 2, 3, 2, 2},
+  };
+  for (const Case &k : cases) {
+    auto in = randomVec(k.N * k.C * k.H * k.W, 41), w = randomVec(k.C * k.K * k.K, 42),
+         bias = randomVec(k.C, 43);
+    std::vector<float> zeros(k.C, 0.0f);
+    for (bool withBias : {true, false}) {
+      int64_t OH, OW;
+      auto ref = refConv(in, w, withBias ? bias : zeros, k.N, k.C, k.H, k.W, k.C, k.K, k.K, k.S,
+                         k.S, k.PT, k.PL, k.PB, k.PR, k.D, k.D, k.C, OH, OW);
+      int64_t per =
+          libjit_conv2d_dw_scratch_floats(k.H, k.W, OH, OW, k.K, k.K, k.S, k.S, k.D, k.D);
+      for (int64_t nth : {1, 2, 3})
+        for (int act : {0, 1}) {
+          SCOPED_TRACE(std::to_string(k.C) + "x" + std::to_string(k.H) + "x" + std::to_string(k.W) +
+                       " K " + std::to_string(k.K) + " S " + std::to_string(k.S) + " D " +
+                       std::to_string(k.D) + " threads " +
+                       std::to_string(nth) + " act " + std::to_string(act) +
+                       (withBias ? "" : " no bias"));
+          std::vector<float> out(ref.size(), 7.0f), scratch(nth * per);
+          for (int64_t t = 0; t < nth; t++)
+            libjit_conv2d_dw_f32(out.data(), in.data(), w.data(), withBias ? bias.data() : nullptr,
+                                 k.N, k.C, k.H, k.W, OH, OW, k.K, k.K, k.S, k.S, k.PT, k.PL, k.D,
+                                 k.D, act, -0.25f, 0.5f, scratch.data(), t, nth);
+          std::vector<float> r = ref;
+          if (act)
+            for (float &v : r)
+              v = std::min(0.5f, std::max(-0.25f, v));
+          expectNear(out, r);
+        }
+    }
+  }
+}
+
 // Grouped convolution (libjit_conv2d_grouped_f32_avx512 and _avx2) against the naive loop:
 // group counts 2 to 32 with 1 to 32 channels per group on either side (output tiles of
-// 8, 4, 2 and 1 channels and their remainders; on AVX-512 the lanes path's tiles of 14 x 1,
-// 7 x 2 and 7 x 1 pixels times 16 or 32 channels), strides 1 to 3, pads (asymmetric too),
+// 8, 4, 2 and 1 channels and their remainders, over blocks of 2 or 4 vectors of cells whose
+// last one passes the rows computed; on AVX-512 the lanes path's tiles of 14 x 1,
+// 7 x 3, 7 x 2 and 7 x 1 pixels times 16 or 32 channels), strides 1 to 3, pads (asymmetric too),
 // dilations, 1x1 and 5x5 kernels, batch 2, with and without bias, residual add and clamp,
 // one to five threads (units split over output rows when there are few groups). Writes
 // outside the output are caught by guard values.
@@ -719,6 +772,8 @@ TEST(Libjit, GroupedConvolution) {
       {8, 16, 8, 6, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},       // 1x1, 1 -> 2 per group
       {6, 6, 6, 12, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      // depthwise, as grouped
       {4, 4, 2, 3, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        // tiny plane
+      {8, 8, 2, 21, 23, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      // 4 per group, rows split
+      {12, 6, 3, 30, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},     // 4 -> 2 per group, stride 2
       // The AVX-512 lanes path (32 output channels per group, or 16 on rows of 7 to 16):
       {64, 64, 2, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},   // 32 per group, 7 x 2 tiles
       {48, 32, 2, 15, 20, 3, 3, 2, 2, 0, 1, 2, 0, 1, 1}, // 24 -> 16, stride 2, asym. pads
@@ -726,6 +781,9 @@ TEST(Libjit, GroupedConvolution) {
       {32, 32, 2, 12, 17, 3, 3, 1, 2, 2, 2, 2, 2, 2, 2}, // dilation 2, column stride 2
       {64, 64, 2, 9, 29, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},  // rows of 29: 14 x 1 tiles
       {32, 32, 2, 9, 29, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},  // 16 per group on rows of 29: cells
+      {32, 32, 2, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},   // 16 per group, 7 rows: 7 x 3 + 7 x 2
+      {32, 32, 2, 9, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},  // 16 per group, 9 rows: 3 + 2 + 2 + 2
+      {48, 32, 2, 17, 22, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}, // 24 -> 16, stride 2, 9 x 11 outputs
   };
   for (const Case &k : cases) {
     int64_t N = 2, Cg = k.C / k.G, Og = k.O / k.G, K = Cg * k.KH * k.KW;

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -423,7 +424,8 @@ TEST(QuantKernel, ReluClampAndTable) {
 }
 
 // int8 MaxPool (libjit_qpool_i8) on its input's type (the quantizer's choice): wide rows,
-// strides 1, 2 and 3, asymmetric pads, inner and edge windows.
+// strides 1, 2 (odd and even widths: the even/odd column split) and 3, asymmetric pads,
+// inner and edge windows, and resnet50's 3x3 stride-2 pool on 112x112 planes.
 TEST(QuantKernel, MaxPool) {
   struct P {
     Dims in;
@@ -432,7 +434,8 @@ TEST(QuantKernel, MaxPool) {
   const P cases[] = {{{1, 5, 23, 41}, {3, 3}, {2, 2}, {1, 1, 1, 1}},
                      {{2, 3, 12, 37}, {3, 3}, {1, 1}, {1, 0, 1, 2}},
                      {{1, 4, 16, 50}, {2, 2}, {2, 2}, {0, 0, 0, 0}},
-                     {{1, 2, 9, 40}, {3, 2}, {3, 3}, {2, 1, 0, 1}}};
+                     {{1, 2, 9, 40}, {3, 2}, {3, 3}, {2, 1, 0, 1}},
+                     {{1, 3, 112, 112}, {3, 3}, {2, 2}, {1, 1, 1, 1}}};
   uint64_t seed = 800;
   for (const P &c : cases) {
     {
@@ -458,10 +461,12 @@ TEST(QuantKernel, MaxPool) {
 
 // int8 Add and Sub (libjit_qadd_i8_<isa>: the Interpreter's double arithmetic through an
 // exact float shortcut) of the input and a constant, each with its own scale and offset:
-// a long tensor (vectors and a tail), one shorter than a vector, an output scale that
-// saturates both ends, power-of-two scales where results land on halves (away from zero),
-// and scales a hair off those (x (1 - 2^-24), x (1 + 2^-23)) where the shortcut must defer
-// to the double formula.
+// a long tensor (blocks of 64, vectors and a tail), one of 64 + 16 + 10 elements (each of
+// the AVX-512 kernel's loops), one shorter than a vector, an output scale that saturates
+// both ends, power-of-two scales where results land on halves (away from zero), scales a
+// hair off those (x (1 - 2^-24), x (1 + 2^-23)) where the shortcut must defer to the
+// double formula, a quotient past the AVX-512 rounding's range (every element by the
+// double formula) and resnet50's first residual Add (its scales and offsets).
 TEST(QuantKernel, AddSub) {
   struct S {
     float sx, sc, so;
@@ -472,9 +477,11 @@ TEST(QuantKernel, AddSub) {
                       {0.05f, 0.04f, 0.001f, 0, 0, 0},
                       {0.5f, 0.25f, 1.0f, 1, -3, 2},
                       {0.5f, 0.25f * (1.0f - 0x1p-24f), 1.0f, 1, -3, 2},
-                      {0.5f * (1.0f + 0x1p-23f), 0.25f, 1.0f, -1, 3, -2}};
+                      {0.5f * (1.0f + 0x1p-23f), 0.25f, 1.0f, -1, 3, -2},
+                      {0.05f, 0.04f, 2e-6f, 100, -100, 7},
+                      {0.0924481377f, 0.0680061653f, 0.0506683327f, -8, -4, -128}};
   uint64_t seed = 900;
-  for (Dims d : {Dims{1, 3, 37, 41}, Dims{11}})
+  for (Dims d : {Dims{1, 3, 37, 41}, Dims{90}, Dims{11}})
     for (const S &sc : scales)
       for (bool sub : {false, true}) {
         SCOPED_TRACE(std::string(sub ? "Sub" : "Add") + " seed " + std::to_string(seed));
@@ -489,6 +496,54 @@ TEST(QuantKernel, AddSub) {
         n.save = n.F->createSave("out", r);
         checkNet(n, sub ? "qSub" : "qAdd", seed++);
       }
+}
+
+// Quantize f32 -> int8 (libjit_quantize_f32_i8_vnni on AVX-512: a float quotient that
+// defers to the double formula near half-integers) against the Interpreter, on both ISAs
+// and 1 and 2 threads: random reals over and past the output grid, exact half-integer
+// quotients (away from zero), their neighbouring floats, NaN, infinities, huge and
+// subnormal values, a length that leaves a tail; scales with offsets at both ends.
+TEST(QuantKernel, QuantizeF32) {
+  const std::pair<float, int32_t> grids[] = {{0.05f, 3}, {0.125f, -128}, {1e-3f, 127},
+                                              {0.0173f, 0}};
+  uint64_t seed = 950;
+  for (auto [scale, offset] : grids) {
+    SCOPED_TRACE("scale " + std::to_string(scale) + " offset " + std::to_string(offset));
+    const dim_t n = 1000;
+    std::vector<float> x(n);
+    std::mt19937_64 rng(seed++);
+    std::uniform_real_distribution<float> u(-200.0f * scale, 200.0f * scale);
+    for (dim_t i = 0; i < n; i++) {
+      const float half = (float(int(i % 300) - 150) + 0.5f) * scale;
+      switch (i % 8) {
+      case 0: x[i] = half; break;
+      case 1: x[i] = std::nextafter(half, 1e30f); break;
+      case 2: x[i] = std::nextafter(half, -1e30f); break;
+      default: x[i] = u(rng);
+      }
+    }
+    const float special[] = {std::nanf(""), INFINITY, -INFINITY, 3e38f, -3e38f, 1e-40f,
+                             -1e-40f, 0.0f, -0.0f};
+    for (size_t k = 0; k < std::size(special); k++)
+      x[7 + 61 * k] = special[k];
+    Net net;
+    net.F = net.mod.createFunction("main");
+    net.x = net.mod.createPlaceholder(net.mod.uniqueType(ElemKind::Float, {n}), "x");
+    Node *q = net.F->createQuantize("q", net.mod.uniqueType(I8Q, {n}, scale, offset), net.x);
+    net.save = net.F->createSave("out", q);
+    std::vector<int8_t> bytes(n * sizeof(float));
+    std::memcpy(bytes.data(), x.data(), bytes.size());
+    std::vector<int8_t> ref = reference(net, bytes);
+    ASSERT_EQ(ref.size(), size_t(n));
+    for (bool avx512 : {true, false})
+      for (unsigned threads : {1u, 2u}) {
+        std::vector<std::string> stages;
+        std::vector<int8_t> got = runCPU(net, avx512, threads, bytes, stages);
+        EXPECT_EQ(got, ref) << (avx512 ? "avx512" : "avx2") << ", " << threads << " threads";
+        const std::string want = expectedIsa(avx512) == "vnni" ? "quantize vnni" : "quantize";
+        EXPECT_NE(std::find(stages.begin(), stages.end(), want), stages.end()) << want;
+      }
+  }
 }
 
 /// FullyConnected [N, K] x [K, M] (per tensor) or its channelwise form.

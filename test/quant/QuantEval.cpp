@@ -222,8 +222,11 @@ int main(int argc, char **argv) {
                               "--weights: per-tensor, per-channel or per-channel-symmetric, not '",
                               weightMode, "'"), "options");
       qf.perChannel = weightMode != "per-tensor";
-      if (weightMode == "per-channel-symmetric")
-        qf.weightSchema = "symmetric";
+      // per-channel: the schema's own weights (kiln-run's --per-channel alone gives
+      // symmetric ones with the asymmetric schema: per-channel-symmetric here).
+      qf.weightSchema = weightMode == "per-channel-symmetric" ? "symmetric"
+                        : weightMode == "per-channel"         ? schema
+                                                              : "";
       auto opts = tools::quantOptions(qf);
       if (!opts)
         return fail(opts.getError(), "options");

@@ -20,9 +20,13 @@ Error Emitter::planQuant(Instruction *I, std::vector<Item> &items) {
     if (it.kind != ElemKind::Float || !dt.isQuantizedType())
       return unsupported(I);
     std::string fn = std::string("libjit_quantize_f32_") + valueSuffix(dt.kind);
+    std::string name = "quantize";
+    int64_t L;
+    if (dt.kind == ElemKind::Int8Q && qIsa(L) == "vnni")
+      fn += "_vnni", name += " vnni";
     float scale = dt.scale;
     int32_t offset = dt.offset;
-    items.push_back({true, "quantize", [=] {
+    items.push_back({true, name, [=] {
                        call(fn, {ptr(dest), ptr(in), I64(n), F32(scale), off(offset), tid_, nth_});
                      }});
     return Error::success();

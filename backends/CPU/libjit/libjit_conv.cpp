@@ -1011,8 +1011,11 @@ LIBJIT_STRIP_ENTRY_POINT(avx2, GemmAvx2)
 
 // ============================== depthwise and grouped
 // Depthwise convolution on NCHW float32 (Group == C == O: one input plane per output
-// plane), with the bias and the clamp fused. Work splits over the N*C planes. Square 3x3
-// and 5x5 kernels with column stride 1 or 2 take one of three vectorised paths:
+// plane), with the bias and the clamp fused. Work splits over the N*C planes. With at
+// least 16 channels, square 3x3 and 5x5 kernels at SH == SW <= 2, DH == DW <= 2, on output rows of 7 to
+// kLanesMaxOW take the lanes path (16 channels as the vector lanes; see below, where it
+// is defined). Other square 3x3 and 5x5 kernels with column stride 1 or 2 take one of
+// three vectorised paths:
 //  - ring (output rows of 16 or more): the input rows a block of output rows reads are
 //    copied, as they are first needed, into a ring of a few zero-padded rows split into
 //    S column phases (even and odd columns at stride 2), which stays in L1; each loaded
@@ -1607,45 +1610,179 @@ LIBJIT_INLINE void dwPlanes(float *out, const float *in, const float *filter, co
   }
 }
 
-} // namespace
+// The lanes path (square 3x3 and 5x5, SH == SW <= 2, DH == DW <= 2, output rows of 7 to
+// kLanesMaxOW, at least 16 channels): 16 channels at a time are the vector lanes. A block's
+// input planes are transposed (16 x 16 in registers) into a zero-padded pixel-major copy
+// (each pixel one vector of its 16 channels), so every tap is one aligned load and the
+// taps of one pixel are 16 channels' own weights: no shifted (unaligned, line-crossing)
+// loads, no masks and no padded columns computed. A register tile is 7 consecutive outputs
+// of a row; each input vector of a kernel row feeds every output of the tile that reads it
+// (5x5/1: 11 loads and 5 weight loads per 35 multiply-adds). The pixel-major results are
+// transposed back into the 16 output planes.
 
-LIBJIT_EXPORT int64_t libjit_conv2d_dw_scratch_floats(int64_t H, int64_t W, int64_t OH, int64_t OW,
-                                                      int64_t KH, int64_t KW, int64_t SH,
-                                                      int64_t SW, int64_t DH, int64_t DW) {
-  int64_t n;
-  switch (dwPath(W, OH, OW, KH, KW, SH, SW, DH, DW)) {
-  case 3:
-    // Or the flat path's, where the pads do not fit the small path (see below).
-    n = maxI(SmallGeom(H, W, OH, KH).floats(KH), FlatGeom(OH, OW, KH, SH).floats(SH));
-    break;
-  case 1:
-    n = ringFloats(OW, KW, SH, SW);
-    break;
-  case 2:
-    n = FlatGeom(OH, OW, KH, SH).floats(SH);
-    break;
-  default:
-    n = AnyGeom(OH, OW, KH, KW, SH, SW, DH, DW).floats(SH, SW);
+/// The widest output rows the lanes path takes (its buffers stay in the L2 cache).
+constexpr int64_t kLanesMaxOW = 28;
+/// Outputs per register tile of the lanes path.
+constexpr int kLanesTile = 7;
+
+/// Geometry of the lanes path's scratch: the padded pixel-major input (Hp x Wp pixels of
+/// 16 floats), the pixel-major outputs (OH OW pixels) and the block's taps (K K vectors).
+struct LanesGeom {
+  int64_t Hp, Wp, in, P, taps;
+  LanesGeom(int64_t OH, int64_t OW, int64_t K, int64_t S, int64_t D) {
+    Hp = (OH - 1) * S + (K - 1) * D + 1;
+    Wp = (OW - 1) * S + (K - 1) * D + 1;
+    in = Hp * Wp * 16;
+    P = OH * OW;
+    taps = K * K * 16;
   }
-  return (n + 15) / 16 * 16;
+  int64_t floats() const { return in + P * 16 + taps; }
+};
+
+/// Whether a shape takes the lanes path (when C >= 16 and the pads are nonnegative).
+LIBJIT_INLINE bool dwLanesShape(int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
+                                int64_t KW, int64_t SH, int64_t SW, int64_t DH, int64_t DW) {
+  return KH == KW && (KH == 3 || KH == 5) && SH == SW && SH <= 2 && DH == DW && DH <= 2 &&
+         OW >= kLanesTile && OW <= kLanesMaxOW && H * W >= 16 && OH * OW >= 16;
 }
 
-LIBJIT_EXPORT void libjit_conv2d_dw_f32(float *out, const float *in, const float *filter,
-                                        const float *bias, int64_t N, int64_t C, int64_t H,
-                                        int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
-                                        int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
-                                        int64_t DW, int64_t act, float lo, float hi, float *scratch,
-                                        int64_t tid, int64_t nthreads) {
-  int64_t p0, p1;
-  partition(N * C, 1, tid, nthreads, &p0, &p1);
-  if (p0 >= p1)
+/// Transposes 16 planes x[i][0, H W) (pitch H W) into the padded pixel-major input t:
+/// input pixel (ih, iw) is pixel (ih + PT, iw + PL) of t when that lies inside it.
+LIBJIT_INLINE void lanesLoadInput(float *__restrict t, const float *__restrict x, int64_t H,
+                                  int64_t W, const LanesGeom &g, int64_t PT, int64_t PL) {
+  const int64_t HW = H * W;
+  for (int64_t p0 = 0;; p0 += 16) {
+    // The last 16 pixels overlap their predecessors instead of running past the plane.
+    int64_t p = minI(p0, HW - 16);
+    F16 v[16];
+    LIBJIT_UNROLL
+    for (int i = 0; i < 16; i++)
+      v[i] = ld16(x + i * HW + p);
+    transpose16(v);
+    int64_t r = p / W + PT, c = p % W + PL, cEnd = W + PL;
+    LIBJIT_UNROLL
+    for (int i = 0; i < 16; i++) {
+      if (r < g.Hp && c < g.Wp)
+        st16(t + (r * g.Wp + c) * 16, v[i]);
+      if (++c == cEnd)
+        c = PL, r++;
+    }
+    if (p0 + 16 >= HW)
+      break;
+  }
+}
+
+/// The taps of channels [c0, c0 + 16) as KK vectors: w[t][i] = f[(c0 + i) KK + t]. By
+/// 16 x 16 transposes (at taps 0 and KK - 16 when KK > 16) where the loads stay inside
+/// the filter's C KK floats, else one by one.
+LIBJIT_INLINE void lanesTaps(float *__restrict w, const float *__restrict f, int64_t KK,
+                             int64_t c0, int64_t C) {
+  if (KK > 32 || (KK < 16 && (c0 + 15) * KK + 16 > C * KK)) {
+    for (int64_t t = 0; t < KK; t++)
+      for (int64_t i = 0; i < 16; i++)
+        w[t * 16 + i] = f[(c0 + i) * KK + t];
     return;
-  float *buf =
-      scratch + tid * libjit_conv2d_dw_scratch_floats(H, W, OH, OW, KH, KW, SH, SW, DH, DW);
+  }
+  for (int64_t t0 = 0;; t0 = KK - 16) {
+    F16 v[16];
+    LIBJIT_UNROLL
+    for (int i = 0; i < 16; i++)
+      v[i] = ld16(f + (c0 + i) * KK + t0);
+    transpose16(v);
+    LIBJIT_UNROLL
+    for (int j = 0; j < 16; j++)
+      if (t0 + j < KK)
+        st16(w + (t0 + j) * 16, v[j]);
+    if (t0 + 16 >= KK)
+      break;
+  }
+}
+
+/// Outputs [ow, ow + kLanesTile) of output row oh of a block, pixel-major at o: the bias
+/// plus every tap's weight vector times its input pixel vector (dilation D), clamped when
+/// act.
+template <int K, int S, int D>
+LIBJIT_INLINE void lanesTile(float *__restrict o, const float *__restrict t,
+                             const float *__restrict w, int64_t Wp, int64_t oh, int64_t ow,
+                             F16 bv, int act, F16 lov, F16 hiv) {
+  constexpr int R = kLanesTile, NC = (R - 1) * S + (K - 1) * D + 1;
+  F16 acc[R];
+  LIBJIT_UNROLL
+  for (int j = 0; j < R; j++)
+    acc[j] = bv;
+  LIBJIT_UNROLL
+  for (int kh = 0; kh < K; kh++) {
+    const float *row = t + ((oh * S + kh * D) * Wp + ow * S) * 16;
+    F16 wv[K];
+    LIBJIT_UNROLL
+    for (int kw = 0; kw < K; kw++)
+      wv[kw] = ld16(w + (kh * K + kw) * 16);
+    LIBJIT_UNROLL
+    for (int c = 0; c < NC; c++) {
+      F16 x = ld16(row + c * 16);
+      LIBJIT_UNROLL
+      for (int j = 0; j < R; j++) {
+        int kw = (c - j * S) / D;
+        if (c - j * S >= 0 && (c - j * S) % D == 0 && kw < K)
+          acc[j] += wv[kw] * x;
+      }
+    }
+  }
+  LIBJIT_UNROLL
+  for (int j = 0; j < R; j++)
+    st16(o + j * 16, act ? clamp16(acc[j], lov, hiv) : acc[j]);
+}
+
+/// Transposes the pixel-major outputs o (P pixels of 16 channels) into 16 planes y[i][0, P).
+LIBJIT_INLINE void lanesStoreOutput(float *__restrict y, const float *__restrict o, int64_t P) {
+  for (int64_t p0 = 0;; p0 += 16) {
+    int64_t p = minI(p0, P - 16);
+    F16 v[16];
+    LIBJIT_UNROLL
+    for (int i = 0; i < 16; i++)
+      v[i] = ld16(o + (p + i) * 16);
+    transpose16(v);
+    LIBJIT_UNROLL
+    for (int i = 0; i < 16; i++)
+      st16(y + i * P + p, v[i]);
+    if (p0 + 16 >= P)
+      break;
+  }
+}
+
+/// Channels [c0, c0 + 16) of one image (x and y its input and output planes) on the lanes
+/// path; buf holds the LanesGeom scratch with the padding cells of the input zero.
+template <int K, int S, int D>
+LIBJIT_INLINE void lanesBlock(float *y, const float *x, const float *f, const float *bias,
+                              int64_t c0, int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW,
+                              int64_t PT, int64_t PL, int act, float lo, float hi, int gact,
+                              const LanesGeom &g, float *buf) {
+  float *t = buf, *o = buf + g.in, *w = o + g.P * 16;
+  lanesLoadInput(t, x + c0 * H * W, H, W, g, PT, PL);
+  lanesTaps(w, f, K * K, c0, C);
+  F16 bv = bias ? ld16(bias + c0) : splat16(0.0f), lov = splat16(lo), hiv = splat16(hi);
+  for (int64_t oh = 0; oh < OH; oh++)
+    for (int64_t ow0 = 0;; ow0 += kLanesTile) {
+      // The last tile of a row overlaps its predecessor instead of running past the row.
+      int64_t ow = minI(ow0, OW - kLanesTile);
+      lanesTile<K, S, D>(o + (oh * OW + ow) * 16, t, w, g.Wp, oh, ow, bv, act, lov, hiv);
+      if (ow0 + kLanesTile >= OW)
+        break;
+    }
+  // Another activation than the clamp on the block's outputs while they are in the cache.
+  if (gact)
+    activateContiguous(o, g.P * 16, gact, lo, hi);
+  lanesStoreOutput(y + c0 * OH * OW, o, g.P);
+}
+
+/// Every depthwise path but the lanes path, over planes [p0, p1) (a: clamp in registers,
+/// gact another activation).
+LIBJIT_INLINE void dwOtherPlanes(float *out, const float *in, const float *filter,
+                                 const float *bias, int64_t C, int64_t H, int64_t W, int64_t OH,
+                                 int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW,
+                                 int64_t PT, int64_t PL, int64_t DH, int64_t DW, int a, float lo,
+                                 float hi, int gact, float *buf, int64_t p0, int64_t p1) {
   int path = dwPath(W, OH, OW, KH, KW, SH, SW, DH, DW);
-  // A clamp in the kernels' registers; another activation (gact) on each plane as it is
-  // finished, while it is in the cache.
-  int a = act == ActClamp, gact = act > ActClamp ? int(act) : 0;
   // The small path's zero cells cover pads of 0 <= PL < KW, 0 <= PT <= OH - H + KH - 1
   // (every shape with nonnegative pads); others run flat.
   if (path == 3 && PL >= 0 && PL < KW && PT >= 0 && PT <= maxI(OH - H, 0) + KH - 1) {
@@ -1680,6 +1817,103 @@ LIBJIT_EXPORT void libjit_conv2d_dw_f32(float *out, const float *in, const float
       activateContiguous(out + p * OH * OW, OH * OW, gact, lo, hi);
 }
 
+/// The lanes path over planes [p0, p1) of the N x C planes: per image, blocks of 16
+/// channels (the last one overlapping its predecessor); an image's share of fewer than 16
+/// channels takes the other paths.
+template <int K, int S, int D>
+LIBJIT_INLINE void dwLanesPlanes(float *out, const float *in, const float *filter,
+                                 const float *bias, int64_t C, int64_t H, int64_t W, int64_t OH,
+                                 int64_t OW, int64_t PT, int64_t PL, int a, float lo, float hi,
+                                 int gact, float *buf, int64_t p0, int64_t p1) {
+  LanesGeom g(OH, OW, K, S, D);
+  for (int64_t q = p0; q < p1;) {
+    int64_t n = q / C, c = q % C, cEnd = minI(C, c + (p1 - q));
+    if (cEnd - c < 16) {
+      dwOtherPlanes(out, in, filter, bias, C, H, W, OH, OW, K, K, S, S, PT, PL, D, D, a, lo, hi,
+                    gact, buf, q, q + cEnd - c);
+    } else {
+      // The padding cells of the input copy, never written by the blocks.
+      for (int64_t i = 0; i < g.in; i++)
+        buf[i] = 0.0f;
+      for (int64_t c0 = c;; c0 += 16) {
+        int64_t cb = minI(c0, cEnd - 16);
+        lanesBlock<K, S, D>(out + n * C * OH * OW, in + n * C * H * W, filter, bias, cb, C, H, W, OH,
+                         OW, PT, PL, a, lo, hi, gact, g, buf);
+        if (c0 + 16 >= cEnd)
+          break;
+      }
+    }
+    q += cEnd - c;
+  }
+}
+
+} // namespace
+
+LIBJIT_EXPORT int64_t libjit_conv2d_dw_scratch_floats(int64_t H, int64_t W, int64_t OH, int64_t OW,
+                                                      int64_t KH, int64_t KW, int64_t SH,
+                                                      int64_t SW, int64_t DH, int64_t DW) {
+  int64_t n;
+  switch (dwPath(W, OH, OW, KH, KW, SH, SW, DH, DW)) {
+  case 3:
+    // Or the flat path's, where the pads do not fit the small path (see below).
+    n = maxI(SmallGeom(H, W, OH, KH).floats(KH), FlatGeom(OH, OW, KH, SH).floats(SH));
+    break;
+  case 1:
+    n = ringFloats(OW, KW, SH, SW);
+    break;
+  case 2:
+    n = FlatGeom(OH, OW, KH, SH).floats(SH);
+    break;
+  default:
+    n = AnyGeom(OH, OW, KH, KW, SH, SW, DH, DW).floats(SH, SW);
+  }
+  // The lanes path, or the others where it does not apply at run time (C < 16, pads).
+  if (dwLanesShape(H, W, OH, OW, KH, KW, SH, SW, DH, DW))
+    n = maxI(n, LanesGeom(OH, OW, KH, SH, DH).floats());
+  return (n + 15) / 16 * 16;
+}
+
+LIBJIT_EXPORT void libjit_conv2d_dw_f32(float *out, const float *in, const float *filter,
+                                        const float *bias, int64_t N, int64_t C, int64_t H,
+                                        int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                                        int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
+                                        int64_t DW, int64_t act, float lo, float hi, float *scratch,
+                                        int64_t tid, int64_t nthreads) {
+  bool lanes = C >= 16 && PT >= 0 && PL >= 0 && dwLanesShape(H, W, OH, OW, KH, KW, SH, SW, DH, DW);
+  int64_t p0, p1;
+  // The lanes path splits whole blocks of 16 channels.
+  partition(N * C, lanes ? 16 : 1, tid, nthreads, &p0, &p1);
+  if (p0 >= p1)
+    return;
+  float *buf =
+      scratch + tid * libjit_conv2d_dw_scratch_floats(H, W, OH, OW, KH, KW, SH, SW, DH, DW);
+  // A clamp in the kernels' registers; another activation (gact) on each plane or block
+  // as it is finished, while it is in the cache.
+  int a = act == ActClamp, gact = act > ActClamp ? int(act) : 0;
+  if (!lanes) {
+    dwOtherPlanes(out, in, filter, bias, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, a, lo, hi,
+                  gact, buf, p0, p1);
+    return;
+  }
+#define LIBJIT_DW_LANES(K, S, D)                                                                 \
+  case K / 5 + 2 * (S - 1) + 4 * (D - 1):                                                          \
+    dwLanesPlanes<K, S, D>(out, in, filter, bias, C, H, W, OH, OW, PT, PL, a, lo, hi, gact, buf,   \
+                           p0, p1);                                                                \
+    return;
+  // Kernel size, stride and dilation as template parameters.
+  switch (KH / 5 + 2 * (SH - 1) + 4 * (DH - 1)) {
+    LIBJIT_DW_LANES(3, 1, 1)
+    LIBJIT_DW_LANES(5, 1, 1)
+    LIBJIT_DW_LANES(3, 2, 1)
+    LIBJIT_DW_LANES(5, 2, 1)
+    LIBJIT_DW_LANES(3, 1, 2)
+    LIBJIT_DW_LANES(5, 1, 2)
+    LIBJIT_DW_LANES(3, 2, 2)
+    LIBJIT_DW_LANES(5, 2, 2)
+  }
+#undef LIBJIT_DW_LANES
+}
+
 // ---------------------------------------------------------------------------------------
 // Grouped convolution (1 < Group < C, Cg = C / Group input and Og = O / Group output
 // channels per group): the groups are a batch of small direct convolutions over the any
@@ -1693,54 +1927,66 @@ LIBJIT_EXPORT void libjit_conv2d_dw_f32(float *out, const float *in, const float
 namespace {
 
 /// Per-thread scratch of the grouped kernel: the tap table, Cg channels of phase planes,
-/// then Og rows of output cells.
+/// then Og rows of output cells, outPitch apart: OH Wq cells and the up to 63 a tile's last
+/// block of cells computes past them (groupedTile), so no row runs into the next.
 struct GroupedGeom {
   AnyGeom g;
-  int64_t chFloats, outFloats;
+  int64_t chFloats, outPitch, outFloats;
   GroupedGeom(int64_t Cg, int64_t Og, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
               int64_t SW, int64_t DH, int64_t DW)
       : g(OH, OW, KH, KW, SH, SW, DH, DW) {
     chFloats = SH * SW * g.phase;
-    outFloats = Og * g.outCells;
+    outPitch = (OH * g.Wq + 64 + 63) / 64 * 64;
+    outFloats = Og * outPitch;
     (void)Cg;
   }
   int64_t floats(int64_t Cg) const { return g.tapFloats + Cg * chFloats + outFloats; }
 };
 
-/// One tile of OT output channels over cells [0, cells) in blocks of two VW-float vectors:
+/// One tile of OT output channels over cells [0, cells) in blocks of NC VW-float vectors
+/// (the last block may pass cells by up to NC VW - 1):
 /// o[j][i] = bias[j] + sum over channels ci and taps t of w[ci][t][j] x[ci][i + toff[t]].
-template <int VW, int OT>
+/// Two vectors of cells where the tile has 8 channels (4 on AVX2: 16 or 8 accumulators),
+/// four where it has fewer (resnext50's 4 channels per group), so that narrow tiles keep
+/// 8 or more independent multiply-add chains.
+template <int VW, int OT, int NC = (OT * 16 / VW >= 8 ? 2 : 4)>
 LIBJIT_INLINE void groupedTile(float *__restrict o, int64_t oPitch,
                                const float *__restrict planes, int64_t chFloats,
                                const int64_t *__restrict toff, int64_t T, int64_t Cg,
                                const float *__restrict w, int64_t Og,
                                const float *__restrict bias, int64_t cells) {
   typedef typename VecOf<VW>::T V;
-  for (int64_t i0 = 0; i0 < cells; i0 += 2 * VW) {
-    V acc[OT][2];
+  for (int64_t i0 = 0; i0 < cells; i0 += NC * VW) {
+    V acc[OT][NC];
     LIBJIT_UNROLL
     for (int j = 0; j < OT; j++)
-      acc[j][0] = acc[j][1] = splatV<V>(bias ? bias[j] : 0.0f);
+      LIBJIT_UNROLL
+      for (int v = 0; v < NC; v++)
+        acc[j][v] = splatV<V>(bias ? bias[j] : 0.0f);
     for (int64_t ci = 0; ci < Cg; ci++) {
       const float *pc = planes + ci * chFloats + i0;
       const float *wc = w + ci * T * Og;
       for (int64_t t = 0; t < T; t++) {
         const float *p = pc + toff[t];
-        V x0 = loadV<V>(p), x1 = loadV<V>(p + VW);
+        V x[NC];
+        LIBJIT_UNROLL
+        for (int v = 0; v < NC; v++)
+          x[v] = loadV<V>(p + v * VW);
         const float *wt = wc + t * Og;
         LIBJIT_UNROLL
         for (int j = 0; j < OT; j++) {
           V wj = splatV<V>(wt[j]);
-          acc[j][0] += wj * x0;
-          acc[j][1] += wj * x1;
+          LIBJIT_UNROLL
+          for (int v = 0; v < NC; v++)
+            acc[j][v] += wj * x[v];
         }
       }
     }
     LIBJIT_UNROLL
-    for (int j = 0; j < OT; j++) {
-      storeV<V>(o + j * oPitch + i0, acc[j][0]);
-      storeV<V>(o + j * oPitch + i0 + VW, acc[j][1]);
-    }
+    for (int j = 0; j < OT; j++)
+      LIBJIT_UNROLL
+      for (int v = 0; v < NC; v++)
+        storeV<V>(o + j * oPitch + i0 + v * VW, acc[j][v]);
   }
 }
 
@@ -2106,12 +2352,24 @@ template <int NV, int S>
 LIBJIT_INLINE void lanesRowsOf(float *res, const float *planes, int64_t Wp, int64_t SH, int64_t OW,
                                int64_t r0, int64_t r1, const int32_t *off, int64_t K,
                                const float *w, const float *bias) {
-  if (OW >= 14)
+  if (OW >= 14) {
     lanesRows<NV, 14, 1, S>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
-  else if (r1 - r0 >= 2)
-    lanesRows<NV, 7, 2, S>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
-  else
+    return;
+  }
+  if (r1 - r0 < 2) {
     lanesRows<NV, 7, 1, S>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
+    return;
+  }
+  // An odd number of rows starts with a block of 3 (21 accumulators with one vector of
+  // channels), so that the 2-row blocks after it cover the rest without recomputing a row
+  // (7 rows: 3 + 2 + 2 instead of 2 + 2 + 2 + an overlapping 2).
+  if (NV == 1 && (r1 - r0) % 2 == 1) {
+    lanesRows<NV, 7, 3, S>(res, planes, Wp, SH, OW, r0, r0 + 3, off, K, w, bias);
+    r0 += 3;
+    if (r0 == r1)
+      return;
+  }
+  lanesRows<NV, 7, 2, S>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
 }
 
 template <int S>
@@ -2128,16 +2386,16 @@ LIBJIT_INLINE void lanesGroup(float *res, const float *planes, int64_t Wp, int64
 /// (channel j's at o + j outCells, row r's at r Wq) to the output planes, with the residual
 /// add and the activation.
 LIBJIT_INLINE void groupedWriteRows(float *out, const float *add, const float *o, const AnyGeom &g,
-                                    int64_t n, int64_t grp, int64_t O, int64_t Og, int64_t OH,
-                                    int64_t OW, int64_t r0, int64_t r1, int64_t act, float lo,
-                                    float hi) {
+                                    int64_t pitch, int64_t n, int64_t grp, int64_t O, int64_t Og,
+                                    int64_t OH, int64_t OW, int64_t r0, int64_t r1, int64_t act,
+                                    float lo, float hi) {
   const int64_t P = OH * OW;
   const F16 lov = splat16(lo), hiv = splat16(hi);
   for (int64_t j = 0; j < Og; j++) {
     int64_t oc = grp * Og + j;
     float *y = out + (n * O + oc) * P;
     const float *ad = add ? add + (n * O + oc) * P : nullptr;
-    const float *src = o + j * g.outCells;
+    const float *src = o + j * pitch;
     for (int64_t r = r0; r < r1; r++) {
       float *yr = y + r * OW;
       const float *sr = src + r * g.Wq;
@@ -2296,10 +2554,10 @@ LIBJIT_INLINE void conv2dGrouped(float *out, const float *in, const float *packe
     }
     // Cells of rows [r0, r1), from the block holding row r0's first cell.
     int64_t c0 = r0 * g.Wq / (2 * VW) * (2 * VW), c1 = r1 * g.Wq;
-    groupedChannels<VW, MaxOT>(o + c0, g.outCells, planes + c0, gg.chFloats, toff, T, Cg,
+    groupedChannels<VW, MaxOT>(o + c0, gg.outPitch, planes + c0, gg.chFloats, toff, T, Cg,
                                packedW + grp * Cg * T * Og, Og, bias ? bias + grp * Og : nullptr,
                                c1 - c0);
-    groupedWriteRows(out, add, o, g, n, grp, O, Og, OH, OW, r0, r1, act, lo, hi);
+    groupedWriteRows(out, add, o, g, gg.outPitch, n, grp, O, Og, OH, OW, r0, r1, act, lo, hi);
   }
 }
 

@@ -88,6 +88,30 @@ LIBJIT_INLINE void qmaxColumns(int8_t *colMax, const int8_t *x, int64_t H, int64
   }
 }
 
+/// The column maxima of one row split into their even columns (phase 0, at \p phases) and
+/// odd ones (phase 1, after them), as qmaxInside lays phases out for a column stride of 2:
+/// each pair of bytes read as one 16-bit word and its two bytes taken apart, a loop the
+/// JIT vectorises (the byte-strided copy was not).
+LIBJIT_INLINE void qmaxSplit2(int8_t *phases, const int8_t *colMax, int64_t W,
+                              int64_t phStart[2]) {
+  const int64_t nE = (W + 1) / 2, nO = W / 2;
+  int8_t *ev = phases, *od = phases + nE;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  const int evShift = 8, odShift = 0;
+#else
+  const int evShift = 0, odShift = 8;
+#endif
+  for (int64_t i = 0; i < nO; i++) {
+    uint16_t pair;
+    __builtin_memcpy(&pair, colMax + 2 * i, 2);
+    ev[i] = int8_t(uint8_t(pair >> evShift));
+    od[i] = int8_t(uint8_t(pair >> odShift));
+  }
+  if (nE > nO)
+    ev[nO] = colMax[W - 1];
+  phStart[0] = 0, phStart[1] = nE;
+}
+
 /// The max pooling's outputs [owA, owB) of one row, those whose window lies inside the
 /// row: column ow SW + t (t = kw - PL) is entry ow + floor(t / SW) of phase t mod SW of the
 /// column maxima; the phases are contiguous, so each kw is one vectorisable pass. Then the
@@ -96,12 +120,15 @@ LIBJIT_INLINE void qmaxInside(int8_t *yr, const int8_t *colMax, int8_t *phases, 
                               int64_t KW, int64_t SW, int64_t PL, int64_t owA, int64_t owB,
                               const int8_t *lut, bool identity) {
   int64_t phStart[kPoolStride];
-  for (int64_t ph = 0, at = 0; ph < SW; ph++) {
-    phStart[ph] = at;
-    for (int64_t i = 0, c = ph; c < W; i++, c += SW)
-      phases[at + i] = colMax[c];
-    at += (W - ph + SW - 1) / SW;
-  }
+  if (SW == 2)
+    qmaxSplit2(phases, colMax, W, phStart);
+  else
+    for (int64_t ph = 0, at = 0; ph < SW; ph++) {
+      phStart[ph] = at;
+      for (int64_t i = 0, c = ph; c < W; i++, c += SW)
+        phases[at + i] = colMax[c];
+      at += (W - ph + SW - 1) / SW;
+    }
   for (int64_t kw = 0; kw < KW; kw++) {
     const int64_t t = kw - PL, ph = ((t % SW) + SW) % SW, sh = (t - ph) / SW;
     const int8_t *src = phases + phStart[ph] + sh;
@@ -370,44 +397,106 @@ LIBJIT_EXPORT void libjit_qadd_i8_avx2(int8_t *dst, const int8_t *a, const int8_
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw")
 #endif
+namespace libjit {
+namespace {
+
+/// The AVX-512 Add's constants and one vector of it. s = A da + B db as in the AVX2 kernel
+/// and qaddFast's bound; rint(s) by the round-to-nearest of s + M, M = 1.5 2^23 (exact
+/// while |s| < 2^22: qadd512Setup checks the operands' range), so the bits of s + M less
+/// those of M are rint(s) as an integer, and rint(s) + oo narrowed with signed saturation
+/// is clamp(rint(s), -128 - oo, 127 - oo) + oo.
+struct QAdd512 {
+  __m512 A, B, k20, half, M;
+  __m512i oa, ob, bias;
+  /// Lanes [i, i + 16): rint(s) + oo in \p q, and the mask of the lanes far enough from a
+  /// half-integer (qaddFast's test) for it to be the Interpreter's result.
+  inline __attribute__((always_inline)) __mmask16 lanes(const int8_t *a, const int8_t *b,
+                                                        __m512i &q) const {
+    __m512i ia = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)a)), oa);
+    __m512i ib = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)b)), ob);
+    __m512 p1 = _mm512_mul_ps(_mm512_cvtepi32_ps(ia), A);
+    __m512 p2 = _mm512_mul_ps(_mm512_cvtepi32_ps(ib), B);
+    __m512 s = _mm512_add_ps(p1, p2);
+    __m512 m = _mm512_add_ps(s, M);
+    __m512 ed = _mm512_abs_ps(_mm512_sub_ps(s, _mm512_sub_ps(m, M)));
+    __m512 t = _mm512_add_ps(_mm512_abs_ps(p1), _mm512_abs_ps(p2));
+    __m512 g = _mm512_add_ps(_mm512_mul_ps(t, k20), ed);
+    q = _mm512_sub_epi32(_mm512_castps_si512(m), bias);
+    return _mm512_cmp_ps_mask(g, half, _CMP_LT_OQ);
+  }
+};
+
+/// QAdd512's constants from qaddFast's, or false where |s| may reach 2^21 (a float bound
+/// of |A| max|a - oa| + |B| max|b - ob|, with margin for its roundings).
+inline __attribute__((always_inline)) bool qadd512Setup(const QAddFast &f, QAdd512 &k) {
+  const double da = double(f.oa < 0 ? 127 - int64_t(f.oa) : 128 + int64_t(f.oa));
+  const double db = double(f.ob < 0 ? 127 - int64_t(f.ob) : 128 + int64_t(f.ob));
+  if (__builtin_fabs(double(f.A)) * da + __builtin_fabs(double(f.B)) * db >= 0x1p21)
+    return false;
+  const float M = 0x1.8p23f;
+  int32_t mBits;
+  __builtin_memcpy(&mBits, &M, 4);
+  k.A = _mm512_set1_ps(f.A), k.B = _mm512_set1_ps(f.B), k.k20 = _mm512_set1_ps(0x1p-20f);
+  k.half = _mm512_set1_ps(0.5f), k.M = _mm512_set1_ps(M);
+  k.oa = _mm512_set1_epi32(f.oa), k.ob = _mm512_set1_epi32(f.ob);
+  k.bias = _mm512_set1_epi32(mBits - f.oo);
+  return true;
+}
+
+/// One vector of 16 results: QAdd512's where every lane passes, else the double formula.
+inline __attribute__((always_inline)) void qadd512One(int8_t *dst, const int8_t *a,
+                                                      const int8_t *b, const QAdd512 &k,
+                                                      const double d[6]) {
+  __m512i q;
+  if (k.lanes(a, b, q) == 0xffff) {
+    _mm_storeu_si128((__m128i *)dst, _mm512_cvtsepi32_epi8(q));
+    return;
+  }
+  for (int64_t j = 0; j < 16; j++)
+    dst[j] = qaddOne(a[j], b[j], d[0], d[1], d[2], d[3], d[4], d[5]);
+}
+
+/// Elements [i, e) of the AVX-512 Add, 64 at a time (four vectors narrowed by two
+/// saturating packs, put in order by one permutation: the convolutions' four-vector
+/// store), then 16 at a time; returns where it stopped (fewer than 16 left).
+inline __attribute__((always_inline)) int64_t qadd512Run(int8_t *dst, const int8_t *a,
+                                                         const int8_t *b, int64_t i, int64_t e,
+                                                         const QAdd512 &k, const double d[6]) {
+  const __m512i order = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
+  for (; i + 64 <= e; i += 64) {
+    __m512i q0, q1, q2, q3;
+    const __mmask16 ok = k.lanes(a + i, b + i, q0) & k.lanes(a + i + 16, b + i + 16, q1) &
+                         k.lanes(a + i + 32, b + i + 32, q2) & k.lanes(a + i + 48, b + i + 48, q3);
+    if (ok != 0xffff) {
+      for (int64_t j = i; j < i + 64; j += 16)
+        qadd512One(dst + j, a + j, b + j, k, d);
+      continue;
+    }
+    __m512i p = _mm512_packs_epi16(_mm512_packs_epi32(q0, q1), _mm512_packs_epi32(q2, q3));
+    _mm512_storeu_si512((void *)(dst + i), _mm512_permutexvar_epi32(order, p));
+  }
+  for (; i + 16 <= e; i += 16)
+    qadd512One(dst + i, a + i, b + i, k, d);
+  return i;
+}
+
+} // namespace
+} // namespace libjit
+
 /// AVX-512 (named after the int8 kernels' ISA choice, vnni: the hosts that have it).
 LIBJIT_EXPORT void libjit_qadd_i8_vnni(int8_t *dst, const int8_t *a, const int8_t *bsrc,
                                        int64_t n, float sa, int64_t oa, float sb, int64_t ob,
                                        float so, int64_t oo, int64_t tid, int64_t nthreads) {
   int64_t b, e;
   partition(n, 64, tid, nthreads, &b, &e);
-  const double dsa = sa, dsb = sb, dso = so, doa = double(oa), dob = double(ob),
-               doo = double(oo);
+  const double d[6] = {sa, double(oa), sb, double(ob), so, double(oo)};
   QAddFast f{};
+  QAdd512 k;
   int64_t i = b;
-  if (qaddFast(sa, oa, sb, ob, so, oo, f)) {
-    const __m512 vA = _mm512_set1_ps(f.A), vB = _mm512_set1_ps(f.B),
-                 loF = _mm512_set1_ps(f.loF), hiF = _mm512_set1_ps(f.hiF),
-                 k20 = _mm512_set1_ps(0x1p-20f), half = _mm512_set1_ps(0.5f);
-    const __m512i voa = _mm512_set1_epi32(f.oa), vob = _mm512_set1_epi32(f.ob),
-                  voo = _mm512_set1_epi32(f.oo);
-    for (; i + 16 <= e; i += 16) {
-      __m512i ia = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(a + i))), voa);
-      __m512i ib = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(bsrc + i))), vob);
-      __m512 p1 = _mm512_mul_ps(_mm512_cvtepi32_ps(ia), vA);
-      __m512 p2 = _mm512_mul_ps(_mm512_cvtepi32_ps(ib), vB);
-      __m512 s = _mm512_add_ps(p1, p2);
-      __m512 r = _mm512_roundscale_ps(s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      __m512 ed = _mm512_abs_ps(_mm512_sub_ps(s, r));
-      __m512 t = _mm512_add_ps(_mm512_abs_ps(p1), _mm512_abs_ps(p2));
-      __m512 g = _mm512_add_ps(_mm512_mul_ps(t, k20), ed);
-      if (_mm512_cmp_ps_mask(g, half, _CMP_LT_OQ) != 0xffff) {
-        for (int64_t k = i; k < i + 16; k++)
-          dst[k] = qaddOne(a[k], bsrc[k], dsa, doa, dsb, dob, dso, doo);
-        continue;
-      }
-      r = _mm512_min_ps(_mm512_max_ps(r, loF), hiF);
-      __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(r), voo);
-      _mm_storeu_si128((__m128i *)(dst + i), _mm512_cvtepi32_epi8(q));
-    }
-  }
+  if (qaddFast(sa, oa, sb, ob, so, oo, f) && qadd512Setup(f, k))
+    i = qadd512Run(dst, a, bsrc, i, e, k, d);
   for (; i < e; i++)
-    dst[i] = qaddOne(a[i], bsrc[i], dsa, doa, dsb, dob, dso, doo);
+    dst[i] = qaddOne(a[i], bsrc[i], d[0], d[1], d[2], d[3], d[4], d[5]);
 }
 #if defined(__clang__)
 #pragma clang attribute pop
