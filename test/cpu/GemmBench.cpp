@@ -4,15 +4,12 @@
 // square SGEMMs (both operands packed per block), and FullyConnected (libjit_fc_f32_*,
 // weights packed at compile time as the backend packs them) at the FC shapes of the
 // transformer-style networks of the sweep (N tokens x K -> M), without an activation and
-// with the fused GELU (erf form) epilogue. BM_FcAvx512Native runs the same kernel as the
-// host compiler built it (Bazel's flags), to tell the JIT's code generation from the
-// kernel's own speed. Repeated runs report a "min" statistic: the
+// with the fused GELU (erf form) epilogue. Repeated runs report a "min" statistic: the
 // host is shared, and the minimum is what preemption disturbs least.
 //
 //   bazel run -c opt //test/cpu:gemm_bench -- --benchmark_min_time=1
 //   bazel run -c opt //test/cpu:gemm_bench -- --benchmark_filter=Fc --benchmark_repetitions=5
 #include "backends/CPU/jit/Jit.h"
-#include "backends/CPU/libjit/libjit.h"
 #include "backends/CPU/libjit/libjit_gemm_config.h"
 
 #include "llvm/IR/LLVMContext.h"
@@ -152,18 +149,6 @@ void BM_FcAvx512(benchmark::State &state) {
   runFc<libjit::GemmAvx512>(state, j);
 }
 
-void BM_FcAvx512Native(benchmark::State &state) {
-  static bool has = kiln::cpu::detectHost({}).avx512;
-  if (!has) {
-    state.SkipWithError("no AVX-512 on this host");
-    return;
-  }
-  JittedFc native;
-  native.fc = libjit_fc_f32_avx512;
-  native.pack = libjit_pack_bt_f32_avx512;
-  runFc<libjit::GemmAvx512>(state, native);
-}
-
 void BM_FcAvx2(benchmark::State &state) {
   static bool has = kiln::cpu::detectHost({}).avx2;
   if (!has) {
@@ -196,10 +181,6 @@ double minOf(const std::vector<double> &v) {
 } // namespace
 
 BENCHMARK(BM_FcAvx512)->Apply(fcShapes)->ComputeStatistics("min", minOf)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_FcAvx512Native)
-    ->Apply(fcShapes)
-    ->ComputeStatistics("min", minOf)
-    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FcAvx2)->Apply(fcShapes)->ComputeStatistics("min", minOf)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SgemmAvx512)->Arg(256)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SgemmAvx2)->Arg(256)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
