@@ -166,12 +166,12 @@ void slabFree(char *data) {
 }
 
 /// Zero-filled, kAlign-aligned memory for an owning tensor, freed by alignedFree; null when
-/// the host has no memory left. A large
-/// one comes from largeAlloc, a mid-size one from slabAlloc; the others from calloc, kAlign
-/// bytes larger, with calloc's own pointer kept in the word below the aligned one and 0 in
-/// the word below that: calloc hands out a large block as fresh pages from the kernel,
-/// which are zero already, so a tensor that its caller then fills is written, and its pages
-/// faulted in, once; aligned_alloc + memset wrote it twice.
+/// the host has no memory left. A large one comes from largeAlloc, a mid-size one from
+/// slabAlloc; the others from calloc, kAlign bytes larger, with calloc's own pointer kept
+/// in the word below the aligned one and 0 in the word below that: calloc hands out a large
+/// block as fresh pages from the kernel, which are zero already, so a tensor that its
+/// caller then fills is written, and its pages faulted in, once; aligned_alloc + memset
+/// wrote it twice.
 char *zeroedAlloc(size_t bytes) {
   if (bytes >= kLargeTensor && !kSanitized)
     if (char *p = largeAlloc(bytes, /*huge=*/true))
@@ -225,11 +225,11 @@ template <typename T> T saturate(double v) {
 
 } // namespace
 
-Tensor::Tensor(const Type &ty) : type_(ty), data_(zeroedAlloc(ty.sizeInBytes())), owning_(true) {
-  if (!data_)
+Tensor::Tensor(const Type &ty) {
+  Expected<Tensor> t = tryCreate(ty);
+  if (!t)
     throw std::bad_alloc();
-  if (isQuantized(type_.kind) && type_.offset != 0)
-    zero(); // every element to the offset
+  *this = std::move(*t);
 }
 
 Expected<Tensor> Tensor::tryCreate(const Type &ty) {
@@ -241,7 +241,7 @@ Expected<Tensor> Tensor::tryCreate(const Type &ty) {
   t.type_ = ty;
   t.owning_ = true;
   if (isQuantized(ty.kind) && ty.offset != 0)
-    t.zero();
+    t.zero(); // every element to the offset
   return t;
 }
 
