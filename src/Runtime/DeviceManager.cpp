@@ -210,7 +210,8 @@ Error DeviceManager::runLoaded(const std::string &name, CompiledFunction *fn,
   else if (start > deadline)
     err = makeError(ErrorCode::Runtime, "deadline exceeded before '", name,
                     "' started on device '", getName(), "'");
-  else if (Error e = runImpl(name, *fn, ctx, stats))
+  // Runs on the device's worker thread too, where an exception would end the process.
+  else if (Error e = guardHostMemory("", [&] { return runImpl(name, *fn, ctx, stats); }))
     err = std::move(e).addContext("running '" + name + "' on device '" + getName() + "'");
   auto end = Clock::now();
   if (tracer)

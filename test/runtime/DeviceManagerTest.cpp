@@ -94,6 +94,46 @@ TEST(DeviceManager, RunsOnTheWorkerAndCallsBackWithErrors) {
   EXPECT_EQ(d->getPendingRuns(), 0u);
 }
 
+namespace {
+/// A device whose run runs out of host memory: allocating its working set throws, as an
+/// accelerator's staging buffers or a backend's scratch would.
+class ExhaustedDevice : public DeviceManager {
+public:
+  using DeviceManager::DeviceManager;
+  ~ExhaustedDevice() override { stop(); }
+
+protected:
+  Error runImpl(const std::string &, CompiledFunction &, ExecutionContext &,
+                DeviceRunStats &) override {
+    throw std::bad_alloc();
+  }
+};
+} // namespace
+
+TEST(DeviceManager, HostOutOfMemoryOnTheWorkerIsTheRunsError) {
+  Fixture fx;
+  DeviceConfig c;
+  c.backendName = "Interpreter";
+  c.name = "exhausted0";
+  c.memoryBytes = 1 << 20;
+  ExhaustedDevice d(c);
+  ASSERT_FALSE(d.init());
+  ASSERT_FALSE(d.addNetwork("mlp", fx.cf.get(), 100));
+  auto b = makeBindings(fx.net, makeInput(fx.net.input, 0));
+  ExecutionContext ctx(b.get());
+  std::promise<std::pair<ErrorCode, std::string>> p;
+  d.runFunction("mlp", &ctx, [&](Error e, const DeviceRunStats &) {
+    p.set_value({e ? e.code() : ErrorCode::Internal, e ? e.message() : ""});
+  });
+  auto [code, msg] = p.get_future().get();
+  EXPECT_EQ(code, ErrorCode::OutOfMemory) << msg;
+  EXPECT_TRUE(contains(msg, "out of host memory")) << msg;
+  EXPECT_TRUE(contains(msg, "running 'mlp' on device 'exhausted0'")) << msg;
+  // The worker survives: the device still reports the run as completed.
+  EXPECT_EQ(d.getCompletedRuns(), 1u);
+  EXPECT_EQ(d.getPendingRuns(), 0u);
+}
+
 TEST(DeviceManager, ExpiredDeadlineFailsWithoutRunning) {
   Fixture fx;
   auto d = makeDevice(*fx.backend, 1 << 20);

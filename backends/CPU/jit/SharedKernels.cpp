@@ -217,8 +217,14 @@ Error buildUnitsInParallel(const std::vector<std::string> &order,
       for (const std::string &h : info.at(n).helpers)
         helpers[h] = addrs[h];
       bl.unlock();
-      Expected<std::unique_ptr<JitModule>> unit = buildUnit(n, prefix + n, level, o, helpers);
-      Expected<void *> addr = unit ? (*unit)->lookup(n) : Expected<void *>(unit.takeError());
+      // A worker thread must not let an exception out (that ends the process): running
+      // out of host memory while building a unit is this compile's error.
+      std::unique_ptr<JitModule> module;
+      Expected<void *> addr = guardHostMemory("building kernel unit '" + n + "'",
+                                              [&]() -> Expected<void *> {
+        KILN_ASSIGN_OR_RETURN(module, buildUnit(n, prefix + n, level, o, helpers));
+        return module->lookup(n);
+      });
       bl.lock();
       inFlight--;
       if (!addr) {
@@ -226,7 +232,7 @@ Error buildUnitsInParallel(const std::vector<std::string> &order,
           failure = addr.takeError();
       } else {
         addrs[n] = *addr;
-        built.emplace(n, std::move(*unit));
+        built.emplace(n, std::move(module));
       }
       cv.notify_all();
     }
