@@ -7,6 +7,11 @@
 //  - Concat @out %c, @in %a0, @in %a1...: each %ai becomes a TensorView of %c at its
 //    offset, so producers write straight into %c, provided every %ai is an activation
 //    used for the last time by the Concat and %c is not used before it.
+//  - A Concat whose operands are already adjacent views of one buffer, in order, is itself
+//    a view of that buffer, provided nothing writes that block while %c is in use. In a
+//    densely connected block every layer concatenates all the features before it: once
+//    the block's last Concat has taken the features in place, each earlier Concat is a
+//    prefix of the same buffer, and the block copies nothing.
 
 #include "InsertExtractToViews.h"
 
@@ -129,10 +134,82 @@ bool concatToViews(IRFunction &F, ConcatInst *C) {
   return true;
 }
 
+/// The elements [begin, end) of its root buffer that \p v covers (a view is a contiguous
+/// block of its source, read from the linear offset of its Offsets).
+std::pair<dim_t, dim_t> rootRange(const Value *v) {
+  dim_t begin = 0;
+  for (const Value *x = v; auto *tv = dyn_cast<TensorViewInst>(x); x = tv->getSrc()) {
+    Dims strides = tv->getSrc()->getType()->strides();
+    const auto &offs = tv->getOffsets();
+    for (size_t i = 0; i < offs.size() && i < strides.size(); i++)
+      begin += offs[i] * strides[i];
+  }
+  return {begin, begin + v->getType()->numElements()};
+}
+
+/// True when some instruction at a position in (from, to] writes elements [begin, end)
+/// of the buffer \p bi.
+bool blockWrittenBetween(const BufferInfo &bi, size_t from, size_t to, dim_t begin, dim_t end) {
+  for (const Use &u : bi.uses) {
+    if (u.pos <= from || u.pos > to || !u.isWrite())
+      continue;
+    auto [b, e] = rootRange(u.I->getOperand(u.op).first);
+    if (b < end && begin < e)
+      return true;
+  }
+  return false;
+}
+
+bool concatOfViewsToView(IRFunction &F, ConcatInst *C) {
+  BufferUses bu(F);
+  auto *Cbuf = dyn_cast<AllocActivationInst>(C->getDest());
+  std::vector<Value *> ins = C->getInputs();
+  if (!Cbuf || ins.empty() || !isa<TensorViewInst>(ins[0]))
+    return false;
+  BufferInfo *ci = bu.get(Cbuf);
+  for (const Use &u : ci->uses)
+    if (u.isWrite() && u.I != C)
+      return false;
+  Value *src = cast<TensorViewInst>(ins[0])->getSrc();
+  const Dims &cd = Cbuf->getType()->dims;
+  size_t axis = C->getAxis();
+  dim_t begin = rootRange(ins[0]).first, at = begin, along = 0;
+  for (Value *a : ins) {
+    auto *V = dyn_cast<TensorViewInst>(a);
+    if (!V || V->getSrc() != src || !sameElemType(*V->getType(), *Cbuf->getType()) ||
+        V->getType()->dims.size() != cd.size() || axis >= cd.size())
+      return false;
+    // The operand's block of the Concat's result is contiguous there, and the operand
+    // follows the one before it in the buffer: the result is the buffer's elements as
+    // they lie.
+    std::vector<dim_t> starts(cd.size(), 0), ends(cd.begin(), cd.end());
+    starts[axis] = along;
+    ends[axis] = along += V->getType()->dims[axis];
+    auto [b, e] = rootRange(V);
+    if (!isContiguousBlock(cd, starts, ends) || b != at)
+      return false;
+    at = e;
+  }
+  if (at - begin != Cbuf->getType()->numElements())
+    return false;
+  BufferInfo *ri = bu.get(getRoot(src));
+  if (!ri || blockWrittenBetween(*ri, bu.pos(C), ci->lastUse(), begin, at))
+    return false;
+  auto *V = F.insert(find(F, C), new TensorViewInst(Cbuf->getName() + ".view", Cbuf->getType(),
+                                                    src, cast<TensorViewInst>(ins[0])->getOffsets()));
+  replaceAllUsesWith(F, Cbuf, V);
+  erase(F, C);
+  eraseActivation(F, Cbuf);
+  if (auto *RA = dyn_cast<AllocActivationInst>(ri->root))
+    fixLifetime(F, RA);
+  return true;
+}
+
 } // namespace
 
 bool insertExtractToViews(IRFunction &F) {
   bool changed = false;
+  std::vector<ConcatInst *> concats;
   std::vector<Instruction *> work;
   for (auto &ip : F.getInstrs())
     if (isa<SliceInst>(ip.get()) || isa<ConcatInst>(ip.get()))
@@ -140,8 +217,22 @@ bool insertExtractToViews(IRFunction &F) {
   for (Instruction *I : work) {
     if (auto *S = dyn_cast<SliceInst>(I))
       changed |= sliceToView(F, S);
+    else if (concatToViews(F, cast<ConcatInst>(I)))
+      changed = true;
     else
-      changed |= concatToViews(F, cast<ConcatInst>(I));
+      concats.push_back(cast<ConcatInst>(I));
+  }
+  // The Concats left whose operands have become views: each success can make another
+  // Concat's operands views (nested Concats), so until none changes.
+  for (bool more = true; more;) {
+    more = false;
+    for (auto it = concats.begin(); it != concats.end();)
+      if (concatOfViewsToView(F, *it)) {
+        it = concats.erase(it);
+        more = changed = true;
+      } else {
+        ++it;
+      }
   }
   return changed;
 }
