@@ -540,6 +540,35 @@ TEST_F(PassNumericTest, prune_conv_taps) {
   expectSameNumbers(F_, g, 1e-6f, 1e-5f);
 }
 
+// An ASPP-like layer: 64 -> 64 channels, dilation 4 with pads 4 on a 6x6 map. Per axis
+// outputs 0-1 read the map through taps 1-2, 2-3 through tap 1, 4-5 through taps 0-1, so
+// bands would read 25 tap slices of the filter (2x2 + 2x1 + ... over the 3 x 3 bands);
+// the sum over the 9 taps reads each slice once, plus 8 padded partial outputs of 9 KB:
+// nine 1x1 convolutions, each over the output block where its tap reads the map (the
+// centre tap all of it, with the bias), padded and added.
+TEST_F(PassNumericTest, prune_conv_taps_sums_taps_when_that_reads_less) {
+  auto *x = input("x", {1, 64, 6, 6});
+  auto *w = rand("w", {64, 64, 3, 3});
+  auto *b = rand("b", {64});
+  save(F_->createConvolution("aspp", x, w, b, {3, 3}, {1, 1}, {4, 4, 4, 4}, {4, 4}, 1));
+  Function *g = optimizedCopy(F_, "prune-conv-taps,dce");
+  std::vector<std::vector<dim_t>> outs;
+  for (const auto &n : g->getNodes())
+    if (auto *c = dyn_cast<ConvolutionNode>(n.get())) {
+      EXPECT_EQ(c->getKernels(), (std::vector<dim_t>{1, 1}));
+      const Dims &d = c->getResultType()->dims;
+      outs.push_back({d[2], d[3]});
+    }
+  std::sort(outs.begin(), outs.end());
+  // Tap rows 0 and 2 reach outputs 4-5 and 0-1 (2 rows), tap row 1 all 6; likewise columns.
+  EXPECT_EQ(outs, (std::vector<std::vector<dim_t>>{
+                      {2, 2}, {2, 2}, {2, 2}, {2, 2}, {2, 6}, {2, 6}, {6, 2}, {6, 2}, {6, 6}}));
+  EXPECT_EQ(countKind(g, NodeKind::Pad), 8u);
+  EXPECT_EQ(countKind(g, NodeKind::Add), 8u);
+  EXPECT_EQ(countKind(g, NodeKind::Concat), 0u);
+  expectSameNumbers(F_, g, 1e-5f, 1e-5f);
+}
+
 TEST_F(PassNumericTest, simplify_arithmetic) {
   auto *x = input("x", {5});
   TypeRef ty = x->getType();

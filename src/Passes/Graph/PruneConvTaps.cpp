@@ -60,8 +60,98 @@ TapBand liveTapsAt(int64_t o, int64_t inSize, int64_t kernel, int64_t stride, in
   return {o, o + 1, first, last};
 }
 
+/// Output positions [lo, hi] along one axis where tap \p k reads real input (lo > hi: none).
+std::pair<int64_t, int64_t> tapOutputs(int64_t k, int64_t inSize, int64_t outSize,
+                                       int64_t stride, int64_t padBegin, int64_t dilation) {
+  int64_t base = k * dilation - padBegin;
+  return {std::max<int64_t>(0, ceilDiv(-base, stride)),
+          std::min<int64_t>(outSize - 1, floorDiv(inSize - 1 - base, stride))};
+}
+
+/// \p conv as a sum over its live taps: each tap a 1x1 Convolution of the input block it
+/// reads, computing only the output block where it reads real input, padded with zeros to
+/// the whole output and added; the tap whose block is the whole output carries the bias.
+/// Each tap's weights are read once, where bands read a tap's weights once per band that
+/// uses it. Null when no tap covers the whole output.
+NodeValue splitByTaps(Function *f, ConvolutionNode *conv, Constant *w) {
+  const Dims &in = conv->getInput().dims(), &out = conv->getResultType()->dims;
+  const std::vector<dim_t> &kernels = conv->getKernels(), &strides = conv->getStrides(),
+                           &pads = conv->getPads(), &dilations = conv->getDilations();
+  struct Tap {
+    dim_t k[2];
+    std::pair<int64_t, int64_t> o[2];
+    bool whole;
+  };
+  std::vector<Tap> taps;
+  for (dim_t kh = 0; kh < kernels[0]; kh++)
+    for (dim_t kw = 0; kw < kernels[1]; kw++) {
+      Tap t{{kh, kw}, {}, true};
+      for (unsigned d = 0; d < 2; d++) {
+        t.o[d] = tapOutputs(int64_t(t.k[d]), in[2 + d], out[2 + d], strides[d], pads[d],
+                            dilations[d]);
+        t.whole = t.whole && t.o[d].first == 0 && t.o[d].second == int64_t(out[2 + d]) - 1;
+      }
+      if (t.o[0].first <= t.o[0].second && t.o[1].first <= t.o[1].second)
+        taps.push_back(t);
+    }
+  auto whole = std::find_if(taps.begin(), taps.end(), [](const Tap &t) { return t.whole; });
+  if (whole == taps.end())
+    return NodeValue();
+  std::rotate(taps.begin(), whole, whole + 1);
+  const std::string &name = conv->getName();
+  Tensor zero(*conv->getBias().getType());
+  NodeValue zeroBias = passutil::makeConstant(f, name + ".no_bias", std::move(zero));
+  NodeValue sum;
+  for (const Tap &t : taps) {
+    std::string tag = ".tap" + std::to_string(t.k[0]) + "_" + std::to_string(t.k[1]);
+    std::vector<dim_t> starts = {0, 0, 0, 0}, ends = {in[0], in[1], 0, 0};
+    std::vector<dim_t> padding(8, 0);
+    Dims part = {out[0], out[1], 0, 0};
+    for (unsigned d = 0; d < 2; d++) {
+      int64_t S = strides[d], first = t.o[d].first, last = t.o[d].second;
+      int64_t at = int64_t(t.k[d] * dilations[d]) - int64_t(pads[d]);
+      starts[2 + d] = dim_t(first * S + at);
+      ends[2 + d] = dim_t(last * S + at + 1);
+      part[2 + d] = dim_t(last - first + 1);
+      padding[2 + d] = dim_t(first);
+      padding[6 + d] = out[2 + d] - 1 - dim_t(last);
+    }
+    NodeValue x = f->createSlice(name + ".in" + tag, conv->getInput(), starts, ends);
+    Constant *wt = passutil::makeConstant(f, w->getName() + tag,
+                                          sliceKernel(w->getPayload(), t.k[0], 1, t.k[1], 1));
+    NodeValue y = f->createConvolution(name + tag, passutil::withDims(f, *conv->getResultType(), part),
+                                       x, wt, sum.node ? zeroBias : conv->getBias(), {1, 1},
+                                       strides, {0, 0, 0, 0}, {1, 1}, conv->getGroup());
+    if (!sum.node) {
+      sum = y;
+      continue;
+    }
+    sum = f->createAdd(name + ".sum" + tag, conv->getResultType(), sum,
+                       f->createPad(name + ".pad" + tag, y, padding, 0.0f));
+  }
+  return sum;
+}
+
+/// True when summing \p conv's taps (splitByTaps: every tap live, as after pruning) reads
+/// fewer bytes than its \p bands: each tap's weights once, and per tap but the first a
+/// padded partial output written, then read by its Add, which writes the sum; against each
+/// band's taps' weights.
+bool tapsReadLess(const ConvolutionNode &conv, const Type &filter,
+                  const std::vector<TapBand> (&bands)[2]) {
+  const std::vector<dim_t> &kernels = conv.getKernels();
+  double taps = double(kernels[0] * kernels[1]);
+  double tapBytes = double(filter.sizeInBytes()) / taps, bandTaps = 0;
+  for (const TapBand &bh : bands[0])
+    for (const TapBand &bw : bands[1])
+      bandTaps += double((bh.last - bh.first + 1) * (bw.last - bw.first + 1));
+  double sumBytes = 3.0 * double(conv.getResultType()->sizeInBytes()) * (taps - 1);
+  return taps * tapBytes + sumBytes < bandTaps * tapBytes;
+}
+
 /// Splits \p conv (float, constant filter \p w) into the bands of tapBands along both axes
 /// when at most half of its (output position, tap) pairs read real input; null otherwise.
+/// Where summing the live taps reads fewer bytes (each tap's weights once, plus a padded
+/// partial output per tap to add) than the bands (each band its taps' weights), the taps.
 NodeValue splitIntoBands(Function *f, ConvolutionNode *conv, Constant *w) {
   const Dims &in = conv->getInput().dims(), &out = conv->getResultType()->dims;
   const std::vector<dim_t> &kernels = conv->getKernels(), &strides = conv->getStrides(),
@@ -81,6 +171,9 @@ NodeValue splitIntoBands(Function *f, ConvolutionNode *conv, Constant *w) {
   }
   if (bands[0].size() * bands[1].size() < 2 || live > 0.5 * all)
     return NodeValue();
+  if (conv->getGroup() == 1 && tapsReadLess(*conv, *w->getType(), bands))
+    if (NodeValue byTaps = splitByTaps(f, conv, w); byTaps.node)
+      return byTaps;
   const std::string &name = conv->getName();
   std::vector<NodeValue> rows;
   for (const TapBand &bh : bands[0]) {
