@@ -132,7 +132,7 @@ KernelWork winogradWork(ConvAlgorithm a, const ConvShape &s, Isa isa, const Conv
   w.eff = t.winogradEff;
   w.copies = double(alpha * T) * (double(C) * t.winogradInCost + double(O) * t.winogradOutCost);
   w.weightBytes = 4.0 * double(alpha * C * roundUp(O, tl.NR));
-  // Blocks of tiles whose transformed inputs and outputs stay in L2 (libjit_conv.cpp,
+  // Blocks of tiles whose transformed inputs and outputs stay in L2 (libjit_wino.cpp,
   // WinoRows): (m + 2)^2 GEMM calls per block.
   const int64_t perImage = ceilDiv(s.OH, tile) * ceilDiv(s.OW, tile);
   const int64_t perTile = alpha * (C + 2 + O);

@@ -114,7 +114,7 @@ constexpr int kStripVectors = 3;
 LIBJIT_DECLARE_CONV_STRIP(avx512)
 LIBJIT_DECLARE_CONV_STRIP(avx2)
 #undef LIBJIT_DECLARE_CONV_STRIP
-// Winograd F(4x4, 3x3) convolution (libjit_conv.cpp, Winograd): float32 NCHW, 3x3 kernel,
+// Winograd F(4x4, 3x3) convolution (libjit_wino.cpp): float32 NCHW, 3x3 kernel,
 // stride 1, dilation 1, group 1, any pads. Weights are transformed at compile time by
 // libjit_pack_wino_f32_* (libjit_pack_wino_floats_* floats, from W [O][C][3][3]); scratch
 // is nthreads * libjit_conv2d_wino_scratch_floats_*(...) floats. Epilogue: + bias[o]
