@@ -945,6 +945,28 @@ LIBJIT_INLINE void conv2dWinoRows(float *out, const float *in, const float *U, c
   }
 }
 
+/// GemmAvx512's 14 x 32 register tile at 8 rows (the same B panels, so the same packed
+/// weights), for F(2x2) layers of at most kShortTiles tiles per image (7x7 and 8x8
+/// images: 16 tiles), which GemmAvx512 computes as a 14-row and a 2-row tile: two 8-row
+/// tiles instead, in A panels of 8 tiles (less padding for the input transform too).
+struct WinoRowsAvx512Short {
+  static constexpr int VW = 16;
+  static constexpr int NV = 2;
+  static constexpr int MR = 8;
+  static constexpr int NR = VW * NV;
+  static constexpr int64_t KC = 384;
+  static constexpr int64_t MC = MR * 21;
+  static constexpr int64_t NC = 32 * 32;
+};
+template <class Cfg> struct ShortRows { typedef Cfg T; };
+template <> struct ShortRows<GemmAvx512> { typedef WinoRowsAvx512Short T; };
+constexpr int64_t kShortTiles = 16;
+
+/// Whether an F(2x2) layer's GEMMs take ShortRows<Cfg>'s tile (AVX-512 only).
+template <class Cfg> LIBJIT_INLINE bool useShortRows(int64_t OH, int64_t OW) {
+  return ShortRows<Cfg>::T::MR < Cfg::MR && ceilDiv(OH, 2) * ceilDiv(OW, 2) <= kShortTiles;
+}
+
 /// U[p] = (G g G^T)[p / A][p % A] for every (c, o), in double, packed as B panels of the
 /// C x O matrix of each position (columns past O zero). The NR filters of one panel row
 /// are transformed together, one double per filter in each step, so the arithmetic runs
@@ -994,6 +1016,8 @@ using namespace libjit;
 #define LIBJIT_WINO_ROWS_ENTRY_POINTS(SUFFIX, CFG)                                                 \
   LIBJIT_EXPORT int64_t libjit_conv2d_wino_rows_scratch_floats_##SUFFIX(                           \
       int64_t m, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW) {  \
+    if (m == 2 && useShortRows<CFG>(OH, OW))                                                       \
+      return WinoRows<ShortRows<CFG>::T, 2>(N, C, H, W, O, OH, OW, 0, 0).total;                    \
     return m == 2 ? WinoRows<CFG, 2>(N, C, H, W, O, OH, OW, 0, 0).total                            \
                   : WinoRows<CFG, 4>(N, C, H, W, O, OH, OW, 0, 0).total;                           \
   }                                                                                                \
@@ -1012,8 +1036,12 @@ using namespace libjit;
       int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW, int64_t PT,   \
       int64_t PL, int64_t act, float lo, float hi, float *scratch, int64_t tid,                    \
       int64_t nthreads) {                                                                          \
-    conv2dWinoRows<CFG, 2>(out, in, packedW, bias, add, N, C, H, W, O, OH, OW, PT, PL, act, lo,    \
-                           hi, scratch, tid, nthreads);                                            \
+    if (useShortRows<CFG>(OH, OW))                                                                 \
+      conv2dWinoRows<ShortRows<CFG>::T, 2>(out, in, packedW, bias, add, N, C, H, W, O, OH, OW, PT, \
+                                           PL, act, lo, hi, scratch, tid, nthreads);               \
+    else                                                                                           \
+      conv2dWinoRows<CFG, 2>(out, in, packedW, bias, add, N, C, H, W, O, OH, OW, PT, PL, act, lo,  \
+                             hi, scratch, tid, nthreads);                                          \
   }                                                                                                \
   LIBJIT_EXPORT void libjit_conv2d_wino_rows4_f32_##SUFFIX(                                        \
       float *out, const float *in, const float *packedW, const float *bias, const float *add,      \
