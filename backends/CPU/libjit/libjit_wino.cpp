@@ -946,13 +946,13 @@ LIBJIT_INLINE void conv2dWinoRows(float *out, const float *in, const float *U, c
 }
 
 /// GemmAvx512's 14 x 32 register tile at 8 rows (the same B panels, so the same packed
-/// weights), for F(2x2) layers of at most kShortTiles tiles per image (7x7 and 8x8
+/// weights), for F(2x2) layers of at most kWinoShortTiles tiles per image (7x7 and 8x8
 /// images: 16 tiles), which GemmAvx512 computes as a 14-row and a 2-row tile: two 8-row
 /// tiles instead, in A panels of 8 tiles (less padding for the input transform too).
 struct WinoRowsAvx512Short {
   static constexpr int VW = 16;
   static constexpr int NV = 2;
-  static constexpr int MR = 8;
+  static constexpr int MR = kWinoShortMR;
   static constexpr int NR = VW * NV;
   static constexpr int64_t KC = 384;
   static constexpr int64_t MC = MR * 21;
@@ -960,11 +960,10 @@ struct WinoRowsAvx512Short {
 };
 template <class Cfg> struct ShortRows { typedef Cfg T; };
 template <> struct ShortRows<GemmAvx512> { typedef WinoRowsAvx512Short T; };
-constexpr int64_t kShortTiles = 16;
 
 /// Whether an F(2x2) layer's GEMMs take ShortRows<Cfg>'s tile (AVX-512 only).
 template <class Cfg> LIBJIT_INLINE bool useShortRows(int64_t OH, int64_t OW) {
-  return ShortRows<Cfg>::T::MR < Cfg::MR && ceilDiv(OH, 2) * ceilDiv(OW, 2) <= kShortTiles;
+  return ShortRows<Cfg>::T::MR < Cfg::MR && ceilDiv(OH, 2) * ceilDiv(OW, 2) <= kWinoShortTiles;
 }
 
 /// U[p] = (G g G^T)[p / A][p % A] for every (c, o), in double, packed as B panels of the
