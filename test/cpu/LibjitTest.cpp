@@ -926,6 +926,8 @@ TEST_P(LibjitWino, MatchesDirectConvolution) {
       {1, 400, 6, 7, 20, 1, 1, 1, 1},   // C over the GEMM's K block
       {1, 40, 14, 14, 35, 1, 1, 1, 1},  // resnet50's 14x14 shape: 16 tiles, O off the panels
       {1, 24, 14, 14, 130, 1, 1, 1, 1}, // tiles as rows: channels split at 2 threads
+      {1, 70, 7, 7, 100, 1, 1, 1, 1},   // 16 tiles: F(2x2) rows in 8-row tiles on AVX-512
+      {2, 19, 8, 8, 33, 1, 1, 1, 1},    // 8x8, batch 2: 8-row tiles, O off the panels
   };
   for (const WinoCase &k : cases) {
     int64_t OH = k.H + k.PT + k.PB - 2, OW = k.W + k.PL + k.PR - 2;

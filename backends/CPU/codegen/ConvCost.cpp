@@ -122,23 +122,27 @@ KernelWork winogradWork(ConvAlgorithm a, const ConvShape &s, Isa isa, const Conv
   const Tiles tl = tilesOf(isa);
   const int64_t N = s.N, C = s.C, O = s.O;
   const int64_t tile = a == ConvAlgorithm::WinogradRows2 ? 2 : 4, alpha = (tile + 2) * (tile + 2);
-  const int64_t T = N * ceilDiv(s.OH, tile) * ceilDiv(s.OW, tile);
+  const int64_t perImage = ceilDiv(s.OH, tile) * ceilDiv(s.OW, tile), T = N * perImage;
+  // F(2x2) layers of few tiles per image take shorter register tiles on AVX-512.
+  const int64_t MR = a == ConvAlgorithm::WinogradRows2 && isa == Isa::Avx512 &&
+                             perImage <= ::kWinoShortTiles
+                         ? ::kWinoShortMR
+                         : tl.MR;
   KernelWork w;
   if (a == ConvAlgorithm::Winograd) // tiles as columns, padded to whole vectors
     w.flops = double(alpha) * 2.0 * double(roundUp(O, tl.MR)) * double(roundUp(T, tl.VW)) *
               double(C);
   else
-    w.flops = double(alpha) * gemmFlops(T, O, C, tl.MR, tl.NR);
+    w.flops = double(alpha) * gemmFlops(T, O, C, MR, tl.NR);
   w.eff = t.winogradEff;
   w.copies = double(alpha * T) * (double(C) * t.winogradInCost + double(O) * t.winogradOutCost);
   w.weightBytes = 4.0 * double(alpha * C * roundUp(O, tl.NR));
-  // Blocks of tiles whose transformed inputs and outputs stay in L2 (libjit_conv.cpp,
+  // Blocks of tiles whose transformed inputs and outputs stay in L2 (libjit_wino.cpp,
   // WinoRows): (m + 2)^2 GEMM calls per block.
-  const int64_t perImage = ceilDiv(s.OH, tile) * ceilDiv(s.OW, tile);
   const int64_t perTile = alpha * (C + 2 + O);
   int64_t Tb = std::min(std::max<int64_t>(131072 / perTile, O * C / (C + O)),
                         int64_t(4194304) / perTile);
-  Tb = std::min(std::max(Tb / tl.MR * tl.MR, tl.MR), roundUp(perImage, tl.MR));
+  Tb = std::min(std::max(Tb / MR * MR, MR), roundUp(perImage, MR));
   w.gemmCalls = double(alpha * N * ceilDiv(perImage, Tb));
   return w;
 }

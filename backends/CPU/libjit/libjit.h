@@ -114,7 +114,7 @@ constexpr int kStripVectors = 3;
 LIBJIT_DECLARE_CONV_STRIP(avx512)
 LIBJIT_DECLARE_CONV_STRIP(avx2)
 #undef LIBJIT_DECLARE_CONV_STRIP
-// Winograd F(4x4, 3x3) convolution (libjit_conv.cpp, Winograd): float32 NCHW, 3x3 kernel,
+// Winograd F(4x4, 3x3) convolution (libjit_wino.cpp): float32 NCHW, 3x3 kernel,
 // stride 1, dilation 1, group 1, any pads. Weights are transformed at compile time by
 // libjit_pack_wino_f32_* (libjit_pack_wino_floats_* floats, from W [O][C][3][3]); scratch
 // is nthreads * libjit_conv2d_wino_scratch_floats_*(...) floats. Epilogue: + bias[o]
@@ -137,6 +137,10 @@ LIBJIT_DECLARE_WINO(avx2)
 // or 4 (..._rows4): the same shapes, arguments and epilogue as the kernel above (weights
 // from libjit_pack_wino_rows_f32_*(m, ...), libjit_pack_wino_rows_floats_*(m, ...) floats;
 // scratch nthreads * libjit_conv2d_wino_rows_scratch_floats_*(m, ...) floats).
+// On AVX-512, F(2x2) layers of at most kWinoShortTiles tiles per image compute their
+// GEMMs in register tiles of kWinoShortMR rows (the cost model charges those).
+constexpr int64_t kWinoShortTiles = 16;
+constexpr int kWinoShortMR = 8;
 #define LIBJIT_DECLARE_WINO_ROWS(SUFFIX)                                                    \
   LIBJIT_EXPORT int64_t libjit_conv2d_wino_rows_scratch_floats_##SUFFIX(                    \
       int64_t m, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,          \
