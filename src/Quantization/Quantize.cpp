@@ -259,9 +259,8 @@ private:
     return chooseQuantParams(lo, hi, opts_.schema);
   }
 
-  /// The schema of Convolution and FullyConnected weights (QuantizationOptions::weightSchema,
-  /// or the activations' schema).
-  QuantSchema weightSchema() const { return opts_.weightSchema.value_or(opts_.schema); }
+  /// The schema of Convolution and FullyConnected weights (effectiveWeightSchema).
+  QuantSchema weightSchema() const { return effectiveWeightSchema(opts_); }
 
   /// Convolution / FullyConnected with one weight scale and offset per output channel:
   /// a Channelwise node (8-bit weights of type scale 1 offset 0, float scales, i32

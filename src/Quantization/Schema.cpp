@@ -52,6 +52,12 @@ const char *calibrationName(Calibration c) {
   return "?";
 }
 
+QuantSchema effectiveWeightSchema(const QuantizationOptions &o) {
+  if (o.weightSchema)
+    return *o.weightSchema;
+  return o.perChannel && o.schema == QuantSchema::Asymmetric ? QuantSchema::Symmetric : o.schema;
+}
+
 QuantParams chooseQuantParams(float min, float max, QuantSchema schema) {
   const bool nonNegative = min >= 0;
   double lo = std::min(double(min), 0.0), hi = std::max(double(max), 0.0);

@@ -61,12 +61,7 @@ Expected<QuantizationOptions> quantOptions(const QuantFlags &q) {
   if (!q.weightSchema.empty()) {
     KILN_ASSIGN_OR_RETURN(QuantSchema ws, parseQuantSchema(q.weightSchema));
     o.weightSchema = ws;
-  } else if (q.perChannel && o.schema == QuantSchema::Asymmetric) {
-    // Offset-0 per-channel weights by default: the same accuracy as asymmetric ones on the
-    // corpus and digits, and the int8 kernels skip the per-pixel input sums
-    // (docs/Quantization.md, seventh round).
-    o.weightSchema = QuantSchema::Symmetric;
-  }
+  } // unset: the library's default (effectiveWeightSchema)
   return o;
 }
 
@@ -77,7 +72,9 @@ Error quantizeWithFlags(Function *f, const QuantFlags &q, std::ostream &log) {
   KILN_ASSIGN_OR_RETURN(QuantizationReport r, quantizeFunction(f, p, o));
   log << "quantized (" << quantSchemaName(o.schema) << ", " << calibrationName(o.calibration)
       << (o.perChannel ? ", per-channel weights" : "")
-      << (o.weightSchema ? std::string(", ") + quantSchemaName(*o.weightSchema) + " weights" : "")
+      << (o.weightSchema || o.perChannel
+              ? std::string(", ") + quantSchemaName(effectiveWeightSchema(o)) + " weights"
+              : "")
       << "): " << r.toString() << "\n";
   return Error::success();
 }

@@ -498,10 +498,13 @@ TEST(Transform, PerChannelWeightsGetTheirOwnScales) {
 }
 
 // weightSchema: asymmetric activations with symmetric per-channel weights (offset 0, scale
-// max |w| / 127), where the activations' schema alone gives weight offsets that are not 0.
+// max |w| / 127), where the activations' schema gives weight offsets that are not 0. Unset,
+// weightSchema defaults to symmetric for per-channel weights (an embedder asking for
+// per-channel weights gets offset-0 ones, as the tools' --per-channel does).
 TEST(Transform, PerChannelSymmetricWeightsWithAsymmetricActivations) {
-  for (bool symmetricWeights : {false, true}) {
-    SCOPED_TRACE(symmetricWeights ? "symmetric weights" : "schema's weights");
+  for (int mode : {0, 1, 2}) { // weightSchema Asymmetric, Symmetric, unset
+    const bool symmetricWeights = mode != 0;
+    SCOPED_TRACE(mode == 0 ? "asymmetric weights" : mode == 1 ? "symmetric weights" : "unset");
     ExecutionEngine ee("Interpreter");
     Module &m = ee.getModule();
     Function *f = m.createFunction("main");
@@ -521,8 +524,8 @@ TEST(Transform, PerChannelSymmetricWeightsWithAsymmetricActivations) {
     QuantizationOptions o;
     o.schema = QuantSchema::Asymmetric;
     o.perChannel = true;
-    if (symmetricWeights)
-      o.weightSchema = QuantSchema::Symmetric;
+    if (mode < 2)
+      o.weightSchema = mode == 0 ? QuantSchema::Asymmetric : QuantSchema::Symmetric;
     Expected<QuantizationReport> r = quantizeFunction(f, p, o);
     ASSERT_TRUE(bool(r)) << r.getError().toString();
     Node *cw = nullptr;

@@ -88,6 +88,7 @@ enum class WeightPacking {
   GroupedTaps,     ///< [G][C/G][KH KW][O/G]: per group, the taps' output channels adjacent
   GemmBBf16Pairs,  ///< bf16 B in pairs of rows, 16-column panels (libjit_pack_b_bf16)
   ConvBf16Pairs,   ///< bf16 filter in blocks of 4 channels of k-pairs (libjit_pack_conv_w_bf16)
+  ConvBf16ChannelPanels, ///< bf16 filter in 16-channel panels of k-pairs (libjit_pack_conv_wt_bf16)
 };
 
 /// The machine limits the convolution cost model (ConvCost.h) divides work by: fixed

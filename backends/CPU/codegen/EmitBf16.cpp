@@ -58,6 +58,31 @@ Error Emitter::planFCBf16(Instruction *I, Value *dest, Value *in, Value *weights
   return Error::success();
 }
 
+Expected<Location> Emitter::packConvBf16Filter(WeightVar *cw, int64_t O, int64_t C,
+                                                int64_t taps, bool channelLanes) {
+  const WeightPacking packing =
+      channelLanes ? WeightPacking::ConvBf16ChannelPanels : WeightPacking::ConvBf16Pairs;
+  auto key = std::make_tuple(static_cast<const WeightVar *>(cw), packing, int64_t(1));
+  auto it = constCache_.find(key);
+  if (it == constCache_.end()) {
+    const int64_t elems = channelLanes ? libjit_conv_wt_bf16_elems(O, C, taps)
+                                       : libjit_conv_w_bf16_elems(O, C, taps);
+    uint64_t off = alignUp(consts_.size());
+    if (!consts_.resize(off + alignUp(uint64_t(elems) * 2)))
+      return makeError(ErrorCode::OutOfMemory, "CPU backend: cannot grow the constant arena by ",
+                       elems * 2, " bytes");
+    const Tensor &t = cast<Constant>(cw->getOrigin())->getPayload();
+    auto *dst = reinterpret_cast<uint16_t *>(consts_.data() + off);
+    auto *src = reinterpret_cast<const uint16_t *>(t.getUnsafePtr());
+    if (channelLanes)
+      libjit_pack_conv_wt_bf16(dst, src, O, C, taps);
+    else
+      libjit_pack_conv_w_bf16(dst, src, O, C, taps);
+    it = constCache_.emplace(key, off).first;
+  }
+  return Location{kConstantBase, it->second};
+}
+
 Error Emitter::planConvBf16(Instruction *I, std::vector<Item> &items) {
   FusedEpilogue epi;
   KILN_ASSIGN_OR_RETURN(ConvShape s, convShapeOf(I, epi));
@@ -79,24 +104,13 @@ Error Emitter::planConvBf16(Instruction *I, std::vector<Item> &items) {
   const int64_t N = s.N, C = s.C, H = s.H, W = s.W, O = s.O, OH = s.OH, OW = s.OW;
   const int64_t KH = s.KH, KW = s.KW, SH = s.SH, SW = s.SW, PT = s.PT, PL = s.PL, DH = s.DH,
                 DW = s.DW;
-  const int64_t taps = KH * KW;
-  auto key = std::make_tuple(static_cast<const WeightVar *>(cw), WeightPacking::ConvBf16Pairs,
-                             int64_t(1));
-  auto it = constCache_.find(key);
-  if (it == constCache_.end()) {
-    const int64_t elems = libjit_conv_w_bf16_elems(O, C, taps);
-    uint64_t off = alignUp(consts_.size());
-    if (!consts_.resize(off + alignUp(uint64_t(elems) * 2)))
-      return makeError(ErrorCode::OutOfMemory, "CPU backend: cannot grow the constant arena by ",
-                       elems * 2, " bytes");
-    const Tensor &t = cast<Constant>(cw->getOrigin())->getPayload();
-    libjit_pack_conv_w_bf16(reinterpret_cast<uint16_t *>(consts_.data() + off),
-                            reinterpret_cast<const uint16_t *>(t.getUnsafePtr()), O, C, taps);
-    it = constCache_.emplace(key, off).first;
-  }
-  const Location wl{kConstantBase, it->second};
+  // Small planes (7x7) with many pairs on vdpbf16ps: output channels as the lanes (libjit.h).
+  const bool channelLanes = avx512bf16_ && libjit_conv_bf16_channel_lanes(C, KH * KW, OH, OW);
+  KILN_ASSIGN_OR_RETURN(Location wl, packConvBf16Filter(cw, O, C, KH * KW, channelLanes));
   needPoolScratch((libjit_conv_bf16_scratch_bytes(C, OH, OW, KH, KW, SH, SW, DH, DW) + 3) / 4);
-  const std::string kernel = avx512bf16_ ? "libjit_conv_bf16_avx512bf16" : "libjit_conv_bf16_generic";
+  const std::string kernel = channelLanes  ? "libjit_conv_bf16_cl_avx512bf16"
+                             : avx512bf16_ ? "libjit_conv_bf16_avx512bf16"
+                                           : "libjit_conv_bf16_generic";
   const std::string label = "conv_bf16 " + std::to_string(KH) + "x" + std::to_string(KW) + "/" +
                             std::to_string(SH) + " " + std::to_string(C) + "->" +
                             std::to_string(O) + " " + std::to_string(H) + "x" +

@@ -378,6 +378,10 @@ private:
                    std::vector<Item> &items);
   /// Convolution / FusedConvolution with bf16 operands and result, group 1 (EmitBf16.cpp).
   Error planConvBf16(Instruction *I, std::vector<Item> &items);
+  /// The constant bf16 filter \p cw packed (once) for the pixel-lane kernels or, with
+  /// \p channelLanes, for libjit_conv_bf16_cl_avx512bf16.
+  Expected<Location> packConvBf16Filter(WeightVar *cw, int64_t O, int64_t C, int64_t taps,
+                                        bool channelLanes);
   Error planReduce(Instruction *I, const std::vector<dim_t> &axes, const char *op, bool mean,
                    std::vector<Item> &items);
   /// The run-time status words (Program::statusOffset), reserved on first use, and the

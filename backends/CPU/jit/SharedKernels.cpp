@@ -410,7 +410,8 @@ std::vector<std::string> sharedKernelNames(bool avx512) {
     names.push_back(std::string(q) + "avx2");
   }
   if (avx512)
-    for (const char *k : {"libjit_conv_bf16_avx512bf16", "libjit_fc_bf16_avx512bf16"})
+    for (const char *k : {"libjit_conv_bf16_avx512bf16", "libjit_conv_bf16_cl_avx512bf16",
+                          "libjit_fc_bf16_avx512bf16"})
       names.push_back(k);
   for (const char *size : {"u8", "u16", "u32", "u64"}) {
     names.push_back(std::string("libjit_splat_") + size);

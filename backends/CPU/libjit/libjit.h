@@ -96,6 +96,17 @@ LIBJIT_EXPORT int64_t libjit_conv_bf16_scratch_bytes(int64_t C, int64_t OH, int6
       int64_t scratchStride, int64_t tid, int64_t nthreads);
 LIBJIT_DECLARE_CONV_BF16(generic)
 LIBJIT_DECLARE_CONV_BF16(avx512bf16)
+// The same convolution with 16 output channels per vector instead of 16 pixels, for layers
+// where libjit_conv_bf16_channel_lanes(C, KH KW, OH, OW) (fewer than 64 output pixels, not
+// a multiple of 16, at least 512 channel pairs x taps); the filter packed by libjit_pack_conv_wt_bf16 (libjit_conv_wt_bf16_elems
+// elements) in panels of 16 channels; the same scratch. Bit for bit libjit_conv_bf16_avx512bf16's
+// results. Needs AVX512_BF16.
+LIBJIT_EXPORT int64_t libjit_conv_bf16_channel_lanes(int64_t C, int64_t taps, int64_t OH,
+                                                     int64_t OW);
+LIBJIT_EXPORT int64_t libjit_conv_wt_bf16_elems(int64_t O, int64_t C, int64_t taps);
+LIBJIT_EXPORT void libjit_pack_conv_wt_bf16(uint16_t *dst, const uint16_t *w, int64_t O,
+                                            int64_t C, int64_t taps);
+LIBJIT_DECLARE_CONV_BF16(cl_avx512bf16)
 
 // Convolution with the activations read in column strips (libjit_conv.cpp, strip): w is
 // the row-major filter [O][C*KH*KW] itself (no packing), group 1. Needs C*KH*KW * 48

@@ -268,7 +268,9 @@ LIBJIT_INLINE ConvGeom convGeom(int64_t C, int64_t H, int64_t W, int64_t OH, int
 /// Bytes of the pair planes (with kConvTile entries of slack for the direct path's last
 /// tile), then of the tile.
 LIBJIT_INLINE int64_t planeBytes(const ConvGeom &g) {
-  return (g.Cp * g.Hp * g.Wp + kConvTile) * 4;
+  // (or of a direct layer's tiles: packDirectTiles)
+  return maxI(g.Cp * g.Hp * g.Wp + kConvTile, g.Cp * ceilDiv(g.Hp * g.Wp, kConvTile) * kConvTile) *
+         4;
 }
 
 /// Lays image \p x out as padded channel-pair planes (file comment).
@@ -334,6 +336,124 @@ LIBJIT_INLINE void packTile(uint32_t *tile, const uint32_t *x2, const ConvGeom &
     }
 }
 
+#if defined(__x86_64__)
+/// Interleaves \p n columns of rows \p a and \p b (null: zeros) into pairs at \p d, 16 at a
+/// time (packPlanes's values).
+LIBJIT_INLINE LIBJIT_BF16_TARGET void pairRow(uint32_t *d, const uint16_t *a, const uint16_t *b,
+                                              int64_t n) {
+  for (int64_t c = 0; c < n; c += 16) {
+    const int64_t k = minI(16, n - c);
+    const __mmask16 m = k == 16 ? __mmask16(0xffff) : __mmask16((1u << k) - 1);
+    __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, a + c));
+    if (b)
+      v = _mm512_or_si512(
+          v, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, b + c)), 16));
+    _mm512_mask_storeu_epi32(d + c, m, v);
+  }
+}
+
+/// A 1x1 stride-1 unpadded layer's pairs in tile order, x2[tile][cp][kConvTile] (zeros
+/// past the plane's last pixel): a tile's rows of B are adjacent (ldt = kConvTile) instead
+/// of a plane apart.
+LIBJIT_INLINE LIBJIT_BF16_TARGET void packDirectTiles(uint32_t *x2, const uint16_t *x,
+                                                      const ConvGeom &g) {
+  const int64_t plane = g.H * g.W, tiles = ceilDiv(plane, kConvTile);
+  for (int64_t cp = 0; cp < g.Cp; cp++) {
+    const uint16_t *a = x + 2 * cp * plane;
+    const uint16_t *b = 2 * cp + 1 < g.C ? a + plane : nullptr;
+    for (int64_t ti = 0; ti < tiles; ti++) {
+      const int64_t p0 = ti * kConvTile, n = minI(kConvTile, plane - p0);
+      uint32_t *d = x2 + (ti * g.Cp + cp) * kConvTile;
+      pairRow(d, a + p0, b ? b + p0 : nullptr, n);
+      for (int64_t t = n; t < kConvTile; t++)
+        d[t] = 0;
+    }
+  }
+}
+
+/// packPlanes (the same values) 16 columns at a time; an unpadded plane whose rows are the
+/// input's as one run; a direct layer's in tile order (packDirectTiles).
+LIBJIT_INLINE LIBJIT_BF16_TARGET void packPlanesAvx512(uint32_t *x2, const uint16_t *x,
+                                                       const ConvGeom &g) {
+  if (g.direct)
+    return packDirectTiles(x2, x, g);
+  const int64_t plane = g.H * g.W;
+  const bool flat = g.PT == 0 && g.PL == 0 && g.Hp == g.H && g.Wp == g.W;
+  const int64_t c0 = minI(g.Wp, g.PL), c1 = maxI(c0, minI(g.Wp, g.PL + g.W));
+  for (int64_t cp = 0; cp < g.Cp; cp++) {
+    const uint16_t *a = x + 2 * cp * plane;
+    const uint16_t *b = 2 * cp + 1 < g.C ? a + plane : nullptr;
+    if (flat) {
+      pairRow(x2 + cp * plane, a, b, plane);
+      continue;
+    }
+    for (int64_t r = 0; r < g.Hp; r++) {
+      uint32_t *d = x2 + (cp * g.Hp + r) * g.Wp;
+      const int64_t ih = r - g.PT;
+      const bool in = ih >= 0 && ih < g.H;
+      for (int64_t c = 0; c < (in ? c0 : g.Wp); c++)
+        d[c] = 0;
+      if (!in)
+        continue;
+      pairRow(d + c0, a + ih * g.W - g.PL + c0, b ? b + ih * g.W - g.PL + c0 : nullptr,
+              c1 - c0);
+      for (int64_t c = c1; c < g.Wp; c++)
+        d[c] = 0;
+    }
+  }
+  for (int64_t i = 0; i < kConvTile; i++)
+    x2[g.Cp * g.Hp * g.Wp + i] = 0;
+}
+
+/// \p k entries of \p s at stride \p sw (k <= 16) into lanes [0, k) (the others zero).
+LIBJIT_INLINE LIBJIT_BF16_TARGET __m512i stridedRun(const uint32_t *s, int64_t sw, int64_t k) {
+  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __mmask16 m = k == 16 ? __mmask16(0xffff) : __mmask16((1u << k) - 1);
+  if (sw == 1)
+    return _mm512_maskz_loadu_epi32(m, s);
+  if (sw == 2) { // entries 0, 2, .., 2k - 2 of two vectors
+    const int64_t e = 2 * k - 1, e1 = maxI(0, e - 16);
+    const __mmask16 m0 = e >= 16 ? __mmask16(0xffff) : __mmask16((1u << e) - 1);
+    const __mmask16 m1 = __mmask16((1u << e1) - 1);
+    const __m512i lo = _mm512_maskz_loadu_epi32(m0, s), hi = _mm512_maskz_loadu_epi32(m1, s + 16);
+    return _mm512_maskz_permutex2var_epi32(m, lo, _mm512_add_epi32(iota, iota), hi);
+  }
+  return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m,
+                                     _mm512_mullo_epi32(iota, _mm512_set1_epi32(int(sw))), s, 4);
+}
+
+/// packTile (the same values) 16 pixels at a time.
+LIBJIT_INLINE LIBJIT_BF16_TARGET void packTileAvx512(uint32_t *tile, const uint32_t *x2,
+                                                     const ConvGeom &g, int64_t p0, int64_t n) {
+  const int64_t taps = g.KH * g.KW, planeSize = g.Hp * g.Wp;
+  for (int64_t cp = 0; cp < g.Cp; cp++)
+    for (int64_t tap = 0; tap < taps; tap++) {
+      const int64_t kh = tap / g.KW, kw = tap % g.KW;
+      const uint32_t *src = x2 + cp * planeSize + kh * g.DH * g.Wp + kw * g.DW;
+      uint32_t *d = tile + (cp * taps + tap) * kConvTile;
+      int64_t oh = p0 / g.OW, ow = p0 % g.OW;
+      for (int64_t t = 0; t < n;) {
+        const int64_t len = minI(n - t, g.OW - ow);
+        const uint32_t *s = src + oh * g.SH * g.Wp + ow * g.SW;
+        for (int64_t j = 0; j < len; j += 16) {
+          const int64_t k = minI(16, len - j);
+          const __mmask16 m = k == 16 ? __mmask16(0xffff) : __mmask16((1u << k) - 1);
+          _mm512_mask_storeu_epi32(d + t + j, m, stridedRun(s + j * g.SW, g.SW, k));
+        }
+        t += len, oh++, ow = 0;
+      }
+      for (int64_t t = n; t < kConvTile; t++)
+        d[t] = 0;
+    }
+}
+#endif
+
+/// The index in a run of packed weight blocks (from the first block's start) of row \p r's
+/// pair \p q: rows past the first block's 4 are in the following blocks.
+LIBJIT_INLINE int64_t rowAt(int r, int64_t q, int64_t pairs) {
+  return (r / kConvRows) * pairs * kConvRows + q * kConvRows + r % kConvRows;
+}
+
 /// The epilogue of one output (file comment).
 LIBJIT_INLINE uint16_t convEpilogue(float acc, float bias, const uint16_t *res, int64_t act,
                                     float lo, float hi) {
@@ -365,7 +485,7 @@ LIBJIT_INLINE void convBlockGeneric(uint16_t *y, const uint16_t *res, const uint
     const uint32_t *b = tile + q * ldt;
     LIBJIT_UNROLL
     for (int r = 0; r < R; r++) {
-      uint32_t a = wb[q * kConvRows + r];
+      uint32_t a = wb[rowAt(r, q, pairs)];
       float a0 = bf16ToFloat(uint16_t(a)), a1 = bf16ToFloat(uint16_t(a >> 16));
       for (int64_t c = 0; c < P * 16; c++) {
         float s = acc[r][c] + a1 * bf16ToFloat(uint16_t(b[c] >> 16));
@@ -393,6 +513,27 @@ LIBJIT_INLINE LIBJIT_BF16_TARGET __m512i roundBf16(__m512 v) {
       r, nan, _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40)));
 }
 
+/// The epilogue (file comment) of 16 outputs of one channel (lanes \p m) at \p y: \p acc
+/// plus the channel's bias \p bo rounded, then with \p res or \p act the residual added,
+/// the clamp to [vlo, vhi] and a second rounding.
+LIBJIT_INLINE LIBJIT_BF16_TARGET void storeOutputs(uint16_t *y, const uint16_t *res, __m512 acc,
+                                                   __m512 bo, __mmask16 m, int64_t act,
+                                                   __m512 vlo, __m512 vhi) {
+  __m512i t = roundBf16(_mm512_add_ps(acc, bo));
+  if (res || act) {
+    __m512 v = _mm512_castsi512_ps(_mm512_slli_epi32(t, 16));
+    if (res) {
+      __m256i rh = _mm256_maskz_loadu_epi16(m, res);
+      v = _mm512_add_ps(
+          v, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(rh), 16)));
+    }
+    if (act) // x < lo ? lo : x, then x > hi ? hi : x (NaN stays NaN)
+      v = _mm512_min_ps(vhi, _mm512_max_ps(vlo, v));
+    t = roundBf16(v);
+  }
+  _mm256_mask_storeu_epi16(y, m, _mm512_cvtepi32_epi16(t));
+}
+
 /// As convBlockGeneric, with vdpbf16ps and the epilogue in registers.
 template <int R, int P>
 LIBJIT_INLINE LIBJIT_BF16_TARGET void
@@ -412,7 +553,7 @@ convBlockAvx512(uint16_t *y, const uint16_t *res, const uint32_t *tile, int64_t 
       b[p] = _mm512_loadu_si512(tile + q * ldt + p * 16);
     LIBJIT_UNROLL
     for (int r = 0; r < R; r++) {
-      const __m512i a = _mm512_set1_epi32(int(wb[q * kConvRows + r]));
+      const __m512i a = _mm512_set1_epi32(int(wb[rowAt(r, q, pairs)]));
       LIBJIT_UNROLL
       for (int p = 0; p < P; p++)
         acc[r][p] = _mm512_dpbf16_ps(acc[r][p], (__m512bh)a, (__m512bh)b[p]);
@@ -431,26 +572,15 @@ convBlockAvx512(uint16_t *y, const uint16_t *res, const uint32_t *tile, int64_t 
       if (cnt <= 0)
         break;
       const __mmask16 m = cnt == 16 ? __mmask16(0xffff) : __mmask16((1u << cnt) - 1);
-      __m512i t = roundBf16(_mm512_add_ps(acc[r][p], bo));
-      if (res || act) {
-        __m512 v = _mm512_castsi512_ps(_mm512_slli_epi32(t, 16));
-        if (res) {
-          __m256i rh = _mm256_maskz_loadu_epi16(m, res + o * ld + c0);
-          v = _mm512_add_ps(v, _mm512_castsi512_ps(
-                                   _mm512_slli_epi32(_mm512_cvtepu16_epi32(rh), 16)));
-        }
-        if (act) // x < lo ? lo : x, then x > hi ? hi : x (NaN stays NaN)
-          v = _mm512_min_ps(vhi, _mm512_max_ps(vlo, v));
-        t = roundBf16(v);
-      }
-      _mm256_mask_storeu_epi16(y + o * ld + c0, m, _mm512_cvtepi32_epi16(t));
+      storeOutputs(y + o * ld + c0, res ? res + o * ld + c0 : nullptr, acc[r][p], bo, m, act,
+                   vlo, vhi);
     }
   }
 }
 #endif
 
 /// Runs BLOCK<R, P> over this thread's (tile, channel range) units (file comment).
-#define LIBJIT_CONV_BF16_BODY(BLOCK)                                                          \
+#define LIBJIT_CONV_BF16_BODY(BLOCK, PLANES, TILE, TILED)                                     \
   const ConvGeom g = convGeom(C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW);               \
   const int64_t pairs = g.Cp * KH * KW, P = OH * OW;                                          \
   const int64_t tiles = ceilDiv(P, kConvTile), blocks = ceilDiv(O, kConvRows);                \
@@ -464,27 +594,34 @@ convBlockAvx512(uint16_t *y, const uint16_t *res, const uint32_t *tile, int64_t 
     const int64_t ti = u / split, s = u % split, img = ti / tiles;                            \
     const int64_t p0 = (ti % tiles) * kConvTile, n = minI(kConvTile, P - p0);                 \
     if (img != planes) {                                                                      \
-      packPlanes(x2, in + img * C * H * W, g);                                                \
+      PLANES(x2, in + img * C * H * W, g);                                                    \
       planes = img;                                                                           \
     }                                                                                         \
-    const uint32_t *b = g.direct ? x2 + p0 : tile;                                            \
-    const int64_t ldt = g.direct ? P : kConvTile;                                             \
+    /* a direct layer's B: the planes, or (TILED) the tiles of packDirectTiles */            \
+    const uint32_t *b = !g.direct ? tile : TILED ? x2 + p0 * g.Cp : x2 + p0;                  \
+    const int64_t ldt = g.direct && !TILED ? P : kConvTile;                                   \
     if (!g.direct && ti != packed) {                                                          \
-      packTile(tile, x2, g, p0, n);                                                           \
+      TILE(tile, x2, g, p0, n);                                                               \
       packed = ti;                                                                            \
     }                                                                                         \
     uint16_t *y = out + img * O * P + p0;                                                     \
     const uint16_t *r = res ? res + img * O * P + p0 : nullptr;                               \
-    const int64_t np = ceilDiv(n, 16);                                                        \
-    for (int64_t bk = s * blocks / split; bk < (s + 1) * blocks / split; bk++) {              \
-      const int64_t o0 = bk * kConvRows, rows = minI(kConvRows, O - o0);                      \
+    const int64_t np = ceilDiv(n, 16), bEnd = (s + 1) * blocks / split;                      \
+    for (int64_t bk = s * blocks / split; bk < bEnd;) {                                       \
+      /* 1 or 2 panels: 4 or 2 blocks of rows at once (16 accumulators, so that the */        \
+      /* vdpbf16ps chains hide their latency), where that many blocks are left */             \
+      const int64_t nb = np == 1 && bEnd - bk >= 4 ? 4 : np == 2 && bEnd - bk >= 2 ? 2 : 1;   \
+      const int64_t o0 = bk * kConvRows, rows = minI(nb * kConvRows, O - o0);                 \
       const uint32_t *wb = packedW + bk * pairs * kConvRows;                                  \
-      switch (np) {                                                                           \
-      case 1: BLOCK<kConvRows, 1>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
-      case 2: BLOCK<kConvRows, 2>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
-      case 3: BLOCK<kConvRows, 3>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
+      switch (nb * 8 + np) {                                                                  \
+      case 33: BLOCK<16, 1>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
+      case 18: BLOCK<8, 2>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
+      case 9: BLOCK<kConvRows, 1>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
+      case 10: BLOCK<kConvRows, 2>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
+      case 11: BLOCK<kConvRows, 3>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
       default: BLOCK<kConvRows, 4>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
       }                                                                                       \
+      bk += nb;                                                                               \
     }                                                                                         \
   }
 
@@ -513,7 +650,8 @@ LIBJIT_EXPORT int64_t libjit_conv_bf16_scratch_bytes(int64_t C, int64_t OH, int6
                                                      int64_t KH, int64_t KW, int64_t SH,
                                                      int64_t SW, int64_t DH, int64_t DW) {
   const ConvGeom g = convGeom(C, 0, 0, OH, OW, KH, KW, SH, SW, 0, 0, DH, DW);
-  return planeBytes(g) + g.Cp * KH * KW * kConvTile * 4 + 64;
+  // The channel-lanes kernel's accumulators ([2][kConvTile][16] floats) after the tile.
+  return planeBytes(g) + g.Cp * KH * KW * kConvTile * 4 + 2 * kConvTile * 16 * 4 + 64;
 }
 
 // Never inlined into the program's stages: one copy per program. (The kernel is not a
@@ -526,7 +664,7 @@ LIBJIT_EXPORT LIBJIT_NOINLINE void libjit_conv_bf16_generic(
     int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
     int64_t DH, int64_t DW, int64_t act, float lo, float hi, char *scratch,
     int64_t scratchStride, int64_t tid, int64_t nthreads) {
-  LIBJIT_CONV_BF16_BODY(convBlockGeneric)
+  LIBJIT_CONV_BF16_BODY(convBlockGeneric, packPlanes, packTile, false)
 }
 
 #if defined(__x86_64__)
@@ -536,6 +674,152 @@ LIBJIT_EXPORT LIBJIT_NOINLINE LIBJIT_BF16_TARGET void libjit_conv_bf16_avx512bf1
     int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
     int64_t DH, int64_t DW, int64_t act, float lo, float hi, char *scratch,
     int64_t scratchStride, int64_t tid, int64_t nthreads) {
-  LIBJIT_CONV_BF16_BODY(convBlockAvx512)
+  LIBJIT_CONV_BF16_BODY(convBlockAvx512, packPlanesAvx512, packTileAvx512, true)
+}
+#endif
+
+// ------------------------------------------------------- convolution, channel lanes
+//
+// A plane of fewer than kConvTile output pixels that are not a multiple of 16 (7x7: 49
+// pixels in 64 lanes) leaves lanes of the kernel above idle; where each output has at
+// least 512 pairs (libjit_conv_bf16_channel_lanes), libjit_conv_bf16_cl_avx512bf16
+// swaps the roles: 16 output channels per vector, the input pair of one pixel broadcast.
+// - Filter (libjit_pack_conv_wt_bf16): panels of 16 output channels, ceil(O / 32) * 2 of
+//   them (the channels past O zero), [panel][pair q][16] pairs {W[o][2cp][tap],
+//   W[o][2cp + 1][tap]}.
+// - Input: the padded pair planes, and for windowed layers the plane's one tile, as above.
+// - Micro-kernel: 1-7 pixels x 2 panels (32 channels) of float32 accumulators; each lane
+//   runs the vdpbf16ps chain over q that the pixel-lane kernel runs for the same output
+//   (the same pairs in the same order; the two products of a pair commute), so the two
+//   kernels agree bit for bit. The accumulators go to the thread's scratch ([2][64][16]
+//   floats), and the epilogue reads each channel's pixels back (a gather) and stores them
+//   through the same storeOutputs.
+// - Threads: the (image, 32-channel group) units.
+
+namespace libjit {
+namespace {
+
+#if defined(__x86_64__)
+/// Pixels [px0, px0 + R) of B (pair q of pixel t at b[q ldt + t]) against the 2 panels at
+/// \p wt: the accumulators to acc16[panel][pixel][16].
+template <int R>
+LIBJIT_INLINE LIBJIT_BF16_TARGET void clBlock(float *acc16, const uint32_t *b, int64_t ldt,
+                                              const uint32_t *wt, int64_t pairs, int64_t px0) {
+  __m512 acc[R][2];
+  LIBJIT_UNROLL
+  for (int r = 0; r < R; r++)
+    acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int64_t q = 0; q < pairs; q++) {
+    const __m512i w0 = _mm512_loadu_si512(wt + q * 16);
+    const __m512i w1 = _mm512_loadu_si512(wt + (pairs + q) * 16);
+    LIBJIT_UNROLL
+    for (int r = 0; r < R; r++) {
+      const __m512i a = _mm512_set1_epi32(int(b[q * ldt + px0 + r]));
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], (__m512bh)a, (__m512bh)w0);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], (__m512bh)a, (__m512bh)w1);
+    }
+  }
+  LIBJIT_UNROLL
+  for (int r = 0; r < R; r++) {
+    _mm512_storeu_ps(acc16 + (px0 + r) * 16, acc[r][0]);
+    _mm512_storeu_ps(acc16 + (kConvTile + px0 + r) * 16, acc[r][1]);
+  }
+}
+
+/// The epilogue of channels [o0, min(o0 + 32, O)) over the \p P pixels of one image, their
+/// accumulators in acc16 (clBlock), stored at y[o P + p] (res likewise).
+LIBJIT_INLINE LIBJIT_BF16_TARGET void clEpilogue(uint16_t *y, const uint16_t *res,
+                                                 const float *acc16, const uint16_t *bias,
+                                                 int64_t o0, int64_t O, int64_t P, int64_t act,
+                                                 float lo, float hi) {
+  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  const __m512i idx = _mm512_slli_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 4);
+  for (int64_t c = 0; c < 32 && o0 + c < O; c++) {
+    const int64_t o = o0 + c;
+    const float *base = acc16 + (c / 16) * kConvTile * 16 + c % 16;
+    const __m512 bo = _mm512_set1_ps(bias ? bf16ToFloat(bias[o]) : 0.0f);
+    for (int64_t p0 = 0; p0 < P; p0 += 16) {
+      const int64_t cnt = minI(16, P - p0);
+      const __mmask16 m = cnt == 16 ? __mmask16(0xffff) : __mmask16((1u << cnt) - 1);
+      const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, base + p0 * 16, 4);
+      storeOutputs(y + o * P + p0, res ? res + o * P + p0 : nullptr, v, bo, m, act, vlo, vhi);
+    }
+  }
+}
+
+/// All pixels of one image against the 32 channels of \p wt (clBlock in runs of 7 pixels).
+LIBJIT_INLINE LIBJIT_BF16_TARGET void clPixels(float *acc16, const uint32_t *b, int64_t ldt,
+                                               const uint32_t *wt, int64_t pairs, int64_t P) {
+  for (int64_t px0 = 0; px0 < P; px0 += 7) {
+    switch (minI(7, P - px0)) {
+    case 1: clBlock<1>(acc16, b, ldt, wt, pairs, px0); break;
+    case 2: clBlock<2>(acc16, b, ldt, wt, pairs, px0); break;
+    case 3: clBlock<3>(acc16, b, ldt, wt, pairs, px0); break;
+    case 4: clBlock<4>(acc16, b, ldt, wt, pairs, px0); break;
+    case 5: clBlock<5>(acc16, b, ldt, wt, pairs, px0); break;
+    case 6: clBlock<6>(acc16, b, ldt, wt, pairs, px0); break;
+    default: clBlock<7>(acc16, b, ldt, wt, pairs, px0); break;
+    }
+  }
+}
+#endif
+
+} // namespace
+} // namespace libjit
+
+LIBJIT_EXPORT int64_t libjit_conv_bf16_channel_lanes(int64_t C, int64_t taps, int64_t OH,
+                                                     int64_t OW) {
+  // The epilogue's gathers cost about as much per output as the idle lanes save when the
+  // outputs have few pairs each (1x1 512->2048 at 7x7: 256 pairs, slower).
+  const int64_t P = OH * OW, pairs = ceilDiv(C, 2) * taps;
+  return P < kConvTile && P % 16 != 0 && pairs >= 512 ? 1 : 0;
+}
+
+LIBJIT_EXPORT int64_t libjit_conv_wt_bf16_elems(int64_t O, int64_t C, int64_t taps) {
+  return ceilDiv(O, 32) * 32 * ceilDiv(C, 2) * taps * 2;
+}
+
+LIBJIT_EXPORT void libjit_pack_conv_wt_bf16(uint16_t *dst, const uint16_t *w, int64_t O,
+                                            int64_t C, int64_t taps) {
+  const int64_t Cp = ceilDiv(C, 2), pairs = Cp * taps, panels = ceilDiv(O, 32) * 2;
+  for (int64_t p = 0; p < panels; p++)
+    for (int64_t cp = 0; cp < Cp; cp++)
+      for (int64_t tap = 0; tap < taps; tap++)
+        for (int64_t lane = 0; lane < 16; lane++) {
+          const int64_t o = p * 16 + lane, q = cp * taps + tap;
+          uint16_t *d = dst + ((p * pairs + q) * 16 + lane) * 2;
+          d[0] = o < O ? w[(o * C + 2 * cp) * taps + tap] : 0;
+          d[1] = o < O && 2 * cp + 1 < C ? w[(o * C + 2 * cp + 1) * taps + tap] : 0;
+        }
+}
+
+#if defined(__x86_64__)
+LIBJIT_EXPORT LIBJIT_NOINLINE LIBJIT_BF16_TARGET void libjit_conv_bf16_cl_avx512bf16(
+    uint16_t *out, const uint16_t *in, const uint32_t *packedW, const uint16_t *bias,
+    const uint16_t *res, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,
+    int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
+    int64_t DH, int64_t DW, int64_t act, float lo, float hi, char *scratch,
+    int64_t scratchStride, int64_t tid, int64_t nthreads) {
+  const ConvGeom g = convGeom(C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW);
+  const int64_t pairs = g.Cp * KH * KW, P = OH * OW, groups = ceilDiv(O, 32);
+  uint32_t *x2 = reinterpret_cast<uint32_t *>(scratch + tid * scratchStride);
+  uint32_t *tile = x2 + planeBytes(g) / 4;
+  float *acc16 = reinterpret_cast<float *>(tile + pairs * kConvTile);
+  int64_t ub, ue, planes = -1;
+  partition(N * groups, 1, tid, nthreads, &ub, &ue);
+  for (int64_t u = ub; u < ue; u++) {
+    const int64_t img = u / groups, k = u % groups;
+    if (img != planes) {
+      packPlanesAvx512(x2, in + img * C * H * W, g);
+      if (!g.direct)
+        packTileAvx512(tile, x2, g, 0, P);
+      planes = img;
+    }
+    clPixels(acc16, g.direct ? x2 : tile, kConvTile, // one tile (packDirectTiles)
+             packedW + k * 2 * pairs * 16, pairs, P);
+    clEpilogue(out + img * O * P, res ? res + img * O * P : nullptr, acc16, bias, k * 32, O, P,
+               act, lo, hi);
+  }
 }
 #endif

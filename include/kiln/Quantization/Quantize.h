@@ -81,10 +81,17 @@ struct QuantizationOptions {
   /// (the Interpreter runs them; the CPU does not yet).
   bool perChannel = false;
   /// The schema of the weights of Convolution / FullyConnected (per tensor or per channel);
-  /// unset: \p schema. Symmetric weights (offset 0, as PyTorch's per-channel weights) spare
-  /// the CPU's int8 kernels the per-pixel input sums and their multiply per output.
+  /// unset: symmetric for per-channel weights with the asymmetric schema, else \p schema
+  /// (effectiveWeightSchema). Symmetric weights (offset 0, as PyTorch's per-channel weights)
+  /// spare the CPU's int8 kernels the per-pixel input sums and their multiply per output.
   std::optional<QuantSchema> weightSchema;
 };
+
+/// The schema \p o gives Convolution and FullyConnected weights: \p o.weightSchema if set;
+/// otherwise Symmetric (offset 0) for per-channel weights with the Asymmetric schema (the
+/// same accuracy as asymmetric ones on the corpus and digits, docs/Quantization.md,
+/// seventh round), and \p o.schema in every other case.
+QuantSchema effectiveWeightSchema(const QuantizationOptions &o);
 
 /// What quantizeFunction did.
 struct QuantizationReport {
