@@ -182,11 +182,13 @@ TEST(ConvPlan, DefaultWinogradIsF2x2Only) {
             f2Shapes += accurate.algorithm == ConvAlgorithm::WinogradRows2;
             EXPECT_NE(name(accurate.algorithm), "conv_wino");
             EXPECT_NE(name(accurate.algorithm), "conv_wino4r");
-            if (!fastF4)
+            if (!fastF4) {
               EXPECT_EQ(name(accurate.algorithm), name(fast.algorithm));
+            }
             EXPECT_EQ(name(off.algorithm).rfind("conv_wino", 0), std::string::npos);
-            if (accurate.algorithm != ConvAlgorithm::WinogradRows2)
+            if (accurate.algorithm != ConvAlgorithm::WinogradRows2) {
               EXPECT_EQ(name(off.algorithm), name(accurate.algorithm));
+            }
           }
   // The grid covers both Winograd tile sizes.
   EXPECT_GT(f4Shapes, 100);
