@@ -192,11 +192,9 @@ Expected<CPUBackendOptions> parseCPUBackendOptions(const CompileOptions &opts,
 
 bool CPUBackend::shouldLower(const Node &node) const {
   // Lower only what the kernels cannot run as it is: every kind the CPU column of the
-  // operator table claims (FullyConnected, LayerNormalization, the activations, grouped
-  // convolutions, BatchMatMul, Broadcast, Tile, Pad, ...) has a kernel that beats its
-  // lowered form, and splitting it would only cost time and memory. (A BatchNormalization
-  // the graph passes could not fold into a convolution is not claimed: lowered to
-  // x * A + B it joins the element-wise chain around it, e.g. the ReLU after it.)
+  // operator table claims (FullyConnected, BatchNormalization, LayerNormalization, the
+  // activations, grouped convolutions, BatchMatMul, Broadcast, Tile, Pad, ...) has a kernel
+  // that beats its lowered form, and splitting it would only cost time and memory.
   return !isOpSupported(node);
 }
 

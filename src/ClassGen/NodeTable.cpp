@@ -134,7 +134,7 @@ void defineNormalization(Table &t) {
                 "vectors reshaped to 1s but at ChannelIdx and broadcast")
       .onnx({"BatchNormalization"})
       .interpreter("uniform(floats)")
-      .cpu("none")
+      .cpu("uniform(floats)")
       .sim("none");
   t.node("LayerNormalization")
       .input("Input").input("Scale").input("Bias")

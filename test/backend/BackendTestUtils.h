@@ -4,7 +4,8 @@
 /// the test's function on the backend under test and, for backends other than the
 /// Interpreter, also on the Interpreter, and checks both agree; the test then checks the
 /// result against hand-computed or independently derived expectations. A test skips itself
-/// when the backend reports through isOpSupported that it cannot run some node: never by a
+/// when the backend reports through isOpSupported that it cannot run some node once the
+/// nodes it asks for are lowered (as the compile driver checks): never by a
 /// list of test names; the skip message says when some of the test's outputs needed only
 /// supported nodes (a test that mixes cases a backend runs with cases it cannot: split it).
 /// Each test records whether it read the backend's outputs (an expectation of its own) or

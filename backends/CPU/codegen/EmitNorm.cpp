@@ -1,10 +1,25 @@
-// Emitters of normalisations and reductions: LayerNormalization,
+// Emitters of normalisations and reductions: BatchNormalization, LayerNormalization,
 // SoftMax/LogSoftMax, the Reduce* family, ArgMax/ArgMin and TopK (libjit_reduce.cpp).
 #include "Emitter.h"
 
 #include <cmath>
 
 namespace kiln::cpu {
+
+Error Emitter::planBatchNormalization(Instruction *I, std::vector<Item> &items) {
+  auto *bn = cast<BatchNormalizationInst>(I);
+  auto d = dimsOf(bn->getInput());
+  size_t c = bn->getChannelIdx();
+  int64_t outer = product(d, 0, c), ch = d[c], inner = product(d, c + 1);
+  float eps = bn->getEpsilon();
+  // Planes split between the threads (plan() keeps the small ones serial).
+  items.push_back({outer * ch > 1, "batchnorm", [=] {
+    call("libjit_batchnorm_f32", {ptr(bn->getDest()), ptr(bn->getInput()), ptr(bn->getScale()),
+                                  ptr(bn->getBias()), ptr(bn->getMean()), ptr(bn->getVar()),
+                                  F32(eps), I64(outer), I64(ch), I64(inner), tid_, nth_});
+  }});
+  return Error::success();
+}
 
 Error Emitter::planLayerNormalization(Instruction *I, std::vector<Item> &items) {
   auto *ln = cast<LayerNormalizationInst>(I);
@@ -152,6 +167,7 @@ Error Emitter::planTopK(Instruction *I, std::vector<Item> &items) {
 }
 
 void registerNormEmitters(EmitterTable &t) {
+  t[InstrKind::BatchNormalization] = &Emitter::planBatchNormalization;
   t[InstrKind::LayerNormalization] = &Emitter::planLayerNormalization;
   t[InstrKind::SoftMax] = &Emitter::planSoftMax;
   t[InstrKind::LogSoftMax] = &Emitter::planSoftMax;

@@ -170,6 +170,7 @@ public:
   Error planBatchedAdd(Instruction *I, std::vector<Item> &items);
   Error planPool(Instruction *I, std::vector<Item> &items);
   Error planAdaptiveAvgPool(Instruction *I, std::vector<Item> &items);
+  Error planBatchNormalization(Instruction *I, std::vector<Item> &items);
   Error planLayerNormalization(Instruction *I, std::vector<Item> &items);
   Error planSoftMax(Instruction *I, std::vector<Item> &items);
   Error planReduceKind(Instruction *I, std::vector<Item> &items);

@@ -390,7 +390,7 @@ std::vector<std::string> sharedKernelNames(bool avx512) {
       // Compiled into each program they were inlined at some calls and unrolled over
       // constant dimensions (text_encoder's strided copies: ~7000 IR lines; swin_t's
       // ~12000), code generation the program paid at every cold compile.
-      "libjit_softmax_f32", "libjit_layernorm_f32",
+      "libjit_softmax_f32", "libjit_batchnorm_f32", "libjit_layernorm_f32",
       // Reductions over dims tables, the mean's scaling and fills: the rest of what a
       // float network compiled into its own module besides its element-wise loops (the
       // global mean of mnasnet1_0, shufflenet_v2_x1_0 and r3d_18: about two thirds of

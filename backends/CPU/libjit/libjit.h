@@ -371,6 +371,11 @@ LIBJIT_DECLARE_QUANT(i32, int32_t)
 LIBJIT_EXPORT void libjit_softmax_f32(float *dst, const float *src, int64_t outer,
                                       int64_t axis, int64_t inner, int64_t logForm,
                                       int64_t tid, int64_t nthreads);
+/// Thread tid of nthreads normalises its share of the outer x channels planes.
+LIBJIT_EXPORT void libjit_batchnorm_f32(float *dst, const float *src, const float *scale,
+                                        const float *bias, const float *mean, const float *var,
+                                        float eps, int64_t outer, int64_t channels,
+                                        int64_t inner, int64_t tid, int64_t nthreads);
 LIBJIT_EXPORT void libjit_layernorm_f32(float *dst, const float *src, const float *scale,
                                         const float *bias, int64_t outer, int64_t inner,
                                         float eps, int64_t tid, int64_t nthreads);

@@ -179,6 +179,23 @@ LIBJIT_EXPORT void libjit_softmax_f32(float *dst, const float *src, int64_t oute
   }
 }
 
+LIBJIT_EXPORT void libjit_batchnorm_f32(float *dst, const float *src, const float *scale,
+                                        const float *bias, const float *mean, const float *var,
+                                        float eps, int64_t outer, int64_t channels,
+                                        int64_t inner, int64_t tid, int64_t nthreads) {
+  int64_t p0, p1;
+  partition(outer * channels, 1, tid, nthreads, &p0, &p1);
+  for (int64_t p = p0; p < p1; p++) {
+    int64_t c = p % channels;
+    float s = scale[c] / __builtin_sqrtf(var[c] + eps);
+    float b = bias[c] - mean[c] * s;
+    const float *x = src + p * inner;
+    float *y = dst + p * inner;
+    for (int64_t i = 0; i < inner; i++)
+      y[i] = x[i] * s + b;
+  }
+}
+
 LIBJIT_EXPORT void libjit_layernorm_f32(float *dst, const float *src, const float *scale,
                                         const float *bias, int64_t outer, int64_t inner,
                                         float eps, int64_t tid, int64_t nthreads) {
