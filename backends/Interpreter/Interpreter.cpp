@@ -177,13 +177,7 @@ Error InterpreterRun::fwdDeallocActivation(const DeallocActivationInst *I) {
 
 Error InterpreterRun::fwdTensorView(const TensorViewInst *I) {
   Tensor &src = getTensor(I->getSrc());
-  const Type &st = src.getType();
-  Dims strides = st.strides();
-  size_t offset = 0;
-  const auto &offs = I->getOffsets();
-  for (size_t i = 0; i < offs.size() && i < strides.size(); i++)
-    offset += offs[i] * strides[i];
-  char *base = src.getUnsafePtr() + offset * st.elemBytes();
+  char *base = src.getUnsafePtr() + viewElementOffset(I) * src.getType().elemBytes();
   tensors_.erase(I);
   tensors_.emplace(I, Tensor::view(*I->getType(), base));
   return Error::success();

@@ -48,6 +48,22 @@ void IRFunction::insertImpl(InstrList::iterator where, Instruction *inst) {
   instrs_.emplace(where, inst);
 }
 
+dim_t viewElementOffset(const TensorViewInst *tv) {
+  Dims strides = tv->getSrc()->getType()->strides();
+  const auto &offs = tv->getOffsets();
+  dim_t offset = 0;
+  for (size_t i = 0; i < offs.size() && i < strides.size(); i++)
+    offset += offs[i] * strides[i];
+  return offset;
+}
+
+dim_t elementOffsetInRoot(const Value *v) {
+  dim_t offset = 0;
+  for (; auto *tv = dyn_cast<TensorViewInst>(v); v = tv->getSrc())
+    offset += viewElementOffset(tv);
+  return offset;
+}
+
 namespace {
 
 /// The buffer an operand ultimately lives in (looking through views).

@@ -79,14 +79,8 @@ const PlannedBuffer *MemoryPlan::find(const Value *v) const {
 
 bool MemoryPlan::locate(const Value *v, MemoryRegion &region, uint64_t &offset) const {
   uint64_t extra = 0;
-  while (auto *tv = dyn_cast<TensorViewInst>(v)) {
-    const Type &st = *tv->getSrc()->getType();
-    Dims strides = st.strides();
-    const auto &offs = tv->getOffsets();
-    for (size_t i = 0; i < offs.size() && i < strides.size(); i++)
-      extra += offs[i] * strides[i] * st.elemBytes();
-    v = tv->getSrc();
-  }
+  for (; auto *tv = dyn_cast<TensorViewInst>(v); v = tv->getSrc())
+    extra += viewElementOffset(tv) * tv->getSrc()->getType()->elemBytes();
   const PlannedBuffer *b = find(v);
   if (!b)
     return false;

@@ -123,11 +123,7 @@ Expected<Location> Emitter::loc(const Value *v) {
   if (auto *tv = dyn_cast<TensorViewInst>(v)) {
     KILN_ASSIGN_OR_RETURN(Location l, loc(tv->getSrc()));
     const Type &st = *tv->getSrc()->getType();
-    Dims strides = st.strides();
-    uint64_t off = 0;
-    const auto &offs = tv->getOffsets();
-    for (size_t i = 0; i < offs.size() && i < strides.size(); i++)
-      off += offs[i] * strides[i];
+    uint64_t off = viewElementOffset(tv);
     // A view is the source's elements [off, off + its size) in its own shape (IR.h: the
     // Interpreter reads it so too); the IR passes make views only of contiguous blocks.
     const Type &vt = *tv->getType();

@@ -111,6 +111,14 @@ private:
 
 namespace kiln {
 
+/// Where the view \p tv starts in its source, in elements: its offsets times the source's
+/// row-major strides (a view is the source's elements from there on, in its own shape).
+dim_t viewElementOffset(const TensorViewInst *tv);
+
+/// Where \p v starts in the buffer it views through any chain of TensorViews, in elements
+/// (0 for a buffer itself).
+dim_t elementOffsetInRoot(const Value *v);
+
 /// The low-level form of one graph Function.
 class IRFunction {
 public:

@@ -137,13 +137,7 @@ bool concatToViews(IRFunction &F, ConcatInst *C) {
 /// The elements [begin, end) of its root buffer that \p v covers (a view is a contiguous
 /// block of its source, read from the linear offset of its Offsets).
 std::pair<dim_t, dim_t> rootRange(const Value *v) {
-  dim_t begin = 0;
-  for (const Value *x = v; auto *tv = dyn_cast<TensorViewInst>(x); x = tv->getSrc()) {
-    Dims strides = tv->getSrc()->getType()->strides();
-    const auto &offs = tv->getOffsets();
-    for (size_t i = 0; i < offs.size() && i < strides.size(); i++)
-      begin += offs[i] * strides[i];
-  }
+  dim_t begin = elementOffsetInRoot(v);
   return {begin, begin + v->getType()->numElements()};
 }
 
