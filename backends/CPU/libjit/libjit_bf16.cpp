@@ -229,8 +229,9 @@ libjit_fc_bf16_avx512bf16(uint16_t *out, const uint16_t *in, const uint16_t *pac
 //   row B[q][p0 .. p0 + 64) from the planes (one contiguous run per output row at stride
 //   1, no bounds checks: the padding is in the planes): a bf16 im2col of the tile, in pairs.
 // - Micro-kernel: 4 output channels (always: the channels past O have zero weights and are
-//   not stored) x 1-4 panels (a tile's pixels) of float32 accumulators: 4 instantiations,
-//   so the JIT compiles the kernel quickly;
+//   not stored) x 1-4 panels (a tile's pixels) of float32 accumulators; a tile of 1, 2 or
+//   3 panels runs 24, 12 or 8 channels at once where that many are left (16 or 8 where
+//   fewer), so that 16-24 vdpbf16ps chains hide the instruction's latency;
 //   _avx512bf16 with vdpbf16ps, _generic in plain float32 code in vdpbf16ps's order (the
 //   odd product of a pair added first, then the even one).
 // - Epilogue, per output: t = bf16(acc + bias) (the Convolution's result, rounded to
@@ -713,14 +714,20 @@ LIBJIT_INLINE void prefetchResidual(const uint16_t *r, int64_t ld, int64_t o0, i
 #define LIBJIT_CONV_BF16_BLOCKS(BLOCK)                                                        \
   const int64_t np = ceilDiv(n, 16);                                                          \
   for (int64_t bk = sp.b0; bk < sp.b1;) {                                                     \
-    /* 1 or 2 panels: 4 or 2 blocks of rows at once (16 accumulators, so that the */          \
+    /* 1, 2 or 3 panels: 6, 3 or 2 blocks of rows at once (24 accumulators, so that the */    \
     /* vdpbf16ps chains hide their latency), where that many blocks are left */               \
-    const int64_t nb = np == 1 && sp.b1 - bk >= 4 ? 4 : np == 2 && sp.b1 - bk >= 2 ? 2 : 1;   \
+    const int64_t left = sp.b1 - bk;                                                          \
+    const int64_t nb = np == 1 ? (left >= 6 ? 6 : left >= 4 ? 4 : 1)                          \
+                       : np == 2 ? (left >= 3 ? 3 : left >= 2 ? 2 : 1)                        \
+                       : np == 3 && left >= 2 ? 2 : 1;                                        \
     const int64_t o0 = bk * kConvRows, rows = minI(nb * kConvRows, O - o0);                   \
     const uint32_t *wb = packedW + bk * pairs * kConvRows;                                    \
     if (r)                                                                                    \
       prefetchResidual(r, P, o0, rows, n, nNext, minI(O, sp.b1 * kConvRows));                \
     switch (nb * 8 + np) {                                                                    \
+    case 49: BLOCK<24, 1>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
+    case 26: BLOCK<12, 2>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
+    case 19: BLOCK<8, 3>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break;  \
     case 33: BLOCK<16, 1>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
     case 18: BLOCK<8, 2>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break;  \
     case 9: BLOCK<kConvRows, 1>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
