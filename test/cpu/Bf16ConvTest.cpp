@@ -156,6 +156,10 @@ const Shape kShapes[] = {
     // 8 rows at once), channels not a multiple of 16
     {1, 20, 14, 14, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
     {1, 9, 12, 8, 24, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},
+    // batches whose threads' shares of pixel panels start inside an image and cross into
+    // the next (2 threads: 20 and 19 of 39 panels; 9 and 9 of 18), windowed and 1x1 direct
+    {3, 6, 14, 14, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {3, 10, 10, 9, 11, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},
     // planes of fewer than 64 pixels, not a multiple of 16, with at least 512 pairs (the
     // channel-lanes kernel): more than 32 output channels, odd C, a 1x1 direct one, a
     // strided one to 7x7, a 2x2 one, a 3x5 one with 16 channels
@@ -165,20 +169,29 @@ const Shape kShapes[] = {
     {1, 128, 3, 5, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
 };
 
+// Within the bound at 1 thread, and the same outputs bit for bit at 2 and 3 (however the
+// threads share the pixels and channels, each output is the same chain over its pairs).
 TEST(Bf16Conv, GenericKernelWithinTheBound) {
   for (const Shape &s : kShapes)
-    for (int64_t threads : {1, 3})
-      for (Mode m : {Mode::Plain, Mode::Bias, Mode::Fused})
-        checkKernel(libjit_conv_bf16_generic, "generic", s, threads, m);
+    for (Mode m : {Mode::Plain, Mode::Bias, Mode::Fused}) {
+      const std::vector<uint16_t> one = checkKernel(libjit_conv_bf16_generic, "generic", s, 1, m);
+      for (int64_t threads : {2, 3})
+        EXPECT_EQ(checkKernel(libjit_conv_bf16_generic, "generic", s, threads, m), one)
+            << s.str() << ": " << threads << " threads";
+    }
 }
 
 TEST(Bf16Conv, Avx512Bf16KernelWithinTheBound) {
   if (!__builtin_cpu_supports("avx512bf16"))
     GTEST_SKIP() << "this host has no AVX512_BF16";
   for (const Shape &s : kShapes)
-    for (int64_t threads : {1, 3})
-      for (Mode m : {Mode::Plain, Mode::Bias, Mode::Fused})
-        checkKernel(libjit_conv_bf16_avx512bf16, "avx512bf16", s, threads, m);
+    for (Mode m : {Mode::Plain, Mode::Bias, Mode::Fused}) {
+      const std::vector<uint16_t> one =
+          checkKernel(libjit_conv_bf16_avx512bf16, "avx512bf16", s, 1, m);
+      for (int64_t threads : {2, 3})
+        EXPECT_EQ(checkKernel(libjit_conv_bf16_avx512bf16, "avx512bf16", s, threads, m), one)
+            << s.str() << ": " << threads << " threads";
+    }
 }
 
 // The channel-lanes kernel (small planes) within the bound, and bit for bit the pixel-lane
@@ -191,7 +204,7 @@ TEST(Bf16Conv, ChannelLanesKernelWithinTheBoundAndAsThePixelLaneOne) {
     if (!libjit_conv_bf16_channel_lanes(s.C, s.KH * s.KW, s.OH(), s.OW()))
       continue;
     checked++;
-    for (int64_t threads : {1, 3})
+    for (int64_t threads : {1, 2, 3})
       for (Mode m : {Mode::Plain, Mode::Bias, Mode::Fused}) {
         std::vector<uint16_t> cl =
             checkKernel(libjit_conv_bf16_cl_avx512bf16, "cl_avx512bf16", s, threads, m, true);

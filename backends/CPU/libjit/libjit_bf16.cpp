@@ -220,16 +220,18 @@ libjit_fc_bf16_avx512bf16(uint16_t *out, const uint16_t *in, const uint16_t *pac
 //   kConvRows = 4 output channels, [ceil(O / 4)][ceil(C / 2) KH KW][4] pairs {W[o][2cp][tap],
 //   W[o][2cp + 1][tap]} (32 bits; a missing channel is zero): the micro-kernel broadcasts
 //   the pair of each of its 4 rows.
-// - Activations: per image, each thread first lays the input out in its scratch as
-//   channel-pair planes, padded: X2[cp][r][c] = {x[2cp][r - PT][c - PL], x[2cp + 1][..]}
-//   (32 bits, zero outside the input), Hp x Wp with every row and column the windows read.
+// - Activations: per image, each thread first lays out in its scratch the rows its output
+//   pixels read of the channel-pair planes, padded: X2[cp][r][c] = {x[2cp][r - PT][c - PL],
+//   x[2cp + 1][..]} (32 bits, zero outside the input), Hp x Wp with every row and column the
+//   windows read.
 //   A 1x1, stride-1, unpadded layer then reads its pairs there directly (row q of B is
 //   plane q). Windowed layers copy, per tile of kConvTile = 64 output pixels, each pair
 //   row B[q][p0 .. p0 + 64) from the planes (one contiguous run per output row at stride
 //   1, no bounds checks: the padding is in the planes): a bf16 im2col of the tile, in pairs.
 // - Micro-kernel: 4 output channels (always: the channels past O have zero weights and are
-//   not stored) x 1-4 panels (a tile's pixels) of float32 accumulators: 4 instantiations,
-//   so the JIT compiles the kernel quickly;
+//   not stored) x 1-4 panels (a tile's pixels) of float32 accumulators; a tile of 1, 2 or
+//   3 panels runs 24, 12 or 8 channels at once where that many are left (16 or 8 where
+//   fewer), so that 16-24 vdpbf16ps chains hide the instruction's latency;
 //   _avx512bf16 with vdpbf16ps, _generic in plain float32 code in vdpbf16ps's order (the
 //   odd product of a pair added first, then the even one).
 // - Epilogue, per output: t = bf16(acc + bias) (the Convolution's result, rounded to
@@ -237,8 +239,14 @@ libjit_fc_bf16_avx512bf16(uint16_t *out, const uint16_t *in, const uint16_t *pac
 //   bf16(clamp(float(t) + residual, lo, hi)): the Interpreter's FusedConvolution, which
 //   stores the convolution and applies the epilogue to the stored value. act is 0 (none)
 //   or 1 (ActClamp: Relu, Clip); the emitter sends no other.
-// - Threads: the tiles of all images, each split into up to ceil(2 nthreads / tiles)
-//   ranges of output channels when there are fewer than 2 tiles per thread (7x7 planes).
+// - Threads: the 16-pixel panels of all images in equal runs (a thread's run of an image is
+//   cut into tiles from its first pixel: 14x14 at 2 threads is 7 and 6 panels, where whole
+//   tiles would give 8 and 5), each thread packing only the plane rows (direct layers: the
+//   tiles) its pixels read; with fewer than 2 tiles per thread (7x7 planes), the tiles, each
+//   split into up to ceil(2 nthreads / tiles) ranges of output channels. No output depends
+//   on the sharing (each is the same chain over its pairs).
+// - The residual of a fused Add was written layers before and is often in neither cache:
+//   the epilogue's rows are prefetched (the thread's next tile's, and 4 blocks ahead).
 
 namespace libjit {
 namespace {
@@ -273,33 +281,43 @@ LIBJIT_INLINE int64_t planeBytes(const ConvGeom &g) {
          4;
 }
 
-/// Lays image \p x out as padded channel-pair planes (file comment).
-LIBJIT_INLINE void packPlanes(uint32_t *x2, const uint16_t *x, const ConvGeom &g) {
+/// Padded rows [*r0, *r1) of the planes that output pixels [qa, qb) of one image read (a
+/// direct layer: up to the end of qb's last panel, which the micro-kernel reads).
+LIBJIT_INLINE void planeRows(const ConvGeom &g, int64_t qa, int64_t qb, int64_t *r0,
+                             int64_t *r1) {
+  if (g.direct) {
+    *r0 = qa / g.W;
+    *r1 = ceilDiv(minI(g.H * g.W, ceilDiv(qb, 16) * 16), g.W);
+    return;
+  }
+  *r0 = (qa / g.OW) * g.SH;
+  *r1 = minI(g.Hp, ((qb - 1) / g.OW) * g.SH + (g.KH - 1) * g.DH + 1);
+}
+
+/// Lays out the padded channel-pair planes of image \p x (file comment) that output pixels
+/// [qa, qb) read: rows planeRows(qa, qb) of each plane, at their places in the planes.
+LIBJIT_INLINE void packPlanes(uint32_t *x2, const uint16_t *x, const ConvGeom &g, int64_t qa,
+                              int64_t qb) {
   const int64_t plane = g.H * g.W;
   // Columns [c0, c1) of a padded row read the input.
   const int64_t c0 = minI(g.Wp, g.PL), c1 = maxI(c0, minI(g.Wp, g.PL + g.W));
+  int64_t r0, r1;
+  planeRows(g, qa, qb, &r0, &r1);
   for (int64_t cp = 0; cp < g.Cp; cp++) {
     const uint16_t *a = x + 2 * cp * plane;
     const uint16_t *b = 2 * cp + 1 < g.C ? a + plane : nullptr;
-    for (int64_t r = 0; r < g.Hp; r++) {
+    for (int64_t r = r0; r < r1; r++) {
       uint32_t *d = x2 + (cp * g.Hp + r) * g.Wp;
       const int64_t ih = r - g.PT;
-      if (ih < 0 || ih >= g.H) {
-        for (int64_t c = 0; c < g.Wp; c++)
-          d[c] = 0;
-        continue;
-      }
-      for (int64_t c = 0; c < c0; c++)
+      const bool in = ih >= 0 && ih < g.H;
+      for (int64_t c = 0; c < (in ? c0 : g.Wp); c++)
         d[c] = 0;
+      if (!in)
+        continue;
       const uint16_t *ar = a + ih * g.W - g.PL;
-      if (b) {
-        const uint16_t *br = b + ih * g.W - g.PL;
-        for (int64_t c = c0; c < c1; c++)
-          d[c] = uint32_t(ar[c]) | (uint32_t(br[c]) << 16);
-      } else {
-        for (int64_t c = c0; c < c1; c++)
-          d[c] = ar[c];
-      }
+      const uint16_t *br = b ? b + ih * g.W - g.PL : nullptr;
+      for (int64_t c = c0; c < c1; c++)
+        d[c] = uint32_t(ar[c]) | (br ? uint32_t(br[c]) << 16 : 0u);
       for (int64_t c = c1; c < g.Wp; c++)
         d[c] = 0;
     }
@@ -308,32 +326,44 @@ LIBJIT_INLINE void packPlanes(uint32_t *x2, const uint16_t *x, const ConvGeom &g
     x2[g.Cp * g.Hp * g.Wp + i] = 0;
 }
 
+/// The loop of packTile and packTileAvx512 (B's rows of a windowed layer's tile): for each
+/// pair q = (cp, tap) and each output row the tile's pixels cross, COPY(d, s, len) copies
+/// len entries of the planes at stride SW from s to d; then the lanes past n are zeroed.
+#define LIBJIT_BF16_TILE_LOOP(COPY)                                                        \
+  const int64_t taps = g.KH * g.KW, planeSize = g.Hp * g.Wp;                               \
+  for (int64_t cp = 0; cp < g.Cp; cp++)                                                    \
+    for (int64_t tap = 0; tap < taps; tap++) {                                             \
+      const int64_t kh = tap / g.KW, kw = tap % g.KW;                                      \
+      const uint32_t *src = x2 + cp * planeSize + kh * g.DH * g.Wp + kw * g.DW;            \
+      uint32_t *d = tile + (cp * taps + tap) * kConvTile;                                  \
+      int64_t oh = p0 / g.OW, ow = p0 % g.OW;                                              \
+      for (int64_t t = 0; t < n;) {                                                        \
+        const int64_t len = minI(n - t, g.OW - ow);                                        \
+        COPY(d + t, src + oh * g.SH * g.Wp + ow * g.SW, len);                              \
+        t += len, oh++, ow = 0;                                                            \
+      }                                                                                    \
+      for (int64_t t = n; t < kConvTile; t++)                                              \
+        d[t] = 0;                                                                          \
+    }
+
+/// \p len entries of \p s at stride \p sw to \p d.
+LIBJIT_INLINE void copyRun(uint32_t *d, const uint32_t *s, int64_t len, int64_t sw) {
+  if (sw == 1) {
+    for (int64_t j = 0; j < len; j++)
+      d[j] = s[j];
+    return;
+  }
+  for (int64_t j = 0; j < len; j++)
+    d[j] = s[j * sw];
+}
+
 /// B's rows for the \p n pixels from \p p0 of a windowed layer: tile[q][t] for every pair q
 /// (zero for t >= n).
 LIBJIT_INLINE void packTile(uint32_t *tile, const uint32_t *x2, const ConvGeom &g, int64_t p0,
                             int64_t n) {
-  const int64_t taps = g.KH * g.KW, planeSize = g.Hp * g.Wp;
-  for (int64_t cp = 0; cp < g.Cp; cp++)
-    for (int64_t tap = 0; tap < taps; tap++) {
-      const int64_t kh = tap / g.KW, kw = tap % g.KW;
-      const uint32_t *src = x2 + cp * planeSize + kh * g.DH * g.Wp + kw * g.DW;
-      uint32_t *d = tile + (cp * taps + tap) * kConvTile;
-      int64_t oh = p0 / g.OW, ow = p0 % g.OW;
-      for (int64_t t = 0; t < n;) {
-        const int64_t len = minI(n - t, g.OW - ow);
-        const uint32_t *s = src + oh * g.SH * g.Wp + ow * g.SW;
-        if (g.SW == 1) {
-          for (int64_t j = 0; j < len; j++)
-            d[t + j] = s[j];
-        } else {
-          for (int64_t j = 0; j < len; j++)
-            d[t + j] = s[j * g.SW];
-        }
-        t += len, oh++, ow = 0;
-      }
-      for (int64_t t = n; t < kConvTile; t++)
-        d[t] = 0;
-    }
+#define LIBJIT_BF16_COPY(D, S, LEN) copyRun(D, S, LEN, g.SW)
+  LIBJIT_BF16_TILE_LOOP(LIBJIT_BF16_COPY)
+#undef LIBJIT_BF16_COPY
 }
 
 #if defined(__x86_64__)
@@ -352,18 +382,19 @@ LIBJIT_INLINE LIBJIT_BF16_TARGET void pairRow(uint32_t *d, const uint16_t *a, co
   }
 }
 
-/// A 1x1 stride-1 unpadded layer's pairs in tile order, x2[tile][cp][kConvTile] (zeros
-/// past the plane's last pixel): a tile's rows of B are adjacent (ldt = kConvTile) instead
-/// of a plane apart.
+/// A 1x1 stride-1 unpadded layer's pairs of output pixels [qa, qb) in tile order,
+/// x2[k][cp][kConvTile] for the tiles k from qa (zeros past qb): a tile's rows of B are
+/// adjacent (ldt = kConvTile) instead of a plane apart.
 LIBJIT_INLINE LIBJIT_BF16_TARGET void packDirectTiles(uint32_t *x2, const uint16_t *x,
-                                                      const ConvGeom &g) {
-  const int64_t plane = g.H * g.W, tiles = ceilDiv(plane, kConvTile);
+                                                      const ConvGeom &g, int64_t qa,
+                                                      int64_t qb) {
+  const int64_t plane = g.H * g.W, tiles = ceilDiv(qb - qa, kConvTile);
   for (int64_t cp = 0; cp < g.Cp; cp++) {
     const uint16_t *a = x + 2 * cp * plane;
     const uint16_t *b = 2 * cp + 1 < g.C ? a + plane : nullptr;
-    for (int64_t ti = 0; ti < tiles; ti++) {
-      const int64_t p0 = ti * kConvTile, n = minI(kConvTile, plane - p0);
-      uint32_t *d = x2 + (ti * g.Cp + cp) * kConvTile;
+    for (int64_t k = 0; k < tiles; k++) {
+      const int64_t p0 = qa + k * kConvTile, n = minI(kConvTile, qb - p0);
+      uint32_t *d = x2 + (k * g.Cp + cp) * kConvTile;
       pairRow(d, a + p0, b ? b + p0 : nullptr, n);
       for (int64_t t = n; t < kConvTile; t++)
         d[t] = 0;
@@ -371,23 +402,27 @@ LIBJIT_INLINE LIBJIT_BF16_TARGET void packDirectTiles(uint32_t *x2, const uint16
   }
 }
 
-/// packPlanes (the same values) 16 columns at a time; an unpadded plane whose rows are the
-/// input's as one run; a direct layer's in tile order (packDirectTiles).
+/// packPlanes (the same values) 16 columns at a time; an unpadded plane's rows as one run;
+/// a direct layer's in tile order (packDirectTiles).
 LIBJIT_INLINE LIBJIT_BF16_TARGET void packPlanesAvx512(uint32_t *x2, const uint16_t *x,
-                                                       const ConvGeom &g) {
+                                                       const ConvGeom &g, int64_t qa,
+                                                       int64_t qb) {
   if (g.direct)
-    return packDirectTiles(x2, x, g);
+    return packDirectTiles(x2, x, g, qa, qb);
   const int64_t plane = g.H * g.W;
   const bool flat = g.PT == 0 && g.PL == 0 && g.Hp == g.H && g.Wp == g.W;
   const int64_t c0 = minI(g.Wp, g.PL), c1 = maxI(c0, minI(g.Wp, g.PL + g.W));
+  int64_t r0, r1;
+  planeRows(g, qa, qb, &r0, &r1);
   for (int64_t cp = 0; cp < g.Cp; cp++) {
     const uint16_t *a = x + 2 * cp * plane;
     const uint16_t *b = 2 * cp + 1 < g.C ? a + plane : nullptr;
     if (flat) {
-      pairRow(x2 + cp * plane, a, b, plane);
+      pairRow(x2 + cp * plane + r0 * g.W, a + r0 * g.W, b ? b + r0 * g.W : nullptr,
+              (r1 - r0) * g.W);
       continue;
     }
-    for (int64_t r = 0; r < g.Hp; r++) {
+    for (int64_t r = r0; r < r1; r++) {
       uint32_t *d = x2 + (cp * g.Hp + r) * g.Wp;
       const int64_t ih = r - g.PT;
       const bool in = ih >= 0 && ih < g.H;
@@ -422,29 +457,22 @@ LIBJIT_INLINE LIBJIT_BF16_TARGET __m512i stridedRun(const uint32_t *s, int64_t s
                                      _mm512_mullo_epi32(iota, _mm512_set1_epi32(int(sw))), s, 4);
 }
 
+/// \p len entries of \p s at stride \p sw to \p d, 16 at a time.
+LIBJIT_INLINE LIBJIT_BF16_TARGET void copyRunAvx512(uint32_t *d, const uint32_t *s, int64_t len,
+                                                    int64_t sw) {
+  for (int64_t j = 0; j < len; j += 16) {
+    const int64_t k = minI(16, len - j);
+    const __mmask16 m = k == 16 ? __mmask16(0xffff) : __mmask16((1u << k) - 1);
+    _mm512_mask_storeu_epi32(d + j, m, stridedRun(s + j * sw, sw, k));
+  }
+}
+
 /// packTile (the same values) 16 pixels at a time.
 LIBJIT_INLINE LIBJIT_BF16_TARGET void packTileAvx512(uint32_t *tile, const uint32_t *x2,
                                                      const ConvGeom &g, int64_t p0, int64_t n) {
-  const int64_t taps = g.KH * g.KW, planeSize = g.Hp * g.Wp;
-  for (int64_t cp = 0; cp < g.Cp; cp++)
-    for (int64_t tap = 0; tap < taps; tap++) {
-      const int64_t kh = tap / g.KW, kw = tap % g.KW;
-      const uint32_t *src = x2 + cp * planeSize + kh * g.DH * g.Wp + kw * g.DW;
-      uint32_t *d = tile + (cp * taps + tap) * kConvTile;
-      int64_t oh = p0 / g.OW, ow = p0 % g.OW;
-      for (int64_t t = 0; t < n;) {
-        const int64_t len = minI(n - t, g.OW - ow);
-        const uint32_t *s = src + oh * g.SH * g.Wp + ow * g.SW;
-        for (int64_t j = 0; j < len; j += 16) {
-          const int64_t k = minI(16, len - j);
-          const __mmask16 m = k == 16 ? __mmask16(0xffff) : __mmask16((1u << k) - 1);
-          _mm512_mask_storeu_epi32(d + t + j, m, stridedRun(s + j * g.SW, g.SW, k));
-        }
-        t += len, oh++, ow = 0;
-      }
-      for (int64_t t = n; t < kConvTile; t++)
-        d[t] = 0;
-    }
+#define LIBJIT_BF16_COPY(D, S, LEN) copyRunAvx512(D, S, LEN, g.SW)
+  LIBJIT_BF16_TILE_LOOP(LIBJIT_BF16_COPY)
+#undef LIBJIT_BF16_COPY
 }
 #endif
 
@@ -579,50 +607,135 @@ convBlockAvx512(uint16_t *y, const uint16_t *res, const uint32_t *tile, int64_t 
 }
 #endif
 
-/// Runs BLOCK<R, P> over this thread's (tile, channel range) units (file comment).
+/// A thread's share of a convolution (file comment, "Threads"): output pixels [pa, pb) of
+/// image img against the blocks of output channels [b0, b1).
+struct ConvSpan {
+  int64_t img, pa, pb, b0, b1;
+};
+
+/// How the threads share a convolution's outputs: by pixels (split 1: thread tid takes the
+/// panels [gb, ge) of all images' panels, ppi per image), or (few tiles) by units of
+/// (tile, one of split ranges of channel blocks), [gb, ge) of them.
+struct ConvWork {
+  int64_t P, ppi, tiles, blocks, split, gb, ge;
+};
+
+LIBJIT_INLINE ConvWork convWork(const ConvGeom &g, int64_t N, int64_t O, int64_t tid,
+                                int64_t nthreads) {
+  ConvWork w;
+  w.P = g.OH * g.OW, w.ppi = ceilDiv(w.P, 16), w.tiles = ceilDiv(w.P, kConvTile);
+  w.blocks = ceilDiv(O, kConvRows);
+  const int64_t tt = N * w.tiles;
+  w.split = tt >= 2 * nthreads ? 1 : minI(w.blocks, ceilDiv(2 * nthreads, tt));
+  partition(w.split == 1 ? N * w.ppi : tt * w.split, 1, tid, nthreads, &w.gb, &w.ge);
+  return w;
+}
+
+/// The thread's next span from \p *cur (starting at w.gb); false after the last.
+LIBJIT_INLINE bool nextSpan(const ConvWork &w, int64_t *cur, ConvSpan *s) {
+  if (*cur >= w.ge)
+    return false;
+  if (w.split == 1) { // the rest of this image's panels in the thread's range
+    s->img = *cur / w.ppi;
+    const int64_t end = minI(w.ge, (s->img + 1) * w.ppi);
+    s->pa = (*cur - s->img * w.ppi) * 16;
+    s->pb = minI(w.P, (end - s->img * w.ppi) * 16);
+    s->b0 = 0, s->b1 = w.blocks;
+    *cur = end;
+    return true;
+  }
+  const int64_t ti = *cur / w.split, k = *cur % w.split;
+  s->img = ti / w.tiles;
+  s->pa = (ti % w.tiles) * kConvTile, s->pb = minI(w.P, s->pa + kConvTile);
+  s->b0 = k * w.blocks / w.split, s->b1 = (k + 1) * w.blocks / w.split;
+  ++*cur;
+  return true;
+}
+
+/// Prefetches (LOC: __builtin_prefetch's locality) \p n entries from \p r of the rows of
+/// channels [o0, o1), \p ld apart.
+template <int LOC>
+LIBJIT_INLINE void prefetchRows(const uint16_t *r, int64_t ld, int64_t o0, int64_t o1,
+                                int64_t n) {
+  for (int64_t o = o0; o < o1; o++) {
+    const char *p = reinterpret_cast<const char *>(r + o * ld);
+    for (int64_t off = 0; off < 2 * n; off += 64)
+      __builtin_prefetch(p + off, 0, LOC);
+    __builtin_prefetch(p + 2 * n - 1, 0, LOC);
+  }
+}
+
+/// The residual (read by the epilogue, written long before: often not in the caches) of a
+/// block step's channels [o0, o0 + rows): of the thread's next tile (\p nNext pixels at
+/// \p r + kConvTile, 0: none) into L2, and of the channels 4 blocks on in this tile into L1.
+LIBJIT_INLINE void prefetchResidual(const uint16_t *r, int64_t ld, int64_t o0, int64_t rows,
+                                    int64_t n, int64_t nNext, int64_t oEnd) {
+  if (nNext > 0)
+    prefetchRows<2>(r + kConvTile, ld, o0, o0 + rows, nNext);
+  const int64_t a = o0 + 4 * kConvRows;
+  prefetchRows<3>(r, ld, a, minI(a + rows, oEnd), n);
+}
+
+/// Runs BLOCK<R, P> over this thread's spans (file comment, "Threads"), packing the planes
+/// (PLANES, the rows its pixels read) and tiles (TILE) it reads.
 #define LIBJIT_CONV_BF16_BODY(BLOCK, PLANES, TILE, TILED)                                     \
   const ConvGeom g = convGeom(C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW);               \
   const int64_t pairs = g.Cp * KH * KW, P = OH * OW;                                          \
-  const int64_t tiles = ceilDiv(P, kConvTile), blocks = ceilDiv(O, kConvRows);                \
-  const int64_t tt = N * tiles;                                                               \
-  const int64_t split = tt >= 2 * nthreads ? 1 : minI(blocks, ceilDiv(2 * nthreads, tt));     \
+  const ConvWork wk = convWork(g, N, O, tid, nthreads);                                       \
   uint32_t *x2 = reinterpret_cast<uint32_t *>(scratch + tid * scratchStride);                 \
   uint32_t *tile = x2 + planeBytes(g) / 4;                                                    \
-  int64_t ub, ue, packed = -1, planes = -1;                                                   \
-  partition(tt * split, 1, tid, nthreads, &ub, &ue);                                          \
-  for (int64_t u = ub; u < ue; u++) {                                                         \
-    const int64_t ti = u / split, s = u % split, img = ti / tiles;                            \
-    const int64_t p0 = (ti % tiles) * kConvTile, n = minI(kConvTile, P - p0);                 \
-    if (img != planes) {                                                                      \
-      PLANES(x2, in + img * C * H * W, g);                                                    \
-      planes = img;                                                                           \
+  int64_t packed = -1, planes = -1, cur = wk.gb;                                              \
+  ConvSpan sp;                                                                                \
+  while (nextSpan(wk, &cur, &sp)) {                                                           \
+    /* the planes of the span's pixels, or (split by channels) of the whole image */          \
+    const int64_t qa = wk.split == 1 ? sp.pa : 0, qb = wk.split == 1 ? sp.pb : P;             \
+    if (sp.img * P + qa != planes) {                                                          \
+      PLANES(x2, in + sp.img * C * H * W, g, qa, qb);                                         \
+      planes = sp.img * P + qa;                                                               \
     }                                                                                         \
-    /* a direct layer's B: the planes, or (TILED) the tiles of packDirectTiles */            \
-    const uint32_t *b = !g.direct ? tile : TILED ? x2 + p0 * g.Cp : x2 + p0;                  \
-    const int64_t ldt = g.direct && !TILED ? P : kConvTile;                                   \
-    if (!g.direct && ti != packed) {                                                          \
-      TILE(tile, x2, g, p0, n);                                                               \
-      packed = ti;                                                                            \
-    }                                                                                         \
-    uint16_t *y = out + img * O * P + p0;                                                     \
-    const uint16_t *r = res ? res + img * O * P + p0 : nullptr;                               \
-    const int64_t np = ceilDiv(n, 16), bEnd = (s + 1) * blocks / split;                      \
-    for (int64_t bk = s * blocks / split; bk < bEnd;) {                                       \
-      /* 1 or 2 panels: 4 or 2 blocks of rows at once (16 accumulators, so that the */        \
-      /* vdpbf16ps chains hide their latency), where that many blocks are left */             \
-      const int64_t nb = np == 1 && bEnd - bk >= 4 ? 4 : np == 2 && bEnd - bk >= 2 ? 2 : 1;   \
-      const int64_t o0 = bk * kConvRows, rows = minI(nb * kConvRows, O - o0);                 \
-      const uint32_t *wb = packedW + bk * pairs * kConvRows;                                  \
-      switch (nb * 8 + np) {                                                                  \
-      case 33: BLOCK<16, 1>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
-      case 18: BLOCK<8, 2>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
-      case 9: BLOCK<kConvRows, 1>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
-      case 10: BLOCK<kConvRows, 2>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
-      case 11: BLOCK<kConvRows, 3>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
-      default: BLOCK<kConvRows, 4>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
+    for (int64_t p0 = sp.pa; p0 < sp.pb; p0 += kConvTile) {                                   \
+      const int64_t n = minI(kConvTile, sp.pb - p0), nNext = minI(kConvTile, sp.pb - p0 - n); \
+      /* a direct layer's B: the planes, or (TILED) the tiles of packDirectTiles */          \
+      const uint32_t *b = !g.direct ? tile                                                    \
+                          : TILED   ? x2 + (p0 - qa) / kConvTile * g.Cp * kConvTile           \
+                                    : x2 + p0;                                                \
+      const int64_t ldt = g.direct && !TILED ? P : kConvTile;                                 \
+      if (!g.direct && sp.img * P + p0 != packed) {                                           \
+        TILE(tile, x2, g, p0, n);                                                             \
+        packed = sp.img * P + p0;                                                             \
       }                                                                                       \
-      bk += nb;                                                                               \
+      uint16_t *y = out + sp.img * O * P + p0;                                                \
+      const uint16_t *r = res ? res + sp.img * O * P + p0 : nullptr;                          \
+      LIBJIT_CONV_BF16_BLOCKS(BLOCK)                                                          \
     }                                                                                         \
+  }
+
+/// The block steps of one tile (in LIBJIT_CONV_BF16_BODY): channel blocks [sp.b0, sp.b1).
+#define LIBJIT_CONV_BF16_BLOCKS(BLOCK)                                                        \
+  const int64_t np = ceilDiv(n, 16);                                                          \
+  for (int64_t bk = sp.b0; bk < sp.b1;) {                                                     \
+    /* 1, 2 or 3 panels: 6, 3 or 2 blocks of rows at once (24 accumulators, so that the */    \
+    /* vdpbf16ps chains hide their latency), where that many blocks are left */               \
+    const int64_t left = sp.b1 - bk;                                                          \
+    const int64_t nb = np == 1 ? (left >= 6 ? 6 : left >= 4 ? 4 : 1)                          \
+                       : np == 2 ? (left >= 3 ? 3 : left >= 2 ? 2 : 1)                        \
+                       : np == 3 && left >= 2 ? 2 : 1;                                        \
+    const int64_t o0 = bk * kConvRows, rows = minI(nb * kConvRows, O - o0);                   \
+    const uint32_t *wb = packedW + bk * pairs * kConvRows;                                    \
+    if (r)                                                                                    \
+      prefetchResidual(r, P, o0, rows, n, nNext, minI(O, sp.b1 * kConvRows));                \
+    switch (nb * 8 + np) {                                                                    \
+    case 49: BLOCK<24, 1>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
+    case 26: BLOCK<12, 2>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
+    case 19: BLOCK<8, 3>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break;  \
+    case 33: BLOCK<16, 1>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
+    case 18: BLOCK<8, 2>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break;  \
+    case 9: BLOCK<kConvRows, 1>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
+    case 10: BLOCK<kConvRows, 2>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
+    case 11: BLOCK<kConvRows, 3>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
+    default: BLOCK<kConvRows, 4>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
+    }                                                                                         \
+    bk += nb;                                                                                 \
   }
 
 } // namespace
@@ -654,10 +767,10 @@ LIBJIT_EXPORT int64_t libjit_conv_bf16_scratch_bytes(int64_t C, int64_t OH, int6
   return planeBytes(g) + g.Cp * KH * KW * kConvTile * 4 + 2 * kConvTile * 16 * 4 + 64;
 }
 
-// Never inlined into the program's stages: one copy per program. (The kernel is not a
-// prebuilt shared one: the prebuilt level x86-64-v4 has no AVX512_BF16, so the program's
-// module compiles it; with 16 register-tile instantiations and inlined into the stages
-// resnet50's cold compile took 10.4 s against float32's 0.9.)
+// Never inlined into the program's stages: the kernels are prebuilt and shared (the
+// AVX512_BF16 one keeps its extension through its target attribute; backends/CPU/README.md,
+// "Compile time"); inlined into the stages, resnet50's cold compile took 10.4 s against
+// float32's 0.9.
 LIBJIT_EXPORT LIBJIT_NOINLINE void libjit_conv_bf16_generic(
     uint16_t *out, const uint16_t *in, const uint32_t *packedW, const uint16_t *bias,
     const uint16_t *res, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,
@@ -811,7 +924,7 @@ LIBJIT_EXPORT LIBJIT_NOINLINE LIBJIT_BF16_TARGET void libjit_conv_bf16_cl_avx512
   for (int64_t u = ub; u < ue; u++) {
     const int64_t img = u / groups, k = u % groups;
     if (img != planes) {
-      packPlanesAvx512(x2, in + img * C * H * W, g);
+      packPlanesAvx512(x2, in + img * C * H * W, g, 0, P);
       if (!g.direct)
         packTileAvx512(tile, x2, g, 0, P);
       planes = img;
