@@ -259,4 +259,12 @@ std::vector<ConvCost> rankConvAlgorithms(const ConvShape &s, Isa isa, unsigned t
   return r;
 }
 
+double dilationPhaseCopySeconds(const ConvShape &s, const ConvPhases &p, unsigned threads,
+                                const ConvMachine &m, const ConvKernelTerms &t) {
+  const ConvShape &q = p.shape;
+  const double split = double(q.N * q.C * q.H * q.W), merge = double(s.N * s.O * s.OH * s.OW);
+  return (split + merge) * t.copyCost * 8.0 / (m.cacheGBs * 1e9) /
+         double(std::max(threads, 1u));
+}
+
 } // namespace kiln::cpu
