@@ -1013,6 +1013,31 @@ TEST(CPUBackend, DilatedConvolutionPhases) {
   });
 }
 
+// F(2x2) with several whole images in one block of tiles (WinoRows::IB: the weights
+// streamed once per block, not per image): batches of 3 and 5 images of 7x7 (blocks of 3
+// images, and of 3 and 2), a residual add and Relu, a layer with asymmetric pads (7x6).
+TEST(CPUBackend, WinogradImagesPerBlock) {
+  for (dim_t batch : {3, 5}) {
+    auto build = [batch](Net &n) {
+      n.F = n.mod.createFunction("main");
+      auto *x = n.mod.createPlaceholder(ElemKind::Float, {batch, 64, 7, 7}, "x");
+      n.inputs = {x};
+      NodeValue a = randomConv(n, "a", x, 64, 64, 3, 1, 1, 80);
+      NodeValue r = n.F->createRelu("r", n.F->createAdd("add", a, x));
+      NodeValue b = randomConv(n, "b", r, 64, 48, 3, 1, {0, 1, 2, 0}, 82);
+      n.saves = {n.F->createSave("r", r), n.F->createSave("b", b)};
+    };
+    checkPlannedConvolutions(
+        build, 2e-5f,
+        [](unsigned threads, bool, auto count) {
+          if (threads > 1) {
+            EXPECT_EQ(count("conv_wino2 "), 2u);
+          }
+        },
+        false, cpu::ConvAlgorithm::WinogradRows2);
+  }
+}
+
 // The strip kernel on a stride-1 kernel with taps and K = 1600 (alexnet's 5x5 64->192
 // 27x27 shape, 40 output channels), forced: the tap planes on AVX-512, the im2col from
 // phase planes on AVX2.
