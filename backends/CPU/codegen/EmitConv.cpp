@@ -113,6 +113,23 @@ std::optional<ConvPhases> dilationPhases(const ConvShape &s) {
   return p;
 }
 
+namespace {
+
+/// The fastest kernel over \p s's dilation phases \p ph, where its estimate plus the
+/// split and merge is below \p wholeSeconds (the best of \p s as it is).
+std::optional<ConvPlan> phasesPlan(const ConvShape &s, const ConvPhases &ph, Isa isa,
+                                   unsigned threads, const ConvAlgorithmSet &allowed,
+                                   double wholeSeconds) {
+  std::vector<ConvCost> split = rankConvAlgorithms(ph.shape, isa, threads, allowed);
+  if (split.empty() ||
+      split.front().seconds + dilationPhaseCopySeconds(s, ph, threads, allowed.machine) >=
+          wholeSeconds)
+    return std::nullopt;
+  return ConvPlan{split.front().algorithm, packingOf(split.front().algorithm), true};
+}
+
+} // namespace
+
 ConvPlan chooseConvAlgorithm(const ConvShape &s, Isa isa, unsigned threads,
                              const ConvAlgorithmSet &allowed) {
   std::optional<ConvPhases> phases = dilationPhases(s);
@@ -127,14 +144,10 @@ ConvPlan chooseConvAlgorithm(const ConvShape &s, Isa isa, unsigned threads,
   // every shape, so there is always one.
   std::vector<ConvCost> ranked = rankConvAlgorithms(s, isa, threads, allowed);
   ConvAlgorithm best = ranked.empty() ? ConvAlgorithm::PackedGemm : ranked.front().algorithm;
-  if (phases && !ranked.empty()) {
-    std::vector<ConvCost> split = rankConvAlgorithms(phases->shape, isa, threads, allowed);
-    if (!split.empty() &&
-        split.front().seconds +
-                dilationPhaseCopySeconds(s, *phases, threads, allowed.machine) <
-            ranked.front().seconds)
-      return {split.front().algorithm, packingOf(split.front().algorithm), true};
-  }
+  if (phases && !ranked.empty())
+    if (std::optional<ConvPlan> p =
+            phasesPlan(s, *phases, isa, threads, allowed, ranked.front().seconds))
+      return *p;
   return {best, packingOf(best)};
 }
 

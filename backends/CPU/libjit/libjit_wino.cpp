@@ -910,6 +910,27 @@ LIBJIT_NOINLINE void winoRowsGemms(int64_t np, int64_t rows, int64_t nO, int64_t
                    PackedB<Cfg>{U + p * perU, C}, M + p * mStride, nO, none, scratch);
 }
 
+/// conv2dWinoRows over blocks of w.IB whole images, output channels [o0, o1): each
+/// image's tiles from a panel boundary, one GEMM per position over them all, then each
+/// image's output transform and emit(n) (its transpose into the output).
+template <class Cfg, int TM, class Emit>
+LIBJIT_INLINE void winoRowsImageBlocks(const WinoRows<Cfg, TM> &w, const float *in,
+                                       const float *Up, int64_t perU, const float *bias,
+                                       int64_t o0, int64_t o1, float *s, Emit emit) {
+  const int64_t rowsPer = WinoRows<Cfg, TM>::roundUp(w.TI, Cfg::MR), plane = w.C * w.H * w.W;
+  for (int64_t n0 = 0; n0 < w.N; n0 += w.IB) {
+    const int64_t g = minI(w.IB, w.N - n0);
+    for (int64_t k = 0; k < g; k++)
+      winoRowsInput<Cfg, TM>(w, in + (n0 + k) * plane, 0, w.TI, s, k * rowsPer / Cfg::MR);
+    winoRowsGemms<Cfg>(WinoRows<Cfg, TM>::NP, (g - 1) * rowsPer + w.TI, o1 - o0, w.C,
+                       s + w.vOff, w.vStride, Up, perU, s + w.mOff, w.mStride, s);
+    for (int64_t k = 0; k < g; k++) {
+      winoRowsOutput<Cfg, TM>(w, bias, 0, w.TI, o0, o1, s, k * rowsPer);
+      emit(n0 + k);
+    }
+  }
+}
+
 template <class Cfg, int TM>
 LIBJIT_INLINE void conv2dWinoRows(float *out, const float *in, const float *U, const float *bias,
                                   const float *add, int64_t N, int64_t C, int64_t H, int64_t W,
@@ -947,21 +968,9 @@ LIBJIT_INLINE void conv2dWinoRows(float *out, const float *in, const float *U, c
     transposeOut(out + n * O * P, s + w.yOff, w.ldy, add ? add + n * O * P : nullptr, P, p0, p1,
                  o0, o1, act, lo, hi);
   };
-  // Whole images in a block (WinoRows::IB): each image's tiles from a panel boundary, one
-  // GEMM per position over them all.
-  const int64_t IB = len == w.TI ? w.IB : 1, rowsPer = WR::roundUp(w.TI, Cfg::MR);
-  for (int64_t n0 = 0; n0 < N && IB > 1; n0 += IB) {
-    const int64_t g = minI(IB, N - n0);
-    for (int64_t k = 0; k < g; k++)
-      winoRowsInput<Cfg, TM>(w, in + (n0 + k) * C * H * W, t0, t1, s, k * rowsPer / Cfg::MR);
-    winoRowsGemms<Cfg>(WR::NP, (g - 1) * rowsPer + len, nO, C, s + w.vOff, w.vStride, Up, perU,
-                       s + w.mOff, w.mStride, s);
-    for (int64_t k = 0; k < g; k++) {
-      winoRowsOutput<Cfg, TM>(w, bias, t0, t1, o0, o1, s, k * rowsPer);
-      emit(n0 + k);
-    }
-  }
-  for (int64_t n = 0; n < N && IB == 1; n++) {
+  if (len == w.TI && w.IB > 1) // whole images in a block (WinoRows::IB)
+    return winoRowsImageBlocks<Cfg, TM>(w, in, Up, perU, bias, o0, o1, s, emit);
+  for (int64_t n = 0; n < N; n++) {
     const float *x = in + n * C * H * W;
     for (int64_t b0 = t0; b0 < t1; b0 += bs) {
       int64_t b1 = minI(b0 + bs, t1);
