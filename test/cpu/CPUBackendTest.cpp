@@ -961,6 +961,83 @@ TEST(CPUBackend, WinogradTilesAsRows) {
   });
 }
 
+// Stride-1 dilated convolutions computed as their dilation phases (F(2x2) forced, which
+// only the phases let compute them): dilation 2 on 13x11 (sizes not divisible by it),
+// dilation 3 with asymmetric pads that are not multiples of it, dilation 4, and
+// dilations 2 x 3 on one layer; batch 2, fused Relu and Clip. Then, by the cost model,
+// a 3x3 dilation-2 256->256 14x14 layer (fcn_resnet50's kind, smaller), which it splits.
+TEST(CPUBackend, DilatedConvolutionPhases) {
+  auto build = [](Net &n) {
+    n.F = n.mod.createFunction("main");
+    Function *F = n.F;
+    auto *x = n.mod.createPlaceholder(ElemKind::Float, {2, 24, 13, 11}, "x");
+    n.inputs = {x};
+    auto conv = [&](const std::string &name, NodeValue in, dim_t c, dim_t o,
+                    std::vector<dim_t> pads, std::vector<dim_t> dil, uint64_t seed) {
+      auto *w = randomConstant(n.mod, name + ".w", {o, c, 3, 3}, seed);
+      auto *b = randomConstant(n.mod, name + ".b", {o}, seed + 1);
+      return F->createConvolution(name, in, w, b, {3, 3}, {1, 1}, pads, dil, 1);
+    };
+    NodeValue a = F->createRelu("a.relu", conv("a", x, 24, 40, {2, 2, 2, 2}, {2, 2}, 10));
+    NodeValue b = conv("b", a, 40, 24, {2, 1, 3, 2}, {3, 3}, 20);
+    NodeValue c = F->createClip("c.clip", conv("c", b, 24, 33, {4, 4, 4, 4}, {4, 4}, 30),
+                                -0.2f, 0.3f);
+    NodeValue d = conv("d", c, 33, 20, {2, 3, 2, 3}, {2, 3}, 40);
+    n.saves = {F->createSave("a", a), F->createSave("b", b), F->createSave("c", c),
+               F->createSave("d", d)};
+  };
+  checkPlannedConvolutions(
+      build, 2e-5f,
+      [](unsigned threads, bool, auto count) {
+        // Parallel stages hold one kernel each; at 1 thread these short ones run as serial
+        // stages, which keep one name.
+        if (threads > 1) {
+          EXPECT_EQ(count(" phases"), 4u);
+          EXPECT_EQ(count("conv_phase_split"), 4u);
+          EXPECT_EQ(count("conv_phase_merge"), 4u);
+        }
+      },
+      false, cpu::ConvAlgorithm::WinogradRows2);
+  checkPlannedConvolutions(build, 2e-5f, [](unsigned, bool, auto) {});
+  auto fcnLike = [](Net &n) {
+    n.F = n.mod.createFunction("main");
+    auto *x = n.mod.createPlaceholder(ElemKind::Float, {1, 256, 14, 14}, "x");
+    n.inputs = {x};
+    auto *w = randomConstant(n.mod, "w", {256, 256, 3, 3}, 60, 0.05f);
+    auto *b = randomConstant(n.mod, "b", {256}, 61);
+    NodeValue y = n.F->createConvolution("y", x, w, b, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 1);
+    n.saves = {n.F->createSave("y", n.F->createRelu("r", y))};
+  };
+  checkPlannedConvolutions(fcnLike, 2e-5f, [](unsigned, bool, auto count) {
+    EXPECT_EQ(count("conv_wino2 3x3/1 256->256 14x14 d2x2 phases"), 1u);
+  });
+}
+
+// F(2x2) with several whole images in one block of tiles (WinoRows::IB: the weights
+// streamed once per block, not per image): batches of 3 and 5 images of 7x7 (blocks of 3
+// images, and of 3 and 2), a residual add and Relu, a layer with asymmetric pads (7x6).
+TEST(CPUBackend, WinogradImagesPerBlock) {
+  for (dim_t batch : {3, 5}) {
+    auto build = [batch](Net &n) {
+      n.F = n.mod.createFunction("main");
+      auto *x = n.mod.createPlaceholder(ElemKind::Float, {batch, 64, 7, 7}, "x");
+      n.inputs = {x};
+      NodeValue a = randomConv(n, "a", x, 64, 64, 3, 1, 1, 80);
+      NodeValue r = n.F->createRelu("r", n.F->createAdd("add", a, x));
+      NodeValue b = randomConv(n, "b", r, 64, 48, 3, 1, {0, 1, 2, 0}, 82);
+      n.saves = {n.F->createSave("r", r), n.F->createSave("b", b)};
+    };
+    checkPlannedConvolutions(
+        build, 2e-5f,
+        [](unsigned threads, bool, auto count) {
+          if (threads > 1) {
+            EXPECT_EQ(count("conv_wino2 "), 2u);
+          }
+        },
+        false, cpu::ConvAlgorithm::WinogradRows2);
+  }
+}
+
 // The strip kernel on a stride-1 kernel with taps and K = 1600 (alexnet's 5x5 64->192
 // 27x27 shape, 40 output channels), forced: the tap planes on AVX-512, the im2col from
 // phase planes on AVX2.

@@ -149,13 +149,27 @@ TEST(ConvCost, RanksLikeTheMeasurements) {
   EXPECT_LT(a.worst, 1.5) << a.worstName;
 }
 
-// chooseConvAlgorithm takes the model's first candidate.
+// chooseConvAlgorithm takes the model's first candidate: of the layer, or of its dilation
+// phases where their estimate plus the split and merge is below the layer's best.
 TEST(ConvCost, ChooserTakesTheModelsPick) {
   for (const Measured &m : table()) {
     SCOPED_TRACE(m.name);
     ConvPlan p = chooseConvAlgorithm(m.shape, m.isa, m.threads);
-    EXPECT_EQ(int(p.algorithm),
-              int(rankConvAlgorithms(m.shape, m.isa, m.threads, {}).front().algorithm));
+    ConvCost whole = rankConvAlgorithms(m.shape, m.isa, m.threads, {}).front();
+    std::optional<ConvPhases> ph = dilationPhases(m.shape);
+    if (!p.phases) {
+      EXPECT_EQ(int(p.algorithm), int(whole.algorithm));
+      if (ph)
+        EXPECT_GE(rankConvAlgorithms(ph->shape, m.isa, m.threads, {}).front().seconds +
+                      dilationPhaseCopySeconds(m.shape, *ph, m.threads, {}),
+                  whole.seconds);
+      continue;
+    }
+    ASSERT_TRUE(ph.has_value());
+    ConvCost split = rankConvAlgorithms(ph->shape, m.isa, m.threads, {}).front();
+    EXPECT_EQ(int(p.algorithm), int(split.algorithm));
+    EXPECT_LT(split.seconds + dilationPhaseCopySeconds(m.shape, *ph, m.threads, {}),
+              whole.seconds);
   }
 }
 

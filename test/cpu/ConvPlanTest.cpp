@@ -195,6 +195,92 @@ TEST(ConvPlan, DefaultWinogradIsF2x2Only) {
   EXPECT_GT(f2Shapes, 100);
 }
 
+/// \p s dilated by \p d with pads \p pad (stride 1), its output size recomputed.
+ConvShape dilated(ConvShape s, int64_t d, int64_t pad) {
+  s.DH = s.DW = d, s.PT = s.PL = pad;
+  s.OH = s.H + 2 * pad - d * (s.KH - 1), s.OW = s.W + 2 * pad - d * (s.KW - 1);
+  return s;
+}
+
+// A stride-1 dilated layer as its phases (hand-computed): fcn_resnet50's 3x3 dilation 4
+// pad 4 on 28x28 is 16 images of 7x7 with pad 1; dilation 3 pad 2 on 11x10 (pads not a
+// multiple of the dilation, sizes not divisible by it) is 9 images of ceil((11 + 2) / 3) =
+// 5 x ceil(12 / 3) = 4 with pad 0, ceil(11 / 3) = 4 x ceil(10 / 3) = 4 outputs each; a
+// dilation along one axis only splits that axis. Not split: strided, residual, undilated,
+// dilation past kMaxPhaseDilation.
+TEST(ConvPlan, DilationPhasesShape) {
+  ConvShape fcn = dilated(square(512, 512, 28, 3), 4, 4);
+  std::optional<ConvPhases> p = dilationPhases(fcn);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->shape.N, 16);
+  EXPECT_EQ(p->shape.H, 7);
+  EXPECT_EQ(p->shape.W, 7);
+  EXPECT_EQ(p->shape.OH, 7);
+  EXPECT_EQ(p->shape.PT, 1);
+  EXPECT_EQ(p->eH, 0);
+  EXPECT_EQ(p->shape.DH, 1);
+  ConvShape odd = square(8, 8, 11, 3);
+  odd.W = 10;
+  odd = dilated(odd, 3, 2);
+  ASSERT_EQ(odd.OH, 9);
+  ASSERT_EQ(odd.OW, 8);
+  p = dilationPhases(odd);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->shape.N, 9);
+  EXPECT_EQ(p->eH, 2);
+  EXPECT_EQ(p->eW, 2);
+  EXPECT_EQ(p->shape.H, 5);
+  EXPECT_EQ(p->shape.W, 4);
+  EXPECT_EQ(p->shape.OH, 3);
+  EXPECT_EQ(p->shape.OW, 3);
+  EXPECT_EQ(p->shape.PT, 0);
+  ConvShape rows = square(8, 8, 12, 3);
+  rows.DH = 2, rows.PT = 2, rows.OH = 12;
+  p = dilationPhases(rows);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->shape.N, 2);
+  EXPECT_EQ(p->shape.H, 6);
+  EXPECT_EQ(p->shape.W, 12);
+  EXPECT_EQ(p->DW, 1);
+  ConvShape strided = dilated(square(8, 8, 12, 3, 2), 2, 2), added = fcn;
+  strided.OH = strided.OW = 6;
+  added.residualAdd = true;
+  EXPECT_FALSE(dilationPhases(strided).has_value());
+  EXPECT_FALSE(dilationPhases(added).has_value());
+  EXPECT_FALSE(dilationPhases(square(8, 8, 12, 3)).has_value());
+  EXPECT_FALSE(dilationPhases(dilated(square(8, 8, 40, 3), 12, 12)).has_value());
+}
+
+// Where the model takes the phases: fcn_resnet50's dilated 3x3 layers (2 and 4; 256 and
+// 512 channels on 28x28) become F(2x2) over their phases on both instruction sets, which
+// no undilated-only kernel could compute; a forced Winograd kernel takes the phases too.
+// DeepLabV3's dilated depthwise layers keep the depthwise kernel (it computes the dilation
+// itself; the split would only add copies).
+TEST(ConvPlan, DilatedLayersTakeThePhases) {
+  for (Isa isa : {Isa::Avx512, Isa::Avx2})
+    for (unsigned threads : {1u, 2u})
+      for (auto [c, d] : {std::pair<int64_t, int64_t>{256, 2}, {512, 4}}) {
+        SCOPED_TRACE(std::to_string(c) + " d" + std::to_string(d) + " threads " +
+                     std::to_string(threads));
+        ConvPlan p = chooseConvAlgorithm(dilated(square(c, c, 28, 3), d, d), isa, threads);
+        EXPECT_TRUE(p.phases);
+        EXPECT_EQ(name(p.algorithm), "conv_wino2");
+        EXPECT_EQ(int(p.packing), int(WeightPacking::WinogradRows2x2));
+      }
+  ConvAlgorithmSet f2;
+  f2.force = ConvAlgorithm::WinogradRows2;
+  ConvPlan forced = chooseConvAlgorithm(dilated(square(64, 32, 15, 3), 3, 2), Isa::Avx512, 1, f2);
+  EXPECT_TRUE(forced.phases);
+  EXPECT_EQ(name(forced.algorithm), "conv_wino2");
+  ConvPlan dw = chooseConvAlgorithm(dilated(square(960, 960, 14, 5, 1, 960), 2, 4), Isa::Avx512, 1);
+  EXPECT_FALSE(dw.phases);
+  EXPECT_EQ(name(dw.algorithm), "conv_dw");
+  ConvAlgorithmSet noWinograd;
+  noWinograd.winograd = false;
+  EXPECT_FALSE(chooseConvAlgorithm(dilated(square(256, 256, 28, 3), 2, 2), Isa::Avx512, 1,
+                                   noWinograd).phases);
+}
+
 // A forced algorithm (backend option conv-algorithm) is taken wherever its kernel can
 // compute the shape, and nowhere else.
 TEST(ConvPlan, ForcedAlgorithm) {

@@ -207,6 +207,50 @@ INSTANTIATE_TEST_SUITE_P(Variants, LibjitGemm, ::testing::Values(0, 1),
                            return std::string(kVariants[i.param].name);
                          });
 
+// The dilation phases' split and merge (EmitConv.cpp's dilated layers), against their
+// definition indexed directly: split phase (r, s) row j, column k is input row
+// r - eH + DH j, column s - eW + DW k (zero outside); merge output row y, column x is
+// phase (y mod DH, x mod DW) row y / DH, column x / DW. Sizes not divisible by the
+// dilations, offsets eH, eW > 0, the planes shared among 3 threads.
+TEST(Libjit, DilationPhaseSplitAndMerge) {
+  const int64_t N = 2, C = 3, H = 7, W = 5, DH = 2, DW = 3, eH = 1, eW = 2;
+  const int64_t Hp = (H + eH + DH - 1) / DH, Wp = (W + eW + DW - 1) / DW;
+  std::vector<float> in(N * C * H * W);
+  for (size_t i = 0; i < in.size(); i++)
+    in[i] = float(i + 1);
+  std::vector<float> split(N * DH * DW * C * Hp * Wp, -1.0f);
+  for (int64_t t = 0; t < 3; t++)
+    libjit_conv_phase_split_f32(split.data(), in.data(), N, C, H, W, DH, DW, eH, eW, Hp, Wp, t, 3);
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t r = 0; r < DH; r++)
+      for (int64_t s = 0; s < DW; s++)
+        for (int64_t c = 0; c < C; c++)
+          for (int64_t j = 0; j < Hp; j++)
+            for (int64_t k = 0; k < Wp; k++) {
+              int64_t x = r - eH + DH * j, y = s - eW + DW * k;
+              float want = x >= 0 && x < H && y >= 0 && y < W
+                               ? in[((n * C + c) * H + x) * W + y]
+                               : 0.0f;
+              EXPECT_EQ(split[((((n * DH + r) * DW + s) * C + c) * Hp + j) * Wp + k], want)
+                  << n << " " << r << " " << s << " " << c << " " << j << " " << k;
+            }
+  const int64_t O = 2, OH = 7, OW = 8, OHp = 4, OWp = 3;
+  std::vector<float> ph(N * DH * DW * O * OHp * OWp);
+  for (size_t i = 0; i < ph.size(); i++)
+    ph[i] = float(i) + 0.5f;
+  std::vector<float> out(N * O * OH * OW, -1.0f);
+  for (int64_t t = 0; t < 3; t++)
+    libjit_conv_phase_merge_f32(out.data(), ph.data(), N, O, OH, OW, DH, DW, OHp, OWp, t, 3);
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t o = 0; o < O; o++)
+      for (int64_t y = 0; y < OH; y++)
+        for (int64_t x = 0; x < OW; x++)
+          EXPECT_EQ(out[((n * O + o) * OH + y) * OW + x],
+                    ph[((((n * DH + y % DH) * DW + x % DW) * O + o) * OHp + y / DH) * OWp +
+                       x / DW])
+              << n << " " << o << " " << y << " " << x;
+}
+
 TEST(Libjit, DepthwiseConvolution) {
   int64_t N = 2, C = 5, H = 9, W = 8, K = 3;
   auto in = randomVec(N * C * H * W, 1), w = randomVec(C * K * K, 2), bias = randomVec(C, 3);

@@ -119,11 +119,33 @@ struct ConvAlgorithmSet {
 struct ConvPlan {
   ConvAlgorithm algorithm = ConvAlgorithm::PackedGemm;
   WeightPacking packing = WeightPacking::GemmA;
+  /// The algorithm computes the layer's dilation phases (dilationPhases) as a batch of
+  /// undilated convolutions, between a split of the input and a merge of the results.
+  bool phases = false;
 };
 
+/// A stride-1 dilated convolution as DH DW undilated ones: output phase (r, s) (rows
+/// r + DH i, columns s + DW k) reads only the input rows r - eH + DH j and columns
+/// s - eW + DW k (eH = PT mod DH, eW = PL mod DW), so it is an undilated convolution with
+/// pads PT / DH, PL / DW over that sub-image (zero where it leaves the image). All phases
+/// have one shape: Hp = ceil((H + eH) / DH) rows, ceil(OH / DH) output rows (the rows past
+/// OH of the last phases computed and dropped), and the same for columns.
+struct ConvPhases {
+  int64_t DH = 1, DW = 1, eH = 0, eW = 0;
+  ConvShape shape; ///< the undilated convolution over the N DH DW phase images
+};
+
+/// \p s as its dilation phases: stride 1, dilation above 1 along an axis (at most
+/// kMaxPhaseDilation each) and no residual add (the merge copies the results as the
+/// kernel's epilogue left them); nullopt otherwise.
+std::optional<ConvPhases> dilationPhases(const ConvShape &s);
+constexpr int64_t kMaxPhaseDilation = 8;
+
 /// The kernel for \p s on \p isa compiled for \p threads threads: a forced one where it
-/// applies, otherwise the candidate (rankConvAlgorithms, ConvCost.h: what applies and is
-/// allowed, and the accuracy rule) with the least estimated time.
+/// applies (to \p s, or else to its dilation phases), otherwise the candidate
+/// (rankConvAlgorithms, ConvCost.h: what applies and is allowed, and the accuracy rule)
+/// with the least estimated time, over \p s and, where it has them, its dilation phases
+/// (their best kernel's estimate plus the split and the merge: dilationPhaseCost).
 ConvPlan chooseConvAlgorithm(const ConvShape &s, Isa isa, unsigned threads,
                              const ConvAlgorithmSet &allowed = {});
 

@@ -138,12 +138,17 @@ KernelWork winogradWork(ConvAlgorithm a, const ConvShape &s, Isa isa, const Conv
   w.copies = double(alpha * T) * (double(C) * t.winogradInCost + double(O) * t.winogradOutCost);
   w.weightBytes = 4.0 * double(alpha * C * roundUp(O, tl.NR));
   // Blocks of tiles whose transformed inputs and outputs stay in L2 (libjit_wino.cpp,
-  // WinoRows): (m + 2)^2 GEMM calls per block.
+  // WinoRows): (m + 2)^2 GEMM calls per block; a block holds several whole images where
+  // they fit it (WinoRows::IB; the rows kernels).
   const int64_t perTile = alpha * (C + 2 + O);
   int64_t Tb = std::min(std::max<int64_t>(131072 / perTile, O * C / (C + O)),
                         int64_t(4194304) / perTile);
-  Tb = std::min(std::max(Tb / MR * MR, MR), roundUp(perImage, MR));
-  w.gemmCalls = double(alpha * N * ceilDiv(perImage, Tb));
+  Tb = std::max(Tb / MR * MR, MR);
+  const int64_t IB = std::min(N, Tb / roundUp(perImage, MR));
+  Tb = std::min(Tb, roundUp(perImage, MR));
+  w.gemmCalls = a != ConvAlgorithm::Winograd && IB > 1
+                    ? double(alpha * ceilDiv(N, IB))
+                    : double(alpha * N * ceilDiv(perImage, Tb));
   return w;
 }
 
@@ -257,6 +262,14 @@ std::vector<ConvCost> rankConvAlgorithms(const ConvShape &s, Isa isa, unsigned t
   std::stable_sort(r.begin(), r.end(),
                    [](const ConvCost &x, const ConvCost &y) { return x.seconds < y.seconds; });
   return r;
+}
+
+double dilationPhaseCopySeconds(const ConvShape &s, const ConvPhases &p, unsigned threads,
+                                const ConvMachine &m, const ConvKernelTerms &t) {
+  const ConvShape &q = p.shape;
+  const double split = double(q.N * q.C * q.H * q.W), merge = double(s.N * s.O * s.OH * s.OW);
+  return (split + merge) * t.copyCost * 8.0 / (m.cacheGBs * 1e9) /
+         double(std::max(threads, 1u));
 }
 
 } // namespace kiln::cpu

@@ -85,6 +85,13 @@ std::vector<ConvCost> rankConvAlgorithms(const ConvShape &s, Isa isa, unsigned t
                                          const ConvAlgorithmSet &allowed,
                                          const ConvKernelTerms &terms = defaultConvKernelTerms());
 
+/// The split of \p s's input into its dilation phases \p p and the merge of their results
+/// (libjit_conv_phase_split_f32, _merge_f32): the floats each writes, at copyCost per float
+/// through the cache, divided among \p threads.
+double dilationPhaseCopySeconds(const ConvShape &s, const ConvPhases &p, unsigned threads,
+                                const ConvMachine &machine,
+                                const ConvKernelTerms &terms = defaultConvKernelTerms());
+
 } // namespace kiln::cpu
 
 #endif // KILN_BACKENDS_CPU_CODEGEN_CONVCOST_H

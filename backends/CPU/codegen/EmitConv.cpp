@@ -97,14 +97,57 @@ std::optional<ConvAlgorithm> parseConvAlgorithmName(const std::string &name) {
   return std::nullopt;
 }
 
+std::optional<ConvPhases> dilationPhases(const ConvShape &s) {
+  if (s.SH != 1 || s.SW != 1 || s.DH * s.DW <= 1 || s.DH > kMaxPhaseDilation ||
+      s.DW > kMaxPhaseDilation || s.residualAdd || s.PT < 0 || s.PL < 0)
+    return std::nullopt;
+  ConvPhases p;
+  p.DH = s.DH, p.DW = s.DW, p.eH = s.PT % s.DH, p.eW = s.PL % s.DW;
+  ConvShape &q = p.shape;
+  q = s;
+  q.N = s.N * s.DH * s.DW;
+  q.H = (s.H + p.eH + s.DH - 1) / s.DH, q.W = (s.W + p.eW + s.DW - 1) / s.DW;
+  q.OH = (s.OH + s.DH - 1) / s.DH, q.OW = (s.OW + s.DW - 1) / s.DW;
+  q.PT = s.PT / s.DH, q.PL = s.PL / s.DW;
+  q.DH = q.DW = 1;
+  return p;
+}
+
+namespace {
+
+/// The fastest kernel over \p s's dilation phases \p ph, where its estimate plus the
+/// split and merge is below \p wholeSeconds (the best of \p s as it is).
+std::optional<ConvPlan> phasesPlan(const ConvShape &s, const ConvPhases &ph, Isa isa,
+                                   unsigned threads, const ConvAlgorithmSet &allowed,
+                                   double wholeSeconds) {
+  std::vector<ConvCost> split = rankConvAlgorithms(ph.shape, isa, threads, allowed);
+  if (split.empty() ||
+      split.front().seconds + dilationPhaseCopySeconds(s, ph, threads, allowed.machine) >=
+          wholeSeconds)
+    return std::nullopt;
+  return ConvPlan{split.front().algorithm, packingOf(split.front().algorithm), true};
+}
+
+} // namespace
+
 ConvPlan chooseConvAlgorithm(const ConvShape &s, Isa isa, unsigned threads,
                              const ConvAlgorithmSet &allowed) {
-  if (allowed.force && convAlgorithmApplies(*allowed.force, s))
-    return {*allowed.force, packingOf(*allowed.force)};
+  std::optional<ConvPhases> phases = dilationPhases(s);
+  if (allowed.force) {
+    ConvAlgorithm f = *allowed.force;
+    if (convAlgorithmApplies(f, s))
+      return {f, packingOf(f)};
+    if (phases && convAlgorithmApplies(f, phases->shape))
+      return {f, packingOf(f), true};
+  }
   // The candidate with the least estimated time (ConvCost.h): the packed GEMM applies to
   // every shape, so there is always one.
   std::vector<ConvCost> ranked = rankConvAlgorithms(s, isa, threads, allowed);
   ConvAlgorithm best = ranked.empty() ? ConvAlgorithm::PackedGemm : ranked.front().algorithm;
+  if (phases && !ranked.empty())
+    if (std::optional<ConvPlan> p =
+            phasesPlan(s, *phases, isa, threads, allowed, ranked.front().seconds))
+      return *p;
   return {best, packingOf(best)};
 }
 
@@ -240,19 +283,6 @@ Expected<ConvShape> Emitter::convShapeOf(Instruction *I, FusedEpilogue &epi) {
   return s;
 }
 
-Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
-  if (I->getOperand(0).first->getType()->kind == ElemKind::BFloat16)
-    return planConvBf16(I, items); // native bf16 (EmitBf16.cpp)
-  FusedEpilogue epi;
-  KILN_ASSIGN_OR_RETURN(ConvShape s, convShapeOf(I, epi));
-  Value *dest = I->getOperand(0).first, *in = I->getOperand(1).first,
-        *filter = I->getOperand(2).first, *bias = I->getOperand(3).first;
-  ConvPlan plan = chooseConvAlgorithm(s, avx512_ ? Isa::Avx512 : Isa::Avx2, opts_.threads,
-                                      {opts_.winograd, opts_.transposedConv, opts_.fastWinograd,
-                                       opts_.forceConv, opts_.convMachine});
-  return emitConv(plan, s, epi, dest, in, filter, bias, items);
-}
-
 namespace {
 
 /// A convolution's name in profiles: its algorithm and shape ("convS 3x3/1 64->64 56x56").
@@ -268,8 +298,65 @@ std::string convLabel(const ConvPlan &plan, const ConvShape &s, const FusedEpilo
 
 } // namespace
 
+Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
+  if (I->getOperand(0).first->getType()->kind == ElemKind::BFloat16)
+    return planConvBf16(I, items); // native bf16 (EmitBf16.cpp)
+  FusedEpilogue epi;
+  KILN_ASSIGN_OR_RETURN(ConvShape s, convShapeOf(I, epi));
+  Value *dest = I->getOperand(0).first, *in = I->getOperand(1).first,
+        *filter = I->getOperand(2).first, *bias = I->getOperand(3).first;
+  ConvPlan plan = chooseConvAlgorithm(s, avx512_ ? Isa::Avx512 : Isa::Avx2, opts_.threads,
+                                      {opts_.winograd, opts_.transposedConv, opts_.fastWinograd,
+                                       opts_.forceConv, opts_.convMachine});
+  if (plan.phases)
+    return emitConvPhases(I, plan, s, epi, dest, in, filter, bias, items);
+  KILN_ASSIGN_OR_RETURN(Location dl, loc(dest));
+  KILN_ASSIGN_OR_RETURN(Location il, loc(in));
+  return emitConv(plan, s, epi, dl, il, filter, bias, items);
+}
+
+Error Emitter::emitConvPhases(Instruction *I, const ConvPlan &plan, const ConvShape &s,
+                              const FusedEpilogue &epi, Value *dest, Value *in, Value *filter,
+                              Value *bias, std::vector<Item> &items) {
+  std::optional<ConvPhases> ph = dilationPhases(s);
+  if (!ph)
+    return makeError(ErrorCode::Internal, "CPU backend: '", I->getName(),
+                     "' planned as dilation phases it does not have");
+  const ConvShape &q = ph->shape;
+  // One buffer for every split layer (stages run one at a time): the split input, then
+  // the phases' results.
+  const uint64_t inBytes = alignUp(uint64_t(q.N * q.C * q.H * q.W) * 4);
+  const uint64_t outBytes = alignUp(uint64_t(q.N * q.O * q.OH * q.OW) * 4);
+  phaseScratchBytes_ = std::max(phaseScratchBytes_, inBytes + outBytes);
+  const Location pin{kPhaseScratchBase, 0}, pout{kPhaseScratchBase, inBytes};
+  const ConvPhases p = *ph;
+  const double inFloats = double(s.N * s.C * s.H * s.W), outFloats = double(s.N * s.O * s.OH * s.OW);
+  items.push_back({true, "conv_phase_split", [=] {
+                     call("libjit_conv_phase_split_f32",
+                          {at(pin), ptr(in), I64(s.N), I64(s.C), I64(s.H), I64(s.W), I64(p.DH),
+                           I64(p.DW), I64(p.eH), I64(p.eW), I64(q.H), I64(q.W), tid_, nth_});
+                   },
+                   StageWork{0, 4.0 * (inFloats + double(q.N * q.C * q.H * q.W))}});
+  ConvPlan inner = plan;
+  inner.phases = false;
+  KILN_RETURN_IF_ERR(emitConv(inner, q, epi, pout, pin, filter, bias, items));
+  // The kernel's item (the last one emitConv pushed) does the instruction's arithmetic;
+  // its name says it runs on the phases of the dilated layer.
+  items.back().name = convLabel(plan, s, epi) + " d" + std::to_string(s.DH) + "x" +
+                      std::to_string(s.DW) + " phases";
+  items.back().work = stageWork({I});
+  items.push_back({true, "conv_phase_merge", [=] {
+                     call("libjit_conv_phase_merge_f32",
+                          {ptr(dest), at(pout), I64(s.N), I64(s.O), I64(s.OH), I64(s.OW),
+                           I64(p.DH), I64(p.DW), I64(q.OH), I64(q.OW), tid_, nth_});
+                   },
+                   StageWork{0, 4.0 * (outFloats + double(q.N * q.O * q.OH * q.OW))}});
+  return Error::success();
+}
+
+
 Error Emitter::emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpilogue &epi,
-                        Value *dest, Value *in, Value *filter, Value *bias,
+                        Location dest, Location in, Value *filter, Value *bias,
                         std::vector<Item> &items) {
   const int64_t N = s.N, C = s.C, H = s.H, W = s.W, O = s.O, OH = s.OH, OW = s.OW;
   const int64_t KH = s.KH, KW = s.KW, SH = s.SH, SW = s.SW, PT = s.PT, PL = s.PL, DH = s.DH,
@@ -282,7 +369,7 @@ Error Emitter::emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpi
     needPoolScratch(libjit_conv2d_dw_scratch_floats(H, W, OH, OW, KH, KW, SH, SW, DH, DW));
     items.push_back({true, label, [=] {
                        call("libjit_conv2d_dw_f32",
-                            {ptr(dest), ptr(in), ptr(filter), ptr(bias), I64(N), I64(C), I64(H),
+                            {at(dest), at(in), ptr(filter), ptr(bias), I64(N), I64(C), I64(H),
                              I64(W), I64(OH), I64(OW), I64(KH), I64(KW), I64(SH), I64(SW),
                              I64(PT), I64(PL), I64(DH), I64(DW), I64(epi.act), F32(epi.lo),
                              F32(epi.hi), scratch(), tid_, nth_});
@@ -295,7 +382,7 @@ Error Emitter::emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpi
     needPoolScratch(libjit_conv2d_grouped_scratch_floats(Cg, Og, OH, OW, KH, KW, SH, SW, DH, DW));
     items.push_back({true, label, [=] {
                        call("libjit_conv2d_grouped_f32_" + isa_,
-                            {ptr(dest), ptr(in), at(wl), ptr(bias),
+                            {at(dest), at(in), at(wl), ptr(bias),
                              residual ? ptr(residual) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
                              I64(O), I64(OH), I64(OW), I64(KH), I64(KW), I64(SH), I64(SW),
                              I64(PT), I64(PL), I64(DH), I64(DW), I64(G), I64(epi.act),
@@ -315,7 +402,7 @@ Error Emitter::emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpi
     usesScratch_ = true;
     items.push_back({true, label, [=] {
                        call("libjit_conv2d_t_f32_" + isa_,
-                            {ptr(dest), ptr(in), at(wtl), ptr(bias),
+                            {at(dest), at(in), at(wtl), ptr(bias),
                              residual ? ptr(residual) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
                              I64(O), I64(OH), I64(OW), I64(KH), I64(KW), I64(SH), I64(SW),
                              I64(PT), I64(PL), I64(DH), I64(DW), I64(epi.act), F32(epi.lo),
@@ -327,7 +414,7 @@ Error Emitter::emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpi
     usesScratch_ = true;
     items.push_back({true, label, [=] {
                        call("libjit_conv2d_strip_f32_" + isa_,
-                            {ptr(dest), ptr(in), ptr(filter), ptr(bias),
+                            {at(dest), at(in), ptr(filter), ptr(bias),
                              residual ? ptr(residual) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
                              I64(O), I64(OH), I64(OW), I64(KH), I64(KW), I64(SH), I64(SW),
                              I64(PT), I64(PL), I64(DH), I64(DW), I64(epi.act), F32(epi.lo),
@@ -342,7 +429,7 @@ Error Emitter::emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpi
 
 Error Emitter::emitWinogradConv(const ConvPlan &plan, const ConvShape &s,
                                 const FusedEpilogue &epi, const std::string &label,
-                                Value *dest, Value *in, Value *filter, Value *bias,
+                                Location dest, Location in, Value *filter, Value *bias,
                                 std::vector<Item> &items) {
   const int64_t N = s.N, C = s.C, H = s.H, W = s.W, O = s.O, OH = s.OH, OW = s.OW;
   const int64_t PT = s.PT, PL = s.PL;
@@ -355,7 +442,7 @@ Error Emitter::emitWinogradConv(const ConvPlan &plan, const ConvShape &s,
                             : libjit_conv2d_wino_scratch_floats_avx2(N, C, H, W, O, OH, OW));
     items.push_back({true, label, [=] {
                        call("libjit_conv2d_wino_f32_" + isa_,
-                            {ptr(dest), ptr(in), at(wl), ptr(bias),
+                            {at(dest), at(in), at(wl), ptr(bias),
                              residual ? ptr(residual) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
                              I64(O), I64(OH), I64(OW), I64(PT), I64(PL), I64(epi.act),
                              F32(epi.lo), F32(epi.hi), scratch(), tid_, nth_});
@@ -369,7 +456,7 @@ Error Emitter::emitWinogradConv(const ConvPlan &plan, const ConvShape &s,
                       : libjit_conv2d_wino_rows_scratch_floats_avx2(tile, N, C, H, W, O, OH, OW));
   items.push_back({true, label, [=] {
                      call("libjit_conv2d_wino_rows" + std::to_string(tile) + "_f32_" + isa_,
-                          {ptr(dest), ptr(in), at(wl), ptr(bias),
+                          {at(dest), at(in), at(wl), ptr(bias),
                            residual ? ptr(residual) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
                            I64(O), I64(OH), I64(OW), I64(PT), I64(PL), I64(epi.act),
                            F32(epi.lo), F32(epi.hi), scratch(), tid_, nth_});
@@ -379,7 +466,7 @@ Error Emitter::emitWinogradConv(const ConvPlan &plan, const ConvShape &s,
 
 Error Emitter::emitPackedGemmConv(const ConvPlan &plan, const ConvShape &s,
                                   const FusedEpilogue &epi, const std::string &label,
-                                  Value *dest, Value *in, Value *filter, Value *bias,
+                                  Location dest, Location in, Value *filter, Value *bias,
                                   std::vector<Item> &items) {
   const int64_t N = s.N, C = s.C, H = s.H, W = s.W, O = s.O, OH = s.OH, OW = s.OW;
   const int64_t KH = s.KH, KW = s.KW, SH = s.SH, SW = s.SW, PT = s.PT, PL = s.PL, DH = s.DH,
@@ -407,7 +494,7 @@ Error Emitter::emitPackedGemmConv(const ConvPlan &plan, const ConvShape &s,
   usesScratch_ = true;
   items.push_back({true, label, [=] {
                      call("libjit_conv2d_f32_" + isa_,
-                          {ptr(dest), ptr(in), at(wl), ptr(bias),
+                          {at(dest), at(in), at(wl), ptr(bias),
                            residual ? ptr(residual) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
                            I64(O), I64(OH), I64(OW), I64(KH), I64(KW), I64(SH), I64(SW),
                            I64(PT), I64(PL), I64(DH), I64(DW), I64(G), I64(epi.act),

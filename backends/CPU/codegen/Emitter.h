@@ -151,18 +151,27 @@ public:
   /// FusedConvolutionInst); an error for a convolution that is not 2-D or an activation no
   /// kernel fuses.
   Expected<ConvShape> convShapeOf(Instruction *I, FusedEpilogue &epi);
-  /// The items of a convolution of shape \p s computed as \p plan says.
-  Error emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpilogue &epi, Value *dest,
-                 Value *in, Value *filter, Value *bias, std::vector<Item> &items);
+  /// The items of a convolution of shape \p s computed as \p plan says, its result written
+  /// at \p dest from the input at \p in (plan.phases: the undilated kernel's, on the phase
+  /// buffers of emitConvPhases).
+  Error emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpilogue &epi,
+                 Location dest, Location in, Value *filter, Value *bias,
+                 std::vector<Item> &items);
+  /// A convolution computed as its dilation phases (ConvPhases): the input split into the
+  /// phase buffer, the undilated kernel \p plan names on it, its results merged into
+  /// \p dest; \p I's work goes to the kernel's item.
+  Error emitConvPhases(Instruction *I, const ConvPlan &plan, const ConvShape &s,
+                       const FusedEpilogue &epi, Value *dest, Value *in, Value *filter,
+                       Value *bias, std::vector<Item> &items);
   /// emitConv's Winograd kernels (tiles as GEMM columns, or as rows) and its packed GEMM
   /// (weights packed at compile time, or per run when computed at run time); \p label
   /// names the item in profiles.
   Error emitWinogradConv(const ConvPlan &plan, const ConvShape &s, const FusedEpilogue &epi,
-                         const std::string &label, Value *dest, Value *in, Value *filter,
+                         const std::string &label, Location dest, Location in, Value *filter,
                          Value *bias, std::vector<Item> &items);
   Error emitPackedGemmConv(const ConvPlan &plan, const ConvShape &s, const FusedEpilogue &epi,
-                           const std::string &label, Value *dest, Value *in, Value *filter,
-                           Value *bias, std::vector<Item> &items);
+                           const std::string &label, Location dest, Location in,
+                           Value *filter, Value *bias, std::vector<Item> &items);
   Error planFullyConnected(Instruction *I, std::vector<Item> &items);
   Error planFusedFullyConnected(Instruction *I, std::vector<Item> &items);
   Error planMatMul(Instruction *I, std::vector<Item> &items);
@@ -291,7 +300,12 @@ private:
     return off;
   }
   llvm::Value *basePtr(unsigned base);
+  /// A Location in the dilation phases' buffers (phaseScratchOffset_, placed after the
+  /// plan: emitConvPhases), resolved by at().
+  static constexpr unsigned kPhaseScratchBase = ~0u;
   llvm::Value *at(Location l) {
+    if (l.base == kPhaseScratchBase)
+      l = {kActivationBase, phaseScratchOffset_ + l.offset};
     return B_.CreateConstInBoundsGEP1_64(i8_, basePtr(l.base), l.offset);
   }
   llvm::Value *ptr(const Value *v) { return at(*loc(v)); }
@@ -408,6 +422,8 @@ private:
   bool usesScratch_ = false;
   /// Scratch of the transposed convolutions (the largest one; stages run one at a time).
   uint64_t tScratchBytes_ = 0, tScratchOffset_ = 0;
+  /// The dilation phases' buffers (emitConvPhases): the split input, then the results.
+  uint64_t phaseScratchBytes_ = 0, phaseScratchOffset_ = 0;
 
   ConstantArena consts_;
   std::map<std::tuple<const WeightVar *, WeightPacking, int64_t>, uint64_t> constCache_;

@@ -566,6 +566,8 @@ Error Emitter::checkBuffers() {
 void Emitter::placeScratch() {
   if (tScratchBytes_)
     tScratchOffset_ = reserveExtra(tScratchBytes_);
+  if (phaseScratchBytes_)
+    phaseScratchOffset_ = reserveExtra(phaseScratchBytes_);
   if (usesScratch_)
     extrasTop_ = alignUp(extrasTop_ + uint64_t(scratchPerThread_) * 4 * opts_.threads);
   // Scratch sits above the extras: move it there.

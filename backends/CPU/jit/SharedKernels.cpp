@@ -384,6 +384,7 @@ std::vector<std::string> sharedKernelNames(bool avx512) {
       // Loop nests that gain little from constant shapes and cost much to compile
       // once per call.
       "libjit_conv2d_dw_f32", "libjit_maxpool_f32", "libjit_avgpool_f32",
+      "libjit_conv_phase_split_f32", "libjit_conv_phase_merge_f32",
       "libjit_adaptive_avgpool_f32", "libjit_fc_row_f32", "libjit_fc_row_sum_f32",
       // Data movement and normalisations: memory-bound loop nests over shapes passed as
       // arguments (the strided copies' dims and strides are tables in memory anyway).

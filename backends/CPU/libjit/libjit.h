@@ -427,6 +427,23 @@ LIBJIT_EXPORT void libjit_conv2d_dw_f32(float *out, const float *in, const float
                                         float lo, float hi, float *scratch, int64_t tid,
                                         int64_t nthreads);
 
+// Dilation phases (libjit_conv.cpp): a stride-1 convolution dilated by (DH, DW) computed
+// as DH DW undilated ones over the input's phase sub-images (EmitConv.cpp).
+/// dst [N][DH][DW][C][Hp][Wp] = the phase planes of src [N][C][H][W]: phase (r, s) row j,
+/// column k is src row r - eH + DH j, column s - eW + DW k, zero outside the image. Work
+/// split over the N C input planes.
+LIBJIT_EXPORT void libjit_conv_phase_split_f32(float *dst, const float *src, int64_t N,
+                                               int64_t C, int64_t H, int64_t W, int64_t DH,
+                                               int64_t DW, int64_t eH, int64_t eW, int64_t Hp,
+                                               int64_t Wp, int64_t tid, int64_t nthreads);
+/// dst [N][O][OH][OW]: output row r + DH i, column s + DW k is src [N][DH][DW][O][OHp][OWp]
+/// phase (r, s) row i, column k (OHp >= ceil(OH / DH), OWp >= ceil(OW / DW)). Work split
+/// over the N O output planes.
+LIBJIT_EXPORT void libjit_conv_phase_merge_f32(float *dst, const float *src, int64_t N,
+                                               int64_t O, int64_t OH, int64_t OW, int64_t DH,
+                                               int64_t DW, int64_t OHp, int64_t OWp,
+                                               int64_t tid, int64_t nthreads);
+
 // Grouped convolution (libjit_conv.cpp): 1 < G, Cg = C / G, Og = O / G per group.
 /// Floats of scratch per thread of libjit_conv2d_grouped_f32_*.
 LIBJIT_EXPORT int64_t libjit_conv2d_grouped_scratch_floats(int64_t Cg, int64_t Og, int64_t OH,

@@ -2598,3 +2598,82 @@ LIBJIT_EXPORT void libjit_pack_grouped_f32(float *dst, const float *filter, int6
 LIBJIT_GROUPED_ENTRY_POINT(avx512, 16, 8)
 LIBJIT_GROUPED_ENTRY_POINT(avx2, 8, 4)
 #undef LIBJIT_GROUPED_ENTRY_POINT
+
+// ============================== Dilation phases
+// A stride-1 convolution dilated by (DH, DW) is DH DW undilated convolutions, one per
+// output phase (r, s) (rows r + DH i, columns s + DW j), each over the input's sub-image
+// of the rows and columns that phase reads: the emitter (EmitConv.cpp) splits the input
+// into those sub-images as a batch, runs any kernel on the batch, and merges the results.
+
+namespace {
+
+/// One input plane's DH DW phase planes: phase (r, s) row j, column k is input row
+/// r - eH + DH j, column s - eW + DW k (zero outside the image); each plane Hp x Wp,
+/// the planes of one phase \p phaseStride floats apart.
+void splitPlane(float *dst, const float *src, int64_t H, int64_t W, int64_t DH, int64_t DW,
+                int64_t eH, int64_t eW, int64_t Hp, int64_t Wp, int64_t phaseStride) {
+  for (int64_t r = 0; r < DH; r++)
+    for (int64_t j = 0; j < Hp; j++) {
+      const int64_t x = r - eH + DH * j;
+      for (int64_t s = 0; s < DW; s++) {
+        float *d = dst + (r * DW + s) * phaseStride + j * Wp;
+        if (x < 0 || x >= H) {
+          for (int64_t k = 0; k < Wp; k++)
+            d[k] = 0.0f;
+          continue;
+        }
+        const float *row = src + x * W;
+        // Columns k with 0 <= s - eW + DW k < W: [k0, k1).
+        const int64_t k0 = minI(Wp, maxI(0, (eW - s + DW - 1) / DW));
+        const int64_t last = W - 1 - s + eW; // DW k <= last
+        const int64_t k1 = last < 0 ? k0 : maxI(k0, minI(Wp, last / DW + 1));
+        for (int64_t k = 0; k < k0; k++)
+          d[k] = 0.0f;
+        const float *p = row + s - eW + DW * k0;
+        for (int64_t k = k0; k < k1; k++, p += DW)
+          d[k] = *p;
+        for (int64_t k = k1; k < Wp; k++)
+          d[k] = 0.0f;
+      }
+    }
+}
+
+} // namespace
+
+LIBJIT_EXPORT void libjit_conv_phase_split_f32(float *dst, const float *src, int64_t N,
+                                               int64_t C, int64_t H, int64_t W, int64_t DH,
+                                               int64_t DW, int64_t eH, int64_t eW, int64_t Hp,
+                                               int64_t Wp, int64_t tid, int64_t nthreads) {
+  int64_t b, e;
+  partition(N * C, 1, tid, nthreads, &b, &e);
+  const int64_t plane = Hp * Wp, phaseStride = C * plane;
+  for (int64_t q = b; q < e; q++) {
+    const int64_t n = q / C, c = q % C;
+    splitPlane(dst + n * DH * DW * phaseStride + c * plane, src + q * H * W, H, W, DH, DW, eH,
+               eW, Hp, Wp, phaseStride);
+  }
+}
+
+LIBJIT_EXPORT void libjit_conv_phase_merge_f32(float *dst, const float *src, int64_t N,
+                                               int64_t O, int64_t OH, int64_t OW, int64_t DH,
+                                               int64_t DW, int64_t OHp, int64_t OWp,
+                                               int64_t tid, int64_t nthreads) {
+  int64_t b, e;
+  partition(N * O, 1, tid, nthreads, &b, &e);
+  const int64_t plane = OHp * OWp, phaseStride = O * plane;
+  for (int64_t q = b; q < e; q++) {
+    const int64_t n = q / O, o = q % O;
+    const float *base = src + n * DH * DW * phaseStride + o * plane;
+    float *out = dst + q * OH * OW;
+    for (int64_t y = 0; y < OH; y++) {
+      const float *rows = base + (y % DH) * DW * phaseStride + (y / DH) * OWp;
+      float *d = out + y * OW;
+      // Output column x = s + DW k reads column k of phase s.
+      for (int64_t s = 0; s < DW; s++) {
+        const float *p = rows + s * phaseStride;
+        for (int64_t x = s, k = 0; x < OW; x += DW, k++)
+          d[x] = p[k];
+      }
+    }
+  }
+}

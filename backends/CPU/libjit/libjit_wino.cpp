@@ -685,6 +685,10 @@ template <class Cfg, int TM> struct WinoRows {
   int64_t N, C, H, W, O, OH, OW, PT, PL;
   int64_t TH, TW, TI;                         ///< tile rows and columns per image, tiles per image
   int64_t Tb;                                 ///< tiles per block
+  /// Whole images per block (each from a panel boundary, roundUp(TI, MR) rows apart): more
+  /// than 1 where a block may hold several images' tiles, so that the weights stream once
+  /// per block instead of once per image.
+  int64_t IB;
   int64_t panelStride, vStride, mStride, ldy; ///< floats
   int64_t vOff, mOff, yOff, sOff, pOff, total;
 
@@ -700,7 +704,12 @@ template <class Cfg, int TM> struct WinoRows {
     // larger stream; then enough tiles that a block reads no more weights than V and M.
     int64_t perTile = NP * (C + 2 + O);
     Tb = minI(maxI(kBlockFloats / perTile, O * C / (C + O)), kMaxBlockFloats / perTile);
-    Tb = minI(maxI(Tb / MR * MR, MR), roundUp(TI, MR));
+    Tb = maxI(Tb / MR * MR, MR);
+    IB = minI(N, Tb / roundUp(TI, MR));
+    if (IB > 1)
+      IB = ceilDiv(N, ceilDiv(N, IB)); // the same number of blocks, evened out
+    Tb = IB > 1 ? IB * roundUp(TI, MR) : minI(Tb, roundUp(TI, MR));
+    IB = maxI(IB, 1);
     // V: per position, panels of MR tiles over C + 2 channel rows (the last two catch the
     // lanes a chunk store writes past the last channel's row); M: per position Tb rows of
     // O; Y: the pixels of one image x O (whole vectors), the output transform's result.
@@ -778,13 +787,14 @@ template <class Cfg> struct RowsTransform<Cfg, 4> {
 /// c MR + j, q = (t - b0) / MR, j = (t - b0) % MR.
 template <class Cfg, int TM>
 LIBJIT_NOINLINE void winoRowsInput(const WinoRows<Cfg, TM> &w, const float *in, int64_t b0,
-                                   int64_t b1, float *scratch) {
+                                   int64_t b1, float *scratch, int64_t panel0) {
   typedef WinoRows<Cfg, TM> WR;
   typedef typename VecOf<Cfg::VW>::T V;
   typedef RowsTransform<Cfg, TM> RT;
   constexpr int64_t VW = Cfg::VW, MR = Cfg::MR, CH = WR::CH, A = WR::A,
                     NP = WR::NP, NVEC = WR::NVEC;
-  float *Vb = scratch + w.vOff, *S = scratch + w.sOff, *P = scratch + w.pOff;
+  float *Vb = scratch + w.vOff + panel0 * w.panelStride, *S = scratch + w.sOff,
+        *P = scratch + w.pOff;
   const float *inEnd = in + w.C * w.H * w.W;
   int64_t nb = b1 - b0;
   // Rows of the last panel past the block: zero (they are computed, never stored).
@@ -850,7 +860,8 @@ LIBJIT_NOINLINE void winoRowsInput(const WinoRows<Cfg, TM> &w, const float *in, 
 /// (A^T M A)[pixel] + bias[o], for the pixels of those tiles inside the image.
 template <class Cfg, int TM>
 LIBJIT_NOINLINE void winoRowsOutput(const WinoRows<Cfg, TM> &w, const float *bias, int64_t b0,
-                                    int64_t b1, int64_t o0, int64_t o1, float *scratch) {
+                                    int64_t b1, int64_t o0, int64_t o1, float *scratch,
+                                    int64_t row0) {
   typedef typename VecOf<Cfg::VW>::T V;
   constexpr int64_t VW = Cfg::VW, NP = WinoRows<Cfg, TM>::NP;
   const float *Mb = scratch + w.mOff;
@@ -860,7 +871,7 @@ LIBJIT_NOINLINE void winoRowsOutput(const WinoRows<Cfg, TM> &w, const float *bia
     int64_t ty = t / w.TW, tx = t % w.TW;
     int64_t rows = minI(TM, w.OH - ty * TM), cols = minI(TM, w.OW - tx * TM);
     float *y0 = Y + ((TM * ty) * w.OW + TM * tx) * w.ldy;
-    const float *m = Mb + (t - b0) * nO;
+    const float *m = Mb + (row0 + t - b0) * nO;
     for (int64_t o = 0; o < nO; o += VW) {
       V a[NP], y[4][4];
       LIBJIT_UNROLL
@@ -899,6 +910,27 @@ LIBJIT_NOINLINE void winoRowsGemms(int64_t np, int64_t rows, int64_t nO, int64_t
                    PackedB<Cfg>{U + p * perU, C}, M + p * mStride, nO, none, scratch);
 }
 
+/// conv2dWinoRows over blocks of w.IB whole images, output channels [o0, o1): each
+/// image's tiles from a panel boundary, one GEMM per position over them all, then each
+/// image's output transform and emit(n) (its transpose into the output).
+template <class Cfg, int TM, class Emit>
+LIBJIT_INLINE void winoRowsImageBlocks(const WinoRows<Cfg, TM> &w, const float *in,
+                                       const float *Up, int64_t perU, const float *bias,
+                                       int64_t o0, int64_t o1, float *s, Emit emit) {
+  const int64_t rowsPer = WinoRows<Cfg, TM>::roundUp(w.TI, Cfg::MR), plane = w.C * w.H * w.W;
+  for (int64_t n0 = 0; n0 < w.N; n0 += w.IB) {
+    const int64_t g = minI(w.IB, w.N - n0);
+    for (int64_t k = 0; k < g; k++)
+      winoRowsInput<Cfg, TM>(w, in + (n0 + k) * plane, 0, w.TI, s, k * rowsPer / Cfg::MR);
+    winoRowsGemms<Cfg>(WinoRows<Cfg, TM>::NP, (g - 1) * rowsPer + w.TI, o1 - o0, w.C,
+                       s + w.vOff, w.vStride, Up, perU, s + w.mOff, w.mStride, s);
+    for (int64_t k = 0; k < g; k++) {
+      winoRowsOutput<Cfg, TM>(w, bias, 0, w.TI, o0, o1, s, k * rowsPer);
+      emit(n0 + k);
+    }
+  }
+}
+
 template <class Cfg, int TM>
 LIBJIT_INLINE void conv2dWinoRows(float *out, const float *in, const float *U, const float *bias,
                                   const float *add, int64_t N, int64_t C, int64_t H, int64_t W,
@@ -929,19 +961,25 @@ LIBJIT_INLINE void conv2dWinoRows(float *out, const float *in, const float *U, c
   int64_t len = t1 - t0, blocks = ceilDiv(len, w.Tb);
   int64_t bs = minI(w.Tb, WR::roundUp(ceilDiv(len, blocks), Cfg::MR));
   int64_t perU = packedBFloats<Cfg>(C, O);
+  const float *Up = U + (o0 / NR) * C * NR;
+  // The pixels of tile rows [r0, r1), pixel-major in Y, into the NCHW output.
+  const int64_t p0 = minI(TM * r0 * OW, P), p1 = minI(TM * r1 * OW, P);
+  auto emit = [&](int64_t n) {
+    transposeOut(out + n * O * P, s + w.yOff, w.ldy, add ? add + n * O * P : nullptr, P, p0, p1,
+                 o0, o1, act, lo, hi);
+  };
+  if (len == w.TI && w.IB > 1) // whole images in a block (WinoRows::IB)
+    return winoRowsImageBlocks<Cfg, TM>(w, in, Up, perU, bias, o0, o1, s, emit);
   for (int64_t n = 0; n < N; n++) {
     const float *x = in + n * C * H * W;
     for (int64_t b0 = t0; b0 < t1; b0 += bs) {
       int64_t b1 = minI(b0 + bs, t1);
-      winoRowsInput<Cfg, TM>(w, x, b0, b1, s);
-      winoRowsGemms<Cfg>(WR::NP, b1 - b0, nO, C, s + w.vOff, w.vStride, U + (o0 / NR) * C * NR,
-                         perU, s + w.mOff, w.mStride, s);
-      winoRowsOutput<Cfg, TM>(w, bias, b0, b1, o0, o1, s);
+      winoRowsInput<Cfg, TM>(w, x, b0, b1, s, 0);
+      winoRowsGemms<Cfg>(WR::NP, b1 - b0, nO, C, s + w.vOff, w.vStride, Up, perU, s + w.mOff,
+                         w.mStride, s);
+      winoRowsOutput<Cfg, TM>(w, bias, b0, b1, o0, o1, s, 0);
     }
-    // The pixels of tile rows [r0, r1), pixel-major in Y, into the NCHW output.
-    int64_t p0 = minI(TM * r0 * OW, P), p1 = minI(TM * r1 * OW, P);
-    transposeOut(out + n * O * P, s + w.yOff, w.ldy, add ? add + n * O * P : nullptr, P, p0, p1,
-                 o0, o1, act, lo, hi);
+    emit(n);
   }
 }
 
