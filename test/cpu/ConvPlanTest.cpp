@@ -263,14 +263,19 @@ TEST(ConvPlan, DilatedLayersTakeThePhases) {
         SCOPED_TRACE(std::to_string(c) + " d" + std::to_string(d) + " threads " +
                      std::to_string(threads));
         ConvPlan p = chooseConvAlgorithm(dilated(square(c, c, 28, 3), d, d), isa, threads);
-        EXPECT_TRUE(p.phases);
+        ASSERT_TRUE(p.phases);
+        // The plan carries the phases it was chosen over: d*d images of 28/d rows.
+        EXPECT_EQ(p.phases->shape.N, d * d);
+        EXPECT_EQ(p.phases->shape.H, 28 / d);
+        EXPECT_EQ(p.phases->shape.DH, 1);
         EXPECT_EQ(name(p.algorithm), "conv_wino2");
         EXPECT_EQ(int(p.packing), int(WeightPacking::WinogradRows2x2));
       }
   ConvAlgorithmSet f2;
   f2.force = ConvAlgorithm::WinogradRows2;
   ConvPlan forced = chooseConvAlgorithm(dilated(square(64, 32, 15, 3), 3, 2), Isa::Avx512, 1, f2);
-  EXPECT_TRUE(forced.phases);
+  ASSERT_TRUE(forced.phases);
+  EXPECT_EQ(forced.phases->shape.N, 9); // dilation 3 by 3
   EXPECT_EQ(name(forced.algorithm), "conv_wino2");
   ConvPlan dw = chooseConvAlgorithm(dilated(square(960, 960, 14, 5, 1, 960), 2, 4), Isa::Avx512, 1);
   EXPECT_FALSE(dw.phases);

@@ -116,14 +116,6 @@ struct ConvAlgorithmSet {
   ConvMachine machine = {};
 };
 
-struct ConvPlan {
-  ConvAlgorithm algorithm = ConvAlgorithm::PackedGemm;
-  WeightPacking packing = WeightPacking::GemmA;
-  /// The algorithm computes the layer's dilation phases (dilationPhases) as a batch of
-  /// undilated convolutions, between a split of the input and a merge of the results.
-  bool phases = false;
-};
-
 /// A stride-1 dilated convolution as DH DW undilated ones: output phase (r, s) (rows
 /// r + DH i, columns s + DW k) reads only the input rows r - eH + DH j and columns
 /// s - eW + DW k (eH = PT mod DH, eW = PL mod DW), so it is an undilated convolution with
@@ -141,11 +133,20 @@ struct ConvPhases {
 std::optional<ConvPhases> dilationPhases(const ConvShape &s);
 constexpr int64_t kMaxPhaseDilation = 8;
 
+struct ConvPlan {
+  ConvAlgorithm algorithm = ConvAlgorithm::PackedGemm;
+  WeightPacking packing = WeightPacking::GemmA;
+  /// Set when the algorithm computes the layer's dilation phases (dilationPhases) as a
+  /// batch of undilated convolutions, between a split of the input and a merge of the
+  /// results: the phases it was chosen for.
+  std::optional<ConvPhases> phases;
+};
+
 /// The kernel for \p s on \p isa compiled for \p threads threads: a forced one where it
 /// applies (to \p s, or else to its dilation phases), otherwise the candidate
 /// (rankConvAlgorithms, ConvCost.h: what applies and is allowed, and the accuracy rule)
 /// with the least estimated time, over \p s and, where it has them, its dilation phases
-/// (their best kernel's estimate plus the split and the merge: dilationPhaseCost).
+/// (their best kernel's estimate plus the split and the merge: dilationPhaseCopySeconds).
 ConvPlan chooseConvAlgorithm(const ConvShape &s, Isa isa, unsigned threads,
                              const ConvAlgorithmSet &allowed = {});
 

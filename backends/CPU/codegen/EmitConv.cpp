@@ -125,7 +125,7 @@ std::optional<ConvPlan> phasesPlan(const ConvShape &s, const ConvPhases &ph, Isa
       split.front().seconds + dilationPhaseCopySeconds(s, ph, threads, allowed.machine) >=
           wholeSeconds)
     return std::nullopt;
-  return ConvPlan{split.front().algorithm, packingOf(split.front().algorithm), true};
+  return ConvPlan{split.front().algorithm, packingOf(split.front().algorithm), ph};
 }
 
 } // namespace
@@ -138,7 +138,7 @@ ConvPlan chooseConvAlgorithm(const ConvShape &s, Isa isa, unsigned threads,
     if (convAlgorithmApplies(f, s))
       return {f, packingOf(f)};
     if (phases && convAlgorithmApplies(f, phases->shape))
-      return {f, packingOf(f), true};
+      return {f, packingOf(f), phases};
   }
   // The candidate with the least estimated time (ConvCost.h): the packed GEMM applies to
   // every shape, so there is always one.
@@ -318,18 +318,14 @@ Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
 Error Emitter::emitConvPhases(Instruction *I, const ConvPlan &plan, const ConvShape &s,
                               const FusedEpilogue &epi, Value *dest, Value *in, Value *filter,
                               Value *bias, std::vector<Item> &items) {
-  std::optional<ConvPhases> ph = dilationPhases(s);
-  if (!ph)
-    return makeError(ErrorCode::Internal, "CPU backend: '", I->getName(),
-                     "' planned as dilation phases it does not have");
-  const ConvShape &q = ph->shape;
+  const ConvPhases p = *plan.phases;
+  const ConvShape &q = p.shape;
   // One buffer for every split layer (stages run one at a time): the split input, then
   // the phases' results.
   const uint64_t inBytes = alignUp(uint64_t(q.N * q.C * q.H * q.W) * 4);
   const uint64_t outBytes = alignUp(uint64_t(q.N * q.O * q.OH * q.OW) * 4);
   phaseScratchBytes_ = std::max(phaseScratchBytes_, inBytes + outBytes);
   const Location pin{kPhaseScratchBase, 0}, pout{kPhaseScratchBase, inBytes};
-  const ConvPhases p = *ph;
   const double inFloats = double(s.N * s.C * s.H * s.W), outFloats = double(s.N * s.O * s.OH * s.OW);
   items.push_back({true, "conv_phase_split", [=] {
                      call("libjit_conv_phase_split_f32",
@@ -338,7 +334,7 @@ Error Emitter::emitConvPhases(Instruction *I, const ConvPlan &plan, const ConvSh
                    },
                    StageWork{0, 4.0 * (inFloats + double(q.N * q.C * q.H * q.W))}});
   ConvPlan inner = plan;
-  inner.phases = false;
+  inner.phases.reset();
   KILN_RETURN_IF_ERR(emitConv(inner, q, epi, pout, pin, filter, bias, items));
   // The kernel's item (the last one emitConv pushed) does the instruction's arithmetic;
   // its name says it runs on the phases of the dilated layer.
