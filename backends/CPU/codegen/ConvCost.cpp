@@ -190,7 +190,7 @@ ConvCost estimateConvCost(ConvAlgorithm a, const ConvShape &s, Isa isa, unsigned
     // NR-column panels (a packing copy, and the im2col copy before it unless the input is
     // the matrix itself).
     c.flops = double(N * G) * gemmFlops(Og, P, K, tl.MR, tl.NR);
-    eff = t.gemmEff;
+    eff = isa == Isa::Avx512 ? t.gemmEff : t.gemmEffAvx2;
     copies = double(N * G * K * P) * (pointwiseInPlace(s) ? 1 : 2) * t.copyCost;
     weightBytes = 4.0 * double(G * roundUp(Og, tl.MR) * K);
     break;
