@@ -818,7 +818,8 @@ TEST(Libjit, GroupedConvolution) {
       {4, 4, 2, 3, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        // tiny plane
       {8, 8, 2, 21, 23, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      // 4 per group, rows split
       {12, 6, 3, 30, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},     // 4 -> 2 per group, stride 2
-      // The AVX-512 lanes path (32 output channels per group, or 16 on rows of 7 to 16):
+      // The AVX-512 lanes path (32 output channels per group, or 16 on rows of 7 to 16 or at
+      // column stride 2):
       {64, 64, 2, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},   // 32 per group, 7 x 2 tiles
       {48, 32, 2, 15, 20, 3, 3, 2, 2, 0, 1, 2, 0, 1, 1}, // 24 -> 16, stride 2, asym. pads
       {24, 64, 2, 13, 16, 5, 5, 3, 1, 2, 2, 2, 2, 1, 1}, // 12 -> 32, 5x5, row stride 3
@@ -828,6 +829,7 @@ TEST(Libjit, GroupedConvolution) {
       {32, 32, 2, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},   // 16 per group, 7 rows: 7 x 3 + 7 x 2
       {32, 32, 2, 9, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},  // 16 per group, 9 rows: 3 + 2 + 2 + 2
       {48, 32, 2, 17, 22, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}, // 24 -> 16, stride 2, 9 x 11 outputs
+      {32, 32, 2, 13, 57, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}, // 16 per group, stride 2, rows of 29
   };
   for (const Case &k : cases) {
     int64_t N = 2, Cg = k.C / k.G, Og = k.O / k.G, K = Cg * k.KH * k.KW;

@@ -53,7 +53,8 @@ bool stripTapPlanes(const ConvShape &s, Isa isa) {
 
 /// The grouped kernel's issued flops, efficiency and copies besides its padded planes
 /// (libjit_conv.cpp). On AVX-512 with 32 output channels per group, or 16 on rows of at
-/// most 16, column stride 1 or 2 and rows of 7 or more (the lanes path) the group's
+/// most 16 or at column stride 2, column stride 1 or 2 and rows of 7 or more (the lanes
+/// path) the group's
 /// channels are the vector lanes:
 /// exactly Og of them, the pixels in tiles of 14 x 1 (7 x 2 on narrower rows; the last
 /// tile of a row and the last block of rows overlap), the results transposed into the
@@ -63,7 +64,7 @@ void groupedCost(const ConvShape &s, Isa isa, const ConvKernelTerms &t, double &
   const Tiles tl = tilesOf(isa);
   const int64_t G = std::max<int64_t>(s.group, 1), Og = s.O / G;
   const double K = double(s.C / G * s.KH * s.KW);
-  if (isa == Isa::Avx512 && (Og == 32 || (Og == 16 && s.OW <= 16)) && s.OW >= 7 &&
+  if (isa == Isa::Avx512 && (Og == 32 || (Og == 16 && (s.OW <= 16 || s.SW == 2))) && s.OW >= 7 &&
       (s.SW == 1 || s.SW == 2)) {
     const int64_t RW = s.OW >= 14 ? 14 : 7, rows = s.OW >= 14 ? s.OH : roundUp(s.OH, 2);
     flops = 2.0 * double(s.N * s.O) * double(rows * roundUp(s.OW, RW)) * K;
@@ -189,7 +190,7 @@ ConvCost estimateConvCost(ConvAlgorithm a, const ConvShape &s, Isa isa, unsigned
     // NR-column panels (a packing copy, and the im2col copy before it unless the input is
     // the matrix itself).
     c.flops = double(N * G) * gemmFlops(Og, P, K, tl.MR, tl.NR);
-    eff = t.gemmEff;
+    eff = isa == Isa::Avx512 ? t.gemmEff : t.gemmEffAvx2;
     copies = double(N * G * K * P) * (pointwiseInPlace(s) ? 1 : 2) * t.copyCost;
     weightBytes = 4.0 * double(G * roundUp(Og, tl.MR) * K);
     break;

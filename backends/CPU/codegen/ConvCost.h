@@ -19,7 +19,11 @@ namespace kiln::cpu {
 /// moves besides, in units of a float copied through the cache (read and written once:
 /// 8 bytes at ConvMachine::cacheGBs). Fitted to test/cpu/conv_times.tsv (README).
 struct ConvKernelTerms {
-  double gemmEff = 0.84;       ///< packed GEMM over im2col (`conv`), 14x32 / 6x16 tiles
+  /// Packed GEMM over im2col (`conv`), AVX-512: 14x32 tiles. Below the transposed GEMM's:
+  /// on the Zen 5 host every layer the model gave to `conv` (inception_v3's 8x8 and
+  /// 17x17 -> 8x8 ones, the only ones in the corpus and sweep) measured faster on `convT`.
+  double gemmEff = 0.72;
+  double gemmEffAvx2 = 0.84; ///< the same on AVX2: 6x16 tiles
   double transposedEff = 0.82; ///< transposed GEMM (`convT`), pixels as rows
   double stripEff = 0.87;      ///< strip kernel (`convS`), AVX-512: 8x48 tiles
   double stripEffAvx2 = 0.82;  ///< strip kernel on AVX2: 4x24 tiles

@@ -2239,8 +2239,8 @@ LIBJIT_INLINE bool conv2dGroupedSmall(float *out, const float *in, const float *
 }
 
 // Grouped convolution with the output channels as the vector lanes (AVX-512, 32 output
-// channels per group, or 16 on rows of 7 to 16 outputs: regnet_x's group width on its
-// 14x14 and 7x7 stages, resnext50's two widest stages), any row stride and dilation,
+// channels per group, or 16 on rows of 7 to 16 outputs or at column stride 2: regnet_x's
+// group width, resnext50's two widest stages), any row stride and dilation,
 // column stride 1 or 2. Per (image,
 // group) the Cg input planes are copied once into zero-padded planes of exactly the rows
 // and columns the outputs read (Hp x Wp). A register tile is RW consecutive outputs of
@@ -2274,12 +2274,15 @@ struct GroupedLanesGeom {
 };
 
 /// Whether a grouped layer takes the lanes path on AVX-512 (the kernel also needs
-/// PT, PL >= 0): 32 output channels per group, or 16 on rows of at most 16 outputs. With
-/// 16 per group on wider rows (28 and 56) the cell tiles measured faster: each broadcast
-/// weight there feeds two vectors of outputs, where each broadcast input value here feeds
-/// one vector of 16 channels (two with 32).
+/// PT, PL >= 0): 32 output channels per group, or 16 on rows of at most 16 outputs or at
+/// column stride 2. With 16 per group on wider rows (28 and 56) at stride 1 the cell tiles
+/// measured faster: each broadcast weight there feeds two vectors of outputs, where each
+/// broadcast input value here feeds one vector of 16 channels (two with 32). At stride 2
+/// the cell tiles read four phase planes per channel, once per tile of 8 output channels
+/// (twice per group with 16), where the lanes path reads the padded planes once per group
+/// (regnet_x's 3x3/2 32->32 112x112 g2, whose group's planes fill most of L2).
 LIBJIT_INLINE bool groupedLanesShape(int64_t Og, int64_t OW, int64_t SW) {
-  return (Og == 32 || (Og == 16 && OW <= 16)) && OW >= 7 && (SW == 1 || SW == 2);
+  return (Og == 32 || (Og == 16 && (OW <= 16 || SW == 2))) && OW >= 7 && (SW == 1 || SW == 2);
 }
 
 /// One register tile: the outputs (i, r) for i < RH rows (rowStep floats apart in the
