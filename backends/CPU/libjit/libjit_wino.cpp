@@ -177,37 +177,62 @@ template <class V> LIBJIT_INLINE void outputTile4(const V *m, V y[4][4]) {
   }
 }
 
+/// One register tile of gemmBlockedSums: C tile (+)= A panel x B panel over kc steps, in
+/// calls of kWinoSumBlock steps, each adding its sums into the tile; lines [0, pfLines) of
+/// pf are prefetched one per step, spread over the calls as in one call.
+template <class Cfg>
+LIBJIT_INLINE void blockedTile(int64_t mr, int64_t nr, int64_t kc, const float *a, const float *b,
+                               float *c, int64_t ldc, bool accumulate, const float *pf,
+                               int64_t pfLines) {
+  constexpr int64_t KB = kWinoSumBlock, MR = Cfg::MR, NR = Cfg::NR;
+  const Epilogue none = {nullptr, nullptr, nullptr, 0, 0, 0.0f, 0.0f};
+  for (int64_t kb = 0; kb < kc; kb += KB) {
+    int64_t n = minI(KB, kc - kb), lines = maxI(minI(pfLines - kb, n), 0);
+    microKernelDispatch<Cfg>(mr, n, a + kb * MR, b + kb * NR, c, ldc, nr, accumulate || kb > 0, 0,
+                             &none, lines ? pf + kb * 16 : nullptr, lines);
+  }
+}
+
 /// C[m0:m1, n0:n1] (ldc) = A x B over K, both operands packed, with the sum over K in
 /// blocks of kWinoSumBlock (libjit.h): each register tile sums that many products, then
 /// adds its partial sums into its tile of C (a load, add and store of the accumulators),
 /// so that each output is a sum, in order, of float32 sums of kWinoSumBlock products
 /// rather than one sum of K. For F(4x4)'s channel sums, whose float32 rounding the output
-/// transform magnifies (README, "Accuracy"). The K blocks (Cfg::KC), row blocks and
-/// panels are gemmRange's, so the same operands stay in the cache; the tile of C a block
-/// sum goes to is the one the previous block sum wrote, in L1.
+/// transform magnifies (README, "Accuracy"). The K blocks (Cfg::KC), row blocks, panels
+/// and prefetches are gemmRange's, so the same operands stay in the cache and the weights
+/// stream in alike; the tile of C a block sum goes to is the one the previous wrote, in L1.
 template <class Cfg>
 LIBJIT_NOINLINE void gemmBlockedSums(int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t K,
                                      const PackedA<Cfg> &A, const PackedB<Cfg> &B, float *C,
-                                     int64_t ldc) {
+                                     int64_t ldc, bool weightsAsA) {
   constexpr int64_t MR = Cfg::MR, NR = Cfg::NR, KC = Cfg::KC, MC = Cfg::MC, NC = Cfg::NC;
-  constexpr int64_t KB = kWinoSumBlock;
-  static_assert(KC % KB == 0, "a K block holds whole sum blocks");
-  const Epilogue none = {nullptr, nullptr, nullptr, 0, 0, 0.0f, 0.0f};
+  static_assert(KC % kWinoSumBlock == 0, "a K block holds whole sum blocks");
   for (int64_t jc = n0; jc < n1; jc += NC) {
     int64_t nc = minI(NC, n1 - jc);
     for (int64_t pc = 0; pc < K; pc += KC) {
       int64_t kc = minI(KC, K - pc);
       for (int64_t ic = m0; ic < m1; ic += MC) {
-        int64_t mc = minI(MC, m1 - ic);
+        int64_t mc = minI(MC, m1 - ic), nIr = ceilDiv(mc, MR);
         for (int64_t jr = 0; jr < nc; jr += NR) {
           int64_t nr = minI(NR, nc - jr), col = jc + jr;
+          // Weights as B: the next panel, a share per row tile; as A: the panel two row
+          // tiles ahead, on the first column panel (gemmRange's prefetches).
+          const float *pfBase = nullptr;
+          int64_t pfTotal = 0;
+          if (!weightsAsA && nIr > 1 && ic == m0) {
+            if (jr + NR < nc)
+              pfBase = B.panel(col + NR, pc), pfTotal = kc * NR / 16;
+            else if (pc + KC < K)
+              pfBase = B.panel(jc, pc + KC), pfTotal = minI(KC, K - pc - KC) * NR / 16;
+          }
           for (int64_t ir = 0; ir < mc; ir += MR) {
-            int64_t mr = minI(MR, mc - ir), row = ic + ir;
-            float *c = C + row * ldc + col;
-            for (int64_t kb = 0; kb < kc; kb += KB)
-              microKernelDispatch<Cfg>(mr, minI(KB, kc - kb), A.panel(row, pc + kb),
-                                       B.panel(col, pc + kb), c, ldc, nr, pc + kb > 0, 0,
-                                       &none, nullptr, 0);
+            int64_t i = ir / MR, row = ic + ir, l0 = i * pfTotal / nIr;
+            const float *pf = pfBase ? pfBase + l0 * 16 : nullptr;
+            int64_t pfLines = pfBase ? minI((i + 1) * pfTotal / nIr - l0, kc) : 0;
+            if (weightsAsA && jr == 0 && row + 2 * MR < m1)
+              pf = A.panel(row + 2 * MR, pc), pfLines = minI(kc * MR / 16, kc);
+            blockedTile<Cfg>(minI(MR, mc - ir), nr, kc, A.panel(row, pc), B.panel(col, pc),
+                             C + row * ldc + col, ldc, pc > 0, pf, pfLines);
           }
         }
       }
@@ -630,7 +655,7 @@ LIBJIT_INLINE void conv2dWino(float *out, const float *in, const float *U, const
     for (int64_t p = 0; p < 36; p++)
       gemmBlockedSums<Cfg>(o0, o1, 0, cols, C, PackedA<Cfg>{U + p * perU, C},
                            PackedB<Cfg>{s + w.vOff + p * w.vStride, C + 1},
-                           s + w.mOff + p * w.mStride, w.ldm);
+                           s + w.mOff + p * w.mStride, w.ldm, true);
     winoOutput<Cfg>(w, out, bias, add, b0, b1, o0, o1, lo, hi, gact, ga, gb, s);
   }
 }
@@ -961,7 +986,7 @@ LIBJIT_NOINLINE void winoRowsGemms(int64_t np, int64_t rows, int64_t nO, int64_t
     PackedA<Cfg> a{V + p * vStride, C + 2};
     PackedB<Cfg> b{U + p * perU, C};
     if (np == 36)
-      gemmBlockedSums<Cfg>(0, rows, 0, nO, C, a, b, M + p * mStride, nO);
+      gemmBlockedSums<Cfg>(0, rows, 0, nO, C, a, b, M + p * mStride, nO, false);
     else
       gemmRange<Cfg>(0, rows, 0, nO, C, a, b, M + p * mStride, nO, none, scratch);
   }
