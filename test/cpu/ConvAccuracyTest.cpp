@@ -2,7 +2,7 @@
 // on realistic 3x3 layers (ReLU'd N(0, 1) activations, He-initialised weights), every
 // kernel the planner takes by default is at least as accurate as a plain float32 loop
 // against a float64 reference (RMS and max relative error), while Winograd F(4x4, 3x3),
-// which it takes only with winograd=fast, is several times outside that budget.
+// which it takes only with winograd=fast, is outside that budget in RMS.
 #include "ConvAccuracy.h"
 
 #include <gtest/gtest.h>
@@ -44,11 +44,15 @@ TEST(ConvAccuracy, DefaultKernelsWithinTheBudget) {
         EXPECT_LE(e.rmsRel, budget.rmsRel * 1.05);
         EXPECT_LE(e.maxRel, budget.maxRel * 1.25);
       }
-      // F(4x4): outside, by a factor of 3 or more in RMS.
+      // F(4x4) (points 0, +-1, 1/2, -2; channel sums in blocks): outside in RMS, by
+      // 1.2-2.3x on these layers, where the points 0, +-1, +-2 with whole channel sums
+      // were 4-5x outside; its maximum within 3x the budget's (that was 5-10x).
       for (ConvAlgorithm a : {ConvAlgorithm::Winograd, ConvAlgorithm::WinogradRows4}) {
         SCOPED_TRACE(convAlgorithmName(a));
         ErrorStats e = measure(runCPU(l, d, a, 1, noAvx512), d.ref);
-        EXPECT_GT(e.rmsRel, 3 * budget.rmsRel);
+        EXPECT_GT(e.rmsRel, 1.1 * budget.rmsRel);
+        EXPECT_LT(e.rmsRel, 3 * budget.rmsRel);
+        EXPECT_LT(e.maxRel, 3 * budget.maxRel);
       }
     }
   }

@@ -1022,6 +1022,82 @@ TEST_P(LibjitWino, MatchesDirectConvolution) {
   }
 }
 
+// F(4x4, 3x3)'s transforms on the points 0, 1, -1, 1/2, -2 and infinity, as derived in
+// exact rational arithmetic (libjit_wino.cpp): the 1-D identity y = A^T [(G g) .* (B^T d)]
+// and the 2-D one Y = A^T [(G g G^T) .* (B^T d B)] A against direct correlation in double,
+// and the kernels' packed weights (position p of filter (0, 0)) against G g G^T.
+const double kBT4[6][6] = {{2, -3, -4, 3, 2, 0}, {0, -2, 1, 5, 2, 0},   {0, -2, 5, -1, -2, 0},
+                           {0, 2, 1, -2, -1, 0}, {0, 1, -2, -1, 2, 0}, {0, 2, -3, -4, 3, 2}};
+const double kG4[6][3] = {{1.0 / 2, 0, 0},           {1.0 / 6, 1.0 / 6, 1.0 / 6},
+                          {1.0 / 6, -1.0 / 6, 1.0 / 6}, {16.0 / 15, 8.0 / 15, 4.0 / 15},
+                          {1.0 / 30, -1.0 / 15, 2.0 / 15}, {0, 0, 1.0 / 2}};
+const double kAT4[4][6] = {{1, 1, 1, 1, 1, 0},
+                           {0, 1, -1, 0.5, -2, 0},
+                           {0, 1, 1, 0.25, 4, 0},
+                           {0, 1, -1, 0.125, -8, 1}};
+
+/// G g G^T (6 x 6) of one 3x3 filter, in double.
+std::vector<double> winoFilter4(const float *g) {
+  std::vector<double> u(36);
+  for (int i = 0; i < 6; i++)
+    for (int j = 0; j < 6; j++)
+      for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+          u[i * 6 + j] += kG4[i][a] * double(g[a * 3 + b]) * kG4[j][b];
+  return u;
+}
+
+TEST(LibjitWinoPoints, F4x4IdentitiesAndPackedWeights) {
+  auto d = randomVec(36, 31), g = randomVec(9, 32);
+  // 1-D: the first row of d and of g.
+  for (int i = 0; i < 4; i++) {
+    double y = 0, ref = 0;
+    for (int j = 0; j < 6; j++) {
+      double t = 0, u = 0;
+      for (int k = 0; k < 6; k++)
+        t += kBT4[j][k] * d[k];
+      for (int k = 0; k < 3; k++)
+        u += kG4[j][k] * g[k];
+      y += kAT4[i][j] * t * u;
+    }
+    for (int k = 0; k < 3; k++)
+      ref += double(g[k]) * d[i + k];
+    EXPECT_NEAR(y, ref, 1e-12) << "1-D output " << i;
+  }
+  // 2-D: a 6x6 input tile, one 3x3 filter.
+  std::vector<double> u = winoFilter4(g.data()), t(36), m(36);
+  for (int i = 0; i < 6; i++)
+    for (int j = 0; j < 6; j++)
+      for (int a = 0; a < 6; a++)
+        for (int b = 0; b < 6; b++)
+          t[i * 6 + j] += kBT4[i][a] * d[a * 6 + b] * kBT4[j][b];
+  for (int p = 0; p < 36; p++)
+    m[p] = u[p] * t[p];
+  for (int y = 0; y < 4; y++)
+    for (int x = 0; x < 4; x++) {
+      double v = 0, ref = 0;
+      for (int a = 0; a < 6; a++)
+        for (int b = 0; b < 6; b++)
+          v += kAT4[y][a] * m[a * 6 + b] * kAT4[x][b];
+      for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+          ref += double(g[a * 3 + b]) * d[(y + a) * 6 + x + b];
+      EXPECT_NEAR(v, ref, 1e-12) << "2-D output " << y << "," << x;
+    }
+  // The F(4x4) kernels' packing: position p of the only filter at p times the per-position
+  // size (A panels for the columns kernel, B panels for the rows kernel).
+  for (const WinoVariant &v : kWinoVariants) {
+    if (v.m == 2)
+      continue;
+    SCOPED_TRACE(v.name);
+    std::vector<float> packed(v.packedFloats(1, 1));
+    v.pack(packed.data(), g.data(), 1, 1);
+    int64_t per = int64_t(packed.size()) / 36;
+    for (int p = 0; p < 36; p++)
+      EXPECT_NEAR(packed[p * per], u[p], 1e-6 * std::fabs(u[p]) + 1e-12) << "position " << p;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Variants, LibjitWino, ::testing::Values(0, 1, 2, 3, 4, 5),
                          [](const ::testing::TestParamInfo<int> &i) {
                            return std::string(kWinoVariants[i.param].name);

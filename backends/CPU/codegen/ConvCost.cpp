@@ -133,6 +133,11 @@ KernelWork winogradWork(ConvAlgorithm a, const ConvShape &s, Isa isa, const Conv
               double(C);
   else
     w.flops = double(alpha) * gemmFlops(T, O, C, MR, tl.NR);
+  if (tile == 4) { // channel sums in blocks: the extra flushes, as k-steps of the tile
+    const int64_t kc = isa == Isa::Avx512 ? libjit::GemmAvx512::KC : libjit::GemmAvx2::KC;
+    const int64_t extra = ceilDiv(C, ::kWinoSumBlock) - ceilDiv(C, kc);
+    w.flops *= 1.0 + t.winogradSumFlushSteps * double(extra) / double(C);
+  }
   w.eff = t.winogradEff;
   w.copies = double(alpha * T) * (double(C) * t.winogradInCost + double(O) * t.winogradOutCost);
   w.weightBytes = 4.0 * double(alpha * C * roundUp(O, tl.NR));

@@ -43,6 +43,12 @@ struct ConvKernelTerms {
   /// Each of a Winograd kernel's batched GEMM calls ((m + 2)^2 per block of tiles, the
   /// blocks as the kernel sizes them to stay in L2), in microseconds.
   double winogradGemmMicros = 0.18;
+  /// F(4x4)'s GEMMs add their register tiles into the output tile every
+  /// libjit::kWinoSumBlock channels (libjit_wino.cpp, gemmBlockedSums): each such block sum
+  /// beyond the GEMM's own K blocks costs as much as this many k-steps of the tile (the
+  /// load, add and store of the accumulators and the micro-kernel call, against a k-step's
+  /// MR x NR multiply-adds).
+  double winogradSumFlushSteps = 2;
   double groupedEff = 0.70;   ///< grouped direct kernel (`conv_grp`)
   /// The grouped kernel's lanes path (AVX-512, 16 or 32 output channels per group).
   double groupedLanesEff = 0.70;

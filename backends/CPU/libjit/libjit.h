@@ -152,6 +152,10 @@ LIBJIT_DECLARE_WINO(avx2)
 // GEMMs in register tiles of kWinoShortMR rows (the cost model charges those).
 constexpr int64_t kWinoShortTiles = 16;
 constexpr int kWinoShortMR = 8;
+// Winograd F(4x4)'s GEMMs sum the input channels in blocks of this many, each block's
+// float32 sum then added into the output tile (libjit_wino.cpp, gemmBlockedSums; the
+// cost model charges the extra load, add and store of the accumulators per block).
+constexpr int64_t kWinoSumBlock = 32;
 #define LIBJIT_DECLARE_WINO_ROWS(SUFFIX)                                                    \
   LIBJIT_EXPORT int64_t libjit_conv2d_wino_rows_scratch_floats_##SUFFIX(                    \
       int64_t m, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,          \

@@ -109,36 +109,52 @@ template <> struct Lanes<8> {
   }
 };
 
+// F(4x4, 3x3) on the interpolation points 0, 1, -1, 1/2, -2 and infinity (the asymmetric
+// set: its channel sums of transformed products are smaller than those of 0, +-1, +-2, so
+// their float32 rounding, which the output transform magnifies, is; see backends/CPU/
+// README.md, "Accuracy"). Derived in exact rational arithmetic from the Vandermonde
+// matrix V of the points (degree-5 polynomials; infinity's row the leading coefficient):
+// B^T = V^-T and G = the points' powers 0..2, each row of B^T scaled to small integers and
+// G's row by the inverse; A^T = the points' powers 0..3. LibjitTest checks the 1-D and
+// 2-D identities against direct correlation in double.
+//   B^T = [2 -3 -4  3  2 0]   G = [ 1/2    0     0  ]   A^T = [1 1  1  1    1  0]
+//         [0 -2  1  5  2 0]       [ 1/6   1/6   1/6 ]         [0 1 -1 1/2  -2  0]
+//         [0 -2  5 -1 -2 0]       [ 1/6  -1/6   1/6 ]         [0 1  1 1/4   4  0]
+//         [0  2  1 -2 -1 0]       [16/15  8/15  4/15]         [0 1 -1 1/8  -8  1]
+//         [0  1 -2 -1  2 0]       [ 1/30 -1/15  2/15]
+//         [0  2 -3 -4  3 2]       [ 0     0     1/2 ]
+
+/// t = B^T d for one column of six values (the 6x6 input transform is this on rows, then
+/// on columns).
 template <class V> LIBJIT_INLINE void inputT(const V *d, V *t) {
-  V four = splatV<V>(4.0f), five = splatV<V>(5.0f), two = splatV<V>(2.0f);
-  V a = d[4] - four * d[2], b = d[3] - four * d[1];
-  V c = d[4] - d[2], e = two * (d[3] - d[1]);
-  t[0] = (d[4] - five * d[2]) + four * d[0];
-  t[1] = a + b;
-  t[2] = a - b;
-  t[3] = c + e;
-  t[4] = c - e;
-  t[5] = (d[5] - five * d[3]) + four * d[1];
+  V two = splatV<V>(2.0f), three = splatV<V>(3.0f), four = splatV<V>(4.0f),
+    five = splatV<V>(5.0f);
+  V p = d[1] - d[3], q = d[2] - d[4];
+  t[0] = two * (d[0] + d[4]) - three * p - four * d[2];
+  t[1] = (d[2] + five * d[3]) - two * (d[1] - d[4]);
+  t[2] = (five * d[2] - d[3]) - two * (d[1] + d[4]);
+  t[3] = two * p + q;
+  t[4] = p - two * q;
+  t[5] = two * (d[1] + d[5]) - three * q - four * d[3];
 }
 
 /// y = A^T m for one column of six values.
 template <class V> LIBJIT_INLINE void outputT(const V *m, V *y) {
-  V s1 = m[1] + m[2], d1 = m[1] - m[2], s2 = m[3] + m[4], d2 = m[3] - m[4];
-  y[0] = m[0] + s1 + s2;
-  y[1] = d1 + splatV<V>(2.0f) * d2;
-  y[2] = s1 + splatV<V>(4.0f) * s2;
-  y[3] = (d1 + m[5]) + splatV<V>(8.0f) * d2;
+  V s1 = m[1] + m[2], d1 = m[1] - m[2];
+  y[0] = (m[0] + s1) + (m[3] + m[4]);
+  y[1] = d1 + splatV<V>(0.5f) * m[3] - splatV<V>(2.0f) * m[4];
+  y[2] = s1 + splatV<V>(0.25f) * m[3] + splatV<V>(4.0f) * m[4];
+  y[3] = (d1 + m[5]) + splatV<V>(0.125f) * m[3] - splatV<V>(8.0f) * m[4];
 }
-
 
 /// G of F(4x4, 3x3): the filter transform G g G^T (done in double at compile time).
 struct WinoG4 {
-  static constexpr double G[6][3] = {{1.0 / 4, 0, 0},
-                                     {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                     {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                     {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                     {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                                     {0, 0, 1}};
+  static constexpr double G[6][3] = {{1.0 / 2, 0, 0},
+                                     {1.0 / 6, 1.0 / 6, 1.0 / 6},
+                                     {1.0 / 6, -1.0 / 6, 1.0 / 6},
+                                     {16.0 / 15, 8.0 / 15, 4.0 / 15},
+                                     {1.0 / 30, -1.0 / 15, 2.0 / 15},
+                                     {0, 0, 1.0 / 2}};
 };
 
 /// y = A^T m A for one 4x4 output tile from its 36 positions m[k * 6 + c]: rows (m A), then
@@ -158,6 +174,69 @@ template <class V> LIBJIT_INLINE void outputTile4(const V *m, V y[4][4]) {
     LIBJIT_UNROLL
     for (int i = 0; i < 4; i++)
       y[i][j] = r[i];
+  }
+}
+
+/// One register tile of gemmBlockedSums: C tile (+)= A panel x B panel over kc steps, in
+/// calls of kWinoSumBlock steps, each adding its sums into the tile; lines [0, pfLines) of
+/// pf are prefetched one per step, spread over the calls as in one call.
+template <class Cfg>
+LIBJIT_INLINE void blockedTile(int64_t mr, int64_t nr, int64_t kc, const float *a, const float *b,
+                               float *c, int64_t ldc, bool accumulate, const float *pf,
+                               int64_t pfLines) {
+  constexpr int64_t KB = kWinoSumBlock, MR = Cfg::MR, NR = Cfg::NR;
+  const Epilogue none = {nullptr, nullptr, nullptr, 0, 0, 0.0f, 0.0f};
+  for (int64_t kb = 0; kb < kc; kb += KB) {
+    int64_t n = minI(KB, kc - kb), lines = maxI(minI(pfLines - kb, n), 0);
+    microKernelDispatch<Cfg>(mr, n, a + kb * MR, b + kb * NR, c, ldc, nr, accumulate || kb > 0, 0,
+                             &none, lines ? pf + kb * 16 : nullptr, lines);
+  }
+}
+
+/// C[m0:m1, n0:n1] (ldc) = A x B over K, both operands packed, with the sum over K in
+/// blocks of kWinoSumBlock (libjit.h): each register tile sums that many products, then
+/// adds its partial sums into its tile of C (a load, add and store of the accumulators),
+/// so that each output is a sum, in order, of float32 sums of kWinoSumBlock products
+/// rather than one sum of K. For F(4x4)'s channel sums, whose float32 rounding the output
+/// transform magnifies (README, "Accuracy"). The K blocks (Cfg::KC), row blocks, panels
+/// and prefetches are gemmRange's, so the same operands stay in the cache and the weights
+/// stream in alike; the tile of C a block sum goes to is the one the previous wrote, in L1.
+template <class Cfg>
+LIBJIT_NOINLINE void gemmBlockedSums(int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t K,
+                                     const PackedA<Cfg> &A, const PackedB<Cfg> &B, float *C,
+                                     int64_t ldc, bool weightsAsA) {
+  constexpr int64_t MR = Cfg::MR, NR = Cfg::NR, KC = Cfg::KC, MC = Cfg::MC, NC = Cfg::NC;
+  static_assert(KC % kWinoSumBlock == 0, "a K block holds whole sum blocks");
+  for (int64_t jc = n0; jc < n1; jc += NC) {
+    int64_t nc = minI(NC, n1 - jc);
+    for (int64_t pc = 0; pc < K; pc += KC) {
+      int64_t kc = minI(KC, K - pc);
+      for (int64_t ic = m0; ic < m1; ic += MC) {
+        int64_t mc = minI(MC, m1 - ic), nIr = ceilDiv(mc, MR);
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+          int64_t nr = minI(NR, nc - jr), col = jc + jr;
+          // Weights as B: the next panel, a share per row tile; as A: the panel two row
+          // tiles ahead, on the first column panel (gemmRange's prefetches).
+          const float *pfBase = nullptr;
+          int64_t pfTotal = 0;
+          if (!weightsAsA && nIr > 1 && ic == m0) {
+            if (jr + NR < nc)
+              pfBase = B.panel(col + NR, pc), pfTotal = kc * NR / 16;
+            else if (pc + KC < K)
+              pfBase = B.panel(jc, pc + KC), pfTotal = minI(KC, K - pc - KC) * NR / 16;
+          }
+          for (int64_t ir = 0; ir < mc; ir += MR) {
+            int64_t i = ir / MR, row = ic + ir, l0 = i * pfTotal / nIr;
+            const float *pf = pfBase ? pfBase + l0 * 16 : nullptr;
+            int64_t pfLines = pfBase ? minI((i + 1) * pfTotal / nIr - l0, kc) : 0;
+            if (weightsAsA && jr == 0 && row + 2 * MR < m1)
+              pf = A.panel(row + 2 * MR, pc), pfLines = minI(kc * MR / 16, kc);
+            blockedTile<Cfg>(minI(MR, mc - ir), nr, kc, A.panel(row, pc), B.panel(col, pc),
+                             C + row * ldc + col, ldc, pc > 0, pf, pfLines);
+          }
+        }
+      }
+    }
   }
 }
 
@@ -255,8 +334,6 @@ WINO_INLINE VecOf<8>::T highHalf(VecOf<16>::T v) {
 WINO_INLINE V4 lowHalf(VecOf<8>::T v) { return __builtin_shufflevector(v, v, 0, 1, 2, 3); }
 WINO_INLINE V4 highHalf(VecOf<8>::T v) { return __builtin_shufflevector(v, v, 4, 5, 6, 7); }
 
-/// t = B^T d for one column of six values (the 6x6 input transform is this on rows, then
-/// on columns).
 /// Shapes, tiling, blocking and the scratch layout of one convolution.
 template <class Cfg> struct Wino {
   static constexpr int64_t VW = Cfg::VW, NR = Cfg::NR, MR = Cfg::MR;
@@ -569,7 +646,6 @@ LIBJIT_INLINE void conv2dWino(float *out, const float *in, const float *U, const
   int64_t len = t1 - t0, blocks = ceilDiv(len, w.Tb);
   int64_t bs = minI(w.Tb, Wino<Cfg>::roundUp(ceilDiv(len, blocks), VW));
   int64_t perU = packedAFloats<Cfg>(O, C);
-  Epilogue none = {nullptr, nullptr, nullptr, 0, 0, 0.0f, 0.0f};
   for (int64_t b0 = t0; b0 < t1; b0 += bs) {
     int64_t b1 = minI(b0 + bs, t1);
     winoInput<Cfg>(w, in, b0, b1, s);
@@ -577,9 +653,9 @@ LIBJIT_INLINE void conv2dWino(float *out, const float *in, const float *U, const
     // panel would take the micro-kernel's column-at-a-time path.
     int64_t cols = Wino<Cfg>::roundUp(b1 - b0, NR);
     for (int64_t p = 0; p < 36; p++)
-      gemmRange<Cfg>(o0, o1, 0, cols, C, PackedA<Cfg>{U + p * perU, C},
-                     PackedB<Cfg>{s + w.vOff + p * w.vStride, C + 1}, s + w.mOff + p * w.mStride,
-                     w.ldm, none, s);
+      gemmBlockedSums<Cfg>(o0, o1, 0, cols, C, PackedA<Cfg>{U + p * perU, C},
+                           PackedB<Cfg>{s + w.vOff + p * w.vStride, C + 1},
+                           s + w.mOff + p * w.mStride, w.ldm, true);
     winoOutput<Cfg>(w, out, bias, add, b0, b1, o0, o1, lo, hi, gact, ga, gb, s);
   }
 }
@@ -899,15 +975,21 @@ LIBJIT_NOINLINE void winoRowsOutput(const WinoRows<Cfg, TM> &w, const float *bia
 }
 
 /// The np GEMMs M[p] (rows x nO, ld nO) = V[p] (A panels over C + 2 rows) x U[p] (B
-/// panels): out of line, one copy for both tile sizes.
+/// panels): out of line, one copy for both tile sizes. F(4x4)'s (np = 36) sum the channels
+/// in blocks (gemmBlockedSums), F(2x2)'s whole (within the error budget as they are).
 template <class Cfg>
 LIBJIT_NOINLINE void winoRowsGemms(int64_t np, int64_t rows, int64_t nO, int64_t C,
                                    const float *V, int64_t vStride, const float *U, int64_t perU,
                                    float *M, int64_t mStride, float *scratch) {
   Epilogue none = {nullptr, nullptr, nullptr, 0, 0, 0.0f, 0.0f};
-  for (int64_t p = 0; p < np; p++)
-    gemmRange<Cfg>(0, rows, 0, nO, C, PackedA<Cfg>{V + p * vStride, C + 2},
-                   PackedB<Cfg>{U + p * perU, C}, M + p * mStride, nO, none, scratch);
+  for (int64_t p = 0; p < np; p++) {
+    PackedA<Cfg> a{V + p * vStride, C + 2};
+    PackedB<Cfg> b{U + p * perU, C};
+    if (np == 36)
+      gemmBlockedSums<Cfg>(0, rows, 0, nO, C, a, b, M + p * mStride, nO, false);
+    else
+      gemmRange<Cfg>(0, rows, 0, nO, C, a, b, M + p * mStride, nO, none, scratch);
+  }
 }
 
 /// conv2dWinoRows over blocks of w.IB whole images, output channels [o0, o1): each
