@@ -1162,6 +1162,21 @@ static inline __attribute__((always_inline)) void dwQuadRun(
   }
 }
 
+/// qdwconv's stride-1 layers where every tap pair's partner is the next column (DW = 1 or
+/// KW = 1): the quad path (dwQuadRun) on 16 lanes for grids of kDwQuadMin outputs or more
+/// whose taps dwQuadShape accepts, else dwFlatRun.
+static inline __attribute__((always_inline)) void dwStride1Run(
+    int8_t *out, const int8_t *in, const int16_t *w, const QParams &qp, const RQ &rq, int64_t b,
+    int64_t e, int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+    int64_t DH, int64_t DW, int64_t Hp, int64_t Wp, int64_t PT, int64_t PL, int32_t xo,
+    const int64_t *off, int64_t np, int32_t *accPlane, int16_t *xp) {
+  if (QISA::L == 16 && OH * Wp >= kDwQuadMin && dwQuadShape(w, C * KH * KW, KW, DW))
+    return dwQuadRun(out, in, w, qp, rq, b, e, C, H, W, OH, OW, KH, KW, DH, Hp, Wp, PT, PL, xo,
+                     accPlane, xp);
+  dwFlatRun(out, in, w, qp, rq, b, e, C, H, W, OH, OW, KH, KW, Hp, Wp, PT, PL, xo, off, np,
+            accPlane, xp);
+}
+
 /// Depthwise convolution (Group == C == O) over [N*C planes][H][W]. Per plane the input,
 /// centred (x - xOffset, in [-255, 255], so padding is 0 and adds nothing, as in the
 /// Interpreter), is copied once into scratch as int16 with the pads written as zeros, in
@@ -1195,9 +1210,8 @@ static inline __attribute__((always_inline)) void qdwconv(
   const QParams qp = qparams(params, C);
   int64_t Hp, Wp, Wr;
   dwPaddedDims(H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, L, &Hp, &Wp, &Wr);
-  char *mine = scratch + tid * scratchStride;
-  int32_t *accPlane = (int32_t *)mine;
-  int16_t *xp = (int16_t *)(mine + dwAccBytes(OH, Wp, L));
+  int32_t *accPlane = (int32_t *)(scratch + tid * scratchStride);
+  int16_t *xp = (int16_t *)((char *)accPlane + dwAccBytes(OH, Wp, L));
   const int32_t xo = int32_t(xOff);
   const int64_t KK = KH * KW;
   const bool flat = SH == 1 && SW == 1 && KK <= 64;
@@ -1212,12 +1226,10 @@ static inline __attribute__((always_inline)) void qdwconv(
   const int64_t nv = flat ? ceilDiv(OH * Wp, L) : 0, nd = flat ? nv * L + off[np - 1] : 0;
   int64_t b, e;
   partition(N * C, 1, tid, nthreads, &b, &e);
-  if (flat && L == 16 && OH * Wp >= kDwQuadMin && dwQuadShape(w, C * KK, KW, DW))
-    return dwQuadRun(out, in, w, qp, RQ{0, 0, outScale, double(outOff), double(lo), double(hi)},
-                     b, e, C, H, W, OH, OW, KH, KW, DH, Hp, Wp, PT, PL, xo, accPlane, xp);
   if (flat && (DW == 1 || KW == 1))
-    return dwFlatRun(out, in, w, qp, RQ{0, 0, outScale, double(outOff), double(lo), double(hi)},
-                     b, e, C, H, W, OH, OW, KH, KW, Hp, Wp, PT, PL, xo, off, np, accPlane, xp);
+    return dwStride1Run(out, in, w, qp, RQ{0, 0, outScale, double(outOff), double(lo), double(hi)},
+                        b, e, C, H, W, OH, OW, KH, KW, DH, DW, Hp, Wp, PT, PL, xo, off, np,
+                        accPlane, xp);
   uint32_t wp[64];
   for (int64_t pl = b; pl < e; pl++) {
     const int64_t c = pl % C;
