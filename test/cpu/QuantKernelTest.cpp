@@ -333,6 +333,31 @@ TEST(QuantKernel, DepthwiseStride1) {
     }
 }
 
+// Stride-1 depthwise layers whose centred taps are all int8 (weight offsets 0: the
+// per-channel symmetric weights kiln-run's --per-channel gives), with kernel rows of at
+// most 4 taps and grids of 512 outputs or more: on AVX-512 they take the quad path (bytes
+// x + 128 times the taps by vpdpbusd, libjit_qconv_impl.h dwQuadRun). Input offsets at
+// both ends (the pads are bytes 0 and 255 there), batches of 2, dilated rows, 4-tap rows,
+// 1-tap rows, and a 14 x 14 plane (below the quad path's size: the int16 path) alongside.
+TEST(QuantKernel, DepthwiseStride1Int8Taps) {
+  const ConvCase cases[] = {
+      {{1, 4, 30, 30}, 4, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 4},
+      {{2, 3, 21, 57}, 3, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3},
+      {{1, 3, 24, 40}, 3, {2, 4}, {1, 1}, {0, 1, 1, 2}, {1, 1}, 3},
+      {{1, 2, 33, 29}, 2, {3, 3}, {1, 1}, {2, 1, 2, 1}, {2, 1}, 2},
+      {{1, 3, 20, 45}, 3, {5, 1}, {1, 1}, {2, 0, 2, 0}, {1, 1}, 3},
+      {{1, 5, 14, 14}, 5, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 5},
+  };
+  uint64_t seed = 1500;
+  for (size_t i = 0; i < std::size(cases); i++)
+    for (bool channelwise : {false, true}) {
+      SCOPED_TRACE("case " + std::to_string(i) + (channelwise ? " channelwise" : ""));
+      Net n;
+      buildConv(n, cases[i], channelwise, i % 2 ? -128 : 127, 0, 0.08f, seed);
+      checkNet(n, "qconv dw", seed++);
+    }
+}
+
 // A tiny output scale: nearly every output saturates at -128 or 127; both must appear.
 TEST(QuantKernel, ConvSaturates) {
   Net n;

@@ -360,6 +360,19 @@ struct IsaGeneric {
       (i < L / 2 ? lo : hi).v[(2 * i) % L + 1] = o.v[i];
     }
   }
+  /// One padded row of the quad path's byte plane: d[c] = x[c - PL] ^ 0x80 for c in
+  /// [PL, PL + W), \p pad elsewhere in [0, Wp).
+  static void flipRow(uint8_t *d, const int8_t *x, int64_t W, int64_t PL, int64_t Wp,
+                      uint8_t pad) {
+    for (int64_t c = 0; c < Wp; c++)
+      d[c] = c >= PL && c < PL + W ? uint8_t(x[c - PL]) ^ 0x80 : pad;
+  }
+  /// d[4 i + r] = p_r[i] for 4 i + r < m (the lanes of four vectors interleaved).
+  static void interleave4(int32_t *d, V p0, V p1, V p2, V p3, int64_t m) {
+    const V *p[4] = {&p0, &p1, &p2, &p3};
+    for (int64_t j = 0; j < m; j++)
+      d[j] = p[j % 4]->v[j / 4];
+  }
   /// d[i] = x[i] - xo for i < n.
   static void centre16(int16_t *d, const int8_t *x, int64_t n, int32_t xo) {
     for (int64_t i = 0; i < n; i++)
@@ -453,6 +466,17 @@ struct IsaAvx2 {
                                            vo));
     for (; i < n; i++)
       d[i] = int16_t(int32_t(x[i]) - xo);
+  }
+  static void flipRow(uint8_t *d, const int8_t *x, int64_t W, int64_t PL, int64_t Wp,
+                      uint8_t pad) {
+    libjit::qgeneric::IsaGeneric::flipRow(d, x, W, PL, Wp, pad);
+  }
+  /// d[4 i + r] = p_r[i] for 4 i + r < m (the lanes of four vectors interleaved).
+  static void interleave4(int32_t *d, V p0, V p1, V p2, V p3, int64_t m) {
+    int32_t t[4][8];
+    store(t[0], p0), store(t[1], p1), store(t[2], p2), store(t[3], p3);
+    for (int64_t j = 0; j < m; j++)
+      d[j] = t[j % 4][j / 4];
   }
   static inline __attribute__((always_inline)) V dot16x2(V acc, const int32_t *p, uint32_t w) {
     return _mm256_add_epi32(
@@ -603,6 +627,44 @@ struct IsaVnni {
       const __m256i b = _mm512_castsi512_si256(_mm512_maskz_loadu_epi8(__mmask64(m), x + i));
       _mm512_mask_storeu_epi16(d + i, m, _mm512_sub_epi16(_mm512_cvtepi8_epi16(b), vo));
     }
+  }
+  /// One padded row of the quad path's byte plane: d[c] = x[c - PL] ^ 0x80 for c in
+  /// [PL, PL + W), \p pad elsewhere in [0, Wp); 64 columns per masked load and store.
+  static inline __attribute__((always_inline)) void flipRow(uint8_t *d, const int8_t *x,
+                                                            int64_t W, int64_t PL, int64_t Wp,
+                                                            uint8_t pad) {
+    const __m512i vp = _mm512_set1_epi8(char(pad)), flip = _mm512_set1_epi8(char(0x80));
+    for (int64_t c = 0; c < Wp; c += 64) {
+      const int64_t nw = minI(64, Wp - c);
+      const __mmask64 all = nw >= 64 ? ~__mmask64(0) : (__mmask64(1) << nw) - 1;
+      // Columns c + k inside the row: k in [PL - c, PL + W - c).
+      const int64_t k0 = maxI(0, minI(64, PL - c)), k1 = maxI(0, minI(64, PL + W - c));
+      const __mmask64 below = k1 >= 64 ? ~__mmask64(0) : (__mmask64(1) << k1) - 1;
+      const __mmask64 in = below & ~(k0 >= 64 ? ~__mmask64(0) : (__mmask64(1) << k0) - 1);
+      // Only the bytes of \c in are read (x + c - PL lies before x where PL > c).
+      const __m512i v =
+          _mm512_maskz_loadu_epi8(in, (const void *)(uintptr_t(x) + uintptr_t(c - PL)));
+      _mm512_mask_storeu_epi8(d + c, all, _mm512_mask_mov_epi8(vp, in, _mm512_xor_si512(v, flip)));
+    }
+  }
+  /// d[4 i + r] = p_r[i] for 4 i + r < m (m a multiple of 16): a 4 x 4 transpose of 32-bit
+  /// lanes within each 128-bit lane, then one of 128-bit lanes across the four vectors.
+  static inline __attribute__((always_inline)) void interleave4(int32_t *d, V p0, V p1, V p2,
+                                                                V p3, int64_t m) {
+    const V t0 = _mm512_unpacklo_epi32(p0, p1), t1 = _mm512_unpacklo_epi32(p2, p3);
+    const V t2 = _mm512_unpackhi_epi32(p0, p1), t3 = _mm512_unpackhi_epi32(p2, p3);
+    // u_k's 128-bit lane l: outputs 16 l + 4 k .. 16 l + 4 k + 3.
+    const V u0 = _mm512_unpacklo_epi64(t0, t1), u1 = _mm512_unpackhi_epi64(t0, t1);
+    const V u2 = _mm512_unpacklo_epi64(t2, t3), u3 = _mm512_unpackhi_epi64(t2, t3);
+    const V v0 = _mm512_shuffle_i32x4(u0, u1, 0x44), v1 = _mm512_shuffle_i32x4(u2, u3, 0x44);
+    const V v2 = _mm512_shuffle_i32x4(u0, u1, 0xee), v3 = _mm512_shuffle_i32x4(u2, u3, 0xee);
+    store(d, _mm512_shuffle_i32x4(v0, v1, 0x88));
+    if (m > 16)
+      store(d + 16, _mm512_shuffle_i32x4(v0, v1, 0xdd));
+    if (m > 32)
+      store(d + 32, _mm512_shuffle_i32x4(v2, v3, 0x88));
+    if (m > 48)
+      store(d + 48, _mm512_shuffle_i32x4(v2, v3, 0xdd));
   }
   /// vpdpwssd: acc + x0 w0 + x1 w1 per lane, no saturation.
   static inline __attribute__((always_inline)) V dot16x2(V acc, const int32_t *p, uint32_t w) {

@@ -1067,6 +1067,116 @@ static inline __attribute__((always_inline)) void dwFlatRun(
   }
 }
 
+/// The quad path's plane (dwQuadRun): the padded plane as Hp rows of Wp unsigned bytes, x
+/// as x + 128 (x ^ 0x80) and the pads as \p pad = xOffset + 128 (their x - xOffset is 0),
+/// its first \p nz bytes (the plane and the slack the last loads reach) written.
+static inline __attribute__((always_inline)) void dwBytePlane(uint8_t *__restrict xb,
+                                                              const int8_t *__restrict x,
+                                                              int64_t H, int64_t W, int64_t Wp,
+                                                              int64_t PT, int64_t PL,
+                                                              uint8_t pad, int64_t nz) {
+  const int64_t in0 = PT * Wp, in1 = (PT + H) * Wp;
+  for (int64_t i = 0; i < in0; i++)
+    xb[i] = pad;
+  for (int64_t h = 0; h < H; h++)
+    QISA::flipRow(xb + (h + PT) * Wp, x + h * W, W, PL, Wp, pad);
+  for (int64_t i = in1; i < nz; i++)
+    xb[i] = pad;
+}
+
+/// The quad path's dot products: acc[q] = sum over kernel rows kh of the u8 x s8 quad dot
+/// product of bytes xb[q + kh rs .. + 3] (rs = DH Wp) with the row's taps wq[kh] (the taps
+/// past KW 0),
+/// for q < n (a multiple of L). The L lanes loaded at byte q + r are the quads of outputs
+/// q + 4 i + r, so four loads per kernel row give 4 L outputs (one accumulator per r),
+/// put back in order by QISA::interleave4.
+static inline __attribute__((always_inline)) void dwQuadDots(int32_t *acc, const uint8_t *xb,
+                                                             const uint32_t *wq, int64_t KH,
+                                                             int64_t rs, int64_t n) {
+  constexpr int64_t L = QISA::L;
+  for (int64_t q = 0; q < n; q += 4 * L) {
+    typename QISA::V p0 = QISA::zero(), p1 = QISA::zero(), p2 = QISA::zero(),
+                     p3 = QISA::zero();
+    for (int64_t kh = 0; kh < KH; kh++) {
+      const uint8_t *r = xb + q + kh * rs;
+      const typename QISA::V s = QISA::bcast(wq[kh]);
+      p0 = QISA::dot(p0, QISA::load((const uint32_t *)(const void *)r), s);
+      p1 = QISA::dot(p1, QISA::load((const uint32_t *)(const void *)(r + 1)), s);
+      p2 = QISA::dot(p2, QISA::load((const uint32_t *)(const void *)(r + 2)), s);
+      p3 = QISA::dot(p3, QISA::load((const uint32_t *)(const void *)(r + 3)), s);
+    }
+    QISA::interleave4(acc + q, p0, p1, p2, p3, minI(4 * L, n - q));
+  }
+}
+
+/// The smallest flat grid (OH Wp outputs) qdwconv gives the quad path: on smaller planes
+/// (14 x 14 and below) its last block of 64 outputs and the plane's pads cost more than
+/// the int16 path's pair products save.
+constexpr int64_t kDwQuadMin = 512;
+
+/// Whether qdwconv's stride-1 layer can take the quad path: kernel rows of at most 4 taps,
+/// undilated, and every centred tap of the \p n in \p w an int8.
+static inline __attribute__((always_inline)) bool dwQuadShape(const int16_t *w, int64_t n,
+                                                              int64_t KW, int64_t DW) {
+  bool fits = KW <= 4 && DW == 1;
+  for (int64_t i = 0; i < n; i++)
+    fits &= w[i] >= -128 && w[i] <= 127;
+  return fits;
+}
+
+/// qdwconv's stride-1 path for dwQuadShape layers with 16 lanes (vpdpbusd): per plane the
+/// sum over the taps of (x + 128) f, from byte planes (dwBytePlane, dwFlatBatch planes
+/// built before any is computed) by dwQuadDots, with (xOffset + 128) sum f taken out of
+/// the channel's constant: the same accumulator as the int16 paths', requantized alike.
+static inline __attribute__((always_inline)) void dwQuadRun(
+    int8_t *out, const int8_t *in, const int16_t *w, const QParams &qp, RQ rq, int64_t b,
+    int64_t e, int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+    int64_t DH, int64_t Hp, int64_t Wp, int64_t PT, int64_t PL, int32_t xo, int32_t *accPlane,
+    int16_t *xp) {
+  constexpr int64_t L = QISA::L;
+  const int64_t xs = dwFlatXpElems(Hp, Wp, L), nb = dwFlatBatch(xs);
+  const int64_t n = ceilDiv(OH * Wp, L) * L;
+  const int64_t nz = ceilDiv(n, 4 * L) * 4 * L + (KH - 1) * DH * Wp + 4; // within 2 xs bytes
+  const uint8_t pad = uint8_t(xo + 128);
+  uint32_t wq[64];
+  for (int64_t p0 = b; p0 < e; p0 += nb) {
+    const int64_t pn = minI(nb, e - p0);
+    for (int64_t k = 0; k < pn; k++)
+      dwBytePlane((uint8_t *)(xp + k * xs), in + (p0 + k) * H * W, H, W, Wp, PT, PL, pad, nz);
+    for (int64_t k = 0; k < pn; k++) {
+      const int64_t c = (p0 + k) % C;
+      const int16_t *wc = w + c * KH * KW;
+      uint32_t sumF = 0;
+      for (int64_t kh = 0; kh < KH; kh++) {
+        wq[kh] = 0;
+        for (int64_t kw = 0; kw < KW; kw++) {
+          wq[kh] |= uint32_t(uint8_t(int8_t(wc[kh * KW + kw]))) << (8 * kw);
+          sumF += uint32_t(int32_t(wc[kh * KW + kw]));
+        }
+      }
+      rq.as = qp.accScale[c], rq.br = qp.biasReal[c];
+      const int32_t corr = int32_t(uint32_t(qp.corr[c]) - uint32_t(xo + 128) * sumF);
+      dwQuadDots(accPlane, (const uint8_t *)(xp + k * xs), wq, KH, DH * Wp, n);
+      dwRequantRows(out + (p0 + k) * OH * OW, accPlane, OH, OW, Wp, corr, rq);
+    }
+  }
+}
+
+/// qdwconv's stride-1 layers where every tap pair's partner is the next column (DW = 1 or
+/// KW = 1): the quad path (dwQuadRun) on 16 lanes for grids of kDwQuadMin outputs or more
+/// whose taps dwQuadShape accepts, else dwFlatRun.
+static inline __attribute__((always_inline)) void dwStride1Run(
+    int8_t *out, const int8_t *in, const int16_t *w, const QParams &qp, const RQ &rq, int64_t b,
+    int64_t e, int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+    int64_t DH, int64_t DW, int64_t Hp, int64_t Wp, int64_t PT, int64_t PL, int32_t xo,
+    const int64_t *off, int64_t np, int32_t *accPlane, int16_t *xp) {
+  if (QISA::L == 16 && OH * Wp >= kDwQuadMin && dwQuadShape(w, C * KH * KW, KW, DW))
+    return dwQuadRun(out, in, w, qp, rq, b, e, C, H, W, OH, OW, KH, KW, DH, Hp, Wp, PT, PL, xo,
+                     accPlane, xp);
+  dwFlatRun(out, in, w, qp, rq, b, e, C, H, W, OH, OW, KH, KW, Hp, Wp, PT, PL, xo, off, np,
+            accPlane, xp);
+}
+
 /// Depthwise convolution (Group == C == O) over [N*C planes][H][W]. Per plane the input,
 /// centred (x - xOffset, in [-255, 255], so padding is 0 and adds nothing, as in the
 /// Interpreter), is copied once into scratch as int16 with the pads written as zeros, in
@@ -1100,9 +1210,8 @@ static inline __attribute__((always_inline)) void qdwconv(
   const QParams qp = qparams(params, C);
   int64_t Hp, Wp, Wr;
   dwPaddedDims(H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, L, &Hp, &Wp, &Wr);
-  char *mine = scratch + tid * scratchStride;
-  int32_t *accPlane = (int32_t *)mine;
-  int16_t *xp = (int16_t *)(mine + dwAccBytes(OH, Wp, L));
+  int32_t *accPlane = (int32_t *)(scratch + tid * scratchStride);
+  int16_t *xp = (int16_t *)((char *)accPlane + dwAccBytes(OH, Wp, L));
   const int32_t xo = int32_t(xOff);
   const int64_t KK = KH * KW;
   const bool flat = SH == 1 && SW == 1 && KK <= 64;
@@ -1118,8 +1227,9 @@ static inline __attribute__((always_inline)) void qdwconv(
   int64_t b, e;
   partition(N * C, 1, tid, nthreads, &b, &e);
   if (flat && (DW == 1 || KW == 1))
-    return dwFlatRun(out, in, w, qp, RQ{0, 0, outScale, double(outOff), double(lo), double(hi)},
-                     b, e, C, H, W, OH, OW, KH, KW, Hp, Wp, PT, PL, xo, off, np, accPlane, xp);
+    return dwStride1Run(out, in, w, qp, RQ{0, 0, outScale, double(outOff), double(lo), double(hi)},
+                        b, e, C, H, W, OH, OW, KH, KW, DH, DW, Hp, Wp, PT, PL, xo, off, np,
+                        accPlane, xp);
   uint32_t wp[64];
   for (int64_t pl = b; pl < e; pl++) {
     const int64_t c = pl % C;
