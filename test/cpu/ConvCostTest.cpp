@@ -159,13 +159,15 @@ TEST(ConvCost, ChooserTakesTheModelsPick) {
     std::optional<ConvPhases> ph = dilationPhases(m.shape);
     if (!p.phases) {
       EXPECT_EQ(int(p.algorithm), int(whole.algorithm));
-      if (ph)
+      if (ph) {
         EXPECT_GE(rankConvAlgorithms(ph->shape, m.isa, m.threads, {}).front().seconds +
                       dilationPhaseCopySeconds(m.shape, *ph, m.threads, {}),
                   whole.seconds);
+      }
       continue;
     }
     ASSERT_TRUE(ph.has_value());
+    EXPECT_EQ(p.phases->shape.N, ph->shape.N);
     ConvCost split = rankConvAlgorithms(ph->shape, m.isa, m.threads, {}).front();
     EXPECT_EQ(int(p.algorithm), int(split.algorithm));
     EXPECT_LT(split.seconds + dilationPhaseCopySeconds(m.shape, *ph, m.threads, {}),
