@@ -285,6 +285,22 @@ TEST(QuantKernel, ConvChannelwise) {
   checkConvCases(true, {{0, 0}, {-128, 0}, {9, 6}, {127, 40}}, 200);
 }
 
+/// Each depthwise case as an int8 Convolution and as a ChannelwiseQuantizedConvolution
+/// (weight offsets \p fOff and \p channelwiseFOff), input offset \p evenXOff on the even
+/// cases and -128 on the odd ones, against the Interpreter; seeds from \p seed.
+template <size_t N>
+void checkDepthwiseCases(const ConvCase (&cases)[N], int32_t evenXOff, int32_t fOff,
+                         int32_t channelwiseFOff, uint64_t seed) {
+  for (size_t i = 0; i < N; i++)
+    for (bool channelwise : {false, true}) {
+      SCOPED_TRACE("case " + std::to_string(i) + (channelwise ? " channelwise" : ""));
+      Net n;
+      buildConv(n, cases[i], channelwise, i % 2 ? -128 : evenXOff,
+                channelwise ? channelwiseFOff : fOff, 0.08f, seed);
+      checkNet(n, "qconv dw", seed++);
+    }
+}
+
 // Depthwise at stride 2 (the flat row-parity planes of qdwconv): rows wider than 4 vectors
 // (requantized in place) and narrow ones (compacted), even and odd kernel widths, odd and
 // even padded widths, 1 and 2 images.
@@ -297,14 +313,7 @@ TEST(QuantKernel, DepthwiseStride2) {
       {{1, 6, 7, 7}, 6, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 6},
       {{1, 3, 4, 3}, 3, {1, 3}, {2, 2}, {0, 1, 0, 0}, {1, 1}, 3},
   };
-  uint64_t seed = 1300;
-  for (size_t i = 0; i < std::size(cases); i++)
-    for (bool channelwise : {false, true}) {
-      SCOPED_TRACE("case " + std::to_string(i) + (channelwise ? " channelwise" : ""));
-      Net n;
-      buildConv(n, cases[i], channelwise, i % 2 ? -128 : 17, channelwise ? 9 : -3, 0.08f, seed);
-      checkNet(n, "qconv dw", seed++);
-    }
+  checkDepthwiseCases(cases, 17, -3, 9, 1300);
 }
 
 // Depthwise at stride 1 (the flat plane of qdwconv and its pair plane): 7x7 and 14x14
@@ -322,15 +331,7 @@ TEST(QuantKernel, DepthwiseStride1) {
       {{1, 3, 3, 100}, 3, {3, 1}, {1, 1}, {1, 0, 1, 0}, {1, 1}, 3},
       {{1, 2, 21, 57}, 2, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2},
   };
-  uint64_t seed = 1400;
-  for (size_t i = 0; i < std::size(cases); i++)
-    for (bool channelwise : {false, true}) {
-      SCOPED_TRACE("case " + std::to_string(i) + (channelwise ? " channelwise" : ""));
-      Net n;
-      buildConv(n, cases[i], channelwise, i % 2 ? -128 : 127, channelwise ? 9 : -128, 0.08f,
-                seed);
-      checkNet(n, "qconv dw", seed++);
-    }
+  checkDepthwiseCases(cases, 127, -128, 9, 1400);
 }
 
 // Stride-1 depthwise layers whose centred taps are all int8 (weight offsets 0: the
@@ -348,14 +349,7 @@ TEST(QuantKernel, DepthwiseStride1Int8Taps) {
       {{1, 3, 20, 45}, 3, {5, 1}, {1, 1}, {2, 0, 2, 0}, {1, 1}, 3},
       {{1, 5, 14, 14}, 5, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 5},
   };
-  uint64_t seed = 1500;
-  for (size_t i = 0; i < std::size(cases); i++)
-    for (bool channelwise : {false, true}) {
-      SCOPED_TRACE("case " + std::to_string(i) + (channelwise ? " channelwise" : ""));
-      Net n;
-      buildConv(n, cases[i], channelwise, i % 2 ? -128 : 127, 0, 0.08f, seed);
-      checkNet(n, "qconv dw", seed++);
-    }
+  checkDepthwiseCases(cases, 127, 0, 0, 1500);
 }
 
 // A tiny output scale: nearly every output saturates at -128 or 127; both must appear.
