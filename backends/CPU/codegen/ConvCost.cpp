@@ -56,7 +56,8 @@ bool stripTapPlanes(const ConvShape &s, Isa isa) {
 /// most 16 or at column stride 2, column stride 1 or 2 and rows of 7 or more (the lanes
 /// path: groupedLanesShape) the group's channels are the vector lanes: exactly Og of them,
 /// the pixels in tiles of 14 x 1 (7 x 2 on narrower rows; the last tile of a row and the
-/// last block of rows overlap), the results transposed into the output planes. Otherwise tiles of groupedMR output channels x 2 vectors of cells.
+/// last block of rows overlap), the results transposed into the output planes. Otherwise
+/// tiles of groupedMR output channels x 2 vectors of cells.
 void groupedCost(const ConvShape &s, Isa isa, const ConvKernelTerms &t, double &flops, double &eff,
                  double &copies) {
   const Tiles tl = tilesOf(isa);
