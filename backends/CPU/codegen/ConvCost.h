@@ -44,7 +44,7 @@ struct ConvKernelTerms {
   /// blocks as the kernel sizes them to stay in L2), in microseconds.
   double winogradGemmMicros = 0.18;
   /// F(4x4)'s GEMMs add their register tiles into the output tile every
-  /// libjit::kWinoSumBlock channels (libjit_wino.cpp, gemmBlockedSums): each such block sum
+  /// libjit::kWinoSumBlock channels (libjit_gemm_impl.h, microKernelBlockedSums): each block sum
   /// beyond the GEMM's own K blocks costs as much as this many k-steps of the tile (the
   /// load, add and store of the accumulators and the micro-kernel call, against a k-step's
   /// MR x NR multiply-adds).

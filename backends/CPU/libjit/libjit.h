@@ -153,8 +153,9 @@ LIBJIT_DECLARE_WINO(avx2)
 constexpr int64_t kWinoShortTiles = 16;
 constexpr int kWinoShortMR = 8;
 // Winograd F(4x4)'s GEMMs sum the input channels in blocks of this many, each block's
-// float32 sum then added into the output tile (libjit_wino.cpp, gemmBlockedSums; the
-// cost model charges the extra load, add and store of the accumulators per block).
+// float32 sum then added into the output tile (libjit_gemm_impl.h,
+// microKernelBlockedSums; the cost model charges the extra load, add and store of the
+// accumulators per block).
 constexpr int64_t kWinoSumBlock = 32;
 #define LIBJIT_DECLARE_WINO_ROWS(SUFFIX)                                                    \
   LIBJIT_EXPORT int64_t libjit_conv2d_wino_rows_scratch_floats_##SUFFIX(                    \

@@ -26,6 +26,9 @@ struct Epilogue {
   float lo, hi;
 };
 
+/// No bias, no residual add, no activation.
+constexpr Epilogue kNoEpilogue = {nullptr, nullptr, nullptr, 0, 0, 0.0f, 0.0f};
+
 /// C[0:rows, 0:nr] (+)= tile[0:rows, 0:nr] (ldt) with the epilogue, one column at a time:
 /// the finish of a partial tile (nr below the tile width). Out of line and generic in the
 /// tile's shape, so the kernel library has one copy rather than one per tile height and
@@ -158,6 +161,25 @@ LIBJIT_INLINE void microKernelDispatch(int64_t mr, int64_t kc, const float *a, c
     microKernel<Cfg, 1>(kc, a, b, c, ldc, mr, nr, accumulate, last, epi, pf, pfLines);
 }
 
+/// As microKernelDispatch, with the sum over kc in blocks of SumBlock steps: each block's
+/// float32 sum is added into the tile (a load, add and store of the accumulators), so an
+/// output is a sum, in order, of sums of SumBlock products rather than one sum of kc: a
+/// smaller rounding error where a later transform magnifies it (Winograd F(4x4)). The
+/// epilogue runs after the last block; lines [0, pfLines) of pf are prefetched one per
+/// step, spread over the blocks as over one call.
+template <class Cfg, int64_t SumBlock>
+LIBJIT_INLINE void microKernelBlockedSums(int64_t mr, int64_t kc, const float *a, const float *b,
+                                          float *c, int64_t ldc, int64_t nr, int accumulate,
+                                          int last, const Epilogue *epi, const float *pf,
+                                          int64_t pfLines) {
+  for (int64_t kb = 0; kb < kc; kb += SumBlock) {
+    int64_t n = minI(SumBlock, kc - kb), lines = maxI(minI(pfLines - kb, n), 0);
+    microKernelDispatch<Cfg>(mr, n, a + kb * Cfg::MR, b + kb * Cfg::NR, c, ldc, nr,
+                             accumulate || kb > 0, last && kb + n == kc, epi,
+                             lines ? pf + kb * 16 : nullptr, lines);
+  }
+}
+
 // ---- Operand sources: already packed (constant weights) or packed per block. ----
 
 /// A operand packed at compile time: panels of MR rows over the full K.
@@ -281,12 +303,15 @@ LIBJIT_INLINE void gemmPartition(int64_t M, int64_t N, int64_t tid, int64_t nthr
     partition(N, Cfg::NR, tid, nthreads, n0, n1);
 }
 
-/// C[m0:m1, n0:n1] (ldc) = A x B + epilogue, using \p scratch (gemmScratchFloats floats).
-template <class Cfg, class ASrc, class BSrc>
+/// C[m0:m1, n0:n1] (ldc) = A x B + epilogue, using \p scratch (gemmScratchFloats floats;
+/// none when both operands are packed). SumBlock > 0 sums K in blocks of that many steps
+/// (microKernelBlockedSums).
+template <class Cfg, class ASrc, class BSrc, int64_t SumBlock = 0>
 LIBJIT_INLINE void gemmRange(int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t K,
                              const ASrc &A, const BSrc &B, float *C, int64_t ldc,
                              const Epilogue &epi, float *scratch) {
   constexpr int64_t MR = Cfg::MR, NR = Cfg::NR, KC = Cfg::KC, MC = Cfg::MC, NC = Cfg::NC;
+  static_assert(SumBlock == 0 || KC % SumBlock == 0, "a K block holds whole sum blocks");
   if (m0 >= m1 || n0 >= n1)
     return;
   float *bbuf = scratch;
@@ -340,8 +365,12 @@ LIBJIT_INLINE void gemmRange(int64_t m0, int64_t m1, int64_t n0, int64_t n1, int
             e.act = epi.act;
             e.lo = epi.lo;
             e.hi = epi.hi;
-            microKernelDispatch<Cfg>(mr, kc, ap, bp, C + row * ldc + col, ldc, nr, accumulate,
-                                     last, &e, pf, pfLines);
+            if constexpr (SumBlock > 0)
+              microKernelBlockedSums<Cfg, SumBlock>(mr, kc, ap, bp, C + row * ldc + col, ldc,
+                                                    nr, accumulate, last, &e, pf, pfLines);
+            else
+              microKernelDispatch<Cfg>(mr, kc, ap, bp, C + row * ldc + col, ldc, nr,
+                                       accumulate, last, &e, pf, pfLines);
           }
         }
       }

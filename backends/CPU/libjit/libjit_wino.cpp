@@ -177,69 +177,6 @@ template <class V> LIBJIT_INLINE void outputTile4(const V *m, V y[4][4]) {
   }
 }
 
-/// One register tile of gemmBlockedSums: C tile (+)= A panel x B panel over kc steps, in
-/// calls of kWinoSumBlock steps, each adding its sums into the tile; lines [0, pfLines) of
-/// pf are prefetched one per step, spread over the calls as in one call.
-template <class Cfg>
-LIBJIT_INLINE void blockedTile(int64_t mr, int64_t nr, int64_t kc, const float *a, const float *b,
-                               float *c, int64_t ldc, bool accumulate, const float *pf,
-                               int64_t pfLines) {
-  constexpr int64_t KB = kWinoSumBlock, MR = Cfg::MR, NR = Cfg::NR;
-  const Epilogue none = {nullptr, nullptr, nullptr, 0, 0, 0.0f, 0.0f};
-  for (int64_t kb = 0; kb < kc; kb += KB) {
-    int64_t n = minI(KB, kc - kb), lines = maxI(minI(pfLines - kb, n), 0);
-    microKernelDispatch<Cfg>(mr, n, a + kb * MR, b + kb * NR, c, ldc, nr, accumulate || kb > 0, 0,
-                             &none, lines ? pf + kb * 16 : nullptr, lines);
-  }
-}
-
-/// C[m0:m1, n0:n1] (ldc) = A x B over K, both operands packed, with the sum over K in
-/// blocks of kWinoSumBlock (libjit.h): each register tile sums that many products, then
-/// adds its partial sums into its tile of C (a load, add and store of the accumulators),
-/// so that each output is a sum, in order, of float32 sums of kWinoSumBlock products
-/// rather than one sum of K. For F(4x4)'s channel sums, whose float32 rounding the output
-/// transform magnifies (README, "Accuracy"). The K blocks (Cfg::KC), row blocks, panels
-/// and prefetches are gemmRange's, so the same operands stay in the cache and the weights
-/// stream in alike; the tile of C a block sum goes to is the one the previous wrote, in L1.
-template <class Cfg>
-LIBJIT_NOINLINE void gemmBlockedSums(int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t K,
-                                     const PackedA<Cfg> &A, const PackedB<Cfg> &B, float *C,
-                                     int64_t ldc, bool weightsAsA) {
-  constexpr int64_t MR = Cfg::MR, NR = Cfg::NR, KC = Cfg::KC, MC = Cfg::MC, NC = Cfg::NC;
-  static_assert(KC % kWinoSumBlock == 0, "a K block holds whole sum blocks");
-  for (int64_t jc = n0; jc < n1; jc += NC) {
-    int64_t nc = minI(NC, n1 - jc);
-    for (int64_t pc = 0; pc < K; pc += KC) {
-      int64_t kc = minI(KC, K - pc);
-      for (int64_t ic = m0; ic < m1; ic += MC) {
-        int64_t mc = minI(MC, m1 - ic), nIr = ceilDiv(mc, MR);
-        for (int64_t jr = 0; jr < nc; jr += NR) {
-          int64_t nr = minI(NR, nc - jr), col = jc + jr;
-          // Weights as B: the next panel, a share per row tile; as A: the panel two row
-          // tiles ahead, on the first column panel (gemmRange's prefetches).
-          const float *pfBase = nullptr;
-          int64_t pfTotal = 0;
-          if (!weightsAsA && nIr > 1 && ic == m0) {
-            if (jr + NR < nc)
-              pfBase = B.panel(col + NR, pc), pfTotal = kc * NR / 16;
-            else if (pc + KC < K)
-              pfBase = B.panel(jc, pc + KC), pfTotal = minI(KC, K - pc - KC) * NR / 16;
-          }
-          for (int64_t ir = 0; ir < mc; ir += MR) {
-            int64_t i = ir / MR, row = ic + ir, l0 = i * pfTotal / nIr;
-            const float *pf = pfBase ? pfBase + l0 * 16 : nullptr;
-            int64_t pfLines = pfBase ? minI((i + 1) * pfTotal / nIr - l0, kc) : 0;
-            if (weightsAsA && jr == 0 && row + 2 * MR < m1)
-              pf = A.panel(row + 2 * MR, pc), pfLines = minI(kc * MR / 16, kc);
-            blockedTile<Cfg>(minI(MR, mc - ir), nr, kc, A.panel(row, pc), B.panel(col, pc),
-                             C + row * ldc + col, ldc, pc > 0, pf, pfLines);
-          }
-        }
-      }
-    }
-  }
-}
-
 /// The input rows of one chunk of tiles in one channel plane: rows ih0 + [0, NROWS) from
 /// column iw0, NVEC vectors wide, zero outside the image. Vector v of a row covers columns
 /// iw0 + v VW + [0, VW): all inside the image (no mask), none (zero, not loaded), or some
@@ -653,9 +590,10 @@ LIBJIT_INLINE void conv2dWino(float *out, const float *in, const float *U, const
     // panel would take the micro-kernel's column-at-a-time path.
     int64_t cols = Wino<Cfg>::roundUp(b1 - b0, NR);
     for (int64_t p = 0; p < 36; p++)
-      gemmBlockedSums<Cfg>(o0, o1, 0, cols, C, PackedA<Cfg>{U + p * perU, C},
-                           PackedB<Cfg>{s + w.vOff + p * w.vStride, C + 1},
-                           s + w.mOff + p * w.mStride, w.ldm, true);
+      gemmRange<Cfg, PackedA<Cfg>, PackedB<Cfg>, kWinoSumBlock>(
+          o0, o1, 0, cols, C, PackedA<Cfg>{U + p * perU, C},
+          PackedB<Cfg>{s + w.vOff + p * w.vStride, C + 1}, s + w.mOff + p * w.mStride, w.ldm,
+          kNoEpilogue, s);
     winoOutput<Cfg>(w, out, bias, add, b0, b1, o0, o1, lo, hi, gact, ga, gb, s);
   }
 }
@@ -757,6 +695,9 @@ template <class Cfg, int TM> struct WinoRows {
   /// Vectors of an input row a chunk loads: TM CH + 2 columns.
   static constexpr int64_t NVEC = TM + 1, PW = NVEC * VW;
   static constexpr int64_t kBlockFloats = 128 * 1024, kMaxBlockFloats = 4 * 1024 * 1024;
+  /// F(4x4) sums the channels in blocks (README, "Accuracy"); F(2x2) is within the error
+  /// budget with whole sums.
+  static constexpr bool kBlockedSums = TM == 4;
 
   int64_t N, C, H, W, O, OH, OW, PT, PL;
   int64_t TH, TW, TI;                         ///< tile rows and columns per image, tiles per image
@@ -975,20 +916,22 @@ LIBJIT_NOINLINE void winoRowsOutput(const WinoRows<Cfg, TM> &w, const float *bia
 }
 
 /// The np GEMMs M[p] (rows x nO, ld nO) = V[p] (A panels over C + 2 rows) x U[p] (B
-/// panels): out of line, one copy for both tile sizes. F(4x4)'s (np = 36) sum the channels
-/// in blocks (gemmBlockedSums), F(2x2)'s whole (within the error budget as they are).
+/// panels): out of line, one copy for both tile sizes. blockedSums (WinoRows::kBlockedSums)
+/// sums the channels in blocks of kWinoSumBlock, otherwise whole.
 template <class Cfg>
-LIBJIT_NOINLINE void winoRowsGemms(int64_t np, int64_t rows, int64_t nO, int64_t C,
-                                   const float *V, int64_t vStride, const float *U, int64_t perU,
-                                   float *M, int64_t mStride, float *scratch) {
-  Epilogue none = {nullptr, nullptr, nullptr, 0, 0, 0.0f, 0.0f};
+LIBJIT_NOINLINE void winoRowsGemms(int64_t np, bool blockedSums, int64_t rows, int64_t nO,
+                                   int64_t C, const float *V, int64_t vStride, const float *U,
+                                   int64_t perU, float *M, int64_t mStride, float *scratch) {
+  typedef PackedA<Cfg> PA;
+  typedef PackedB<Cfg> PB;
   for (int64_t p = 0; p < np; p++) {
-    PackedA<Cfg> a{V + p * vStride, C + 2};
-    PackedB<Cfg> b{U + p * perU, C};
-    if (np == 36)
-      gemmBlockedSums<Cfg>(0, rows, 0, nO, C, a, b, M + p * mStride, nO, false);
+    PA a{V + p * vStride, C + 2};
+    PB b{U + p * perU, C};
+    if (blockedSums)
+      gemmRange<Cfg, PA, PB, kWinoSumBlock>(0, rows, 0, nO, C, a, b, M + p * mStride, nO,
+                                            kNoEpilogue, scratch);
     else
-      gemmRange<Cfg>(0, rows, 0, nO, C, a, b, M + p * mStride, nO, none, scratch);
+      gemmRange<Cfg>(0, rows, 0, nO, C, a, b, M + p * mStride, nO, kNoEpilogue, scratch);
   }
 }
 
@@ -999,12 +942,13 @@ template <class Cfg, int TM, class Emit>
 LIBJIT_INLINE void winoRowsImageBlocks(const WinoRows<Cfg, TM> &w, const float *in,
                                        const float *Up, int64_t perU, const float *bias,
                                        int64_t o0, int64_t o1, float *s, Emit emit) {
-  const int64_t rowsPer = WinoRows<Cfg, TM>::roundUp(w.TI, Cfg::MR), plane = w.C * w.H * w.W;
+  typedef WinoRows<Cfg, TM> WR;
+  const int64_t rowsPer = WR::roundUp(w.TI, Cfg::MR), plane = w.C * w.H * w.W;
   for (int64_t n0 = 0; n0 < w.N; n0 += w.IB) {
     const int64_t g = minI(w.IB, w.N - n0);
     for (int64_t k = 0; k < g; k++)
       winoRowsInput<Cfg, TM>(w, in + (n0 + k) * plane, 0, w.TI, s, k * rowsPer / Cfg::MR);
-    winoRowsGemms<Cfg>(WinoRows<Cfg, TM>::NP, (g - 1) * rowsPer + w.TI, o1 - o0, w.C,
+    winoRowsGemms<Cfg>(WR::NP, WR::kBlockedSums, (g - 1) * rowsPer + w.TI, o1 - o0, w.C,
                        s + w.vOff, w.vStride, Up, perU, s + w.mOff, w.mStride, s);
     for (int64_t k = 0; k < g; k++) {
       winoRowsOutput<Cfg, TM>(w, bias, 0, w.TI, o0, o1, s, k * rowsPer);
@@ -1057,8 +1001,8 @@ LIBJIT_INLINE void conv2dWinoRows(float *out, const float *in, const float *U, c
     for (int64_t b0 = t0; b0 < t1; b0 += bs) {
       int64_t b1 = minI(b0 + bs, t1);
       winoRowsInput<Cfg, TM>(w, x, b0, b1, s, 0);
-      winoRowsGemms<Cfg>(WR::NP, b1 - b0, nO, C, s + w.vOff, w.vStride, Up, perU, s + w.mOff,
-                         w.mStride, s);
+      winoRowsGemms<Cfg>(WR::NP, WR::kBlockedSums, b1 - b0, nO, C, s + w.vOff, w.vStride, Up,
+                         perU, s + w.mOff, w.mStride, s);
       winoRowsOutput<Cfg, TM>(w, bias, b0, b1, o0, o1, s, 0);
     }
     emit(n);
