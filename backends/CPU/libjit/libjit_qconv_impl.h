@@ -1352,6 +1352,45 @@ static inline __attribute__((always_inline)) void dwLanesRun(
   }
 }
 
+/// qdwconv's planes [b, e) one at a time on the paths that are not dwLanesRun's or
+/// dwStride1Run's: stride 2 (flat2), stride 1 with dilated kernel rows (flat, a pair plane),
+/// or phase-grouped rows; \p rq0: the output side of the requantization.
+static inline __attribute__((always_inline)) void dwPlanesRun(
+    int8_t *out, const int8_t *in, const int16_t *w, const QParams &qp, const RQ &rq0, int64_t b,
+    int64_t e, int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+    int64_t SH, int64_t SW, int64_t DH, int64_t DW, int64_t Hp, int64_t Wp, int64_t Wr,
+    int64_t PT, int64_t PL, int32_t xo, bool flat, bool flat2, const int64_t *off, int64_t np,
+    int64_t Wq2, int64_t pe2, int32_t *accPlane, int16_t *xp) {
+  constexpr int64_t L = QISA::L;
+  const int64_t KK = KH * KW, pdw = KW > 1 ? DW : 0;
+  int32_t *dp = (int32_t *)(xp + dwFlatXpElems(Hp, Wp, L));
+  const int64_t nv = flat ? ceilDiv(OH * Wp, L) : 0, nd = flat ? nv * L + off[np - 1] : 0;
+  uint32_t wp[64];
+  for (int64_t pl = b; pl < e; pl++) {
+    const int64_t c = pl % C;
+    const int8_t *x = in + pl * H * W;
+    const int16_t *wc = w + c * KK;
+    int8_t *y = out + pl * OH * OW;
+    const RQ rq{qp.accScale[c], qp.biasReal[c], rq0.scale, rq0.off, rq0.lo, rq0.hi};
+    if (flat2) {
+      dwFlat2Plane((int32_t *)xp, x, H, W, PT, PL, Wq2, pe2, xo);
+      dwWeightPairs(wp, wc, KH, KW);
+      dwPairDots(accPlane, (int32_t *)xp, off, wp, np, ceilDiv(OH * Wq2, L) * L);
+      dwRequantRows(y, accPlane, OH, OW, Wq2, qp.corr[c], rq);
+    } else if (flat) {
+      dwFlatPlane(xp, dp, x, H, W, Wp, PT, PL, xo, pdw, nd, maxI(Hp * Wp, nd + pdw));
+      dwWeightPairs(wp, wc, KH, KW);
+      dwPairDots(accPlane, dp, off, wp, np, nv * L);
+      dwRequantRows(y, accPlane, OH, OW, Wp, qp.corr[c], rq);
+    } else {
+      dwPhasedPlane(xp, x, H, W, Hp, Wp, Wr, SW, PT, PL, xo);
+      dwPhasedDots(accPlane, xp, wc, OH, OW, KH, KW, SH, SW, DH, DW, Wp, Wr);
+      // The whole plane at once: rows shorter than a vector still requantize in vectors.
+      QISA::requantRow(y, accPlane, OH * OW, qp.corr[c], 0, nullptr, rq);
+    }
+  }
+}
+
 /// Depthwise convolution (Group == C == O) over [N*C planes][H][W]. Per plane the input,
 /// centred (x - xOffset, in [-255, 255], so padding is 0 and adds nothing, as in the
 /// Interpreter), is copied once into scratch as int16 with the pads written as zeros, in
@@ -1375,6 +1414,8 @@ static inline __attribute__((always_inline)) void dwLanesRun(
 ///    to build (a last odd tap's partner, weighted 0, is the next column or the next row's
 ///    first).
 ///  - Otherwise: phase-grouped rows (dwPhasedPlane, dwPhasedDots).
+/// Before all of these, on ISAs with kDwLanes, padded planes of at most kDwLanesMaxPixels
+/// pixels take dwLanesRun (channels as lanes, no per-plane work).
 static inline __attribute__((always_inline)) void qdwconv(
     int8_t *out, const int8_t *in, const int16_t *w, const void *params, int64_t N, int64_t C,
     int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW,
@@ -1391,49 +1432,21 @@ static inline __attribute__((always_inline)) void qdwconv(
   const int64_t KK = KH * KW;
   const bool flat = SH == 1 && SW == 1 && KK <= 64;
   const bool flat2 = SH == 2 && SW == 2 && DH == 1 && DW == 1 && KK <= 64;
-  const int64_t pdw = KW > 1 ? DW : 0;
   int64_t off[64], np = 0, Wq2 = 0, Hq2 = 0, pe2 = 0;
   if (flat2)
     dwFlat2Dims(Hp, Wp, OH, KH, KW, L, &Wq2, &Hq2, &pe2);
   if (flat || flat2)
     np = dwPairOffsets(off, flat2, KH, KW, DH, DW, Wp, Wq2, pe2);
-  int32_t *dp = (int32_t *)(xp + dwFlatXpElems(Hp, Wp, L));
-  const int64_t nv = flat ? ceilDiv(OH * Wp, L) : 0, nd = flat ? nv * L + off[np - 1] : 0;
+  const RQ rq0{0, 0, double(outScale), double(outOff), double(lo), double(hi)};
   if constexpr (QISA::kDwLanes)
     if (KK <= 64 && Hp * Wp <= kDwLanesMaxPixels)
-      return dwLanesRun<QISA>(out, in, w, qp,
-                              RQ{0, 0, outScale, double(outOff), double(lo), double(hi)}, N, C,
-                              H, W, OH, OW, KH, KW, SH, SW, DH, DW, Hp, Wp, PT, PL, xo,
-                              accPlane, tid, nthreads);
+      return dwLanesRun<QISA>(out, in, w, qp, rq0, N, C, H, W, OH, OW, KH, KW, SH, SW, DH, DW,
+                              Hp, Wp, PT, PL, xo, accPlane, tid, nthreads);
   int64_t b, e;
   partition(N * C, 1, tid, nthreads, &b, &e);
   if (flat && (DW == 1 || KW == 1))
-    return dwStride1Run(out, in, w, qp, RQ{0, 0, outScale, double(outOff), double(lo), double(hi)},
-                        b, e, C, H, W, OH, OW, KH, KW, DH, DW, Hp, Wp, PT, PL, xo, off, np,
-                        accPlane, xp);
-  uint32_t wp[64];
-  for (int64_t pl = b; pl < e; pl++) {
-    const int64_t c = pl % C;
-    const int8_t *x = in + pl * H * W;
-    const int16_t *wc = w + c * KK;
-    int8_t *y = out + pl * OH * OW;
-    const RQ rq{qp.accScale[c], qp.biasReal[c], double(outScale), double(outOff), double(lo),
-                double(hi)};
-    if (flat2) {
-      dwFlat2Plane((int32_t *)xp, x, H, W, PT, PL, Wq2, pe2, xo);
-      dwWeightPairs(wp, wc, KH, KW);
-      dwPairDots(accPlane, (int32_t *)xp, off, wp, np, ceilDiv(OH * Wq2, L) * L);
-      dwRequantRows(y, accPlane, OH, OW, Wq2, qp.corr[c], rq);
-    } else if (flat) {
-      dwFlatPlane(xp, dp, x, H, W, Wp, PT, PL, xo, pdw, nd, maxI(Hp * Wp, nd + pdw));
-      dwWeightPairs(wp, wc, KH, KW);
-      dwPairDots(accPlane, dp, off, wp, np, nv * L);
-      dwRequantRows(y, accPlane, OH, OW, Wp, qp.corr[c], rq);
-    } else {
-      dwPhasedPlane(xp, x, H, W, Hp, Wp, Wr, SW, PT, PL, xo);
-      dwPhasedDots(accPlane, xp, wc, OH, OW, KH, KW, SH, SW, DH, DW, Wp, Wr);
-      // The whole plane at once: rows shorter than a vector still requantize in vectors.
-      QISA::requantRow(y, accPlane, OH * OW, qp.corr[c], 0, nullptr, rq);
-    }
-  }
+    return dwStride1Run(out, in, w, qp, rq0, b, e, C, H, W, OH, OW, KH, KW, DH, DW, Hp, Wp, PT,
+                        PL, xo, off, np, accPlane, xp);
+  dwPlanesRun(out, in, w, qp, rq0, b, e, C, H, W, OH, OW, KH, KW, SH, SW, DH, DW, Hp, Wp, Wr, PT,
+              PL, xo, flat, flat2, off, np, Wq2, pe2, accPlane, xp);
 }
