@@ -352,6 +352,24 @@ TEST(QuantKernel, DepthwiseStride1Int8Taps) {
   checkDepthwiseCases(cases, 127, 0, 0, 1500);
 }
 
+// Small planes with channels as the vector lanes (padded planes of at most 324 pixels:
+// libjit_qconv_impl.h dwLanesRun): blocks of 16 (AVX-512) or 8 (AVX2) channels, with
+// channel counts that leave a partial block (20, 33, 17, 18, 24), 7x7 and 14x14 planes
+// (49 and 196 pixels: a last partial group of 4L), strides 1 and 2 (and 2 x 1), a 5x5
+// kernel (taps not the constant 9), a 3x1 one, dilation 2, asymmetric pads, 2 images.
+TEST(QuantKernel, DepthwiseLanes) {
+  const ConvCase cases[] = {
+      {{1, 20, 7, 7}, 20, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 20},
+      {{2, 33, 14, 14}, 33, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 33},
+      {{1, 16, 14, 14}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16},
+      {{1, 24, 9, 11}, 24, {5, 5}, {1, 1}, {2, 1, 2, 3}, {1, 1}, 24},
+      {{1, 17, 8, 8}, 17, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 17},
+      {{1, 18, 5, 13}, 18, {3, 1}, {2, 1}, {1, 0, 0, 0}, {1, 1}, 18},
+  };
+  checkDepthwiseCases(cases, 127, -128, 9, 1600);
+  checkDepthwiseCases(cases, 5, 0, 0, 1700);
+}
+
 // A tiny output scale: nearly every output saturates at -128 or 127; both must appear.
 TEST(QuantKernel, ConvSaturates) {
   Net n;
@@ -375,6 +393,7 @@ TEST(QuantKernel, ConvRoundsHalvesAwayFromZero) {
       {{1, 5, 6, 40}, 7, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},
       {{1, 6, 9, 53}, 6, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 6},
       {{1, 16, 5, 23}, 9, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1},
+      {{1, 20, 7, 7}, 20, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 20}, // channels as lanes
   };
   struct Scales {
     float out, weightFactor;

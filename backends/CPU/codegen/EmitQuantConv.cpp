@@ -264,6 +264,11 @@ int64_t quantDepthwiseScratch(const Emitter::QConv &q) {
     const int64_t pe = (std::max(Hq * Wq, reach) + 15) / 16 * 16;
     planeBytes = std::max(planeBytes, 2 * pe * 4);
   }
+  // Small planes with channels as lanes (dwLanesRun, kDwLanesMaxPixels; dwLanesScratch):
+  // Hp Wp pixels of L int32, then OH OW rounded up to 4L of them.
+  if (KH * KW <= 64 && Hp * Wp <= 324)
+    planeBytes = std::max(planeBytes, (Hp * Wp + (q.OH * q.OW + 4 * L - 1) / (4 * L) * 4 * L) *
+                                          L * 4);
   return (accBytes + planeBytes) / 4 + 16;
 }
 

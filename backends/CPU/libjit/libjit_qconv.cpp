@@ -295,6 +295,7 @@ namespace qgeneric {
 /// Plain C: 8 lanes of k-quads.
 struct IsaGeneric {
   static constexpr int L = 8;
+  static constexpr bool kDwLanes = false; ///< no channels-as-lanes depthwise path
   struct V {
     int32_t v[8];
   };
@@ -413,6 +414,92 @@ namespace qavx2 {
 struct IsaAvx2 {
   static constexpr int L = 8;
   typedef __m256i V;
+  // Channels as lanes (qdwconv's dwLanesRun): lane c of a vector is channel c of a block.
+  static constexpr bool kDwLanes = true;
+  /// The first \p n (<= 32) bytes at \p p as a vector (the rest 0; bytes past n not read).
+  static inline __attribute__((always_inline)) V lnLoadBytes(const int8_t *p, int64_t n) {
+    if (n >= 32)
+      return _mm256_loadu_si256((const __m256i *)p);
+    alignas(32) int8_t t[32] = {};
+    __builtin_memcpy(t, p, size_t(n));
+    return _mm256_load_si256((const __m256i *)t);
+  }
+  /// The first \p n (<= 32) bytes of \p v stored at \p p.
+  static inline __attribute__((always_inline)) void lnStoreBytes(int8_t *p, V v, int64_t n) {
+    if (n >= 32)
+      return _mm256_storeu_si256((__m256i *)p, v);
+    alignas(32) int8_t t[32];
+    _mm256_store_si256((__m256i *)t, v);
+    __builtin_memcpy(p, t, size_t(n));
+  }
+  /// r[i] lane j <- r[j] lane i (8 x 8 32-bit lanes).
+  static inline __attribute__((always_inline)) void lnTranspose(V *r) {
+    V t[8];
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+      r[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
+      r[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+      r[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+      r[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int i = 0; i < 4; i++) {
+      t[i] = _mm256_permute2x128_si256(r[i], r[i + 4], 0x20);
+      t[i + 4] = _mm256_permute2x128_si256(r[i], r[i + 4], 0x31);
+    }
+    for (int i = 0; i < 8; i++)
+      r[i] = t[i];
+  }
+  /// Byte \p j of each 32-bit lane, sign-extended, less \p vo.
+  static inline __attribute__((always_inline)) V lnByte(V z, int j, V vo) {
+    return _mm256_sub_epi32(_mm256_srai_epi32(_mm256_slli_epi32(z, 24 - 8 * j), 24), vo);
+  }
+  /// The lanes of a, b, c, d narrowed with signed saturation to bytes 0-3 of each lane.
+  static inline __attribute__((always_inline)) V lnPack4(V a, V b, V c, V d) {
+    // Per 128-bit lane: bytes a0-a3, b0-b3, c0-c3, d0-d3, then a 4 x 4 byte transpose.
+    const V x = _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+    return _mm256_shuffle_epi8(x, _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7,
+                                                   11, 15, 0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10,
+                                                   14, 3, 7, 11, 15));
+  }
+  /// acc + the low int16 of x times that of w (w's high int16 0), exact.
+  static inline __attribute__((always_inline)) V lnDot(V acc, V x, V w) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(x, w));
+  }
+  static inline __attribute__((always_inline)) V lnAdd(V a, V b) {
+    return _mm256_add_epi32(a, b);
+  }
+  typedef __m256 F;
+  static inline __attribute__((always_inline)) F lnLoadF(const float *p) {
+    return _mm256_loadu_ps(p);
+  }
+  /// requant() of each lane with the lanes' own accScale and biasReal (requant4).
+  static inline __attribute__((always_inline)) V lnRequantExact(V a, const double *as,
+                                                                const double *br, const RQ &rq) {
+    const __m256d sc = _mm256_set1_pd(rq.scale), off = _mm256_set1_pd(rq.off),
+                  lo = _mm256_set1_pd(rq.lo), hi = _mm256_set1_pd(rq.hi);
+    const __m128i q0 = requant4(_mm256_castsi256_si128(a), _mm256_loadu_pd(as),
+                                _mm256_loadu_pd(br), sc, off, lo, hi);
+    const __m128i q1 = requant4(_mm256_extracti128_si256(a, 1), _mm256_loadu_pd(as + 4),
+                                _mm256_loadu_pd(br + 4), sc, off, lo, hi);
+    return _mm256_set_m128i(q1, q0);
+  }
+  /// FastRQ per lane (A, B, hmc: the lanes' constants): the quotient's nearest integer r;
+  /// true where every lane is far enough from a half-integer (as requantRowF).
+  static inline __attribute__((always_inline)) bool lnQuot(V a, F A, F B, F hmc, F &r) {
+    const F sv = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(a), A), B);
+    r = _mm256_round_ps(sv, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const F e = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_sub_ps(sv, r));
+    return _mm256_movemask_ps(_mm256_cmp_ps(e, hmc, _CMP_LT_OQ)) == 0xff;
+  }
+  /// clamp(r, loF, hiF) + off as int32 (\p sat unused: the clamp covers the int8 range).
+  static inline __attribute__((always_inline)) V lnFinish(F r, bool, float loF, float hiF,
+                                                          int32_t off) {
+    r = _mm256_min_ps(_mm256_max_ps(r, _mm256_set1_ps(loF)), _mm256_set1_ps(hiF));
+    return _mm256_add_epi32(_mm256_cvtps_epi32(r), _mm256_set1_epi32(off));
+  }
   static inline __attribute__((always_inline)) V zero() {
     return _mm256_setzero_si256();
   }
@@ -579,6 +666,94 @@ namespace qvnni {
 struct IsaVnni {
   static constexpr int L = 16;
   typedef __m512i V;
+  // Channels as lanes (qdwconv's dwLanesRun): lane c of a vector is channel c of a block.
+  static constexpr bool kDwLanes = true;
+  /// The first \p n (<= 64) bytes at \p p as a vector (the rest 0; bytes past n not read).
+  static inline __attribute__((always_inline)) V lnLoadBytes(const int8_t *p, int64_t n) {
+    return _mm512_maskz_loadu_epi8(n >= 64 ? ~__mmask64(0) : (__mmask64(1) << n) - 1, p);
+  }
+  /// The first \p n (<= 64) bytes of \p v stored at \p p.
+  static inline __attribute__((always_inline)) void lnStoreBytes(int8_t *p, V v, int64_t n) {
+    _mm512_mask_storeu_epi8(p, n >= 64 ? ~__mmask64(0) : (__mmask64(1) << n) - 1, v);
+  }
+  /// r[i] lane j <- r[j] lane i (16 x 16 32-bit lanes).
+  static inline __attribute__((always_inline)) void lnTranspose(V *r) {
+    V t[16];
+    for (int i = 0; i < 16; i += 2) {
+      t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+      t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    // r[i]: rows of 4 (i / 4), 32-bit lanes ordered within each 128-bit lane.
+    for (int i = 0; i < 16; i += 4) {
+      r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+      r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+      r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+      r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int i = 0; i < 4; i++) {
+      t[i] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0x88);
+      t[i + 4] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0xdd);
+      t[i + 8] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0x88);
+      t[i + 12] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0xdd);
+    }
+    for (int i = 0; i < 4; i++) {
+      r[i] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88);
+      r[i + 8] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xdd);
+      r[i + 4] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0x88);
+      r[i + 12] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0xdd);
+    }
+  }
+  /// Byte \p j of each 32-bit lane, sign-extended, less \p vo.
+  static inline __attribute__((always_inline)) V lnByte(V z, int j, V vo) {
+    return _mm512_sub_epi32(_mm512_srai_epi32(_mm512_slli_epi32(z, 24 - 8 * j), 24), vo);
+  }
+  /// The lanes of a, b, c, d narrowed with signed saturation to bytes 0-3 of each lane.
+  static inline __attribute__((always_inline)) V lnPack4(V a, V b, V c, V d) {
+    // Per 128-bit lane: bytes a0-a3, b0-b3, c0-c3, d0-d3, then a 4 x 4 byte transpose.
+    const V x = _mm512_packs_epi16(_mm512_packs_epi32(a, b), _mm512_packs_epi32(c, d));
+    return _mm512_shuffle_epi8(x, _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13,
+                                                                       2, 6, 10, 14, 3, 7, 11,
+                                                                       15)));
+  }
+  /// acc + the low int16 of x times that of w (w's high int16 0), exact.
+  static inline __attribute__((always_inline)) V lnDot(V acc, V x, V w) {
+    return _mm512_dpwssd_epi32(acc, x, w);
+  }
+  static inline __attribute__((always_inline)) V lnAdd(V a, V b) {
+    return _mm512_add_epi32(a, b);
+  }
+  typedef __m512 F;
+  static inline __attribute__((always_inline)) F lnLoadF(const float *p) {
+    return _mm512_loadu_ps(p);
+  }
+  /// requant() of each lane with the lanes' own accScale and biasReal (requant8).
+  static inline __attribute__((always_inline)) V lnRequantExact(V a, const double *as,
+                                                                const double *br, const RQ &rq) {
+    const __m512d sc = _mm512_set1_pd(rq.scale), off = _mm512_set1_pd(rq.off),
+                  lo = _mm512_set1_pd(rq.lo), hi = _mm512_set1_pd(rq.hi);
+    const __m256i q0 = requant8(_mm512_castsi512_si256(a), _mm512_loadu_pd(as),
+                                _mm512_loadu_pd(br), sc, off, lo, hi);
+    const __m256i q1 = requant8(_mm512_extracti64x4_epi64(a, 1), _mm512_loadu_pd(as + 8),
+                                _mm512_loadu_pd(br + 8), sc, off, lo, hi);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
+  }
+  /// FastRQ per lane (A, B, hmc: the lanes' constants): the quotient's nearest integer r;
+  /// true where every lane is far enough from a half-integer (RowRq::quotient).
+  static inline __attribute__((always_inline)) bool lnQuot(V a, F A, F B, F hmc, F &r) {
+    const F sv = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), A, B);
+    r = _mm512_roundscale_ps(sv, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(sv, r)), hmc, _CMP_LT_OQ) == 0xffff;
+  }
+  /// r + off as int32 (RowRq::one): with \p sat (the int8 range) saturating alike when
+  /// narrowed by lnPack4 (RowRq::satInt), else clamped to [loF, hiF] first.
+  static inline __attribute__((always_inline)) V lnFinish(F r, bool sat, float loF, float hiF,
+                                                          int32_t off) {
+    if (sat)
+      return _mm512_cvtps_epi32(
+          _mm512_add_ps(_mm512_min_ps(r, _mm512_set1_ps(0x1p30f)), _mm512_set1_ps(float(off))));
+    r = _mm512_min_ps(_mm512_max_ps(r, _mm512_set1_ps(loF)), _mm512_set1_ps(hiF));
+    return _mm512_add_epi32(_mm512_cvtps_epi32(r), _mm512_set1_epi32(off));
+  }
   static inline __attribute__((always_inline)) V zero() {
     return _mm512_setzero_si512();
   }

@@ -1177,6 +1177,220 @@ static inline __attribute__((always_inline)) void dwStride1Run(
             accPlane, xp);
 }
 
+/// The most padded pixels (Hp Wp) of a plane qdwconv runs with channels as lanes
+/// (dwLanesRun): its int32 plane of L lanes per pixel stays within L1.
+constexpr int64_t kDwLanesMaxPixels = 324;
+
+/// Bytes of dwLanesRun's scratch: the padded plane (Hp Wp pixels of L int32), then the
+/// output vectors (OH OW pixels rounded up to 4L, of L int32). The emitter reserves the same.
+LIBJIT_INLINE int64_t dwLanesScratch(int64_t Hp, int64_t Wp, int64_t OH, int64_t OW,
+                                     int64_t L) {
+  return (Hp * Wp + ceilDiv(OH * OW, 4 * L) * 4 * L) * L * 4;
+}
+
+/// The per-lane requantization constants of a block of channels (dwLanesRun).
+struct DwLanesRq {
+  float A[16], B[16], hmc[16];
+  double as[16], br[16];
+  int32_t corr[16];
+  RQ rq;
+  float loF, hiF;
+  int32_t off;
+  bool fast, sat;
+};
+
+/// One vector of accumulators (lane c: channel c of the block) requantized to int32:
+/// FastRQ where every lane allows it, else the Interpreter's double path (lnRequantExact).
+template <class I>
+static inline __attribute__((always_inline)) typename I::V
+dwLanesRequant(typename I::V a, const DwLanesRq &k, typename I::V corr, typename I::F A,
+               typename I::F B, typename I::F hmc) {
+  typename I::F r;
+  a = I::lnAdd(a, corr);
+  if (I::lnQuot(a, A, B, hmc, r) && k.fast)
+    return I::lnFinish(r, k.sat, k.loF, k.hiF, k.off);
+  return I::lnRequantExact(a, k.as, k.br, k.rq);
+}
+
+/// The block's constants: lanes c < nl are channels c0 + c (the rest 0), their centred
+/// taps in \p wt as int32 (the int16 tap low, 0 high: lnDot's weight operand).
+template <class I>
+static inline __attribute__((always_inline)) void dwLanesSetup(DwLanesRq &k, int32_t *wt,
+                                                               const int16_t *w,
+                                                               const QParams &qp, int64_t c0,
+                                                               int64_t nl, int64_t KK) {
+  k.fast = true;
+  for (int64_t c = 0; c < I::L; c++) {
+    const bool in = c < nl;
+    const RQ r{in ? qp.accScale[c0 + c] : 0.0, in ? qp.biasReal[c0 + c] : 0.0, k.rq.scale,
+               k.rq.off, k.rq.lo, k.rq.hi};
+    FastRQ f{};
+    k.fast &= !in || fastRequantSetup(r, f);
+    k.A[c] = f.A, k.B[c] = f.B, k.hmc[c] = in ? f.hmc : 0.25f; // unused lanes: s = 0
+    k.as[c] = r.as, k.br[c] = r.br, k.corr[c] = in ? qp.corr[c0 + c] : 0;
+    for (int64_t t = 0; t < KK; t++)
+      wt[t * I::L + c] = in ? int32_t(uint16_t(w[(c0 + c) * KK + t])) : 0;
+  }
+}
+
+/// The block's input planes (nl channels of H x W bytes, HW apart at \p x) as the padded
+/// plane \p xt of Hp Wp pixels of L int32 lanes (x - xOffset; the pads 0): 4L pixels of
+/// the L planes at a time, loaded as L rows of L quads and transposed; input pixel p goes
+/// to vector \p idx[p] of xt (dwLanesRun: pixels past HW to one past the plane).
+template <class I>
+static inline __attribute__((always_inline)) void dwLanesInput(int32_t *xt, const int8_t *x,
+                                                               const int32_t *idx, int64_t nl,
+                                                               int64_t H, int64_t W, int64_t Hp,
+                                                               int64_t Wp, int64_t PT,
+                                                               int64_t PL, int32_t xo) {
+  constexpr int64_t L = I::L;
+  typedef typename I::V V;
+  const V z = I::zero(), vo = I::bcast(uint32_t(xo));
+  for (int64_t r = 0; r < Hp; r++)
+    for (int64_t c = 0; c < Wp; c++)
+      if (r < PT || r >= PT + H || c < PL || c >= PL + W)
+        I::store(xt + (r * Wp + c) * L, z);
+  const int64_t HW = H * W;
+  for (int64_t p0 = 0; p0 < HW; p0 += 4 * L) {
+    const int64_t n = minI(4 * L, HW - p0);
+    V r[L];
+    for (int64_t c = 0; c < L; c++)
+      r[c] = c < nl ? I::lnLoadBytes(x + c * HW + p0, n) : z;
+    I::lnTranspose(r);
+    for (int64_t g = 0; g < L; g++)
+      for (int j = 0; j < 4; j++)
+        I::store(xt + int64_t(idx[p0 + 4 * g + j]) * L, I::lnByte(r[g], j, vo));
+  }
+}
+
+/// The block's requantized outputs as int32 vectors of L channels, one per output pixel,
+/// at \p st (OH OW vectors): every tap one lnDot from the padded plane \p xt. \p KKc: the
+/// taps as a constant (their weights then loaded once), or 0.
+template <class I, int KKc>
+static inline __attribute__((always_inline)) void dwLanesDots(
+    int32_t *st, const int32_t *xt, const int32_t *wt, const int64_t *off, int64_t KKr,
+    int64_t OH, int64_t OW, int64_t SH, int64_t SW, int64_t Wp, const DwLanesRq &k) {
+  constexpr int64_t L = I::L;
+  typedef typename I::V V;
+  const int64_t KK = KKc ? KKc : KKr;
+  V wv[KKc ? KKc : 1];
+  for (int t = 0; t < KKc; t++)
+    wv[t] = I::load((const uint32_t *)(wt + t * L));
+  const typename I::F A = I::lnLoadF(k.A), B = I::lnLoadF(k.B), hmc = I::lnLoadF(k.hmc);
+  const V corr = I::load((const uint32_t *)k.corr);
+  for (int64_t oh = 0; oh < OH; oh++)
+    for (int64_t ow = 0; ow < OW; ow++) {
+      const int32_t *base = xt + (oh * SH * Wp + ow * SW) * L;
+      // Three chains of taps (t mod 3), added at the end (wrapping int32: the same sum).
+      V acc[3] = {I::zero(), I::zero(), I::zero()};
+      for (int64_t t = 0; t < KK; t++)
+        acc[t % 3] =
+            I::lnDot(acc[t % 3], I::load((const uint32_t *)(base + off[t])),
+                     KKc ? wv[KKc ? t : 0] : I::load((const uint32_t *)(wt + t * L)));
+      I::store(st + (oh * OW + ow) * L, dwLanesRequant<I>(I::lnAdd(acc[0], I::lnAdd(acc[1], acc[2])), k, corr, A, B, hmc));
+    }
+}
+
+/// The block's outputs (nl channels of \p OHW bytes at \p y) from the vectors of
+/// dwLanesDots at \p st (pixels past OHW read and dropped): 4L pixels at a time packed
+/// four to a lane and transposed into L rows of bytes.
+template <class I>
+static inline __attribute__((always_inline)) void dwLanesStore(int8_t *y, const int32_t *st,
+                                                               int64_t nl, int64_t OHW) {
+  constexpr int64_t L = I::L;
+  for (int64_t p0 = 0; p0 < OHW; p0 += 4 * L) {
+    typename I::V g[L];
+    for (int64_t gi = 0; gi < L; gi++) {
+      const uint32_t *q = (const uint32_t *)(st + (p0 + 4 * gi) * L);
+      g[gi] = I::lnPack4(I::load(q), I::load(q + L), I::load(q + 2 * L), I::load(q + 3 * L));
+    }
+    I::lnTranspose(g);
+    const int64_t n = minI(4 * L, OHW - p0);
+    for (int64_t c = 0; c < nl; c++)
+      I::lnStoreBytes(y + c * OHW + p0, g[c], n);
+  }
+}
+
+/// qdwconv with channels as lanes (small planes: kDwLanesMaxPixels): blocks of L channels
+/// of one image, each laid out once as a padded plane of L-lane int32 pixels
+/// (dwLanesInput), so a tap of L outputs is one vector load and one lnDot and the
+/// requantization's per-channel constants are vectors (no per-plane set-up or rows).
+template <class I>
+static inline __attribute__((always_inline)) void dwLanesRun(
+    int8_t *out, const int8_t *in, const int16_t *w, const QParams &qp, const RQ &rq, int64_t N,
+    int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
+    int64_t SW, int64_t DH, int64_t DW, int64_t Hp, int64_t Wp, int64_t PT, int64_t PL,
+    int32_t xo, int32_t *xt, int64_t tid, int64_t nthreads) {
+  constexpr int64_t L = I::L;
+  const int64_t KK = KH * KW, nbc = ceilDiv(C, L);
+  int64_t off[64];
+  for (int64_t kh = 0; kh < KH; kh++)
+    for (int64_t kw = 0; kw < KW; kw++)
+      off[kh * KW + kw] = (kh * DH * Wp + kw * DW) * L;
+  alignas(64) int32_t wt[64 * L];
+  DwLanesRq k{};
+  k.rq = rq;
+  k.loF = float(rq.lo - rq.off), k.hiF = float(rq.hi - rq.off), k.off = int32_t(rq.off);
+  k.sat = rq.lo == -128.0 && rq.hi == 127.0;
+  int32_t *st = xt + Hp * Wp * L; // dwLanesScratch
+  // Where input pixel p lies in the padded plane; pixels of the last 4L past H W go to
+  // the first output vector (written after the plane is read).
+  int32_t idx[kDwLanesMaxPixels + 4 * L];
+  for (int64_t p = 0; p < ceilDiv(H * W, 4 * L) * 4 * L; p++)
+    idx[p] = p < H * W ? int32_t((p / W + PT) * Wp + p % W + PL) : int32_t(Hp * Wp);
+  int64_t b, e;
+  partition(N * nbc, 1, tid, nthreads, &b, &e);
+  for (int64_t blk = b; blk < e; blk++) {
+    const int64_t img = blk / nbc, c0 = (blk % nbc) * L, nl = minI(L, C - c0);
+    dwLanesSetup<I>(k, wt, w, qp, c0, nl, KK);
+    dwLanesInput<I>(xt, in + (img * C + c0) * H * W, idx, nl, H, W, Hp, Wp, PT, PL, xo);
+    if (KK == 9)
+      dwLanesDots<I, 9>(st, xt, wt, off, KK, OH, OW, SH, SW, Wp, k);
+    else
+      dwLanesDots<I, 0>(st, xt, wt, off, KK, OH, OW, SH, SW, Wp, k);
+    dwLanesStore<I>(out + (img * C + c0) * OH * OW, st, nl, OH * OW);
+  }
+}
+
+/// qdwconv's planes [b, e) one at a time on the paths that are not dwLanesRun's or
+/// dwStride1Run's: stride 2 (flat2), stride 1 with dilated kernel rows (flat, a pair plane),
+/// or phase-grouped rows; \p rq0: the output side of the requantization.
+static inline __attribute__((always_inline)) void dwPlanesRun(
+    int8_t *out, const int8_t *in, const int16_t *w, const QParams &qp, const RQ &rq0, int64_t b,
+    int64_t e, int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+    int64_t SH, int64_t SW, int64_t DH, int64_t DW, int64_t Hp, int64_t Wp, int64_t Wr,
+    int64_t PT, int64_t PL, int32_t xo, bool flat, bool flat2, const int64_t *off, int64_t np,
+    int64_t Wq2, int64_t pe2, int32_t *accPlane, int16_t *xp) {
+  constexpr int64_t L = QISA::L;
+  const int64_t KK = KH * KW, pdw = KW > 1 ? DW : 0;
+  int32_t *dp = (int32_t *)(xp + dwFlatXpElems(Hp, Wp, L));
+  const int64_t nv = flat ? ceilDiv(OH * Wp, L) : 0, nd = flat ? nv * L + off[np - 1] : 0;
+  uint32_t wp[64];
+  for (int64_t pl = b; pl < e; pl++) {
+    const int64_t c = pl % C;
+    const int8_t *x = in + pl * H * W;
+    const int16_t *wc = w + c * KK;
+    int8_t *y = out + pl * OH * OW;
+    const RQ rq{qp.accScale[c], qp.biasReal[c], rq0.scale, rq0.off, rq0.lo, rq0.hi};
+    if (flat2) {
+      dwFlat2Plane((int32_t *)xp, x, H, W, PT, PL, Wq2, pe2, xo);
+      dwWeightPairs(wp, wc, KH, KW);
+      dwPairDots(accPlane, (int32_t *)xp, off, wp, np, ceilDiv(OH * Wq2, L) * L);
+      dwRequantRows(y, accPlane, OH, OW, Wq2, qp.corr[c], rq);
+    } else if (flat) {
+      dwFlatPlane(xp, dp, x, H, W, Wp, PT, PL, xo, pdw, nd, maxI(Hp * Wp, nd + pdw));
+      dwWeightPairs(wp, wc, KH, KW);
+      dwPairDots(accPlane, dp, off, wp, np, nv * L);
+      dwRequantRows(y, accPlane, OH, OW, Wp, qp.corr[c], rq);
+    } else {
+      dwPhasedPlane(xp, x, H, W, Hp, Wp, Wr, SW, PT, PL, xo);
+      dwPhasedDots(accPlane, xp, wc, OH, OW, KH, KW, SH, SW, DH, DW, Wp, Wr);
+      // The whole plane at once: rows shorter than a vector still requantize in vectors.
+      QISA::requantRow(y, accPlane, OH * OW, qp.corr[c], 0, nullptr, rq);
+    }
+  }
+}
+
 /// Depthwise convolution (Group == C == O) over [N*C planes][H][W]. Per plane the input,
 /// centred (x - xOffset, in [-255, 255], so padding is 0 and adds nothing, as in the
 /// Interpreter), is copied once into scratch as int16 with the pads written as zeros, in
@@ -1200,6 +1414,8 @@ static inline __attribute__((always_inline)) void dwStride1Run(
 ///    to build (a last odd tap's partner, weighted 0, is the next column or the next row's
 ///    first).
 ///  - Otherwise: phase-grouped rows (dwPhasedPlane, dwPhasedDots).
+/// Before all of these, on ISAs with kDwLanes, padded planes of at most kDwLanesMaxPixels
+/// pixels take dwLanesRun (channels as lanes, no per-plane work).
 static inline __attribute__((always_inline)) void qdwconv(
     int8_t *out, const int8_t *in, const int16_t *w, const void *params, int64_t N, int64_t C,
     int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW,
@@ -1216,43 +1432,21 @@ static inline __attribute__((always_inline)) void qdwconv(
   const int64_t KK = KH * KW;
   const bool flat = SH == 1 && SW == 1 && KK <= 64;
   const bool flat2 = SH == 2 && SW == 2 && DH == 1 && DW == 1 && KK <= 64;
-  const int64_t pdw = KW > 1 ? DW : 0;
   int64_t off[64], np = 0, Wq2 = 0, Hq2 = 0, pe2 = 0;
   if (flat2)
     dwFlat2Dims(Hp, Wp, OH, KH, KW, L, &Wq2, &Hq2, &pe2);
   if (flat || flat2)
     np = dwPairOffsets(off, flat2, KH, KW, DH, DW, Wp, Wq2, pe2);
-  int32_t *dp = (int32_t *)(xp + dwFlatXpElems(Hp, Wp, L));
-  const int64_t nv = flat ? ceilDiv(OH * Wp, L) : 0, nd = flat ? nv * L + off[np - 1] : 0;
+  const RQ rq0{0, 0, double(outScale), double(outOff), double(lo), double(hi)};
+  if constexpr (QISA::kDwLanes)
+    if (KK <= 64 && Hp * Wp <= kDwLanesMaxPixels)
+      return dwLanesRun<QISA>(out, in, w, qp, rq0, N, C, H, W, OH, OW, KH, KW, SH, SW, DH, DW,
+                              Hp, Wp, PT, PL, xo, accPlane, tid, nthreads);
   int64_t b, e;
   partition(N * C, 1, tid, nthreads, &b, &e);
   if (flat && (DW == 1 || KW == 1))
-    return dwStride1Run(out, in, w, qp, RQ{0, 0, outScale, double(outOff), double(lo), double(hi)},
-                        b, e, C, H, W, OH, OW, KH, KW, DH, DW, Hp, Wp, PT, PL, xo, off, np,
-                        accPlane, xp);
-  uint32_t wp[64];
-  for (int64_t pl = b; pl < e; pl++) {
-    const int64_t c = pl % C;
-    const int8_t *x = in + pl * H * W;
-    const int16_t *wc = w + c * KK;
-    int8_t *y = out + pl * OH * OW;
-    const RQ rq{qp.accScale[c], qp.biasReal[c], double(outScale), double(outOff), double(lo),
-                double(hi)};
-    if (flat2) {
-      dwFlat2Plane((int32_t *)xp, x, H, W, PT, PL, Wq2, pe2, xo);
-      dwWeightPairs(wp, wc, KH, KW);
-      dwPairDots(accPlane, (int32_t *)xp, off, wp, np, ceilDiv(OH * Wq2, L) * L);
-      dwRequantRows(y, accPlane, OH, OW, Wq2, qp.corr[c], rq);
-    } else if (flat) {
-      dwFlatPlane(xp, dp, x, H, W, Wp, PT, PL, xo, pdw, nd, maxI(Hp * Wp, nd + pdw));
-      dwWeightPairs(wp, wc, KH, KW);
-      dwPairDots(accPlane, dp, off, wp, np, nv * L);
-      dwRequantRows(y, accPlane, OH, OW, Wp, qp.corr[c], rq);
-    } else {
-      dwPhasedPlane(xp, x, H, W, Hp, Wp, Wr, SW, PT, PL, xo);
-      dwPhasedDots(accPlane, xp, wc, OH, OW, KH, KW, SH, SW, DH, DW, Wp, Wr);
-      // The whole plane at once: rows shorter than a vector still requantize in vectors.
-      QISA::requantRow(y, accPlane, OH * OW, qp.corr[c], 0, nullptr, rq);
-    }
-  }
+    return dwStride1Run(out, in, w, qp, rq0, b, e, C, H, W, OH, OW, KH, KW, DH, DW, Hp, Wp, PT,
+                        PL, xo, off, np, accPlane, xp);
+  dwPlanesRun(out, in, w, qp, rq0, b, e, C, H, W, OH, OW, KH, KW, SH, SW, DH, DW, Hp, Wp, Wr, PT,
+              PL, xo, flat, flat2, off, np, Wq2, pe2, accPlane, xp);
 }
