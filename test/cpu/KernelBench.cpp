@@ -230,6 +230,9 @@ std::vector<Case> allCases(const Kernels &k) {
   addPool(cs, k, true, 64, 147, 3, 2, 0, false);
   addPool(cs, k, true, 288, 35, 3, 2, 0, false);
   addPool(cs, k, true, 768, 17, 3, 2, 0, false);
+  // vgg16_bn's max pools.
+  addPool(cs, k, true, 64, 224, 2, 2, 0, false);
+  addPool(cs, k, true, 512, 14, 2, 2, 0, false);
   // mobilenet_v2 depthwise layers.
   addDw(cs, k, 32, 112, 1);
   addDw(cs, k, 96, 112, 2);

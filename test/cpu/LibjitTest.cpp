@@ -546,6 +546,10 @@ TEST(Libjit, PoolingShapes) {
       {33, 70, 3, 4, 2, 2, 1, 0, 1, 3},   // even window, stride 2, wide rows
       {9, 13, 3, 3, 2, 2, 0, 0, 1, 1},    // 3x3/2 in registers: one partial block, ceil mode
       {20, 70, 3, 3, 2, 2, 0, 0, 0, 1},   // 3x3/2 in registers: three blocks, ragged last
+      {14, 14, 2, 2, 2, 2, 0, 0, 0, 0},   // 2x2/2 in registers: rows of 7 stored whole
+      {56, 56, 2, 2, 2, 2, 0, 0, 0, 0},   // 2x2/2 in registers: two blocks, overlapping
+      {15, 13, 2, 2, 2, 2, 0, 0, 0, 0},   // 2x2/2 in registers: odd sizes, last row unread
+      {6, 70, 2, 2, 2, 2, 0, 0, 0, 0},    // 2x2/2 in registers: three blocks, ragged last
   };
   for (const PoolCase &k : cases) {
     int64_t N = 2, C = 3;
@@ -606,6 +610,7 @@ TEST(Libjit, MaxPoolSpecialValues) {
     in[i] = float(i % 7) - 3.0f;
   in[0] = NAN;      // first cell of the first window
   in[W + 3] = NAN;  // inside windows 1 and 2 of row 0
+  in[2 * W + 7] = NAN; // an odd column of output row 1
   std::vector<float> out(OH * OW);
   std::vector<float> scratch(libjit_pool_scratch_floats(H, W, OH, OW, 2, 2, 2, 2, 1, 1));
   libjit_maxpool_f32(out.data(), in.data(), 1, 1, H, W, OH, OW, 2, 2, 2, 2, 0, 0,
