@@ -658,6 +658,32 @@ TEST(CPUBackend, SameSizePools) {
   });
 }
 
+// 2x2 stride-2 pools without pads (computed in registers, pool2x2Planes): rows of 7
+// outputs stored as whole vectors (densenet121's 14x14 average pool), two overlapping
+// blocks of 16 (56x56), odd sizes whose last row and column no window reads, and a plane
+// count that splits unevenly between 2 threads; average with and without the pads counted
+// (no pads: the same), max.
+TEST(CPUBackend, TwoByTwoStrideTwoPools) {
+  checkAgainstInterpreter([](Net &n) {
+    n.F = n.mod.createFunction("main");
+    Function *F = n.F;
+    auto *a = n.mod.createPlaceholder(ElemKind::Float, {2, 5, 14, 14}, "a");
+    auto *b = n.mod.createPlaceholder(ElemKind::Float, {1, 3, 56, 56}, "b");
+    auto *c = n.mod.createPlaceholder(ElemKind::Float, {1, 7, 15, 13}, "c");
+    n.inputs = {a, b, c};
+    int i = 0;
+    for (Placeholder *x : {a, b, c}) {
+      std::string k = std::to_string(i++);
+      for (bool count : {true, false})
+        n.saves.push_back(F->createSave(
+            "a" + k + (count ? "i" : "x"),
+            F->createAvgPool("pa" + k + (count ? "i" : "x"), x, {2, 2}, {2, 2}, {0, 0, 0, 0}, count)));
+      n.saves.push_back(
+          F->createSave("m" + k, F->createMaxPool("pm" + k, x, {2, 2}, {2, 2}, {0, 0, 0, 0})));
+    }
+  });
+}
+
 // Depthwise stride-2 layers with output rows under 16 (the flat path, whose rows are split
 // into column phases): 3x3 and 5x5 on rows of 8 to 31 columns, odd and even, with the pads
 // on both sides, on the bottom and right only, and none.

@@ -112,7 +112,7 @@ int64_t outDim(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe, bool ce
 }
 
 void addPool(std::vector<Case> &cases, const Kernels &k, bool isMax, int64_t C, int64_t H,
-             int64_t K, int64_t S, int64_t P, bool ceil) {
+             int64_t K, int64_t S, int64_t P, bool ceil, int64_t countPads = 0) {
   int64_t OH = outDim(H, K, S, P, P, ceil);
   auto in = std::make_shared<std::vector<float>>(filled(C * H * H, 1));
   auto out = std::make_shared<std::vector<float>>(C * OH * OH);
@@ -121,14 +121,15 @@ void addPool(std::vector<Case> &cases, const Kernels &k, bool isMax, int64_t C, 
   Case c;
   c.name = std::string(isMax ? "maxpool " : "avgpool ") + std::to_string(K) + "x" +
            std::to_string(K) + "/" + std::to_string(S) + " p" + std::to_string(P) + " " +
-           std::to_string(C) + "x" + std::to_string(H) + "x" + std::to_string(H);
+           std::to_string(C) + "x" + std::to_string(H) + "x" + std::to_string(H) +
+           (countPads ? " incl" : "");
   c.bytes = 4.0 * double(C * H * H + C * OH * OH);
   c.run = [=, &k](int64_t tid, int64_t nth) {
     if (isMax)
       k.maxpool(out->data(), in->data(), 1, C, H, H, OH, OH, K, K, S, S, P, P,
                 scratch->data() + tid * perThread, tid, nth);
     else
-      k.avgpool(out->data(), in->data(), 1, C, H, H, OH, OH, K, K, S, S, P, P, 0,
+      k.avgpool(out->data(), in->data(), 1, C, H, H, OH, OH, K, K, S, S, P, P, countPads,
                 scratch->data() + tid * perThread, tid, nth);
   };
   cases.push_back(c);
@@ -219,6 +220,19 @@ std::vector<Case> allCases(const Kernels &k) {
   addPool(cs, k, true, 64, 56, 2, 2, 0, false);
   addPool(cs, k, false, 64, 112, 3, 2, 1, false);
   addPool(cs, k, false, 256, 28, 2, 2, 0, false);
+  // densenet121's transition average pools; inception_v3's "same" average pools (the pads
+  // counted) and its max pools.
+  addPool(cs, k, false, 128, 56, 2, 2, 0, false);
+  addPool(cs, k, false, 512, 14, 2, 2, 0, false);
+  addPool(cs, k, false, 192, 35, 3, 1, 1, false, 1);
+  addPool(cs, k, false, 768, 17, 3, 1, 1, false, 1);
+  addPool(cs, k, false, 2048, 8, 3, 1, 1, false, 1);
+  addPool(cs, k, true, 64, 147, 3, 2, 0, false);
+  addPool(cs, k, true, 288, 35, 3, 2, 0, false);
+  addPool(cs, k, true, 768, 17, 3, 2, 0, false);
+  // vgg16_bn's max pools.
+  addPool(cs, k, true, 64, 224, 2, 2, 0, false);
+  addPool(cs, k, true, 512, 14, 2, 2, 0, false);
   // mobilenet_v2 depthwise layers.
   addDw(cs, k, 32, 112, 1);
   addDw(cs, k, 96, 112, 2);
@@ -243,6 +257,11 @@ std::vector<Case> allCases(const Kernels &k) {
   addDw(cs, k, 576, 14, 2, 5);
   addDw(cs, k, 672, 14, 2, 5);
   addDw(cs, k, 1152, 7, 1, 5);
+  // efficientnet_v2_s's and mnasnet1_0's 3x3 layers on 14x14 planes.
+  addDw(cs, k, 960, 14, 1);
+  addDw(cs, k, 960, 14, 2);
+  addDw(cs, k, 480, 14, 1);
+  addDw(cs, k, 1152, 7, 1);
   // First convolutions (few input channels).
   addConv(cs, k, Algo::Packed, 3, 224, 64, 3, 2, 0, false);
   addConv(cs, k, Algo::Strip, 3, 224, 64, 3, 2, 0, false);

@@ -546,6 +546,10 @@ TEST(Libjit, PoolingShapes) {
       {33, 70, 3, 4, 2, 2, 1, 0, 1, 3},   // even window, stride 2, wide rows
       {9, 13, 3, 3, 2, 2, 0, 0, 1, 1},    // 3x3/2 in registers: one partial block, ceil mode
       {20, 70, 3, 3, 2, 2, 0, 0, 0, 1},   // 3x3/2 in registers: three blocks, ragged last
+      {14, 14, 2, 2, 2, 2, 0, 0, 0, 0},   // 2x2/2 in registers: rows of 7 stored whole
+      {56, 56, 2, 2, 2, 2, 0, 0, 0, 0},   // 2x2/2 in registers: two blocks, overlapping
+      {15, 13, 2, 2, 2, 2, 0, 0, 0, 0},   // 2x2/2 in registers: odd sizes, last row unread
+      {6, 70, 2, 2, 2, 2, 0, 0, 0, 0},    // 2x2/2 in registers: three blocks, ragged last
   };
   for (const PoolCase &k : cases) {
     int64_t N = 2, C = 3;
@@ -606,6 +610,7 @@ TEST(Libjit, MaxPoolSpecialValues) {
     in[i] = float(i % 7) - 3.0f;
   in[0] = NAN;      // first cell of the first window
   in[W + 3] = NAN;  // inside windows 1 and 2 of row 0
+  in[2 * W + 7] = NAN; // an odd column of output row 1
   std::vector<float> out(OH * OW);
   std::vector<float> scratch(libjit_pool_scratch_floats(H, W, OH, OW, 2, 2, 2, 2, 1, 1));
   libjit_maxpool_f32(out.data(), in.data(), 1, 1, H, W, OH, OW, 2, 2, 2, 2, 0, 0,
@@ -746,8 +751,9 @@ TEST(Libjit, DepthwiseConvolutionAllPaths) {
 // its predecessor (24, 37), exactly 16, and batch 2 where a thread's share of an image is
 // under 16 channels (those take the other paths); output rows of 7 (one tile), 11 and 28
 // (tiles overlapping), asymmetric pads, pads past the kernel's half, no pads, dilation 2
-// (DeepLabV3's and LRASPP's 14x14 layers, strided too); with and without the clamp and the
-// bias, 1 to 3 threads, against the plain loop.
+// (DeepLabV3's and LRASPP's 14x14 layers, strided too), stride 2 with no pads where no
+// window reads the last input row and column (their pixels go to the slack vector); with
+// and without the clamp and the bias, 1 to 3 threads, against the plain loop.
 TEST(Libjit, DepthwiseLanes) {
   struct Case {
     int64_t N, C, H, W, K, S, PT, PL, PB, PR;
@@ -760,6 +766,7 @@ TEST(Libjit, DepthwiseLanes) {
       {1, 16, 28, 28, 5, 1, 2, 2, 2, 2},   {1, 32, 9, 9, 3, 1, 0, 0, 0, 0},
       {1, 20, 14, 14, 5, 1, 4, 4, 4, 4, 2}, {1, 18, 14, 14, 3, 1, 2, 2, 2, 2, 2},
       {2, 24, 19, 17, 5, 2, 4, 3, 4, 5, 2}, {1, 16, 15, 13, 3, 2, 1, 2, 3, 2, 2},
+      {1, 24, 16, 16, 3, 2, 0, 0, 0, 0},   {1, 21, 18, 18, 5, 2, 0, 0, 0, 0},
   };
   for (const Case &k : cases) {
     auto in = randomVec(k.N * k.C * k.H * k.W, 41), w = randomVec(k.C * k.K * k.K, 42),

@@ -1625,17 +1625,22 @@ constexpr int64_t kLanesMaxOW = 28;
 constexpr int kLanesTile = 7;
 
 /// Geometry of the lanes path's scratch: the padded pixel-major input (Hp x Wp pixels of
-/// 16 floats), the pixel-major outputs (OH OW pixels) and the block's taps (K K vectors).
+/// 16 floats), the pixel-major outputs (OH OW pixels), the block's taps (K K vectors), the
+/// input pixels' destinations in the padded copy (H W int32 offsets, see lanesOffsets) and
+/// one vector of slack for the pixels no output reads.
 struct LanesGeom {
-  int64_t Hp, Wp, in, P, taps;
-  LanesGeom(int64_t OH, int64_t OW, int64_t K, int64_t S, int64_t D) {
+  int64_t Hp, Wp, in, P, taps, HW;
+  LanesGeom(int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t K, int64_t S, int64_t D) {
     Hp = (OH - 1) * S + (K - 1) * D + 1;
     Wp = (OW - 1) * S + (K - 1) * D + 1;
     in = Hp * Wp * 16;
     P = OH * OW;
     taps = K * K * 16;
+    HW = H * W;
   }
-  int64_t floats() const { return in + P * 16 + taps; }
+  int64_t floats() const { return in + P * 16 + taps + (HW + 15) / 16 * 16 + 16; }
+  int64_t offsetsAt() const { return in + P * 16 + taps; }
+  int64_t slackAt() const { return offsetsAt() + (HW + 15) / 16 * 16; }
 };
 
 /// Whether a shape takes the lanes path (when C >= 16 and the pads are nonnegative).
@@ -1645,11 +1650,24 @@ LIBJIT_INLINE bool dwLanesShape(int64_t H, int64_t W, int64_t OH, int64_t OW, in
          OW >= kLanesTile && OW <= kLanesMaxOW && H * W >= 16 && OH * OW >= 16;
 }
 
-/// Transposes 16 planes x[i][0, H W) (pitch H W) into the padded pixel-major input t:
-/// input pixel (ih, iw) is pixel (ih + PT, iw + PL) of t when that lies inside it.
-LIBJIT_INLINE void lanesLoadInput(float *__restrict t, const float *__restrict x, int64_t H,
-                                  int64_t W, const LanesGeom &g, int64_t PT, int64_t PL) {
-  const int64_t HW = H * W;
+/// The destination of each input pixel in the padded pixel-major input (float offsets
+/// from its start): pixel (ih, iw) goes to pixel (ih + PT, iw + PL) of the copy when that
+/// lies inside it, else to the slack vector, which nothing reads (the stride-2 layers'
+/// last row or column, when no window reaches it). Built once per call, so that the
+/// per-block copy (lanesLoadInput) stores without per-pixel tests.
+LIBJIT_INLINE void lanesOffsets(int32_t *off, int64_t H, int64_t W, const LanesGeom &g,
+                                int64_t PT, int64_t PL) {
+  for (int64_t r = 0; r < H; r++)
+    for (int64_t c = 0; c < W; c++) {
+      bool in = r + PT < g.Hp && c + PL < g.Wp;
+      off[r * W + c] = int32_t(in ? ((r + PT) * g.Wp + c + PL) * 16 : g.slackAt());
+    }
+}
+
+/// Transposes 16 planes x[i][0, H W) (pitch H W) into the padded pixel-major input t, each
+/// pixel to its offset in off (see lanesOffsets).
+LIBJIT_INLINE void lanesLoadInput(float *__restrict t, const float *__restrict x,
+                                  const int32_t *__restrict off, int64_t HW) {
   for (int64_t p0 = 0;; p0 += 16) {
     // The last 16 pixels overlap their predecessors instead of running past the plane.
     int64_t p = minI(p0, HW - 16);
@@ -1658,14 +1676,9 @@ LIBJIT_INLINE void lanesLoadInput(float *__restrict t, const float *__restrict x
     for (int i = 0; i < 16; i++)
       v[i] = ld16(x + i * HW + p);
     transpose16(v);
-    int64_t r = p / W + PT, c = p % W + PL, cEnd = W + PL;
     LIBJIT_UNROLL
-    for (int i = 0; i < 16; i++) {
-      if (r < g.Hp && c < g.Wp)
-        st16(t + (r * g.Wp + c) * 16, v[i]);
-      if (++c == cEnd)
-        c = PL, r++;
-    }
+    for (int i = 0; i < 16; i++)
+      st16(t + off[p + i], v[i]);
     if (p0 + 16 >= HW)
       break;
   }
@@ -1754,10 +1767,10 @@ LIBJIT_INLINE void lanesStoreOutput(float *__restrict y, const float *__restrict
 template <int K, int S, int D>
 LIBJIT_INLINE void lanesBlock(float *y, const float *x, const float *f, const float *bias,
                               int64_t c0, int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW,
-                              int64_t PT, int64_t PL, int act, float lo, float hi, int gact,
-                              const LanesGeom &g, float *buf) {
+                              int act, float lo, float hi, int gact, const LanesGeom &g,
+                              float *buf) {
   float *t = buf, *o = buf + g.in, *w = o + g.P * 16;
-  lanesLoadInput(t, x + c0 * H * W, H, W, g, PT, PL);
+  lanesLoadInput(t, x + c0 * H * W, reinterpret_cast<const int32_t *>(buf + g.offsetsAt()), H * W);
   lanesTaps(w, f, K * K, c0, C);
   F16 bv = bias ? ld16(bias + c0) : splat16(0.0f), lov = splat16(lo), hiv = splat16(hi);
   for (int64_t oh = 0; oh < OH; oh++)
@@ -1824,7 +1837,8 @@ LIBJIT_INLINE void dwLanesPlanes(float *out, const float *in, const float *filte
                                  const float *bias, int64_t C, int64_t H, int64_t W, int64_t OH,
                                  int64_t OW, int64_t PT, int64_t PL, int a, float lo, float hi,
                                  int gact, float *buf, int64_t p0, int64_t p1) {
-  LanesGeom g(OH, OW, K, S, D);
+  LanesGeom g(H, W, OH, OW, K, S, D);
+  lanesOffsets(reinterpret_cast<int32_t *>(buf + g.offsetsAt()), H, W, g, PT, PL);
   for (int64_t q = p0; q < p1;) {
     int64_t n = q / C, c = q % C, cEnd = minI(C, c + (p1 - q));
     if (cEnd - c < 16) {
@@ -1837,7 +1851,7 @@ LIBJIT_INLINE void dwLanesPlanes(float *out, const float *in, const float *filte
       for (int64_t c0 = c;; c0 += 16) {
         int64_t cb = minI(c0, cEnd - 16);
         lanesBlock<K, S, D>(out + n * C * OH * OW, in + n * C * H * W, filter, bias, cb, C, H, W, OH,
-                         OW, PT, PL, a, lo, hi, gact, g, buf);
+                            OW, a, lo, hi, gact, g, buf);
         if (c0 + 16 >= cEnd)
           break;
       }
@@ -1868,7 +1882,7 @@ LIBJIT_EXPORT int64_t libjit_conv2d_dw_scratch_floats(int64_t H, int64_t W, int6
   }
   // The lanes path, or the others where it does not apply at run time (C < 16, pads).
   if (dwLanesShape(H, W, OH, OW, KH, KW, SH, SW, DH, DW))
-    n = maxI(n, LanesGeom(OH, OW, KH, SH, DH).floats());
+    n = maxI(n, LanesGeom(H, W, OH, OW, KH, SH, DH).floats());
   return (n + 15) / 16 * 16;
 }
 

@@ -213,11 +213,70 @@ LIBJIT_INLINE void poolPlanesImpl(float *dst, const float *src, int64_t N, int64
   }
 }
 
+/// The 32 floats at p, through a copy when they would run past \p end (the lanes past it
+/// are 0: the callers drop their results).
+LIBJIT_INLINE F32x ld32Bounded(const float *p, const float *end) {
+  if (p + 32 <= end)
+    return ld32(p);
+  float buf[32];
+  for (int64_t i = 0; i < 32; i++)
+    buf[i] = p + i < end ? p[i] : 0.0f;
+  return ld32(buf);
+}
+
+/// 2x2 stride-2 windows with no pads, every window inside the image (densenet121's average
+/// pools, VGG's max pools), in registers: per block of 16 outputs the two input rows' 32
+/// columns combined, then their even and odd columns, from the identity in the row path's
+/// order (so max drops NaNs alike and sums round alike). Output rows narrower than 16 are
+/// stored as whole vectors, ascending, each overrun rewritten by the next row; the last
+/// row of the thread's last plane through a copy. The row path spent its time on the row
+/// buffer and the scalar loops of rows under 16.
+template <class Op, class Fin>
+LIBJIT_INLINE void pool2x2Planes(float *dst, const float *src, int64_t N, int64_t C, int64_t H,
+                                 int64_t W, int64_t OH, int64_t OW, const Fin &fin, int64_t tid,
+                                 int64_t nthreads) {
+  int64_t p0, p1;
+  partition(N * C, 1, tid, nthreads, &p0, &p1);
+  const float *end = src + N * C * H * W;
+  float *yEnd = dst + p1 * OH * OW;
+  const F16 idv = splat16(Op::identity());
+  for (int64_t p = p0; p < p1; p++) {
+    for (int64_t oh = 0; oh < OH; oh++) {
+      const float *r0 = src + p * H * W + 2 * oh * W;
+      float *yr = dst + (p * OH + oh) * OW;
+      for (int64_t j0 = 0;; j0 += 16) {
+        // The last block of a row of 16 or more overlaps its predecessor.
+        int64_t j = OW >= 16 ? minI(j0, OW - 16) : 0;
+        F32x a = ld32Bounded(r0 + 2 * j, end), b = ld32Bounded(r0 + W + 2 * j, end);
+        F16 c0 = Op::apply(Op::apply(idv, evens(a)), evens(b));
+        F16 c1 = Op::apply(Op::apply(idv, odds(a)), odds(b));
+        F16 r = Op::apply(Op::apply(idv, c0), c1);
+        fin(r, j, 2);
+        if (yr + j + 16 <= yEnd) {
+          st16(yr + j, r);
+        } else {
+          float t[16];
+          st16(t, r);
+          for (int64_t i = 0; i < minI(16, OW - j); i++)
+            yr[j + i] = t[i];
+        }
+        if (j0 + 16 >= OW)
+          break;
+      }
+    }
+  }
+}
+
 template <class Op, class Fin>
 LIBJIT_INLINE void poolPlanes(float *dst, const float *src, int64_t N, int64_t C, int64_t H,
                               int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
                               int64_t SW, int64_t PT, int64_t PL, float *t, const Fin &fin,
                               int64_t tid, int64_t nthreads) {
+  if (KH == 2 && KW == 2 && SH == 2 && SW == 2 && PT == 0 && PL == 0 && 2 * OH <= H &&
+      2 * OW <= W) {
+    pool2x2Planes<Op>(dst, src, N, C, H, W, OH, OW, fin, tid, nthreads);
+    return;
+  }
   if (SW == 2 && KW == 3 && PL == 0)
     poolPlanesImpl<Op, true>(dst, src, N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, t, fin, tid,
                              nthreads);
