@@ -2312,10 +2312,11 @@ LIBJIT_INLINE void lanesTapsRow3(F16 (&acc)[RH * RW][NV], const float *__restric
     const float *xk = x + off[k];
     F16 wv[3][NV];
     LIBJIT_UNROLL
-    for (int t = 0; t < 3; t++)
+    for (int t = 0; t < 3; t++) {
       LIBJIT_UNROLL
       for (int v = 0; v < NV; v++)
         wv[t][v] = ld16(w + (k + t) * 16 * NV + 16 * v);
+    }
     LIBJIT_UNROLL
     for (int i = 0; i < RH; i++) {
       LIBJIT_UNROLL
