@@ -4,6 +4,7 @@
 // kernel chooseConvAlgorithm picks must be within 10% of the measured best on at least 90%
 // of the layers and never 1.5x the best or slower. A model with a wrong constant fails.
 #include "backends/CPU/codegen/ConvCost.h"
+#include "backends/CPU/libjit/libjit.h"
 
 #include <gtest/gtest.h>
 
@@ -220,6 +221,89 @@ TEST(ConvCost, MachineLimitsDecide) {
   slowCore.machine.peakGflops /= 100, slowCore.machine.cacheGBs /= 100;
   EXPECT_EQ(int(chooseConvAlgorithm(s, Isa::Avx512, 1, slowCore).algorithm),
             int(ConvAlgorithm::WinogradRows2));
+}
+
+// The grouped kernel's lanes path: the cost model estimates it exactly where the kernel
+// takes it (both ask libjit::groupedLanesPath). Hand-listed shapes with the path the rule
+// documented in libjit.h gives them, then a grid: on AVX-512 the estimate's issued flops
+// are the lanes path's (every lane an output, 14 x 1 or 7 x 2 tiles) where the kernel's
+// predicate holds and the cell tiles' (8 channels x 2 vectors of cells) elsewhere; on AVX2
+// always the cell tiles' (4 x 2 vectors of 8).
+struct GroupedCase {
+  int64_t C, G, H, KW, S, DW, P;
+};
+
+ConvShape groupedShape(const GroupedCase &k) {
+  ConvShape s;
+  s.C = s.O = k.C, s.group = k.G, s.H = s.W = k.H, s.KH = 3, s.KW = k.KW, s.SH = s.SW = k.S;
+  s.DW = k.DW, s.PT = s.PL = k.P;
+  s.OH = (k.H + 2 * k.P - 3) / k.S + 1;
+  s.OW = (k.H + 2 * k.P - k.DW * (k.KW - 1) - 1) / k.S + 1;
+  return s;
+}
+
+double groupedLanesFlops(const ConvShape &s) {
+  const int64_t K = s.C / s.group * s.KH * s.KW;
+  const int64_t RW = s.OW >= 14 ? 14 : 7, rows = s.OW >= 14 ? s.OH : (s.OH + 1) / 2 * 2;
+  return 2.0 * double(s.O * K) * double(rows * ((s.OW + RW - 1) / RW * RW));
+}
+
+double groupedCellFlops(const ConvShape &s, int64_t MR, int64_t VW) {
+  const int64_t Og = s.O / s.group, K = s.C / s.group * s.KH * s.KW, P = s.OH * s.OW;
+  return 2.0 * double(s.group) * double((Og + MR - 1) / MR * MR) *
+         double((P + 2 * VW - 1) / (2 * VW) * 2 * VW) * double(K);
+}
+
+TEST(ConvCost, GroupedLanesWhereTheKernelTakesThem) {
+  struct Listed {
+    GroupedCase k;
+    bool lanes;
+    const char *what;
+  } listed[] = {
+      {{400, 25, 7, 3, 1, 1, 1}, true, "regnet_x 3x3/1 400 7x7 g25"},
+      {{160, 10, 14, 3, 1, 1, 1}, true, "regnet_x 3x3/1 160 14x14 g10"},
+      {{64, 4, 28, 3, 1, 1, 1}, true, "16 per group, rows of 28, kernel rows of 3"},
+      {{64, 4, 56, 3, 1, 1, 1}, false, "16 per group, rows of 56"},
+      {{32, 2, 28, 5, 1, 1, 2}, false, "16 per group, rows of 28, 5-tap kernel rows"},
+      {{32, 2, 14, 5, 1, 1, 2}, true, "16 per group, rows of 14, 5-tap kernel rows"},
+      {{32, 2, 24, 3, 1, 2, 2}, false, "16 per group, rows of 24, dilated kernel rows"},
+      {{32, 2, 112, 3, 2, 1, 1}, true, "regnet_x 3x3/2 32 112x112 g2"},
+      {{64, 2, 56, 3, 1, 1, 1}, true, "32 per group, rows of 56"},
+      {{128, 32, 56, 3, 1, 1, 1}, false, "resnext50 4 per group"},
+      {{256, 32, 28, 3, 1, 1, 1}, false, "resnext50 8 per group"},
+      {{32, 2, 30, 3, 3, 1, 1}, false, "column stride 3"},
+      {{32, 2, 6, 3, 1, 1, 0}, false, "rows of 4"},
+  };
+  for (const Listed &l : listed) {
+    SCOPED_TRACE(l.what);
+    ConvShape s = groupedShape(l.k);
+    EXPECT_EQ(libjit::groupedLanesPath(16, s.O / s.group, s.OW, s.KW, s.SW, s.DW, s.PT, s.PL),
+              l.lanes);
+    EXPECT_EQ(estimateConvCost(ConvAlgorithm::Grouped, s, Isa::Avx512, 1, {}).flops,
+              l.lanes ? groupedLanesFlops(s) : groupedCellFlops(s, 8, 16));
+  }
+  int lanes = 0, cells = 0;
+  for (int64_t Og : {4, 8, 16, 24, 32})
+    for (int64_t H : {5, 7, 9, 14, 16, 17, 28, 29, 30, 56})
+      for (int64_t KW : {1, 3, 5})
+        for (int64_t S : {1, 2, 3})
+          for (int64_t DW : {1, 2})
+            for (int64_t P : {-1, 0, 1}) {
+              ConvShape s = groupedShape({2 * Og, 2, H, KW, S, DW, P});
+              if (s.OW < 1 || s.OH < 1)
+                continue;
+              SCOPED_TRACE("Og " + std::to_string(Og) + " OW " + std::to_string(s.OW) + " KW " +
+                           std::to_string(KW) + " S " + std::to_string(S) + " DW " +
+                           std::to_string(DW) + " P " + std::to_string(P));
+              bool kernel = libjit::groupedLanesPath(16, Og, s.OW, KW, S, DW, P, P);
+              (kernel ? lanes : cells)++;
+              EXPECT_EQ(estimateConvCost(ConvAlgorithm::Grouped, s, Isa::Avx512, 1, {}).flops,
+                        kernel ? groupedLanesFlops(s) : groupedCellFlops(s, 8, 16));
+              EXPECT_EQ(estimateConvCost(ConvAlgorithm::Grouped, s, Isa::Avx2, 1, {}).flops,
+                        groupedCellFlops(s, 4, 8));
+            }
+  EXPECT_GT(lanes, 50);
+  EXPECT_GT(cells, 50);
 }
 
 } // namespace

@@ -837,6 +837,14 @@ TEST(Libjit, GroupedConvolution) {
       {32, 32, 2, 9, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},  // 16 per group, 9 rows: 3 + 2 + 2 + 2
       {48, 32, 2, 17, 22, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}, // 24 -> 16, stride 2, 9 x 11 outputs
       {32, 32, 2, 13, 57, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}, // 16 per group, stride 2, rows of 29
+      // 16 per group with kernel rows of 3 undilated taps (the row-of-3 tiles) and the
+      // general lanes tiles beside them:
+      {32, 32, 2, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, // rows of 28: row-of-3 14 x 1 tiles
+      {32, 32, 2, 9, 30, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},  // stride 2, rows of 15: 14 x 1
+      {32, 32, 2, 11, 20, 1, 3, 1, 1, 0, 1, 0, 1, 1, 1}, // 1x3 kernel, rows of 20
+      {32, 32, 2, 13, 18, 3, 3, 1, 1, 2, 1, 2, 1, 2, 1}, // row dilation 2, rows of 18
+      {32, 32, 2, 12, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 2}, // column dilation 2: general tiles
+      {32, 32, 2, 10, 12, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1}, // 5x5 on rows of 12: general tiles
   };
   for (const Case &k : cases) {
     int64_t N = 2, Cg = k.C / k.G, Og = k.O / k.G, K = Cg * k.KH * k.KW;

@@ -52,19 +52,17 @@ bool stripTapPlanes(const ConvShape &s, Isa isa) {
 }
 
 /// The grouped kernel's issued flops, efficiency and copies besides its padded planes
-/// (libjit_conv.cpp). On AVX-512 with 32 output channels per group, or 16 on rows of at
-/// most 16 or at column stride 2, column stride 1 or 2 and rows of 7 or more (the lanes
-/// path: groupedLanesShape) the group's channels are the vector lanes: exactly Og of them,
-/// the pixels in tiles of 14 x 1 (7 x 2 on narrower rows; the last tile of a row and the
-/// last block of rows overlap), the results transposed into the output planes. Otherwise
-/// tiles of groupedMR output channels x 2 vectors of cells.
+/// (libjit_conv.cpp). Where the kernel takes the lanes path (libjit::groupedLanesPath, the
+/// predicate it dispatches on) the group's channels are the vector lanes: exactly Og of
+/// them, the pixels in tiles of 14 x 1 (7 x 2 on narrower rows; the last tile of a row and
+/// the last block of rows overlap), the results transposed into the output planes.
+/// Otherwise tiles of groupedMR output channels x 2 vectors of cells.
 void groupedCost(const ConvShape &s, Isa isa, const ConvKernelTerms &t, double &flops, double &eff,
                  double &copies) {
   const Tiles tl = tilesOf(isa);
   const int64_t G = std::max<int64_t>(s.group, 1), Og = s.O / G;
   const double K = double(s.C / G * s.KH * s.KW);
-  if (isa == Isa::Avx512 && (Og == 32 || (Og == 16 && (s.OW <= 16 || s.SW == 2))) && s.OW >= 7 &&
-      (s.SW == 1 || s.SW == 2)) {
+  if (libjit::groupedLanesPath(tl.VW, Og, s.OW, s.KW, s.SW, s.DW, s.PT, s.PL)) {
     const int64_t RW = s.OW >= 14 ? 14 : 7, rows = s.OW >= 14 ? s.OH : roundUp(s.OH, 2);
     flops = 2.0 * double(s.N * s.O) * double(rows * roundUp(s.OW, RW)) * K;
     eff = t.groupedLanesEff;

@@ -455,6 +455,29 @@ LIBJIT_EXPORT int64_t libjit_conv2d_grouped_scratch_floats(int64_t Cg, int64_t O
                                                            int64_t OW, int64_t KH, int64_t KW,
                                                            int64_t SH, int64_t SW, int64_t DH,
                                                            int64_t DW);
+namespace libjit {
+/// Whether a grouped layer's shape takes the lanes path on AVX-512 (libjit_conv.cpp; the
+/// cost model, ConvCost.cpp, estimates the same path from this): 32 output channels per
+/// group, or 16 on rows of at most 16 outputs, at column stride 2, or, for kernel rows of
+/// 3 undilated taps (the row-of-3 tiles), on rows of at most 28; column stride 1 or 2 and
+/// rows of 7 or more. With 16 per group on wider rows the cell tiles measured faster (each
+/// broadcast weight there feeds two vectors of outputs; here each broadcast input value
+/// feeds one vector of 16 channels, or three with the row-of-3 tiles, whose [P][16]
+/// results and padded planes outgrow L2 at 56x56). At stride 2 the cell tiles read four
+/// phase planes per channel once per tile of 8 output channels (twice per group with 16),
+/// the lanes path the padded planes once per group.
+constexpr bool groupedLanesShape(int64_t Og, int64_t OW, int64_t KW, int64_t SW, int64_t DW) {
+  const bool row3 = KW == 3 && DW == 1;
+  const bool og16 = Og == 16 && (OW <= 16 || SW == 2 || (row3 && OW <= 28));
+  return (Og == 32 || og16) && OW >= 7 && (SW == 1 || SW == 2);
+}
+/// Whether the lanes path runs a grouped layer: its shape (groupedLanesShape) on AVX-512
+/// (vector width 16), with top and left pads not negative.
+constexpr bool groupedLanesPath(int64_t VW, int64_t Og, int64_t OW, int64_t KW, int64_t SW,
+                                int64_t DW, int64_t PT, int64_t PL) {
+  return VW == 16 && groupedLanesShape(Og, OW, KW, SW, DW) && PT >= 0 && PL >= 0;
+}
+} // namespace libjit
 /// dst [G][K][Og] = filter [G][Og][K] (K = Cg KH KW): the grouped kernel's weights.
 LIBJIT_EXPORT void libjit_pack_grouped_f32(float *dst, const float *filter, int64_t G,
                                            int64_t Og, int64_t K);

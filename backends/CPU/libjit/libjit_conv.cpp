@@ -2287,33 +2287,11 @@ struct GroupedLanesGeom {
   }
 };
 
-/// Whether a grouped layer takes the lanes path on AVX-512 (the kernel also needs
-/// PT, PL >= 0): 32 output channels per group, or 16 on rows of at most 16 outputs or at
-/// column stride 2. With 16 per group on wider rows (28 and 56) at stride 1 the cell tiles
-/// measured faster: each broadcast weight there feeds two vectors of outputs, where each
-/// broadcast input value here feeds one vector of 16 channels (two with 32). At stride 2
-/// the cell tiles read four phase planes per channel, once per tile of 8 output channels
-/// (twice per group with 16), where the lanes path reads the padded planes once per group
-/// (regnet_x's 3x3/2 32->32 112x112 g2, whose group's planes fill most of L2).
-LIBJIT_INLINE bool groupedLanesShape(int64_t Og, int64_t OW, int64_t SW) {
-  return (Og == 32 || (Og == 16 && (OW <= 16 || SW == 2))) && OW >= 7 && (SW == 1 || SW == 2);
-}
-
-/// One register tile: the outputs (i, r) for i < RH rows (rowStep floats apart in the
-/// planes) and r < RW columns (S apart) whose first tap is x, all 16 NV channels:
-/// res[(i OW + r) 16 NV + c] = bias[c] + sum over k of x[off[k] + i rowStep + r S] w[k][c].
+/// The general tile's taps: per tap k one vector of weights per 16 channels, times one
+/// broadcast input value per pixel (x[off[k] + i rowStep + r S]).
 template <int NV, int RW, int RH, int S>
-LIBJIT_INLINE void lanesTile(float *__restrict res, int64_t OW, const float *__restrict x,
-                             int64_t rowStep, const int32_t *__restrict off, int64_t K,
-                             const float *__restrict w, const float *__restrict bias) {
-  F16 acc[RH * RW][NV];
-  LIBJIT_UNROLL
-  for (int v = 0; v < NV; v++) {
-    F16 b = bias ? ld16(bias + 16 * v) : splat16(0.0f);
-    LIBJIT_UNROLL
-    for (int r = 0; r < RH * RW; r++)
-      acc[r][v] = b;
-  }
+LIBJIT_INLINE void lanesTaps(F16 (&acc)[RH * RW][NV], const float *__restrict x, int64_t rowStep,
+                             const int32_t *__restrict off, int64_t K, const float *__restrict w) {
   for (int64_t k = 0; k < K; k++) {
     const float *xk = x + off[k];
     F16 wv[NV];
@@ -2331,6 +2309,66 @@ LIBJIT_INLINE void lanesTile(float *__restrict res, int64_t OW, const float *__r
       }
     }
   }
+}
+
+/// The same for kernel rows of 3 undilated taps (KW = 3, DW = 1; K a multiple of 3), one
+/// kernel row at a time: its 3 weight vectors loaded once, and each input value of the
+/// row's (RW - 1) S + 3 columns broadcast once and multiplied into every output that reads
+/// it (column c feeds output (c - t) / S with tap t where that divides): at stride 1, 21
+/// multiply-adds per 9 broadcasts on a 7-output row instead of 21 per 21, so the loads no
+/// longer outnumber the multiply-adds.
+template <int NV, int RW, int RH, int S>
+LIBJIT_INLINE void lanesTapsRow3(F16 (&acc)[RH * RW][NV], const float *__restrict x,
+                                 int64_t rowStep, const int32_t *__restrict off, int64_t K,
+                                 const float *__restrict w) {
+  constexpr int cols = (RW - 1) * S + 3;
+  for (int64_t k = 0; k < K; k += 3) {
+    const float *xk = x + off[k];
+    F16 wv[3][NV];
+    LIBJIT_UNROLL
+    for (int t = 0; t < 3; t++) {
+      LIBJIT_UNROLL
+      for (int v = 0; v < NV; v++)
+        wv[t][v] = ld16(w + (k + t) * 16 * NV + 16 * v);
+    }
+    LIBJIT_UNROLL
+    for (int i = 0; i < RH; i++) {
+      LIBJIT_UNROLL
+      for (int c = 0; c < cols; c++) {
+        F16 xc = splat16(xk[i * rowStep + c]);
+        LIBJIT_UNROLL
+        for (int t = 0; t < 3; t++) {
+          if (c < t || (c - t) % S != 0 || (c - t) / S >= RW)
+            continue;
+          LIBJIT_UNROLL
+          for (int v = 0; v < NV; v++)
+            acc[i * RW + (c - t) / S][v] += xc * wv[t][v];
+        }
+      }
+    }
+  }
+}
+
+/// One register tile: the outputs (i, r) for i < RH rows (rowStep floats apart in the
+/// planes) and r < RW columns (S apart) whose first tap is x, all 16 NV channels:
+/// res[(i OW + r) 16 NV + c] = bias[c] + sum over k of x[off[k] + i rowStep + r S] w[k][c].
+/// Row3: the taps by kernel rows of 3 (lanesTapsRow3).
+template <int NV, int RW, int RH, int S, bool Row3>
+LIBJIT_INLINE void lanesTile(float *__restrict res, int64_t OW, const float *__restrict x,
+                             int64_t rowStep, const int32_t *__restrict off, int64_t K,
+                             const float *__restrict w, const float *__restrict bias) {
+  F16 acc[RH * RW][NV];
+  LIBJIT_UNROLL
+  for (int v = 0; v < NV; v++) {
+    F16 b = bias ? ld16(bias + 16 * v) : splat16(0.0f);
+    LIBJIT_UNROLL
+    for (int r = 0; r < RH * RW; r++)
+      acc[r][v] = b;
+  }
+  if constexpr (Row3)
+    lanesTapsRow3<NV, RW, RH, S>(acc, x, rowStep, off, K, w);
+  else
+    lanesTaps<NV, RW, RH, S>(acc, x, rowStep, off, K, w);
   LIBJIT_UNROLL
   for (int i = 0; i < RH; i++) {
     LIBJIT_UNROLL
@@ -2344,7 +2382,7 @@ LIBJIT_INLINE void lanesTile(float *__restrict res, int64_t OW, const float *__r
 
 /// Output rows [r0, r1) (at least RH) in tiles of RH rows x RW columns, the last tile of a
 /// row and the last block of rows overlapping their predecessors.
-template <int NV, int RW, int RH, int S>
+template <int NV, int RW, int RH, int S, bool Row3>
 LIBJIT_INLINE void lanesRows(float *res, const float *planes, int64_t Wp, int64_t SH, int64_t OW,
                              int64_t r0, int64_t r1, const int32_t *off, int64_t K, const float *w,
                              const float *bias) {
@@ -2352,8 +2390,8 @@ LIBJIT_INLINE void lanesRows(float *res, const float *planes, int64_t Wp, int64_
     int64_t oh = minI(rb, r1 - RH);
     for (int64_t c = 0;; c += RW) {
       int64_t ow = minI(c, OW - RW);
-      lanesTile<NV, RW, RH, S>(res + (oh * OW + ow) * 16 * NV, OW, planes + oh * SH * Wp + ow * S,
-                               SH * Wp, off, K, w, bias);
+      lanesTile<NV, RW, RH, S, Row3>(res + (oh * OW + ow) * 16 * NV, OW,
+                                     planes + oh * SH * Wp + ow * S, SH * Wp, off, K, w, bias);
       if (c + RW >= OW)
         break;
     }
@@ -2364,38 +2402,43 @@ LIBJIT_INLINE void lanesRows(float *res, const float *planes, int64_t Wp, int64_
 
 /// Output rows [r0, r1) of one group into res: tiles of 14 x 1 on rows of 14 or more,
 /// else 7 x 2 (7 x 1 for a single row).
-template <int NV, int S>
+template <int NV, int S, bool Row3>
 LIBJIT_INLINE void lanesRowsOf(float *res, const float *planes, int64_t Wp, int64_t SH, int64_t OW,
                                int64_t r0, int64_t r1, const int32_t *off, int64_t K,
                                const float *w, const float *bias) {
   if (OW >= 14) {
-    lanesRows<NV, 14, 1, S>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
+    lanesRows<NV, 14, 1, S, Row3>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
     return;
   }
   if (r1 - r0 < 2) {
-    lanesRows<NV, 7, 1, S>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
+    lanesRows<NV, 7, 1, S, Row3>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
     return;
   }
   // An odd number of rows starts with a block of 3 (21 accumulators with one vector of
   // channels), so that the 2-row blocks after it cover the rest without recomputing a row
   // (7 rows: 3 + 2 + 2 instead of 2 + 2 + 2 + an overlapping 2).
   if (NV == 1 && (r1 - r0) % 2 == 1) {
-    lanesRows<NV, 7, 3, S>(res, planes, Wp, SH, OW, r0, r0 + 3, off, K, w, bias);
+    lanesRows<NV, 7, 3, S, Row3>(res, planes, Wp, SH, OW, r0, r0 + 3, off, K, w, bias);
     r0 += 3;
     if (r0 == r1)
       return;
   }
-  lanesRows<NV, 7, 2, S>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
+  lanesRows<NV, 7, 2, S, Row3>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
 }
 
+/// One group's output rows [r0, r1); row3: kernel rows of 3 undilated taps, which with
+/// 16 channels take lanesTapsRow3 (with 32 its 28 accumulators and 6 weight vectors would
+/// not fit the 32 registers).
 template <int S>
 LIBJIT_INLINE void lanesGroup(float *res, const float *planes, int64_t Wp, int64_t SH, int64_t Og,
                               int64_t OW, int64_t r0, int64_t r1, const int32_t *off, int64_t K,
-                              const float *w, const float *bias) {
-  if (Og == 16)
-    lanesRowsOf<1, S>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
+                              const float *w, const float *bias, bool row3) {
+  if (Og == 16 && row3)
+    lanesRowsOf<1, S, true>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
+  else if (Og == 16)
+    lanesRowsOf<1, S, false>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
   else
-    lanesRowsOf<2, S>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
+    lanesRowsOf<2, S, false>(res, planes, Wp, SH, OW, r0, r1, off, K, w, bias);
 }
 
 /// Output rows [r0, r1) of the Og channels of group grp of image n, from their cells
@@ -2456,6 +2499,29 @@ LIBJIT_INLINE void lanesZeroPads(float *planes, int64_t Cg, int64_t H, int64_t W
     }
 }
 
+/// d[0, Q) = s[0, Q): one vector move for Q = 4 or 8.
+template <int Q> LIBJIT_INLINE void copyFloats(float *__restrict d, const float *__restrict s) {
+  float t[Q];
+  __builtin_memcpy(t, s, sizeof(t));
+  __builtin_memcpy(d, t, sizeof(t));
+}
+
+/// copyRow with rows of 4 to 15 as two overlapping moves of 4 or 8 floats: as copyRow's
+/// loop the compiler made each 7-float row of the lanes path's planes a call to memmove.
+/// (copyRow itself keeps its loop: with these moves inlined there, the grouped cell tiles
+/// at stride 2 with 8 channels per group measured 10-15% slower, a code-layout effect.)
+LIBJIT_INLINE void copyShortRow(float *__restrict d, const float *__restrict s, int64_t n) {
+  if (n >= 8 && n < 16) {
+    copyFloats<8>(d, s);
+    copyFloats<8>(d + n - 8, s + n - 8);
+  } else if (n >= 4 && n < 8) {
+    copyFloats<4>(d, s);
+    copyFloats<4>(d + n - 4, s + n - 4);
+  } else {
+    copyRow(d, s, n);
+  }
+}
+
 /// Copies the Cg planes of one group (x: its first input plane) into the zero-padded
 /// planes of the lanes path: input (ih, iw) at padded (ih + PT, iw + PL), the rows and
 /// columns no output reads left out.
@@ -2466,10 +2532,11 @@ LIBJIT_INLINE void lanesCopyPlanes(float *planes, const float *x, int64_t Cg, in
     return;
   for (int64_t ci = 0; ci < Cg; ci++)
     for (int64_t ih = 0; ih < rows; ih++)
-      copyRow(planes + ci * g.planeFloats + (ih + PT) * g.Wp + PL, x + (ci * H + ih) * W, cols);
+      copyShortRow(planes + ci * g.planeFloats + (ih + PT) * g.Wp + PL, x + (ci * H + ih) * W,
+                   cols);
 }
 
-/// The lanes path (the shape passed groupedLanesShape, VW == 16, PT and PL not negative)
+/// The lanes path (groupedLanesPath, libjit.h)
 /// over the units [u0, u1): (image, group) pairs split into R ranges of output rows.
 LIBJIT_INLINE void conv2dGroupedLanes(float *out, const float *in, const float *packedW,
                                       const float *bias, const float *add, int64_t C, int64_t H,
@@ -2479,6 +2546,7 @@ LIBJIT_INLINE void conv2dGroupedLanes(float *out, const float *in, const float *
                                       float lo, float hi, float *buf, int64_t u0, int64_t u1) {
   const int64_t Cg = C / G, Og = O / G, K = Cg * KH * KW, P = OH * OW;
   GroupedLanesGeom g(OH, OW, KH, KW, SH, SW, DH, DW);
+  const bool row3 = KW == 3 && DW == 1;
   float *planes = buf;
   int32_t *off = reinterpret_cast<int32_t *>(planes + Cg * g.planeFloats);
   float *res = planes + Cg * g.planeFloats + g.offFloats(Cg, KH, KW);
@@ -2498,9 +2566,9 @@ LIBJIT_INLINE void conv2dGroupedLanes(float *out, const float *in, const float *
     lastPair = pair;
     const float *w = packedW + grp * K * Og, *b = bias ? bias + grp * Og : nullptr;
     if (SW == 1)
-      lanesGroup<1>(res, planes, g.Wp, SH, Og, OW, r0, r1, off, K, w, b);
+      lanesGroup<1>(res, planes, g.Wp, SH, Og, OW, r0, r1, off, K, w, b, row3);
     else
-      lanesGroup<2>(res, planes, g.Wp, SH, Og, OW, r0, r1, off, K, w, b);
+      lanesGroup<2>(res, planes, g.Wp, SH, Og, OW, r0, r1, off, K, w, b, row3);
     transposeOut(out + (n * O + grp * Og) * P, res, Og,
                  add ? add + (n * O + grp * Og) * P : nullptr, P, r0 * OW, r1 * OW, 0, Og, act, lo,
                  hi);
@@ -2530,7 +2598,7 @@ LIBJIT_INLINE void conv2dGrouped(float *out, const float *in, const float *packe
   float *buf = scratch + tid * libjit_conv2d_grouped_scratch_floats(Cg, Og, OH, OW, KH, KW, SH,
                                                                     SW, DH, DW);
   if constexpr (VW == 16) // the lanes path: AVX-512 only
-    if (groupedLanesShape(Og, OW, SW) && PT >= 0 && PL >= 0) {
+    if (groupedLanesPath(VW, Og, OW, KW, SW, DW, PT, PL)) {
       conv2dGroupedLanes(out, in, packedW, bias, add, C, H, W, O, OH, OW, KH, KW, SH, SW, PT, PL,
                          DH, DW, G, R, act, lo, hi, buf, u0, u1);
       return;
@@ -2589,7 +2657,7 @@ LIBJIT_EXPORT int64_t libjit_conv2d_grouped_scratch_floats(int64_t Cg, int64_t O
   if (groupedSmallShape(Og, OH, OW, OW, SH, SW, DH, DW))
     n = maxI(n, GroupedSmallGeom(OH, OW, KH, KW, Cg).floats(Cg, KW));
   // The lanes path's (AVX-512 only; counted on both instruction sets).
-  if (groupedLanesShape(Og, OW, SW))
+  if (groupedLanesShape(Og, OW, KW, SW, DW))
     n = maxI(n, GroupedLanesGeom(OH, OW, KH, KW, SH, SW, DH, DW).floats(Cg, Og, KH, KW));
   return (n + 15) / 16 * 16;
 }
