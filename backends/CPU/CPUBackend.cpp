@@ -103,8 +103,9 @@ std::vector<BackendParameter> getCPUBackendParameters() {
       {"optimize-ir", "0|1", "memory-aware order and the IR passes before codegen"},
       {"specialize-gemm", "0|1", "inline the GEMM/convolution drivers per call"},
       {"winograd", "0|1|fast",
-       "Winograd 3x3 convolutions where they pay: 1 F(2x2) only (within the error budget), "
-       "fast also F(4x4) (faster, 6-10x the error per layer)"},
+       "Winograd 3x3 convolutions where they pay, within the error budget: 1 F(2x2), and "
+       "F(4x4) from 512 input channels; fast F(4x4) on fewer channels too (faster, up to "
+       "2.3x the error per layer)"},
       {"transposed-conv", "0|1", "pixels-as-rows GEMM convolutions for small images"},
       {"conv-algorithm", "NAME",
        "compute every convolution it applies to with this kernel (conv_wino, conv_wino4r, "

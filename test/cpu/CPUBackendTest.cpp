@@ -790,7 +790,7 @@ std::vector<std::vector<float>> runWithCodegen(Net &net, const cpu::CodegenOptio
   return executeOn(net, *fn);
 }
 
-// 3x3 stride-1 convolutions with Winograd off, F(2x2) only (the default), fast (F(4x4)
+// 3x3 stride-1 convolutions with Winograd off, the default (F(2x2) at these channel counts), fast (F(4x4)
 // too) and each Winograd kernel forced, against the Interpreter: ragged image sizes,
 // asymmetric pads, batch 2 (48 and 60 tiles: both panel widths of the AVX-512 kernel),
 // bias with a fused residual add and Relu, a Clip, and a chain (one Winograd convolution

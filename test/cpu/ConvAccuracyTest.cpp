@@ -2,7 +2,8 @@
 // on realistic 3x3 layers (ReLU'd N(0, 1) activations, He-initialised weights), every
 // kernel the planner takes by default is at least as accurate as a plain float32 loop
 // against a float64 reference (RMS and max relative error), while Winograd F(4x4, 3x3),
-// which it takes only with winograd=fast, is outside that budget in RMS.
+// which below kWino4MinChannels (512) input channels it takes only with winograd=fast, is
+// outside that budget there in RMS, and within it from 512 channels.
 #include "ConvAccuracy.h"
 
 #include <gtest/gtest.h>
@@ -55,6 +56,30 @@ TEST(ConvAccuracy, DefaultKernelsWithinTheBudget) {
         EXPECT_LT(e.maxRel, 3 * budget.maxRel);
       }
     }
+  }
+}
+
+// From kWino4MinChannels input channels the default may take F(4x4): there its error
+// (flat in the channel count) is within the plain loop's (which grows with it), in RMS and
+// max, on both instruction sets, and so is the planner's pick.
+TEST(ConvAccuracy, F4x4WithinTheBudgetFrom512Channels) {
+  Layer l{kWino4MinChannels, kWino4MinChannels, 14};
+  Data d = makeData(l, 7);
+  ErrorStats budget = measure(naiveFloat(l, d), d.ref);
+  for (bool noAvx512 : {false, true}) {
+    SCOPED_TRACE(str(l) + (noAvx512 ? " AVX2" : ""));
+    for (ConvAlgorithm a : {ConvAlgorithm::Winograd, ConvAlgorithm::WinogradRows4}) {
+      SCOPED_TRACE(convAlgorithmName(a));
+      ErrorStats e = measure(runCPU(l, d, a, 1, noAvx512), d.ref);
+      EXPECT_LE(e.rmsRel, budget.rmsRel);
+      EXPECT_LE(e.maxRel, budget.maxRel);
+    }
+    std::string chosen;
+    ErrorStats planned = measure(runCPU(l, d, std::nullopt, 1, noAvx512, &chosen), d.ref);
+    SCOPED_TRACE(chosen);
+    EXPECT_EQ(chosen.rfind("conv_wino", 0), 0u);
+    EXPECT_LE(planned.rmsRel, budget.rmsRel);
+    EXPECT_LE(planned.maxRel, budget.maxRel);
   }
 }
 

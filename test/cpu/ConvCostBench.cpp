@@ -2,8 +2,9 @@
 // and the sweep networks: the measurements the cost model of codegen/ConvCost.h is
 // calibrated on and test/cpu:conv_cost_test checks its ranking against
 // (test/cpu/conv_times.tsv). Each layer (batch 1, bias + Relu fused) is compiled once per
-// kernel that can compute it with the default accuracy rule (no Winograd F(4x4)), forced
-// with CodegenOptions::forceConv, and the builds are timed in alternating rounds. Before
+// kernel that can compute it under the default accuracy rule (Winograd F(4x4) only from
+// cpu::kWino4MinChannels input channels), forced with CodegenOptions::forceConv, and the
+// builds are timed in alternating rounds. Before
 // each timed run a 64 MB buffer is written and then the input and output read, so that
 // the weights come from memory and the activations from the caches, as in a network whose
 // weights do not fit the caches (--warm: neither).
@@ -229,9 +230,10 @@ int main(int argc, char **argv) {
     }
   }
   const cpu::ConvAlgorithm candidates[] = {
-      cpu::ConvAlgorithm::Depthwise,  cpu::ConvAlgorithm::Grouped,
-      cpu::ConvAlgorithm::WinogradRows2, cpu::ConvAlgorithm::Transposed,
-      cpu::ConvAlgorithm::Strip,      cpu::ConvAlgorithm::PackedGemm};
+      cpu::ConvAlgorithm::Depthwise,     cpu::ConvAlgorithm::Grouped,
+      cpu::ConvAlgorithm::WinogradRows2, cpu::ConvAlgorithm::WinogradRows4,
+      cpu::ConvAlgorithm::Winograd,      cpu::ConvAlgorithm::Transposed,
+      cpu::ConvAlgorithm::Strip,         cpu::ConvAlgorithm::PackedGemm};
   std::vector<char> flush(64 << 20);
   std::printf("# layer\tN\tC\tH\tW\tO\tOH\tOW\tKH\tKW\tSH\tSW\tPT\tPL\tgroup\tisa\tthreads\t"
               "kernel\tmin_ms\tmedian_ms\tdilation\n");
@@ -258,7 +260,8 @@ int main(int argc, char **argv) {
       std::vector<cpu::ConvAlgorithm> algs;
       std::vector<Built> built;
       for (cpu::ConvAlgorithm a : candidates) {
-        if (!cpu::convAlgorithmApplies(a, s))
+        bool f4 = a == cpu::ConvAlgorithm::WinogradRows4 || a == cpu::ConvAlgorithm::Winograd;
+        if (!cpu::convAlgorithmApplies(a, s) || (f4 && s.C < cpu::kWino4MinChannels))
           continue;
         // Each build prepares its own copy of the function (forced kernels differ).
         Function *G = F->clone(std::string("f_") + cpu::convAlgorithmName(a));

@@ -159,12 +159,13 @@ TEST(ConvPlan, TransposedResultBoundedByScratch) {
 }
 
 // The error budget's rule (README, "Accuracy") on a grid of 3x3/1 layers (8 x 5 x 11
-// shapes, both instruction sets, 1, 2 and 4 threads: 1320 choices): by default no
-// F(4x4, 3x3) kernel, ever; removing F(4x4) from the candidates changes nothing where
-// winograd=fast does not take it; winograd=0 takes no Winograd kernel, and changes
+// shapes, both instruction sets, 1, 2 and 4 threads: 1320 choices): by default F(4x4,
+// 3x3) only from kWino4MinChannels (512) input channels, where the default's pick is
+// winograd=fast's; below, no F(4x4), and removing it from the candidates changes nothing
+// where winograd=fast does not take it; winograd=0 takes no Winograd kernel, and changes
 // nothing where the default takes none.
-TEST(ConvPlan, DefaultWinogradIsF2x2Only) {
-  int f2Shapes = 0, f4Shapes = 0;
+TEST(ConvPlan, DefaultWinogradF4x4OnlyFrom512Channels) {
+  int f2Shapes = 0, f4Shapes = 0, f4Default = 0;
   for (int64_t C : {3, 8, 16, 64, 128, 256, 512, 1024})
     for (int64_t O : {16, 64, 256, 512, 2048})
       for (int64_t H : {6, 7, 10, 13, 14, 27, 28, 55, 56, 112, 224})
@@ -180,19 +181,26 @@ TEST(ConvPlan, DefaultWinogradIsF2x2Only) {
                           fast.algorithm == ConvAlgorithm::WinogradRows4;
             f4Shapes += fastF4;
             f2Shapes += accurate.algorithm == ConvAlgorithm::WinogradRows2;
-            EXPECT_NE(name(accurate.algorithm), "conv_wino");
-            EXPECT_NE(name(accurate.algorithm), "conv_wino4r");
-            if (!fastF4) {
+            bool defaultF4 = accurate.algorithm == ConvAlgorithm::Winograd ||
+                             accurate.algorithm == ConvAlgorithm::WinogradRows4;
+            f4Default += defaultF4;
+            if (C < 512) {
+              EXPECT_FALSE(defaultF4);
+              if (!fastF4) {
+                EXPECT_EQ(name(accurate.algorithm), name(fast.algorithm));
+              }
+            } else {
               EXPECT_EQ(name(accurate.algorithm), name(fast.algorithm));
             }
             EXPECT_EQ(name(off.algorithm).rfind("conv_wino", 0), std::string::npos);
-            if (accurate.algorithm != ConvAlgorithm::WinogradRows2) {
+            if (accurate.algorithm != ConvAlgorithm::WinogradRows2 && !defaultF4) {
               EXPECT_EQ(name(off.algorithm), name(accurate.algorithm));
             }
           }
-  // The grid covers both Winograd tile sizes.
+  // The grid covers both Winograd tile sizes, and F(4x4) by default.
   EXPECT_GT(f4Shapes, 100);
   EXPECT_GT(f2Shapes, 100);
+  EXPECT_GT(f4Default, 20);
 }
 
 /// \p s dilated by \p d with pads \p pad (stride 1), its output size recomputed.
@@ -252,8 +260,9 @@ TEST(ConvPlan, DilationPhasesShape) {
 }
 
 // Where the model takes the phases: fcn_resnet50's dilated 3x3 layers (2 and 4; 256 and
-// 512 channels on 28x28) become F(2x2) over their phases on both instruction sets, which
-// no undilated-only kernel could compute; a forced Winograd kernel takes the phases too.
+// 512 channels on 28x28) become Winograd over their phases on both instruction sets, which
+// no undilated-only kernel could compute (F(2x2) at 256 channels; at 512, F(4x4) is a
+// default candidate too); a forced Winograd kernel takes the phases too.
 // DeepLabV3's dilated depthwise layers keep the depthwise kernel (it computes the dilation
 // itself; the split would only add copies).
 TEST(ConvPlan, DilatedLayersTakeThePhases) {
@@ -268,8 +277,12 @@ TEST(ConvPlan, DilatedLayersTakeThePhases) {
         EXPECT_EQ(p.phases->shape.N, d * d);
         EXPECT_EQ(p.phases->shape.H, 28 / d);
         EXPECT_EQ(p.phases->shape.DH, 1);
-        EXPECT_EQ(name(p.algorithm), "conv_wino2");
-        EXPECT_EQ(int(p.packing), int(WeightPacking::WinogradRows2x2));
+        if (c < kWino4MinChannels) {
+          EXPECT_EQ(name(p.algorithm), "conv_wino2");
+          EXPECT_EQ(int(p.packing), int(WeightPacking::WinogradRows2x2));
+        } else {
+          EXPECT_EQ(name(p.algorithm).rfind("conv_wino", 0), 0u) << name(p.algorithm);
+        }
       }
   ConvAlgorithmSet f2;
   f2.force = ConvAlgorithm::WinogradRows2;

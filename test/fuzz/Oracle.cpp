@@ -294,11 +294,11 @@ double winogradFactor(const std::string &alg) {
   // F(2x2, 3x3), points 0, 1, -1: ||B^T|| = 2, ||G|| = 1.5, ||A^T|| = 3.
   if (alg == "conv_wino2")
     return std::pow(2.0 * 1.5 * 3.0, 2);
-  // F(4x4, 3x3), points 0, +-1, +-2: ||B^T|| = 10, ||G|| = 1, ||A^T|| = 18 (rows of the
-  // transforms by absolute sum: B^T's (4, 0, -5, 0, 1, 0), G's (1/6)(1, 2, 4) scaled rows,
-  // A^T's (1, 1, 1, 8, 8, 0)).
+  // F(4x4, 3x3), points 0, +-1, 1/2, -2 (libjit_wino.cpp): ||B^T|| = 14, ||G|| = 28/15,
+  // ||A^T|| = 89/8 (the rows of largest absolute sum: B^T's (2, -3, -4, 3, 2, 0), G's
+  // (16, 8, 4) / 15, A^T's (0, 1, -1, 1/8, -8, 1)).
   if (alg == "conv_wino" || alg == "conv_wino4r")
-    return std::pow(10.0 * 1.0 * 18.0, 2);
+    return std::pow(14.0 * (28.0 / 15) * (89.0 / 8), 2);
   return 1;
 }
 

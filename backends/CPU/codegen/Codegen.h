@@ -103,11 +103,19 @@ struct ConvMachine {
 
 /// Algorithms that may be switched off (CodegenOptions::winograd, transposedConv), and
 /// one that may be forced (CodegenOptions::forceConv: measurements and tests).
+/// The fewest input channels at which Winograd F(4x4, 3x3) is a default candidate. Its
+/// error (points 0, +-1, 1/2, -2, channel sums in blocks) is about 8e-7 RMS whatever the
+/// channel count, a plain float32 loop's grows with it: from 512 channels F(4x4) is within
+/// the plain loop's RMS and maximum, below it outside (README, "Accuracy";
+/// conv_accuracy_test).
+constexpr int64_t kWino4MinChannels = 512;
+
 struct ConvAlgorithmSet {
   bool winograd = true;
   bool transposed = true;
-  /// Winograd F(4x4, 3x3) where it is fastest (CodegenOptions::fastWinograd): outside the
-  /// error budget (README, "Accuracy"); otherwise Winograd is F(2x2, 3x3) only.
+  /// Winograd F(4x4, 3x3) where it is fastest on every layer (CodegenOptions::fastWinograd):
+  /// outside the error budget below kWino4MinChannels input channels (README, "Accuracy");
+  /// otherwise F(4x4) only from kWino4MinChannels, F(2x2, 3x3) below.
   bool fastWinograd = false;
   /// Taken wherever it can compute the shape (convAlgorithmApplies), whatever its speed
   /// and error; other convolutions follow the rules.
@@ -260,8 +268,9 @@ struct CodegenOptions {
   /// 3x3 stride-1 convolutions computed with Winograd F(4x4, 3x3) (libjit_conv2d_wino)
   /// where that is faster.
   bool winograd = true;
-  /// Winograd F(4x4, 3x3) too, where it is the fastest: outside the error budget
-  /// (ConvAlgorithmSet::fastWinograd; backends/CPU/README.md, "Accuracy").
+  /// Winograd F(4x4, 3x3) where it is the fastest also below kWino4MinChannels input
+  /// channels, where it is outside the error budget (ConvAlgorithmSet::fastWinograd;
+  /// backends/CPU/README.md, "Accuracy").
   bool fastWinograd = false;
   /// Every convolution this algorithm can compute is computed with it, whatever the rules
   /// say (convAlgorithmApplies; measurements and tests of each kernel in a network).

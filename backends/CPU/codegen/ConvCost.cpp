@@ -252,9 +252,10 @@ std::vector<ConvCost> rankConvAlgorithms(const ConvShape &s, Isa isa, unsigned t
                     a == ConvAlgorithm::Winograd;
     if (winograd && !allowed.winograd)
       continue;
-    // The accuracy rule: F(4x4, 3x3) only when asked for (README, "Accuracy").
+    // The accuracy rule: F(4x4, 3x3) from kWino4MinChannels input channels, below only
+    // when asked for (README, "Accuracy").
     if ((a == ConvAlgorithm::WinogradRows4 || a == ConvAlgorithm::Winograd) &&
-        !allowed.fastWinograd)
+        !allowed.fastWinograd && s.C < kWino4MinChannels)
       continue;
     // The transposed GEMM: when allowed and its transposed result fits an 8 MB scratch.
     if (a == ConvAlgorithm::Transposed &&

@@ -88,9 +88,10 @@ ConvCost estimateConvCost(ConvAlgorithm a, const ConvShape &s, Isa isa, unsigned
                           const ConvKernelTerms &terms = defaultConvKernelTerms());
 
 /// The kernels chooseConvAlgorithm considers for \p s under \p allowed (what applies,
-/// what is switched on, and the accuracy rule: Winograd F(4x4, 3x3) only with
-/// fastWinograd; the transposed GEMM while its transposed result fits its 8 MB scratch),
-/// each with its estimate, fastest first (ties: the order of ConvAlgorithm).
+/// what is switched on, and the accuracy rule: Winograd F(4x4, 3x3) from
+/// kWino4MinChannels input channels, below only with fastWinograd; the transposed GEMM
+/// while its transposed result fits its 8 MB scratch), each with its estimate, fastest
+/// first (ties: the order of ConvAlgorithm).
 std::vector<ConvCost> rankConvAlgorithms(const ConvShape &s, Isa isa, unsigned threads,
                                          const ConvAlgorithmSet &allowed,
                                          const ConvKernelTerms &terms = defaultConvKernelTerms());
