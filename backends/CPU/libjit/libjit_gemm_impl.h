@@ -182,11 +182,14 @@ LIBJIT_INLINE void microKernelBlockedSums(int64_t mr, int64_t kc, const float *a
 
 // ---- Operand sources: already packed (constant weights) or packed per block. ----
 
-/// A operand packed at compile time: panels of MR rows over the full K.
+/// A operand packed at compile time: panels of MR rows over the full K. streamed: gemmRange
+/// prefetches its panels ahead (weights read once from memory); false for an operand the
+/// kernel has just packed into the cache (Winograd's transformed tiles).
 template <class Cfg> struct PackedA {
   static constexpr bool packed = true;
   const float *p;
   int64_t K;
+  bool streamed = true;
   const float *panel(int64_t row, int64_t pc) const { return p + (row / Cfg::MR) * K * Cfg::MR + pc * Cfg::MR; }
   void pack(float *, int64_t, int64_t, int64_t, int64_t) const {}
 };
@@ -284,6 +287,14 @@ template <class Cfg> struct RawB {
   }
 };
 
+/// Whether gemmRange prefetches \p A's panels ahead: packed A operands marked streamed.
+template <class ASrc> LIBJIT_INLINE bool streamsPanels(const ASrc &A) {
+  if constexpr (ASrc::packed)
+    return A.streamed;
+  else
+    return false;
+}
+
 /// The thread split of an M x N GEMM: by default columns when there are enough, else rows.
 /// Each thread packs the blocks of the run-time operands it reads, so a GEMM whose rows
 /// come from an expensive packing (the im2col rows of a transposed convolution) passes
@@ -350,7 +361,7 @@ LIBJIT_INLINE void gemmRange(int64_t m0, int64_t m1, int64_t n0, int64_t n1, int
             int64_t pfLines = pfBase ? minI(l1 - l0, kc) : 0;
             // Weights packed as A (Winograd, the packed convolution) stream in on the first
             // column panel: each call there prefetches the panel two row tiles ahead.
-            if (ASrc::packed && jr == 0 && ic + ir + 2 * MR < m1) {
+            if (streamsPanels(A) && jr == 0 && ic + ir + 2 * MR < m1) {
               pf = A.panel(ic + ir + 2 * MR, pc);
               pfLines = minI(kc * MR / 16, kc);
             }
