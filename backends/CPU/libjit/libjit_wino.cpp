@@ -599,32 +599,33 @@ LIBJIT_INLINE void conv2dWino(float *out, const float *in, const float *U, const
 }
 
 /// U[p] = (G g G^T)[p / 6][p % 6] for every (o, c), in double, packed as A panels of the
-/// O x C matrix of each position (rows past O zero). Panel by panel, so that each of the
-/// 36 positions is written sequentially.
+/// O x C matrix of each position (rows past O zero). Per panel and channel the MR rows'
+/// transforms are computed side by side (the row index innermost, so the loops vectorise
+/// across rows) and each position's MR values stored together.
 template <class Cfg> void packWino(float *dst, const float *wt, int64_t O, int64_t C) {
   const auto &G = WinoG4::G;
   constexpr int64_t MR = Cfg::MR;
   int64_t per = packedAFloats<Cfg>(O, C);
-  for (int64_t op = 0; op < ceilDiv(O, MR); op++)
-    for (int64_t c = 0; c < C; c++)
-      for (int64_t r = 0; r < MR; r++) {
-        int64_t o = op * MR + r;
-        float *d = dst + op * C * MR + c * MR + r;
-        if (o >= O) {
-          for (int p = 0; p < 36; p++)
-            d[p * per] = 0.0f;
-          continue;
-        }
-        const float *g = wt + (o * C + c) * 9;
-        double gg[6][3];
-        for (int i = 0; i < 6; i++)
-          for (int j = 0; j < 3; j++)
-            gg[i][j] = G[i][0] * g[0 * 3 + j] + G[i][1] * g[1 * 3 + j] + G[i][2] * g[2 * 3 + j];
-        for (int i = 0; i < 6; i++)
-          for (int j = 0; j < 6; j++)
-            d[(i * 6 + j) * per] =
-                float(gg[i][0] * G[j][0] + gg[i][1] * G[j][1] + gg[i][2] * G[j][2]);
-      }
+  for (int64_t op = 0; op < ceilDiv(O, MR); op++) {
+    const int64_t rows = minI(MR, O - op * MR);
+    for (int64_t c = 0; c < C; c++) {
+      double g[9][MR], gg[6][3][MR];
+      for (int k = 0; k < 9; k++)
+        for (int64_t r = 0; r < MR; r++)
+          g[k][r] = r < rows ? wt[((op * MR + r) * C + c) * 9 + k] : 0.0;
+      for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 3; j++)
+          for (int64_t r = 0; r < MR; r++)
+            gg[i][j][r] = G[i][0] * g[0 * 3 + j][r] + G[i][1] * g[1 * 3 + j][r] +
+                          G[i][2] * g[2 * 3 + j][r];
+      float *d = dst + op * C * MR + c * MR;
+      for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++)
+          for (int64_t r = 0; r < MR; r++)
+            d[(i * 6 + j) * per + r] =
+                float(gg[i][0][r] * G[j][0] + gg[i][1][r] * G[j][1] + gg[i][2][r] * G[j][2]);
+    }
+  }
 }
 
 } // namespace
