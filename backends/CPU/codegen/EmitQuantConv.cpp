@@ -11,6 +11,8 @@
 // VNNI, vpmaddwd (AVX2) otherwise, plain C on targets without AVX2.
 #include "Emitter.h"
 
+#include "backends/CPU/libjit/libjit.h"
+
 #include <algorithm>
 #include <cstring>
 #include <tuple>
@@ -264,11 +266,9 @@ int64_t quantDepthwiseScratch(const Emitter::QConv &q) {
     const int64_t pe = (std::max(Hq * Wq, reach) + 15) / 16 * 16;
     planeBytes = std::max(planeBytes, 2 * pe * 4);
   }
-  // Small planes with channels as lanes (dwLanesRun, kDwLanesMaxPixels; dwLanesScratch):
-  // Hp Wp pixels of L int32, then OH OW rounded up to 4L of them.
-  if (KH * KW <= 64 && Hp * Wp <= 324)
-    planeBytes = std::max(planeBytes, (Hp * Wp + (q.OH * q.OW + 4 * L - 1) / (4 * L) * 4 * L) *
-                                          L * 4);
+  // Small planes with channels as lanes (the kernel's dwLanesRun).
+  if (libjit::dwLanesShape(KH * KW, Hp, Wp))
+    planeBytes = std::max(planeBytes, libjit::dwLanesScratch(Hp, Wp, q.OH, q.OW, L));
   return (accBytes + planeBytes) / 4 + 16;
 }
 

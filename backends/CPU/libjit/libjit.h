@@ -477,6 +477,20 @@ constexpr bool groupedLanesPath(int64_t VW, int64_t Og, int64_t OW, int64_t KW, 
                                 int64_t DW, int64_t PT, int64_t PL) {
   return VW == 16 && groupedLanesShape(Og, OW, KW, SW, DW) && PT >= 0 && PL >= 0;
 }
+/// The most padded pixels (Hp Wp) of a plane the int8 depthwise kernel runs with channels
+/// as lanes (libjit_qconv_impl.h, dwLanesRun): its int32 plane of L lanes per pixel stays
+/// within L1.
+constexpr int64_t kDwLanesMaxPixels = 324;
+/// Whether an int8 depthwise layer of KK taps on padded planes of Hp x Wp takes the lanes
+/// path (on ISAs that have it); the emitter reserves its scratch from the same test.
+constexpr bool dwLanesShape(int64_t KK, int64_t Hp, int64_t Wp) {
+  return KK <= 64 && Hp * Wp <= kDwLanesMaxPixels;
+}
+/// Bytes of the lanes path's scratch: the padded plane (Hp Wp pixels of L int32), then the
+/// output vectors (OH OW pixels rounded up to 4L, of L int32).
+constexpr int64_t dwLanesScratch(int64_t Hp, int64_t Wp, int64_t OH, int64_t OW, int64_t L) {
+  return (Hp * Wp + (OH * OW + 4 * L - 1) / (4 * L) * 4 * L) * L * 4;
+}
 } // namespace libjit
 /// dst [G][K][Og] = filter [G][Og][K] (K = Cg KH KW): the grouped kernel's weights.
 LIBJIT_EXPORT void libjit_pack_grouped_f32(float *dst, const float *filter, int64_t G,

@@ -14,9 +14,8 @@ template <class Cfg>
 LIBJIT_INLINE void sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                          const float *B, int64_t ldb, float *C, int64_t ldc, float *scratch,
                          int64_t tid, int64_t nthreads) {
-  Epilogue epi = {nullptr, nullptr, nullptr, 0, 0, 0.0f, 0.0f};
-  gemmDriver<Cfg>(M, N, K, RawA<Cfg>{A, lda}, RawB<Cfg>{B, ldb}, C, ldc, epi, scratch, tid,
-                  nthreads);
+  gemmDriver<Cfg>(M, N, K, RawA<Cfg>{A, lda}, RawB<Cfg>{B, ldb}, C, ldc, kNoEpilogue, scratch,
+                  tid, nthreads);
 }
 
 template <class Cfg>
@@ -32,7 +31,7 @@ template <class Cfg>
 LIBJIT_INLINE void batchMatMul(float *out, const float *lhs, const float *rhs, int64_t B,
                                int64_t N, int64_t K, int64_t M, float *scratch, int64_t tid,
                                int64_t nthreads) {
-  Epilogue epi = {nullptr, nullptr, nullptr, 0, 0, 0.0f, 0.0f};
+  const Epilogue &epi = kNoEpilogue;
   if (nthreads > 1 && B >= nthreads) {
     // Whole batches per thread: each packs only its own operands, with no split of the
     // small per-batch products (attention's heads and windows).

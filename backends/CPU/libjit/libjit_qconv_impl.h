@@ -1177,17 +1177,6 @@ static inline __attribute__((always_inline)) void dwStride1Run(
             accPlane, xp);
 }
 
-/// The most padded pixels (Hp Wp) of a plane qdwconv runs with channels as lanes
-/// (dwLanesRun): its int32 plane of L lanes per pixel stays within L1.
-constexpr int64_t kDwLanesMaxPixels = 324;
-
-/// Bytes of dwLanesRun's scratch: the padded plane (Hp Wp pixels of L int32), then the
-/// output vectors (OH OW pixels rounded up to 4L, of L int32). The emitter reserves the same.
-LIBJIT_INLINE int64_t dwLanesScratch(int64_t Hp, int64_t Wp, int64_t OH, int64_t OW,
-                                     int64_t L) {
-  return (Hp * Wp + ceilDiv(OH * OW, 4 * L) * 4 * L) * L * 4;
-}
-
 /// The per-lane requantization constants of a block of channels (dwLanesRun).
 struct DwLanesRq {
   float A[16], B[16], hmc[16];
@@ -1439,7 +1428,7 @@ static inline __attribute__((always_inline)) void qdwconv(
     np = dwPairOffsets(off, flat2, KH, KW, DH, DW, Wp, Wq2, pe2);
   const RQ rq0{0, 0, double(outScale), double(outOff), double(lo), double(hi)};
   if constexpr (QISA::kDwLanes)
-    if (KK <= 64 && Hp * Wp <= kDwLanesMaxPixels)
+    if (dwLanesShape(KK, Hp, Wp))
       return dwLanesRun<QISA>(out, in, w, qp, rq0, N, C, H, W, OH, OW, KH, KW, SH, SW, DH, DW,
                               Hp, Wp, PT, PL, xo, accPlane, tid, nthreads);
   int64_t b, e;
