@@ -399,7 +399,7 @@ protected:
         "cw", m.uniqueType(ElemKind::Int8Q, outDims, 0.25f, 1), x, w,
         filled(m, "s", ElemKind::Float, channels, scale),
         filled(m, "o", ElemKind::Int32I, channels, 0), filled(m, "b", biasKind, channels, 0),
-        {3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, group);
+        {3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, group, "None", 0.0f, 0.0f);
   }
 };
 
@@ -451,7 +451,7 @@ TEST_F(ChannelwiseVerifierTest, FullyConnectedShapes) {
   f->createChannelwiseQuantizedFullyConnected(
       "cwfc", m.uniqueType(ElemKind::UInt8Q, {2, 5}, 1.0f, 0), x, w,
       filled(m, "s", ElemKind::Float, 5, 1), filled(m, "o", ElemKind::Int32I, 5, 0),
-      filled(m, "b", ElemKind::Float, 5, 0));
+      filled(m, "b", ElemKind::Float, 5, 0), "None", 0.0f, 0.0f);
   expectInvalid({"'cwfc'", "(ChannelwiseQuantizedFullyConnected)", "Weights i8q<4x5:1:0>",
                  "3 rows", "u8q<2x3:0.5:128>"});
 }
@@ -462,7 +462,7 @@ TEST_F(ChannelwiseVerifierTest, FullyConnectedFloatResult) {
   f->createChannelwiseQuantizedFullyConnected(
       "cwfc", m.uniqueType(ElemKind::Float, {2, 5}), x, w,
       filled(m, "s", ElemKind::Float, 5, 1), filled(m, "o", ElemKind::Int32I, 5, 0),
-      filled(m, "b", ElemKind::Int32I, 5, 0));
+      filled(m, "b", ElemKind::Int32I, 5, 0), "None", 0.0f, 0.0f);
   expectInvalid({"'cwfc'", "result type float<2x5>", "i8q, u8q or i32"});
 }
 
@@ -476,7 +476,7 @@ TEST_F(ChannelwiseVerifierTest, Int32ResultNeedsAnInt32Bias) {
   g->createChannelwiseQuantizedFullyConnected(
       "cwfc", m.uniqueType(ElemKind::Int32I, {2, 5}), x, w,
       filled(m, "s2", ElemKind::Float, 5, 1), filled(m, "o2", ElemKind::Int32I, 5, 0),
-      filled(m, "b2", ElemKind::Float, 5, 0));
+      filled(m, "b2", ElemKind::Float, 5, 0), "None", 0.0f, 0.0f);
   Error e2 = g->verify();
   ASSERT_TRUE(bool(e2));
   EXPECT_NE(e2.message().find("Bias float<5> must be i32 for the i32 result i32<2x5>"),
