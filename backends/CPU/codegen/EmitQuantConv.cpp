@@ -350,8 +350,8 @@ Error Emitter::quantConvOperands(Instruction *I, QConv &q) {
                         ot.kind == ElemKind::Int8Q && bt.kind == ElemKind::Int32Q;
   if (!kindsOk || !activationBounds(act, alpha, beta, ot, q.lo, q.hi) ||
       (ot.kind == ElemKind::Int32I && act != "None") || it.rank() != 4 || ft.rank() != 4 ||
-      ot.rank() != 4 || group == 0 ||
-      kernels.size() != 2 || strides.size() != 2 || pads.size() != 4 || dilations.size() != 2)
+      ot.rank() != 4 || group == 0 || kernels.size() != 2 || strides.size() != 2 ||
+      pads.size() != 4 || dilations.size() != 2)
     return unsupported(I);
   q.N = it.dims[0], q.C = it.dims[1], q.H = it.dims[2], q.W = it.dims[3];
   q.O = ot.dims[1], q.OH = ot.dims[2], q.OW = ot.dims[3], q.G = int64_t(group);
