@@ -48,14 +48,19 @@ bool shapeSupported(const Node &n, bool fuseEpilogues, bool fuseSigmoids) {
   case NodeKind::Convolution:
     return convolutionSupported(n, fuseEpilogues, fuseSigmoids) && int8Operands(n, false);
   case NodeKind::FusedConvolution:
-    return convolutionSupported(n, fuseEpilogues, fuseSigmoids);
+    return convolutionSupported(n, fuseEpilogues, fuseSigmoids) && int8Operands(n, false);
   case NodeKind::ChannelwiseQuantizedConvolution:
-    return rankOf(n, 0) == 4 && rankOf(n, 1) == 4 && int8Operands(n, true);
+    return rankOf(n, 0) == 4 && rankOf(n, 1) == 4 && int8Operands(n, true) &&
+           (fuseEpilogues ||
+            cast<ChannelwiseQuantizedConvolutionNode>(&n)->getActivation() == "None");
   case NodeKind::ChannelwiseQuantizedFullyConnected:
-    return rankOf(n, 0) == 2 && rankOf(n, 1) == 2 && int8Operands(n, true);
+    return rankOf(n, 0) == 2 && rankOf(n, 1) == 2 && int8Operands(n, true) &&
+           (fuseEpilogues ||
+            cast<ChannelwiseQuantizedFullyConnectedNode>(&n)->getActivation() == "None");
   case NodeKind::FusedFullyConnected:
     return fuseEpilogues && rankOf(n, 0) == 2 && rankOf(n, 1) == 2 &&
-           epilogueRunsFused(cast<FusedFullyConnectedNode>(&n)->getActivation(), fuseSigmoids);
+           epilogueRunsFused(cast<FusedFullyConnectedNode>(&n)->getActivation(), fuseSigmoids) &&
+           int8Operands(n, false);
   case NodeKind::MaxPool:
   case NodeKind::AvgPool:
   case NodeKind::AdaptiveAvgPool:

@@ -101,9 +101,10 @@ std::vector<float> convFloat(const std::vector<float> &in, const std::vector<flo
 }
 
 /// Int8 convolution: sum of (x - xOffset) * (f - fOffset) in int32 per output (the pad is
-/// real zero, so it adds nothing), plus the dequantized bias, requantized to the output.
+/// real zero, so it adds nothing), plus the dequantized bias, through the activation \p act
+/// (a fused Relu or Clip), requantized to the output.
 void convInt8(const Tensor &in, const Tensor &filter, const Tensor &bias, Tensor &out,
-              const Window &w, dim_t group) {
+              const Window &w, dim_t group, const RealActivation &act) {
   const Type &inTy = in.getType(), &fTy = filter.getType(), &outTy = out.getType();
   auto x = in.getHandle<int8_t>();
   auto f = filter.getHandle<int8_t>();
@@ -144,7 +145,7 @@ void convInt8(const Tensor &in, const Tensor &filter, const Tensor &bias, Tensor
               }
             }
           }
-          double real = accScale * acc + biasReal;
+          double real = act.apply(accScale * acc + biasReal);
           yo[oh * w.OW + ow] = quantizeValue<int8_t>(real, outTy.scale, outTy.offset);
         }
       }
@@ -259,20 +260,18 @@ Error avgPool(const Instruction *I, const Tensor &in, Tensor &out, const Window 
   return unsupportedKinds(I);
 }
 
-} // namespace
-
-Error InterpreterRun::fwdConvolution(const ConvolutionInst *I) {
-  Tensor &out = getTensor(I->getDest());
-  const Tensor &in = getTensor(I->getInput());
-  const Tensor &filter = getTensor(I->getFilter());
-  const Tensor &bias = getTensor(I->getBias());
+/// A Convolution or FusedConvolution \p I without its float epilogue: float kinds, or int8
+/// with the activation \p act before the rounding.
+template <typename ConvInst>
+Error convolution(const ConvInst *I, const Tensor &in, const Tensor &filter, const Tensor &bias,
+                  Tensor &out, const RealActivation &act) {
   KILN_ASSIGN_OR_RETURN(Window w, makeWindow(I, in.getType(), out.getType(), I->getKernels(),
                                              I->getStrides(), I->getPads(), &I->getDilations()));
   const dim_t group = I->getGroup();
   if (group == 0 || w.C % group || w.OC % group || filter.getType().rank() != 4 ||
       filter.dims()[0] != w.OC || filter.dims()[1] != w.C / group || filter.dims()[2] != w.kH ||
       filter.dims()[3] != w.kW || bias.size() != w.OC)
-    return makeError(ErrorCode::InvalidArgument, "Convolution '", I->getName(), "': filter ",
+    return makeError(ErrorCode::InvalidArgument, I->getKindName(), " '", I->getName(), "': filter ",
                      filter.getType().toString(), ", bias ", bias.getType().toString(),
                      " and group ", group, " do not fit input ", in.getType().toString(),
                      " and output ", out.getType().toString());
@@ -283,10 +282,17 @@ Error InterpreterRun::fwdConvolution(const ConvolutionInst *I) {
   }
   if (in.getElementType() == ElemKind::Int8Q && filter.getElementType() == ElemKind::Int8Q &&
       bias.getElementType() == ElemKind::Int32Q && out.getElementType() == ElemKind::Int8Q) {
-    convInt8(in, filter, bias, out, w, group);
+    convInt8(in, filter, bias, out, w, group, act);
     return Error::success();
   }
   return unsupportedKinds(I);
+}
+
+} // namespace
+
+Error InterpreterRun::fwdConvolution(const ConvolutionInst *I) {
+  return convolution(I, getTensor(I->getInput()), getTensor(I->getFilter()),
+                     getTensor(I->getBias()), getTensor(I->getDest()), RealActivation());
 }
 
 Error InterpreterRun::fwdMaxPool(const MaxPoolInst *I) {
@@ -332,11 +338,19 @@ Error InterpreterRun::fwdAdaptiveAvgPool(const AdaptiveAvgPoolInst *I) {
 }
 
 Error InterpreterRun::fwdFusedConvolution(const FusedConvolutionInst *I) {
-  ConvolutionInst conv(I->getName(), I->getType(), I->getDest(), I->getInput(), I->getFilter(),
-                       I->getBias(), I->getKernels(), I->getStrides(), I->getPads(),
-                       I->getDilations(), I->getGroup());
-  KILN_RETURN_IF_ERR(fwdConvolution(&conv));
+  const Tensor &in = getTensor(I->getInput());
+  Tensor &out = getTensor(I->getDest());
   const Value *res = residualOf(I);
+  if (in.getElementType() == ElemKind::Int8Q) {
+    // One rounding: the activation acts on the real value (a Residual is not taken).
+    if (res)
+      return unsupportedKinds(I);
+    KILN_ASSIGN_OR_RETURN(RealActivation act,
+                          realActivation(I, I->getActivation(), I->getAlpha(), I->getBeta()));
+    return convolution(I, in, getTensor(I->getFilter()), getTensor(I->getBias()), out, act);
+  }
+  KILN_RETURN_IF_ERR(convolution(I, in, getTensor(I->getFilter()), getTensor(I->getBias()), out,
+                                 RealActivation()));
   return applyEpilogue(I, getTensor(I->getDest()), res ? &getTensor(res) : nullptr,
                        I->getActivation(), I->getAlpha(), I->getBeta());
 }

@@ -634,6 +634,27 @@ Error applyEpilogue(const Instruction *I, Tensor &t, const Tensor *res,
   return Error::success();
 }
 
+Expected<RealActivation> realActivation(const Instruction *I, const std::string &act,
+                                        float alpha, float beta) {
+  std::optional<FusedActivation> a = parseFusedActivation(act);
+  RealActivation r;
+  if (a == FusedActivation::None)
+    return r;
+  r.clamps = true;
+  if (a == FusedActivation::Relu) {
+    r.lo = 0.0, r.hi = std::numeric_limits<double>::infinity();
+    return r;
+  }
+  if (a == FusedActivation::Clip && alpha <= beta) {
+    r.lo = alpha, r.hi = beta;
+    return r;
+  }
+  return makeError(ErrorCode::InvalidArgument, "Interpreter: ", I->getKindName(), " '",
+                   I->getName(), "' of result ", I->getType()->toString(), ": activation '",
+                   act, "' (Alpha ", alpha, ", Beta ", beta,
+                   ") is not None, Relu or a Clip with Alpha <= Beta");
+}
+
 } // namespace interp
 
 } // namespace kiln

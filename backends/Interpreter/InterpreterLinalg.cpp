@@ -85,13 +85,11 @@ Error matMul(const Instruction *I, const Tensor &lhs, const Tensor &rhs, Tensor 
   return unsupportedKinds(I);
 }
 
-} // namespace
-
-Error InterpreterRun::fwdFullyConnected(const FullyConnectedInst *I) {
-  Tensor &out = getTensor(I->getDest());
-  const Tensor &in = getTensor(I->getInput());
-  const Tensor &weights = getTensor(I->getWeights());
-  const Tensor &bias = getTensor(I->getBias());
+/// A FullyConnected or FusedFullyConnected \p I without its float epilogue: float kinds,
+/// or int8 with the activation \p act before the rounding.
+template <typename FCInst>
+Error fullyConnected(const FCInst *I, const Tensor &in, const Tensor &weights,
+                     const Tensor &bias, Tensor &out, const RealActivation &act) {
   if (!hasRank(in, 2) || !hasRank(weights, 2) || !hasRank(out, 2) ||
       weights.dims()[0] != in.dims()[1] || out.dims()[0] != in.dims()[0] ||
       out.dims()[1] != weights.dims()[1] || bias.size() != weights.dims()[1])
@@ -116,12 +114,19 @@ Error InterpreterRun::fwdFullyConnected(const FullyConnectedInst *I) {
     for (dim_t i = 0; i < n; i++)
       for (dim_t c = 0; c < m; c++) {
         int32_t acc = dotInt8(in, 0, weights, 0, i, c, k, m);
-        double real = accScale * acc + dequantizeValue(b.raw(c), bias.getType());
+        double real = act.apply(accScale * acc + dequantizeValue(b.raw(c), bias.getType()));
         y.raw(i * m + c) = quantizeValue<int8_t>(real, outTy.scale, outTy.offset);
       }
     return Error::success();
   }
   return unsupportedKinds(I);
+}
+
+} // namespace
+
+Error InterpreterRun::fwdFullyConnected(const FullyConnectedInst *I) {
+  return fullyConnected(I, getTensor(I->getInput()), getTensor(I->getWeights()),
+                        getTensor(I->getBias()), getTensor(I->getDest()), RealActivation());
 }
 
 Error InterpreterRun::fwdMatMul(const MatMulInst *I) {
@@ -174,10 +179,19 @@ Error InterpreterRun::fwdBatchedAdd(const BatchedAddInst *I) {
 }
 
 Error InterpreterRun::fwdFusedFullyConnected(const FusedFullyConnectedInst *I) {
-  FullyConnectedInst fc(I->getName(), I->getType(), I->getDest(), I->getInput(), I->getWeights(),
-                        I->getBias());
-  KILN_RETURN_IF_ERR(fwdFullyConnected(&fc));
+  const Tensor &in = getTensor(I->getInput());
+  Tensor &out = getTensor(I->getDest());
   const Value *res = residualOf(I);
+  if (in.getElementType() == ElemKind::Int8Q) {
+    // One rounding: the activation acts on the real value (a Residual is not taken).
+    if (res)
+      return unsupportedKinds(I);
+    KILN_ASSIGN_OR_RETURN(RealActivation act,
+                          realActivation(I, I->getActivation(), I->getAlpha(), I->getBeta()));
+    return fullyConnected(I, in, getTensor(I->getWeights()), getTensor(I->getBias()), out, act);
+  }
+  KILN_RETURN_IF_ERR(fullyConnected(I, in, getTensor(I->getWeights()), getTensor(I->getBias()),
+                                    out, RealActivation()));
   return applyEpilogue(I, getTensor(I->getDest()), res ? &getTensor(res) : nullptr,
                        I->getActivation(), I->getAlpha(), I->getBeta());
 }

@@ -97,14 +97,26 @@ Error storeChannelResult(const Instruction *I, const ChannelResult &res, Tensor 
 }
 
 /// Adds output \p i of channel \p c with accumulator \p acc to \p res: the int32 bias joins
-/// the exact integer sum; the real value is inScale * scale[c] * acc plus the float bias.
+/// the exact integer sum; the real value is inScale * scale[c] * acc plus the float bias,
+/// through the activation \p act (a fused Relu or Clip, None for an i32 result).
 void addChannelOutput(ChannelResult &res, const ChannelParams &p, float inScale, size_t i,
-                      size_t c, int64_t acc) {
+                      size_t c, int64_t acc, const RealActivation &act) {
   if (p.intBias)
     acc += p.intBias[c];
   res.accs[i] = acc;
   double r = double(inScale) * double(p.scales[c]) * double(acc);
-  res.reals[i] = p.floatBias ? r + double(p.floatBias[c]) : r;
+  res.reals[i] = act.apply(p.floatBias ? r + double(p.floatBias[c]) : r);
+}
+
+/// The activation of a channelwise instruction \p I: None, Relu or Clip, and None for an
+/// i32 result (whose accumulators it could not change).
+template <typename InstT> Expected<RealActivation> channelActivation(const InstT *I) {
+  KILN_ASSIGN_OR_RETURN(RealActivation act,
+                        realActivation(I, I->getActivation(), I->getAlpha(), I->getBeta()));
+  if (act.clamps && I->getDest()->getType()->kind == ElemKind::Int32I)
+    return operandError(I, "activation ", I->getActivation(), " needs a quantized result, not ",
+                        I->getDest()->getType()->toString());
+  return act;
 }
 
 /// Requantizes \p in into \p out (same storage type T, any parameters).
@@ -198,6 +210,7 @@ Error InterpreterRun::fwdChannelwiseQuantizedConvolution(
   KILN_ASSIGN_OR_RETURN(ChannelParams p,
                         channelParams(I, getTensor(I->getFilterScales()),
                                       getTensor(I->getFilterOffsets()), getTensor(I->getBias()), O));
+  KILN_ASSIGN_OR_RETURN(RealActivation act, channelActivation(I));
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> x, centredEightBit(I, in, it.offset));
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> f, centredEightBit(I, filter, 0));
   ChannelResult res{std::vector<int64_t>(out.size()), std::vector<double>(out.size())};
@@ -223,7 +236,7 @@ Error InterpreterRun::fwdChannelwiseQuantizedConvolution(
                 acc += xv * fv;
               }
             }
-          addChannelOutput(res, p, it.scale, idx++, o, acc);
+          addChannelOutput(res, p, it.scale, idx++, o, acc, act);
         }
     }
   return storeChannelResult(I, res, out);
@@ -242,6 +255,7 @@ Error InterpreterRun::fwdChannelwiseQuantizedFullyConnected(
   KILN_ASSIGN_OR_RETURN(ChannelParams p,
                         channelParams(I, getTensor(I->getWeightScales()),
                                       getTensor(I->getWeightOffsets()), getTensor(I->getBias()), M));
+  KILN_ASSIGN_OR_RETURN(RealActivation act, channelActivation(I));
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> x, centredEightBit(I, in, it.offset));
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> w, centredEightBit(I, weights, 0));
   ChannelResult res{std::vector<int64_t>(out.size()), std::vector<double>(out.size())};
@@ -250,7 +264,7 @@ Error InterpreterRun::fwdChannelwiseQuantizedFullyConnected(
       int64_t acc = 0;
       for (dim_t j = 0; j < K; j++)
         acc += x[n * K + j] * (w[j * M + m] - int64_t(p.offsets[m]));
-      addChannelOutput(res, p, it.scale, n * M + m, m, acc);
+      addChannelOutput(res, p, it.scale, n * M + m, m, acc, act);
     }
   return storeChannelResult(I, res, out);
 }

@@ -9,6 +9,7 @@
 
 #include "Interpreter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -298,6 +299,19 @@ struct AxisSplit {
 /// activation would.
 Error applyEpilogue(const Instruction *I, Tensor &t, const Tensor *res, const std::string &act,
                     float alpha, float beta);
+
+/// The activation of a quantized layer (None, Relu or Clip), applied to the real value
+/// before its one rounding to the result's grid.
+struct RealActivation {
+  bool clamps = false;
+  double lo = 0, hi = 0;
+  double apply(double real) const { return clamps ? std::min(std::max(real, lo), hi) : real; }
+};
+
+/// The activation \p act (with \p alpha / \p beta for a Clip) of the quantized instruction
+/// \p I; an error naming I for any other activation or a Clip with Alpha > Beta.
+Expected<RealActivation> realActivation(const Instruction *I, const std::string &act,
+                                        float alpha, float beta);
 
 /// The residual operand of a fused instruction, or null.
 template <typename InstT> const Value *residualOf(const InstT *I) {

@@ -440,6 +440,8 @@ void defineQuantization(Table &t) {
       .attr(AttrKind::Dims, "Kernels").attr(AttrKind::Dims, "Strides")
       .attr(AttrKind::Dims, "Pads").attr(AttrKind::Dims, "Dilations")
       .attr(AttrKind::Dim, "Group")
+      .attr(AttrKind::String, "Activation").attr(AttrKind::Float, "Alpha")
+      .attr(AttrKind::Float, "Beta")
       .result("Result").typeRule(TypeRule::Explicit)
       .describe("Convolution (Convolution's shapes and attributes) of a quantized Input "
                 "[N,C,H,W] (i8q or u8q) with an 8-bit Filter [O,C/Group,kH,kW] (i8q or u8q, "
@@ -453,7 +455,11 @@ void defineQuantization(Table &t) {
                 "i32 bias; real = inScale * FilterScales[o] * acc (plus a float bias) in "
                 "double; an i8q or u8q result is round(real / outScale) + outOffset, halves "
                 "away from zero, saturated. An i32 result (ONNX ConvInteger) is acc plus an "
-                "i32 bias itself, wrapped to 32 bits; the scales do not enter it.")
+                "i32 bias itself, wrapped to 32 bits; the scales do not enter it. Activation "
+                "None, Relu (max(real, 0)) or Clip (min(max(real, Alpha), Beta), Alpha <= "
+                "Beta) is applied to the real value before its one rounding (so the result "
+                "saturates at the activation's bounds quantized on the result's grid: a Relu "
+                "or Clip fused by fuse-activations); an i32 result takes None only.")
       .noLowering()
       .onnx({"QLinearConv", "ConvInteger"})
       .interpreter("i8q|u8q, i8q|u8q, f32, i32, i32|f32 -> i8q|u8q|i32")
@@ -464,13 +470,15 @@ void defineQuantization(Table &t) {
   t.node("ChannelwiseQuantizedFullyConnected")
       .input("Input").input("Weights").input("WeightScales").input("WeightOffsets")
       .input("Bias")
+      .attr(AttrKind::String, "Activation").attr(AttrKind::Float, "Alpha")
+      .attr(AttrKind::Float, "Beta")
       .result("Result").typeRule(TypeRule::Explicit)
       .describe("Quantized Input [N,K] (i8q or u8q) times 8-bit Weights [K,M] (i8q or u8q, "
                 "its type's scale 1 and offset 0) quantized per output column: weight w of "
                 "column m means WeightScales[m] * (w - WeightOffsets[m]) (WeightScales [M] "
                 "float, WeightOffsets [M] i32), plus Bias [M] (i32 in accumulator units, "
                 "worth inScale * WeightScales[m] each, or float) -> [N,M] i8q, u8q or i32. "
-                "Arithmetic, rounding and the i32 result (ONNX MatMulInteger) as "
+                "Arithmetic, rounding, the i32 result (ONNX MatMulInteger) and Activation as "
                 "ChannelwiseQuantizedConvolution.")
       .noLowering()
       .onnx({"QLinearMatMul", "MatMulInteger"})
@@ -508,11 +516,15 @@ void defineLoweringTargets(Table &t) {
                 "Beta)), LeakyRelu (x >= 0 ? x : Alpha * x), Sigmoid, Tanh, Swish (x * sigmoid(x)), "
                 "HardSwish (x * min(max(Alpha * x + Beta, 0), 1)), HardSigmoid "
                 "(min(max(Alpha * x + Beta, 0), 1)), Gelu (x * Phi(x)) or GeluTanh (GELU's "
-                "tanh form).")
+                "tanh form). Quantized (i8q Input and Filter, i32q Bias, i8q result, as "
+                "Convolution): Activation None, Relu or Clip applied to the real value "
+                "before its one rounding to the result's grid (the result saturates at the "
+                "activation's bounds quantized on that grid), no Residual.")
       .noLowering()
-      .interpreter("uniform(floats)")
-      .cpu("uniform(f32|bf16)", "rank-4 Input and Filter; no Residual on depthwise; bf16: "
-           "group 1, constant Filter, Activation None, Relu or Clip")
+      .interpreter("uniform(floats); i8q, i8q, i32q -> i8q")
+      .cpu("uniform(f32|bf16); i8q, i8q, i32q -> i8q",
+           "rank-4 Input and Filter; no Residual on depthwise; bf16: "
+           "group 1, constant Filter, Activation None, Relu or Clip; int8: as Convolution")
       .sim("none");
   t.node("FusedFullyConnected")
       .input("Input").input("Weights").input("Bias").variadic("Residual")
@@ -520,10 +532,11 @@ void defineLoweringTargets(Table &t) {
       .attr(AttrKind::Float, "Beta")
       .result("Result")
       .describe("A FullyConnected, then an optional Residual Add and an activation, as for "
-                "FusedConvolution.")
+                "FusedConvolution (quantized too).")
       .noLowering()
-      .interpreter("uniform(floats)")
-      .cpu("uniform(f32)", "rank-2 Input and Weights")
+      .interpreter("uniform(floats); i8q, i8q, i32q -> i8q")
+      .cpu("uniform(f32); i8q, i8q, i32q -> i8q", "rank-2 Input and Weights; int8: as "
+           "FullyConnected")
       .sim("none");
 }
 

@@ -160,8 +160,8 @@ static_assert(unsigned(FusedConvolutionNode::InputIdx) == unsigned(ConvolutionNo
               "FusedConvolution must keep Convolution's operands");
 
 Expected<std::vector<Type>> inferFusedConvolution(const FusedConvolutionNode &n) {
-  KILN_RETURN_IF_ERR(checkFloatOperands(n));
   KILN_RETURN_IF_ERR(checkActivation(n.getActivation()));
+  KILN_RETURN_IF_ERR(checkFusedOperands(n, n.getActivation(), n.getAlpha(), n.getBeta()));
   return checkResidual(n, FusedConvolutionNode::BiasIdx + 1,
                        inferConv2D(n, n.getKernels(), n.getStrides(), n.getPads(),
                                    n.getDilations(), n.getGroup()));

@@ -94,8 +94,8 @@ static_assert(
     "FusedFullyConnected must keep FullyConnected's operands");
 
 Expected<std::vector<Type>> inferFusedFullyConnected(const FusedFullyConnectedNode &n) {
-  KILN_RETURN_IF_ERR(checkFloatOperands(n));
   KILN_RETURN_IF_ERR(checkActivation(n.getActivation()));
+  KILN_RETURN_IF_ERR(checkFusedOperands(n, n.getActivation(), n.getAlpha(), n.getBeta()));
   return checkResidual(n, FusedFullyConnectedNode::BiasIdx + 1, inferMatrixLayer(n));
 }
 

@@ -105,6 +105,7 @@ inferChannelwiseQuantizedConvolution(const ChannelwiseQuantizedConvolutionNode &
   KILN_ASSIGN_OR_RETURN(dim_t ow, windowOutputSize(in, 3, kernels[1], strides[1], pads[1],
                                                    pads[3], dilations[1], "width"));
   KILN_ASSIGN_OR_RETURN(Type out, explicitResultType(n));
+  KILN_RETURN_IF_ERR(checkQuantActivation(n.getActivation(), n.getAlpha(), n.getBeta(), out.kind));
   return std::vector<Type>{Type::withDims(out, {in.dims[0], o, oh, ow})};
 }
 
@@ -121,6 +122,7 @@ inferChannelwiseQuantizedFullyConnected(const ChannelwiseQuantizedFullyConnected
   KILN_RETURN_IF_ERR(
       checkChannelwise(n, N::InputIdx, N::WeightsIdx, N::WeightScalesIdx, w.dims[1], "column"));
   KILN_ASSIGN_OR_RETURN(Type out, explicitResultType(n));
+  KILN_RETURN_IF_ERR(checkQuantActivation(n.getActivation(), n.getAlpha(), n.getBeta(), out.kind));
   return std::vector<Type>{Type::withDims(out, {in.dims[0], w.dims[1]})};
 }
 

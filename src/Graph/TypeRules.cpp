@@ -98,13 +98,46 @@ Expected<std::vector<Type>> checkResidual(const Node &n, unsigned first,
   return result;
 }
 
-/// The fused nodes take float operands of one kind (quantized fusion would also need a
-/// requantisation rule).
-Error checkFloatOperands(const Node &n) {
+Error checkQuantActivation(const std::string &act, float alpha, float beta,
+                           ElemKind resultKind) {
+  std::optional<FusedActivation> a = parseFusedActivation(act);
+  if (!a || (*a != FusedActivation::None && *a != FusedActivation::Relu &&
+             *a != FusedActivation::Clip))
+    return invalid("attribute Activation = \"", act, "\" of a quantized layer must be None, "
+                   "Relu or Clip");
+  if (*a != FusedActivation::None && resultKind == ElemKind::Int32I)
+    return invalid("attribute Activation = \"", act, "\" needs a quantized result, not i32");
+  if (*a == FusedActivation::Clip && !(std::isfinite(alpha) && std::isfinite(beta) && alpha <= beta))
+    return invalid("attributes Alpha = ", alpha, " and Beta = ", beta,
+                   " of a quantized Clip must be finite with Alpha <= Beta");
+  return Error::success();
+}
+
+/// The int8 operands of a fused node: i8q Input and weights, i32q Bias, an i8q result, no
+/// Residual, and a quantized activation.
+Error checkInt8FusedOperands(const Node &n, const std::string &act, float alpha, float beta) {
+  const ElemKind want[3] = {ElemKind::Int8Q, ElemKind::Int8Q, ElemKind::Int32Q};
+  for (unsigned i = 0; i < 3; i++) {
+    KILN_ASSIGN_OR_RETURN(Type t, operandType(n, i));
+    if (t.kind != want[i])
+      return invalid("operand ", n.getInputName(i), " ", t.toString(), " must be ",
+                     elemKindName(want[i]), " as for the int8 layer");
+  }
+  if (n.getNumInputs() > 3)
+    return invalid("takes no Residual operand when quantized");
+  if (n.getType(0)->kind != ElemKind::Int8Q)
+    return invalid("result type ", n.getType(0)->toString(), " must be i8q");
+  return checkQuantActivation(act, alpha, beta, ElemKind::Int8Q);
+}
+
+/// The fused nodes take float operands of one kind, or the int8 layer's.
+Error checkFusedOperands(const Node &n, const std::string &act, float alpha, float beta) {
   KILN_ASSIGN_OR_RETURN(Type in, operandType(n, 0));
+  if (in.kind == ElemKind::Int8Q)
+    return checkInt8FusedOperands(n, act, alpha, beta);
   if (!isFloatKind(in.kind))
     return invalid("operand ", n.getInputName(0), " ", in.toString(),
-                   " must have a float element kind");
+                   " must have a float element kind or be i8q");
   for (unsigned i = 1; i < n.getNumInputs(); i++) {
     KILN_ASSIGN_OR_RETURN(Type t, operandType(n, i));
     KILN_RETURN_IF_ERR(checkSameKind(n, i, t, 0, in));

@@ -65,11 +65,16 @@ Expected<dim_t> windowOutputSize(const Type &in, unsigned dimIdx, dim_t kernel,
                                  dim_t dilation, const char *dimName);
 
 /// The rules shared by FusedConvolution and FusedFullyConnected: the activation is one of
-/// None, Relu, Clip, LeakyRelu, Sigmoid, Tanh; the operands are of one float kind (quantized
-/// fusion would also need a requantisation rule); the Residual operands from index \p first
-/// are none, or one of exactly the result's type.
+/// the fused activations (kiln/Graph/FusedActivation.h); the operands are of one float
+/// kind, or those of the int8 layer (i8q Input and weights, i32q Bias, i8q result) with
+/// activation None, Relu or Clip and no Residual (checkFusedOperands); the Residual
+/// operands from index \p first are none, or one of exactly the result's type.
 Error checkActivation(const std::string &act);
-Error checkFloatOperands(const Node &n);
+Error checkFusedOperands(const Node &n, const std::string &act, float alpha, float beta);
+/// The activation of a quantized layer, applied before its one rounding: None, Relu, or
+/// Clip with finite Alpha <= Beta; a result of kind \p resultKind Int32I takes None only.
+Error checkQuantActivation(const std::string &act, float alpha, float beta,
+                           ElemKind resultKind);
 Expected<std::vector<Type>> checkResidual(const Node &n, unsigned first,
                                           Expected<std::vector<Type>> result);
 

@@ -406,7 +406,7 @@ Error convertQuantConv(Importer &I, const Node &n) {
       I.opName(n), outTy, x, f,
       vectorConst(I, I.opName(n, "w_scales"), ElemKind::Float, {ws.begin(), ws.end()}),
       vectorConst(I, I.opName(n, "w_offsets"), ElemKind::Int32I, {wzp.begin(), wzp.end()}), bias,
-      w.kernels, w.strides, w.pads, w.dilations, w.group);
+      w.kernels, w.strides, w.pads, w.dilations, w.group, "None", 0.0f, 0.0f);
   if (w.is1D)
     y = I.reshape(I.opName(n, "to1d"), y, Dims({od[0], od[1], od[3]}));
   I.setOutput(n, 0, y);
@@ -475,7 +475,7 @@ Error convertQuantMatMul(Importer &I, const Node &n) {
   NodeValue bias = vectorConst(I, I.opName(n, "bias"), ElemKind::Int32I, std::vector<double>(N, 0));
   auto product = [&](const std::string &name, NodeValue lhs, NodeValue rhs) -> NodeValue {
     TypeRef ty = I.M->uniqueType(Type::withDims(*rowTy, Dims({lhs.dims()[0], N})));
-    return F->createChannelwiseQuantizedFullyConnected(name, ty, lhs, rhs, scales, offsets, bias);
+    return F->createChannelwiseQuantizedFullyConnected(name, ty, lhs, rhs, scales, offsets, bias, "None", 0.0f, 0.0f);
   };
   Dims outDims = ad;
   outDims[outDims.size() - 1] = N;

@@ -308,10 +308,10 @@ private:
     if (auto *cv = dyn_cast<ConvolutionNode>(n))
       r = f_->createChannelwiseQuantizedConvolution(
           n->getName() + "_channelwise", outTy, in, qwC, sC, oC, bC, cv->getKernels(),
-          cv->getStrides(), cv->getPads(), cv->getDilations(), cv->getGroup());
+          cv->getStrides(), cv->getPads(), cv->getDilations(), cv->getGroup(), "None", 0.0f, 0.0f);
     else
       r = f_->createChannelwiseQuantizedFullyConnected(n->getName() + "_channelwise", outTy, in,
-                                                       qwC, sC, oC, bC);
+                                                       qwC, sC, oC, bC, "None", 0.0f, 0.0f);
     n->replaceAllUsesOfWith(0, NodeValue(r));
     f_->eraseNode(n); // visited already
     q_.insert(r);

@@ -276,7 +276,7 @@ TEST_P(QuantTest, ChannelwiseConvolutionPerChannelScalesAndOffsets) {
       "cwconv", mod().uniqueType(ElemKind::Int8Q, {1, 3, 1, 2}, 1.0f, 0), x, f,
       vec(mod(), "fs", ElemKind::Float, {0.25, 0.5, 1.0}),
       vec(mod(), "fo", ElemKind::Int32I, {0, 2, -5}), vec(mod(), "b", ElemKind::Int32I, {4, -8, 0}),
-      {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+      {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, "None", 0.0f, 0.0f);
   SaveNode *s = save(c);
   if (!run(0, 0))
     return;
@@ -298,7 +298,7 @@ TEST_P(QuantTest, ChannelwiseConvolutionGroupedPaddedUInt8FloatBias) {
   auto *c = F()->createChannelwiseQuantizedConvolution(
       "cwconv", mod().uniqueType(ElemKind::UInt8Q, {1, 2, 2, 2}, 0.5f, 10), x, f,
       vec(mod(), "fs", ElemKind::Float, {0.5, 2.0}), vec(mod(), "fo", ElemKind::Int32I, {20, 0}),
-      vec(mod(), "b", ElemKind::Float, {0.5, 120}), {2, 2}, {1, 1}, {1, 1, 0, 0}, {1, 1}, 2);
+      vec(mod(), "b", ElemKind::Float, {0.5, 120}), {2, 2}, {1, 1}, {1, 1, 0, 0}, {1, 1}, 2, "None", 0.0f, 0.0f);
   SaveNode *s = save(c);
   if (!run(0, 0))
     return;
@@ -369,7 +369,7 @@ void QuantTest::channelwiseConvRandom(bool runtime, ElemKind xk, ElemKind fk, El
                                          yk == ElemKind::UInt8Q ? 130 : 5);
   auto *c = F()->createChannelwiseQuantizedConvolution(
       "cwconv", outTy, x, f, vec(mod(), "fs", ElemKind::Float, fs),
-      vec(mod(), "fo", ElemKind::Int32I, fo), b, {KH, KW}, strides, pads, dil, G);
+      vec(mod(), "fo", ElemKind::Int32I, fo), b, {KH, KW}, strides, pads, dil, G, "None", 0.0f, 0.0f);
   SaveNode *s = save(c);
   if (!run(0, 0))
     return;
@@ -426,7 +426,7 @@ void QuantTest::channelwiseFCRandom(bool runtime, ElemKind xk, ElemKind wk, Elem
                       : mod().uniqueType(yk, {N, M}, 8.0f, yk == ElemKind::UInt8Q ? 127 : -2);
   auto *fc = F()->createChannelwiseQuantizedFullyConnected(
       "cwfc", outTy, x, w, vec(mod(), "ws", ElemKind::Float, ws),
-      vec(mod(), "wo", ElemKind::Int32I, wo), b);
+      vec(mod(), "wo", ElemKind::Int32I, wo), b, "None", 0.0f, 0.0f);
   SaveNode *s = save(fc);
   if (!run(0, 0))
     return;
@@ -464,10 +464,10 @@ TEST_P(QuantTest, ChannelwiseFullyConnected) {
   Constant *wo = vec(mod(), "wo", ElemKind::Int32I, {0, -1});
   auto *fc = F()->createChannelwiseQuantizedFullyConnected(
       "cwfc", mod().uniqueType(ElemKind::Int8Q, {2, 2}, 1.0f, 0), x, w, ws, wo,
-      vec(mod(), "b", ElemKind::Int32I, {1, -2}));
+      vec(mod(), "b", ElemKind::Int32I, {1, -2}), "None", 0.0f, 0.0f);
   auto *fcu = F()->createChannelwiseQuantizedFullyConnected(
       "cwfcu", mod().uniqueType(ElemKind::UInt8Q, {2, 2}, 0.25f, 3), xu, w, ws, wo,
-      vec(mod(), "bf", ElemKind::Float, {0.5, -0.5}));
+      vec(mod(), "bf", ElemKind::Float, {0.5, -0.5}), "None", 0.0f, 0.0f);
   SaveNode *s = save(fc, "s");
   SaveNode *su = save(fcu, "su");
   if (!run(0, 0))
@@ -489,7 +489,7 @@ TEST_P(QuantTest, ChannelwiseInt32ResultIsTheAccumulator) {
   auto *c = F()->createChannelwiseQuantizedConvolution(
       "conv", mod().uniqueType(ElemKind::Int32I, {1, 2, 2, 2}), x, f,
       vec(mod(), "fs", ElemKind::Float, {1, 1}), vec(mod(), "fo", ElemKind::Int32I, {0, 1}),
-      vec(mod(), "b", ElemKind::Int32I, {0, -5}), {2, 2}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+      vec(mod(), "b", ElemKind::Int32I, {0, -5}), {2, 2}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, "None", 0.0f, 0.0f);
   auto *a = input("a", qTensor(ElemKind::UInt8Q, {4, 3}, 1.0f, 12,
                                {11, 7, 3, 10, 6, 2, 9, 5, 1, 8, 4, 0}));
   auto *b = mod().createConstant("bm", qTensor(ElemKind::UInt8Q, {3, 2}, 1.0f, 0,
@@ -497,13 +497,86 @@ TEST_P(QuantTest, ChannelwiseInt32ResultIsTheAccumulator) {
   auto *mm = F()->createChannelwiseQuantizedFullyConnected(
       "mm", mod().uniqueType(ElemKind::Int32I, {4, 2}), a, b,
       vec(mod(), "ms", ElemKind::Float, {1, 1}), vec(mod(), "mo", ElemKind::Int32I, {0, 0}),
-      vec(mod(), "mb", ElemKind::Int32I, {0, 0}));
+      vec(mod(), "mb", ElemKind::Int32I, {0, 0}), "None", 0.0f, 0.0f);
   SaveNode *sc = save(c, "sc");
   SaveNode *sm = save(mm, "sm");
   if (!run(0, 0))
     return;
   expectValues(output(sc), {12, 16, 24, 28, 7, 11, 19, 23}, 0, 0);
   expectValues(output(sm), {-38, -83, -44, -98, -50, -113, -56, -128}, 0, 0);
+}
+
+// ------------------------------------------------------------------ fused activations
+
+// A Relu or Clip fused into a quantized layer acts on the real value before its one
+// rounding. The layer of ChannelwiseConvolutionPerChannelScalesAndOffsets (reals 1.5, 0 |
+// -2.5, 0.5 | 5, -15): with Clip(-2, 4.6) to scale 1 offset 0 the reals are 1.5, 0, -2,
+// 0.5, 4.6, -2 -> 2, 0, -2, 1, 5, -2 (the bound 4.6 itself rounds to 5); with a Relu to
+// scale 0.5 offset -3 they are 1.5, 0, 0, 0.5, 5, 0 -> 3, 0, 0, 1, 10, 0 less 3.
+TEST_P(QuantTest, ChannelwiseConvolutionFusedClipAndRelu) {
+  auto *x = input("x", qTensor(ElemKind::Int8Q, {1, 2, 1, 2}, 0.5f, 1, {3, -1, 5, 1}));
+  auto *f = mod().createConstant(
+      "f", qTensor(ElemKind::Int8Q, {3, 2, 1, 1}, 1.0f, 0, {2, 1, -3, 4, 10, -10}));
+  Constant *fs = vec(mod(), "fs", ElemKind::Float, {0.25, 0.5, 1.0});
+  Constant *fo = vec(mod(), "fo", ElemKind::Int32I, {0, 2, -5});
+  Constant *b = vec(mod(), "b", ElemKind::Int32I, {4, -8, 0});
+  auto *clip = F()->createChannelwiseQuantizedConvolution(
+      "clip", mod().uniqueType(ElemKind::Int8Q, {1, 3, 1, 2}, 1.0f, 0), x, f, fs, fo, b, {1, 1},
+      {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, "Clip", -2.0f, 4.6f);
+  auto *relu = F()->createChannelwiseQuantizedConvolution(
+      "relu", mod().uniqueType(ElemKind::Int8Q, {1, 3, 1, 2}, 0.5f, -3), x, f, fs, fo, b, {1, 1},
+      {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, "Relu", 0.0f, 0.0f);
+  SaveNode *sc = save(clip, "sc");
+  SaveNode *sr = save(relu, "sr");
+  if (!run(0, 0))
+    return;
+  expectValues(output(sc), {2, 0, -2, 1, 5, -2}, 0, 0);
+  expectValues(output(sr), {0, -3, -3, -2, 7, -3}, 0, 0);
+}
+
+// The layer of ChannelwiseFullyConnected (reals 7.5, 0.75 | 6, 0.75) with Clip(1, 6.6) to
+// scale 1 offset 0: 6.6, 1, 6, 1 -> 7, 1, 6, 1.
+TEST_P(QuantTest, ChannelwiseFullyConnectedFusedClip) {
+  auto *x = input("x", qTensor(ElemKind::Int8Q, {2, 3}, 0.5f, 0, {1, 2, 3, -1, 0, 4}));
+  auto *w =
+      mod().createConstant("w", qTensor(ElemKind::Int8Q, {3, 2}, 1.0f, 0, {1, -1, 2, 0, 3, 1}));
+  auto *fc = F()->createChannelwiseQuantizedFullyConnected(
+      "cwfc", mod().uniqueType(ElemKind::Int8Q, {2, 2}, 1.0f, 0), x, w,
+      vec(mod(), "ws", ElemKind::Float, {1.0, 0.25}), vec(mod(), "wo", ElemKind::Int32I, {0, -1}),
+      vec(mod(), "b", ElemKind::Int32I, {1, -2}), "Clip", 1.0f, 6.6f);
+  SaveNode *s = save(fc);
+  if (!run(0, 0))
+    return;
+  expectValues(output(s), {7, 1, 6, 1}, 0, 0);
+}
+
+// Per-tensor int8 layers with a fused activation (FusedConvolution / FusedFullyConnected on
+// i8q). Input raw [2, -4, 6] scale 0.5; convolution filter [4, -2] scale 0.25, bias raw
+// [1, -2] scale 0.125: reals o0 1.125, -1.875, 3.125; o1 -0.75, 0.75, -1.75. Clip(-1, 2) to
+// scale 0.25 offset 2: 1.125, -1, 2 | -0.75, 0.75, -1 -> 4.5 (-> 5), -4, 8 | -3, 3, -4,
+// plus 2. The FC with weights [[4, -2], [1, 1], [-1, 3]] scale 0.25, bias raw [1, 3] scale
+// 0.125: acc -2, 10 -> reals -0.125, 1.625; Relu to scale 0.25 offset -5: 0, 6.5 (-> 7)
+// -> -5, 2.
+TEST_P(QuantTest, PerTensorFusedClipAndRelu) {
+  auto *x = input("x", qTensor(ElemKind::Int8Q, {1, 1, 1, 3}, 0.5f, 0, {2, -4, 6}));
+  auto *f = mod().createConstant("f", qTensor(ElemKind::Int8Q, {2, 1, 1, 1}, 0.25f, 0, {4, -2}));
+  auto *b = mod().createConstant("b", qTensor(ElemKind::Int32Q, {2}, 0.125f, 0, {1, -2}));
+  auto *conv = F()->createFusedConvolution(
+      "conv", mod().uniqueType(ElemKind::Int8Q, {1, 2, 1, 3}, 0.25f, 2), x, f, b, {}, {1, 1},
+      {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, "Clip", -1.0f, 2.0f);
+  auto *xf = input("xf", qTensor(ElemKind::Int8Q, {1, 3}, 0.5f, 0, {2, -4, 6}));
+  auto *w = mod().createConstant(
+      "w", qTensor(ElemKind::Int8Q, {3, 2}, 0.25f, 0, {4, -2, 1, 1, -1, 3}));
+  auto *fb = mod().createConstant("fb", qTensor(ElemKind::Int32Q, {2}, 0.125f, 0, {1, 3}));
+  auto *fc = F()->createFusedFullyConnected(
+      "fc", mod().uniqueType(ElemKind::Int8Q, {1, 2}, 0.25f, -5), xf, w, fb, {}, "Relu", 0.0f,
+      0.0f);
+  SaveNode *sc = save(conv, "sc");
+  SaveNode *sf = save(fc, "sf");
+  if (!run(0, 0))
+    return;
+  expectValues(output(sc), {7, -2, 10, -1, 5, -2}, 0, 0);
+  expectValues(output(sf), {-5, 2}, 0, 0);
 }
 
 KILN_INSTANTIATE_BACKEND_TESTS(QuantTest);

@@ -4,7 +4,8 @@
 // (where the host has it) and AVX2 (the backend's avx512=0), at 1 and 2 threads. Shapes
 // with odd channel counts, pads, strides, dilations, groups and depthwise; offsets at and
 // inside the int8 limits; weights and activations at -128 and 127, and biases and scales
-// that drive outputs into saturation.
+// that drive outputs into saturation; Relu and Clip fused into the layers (their bounds
+// as the kernels' saturation bounds), on the layer's grid and on another.
 // The CPU program is compiled without any fallback: a node the CPU did not take would
 // fail the compile, and each case checks that the stage names the int8 kernel of the ISA.
 #include "backends/CPU/CPUBackend.h"
@@ -224,7 +225,7 @@ void buildConv(Net &n, const ConvCase &c, bool channelwise, int32_t xOff, int32_
         "b", int32Tensor(Type(ElemKind::Int32I, {c.outC}), seed + 1, -20000, 20000));
     conv = n.F->createChannelwiseQuantizedConvolution("conv", outTy, n.x, f, sc, so, b,
                                                        c.kernels, c.strides, c.pads,
-                                                       c.dilations, c.group);
+                                                       c.dilations, c.group, "None", 0.0f, 0.0f);
   }
   n.save = n.F->createSave("out", conv);
 }
@@ -436,7 +437,7 @@ TEST(QuantKernel, ConvRoundsHalvesAwayFromZero) {
               "b", int32Tensor(Type(ElemKind::Int32I, {c.outC}), seed + 1, -9, 9));
           conv = n.F->createChannelwiseQuantizedConvolution("conv", outTy, n.x, f, scc, so, b,
                                                              c.kernels, c.strides, c.pads,
-                                                             c.dilations, c.group);
+                                                             c.dilations, c.group, "None", 0.0f, 0.0f);
         }
         n.save = n.F->createSave("out", conv);
         // Small inputs so that acc / 8 mostly falls inside the int8 range.
@@ -444,8 +445,9 @@ TEST(QuantKernel, ConvRoundsHalvesAwayFromZero) {
       }
 }
 
-// An int8 Relu after a convolution: on the convolution's grid (what the quantizer makes)
-// its table is max(q, offset), run as a clamp ("qrelu clamp"); on another grid, a table.
+// An int8 Relu after a convolution that is also saved (so fuse-activations leaves it): on
+// the convolution's grid (what the quantizer makes) its table is max(q, offset), run as a
+// clamp ("qrelu clamp"); on another grid, a table.
 TEST(QuantKernel, ReluClampAndTable) {
   for (bool sameGrid : {true, false}) {
     SCOPED_TRACE(sameGrid ? "same grid" : "other grid");
@@ -455,7 +457,6 @@ TEST(QuantKernel, ReluClampAndTable) {
     auto reluTy = sameGrid ? conv->getType(0)
                            : n.mod.uniqueType(I8Q, conv->getType(0)->dims, 0.1f, -128);
     auto *relu = n.F->createRelu("relu", reluTy, conv);
-    n.F->eraseNode(n.save);
     n.save = n.F->createSave("out_relu", relu);
     checkNet(n, "qconv", 700, true, sameGrid ? "qrelu clamp" : "qrelu");
   }
@@ -608,7 +609,7 @@ void buildFC(Net &n, dim_t N, dim_t K, dim_t M, bool channelwise, int32_t xOff, 
       oh.raw(m) = wOff == 0 ? 0 : int32_t(m % 3) * wOff - wOff;
     auto *so = n.mod.createConstant("o", std::move(off));
     auto *b = n.mod.createConstant("b", floatTensor(Type(ElemKind::Float, {M}), seed + 1, -3, 3));
-    fc = n.F->createChannelwiseQuantizedFullyConnected("fc", outTy, n.x, w, sc, so, b);
+    fc = n.F->createChannelwiseQuantizedFullyConnected("fc", outTy, n.x, w, sc, so, b, "None", 0.0f, 0.0f);
   }
   n.save = n.F->createSave("out", fc);
 }
@@ -699,7 +700,7 @@ void buildConvKinds(Net &n, const ConvCase &c, QKinds k, bool perTensor, bool rt
         rtBias);
     conv = n.F->createChannelwiseQuantizedConvolution("conv", outTy, n.x, f, sc, so, b,
                                                        c.kernels, c.strides, c.pads,
-                                                       c.dilations, c.group);
+                                                       c.dilations, c.group, "None", 0.0f, 0.0f);
   }
   n.save = n.F->createSave("out", conv);
 }
@@ -776,7 +777,7 @@ void buildFCKinds(Net &n, dim_t N, dim_t K, dim_t M, QKinds k, bool perTensor, b
     auto *so = n.mod.createConstant("o", std::move(off));
     NodeValue b = operand(
         n, "b", int32Tensor(Type(ElemKind::Int32I, {M}), seed + 1, -30000, 30000), rtBias);
-    fc = n.F->createChannelwiseQuantizedFullyConnected("fc", outTy, n.x, w, sc, so, b);
+    fc = n.F->createChannelwiseQuantizedFullyConnected("fc", outTy, n.x, w, sc, so, b, "None", 0.0f, 0.0f);
   }
   n.save = n.F->createSave("out", fc);
 }
@@ -802,6 +803,125 @@ TEST(QuantKernel, FullyConnectedRuntimeWeights) {
                    kk.w == U8Q ? 127 + int32_t(i % 3) : int32_t(i % 5) - 2, seed);
       checkNet(n, "qfc", seed++);
     }
+}
+
+/// The activations fused into an int8 layer in the tests below: a Relu or a Clip with both
+/// bounds inside the result's range, on the layer's grid (the quantizer's clamp, offset
+/// -7 or 4: asymmetric) or on another one (symmetric for the Relu, asymmetric for the Clip).
+struct FusedAct {
+  bool clip, sameGrid;
+};
+const FusedAct kFusedActs[] = {{false, true}, {true, false}, {true, true}, {false, false}};
+
+/// \p layer (an int8 Convolution or FullyConnected, or a channelwise one) with activation
+/// \p act (Relu, or the Clip [-1.5, 3]) built in, and result type \p ty.
+Node *withActivation(Function *F, Node *layer, TypeRef ty, const std::string &act) {
+  const float lo = act == "Clip" ? -1.5f : 0.0f, hi = act == "Clip" ? 3.0f : 0.0f;
+  if (auto *c = dyn_cast<ConvolutionNode>(layer))
+    return F->createFusedConvolution("act", ty, c->getInput(), c->getFilter(), c->getBias(), {},
+                                     c->getKernels(), c->getStrides(), c->getPads(),
+                                     c->getDilations(), c->getGroup(), act, lo, hi);
+  if (auto *fc = dyn_cast<FullyConnectedNode>(layer))
+    return F->createFusedFullyConnected("act", ty, fc->getInput(), fc->getWeights(),
+                                        fc->getBias(), {}, act, lo, hi);
+  if (auto *c = dyn_cast<ChannelwiseQuantizedConvolutionNode>(layer))
+    return F->createChannelwiseQuantizedConvolution(
+        "act", ty, c->getInput(), c->getFilter(), c->getFilterScales(), c->getFilterOffsets(),
+        c->getBias(), c->getKernels(), c->getStrides(), c->getPads(), c->getDilations(),
+        c->getGroup(), act, lo, hi);
+  auto *fc = cast<ChannelwiseQuantizedFullyConnectedNode>(layer);
+  return F->createChannelwiseQuantizedFullyConnected("act", ty, fc->getInput(), fc->getWeights(),
+                                                     fc->getWeightScales(),
+                                                     fc->getWeightOffsets(), fc->getBias(),
+                                                     act, lo, hi);
+}
+
+/// Replaces \p n's saved layer by the layer with activation \p a. A Relu on the layer's grid
+/// is a Relu node after it, which fuse-activations folds in on the CPU, while the
+/// Interpreter's reference runs the pair unfused (equal: on one grid the fused rounding is
+/// the pair's). Otherwise the activation is built into the node (withActivation): the
+/// Interpreter's pipeline does not fuse, and no backend runs an int8 Clip node (the
+/// quantizer makes Relus of Clips) or a uint8 Relu node.
+void addFusedActivation(Net &n, FusedAct a) {
+  Node *layer = n.save->getInput().getNode();
+  const Type &lt = *layer->getType(0);
+  const int32_t shift = lt.kind == U8Q ? 128 : 0;
+  TypeRef ty = a.sameGrid ? layer->getType(0)
+                          : n.mod.uniqueType(lt.kind, lt.dims, a.clip ? 0.03f : 0.05f,
+                                             (a.clip ? -20 : 0) + shift);
+  const bool reluNode = !a.clip && a.sameGrid && lt.kind != U8Q; // no uint8 Relu node runs
+  Node *act = reluNode ? n.F->createRelu("act", ty, layer)
+                       : withActivation(n.F, layer, ty, a.clip ? "Clip" : "Relu");
+  n.F->eraseNode(n.save);
+  if (!reluNode)
+    n.F->eraseNode(layer);
+  n.save = n.F->createSave("out_act", act);
+}
+
+/// checkNet for a layer with a fused activation: the prepared CPU graph keeps no Relu, so
+/// the program is the layer's kernel alone (no separate clamp or table pass).
+void checkFused(Net &n, FusedAct a, const std::string &kernel, uint64_t seed) {
+  SCOPED_TRACE(std::string(a.clip ? "Clip" : "Relu") + (a.sameGrid ? " same grid" : " other grid"));
+  addFusedActivation(n, a);
+  cpu::CPUBackend backend;
+  Function *probe = n.F->clone("probe");
+  ASSERT_FALSE(bool(prepareFunction(probe, backend)));
+  for (const auto &node : probe->getNodes())
+    EXPECT_NE(node->getKind(), NodeKind::Relu) << "'" << node->getName() << "' was not fused";
+  n.mod.eraseFunction(probe);
+  checkNet(n, kernel, seed);
+}
+
+// A Relu or Clip fused into the int8 convolution (per tensor: FusedConvolution; per
+// channel: the node's Activation): the GEMM, direct and depthwise kernels saturate at the
+// activation's bounds on its grid, bit for bit with the Interpreter's rounding of the
+// activated real value.
+TEST(QuantKernel, ConvFusedActivation) {
+  uint64_t seed = 1400;
+  const size_t picks[] = {0, 1, 4, 5, 10, 12, 19, 20};
+  size_t i = 0;
+  for (size_t ci : picks)
+    for (bool channelwise : {false, true}) {
+      for (size_t r = 0; r < 2; r++, i++) {
+        SCOPED_TRACE("case " + std::to_string(ci) + (channelwise ? " channelwise" : ""));
+        Net n;
+        buildConv(n, kCases[ci], channelwise, i % 3 == 0 ? -128 : 9, channelwise ? 6 : -3,
+                  0.08f, seed);
+        const std::string kernel =
+            kCases[ci].group == kCases[ci].in[1] && kCases[ci].group == kCases[ci].outC
+                ? "qconv dw"
+                : "qconv";
+        checkFused(n, kFusedActs[i % std::size(kFusedActs)], kernel, seed++);
+      }
+    }
+}
+
+// The same for uint8 results of the channelwise convolution (the bounds in the kernels'
+// shifted domain) and for the FC kernels, per tensor and channelwise.
+TEST(QuantKernel, FusedActivationUInt8AndFC) {
+  uint64_t seed = 1500;
+  for (size_t ci : {size_t(5), size_t(10)})
+    for (size_t a = 0; a < std::size(kFusedActs); a++) {
+      SCOPED_TRACE("u8 case " + std::to_string(ci));
+      Net n;
+      buildConvKinds(n, kCases[ci], QKinds{I8Q, I8Q, U8Q}, false, false, false, a % 2 == 0, 3,
+                     -2, seed);
+      checkFused(n, kFusedActs[a], ci == 10 ? "qconv dw" : "qconv", seed++);
+    }
+  struct S {
+    dim_t N, K, M;
+  };
+  const S shapes[] = {{3, 37, 5}, {9, 130, 16}, {1, 256, 40}};
+  size_t i = 0;
+  for (S s : shapes)
+    for (bool cw : {false, true})
+      for (size_t r = 0; r < 2; r++, i++) {
+        SCOPED_TRACE(std::to_string(s.N) + "x" + std::to_string(s.K) + "x" + std::to_string(s.M) +
+                     (cw ? " channelwise" : ""));
+        Net n;
+        buildFC(n, s.N, s.K, s.M, cw, i % 2 ? -128 : 11, cw ? 0 : 5, seed);
+        checkFused(n, kFusedActs[i % std::size(kFusedActs)], "qfc", seed++);
+      }
 }
 
 } // namespace

@@ -168,7 +168,7 @@ TEST(TextIR, RoundTripChannelwiseQuantized) {
   auto *b = m.createConstant("b", std::move(bt));
   auto *cv = f->createChannelwiseQuantizedConvolution(
       "cw", m.uniqueType(ElemKind::Int8Q, {1, 3, 2, 2}, 0.75f, -2), x, w, s, o, b, {2, 2},
-      {2, 2}, {0, 0, 0, 0}, {1, 1}, 1);
+      {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, "Clip", -1.5f, 3.0f);
   f->createSave("cw", cv);
   auto *flat = f->createReshape("flat", cv, {1, 12});
   auto *fw = m.createConstant(m.uniqueType(ElemKind::UInt8Q, {12, 2}, 1.0f, 0), "fw");
@@ -177,7 +177,7 @@ TEST(TextIR, RoundTripChannelwiseQuantized) {
   auto *fb = m.createConstant("fb", Tensor(ElemKind::Float, {2}, {-1.25, 2}));
   f->createSave("fc", f->createChannelwiseQuantizedFullyConnected(
                           "fc", m.uniqueType(ElemKind::UInt8Q, {1, 2}, 0.125f, 3), flat, fw,
-                          fs, fo, fb));
+                          fs, fo, fb, "None", 0.0f, 0.0f));
   ASSERT_FALSE(bool(f->verify())) << f->verify().toString();
   std::string text = m.toString();
   auto m2 = parseOrFail(text);
@@ -186,11 +186,11 @@ TEST(TextIR, RoundTripChannelwiseQuantized) {
   expectSameStructure(*f, *m2->getFunction("main"));
   EXPECT_NE(text.find("%cw = ChannelwiseQuantizedConvolution(@x, @w, @s, @o, @b) "
                       "{Kernels=[2,2], Strides=[2,2], Pads=[0,0,0,0], Dilations=[1,1], "
-                      "Group=1} : i8q<1x3x2x2:0.75:-2>"),
+                      "Group=1, Activation=\"Clip\", Alpha=-1.5, Beta=3} : i8q<1x3x2x2:0.75:-2>"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("ChannelwiseQuantizedFullyConnected(%flat, @fw, @fs, @fo, @fb) : "
-                      "u8q<1x2:0.125:3>"),
+  EXPECT_NE(text.find("ChannelwiseQuantizedFullyConnected(%flat, @fw, @fs, @fo, @fb) "
+                      "{Activation=\"None\", Alpha=0, Beta=0} : u8q<1x2:0.125:3>"),
             std::string::npos)
       << text;
   for (const char *c : {"w", "s", "o", "b", "fb"})

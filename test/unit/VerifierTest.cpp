@@ -392,14 +392,15 @@ protected:
   /// kind \p fk and per-channel vectors of \p channels entries.
   void conv(ElemKind fk = ElemKind::Int8Q, float fScale = 1.0f, dim_t channels = 6,
             ElemKind biasKind = ElemKind::Int32I, double scale = 0.5, dim_t group = 1,
-            Dims outDims = {1, 6, 3, 3}) {
+            Dims outDims = {1, 6, 3, 3}, const std::string &act = "None", float alpha = 0,
+            float beta = 0) {
     auto *x = m.createPlaceholder(m.uniqueType(ElemKind::Int8Q, {1, 4, 5, 5}, 0.5f, 0), "x");
     auto *w = m.createConstant(m.uniqueType(fk, {6, 4 / group, 3, 3}, fScale, 0), "w");
     f->createChannelwiseQuantizedConvolution(
         "cw", m.uniqueType(ElemKind::Int8Q, outDims, 0.25f, 1), x, w,
         filled(m, "s", ElemKind::Float, channels, scale),
         filled(m, "o", ElemKind::Int32I, channels, 0), filled(m, "b", biasKind, channels, 0),
-        {3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, group);
+        {3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, group, act, alpha, beta);
   }
 };
 
@@ -407,6 +408,44 @@ TEST_F(ChannelwiseVerifierTest, ValidConvolutionVerifies) {
   conv();
   Error e = f->verify();
   EXPECT_FALSE(e) << e.message();
+}
+
+TEST_F(ChannelwiseVerifierTest, FusedActivations) {
+  conv(ElemKind::Int8Q, 1.0f, 6, ElemKind::Int32I, 0.5, 1, {1, 6, 3, 3}, "Clip", -1, 2);
+  Error e = f->verify();
+  EXPECT_FALSE(e) << e.message();
+}
+
+TEST_F(ChannelwiseVerifierTest, ActivationAQuantizedLayerCannotRun) {
+  conv(ElemKind::Int8Q, 1.0f, 6, ElemKind::Int32I, 0.5, 1, {1, 6, 3, 3}, "Sigmoid");
+  expectInvalid({"'cw'", "(ChannelwiseQuantizedConvolution)", "Activation = \"Sigmoid\"",
+                 "None, Relu or Clip"});
+}
+
+TEST_F(ChannelwiseVerifierTest, ClipWithCrossedBounds) {
+  conv(ElemKind::Int8Q, 1.0f, 6, ElemKind::Int32I, 0.5, 1, {1, 6, 3, 3}, "Clip", 2, -1);
+  expectInvalid({"'cw'", "Alpha = 2", "Beta = -1", "Alpha <= Beta"});
+}
+
+TEST_F(ChannelwiseVerifierTest, Int32ResultTakesNoActivation) {
+  auto *x = m.createPlaceholder(m.uniqueType(ElemKind::Int8Q, {2, 4}, 0.5f, 0), "x");
+  auto *w = m.createConstant(m.uniqueType(ElemKind::Int8Q, {4, 5}, 1.0f, 0), "w");
+  f->createChannelwiseQuantizedFullyConnected(
+      "cwfc", m.uniqueType(ElemKind::Int32I, {2, 5}), x, w,
+      filled(m, "s", ElemKind::Float, 5, 1), filled(m, "o", ElemKind::Int32I, 5, 0),
+      filled(m, "b", ElemKind::Int32I, 5, 0), "Relu", 0.0f, 0.0f);
+  expectInvalid({"'cwfc'", "(ChannelwiseQuantizedFullyConnected)", "Activation = \"Relu\"",
+                 "not i32"});
+}
+
+TEST_F(VerifierTest, Int8FusedConvolutionTakesNoResidual) {
+  auto *x = m.createPlaceholder(m.uniqueType(ElemKind::Int8Q, {1, 2, 3, 3}, 0.5f, 0), "x");
+  auto *r = m.createPlaceholder(m.uniqueType(ElemKind::Int8Q, {1, 2, 3, 3}, 0.5f, 0), "r");
+  auto *w = m.createConstant(m.uniqueType(ElemKind::Int8Q, {2, 2, 1, 1}, 0.25f, 0), "w");
+  auto *b = m.createConstant(m.uniqueType(ElemKind::Int32Q, {2}, 0.125f, 0), "b");
+  f->createFusedConvolution("fconv", m.uniqueType(ElemKind::Int8Q, {1, 2, 3, 3}, 0.5f, 0), x,
+                            w, b, {r}, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, "Relu", 0, 0);
+  expectInvalid({"'fconv'", "(FusedConvolution)", "no Residual", "quantized"});
 }
 
 TEST_F(ChannelwiseVerifierTest, FilterWithItsOwnScale) {
@@ -451,7 +490,7 @@ TEST_F(ChannelwiseVerifierTest, FullyConnectedShapes) {
   f->createChannelwiseQuantizedFullyConnected(
       "cwfc", m.uniqueType(ElemKind::UInt8Q, {2, 5}, 1.0f, 0), x, w,
       filled(m, "s", ElemKind::Float, 5, 1), filled(m, "o", ElemKind::Int32I, 5, 0),
-      filled(m, "b", ElemKind::Float, 5, 0));
+      filled(m, "b", ElemKind::Float, 5, 0), "None", 0.0f, 0.0f);
   expectInvalid({"'cwfc'", "(ChannelwiseQuantizedFullyConnected)", "Weights i8q<4x5:1:0>",
                  "3 rows", "u8q<2x3:0.5:128>"});
 }
@@ -462,7 +501,7 @@ TEST_F(ChannelwiseVerifierTest, FullyConnectedFloatResult) {
   f->createChannelwiseQuantizedFullyConnected(
       "cwfc", m.uniqueType(ElemKind::Float, {2, 5}), x, w,
       filled(m, "s", ElemKind::Float, 5, 1), filled(m, "o", ElemKind::Int32I, 5, 0),
-      filled(m, "b", ElemKind::Int32I, 5, 0));
+      filled(m, "b", ElemKind::Int32I, 5, 0), "None", 0.0f, 0.0f);
   expectInvalid({"'cwfc'", "result type float<2x5>", "i8q, u8q or i32"});
 }
 
@@ -476,7 +515,7 @@ TEST_F(ChannelwiseVerifierTest, Int32ResultNeedsAnInt32Bias) {
   g->createChannelwiseQuantizedFullyConnected(
       "cwfc", m.uniqueType(ElemKind::Int32I, {2, 5}), x, w,
       filled(m, "s2", ElemKind::Float, 5, 1), filled(m, "o2", ElemKind::Int32I, 5, 0),
-      filled(m, "b2", ElemKind::Float, 5, 0));
+      filled(m, "b2", ElemKind::Float, 5, 0), "None", 0.0f, 0.0f);
   Error e2 = g->verify();
   ASSERT_TRUE(bool(e2));
   EXPECT_NE(e2.message().find("Bias float<5> must be i32 for the i32 result i32<2x5>"),

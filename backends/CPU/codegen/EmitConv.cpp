@@ -299,6 +299,8 @@ std::string convLabel(const ConvPlan &plan, const ConvShape &s, const FusedEpilo
 } // namespace
 
 Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
+  if (isa<FusedConvolutionInst>(I) && I->getOperand(1).first->getType()->kind == ElemKind::Int8Q)
+    return planQuantConv(I, items); // a fused int8 Relu / Clip (EmitQuantConv.cpp)
   if (I->getOperand(0).first->getType()->kind == ElemKind::BFloat16)
     return planConvBf16(I, items); // native bf16 (EmitBf16.cpp)
   FusedEpilogue epi;

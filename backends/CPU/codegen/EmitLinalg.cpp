@@ -87,6 +87,8 @@ Error Emitter::planFullyConnected(Instruction *I, std::vector<Item> &items) {
 
 Error Emitter::planFusedFullyConnected(Instruction *I, std::vector<Item> &items) {
   auto *fc = cast<FusedFullyConnectedInst>(I);
+  if (fc->getInput()->getType()->kind == ElemKind::Int8Q)
+    return planQuantFC(I, items); // a fused int8 Relu / Clip (EmitQuantConv.cpp)
   FusedEpilogue epi;
   if (!epilogueOf(fc, epi))
     return makeError(ErrorCode::Unsupported, "CPU backend: activation ", fc->getActivation(),

@@ -1,7 +1,10 @@
 // Emitters of the int8 convolution and fully connected kernels (libjit/libjit_qconv.cpp):
-// Convolution and FullyConnected on Int8Q operands (per-tensor weights) and
+// Convolution and FullyConnected on Int8Q operands (per-tensor weights), their fused forms
+// with a Relu or Clip (FusedConvolution / FusedFullyConnected on Int8Q), and
 // ChannelwiseQuantizedConvolution / ChannelwiseQuantizedFullyConnected (per-channel weights,
-// Int8Q input and result). Float convolutions and FCs go on to the float emitters.
+// Int8Q input and result, an optional Relu or Clip). Float convolutions and FCs go on to the
+// float emitters. A fused Relu or Clip is the kernels' saturation bounds: the activation's
+// bounds quantized on the result's grid, as the Interpreter rounds them.
 //
 // At compile time the weights are packed as the kernels read them (k-quads of bytes) and
 // each output channel gets its constants: the accumulator scale and real bias in double
@@ -12,8 +15,10 @@
 #include "Emitter.h"
 
 #include "backends/CPU/libjit/libjit.h"
+#include "kiln/Graph/FusedActivation.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <tuple>
 
@@ -73,6 +78,31 @@ struct WeightQuant {
     return {bias->getHandle<int32_t>().raw(o), 0.0};
   }
 };
+
+/// The saturation bounds [lo, hi] of a result of type \p ot (in the kernels' int8 domain:
+/// a uint8 value less 128) under the quantized activation \p act: the activation's real
+/// bounds quantized on the result's grid. Rounding is monotone, so clamping the rounded
+/// value there equals rounding the clamped real value (the node's semantics).
+bool activationBounds(const std::string &act, float alpha, float beta, const Type &ot,
+                      int64_t &lo, int64_t &hi) {
+  const int64_t shift = ot.kind == ElemKind::UInt8Q ? 128 : 0;
+  auto quantized = [&](double real) {
+    double q = std::round(real / double(ot.scale)) + double(ot.offset) - double(shift);
+    return int64_t(std::min(127.0, std::max(-128.0, q)));
+  };
+  lo = -128, hi = 127;
+  std::optional<FusedActivation> a = parseFusedActivation(act);
+  if (a == FusedActivation::None)
+    return true;
+  if (a == FusedActivation::Relu) {
+    lo = quantized(0.0);
+    return true;
+  }
+  if (a != FusedActivation::Clip || !(alpha <= beta))
+    return false;
+  lo = quantized(alpha), hi = quantized(beta);
+  return true;
+}
 
 } // namespace
 
@@ -149,6 +179,7 @@ struct Emitter::QConv {
   int64_t L = 8, T = 16, cg = 0, og = 0, K = 0, K4 = 0, KK = 1, cq4 = 0, ogPad = 0, Opad = 0;
   int64_t Hp = 0, Wp = 0, fXor = 0;
   float outScale = 1.0f;
+  int64_t lo = -128, hi = 127; ///< the result's saturation bounds (a fused Relu or Clip)
   std::string isa;
   /// Weights packed per run (a Filter or Bias that is not a constant); a 1x1 stride-1
   /// unpadded layer (qconvPointwise); the direct path (directConv); a non-zero weight offset.
@@ -277,17 +308,27 @@ int64_t quantDepthwiseScratch(const Emitter::QConv &q) {
 Error Emitter::quantConvOperands(Instruction *I, QConv &q) {
   std::vector<dim_t> kernels, strides, pads, dilations;
   dim_t group;
+  std::string act = "None";
+  float alpha = 0, beta = 0;
   q.I = I;
   if (auto *c = dyn_cast<ConvolutionInst>(I)) {
     q.dest = c->getDest(), q.in = c->getInput(), q.filter = c->getFilter();
     q.bias = c->getBias(), kernels = c->getKernels(), strides = c->getStrides();
     pads = c->getPads(), dilations = c->getDilations(), group = c->getGroup();
+  } else if (auto *fc = dyn_cast<FusedConvolutionInst>(I)) {
+    if (!fc->getResidual().empty())
+      return unsupported(I);
+    q.dest = fc->getDest(), q.in = fc->getInput(), q.filter = fc->getFilter();
+    q.bias = fc->getBias(), kernels = fc->getKernels(), strides = fc->getStrides();
+    pads = fc->getPads(), dilations = fc->getDilations(), group = fc->getGroup();
+    act = fc->getActivation(), alpha = fc->getAlpha(), beta = fc->getBeta();
   } else {
     auto *cw = cast<ChannelwiseQuantizedConvolutionInst>(I);
     q.dest = cw->getDest(), q.in = cw->getInput(), q.filter = cw->getFilter();
     q.bias = cw->getBias(), kernels = cw->getKernels(), strides = cw->getStrides();
     pads = cw->getPads(), dilations = cw->getDilations(), group = cw->getGroup();
     q.scalesV = cw->getFilterScales(), q.offsetsV = cw->getFilterOffsets();
+    act = cw->getActivation(), alpha = cw->getAlpha(), beta = cw->getBeta();
     q.wq.scales = payloadOf(q.scalesV);
     q.wq.offsets = payloadOf(q.offsetsV);
     if (!q.wq.scales || !q.wq.offsets)
@@ -306,8 +347,10 @@ Error Emitter::quantConvOperands(Instruction *I, QConv &q) {
                         (bt.kind == ElemKind::Int32I || bt.kind == ElemKind::Float)
                   : it.kind == ElemKind::Int8Q && ft.kind == ElemKind::Int8Q &&
                         ot.kind == ElemKind::Int8Q && bt.kind == ElemKind::Int32Q;
-  if (!kindsOk || it.rank() != 4 || ft.rank() != 4 || ot.rank() != 4 || group == 0 ||
-      kernels.size() != 2 || strides.size() != 2 || pads.size() != 4 || dilations.size() != 2)
+  if (!kindsOk || !activationBounds(act, alpha, beta, ot, q.lo, q.hi) ||
+      (ot.kind == ElemKind::Int32I && act != "None") || it.rank() != 4 || ft.rank() != 4 ||
+      ot.rank() != 4 || group == 0 || kernels.size() != 2 || strides.size() != 2 ||
+      pads.size() != 4 || dilations.size() != 2)
     return unsupported(I);
   q.N = it.dims[0], q.C = it.dims[1], q.H = it.dims[2], q.W = it.dims[3];
   q.O = ot.dims[1], q.OH = ot.dims[2], q.OW = ot.dims[3], q.G = int64_t(group);
@@ -359,7 +402,7 @@ Error Emitter::planQuantDepthwise(const QConv &q, const QuantIO &io, std::vector
                            at({kConstantBase, pOff}), I64(q.N), I64(C), I64(q.H), I64(q.W),
                            I64(q.OH), I64(q.OW), I64(q.KH), I64(q.KW), I64(q.SH), I64(q.SW),
                            I64(q.PT), I64(q.PL), I64(q.DH), I64(q.DW), I64(xOff),
-                           F32(q.outScale), I64(outOff), I64(-128), I64(127), scratch(),
+                           F32(q.outScale), I64(outOff), I64(q.lo), I64(q.hi), scratch(),
                            I64(scratchPerThread_ * 4), tid_, nth_});
                    },
                    stageWork({q.I})});
@@ -429,7 +472,7 @@ void Emitter::quantConvCall(const QConv &q, const QuantIO &io, Location wL, Loca
     items.push_back({true, name, [=] {
                        auto args = common();
                        args.insert(args.end(),
-                                   {F32(q.outScale), I64(outOff), I64(-128), I64(127),
+                                   {F32(q.outScale), I64(outOff), I64(q.lo), I64(q.hi),
                                     I64(q.anyFOff), scratch(), I64(scratchPerThread_ * 4),
                                     tid_, nth_});
                        call("libjit_qconv_i8_" + q.isa, args);
@@ -523,14 +566,23 @@ Emitter::quantFCRuntimeWeights(Value *weights, Value *bias, Value *scalesV, Valu
 Error Emitter::planQuantFC(Instruction *I, std::vector<Item> &items) {
   Value *dest, *in, *weights, *bias, *scalesV = nullptr, *offsetsV = nullptr;
   WeightQuant wq;
+  std::string act = "None";
+  float alpha = 0, beta = 0;
   if (auto *fc = dyn_cast<FullyConnectedInst>(I)) {
     if (fc->getInput()->getType()->kind != ElemKind::Int8Q)
       return planFullyConnected(I, items);
     dest = fc->getDest(), in = fc->getInput(), weights = fc->getWeights(), bias = fc->getBias();
+  } else if (auto *ffc = dyn_cast<FusedFullyConnectedInst>(I)) {
+    if (!ffc->getResidual().empty())
+      return unsupported(I);
+    dest = ffc->getDest(), in = ffc->getInput(), weights = ffc->getWeights();
+    bias = ffc->getBias();
+    act = ffc->getActivation(), alpha = ffc->getAlpha(), beta = ffc->getBeta();
   } else {
     auto *q = cast<ChannelwiseQuantizedFullyConnectedInst>(I);
     dest = q->getDest(), in = q->getInput(), weights = q->getWeights(), bias = q->getBias();
     scalesV = q->getWeightScales(), offsetsV = q->getWeightOffsets();
+    act = q->getActivation(), alpha = q->getAlpha(), beta = q->getBeta();
     wq.scales = payloadOf(scalesV);
     wq.offsets = payloadOf(offsetsV);
     if (!wq.scales || !wq.offsets)
@@ -541,7 +593,10 @@ Error Emitter::planQuantFC(Instruction *I, std::vector<Item> &items) {
   const Tensor *wp = payloadOf(weights);
   wq.bias = payloadOf(bias);
   wq.filterTy = &wt, wq.biasTy = &bt, wq.inScale = it.scale;
-  if (!quantFCKindsOk(it, wt, ot, bt, wq.scales) || it.rank() != 2 || wt.rank() != 2 ||
+  int64_t lo, hi;
+  if (!quantFCKindsOk(it, wt, ot, bt, wq.scales) ||
+      !activationBounds(act, alpha, beta, ot, lo, hi) ||
+      (ot.kind == ElemKind::Int32I && act != "None") || it.rank() != 2 || wt.rank() != 2 ||
       ot.rank() != 2)
     return unsupported(I);
   const int64_t N = it.dims[0], K = it.dims[1], M = wt.dims[1];
@@ -586,7 +641,7 @@ Error Emitter::planQuantFC(Instruction *I, std::vector<Item> &items) {
                                                         I64(N),    I64(K),  I64(M)};
                      if (!i32)
                        args.insert(args.end(),
-                                   {F32(outScale), I64(outOff), I64(-128), I64(127)});
+                                   {F32(outScale), I64(outOff), I64(lo), I64(hi)});
                      args.insert(args.end(), {I64(anyFOff), scratch(),
                                               I64(scratchPerThread_ * 4), tid_, nth_});
                      call((i32 ? "libjit_qfc_i32_" : "libjit_qfc_i8_") + isa, args);

@@ -302,7 +302,7 @@ NodeValue fold(Function *f, QuantizeNode *q) {
     return f->createChannelwiseQuantizedConvolution(
         name, passutil::withDims(f, *outTy, conv->getResultType()->dims), x, filter, s, o, bias,
         conv->getKernels(), conv->getStrides(), conv->getPads(), conv->getDilations(),
-        conv->getGroup());
+        conv->getGroup(), "None", 0.0f, 0.0f);
   }
   NodeValue in, weights, b;
   if (auto *fc = dyn_cast<FullyConnectedNode>(p)) {
@@ -323,7 +323,7 @@ NodeValue fold(Function *f, QuantizeNode *q) {
   auto [s, o] = channelConstants(f, name, w);
   Constant *wc = passutil::makeConstant(f, name + ".weights", std::move(w.raw));
   return f->createChannelwiseQuantizedFullyConnected(
-      name, passutil::withDims(f, *outTy, p->getType(0)->dims), x, wc, s, o, bias);
+      name, passutil::withDims(f, *outTy, p->getType(0)->dims), x, wc, s, o, bias, "None", 0.0f, 0.0f);
 }
 
 /// Retypes each Quantize to u8q whose users are all Dequantize nodes to the i8q type with

@@ -18,6 +18,15 @@
 // Nodes are visited operands first, so the Add fuses first (activation None) and the
 // activation then fuses into that node.
 //
+// Quantized: a Relu or Clip of an int8 layer (a Convolution or FullyConnected on Int8Q,
+// a ChannelwiseQuantizedConvolution or ChannelwiseQuantizedFullyConnected with 8-bit result
+// and no activation yet; the layer used only there) becomes the layer with the activation
+// and the Relu's or Clip's result type: a FusedConvolution / FusedFullyConnected on Int8Q,
+// or the channelwise node with its Activation set. The layer then requantizes straight to
+// the activation's grid and saturates at its bounds, one rounding instead of two: where
+// the activation's grid is the layer's (the quantizer's clamp), the numbers are unchanged;
+// on another grid the result may differ from the unfused pair by one step.
+//
 // Squeeze-and-excitation: a Convolution (group 1, batch 1, constant filter) whose input is
 // Mul(x, Broadcast(s)) with s of shape [1, C, 1, 1] (the Mul used only there) convolves x
 // with its filter scaled by s per input channel instead, when the filter has fewer
@@ -398,6 +407,49 @@ Node *fusedMatrixProduct(Function *f, const Match &m, const std::string &name) {
                                       m.beta);
 }
 
+/// The quantized layer \p p (see the file comment) with activation \p act, the result type
+/// \p ty and the name \p name, or null when p is not one.
+Node *quantizedLayerWith(Function *f, Node *p, TypeRef ty, const std::string &name,
+                         const std::string &act, float alpha, float beta) {
+  const ElemKind k = p->getType(0)->kind;
+  if (auto *c = dyn_cast<ChannelwiseQuantizedConvolutionNode>(p)) {
+    if (c->getActivation() != "None" || (k != ElemKind::Int8Q && k != ElemKind::UInt8Q))
+      return nullptr;
+    return f->createChannelwiseQuantizedConvolution(
+        name, ty, c->getInput(), c->getFilter(), c->getFilterScales(), c->getFilterOffsets(),
+        c->getBias(), c->getKernels(), c->getStrides(), c->getPads(), c->getDilations(),
+        c->getGroup(), act, alpha, beta);
+  }
+  if (auto *fc = dyn_cast<ChannelwiseQuantizedFullyConnectedNode>(p)) {
+    if (fc->getActivation() != "None" || (k != ElemKind::Int8Q && k != ElemKind::UInt8Q))
+      return nullptr;
+    return f->createChannelwiseQuantizedFullyConnected(
+        name, ty, fc->getInput(), fc->getWeights(), fc->getWeightScales(),
+        fc->getWeightOffsets(), fc->getBias(), act, alpha, beta);
+  }
+  if (k != ElemKind::Int8Q || ty->kind != ElemKind::Int8Q)
+    return nullptr;
+  if (auto *c = dyn_cast<ConvolutionNode>(p))
+    return fusedConvolution(f, name, ty, c, {}, act, alpha, beta);
+  if (auto *fc = dyn_cast<FullyConnectedNode>(p))
+    return fusedFullyConnected(f, name, ty, fc, {}, act, alpha, beta);
+  return nullptr;
+}
+
+/// The quantized rewrite of the file comment at the Relu or Clip \p n, or null.
+Node *fuseQuantizedActivation(Function *f, Node *n) {
+  std::string act;
+  float alpha, beta;
+  if ((!isa<ReluNode>(n) && !isa<ClipNode>(n)) || !isQuantized(n->getType(0)->kind) ||
+      !activationOf(n, act, alpha, beta))
+    return nullptr;
+  Node *p = n->getNthInput(0).node;
+  if (p->getUsers().size() != 1)
+    return nullptr;
+  return quantizedLayerWith(f, p, n->getType(0), p->getName() + "." + n->getName(), act, alpha,
+                            beta);
+}
+
 /// The squeeze-and-excitation rewrite of the file comment at the Convolution \p n, or null.
 Node *foldChannelScale(Function *f, Node *n) {
   auto *conv = dyn_cast<ConvolutionNode>(n);
@@ -446,6 +498,12 @@ bool fuseActivations(Function *f, const PassContext &ctx) {
       f->eraseNode(folded);
       f->eraseNode(scaled);
       f->eraseNode(sb);
+      return NodeValue();
+    }
+    if (Node *fused = fuseQuantizedActivation(f, n)) {
+      if (ctx.backend->isOpSupported(*fused))
+        return NodeValue(fused);
+      f->eraseNode(fused);
       return NodeValue();
     }
     Match m;
