@@ -57,6 +57,7 @@ bool ruleOf(NodeKind k, Rule &r) {
     r = Rule::Weighted;
     return true;
   case NodeKind::MatMul:
+  case NodeKind::BatchMatMul: // attention's Q K^T and P V
   case NodeKind::BatchedAdd:
   case NodeKind::Add:
   case NodeKind::Sub:
