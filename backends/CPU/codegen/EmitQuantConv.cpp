@@ -604,9 +604,9 @@ Error Emitter::planQuantFC(Instruction *I, std::vector<Item> &items) {
 struct Emitter::QMatMul {
   Value *dest = nullptr, *lhs = nullptr, *rhs = nullptr;
   int64_t B = 1, N = 0, K = 0, M = 0;
-  /// The kernels' column tile, and one batch's packed right operand (uint32 entries) and
-  /// column constants (bytes).
-  int64_t T = 0, wStride = 0, pStride = 0;
+  /// The kernels' column tile, the columns rounded up to whole tiles, and one batch's
+  /// packed right operand (uint32 entries) and column constants (bytes).
+  int64_t T = 0, Mpad = 0, wStride = 0, pStride = 0;
   std::string isa;
 };
 
@@ -634,9 +634,9 @@ Error Emitter::quantMatMulOperands(Instruction *I, QMatMul &q) {
   int64_t L;
   q.isa = qIsa(L);
   q.T = 2 * L;
-  const int64_t tiles = (q.M + q.T - 1) / q.T;
-  q.wStride = tiles * ((q.K + 3) / 4) * q.T;
-  q.pStride = tiles * q.T * int64_t(2 * sizeof(double) + 2 * sizeof(int32_t));
+  q.Mpad = (q.M + q.T - 1) / q.T * q.T;
+  q.wStride = q.Mpad * ((q.K + 3) / 4);
+  q.pStride = q.Mpad * int64_t(2 * sizeof(double) + 2 * sizeof(int32_t));
   return Error::success();
 }
 
@@ -651,7 +651,7 @@ Emitter::quantMatMulWeights(const QMatMul &q, int64_t xOff, std::vector<Item> &i
     std::vector<char> params;
     const int8_t *w = reinterpret_cast<const int8_t *>(wp->getUnsafePtr());
     for (int64_t b = 0; b < q.B; b++) {
-      ChannelConsts cc{size_t(q.pStride / 24)};
+      ChannelConsts cc{size_t(q.Mpad)};
       packQuantFC(w + b * q.K * q.M, wq, q.K, q.M, q.T, 0, 128 + xOff, packed, cc);
       all.insert(all.end(), packed.begin(), packed.end());
       std::vector<char> pb = cc.bytes();
@@ -667,13 +667,11 @@ Emitter::quantMatMulWeights(const QMatMul &q, int64_t xOff, std::vector<Item> &i
   const Location pL{kActivationBase, reserveExtra(uint64_t(q.B * q.pStride))};
   const float fScale = rt.scale, inScale = lt.scale;
   const int64_t fOffset = rt.offset;
-  Value *rhs = q.rhs;
-  const QMatMul g = q;
   items.push_back({true, "qpack bmm " + q.isa, [=] {
                      call("libjit_qpack_bmm_rt",
-                          {at(wL), at(pL), ptr(rhs), F32(fScale), I64(fOffset), F32(inScale),
-                           I64(xOff), I64(g.B), I64(g.K), I64(g.M), I64(g.T), I64(g.wStride),
-                           I64(g.pStride), scratch(), I64(scratchPerThread_ * 4), tid_,
+                          {at(wL), at(pL), ptr(q.rhs), F32(fScale), I64(fOffset), F32(inScale),
+                           I64(xOff), I64(q.B), I64(q.K), I64(q.M), I64(q.T), I64(q.wStride),
+                           I64(q.pStride), scratch(), I64(scratchPerThread_ * 4), tid_,
                            nth_});
                    },
                    StageWork{}});
@@ -688,7 +686,8 @@ Error Emitter::planQuantMatMul(Instruction *I, std::vector<Item> &items) {
   KILN_RETURN_IF_ERR(quantMatMulOperands(I, q));
   KILN_ASSIGN_OR_RETURN(QuantIO io, quantIO(I, q.dest, q.lhs, items));
   KILN_ASSIGN_OR_RETURN(auto wp, quantMatMulWeights(q, io.xOff, items));
-  needPoolScratch(4 * q.T + 16);
+  // The accumulators of up to 8 rows (libjit_qconv_impl.h, kBmmStepRows).
+  needPoolScratch(8 * q.T + 16);
   const Location inL = io.in, wL = wp.first, pL = wp.second;
   const float outScale = q.dest->getType()->scale;
   const int64_t outOff = io.outOff, anyFOff = q.rhs->getType()->offset != 0;

@@ -750,9 +750,14 @@ static inline __attribute__((always_inline)) void qfc(int8_t *out, int32_t *out3
 }
 
 
-/// Rows of a (batched) int8 matrix product (qbmm) per unit of work: a multiple of 4 (the
-/// FC tile's rows), so that one product of few column tiles still splits between threads.
+/// Rows of a (batched) int8 matrix product (qbmm) per unit of work: a multiple of 8 (the
+/// micro-kernel's rows), so that one product of few column tiles still splits between
+/// threads.
 constexpr int64_t kBmmRows = 64;
+
+/// Rows of the bmm micro-kernel per step: 8 with 32 vector registers (16 accumulators),
+/// 4 with 16 (the FC's).
+constexpr int64_t kBmmStepRows = QISA::L == 16 ? 8 : 4;
 
 /// Rows [n0, n1) and column tile \p t of one product y [N, M] = x [N, K] x W (W packed as
 /// qfc's, its column constants \p qp): the FC micro-kernel, then per row the column
@@ -764,12 +769,16 @@ static inline __attribute__((always_inline)) void bmmTile(
     int32_t *acc) {
   constexpr int64_t T = kNV * QISA::L;
   const int64_t m0 = t * T, nm = minI(T, M - m0);
-  for (int64_t r0 = n0; r0 < n1; r0 += 4) {
-    const int64_t nr = minI(4, n1 - r0);
-    const int8_t *rows[4];
+  for (int64_t r0 = n0; r0 < n1; r0 += kBmmStepRows) {
+    const int64_t nr = minI(kBmmStepRows, n1 - r0);
+    const int8_t *rows[8];
     for (int64_t r = 0; r < nr; r++)
       rows[r] = x + (r0 + r) * K;
     switch (nr) {
+    case 8: fcTile<kBmmStepRows == 8 ? 8 : 4>(rows, w, K, acc); break;
+    case 7: fcTile<kBmmStepRows == 8 ? 7 : 4>(rows, w, K, acc); break;
+    case 6: fcTile<kBmmStepRows == 8 ? 6 : 4>(rows, w, K, acc); break;
+    case 5: fcTile<kBmmStepRows == 8 ? 5 : 4>(rows, w, K, acc); break;
     case 4: fcTile<4>(rows, w, K, acc); break;
     case 3: fcTile<3>(rows, w, K, acc); break;
     case 2: fcTile<2>(rows, w, K, acc); break;
