@@ -31,6 +31,8 @@
 // [K4][TB] lanes (K4 = ceil(C/G / 4)); other layers (more than 64 taps, strides above 16)
 // pack each tile's im2col patch as [K4][T] lanes (K4 = ceil(K / 4), K = C/G KH KW). Fully connected: the weights [K, M] are packed as
 // [M / T tiles][K4][T] lanes (the vector operand) and the input rows are read in place.
+// MatMul and BatchMatMul (qbmm) are fully connected layers with no bias, one per batch:
+// each batch's right operand packed so, at compile time or per run (libjit_qpack_bmm_rt).
 #include "libjit_defs.h"
 
 #if defined(__clang__)
