@@ -811,6 +811,8 @@ static inline __attribute__((always_inline)) void qbmm(
     int64_t nthreads) {
   constexpr int64_t T = kNV * QISA::L;
   const int64_t tiles = ceilDiv(M, T), Mpad = tiles * T, chunks = ceilDiv(N, kBmmRows);
+  if (B * tiles * chunks == 0) // an empty result: no column constants to read
+    return;
   int32_t *acc = (int32_t *)(scratch + tid * scratchStride);
   const RQ rq{qparams(params, Mpad).accScale[0], 0.0, double(outScale), double(outOff),
               -128.0, 127.0};
