@@ -1,6 +1,7 @@
 // What the CPU backend runs. The element kinds are the CPU column of the operator table
-// (src/ClassGen/NodeTable.cpp, docs/Operators.md): float32 compute, int8 convolution and
-// fully connected (per-tensor and channelwise), integer reductions,
+// (src/ClassGen/NodeTable.cpp, docs/Operators.md): float32 compute, int8 convolution,
+// fully connected (per-tensor and channelwise), MatMul, BatchMatMul and BatchedAdd,
+// integer reductions,
 // ArgMax/ArgMin/TopK, quantization, and data movement of every element type; this file adds what the table cannot say, the ranks and fused
 // activations the kernels handle (the convolutions' beside their emitter, in
 // codegen/EmitConv.cpp: convolutionSupported). Every kind claimed has a kernel (an emitter
@@ -22,8 +23,9 @@ namespace {
 
 unsigned rankOf(const Node &n, unsigned i) { return unsigned(n.getNthInput(i).dims().size()); }
 
-/// The int8 convolution and FC kernels (EmitQuantConv.cpp) pack their weights and fold the
-/// bias at compile time when they are Constants, else per run (libjit_qpack_*_rt); the
+/// The int8 convolution, FC and matrix-product kernels (EmitQuantConv.cpp) pack their
+/// weights and fold the bias at compile time when they are Constants, else per run
+/// (libjit_qpack_*_rt); the
 /// channelwise nodes' scales and offsets (inputs 2 and 3) must be Constants, and the
 /// activation offset a value of its 8-bit kind (the padding byte).
 bool int8Operands(const Node &n, bool channelwise) {
@@ -68,9 +70,9 @@ bool shapeSupported(const Node &n, bool fuseEpilogues, bool fuseSigmoids) {
   case NodeKind::FullyConnected:
     return rankOf(n, 0) == 2 && rankOf(n, 1) == 2 && int8Operands(n, false);
   case NodeKind::MatMul:
-    return rankOf(n, 0) == 2 && rankOf(n, 1) == 2;
+    return rankOf(n, 0) == 2 && rankOf(n, 1) == 2 && int8Operands(n, false);
   case NodeKind::BatchMatMul:
-    return rankOf(n, 0) == 3 && rankOf(n, 1) == 3;
+    return rankOf(n, 0) == 3 && rankOf(n, 1) == 3 && int8Operands(n, false);
   case NodeKind::ReduceSum:
   case NodeKind::ReduceMean:
   case NodeKind::ReduceMax:

@@ -98,7 +98,9 @@ void defineLinearAlgebra(Table &t) {
       .noLowering()
       .onnx({"MatMul", "Gemm"})
       .interpreter("uniform(floats); i8q, i8q -> i8q")
-      .cpu("uniform(floats)", "rank-2 LHS and RHS")
+      .cpu("uniform(floats); i8q, i8q -> i8q",
+           "rank-2 LHS and RHS; int8: LHS offset in [-128, 127] (RHS packed at compile time "
+           "when constant, per run otherwise)")
       .sim("uniform(f32|f16); i8q, i8q -> i8q");
   t.node("BatchMatMul")
       .input("LHS").input("RHS")
@@ -109,7 +111,8 @@ void defineLinearAlgebra(Table &t) {
                 "joined by Concat on axis 0")
       .onnx({"MatMul"})
       .interpreter("uniform(floats); i8q, i8q -> i8q")
-      .cpu("uniform(floats)", "rank-3 LHS and RHS")
+      .cpu("uniform(floats); i8q, i8q -> i8q",
+           "rank-3 LHS and RHS; int8: as MatMul's, per batch")
       .sim("none");
   t.node("BatchedAdd")
       .input("Batch").input("Slice")
@@ -117,7 +120,7 @@ void defineLinearAlgebra(Table &t) {
       .describe("Adds Slice to every batch of Batch: Batch [N, d1..dk] + Slice [d1..dk].")
       .noLowering()
       .interpreter("uniform(floats); i8q, i8q -> i8q")
-      .cpu("uniform(floats)")
+      .cpu("uniform(floats); i8q, i8q -> i8q")
       .sim("none");
 }
 

@@ -57,6 +57,7 @@ bool ruleOf(NodeKind k, Rule &r) {
     r = Rule::Weighted;
     return true;
   case NodeKind::MatMul:
+  case NodeKind::BatchMatMul: // attention's Q K^T and P V
   case NodeKind::BatchedAdd:
   case NodeKind::Add:
   case NodeKind::Sub:
@@ -197,8 +198,11 @@ private:
         if (!isa<Constant>(w.node) || w.getElementType() != ElemKind::Float)
           return n->getInputName(i) + " is not a float constant";
       }
-    } else if (!anyQuantizedOperand && n->getKind() != NodeKind::MatMul) {
-      return "-"; // would only add a Quantize/Dequantize pair around it
+    } else if (!anyQuantizedOperand && n->getKind() != NodeKind::MatMul &&
+               n->getKind() != NodeKind::BatchMatMul) {
+      // A product is worth its pair of Quantizes; anything else would only add a
+      // Quantize/Dequantize pair around it.
+      return "-";
     }
     if (rule == Rule::Free || rule == Rule::Weighted || rule == Rule::Concat)
       if (!rangeOf(NodeValue(n, 0), lo, hi))

@@ -87,17 +87,22 @@ protected:
   }
 
   /// Int8 (Batch)MatMul on random data with non-zero offsets and power-of-two scales, so
-  /// the reference is exact; \p batches 0 means MatMul.
-  void checkInt8MatMul(dim_t batches, dim_t n, dim_t k, dim_t m, uint64_t seed) {
+  /// the reference is exact (results on halves included); \p batches 0 means MatMul. The
+  /// right operand is a Constant when \p constRhs, the output scale \p outScale (small
+  /// ones saturate) and the operands' raw values within +-\p range.
+  void checkInt8MatMul(dim_t batches, dim_t n, dim_t k, dim_t m, uint64_t seed,
+                       bool constRhs = false, float outScale = 8.0f, float range = 40) {
     Dims ad = batches ? Dims{batches, n, k} : Dims{n, k};
     Dims bd = batches ? Dims{batches, k, m} : Dims{k, m};
     Dims od = batches ? Dims{batches, n, m} : Dims{n, m};
-    Tensor a = randomTensor(Type(I8Q, ad, 0.5f, -4), -40, 40, seed);
-    Tensor b = randomTensor(Type(I8Q, bd, 0.25f, 7), -40, 40, seed + 1);
+    Tensor a = randomTensor(Type(I8Q, ad, 0.5f, -4), -range, range, seed);
+    Tensor b = randomTensor(Type(I8Q, bd, 0.25f, 7), -range, range, seed + 1);
     std::vector<double> e = quantizeAll(
-        refMatMul(realValues(a), realValues(b), batches ? batches : 1, n, k, m), 8.0, 3);
-    NodeValue l = input("a", std::move(a)), r = input("b", std::move(b));
-    TypeRef oTy = mod().uniqueType(I8Q, od, 8.0f, 3);
+        refMatMul(realValues(a), realValues(b), batches ? batches : 1, n, k, m), outScale, 3);
+    NodeValue l = input("a", std::move(a));
+    NodeValue r = constRhs ? NodeValue(mod().createConstant("b", std::move(b)))
+                           : NodeValue(input("b", std::move(b)));
+    TypeRef oTy = mod().uniqueType(I8Q, od, outScale, 3);
     auto *s = save(batches ? NodeValue(F()->createBatchMatMul("mm", oTy, l, r))
                            : NodeValue(F()->createMatMul("mm", oTy, l, r)));
     if (!run(0, 0))
@@ -225,6 +230,14 @@ TEST_P(LinalgTest, MatMulInt8) {
 }
 
 TEST_P(LinalgTest, MatMulInt8Random) { checkInt8MatMul(0, 6, 25, 7, 14); }
+// Shapes off the CPU kernels' tiles (rows in fours and 64s, columns in 16s or 32s, K in
+// fours), K = 1, constant right operands (packed at compile time), outputs on halves
+// (scale 1/8 units against an output scale of 1) and saturating ones (scale 0.5).
+TEST_P(LinalgTest, MatMulInt8OddShapes) { checkInt8MatMul(0, 67, 37, 45, 15); }
+TEST_P(LinalgTest, MatMulInt8ConstantRHS) { checkInt8MatMul(0, 5, 70, 33, 16, true); }
+TEST_P(LinalgTest, MatMulInt8KOne) { checkInt8MatMul(0, 9, 1, 17, 17, false, 1.0f, 20); }
+TEST_P(LinalgTest, MatMulInt8Halves) { checkInt8MatMul(0, 7, 3, 19, 18, true, 1.0f, 6); }
+TEST_P(LinalgTest, MatMulInt8Saturates) { checkInt8MatMul(0, 4, 50, 40, 19, false, 0.5f, 127); }
 
 // ------------------------------------------------------------------ BatchMatMul
 
@@ -244,6 +257,12 @@ TEST_P(LinalgTest, BatchMatMulUnitBatch) { checkFloatMatMul(F32, 1, 1, 6, 1, 22)
 TEST_P(LinalgTest, BatchMatMulFloat16) { checkFloatMatMul(F16, 2, 3, 11, 4, 23); }
 TEST_P(LinalgTest, BatchMatMulBFloat16) { checkFloatMatMul(BF16, 2, 5, 7, 3, 24); }
 TEST_P(LinalgTest, BatchMatMulInt8Random) { checkInt8MatMul(3, 4, 13, 5, 25); }
+TEST_P(LinalgTest, BatchMatMulInt8OddShapes) { checkInt8MatMul(5, 66, 21, 35, 27); }
+TEST_P(LinalgTest, BatchMatMulInt8ConstantRHS) { checkInt8MatMul(2, 9, 64, 40, 28, true); }
+TEST_P(LinalgTest, BatchMatMulInt8KOne) { checkInt8MatMul(4, 3, 1, 5, 29, false, 1.0f, 20); }
+TEST_P(LinalgTest, BatchMatMulInt8Saturates) {
+  checkInt8MatMul(2, 6, 30, 18, 30, true, 0.5f, 127);
+}
 
 // ------------------------------------------------------------------ BatchedAdd
 
@@ -279,6 +298,38 @@ TEST_P(LinalgTest, BatchedAddInt8) {
     return;
   expectValues(output(s1), {14, 14, 127, 10, 2, -128}, 0, 0);
   expectValues(output(s2), {1, 1, 25, 0, -1, -25}, 0, 0);
+}
+
+// Random int8 BatchedAdd: Batch [4, 3, 37] + Slice [3, 37] (rows longer than the CPU's
+// vectors, with tails) and [70, 3] + [3] (rows shorter than a vector), offsets of both
+// signs, an output grid that saturates some sums. The reference: the real sum in double,
+// rounded half away from zero on the output grid, saturated.
+TEST_P(LinalgTest, BatchedAddInt8Random) {
+  struct Case {
+    Dims batch, slice;
+  };
+  const Case cases[] = {{{4, 3, 37}, {3, 37}}, {{70, 3}, {3}}};
+  std::vector<std::vector<double>> expected;
+  std::vector<SaveNode *> saves;
+  uint64_t seed = 40;
+  for (const Case &c : cases) {
+    Tensor x = randomTensor(Type(I8Q, c.batch, 0.05f, -9), -128, 127, seed);
+    Tensor sl = randomTensor(Type(I8Q, c.slice, 0.031f, 20), -128, 127, seed + 1);
+    std::vector<double> xr = realValues(x), sr = realValues(sl), e(xr.size());
+    for (size_t i = 0; i < e.size(); i++)
+      e[i] = quantizeRef(xr[i] + sr[i % sr.size()], double(0.07f), -5);
+    std::string id = std::to_string(seed);
+    saves.push_back(save(F()->createBatchedAdd("ba" + id, mod().uniqueType(I8Q, c.batch, 0.07f, -5),
+                                               input("x" + id, std::move(x)),
+                                               input("s" + id, std::move(sl))),
+                         "out" + id));
+    expected.push_back(e);
+    seed += 2;
+  }
+  if (!run(0, 0))
+    return;
+  for (size_t i = 0; i < saves.size(); i++)
+    expectValues(output(saves[i]), expected[i], 0, 0);
 }
 
 KILN_INSTANTIATE_BACKEND_TESTS(LinalgTest);

@@ -533,10 +533,11 @@ TEST(BundleTest, KilnCompileErrorsAreClearAndLeaveNothingBehind) {
 
 TEST(BundleTest, AModelTheBackendCannotCompileIsAnErrorNamingTheNode) {
   Module m;
-  // int8 MatMul runs on the Interpreter only (docs/Operators.md).
+  // An int8 MatMul whose left operand's offset is not an int8 value runs on the
+  // Interpreter only (the CPU's condition, docs/Operators.md).
   Function *f = m.createFunction("half");
   TypeRef q = m.uniqueType(ElemKind::Int8Q, {2, 2}, 0.1f, 0);
-  Placeholder *a = m.createPlaceholder(q, "a");
+  Placeholder *a = m.createPlaceholder(m.uniqueType(ElemKind::Int8Q, {2, 2}, 0.1f, 200), "a");
   Placeholder *b = m.createPlaceholder(q, "b");
   SaveNode *s = f->createSave("y", f->createMatMul("sum", q, a, b));
   std::string dir = tmpPath("unsupported");

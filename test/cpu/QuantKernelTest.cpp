@@ -1,6 +1,7 @@
-// The CPU's int8 convolution, fully connected, Add/Sub, Relu and MaxPool kernels
-// (libjit_qconv.cpp, libjit_qelem.cpp) against the Interpreter, bit for bit: Convolution
-// and FullyConnected with per-tensor weights and their channelwise forms, on AVX-512 VNNI
+// The CPU's int8 convolution, fully connected, MatMul, BatchMatMul, Add/Sub, BatchedAdd,
+// Relu and MaxPool kernels (libjit_qconv.cpp, libjit_qelem.cpp) against the Interpreter,
+// bit for bit: Convolution and FullyConnected with per-tensor weights and their
+// channelwise forms, on AVX-512 VNNI
 // (where the host has it) and AVX2 (the backend's avx512=0), at 1 and 2 threads. Shapes
 // with odd channel counts, pads, strides, dilations, groups and depthwise; offsets at and
 // inside the int8 limits; weights and activations at -128 and 127, and biases and scales
@@ -922,6 +923,113 @@ TEST(QuantKernel, FusedActivationUInt8AndFC) {
         buildFC(n, s.N, s.K, s.M, cw, i % 2 ? -128 : 11, cw ? 0 : 5, seed);
         checkFused(n, kFusedActs[i % std::size(kFusedActs)], "qfc", seed++);
       }
+}
+
+// int8 MatMul and BatchMatMul (libjit_qbmm_i8_<isa>: the FC micro-kernel per batch, no
+// bias, rows requantized by the convolutions' vector path) and BatchedAdd
+// (libjit_qbadd_i8_<isa>) against the Interpreter, bit for bit, both ISAs, 1 and 2 threads.
+
+/// An int8 MatMul [N, K] x [K, M] (B = 0) or BatchMatMul [B, N, K] x [B, K, M] of x and an
+/// operand given at run time (\p rtRhs) or constant; with \p xIsRhs x is the right operand
+/// and the left one a constant. Scales \p sa, \p sb (operands) and \p so (result); raw
+/// operand values of the other operand in [lo, hi] (every 7th at -128 or 127).
+struct MatMulCase {
+  dim_t B, N, K, M;
+  int32_t oa, ob, oo;
+  float sa, sb, so;
+  bool rtRhs, xIsRhs;
+  int lo = -128, hi = 127;
+};
+
+void buildMatMul(Net &n, const MatMulCase &c, uint64_t seed) {
+  n.F = n.mod.createFunction("main");
+  auto dims = [&](dim_t r, dim_t col) { return c.B ? Dims{c.B, r, col} : Dims{r, col}; };
+  const Type at(I8Q, dims(c.N, c.K), c.sa, c.oa), bt(I8Q, dims(c.K, c.M), c.sb, c.ob);
+  NodeValue l, r;
+  if (c.xIsRhs) {
+    n.x = n.mod.createPlaceholder(n.mod.uniqueType(bt), "x");
+    l = n.mod.createConstant("a", int8Tensor(at, seed, c.lo, c.hi, true));
+    r = n.x;
+  } else {
+    n.x = n.mod.createPlaceholder(n.mod.uniqueType(at), "x");
+    l = n.x;
+    r = operand(n, "b", int8Tensor(bt, seed, c.lo, c.hi, true), c.rtRhs);
+  }
+  auto outTy = n.mod.uniqueType(I8Q, dims(c.N, c.M), c.so, c.oo);
+  Node *mm = c.B ? static_cast<Node *>(n.F->createBatchMatMul("mm", outTy, l, r))
+                 : static_cast<Node *>(n.F->createMatMul("mm", outTy, l, r));
+  n.save = n.F->createSave("out", mm);
+}
+
+// Shapes off every tile of the kernels (rows in fours and in chunks of 64, columns in
+// tiles of 32 or 16, K in quads), K = 1, one row and one column; offsets at both ends of
+// int8 and in between (the pixel-sum term only where the right operand's offset is not 0);
+// constant right operands (packed at compile time, one block per batch), run-time ones
+// (attention's Q K^T and P V: packed per run) and a constant left operand; output scales
+// that spread the results over the grid, one that saturates nearly every output, exact
+// power-of-two scales whose results land on halves, and right-operand scales a hair off
+// them (the fast float requantization must defer to the double formula).
+TEST(QuantKernel, MatMulAndBatchMatMul) {
+  const float s2 = 0x1p-2f, off = 1.0f - 0x1p-24f;
+  const MatMulCase cases[] = {
+      {0, 3, 37, 5, 0, 0, 4, 0.05f, 0.02f, 0.3f, false, false},
+      {0, 67, 64, 33, -128, 127, -7, 0.05f, 0.02f, 1.1f, false, false},
+      {0, 5, 130, 70, 127, -128, 0, 0.04f, 0.03f, 2.2f, true, false},
+      {0, 9, 1, 17, -3, 7, 11, 0.05f, 0.02f, 0.02f, true, false},
+      {0, 1, 768, 200, 5, 0, -20, 0.013f, 0.021f, 3.7f, false, false},
+      {0, 70, 9, 1, 9, -2, 1, 0.05f, 0.02f, 0.15f, false, true},
+      {0, 40, 48, 36, -1, 3, 0, 0.05f, 0.02f, 0.001f, true, false},  // saturates
+      {0, 6, 3, 40, 0, 0, -2, 0.5f, s2, 1.0f, true, false, -6, 6},      // halves
+      {0, 6, 3, 40, 1, -1, 2, 0.5f, s2 * off, 1.0f, false, false, -6, 6},
+      {3, 4, 13, 5, 2, -9, 3, 0.05f, 0.02f, 0.4f, true, false},
+      {12, 16, 64, 16, -5, 4, -1, 0.05f, 0.02f, 1.1f, true, false},    // attention Q K^T
+      {4, 65, 33, 70, 127, -128, 6, 0.03f, 0.05f, 2.1f, false, false},
+      {2, 2, 1, 3, -128, 127, 0, 0.05f, 0.02f, 0.01f, false, true},
+      {2, 9, 64, 40, 0, 0, 5, 0.05f, 0.02f, 0.8f, false, false},
+      {5, 3, 3, 33, 0, 0, 0, 0.5f, s2, 1.0f, true, false, -6, 6},       // halves
+  };
+  uint64_t seed = 1300;
+  for (const MatMulCase &c : cases) {
+    SCOPED_TRACE(std::to_string(c.B) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K) +
+                 "x" + std::to_string(c.M) + " offsets " + std::to_string(c.oa) + "," +
+                 std::to_string(c.ob) + (c.rtRhs ? " run-time" : "") +
+                 (c.xIsRhs ? " x right" : ""));
+    Net n;
+    buildMatMul(n, c, seed);
+    // x gets the case's value range too (the halves cases need small products).
+    checkNet(n, c.B ? "qbmm" : "qmatmul", seed++, true, "", c.lo, c.hi);
+  }
+}
+
+// BatchedAdd of x and a constant or run-time slice: rows of 37 (vectors and tails), of 3
+// (every run shorter than a vector), of 1000 (a row split between the two threads), the
+// Add's scale sets (saturating, power-of-two halves, a hair off them).
+TEST(QuantKernel, BatchedAdd) {
+  struct S {
+    float sx, sc, so;
+    int32_t ox, oc, oo;
+  };
+  const S scales[] = {{0.05f, 0.031f, 0.07f, 3, -20, 5},
+                      {0.013f, 0.2f, 0.11f, -128, 127, -128},
+                      {0.05f, 0.04f, 0.001f, 0, 0, 0},
+                      {0.5f, 0.25f, 1.0f, 1, -3, 2},
+                      {0.5f, 0.25f * (1.0f - 0x1p-24f), 1.0f, 1, -3, 2}};
+  const std::pair<Dims, Dims> shapes[] = {
+      {{5, 37}, {37}}, {{3, 4, 20}, {4, 20}}, {{70, 3}, {3}}, {{3, 1000}, {1000}}};
+  uint64_t seed = 1400;
+  size_t i = 0;
+  for (const auto &[bd, sd] : shapes)
+    for (const S &sc : scales) {
+      const bool rt = i++ % 2 == 1;
+      SCOPED_TRACE("seed " + std::to_string(seed) + (rt ? " run-time slice" : ""));
+      Net n;
+      n.F = n.mod.createFunction("main");
+      n.x = n.mod.createPlaceholder(n.mod.uniqueType(I8Q, bd, sc.sx, sc.ox), "x");
+      NodeValue s = operand(n, "s", int8Tensor(Type(I8Q, sd, sc.sc, sc.oc), seed + 1, -128, 127, true), rt);
+      auto outTy = n.mod.uniqueType(I8Q, bd, sc.so, sc.oo);
+      n.save = n.F->createSave("out", n.F->createBatchedAdd("ba", outTy, n.x, s));
+      checkNet(n, "qbatchedadd", seed++);
+    }
 }
 
 } // namespace

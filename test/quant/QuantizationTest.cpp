@@ -438,6 +438,64 @@ TEST(Transform, SmallNetworkIsCloseToFloat) {
   EXPECT_LT(worst, 1.0);
 }
 
+// Attention's products: a BatchMatMul of two activations becomes int8 (Rule::Free: both
+// operands quantized from their profiles, its own output grid), and its result is within
+// the rounding bound of the operands' and the output's grids: per output
+// sum_k (sa/2 |b| + |a| sb/2 + sa/2 sb/2) + sy/2.
+TEST(Transform, BatchMatMulOfActivationsIsQuantized) {
+  ExecutionEngine ee("Interpreter");
+  Module &m = ee.getModule();
+  Placeholder *a = m.createPlaceholder(ElemKind::Float, {2, 3, 4}, "a");
+  Placeholder *bp = m.createPlaceholder(ElemKind::Float, {2, 4, 5}, "b");
+  auto build = [&](const std::string &name) {
+    Function *f = m.createFunction(name);
+    return std::make_pair(f, f->createSave(name + "_y", f->createBatchMatMul("bmm", a, bp)));
+  };
+  auto [ff, fsave] = build("float");
+  auto [qf, qsave] = build("quant");
+  Function *pf = ff->clone("prof");
+  ASSERT_FALSE(prepareForQuantization(pf));
+  Profiler prof(256);
+  prof.instrument(pf);
+  ASSERT_FALSE(ee.compile());
+  PlaceholderBindings b;
+  b.allocate(m.getPlaceholders());
+  prof.allocate(b);
+  PseudoRNG rng(5);
+  b.get(a)->randomize(-1, 1, rng);
+  b.get(bp)->randomize(-2, 2, rng);
+  ASSERT_FALSE(ee.run(b, "prof"));
+  ASSERT_FALSE(prof.record(b));
+  ASSERT_FALSE(prepareForQuantization(qf));
+  Expected<QuantizationReport> r = quantizeFunction(qf, prof.profile());
+  ASSERT_TRUE(bool(r)) << r.getError().toString();
+  EXPECT_EQ(r->quantizedNodes, 1u);
+  auto *q = qf->getNodeByName("bmm");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->getType(0)->kind, ElemKind::Int8Q);
+  EXPECT_EQ(countKind(qf, NodeKind::Quantize), 2u);
+  EXPECT_EQ(countKind(qf, NodeKind::Dequantize), 1u);
+  ASSERT_FALSE(ee.compile());
+  b.allocate(m.getPlaceholders());
+  ASSERT_FALSE(ee.run(b, "float"));
+  ASSERT_FALSE(ee.run(b, "quant"));
+  const double sa = q->getNthInput(0).getType()->scale, sb = q->getNthInput(1).getType()->scale,
+               sy = q->getType(0)->scale;
+  auto A = b.get(a)->getHandle<float>(), B = b.get(bp)->getHandle<float>();
+  auto Yf = b.get(fsave->getPlaceholder())->getHandle<float>();
+  auto Yq = b.get(qsave->getPlaceholder())->getHandle<float>();
+  for (dim_t t = 0; t < 2; t++)
+    for (dim_t i = 0; i < 3; i++)
+      for (dim_t j = 0; j < 5; j++) {
+        double bound = sy / 2;
+        for (dim_t k = 0; k < 4; k++)
+          bound += sa / 2 * std::fabs(B.at({t, k, j})) + std::fabs(A.at({t, i, k})) * sb / 2 +
+                   sa / 2 * sb / 2;
+        EXPECT_LE(std::fabs(Yq.at({t, i, j}) - Yf.at({t, i, j})), bound + 1e-5)
+            << t << " " << i << " " << j;
+      }
+}
+
 // Per-channel weights, symmetric: a 1x1 convolution with two output channels of very
 // different magnitudes. Channel 0's filter {1, -0.25} gets scale 1/127, channel 1's
 // {0.02, 0.005} 0.02/127 (per-tensor both would get 1/127, and channel 1 would round to

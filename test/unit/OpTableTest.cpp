@@ -155,13 +155,13 @@ TEST_F(OpTableTest, BackendDefaultIsTheTableColumnOfItsName) {
   NamedBackend interp("Interpreter"), cpu("CPU"), other("Elsewhere");
   EXPECT_TRUE(interp.isOpSupported(*sig));
   EXPECT_TRUE(cpu.isOpSupported(*sig)); // the CPU column lists the float kinds
-  Node *qmm = f->createMatMul("qmm", m.uniqueType(ElemKind::Int8Q, {2, 2}, 0.5f, 0),
-                              ph(ElemKind::Int8Q, {2, 2}, 0.5f, 0),
-                              ph(ElemKind::Int8Q, {2, 2}, 0.5f, 0));
+  Node *hfc = f->createFusedFullyConnected(
+      "hfc", m.uniqueType(ElemKind::Float16, {2, 2}), ph(ElemKind::Float16, {2, 2}),
+      ph(ElemKind::Float16, {2, 2}), ph(ElemKind::Float16, {2}), {}, "Relu", 0.0f, 0.0f);
   EXPECT_TRUE(interp.isOpSupported(*qrelu));
   EXPECT_TRUE(cpu.isOpSupported(*qrelu)); // the CPU's int8 Relu (a table pass)
-  EXPECT_TRUE(interp.isOpSupported(*qmm));
-  EXPECT_FALSE(cpu.isOpSupported(*qmm)); // int8 MatMul: not on the CPU backend
+  EXPECT_TRUE(interp.isOpSupported(*hfc));
+  EXPECT_FALSE(cpu.isOpSupported(*hfc)); // f16 FusedFullyConnected: not in the CPU column
   EXPECT_FALSE(other.isOpSupported(*sig));
   Error e = other.checkAllNodesSupported(*f);
   ASSERT_TRUE(bool(e));

@@ -1,10 +1,11 @@
 // Emitters of the int8 convolution and fully connected kernels (libjit/libjit_qconv.cpp):
 // Convolution and FullyConnected on Int8Q operands (per-tensor weights), their fused forms
-// with a Relu or Clip (FusedConvolution / FusedFullyConnected on Int8Q), and
+// with a Relu or Clip (FusedConvolution / FusedFullyConnected on Int8Q),
 // ChannelwiseQuantizedConvolution / ChannelwiseQuantizedFullyConnected (per-channel weights,
-// Int8Q input and result, an optional Relu or Clip). Float convolutions and FCs go on to the
-// float emitters. A fused Relu or Clip is the kernels' saturation bounds: the activation's
-// bounds quantized on the result's grid, as the Interpreter rounds them.
+// Int8Q input and result, an optional Relu or Clip), and MatMul / BatchMatMul on Int8Q
+// operands (the FC's packing and micro-kernel with no bias, per batch). Float ones go on to
+// the float emitters. A fused Relu or Clip is the kernels' saturation bounds: the
+// activation's bounds quantized on the result's grid, as the Interpreter rounds them.
 //
 // At compile time the weights are packed as the kernels read them (k-quads of bytes) and
 // each output channel gets its constants: the accumulator scale and real bias in double
@@ -69,6 +70,8 @@ struct WeightQuant {
   }
   /// (integer bias joining the accumulator, real bias added after scaling).
   std::pair<int32_t, double> bias_(size_t o) const {
+    if (!bias) // MatMul, BatchMatMul
+      return {0, 0.0};
     if (!scales) {
       int64_t b = bias->getHandle<int32_t>().raw(o);
       return {0, double(biasTy->scale) * double(b - int64_t(biasTy->offset))};
@@ -511,13 +514,12 @@ bool quantFCKindsOk(const Type &it, const Type &wt, const Type &ot, const Type &
          ot.kind == ElemKind::Int8Q && bt.kind == ElemKind::Int32Q;
 }
 
-/// The compile-time weights \p w [K, M] packed as [ceil(M / T)][K4][T] quads (zero past K
+/// The compile-time weights \p wv [K, M] packed as [ceil(M / T)][K4][T] quads (zero past K
 /// and M) and the constants of the Mpad channels, for input offset cIn - 128.
-void packQuantFC(const Tensor &w, const WeightQuant &wq, int64_t K, int64_t M, int64_t T,
+void packQuantFC(const int8_t *wv, const WeightQuant &wq, int64_t K, int64_t M, int64_t T,
                  int64_t fXor, int64_t cIn, std::vector<int8_t> &packed, ChannelConsts &cc) {
   const int64_t K4 = (K + 3) / 4, tiles = (M + T - 1) / T;
   packed.assign(size_t(tiles * K4 * T * 4), 0);
-  const int8_t *wv = reinterpret_cast<const int8_t *>(w.getUnsafePtr());
   std::vector<int64_t> colsum(size_t(M), 0);
   for (int64_t k = 0; k < K; k++)
     for (int64_t m = 0; m < M; m++) {
@@ -624,7 +626,8 @@ Error Emitter::planQuantFC(Instruction *I, std::vector<Item> &items) {
   } else {
     std::vector<int8_t> packed;
     ChannelConsts cc{size_t(Mpad)};
-    packQuantFC(*wp, wq, K, M, T, fXor, 128 + xOff, packed, cc);
+    packQuantFC(reinterpret_cast<const int8_t *>(wp->getUnsafePtr()), wq, K, M, T, fXor,
+                128 + xOff, packed, cc);
     KILN_ASSIGN_OR_RETURN(uint64_t wOff, constBytes(packed.data(), packed.size()));
     std::vector<char> pb = cc.bytes();
     KILN_ASSIGN_OR_RETURN(uint64_t pOff, constBytes(pb.data(), pb.size()));
@@ -651,11 +654,121 @@ Error Emitter::planQuantFC(Instruction *I, std::vector<Item> &items) {
   return Error::success();
 }
 
+/// The operands and shape of an int8 MatMul ([N, K] x [K, M]: B = 1) or BatchMatMul
+/// ([B, N, K] x [B, K, M]).
+struct Emitter::QMatMul {
+  Value *dest = nullptr, *lhs = nullptr, *rhs = nullptr;
+  int64_t B = 1, N = 0, K = 0, M = 0;
+  /// The kernels' column tile, the columns rounded up to whole tiles, and one batch's
+  /// packed right operand (uint32 entries) and column constants (bytes).
+  int64_t T = 0, Mpad = 0, wStride = 0, pStride = 0;
+  std::string isa;
+};
+
+Error Emitter::quantMatMulOperands(Instruction *I, QMatMul &q) {
+  const bool batched = I->getKind() == InstrKind::BatchMatMul;
+  q.dest = I->getOperand(0).first, q.lhs = I->getOperand(1).first;
+  q.rhs = I->getOperand(2).first;
+  const Type &lt = *q.lhs->getType(), &rt = *q.rhs->getType(), &ot = *q.dest->getType();
+  if (lt.kind != ElemKind::Int8Q || rt.kind != ElemKind::Int8Q || ot.kind != ElemKind::Int8Q)
+    return unsupported(I);
+  const size_t rank = batched ? 3 : 2;
+  bool fits = lt.rank() == rank && rt.rank() == rank && ot.rank() == rank;
+  if (fits) {
+    q.B = batched ? int64_t(lt.dims[0]) : 1;
+    q.N = int64_t(lt.dims[rank - 2]), q.K = int64_t(lt.dims[rank - 1]);
+    q.M = int64_t(rt.dims[rank - 1]);
+    fits = int64_t(rt.dims[rank - 2]) == q.K && int64_t(ot.dims[rank - 2]) == q.N &&
+           int64_t(ot.dims[rank - 1]) == q.M &&
+           (!batched || (int64_t(rt.dims[0]) == q.B && int64_t(ot.dims[0]) == q.B));
+  }
+  if (!fits)
+    return makeError(ErrorCode::InvalidArgument, "CPU backend: ", I->getKindName(), " '",
+                     I->getName(), "': operands ", lt.toString(), " and ", rt.toString(),
+                     " do not fit result ", ot.toString());
+  int64_t L;
+  q.isa = qIsa(L);
+  q.T = 2 * L;
+  q.Mpad = (q.M + q.T - 1) / q.T * q.T;
+  q.wStride = q.Mpad * ((q.K + 3) / 4);
+  q.pStride = q.Mpad * int64_t(2 * sizeof(double) + 2 * sizeof(int32_t));
+  return Error::success();
+}
+
+Expected<std::pair<Location, Location>>
+Emitter::quantMatMulWeights(const QMatMul &q, int64_t xOff, std::vector<Item> &items) {
+  const Type &lt = *q.lhs->getType(), &rt = *q.rhs->getType();
+  if (const Tensor *wp = payloadOf(q.rhs)) {
+    // Each batch's [K, M] packed as a FullyConnected's weights with no bias.
+    WeightQuant wq;
+    wq.filterTy = &rt, wq.inScale = lt.scale;
+    std::vector<int8_t> packed, all;
+    std::vector<char> params;
+    const int8_t *w = reinterpret_cast<const int8_t *>(wp->getUnsafePtr());
+    for (int64_t b = 0; b < q.B; b++) {
+      ChannelConsts cc{size_t(q.Mpad)};
+      packQuantFC(w + b * q.K * q.M, wq, q.K, q.M, q.T, 0, 128 + xOff, packed, cc);
+      all.insert(all.end(), packed.begin(), packed.end());
+      std::vector<char> pb = cc.bytes();
+      params.insert(params.end(), pb.begin(), pb.end());
+    }
+    KILN_ASSIGN_OR_RETURN(uint64_t wOff, constBytes(all.data(), all.size()));
+    KILN_ASSIGN_OR_RETURN(uint64_t pOff, constBytes(params.data(), params.size()));
+    return std::make_pair(Location{kConstantBase, wOff}, Location{kConstantBase, pOff});
+  }
+  // Computed at run time (attention's Q K^T and P V): packed per run, the (batch, column
+  // tile) pairs split between the threads, before the product.
+  const Location wL{kActivationBase, reserveExtra(uint64_t(q.B * q.wStride * 4))};
+  const Location pL{kActivationBase, reserveExtra(uint64_t(q.B * q.pStride))};
+  const float fScale = rt.scale, inScale = lt.scale;
+  const int64_t fOffset = rt.offset;
+  items.push_back({true, "qpack bmm " + q.isa, [=] {
+                     call("libjit_qpack_bmm_rt",
+                          {at(wL), at(pL), ptr(q.rhs), F32(fScale), I64(fOffset), F32(inScale),
+                           I64(xOff), I64(q.B), I64(q.K), I64(q.M), I64(q.T), I64(q.wStride),
+                           I64(q.pStride), scratch(), I64(scratchPerThread_ * 4), tid_,
+                           nth_});
+                   },
+                   StageWork{}});
+  return std::make_pair(wL, pL);
+}
+
+Error Emitter::planQuantMatMul(Instruction *I, std::vector<Item> &items) {
+  const bool batched = I->getKind() == InstrKind::BatchMatMul;
+  if (I->getOperand(1).first->getType()->kind != ElemKind::Int8Q)
+    return batched ? planBatchMatMul(I, items) : planMatMul(I, items);
+  QMatMul q;
+  KILN_RETURN_IF_ERR(quantMatMulOperands(I, q));
+  KILN_ASSIGN_OR_RETURN(QuantIO io, quantIO(I, q.dest, q.lhs, items));
+  KILN_ASSIGN_OR_RETURN(auto wp, quantMatMulWeights(q, io.xOff, items));
+  // The accumulators of up to 8 rows (libjit_qconv_impl.h, kBmmStepRows).
+  needPoolScratch(8 * q.T + 16);
+  const Location inL = io.in, wL = wp.first, pL = wp.second;
+  const float outScale = q.dest->getType()->scale;
+  const int64_t outOff = io.outOff, anyFOff = q.rhs->getType()->offset != 0;
+  const bool runtime = !payloadOf(q.rhs);
+  std::string name = std::string(batched ? "qbmm " + std::to_string(q.B) + "x" : "qmatmul ") +
+                     std::to_string(q.N) + "x" + std::to_string(q.K) + "x" +
+                     std::to_string(q.M) + (runtime ? " rt" : "") + " " + q.isa;
+  Value *dest = q.dest;
+  items.push_back({true, name, [=] {
+                     call("libjit_qbmm_i8_" + q.isa,
+                          {ptr(dest), at(inL), at(wL), at(pL), I64(q.B), I64(q.N), I64(q.K),
+                           I64(q.M), I64(q.wStride), I64(q.pStride), F32(outScale),
+                           I64(outOff), I64(anyFOff), scratch(), I64(scratchPerThread_ * 4),
+                           tid_, nth_});
+                   },
+                   stageWork({I})});
+  return Error::success();
+}
+
 void registerQuantConvEmitters(EmitterTable &t) {
   t[InstrKind::Convolution] = &Emitter::planQuantConv;
   t[InstrKind::ChannelwiseQuantizedConvolution] = &Emitter::planQuantConv;
   t[InstrKind::FullyConnected] = &Emitter::planQuantFC;
   t[InstrKind::ChannelwiseQuantizedFullyConnected] = &Emitter::planQuantFC;
+  t[InstrKind::MatMul] = &Emitter::planQuantMatMul;
+  t[InstrKind::BatchMatMul] = &Emitter::planQuantMatMul;
 }
 
 } // namespace kiln::cpu

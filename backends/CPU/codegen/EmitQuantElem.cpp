@@ -1,6 +1,7 @@
 // Emitters of the int8 element-wise operators and pooling (libjit/libjit_qelem.cpp):
-// Relu, Add, Sub, Mul, Max, Min, MaxPool, AvgPool and AdaptiveAvgPool on Int8Q operands.
-// Add and Sub call libjit_qadd_i8_<isa> (the Interpreter's arithmetic in registers).
+// Relu, Add, Sub, Mul, Max, Min, BatchedAdd, MaxPool, AvgPool and AdaptiveAvgPool on Int8Q
+// operands. Add, Sub and BatchedAdd call libjit_qadd_i8_<isa> / libjit_qbadd_i8_<isa> (the
+// Interpreter's arithmetic in registers).
 // The other element-wise ones (and MaxPool's requantization) become tables computed here with
 // the Interpreter's arithmetic: real values in double, round half away from zero,
 // saturate. Float pools go on to planPool / planAdaptiveAvgPool; float element-wise
@@ -117,6 +118,31 @@ Error Emitter::planQuantElem(Instruction *I, std::vector<Item> &items) {
   return Error::success();
 }
 
+Error Emitter::planQuantBatchedAdd(Instruction *I, std::vector<Item> &items) {
+  auto *ba = cast<BatchedAddInst>(I);
+  Value *dest = ba->getDest(), *batch = ba->getBatch(), *slice = ba->getSlice();
+  if (!allInt8(I))
+    return dest->getType()->isQuantizedType() ? unsupported(I) : planBatchedAdd(I, items);
+  const Type &bt = *batch->getType(), &st = *slice->getType(), &ot = *dest->getType();
+  const int64_t n = int64_t(ot.numElements()), S = int64_t(st.numElements());
+  if (int64_t(bt.numElements()) != n || S == 0 || n % S != 0)
+    return makeError(ErrorCode::InvalidArgument, "CPU backend: ", I->getKindName(), " '",
+                     I->getName(), "': batch ", bt.toString(), " and slice ", st.toString(),
+                     " do not fit result ", ot.toString());
+  // The Interpreter's BatchedAdd is its Add with the slice repeated: the Add's kernel on
+  // runs within a row (libjit_qbadd_i8_<isa>).
+  int64_t L;
+  const std::string isa = qIsa(L);
+  const float sa = bt.scale, sb = st.scale, so = ot.scale;
+  const int64_t oa = bt.offset, ob = st.offset, oo = ot.offset, rows = n / S;
+  items.push_back({true, "qbatchedadd " + isa, [=] {
+                     call("libjit_qbadd_i8_" + isa,
+                          {ptr(dest), ptr(batch), ptr(slice), I64(rows), I64(S), F32(sa),
+                           I64(oa), F32(sb), I64(ob), F32(so), I64(oo), tid_, nth_});
+                   }});
+  return Error::success();
+}
+
 Error Emitter::planQuantPool(Instruction *I, std::vector<Item> &items) {
   if (!allInt8(I))
     return I->getKind() == InstrKind::AdaptiveAvgPool ? planAdaptiveAvgPool(I, items)
@@ -165,6 +191,7 @@ void registerQuantElemEmitters(EmitterTable &t) {
     t[k] = &Emitter::planQuantElem;
   for (InstrKind k : {InstrKind::MaxPool, InstrKind::AvgPool, InstrKind::AdaptiveAvgPool})
     t[k] = &Emitter::planQuantPool;
+  t[InstrKind::BatchedAdd] = &Emitter::planQuantBatchedAdd;
 }
 
 } // namespace kiln::cpu

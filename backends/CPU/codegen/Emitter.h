@@ -240,8 +240,20 @@ public:
                                                            std::vector<Item> &items);
   void quantConvCall(const QConv &q, const QuantIO &io, Location wL, Location pL,
                      std::vector<Item> &items);
+  /// int8 MatMul and BatchMatMul (EmitQuantConv.cpp: the FC's packing per batch, no
+  /// bias, libjit_qbmm_i8_<isa>); float ones go on to planMatMul / planBatchMatMul. Its
+  /// parts: the operands and shape (checked), and the right operand packed now or per run
+  /// (libjit_qpack_bmm_rt, by an item added to \p items): its location and the constants'.
+  Error planQuantMatMul(Instruction *I, std::vector<Item> &items);
+  struct QMatMul;
+  Error quantMatMulOperands(Instruction *I, QMatMul &q);
+  Expected<std::pair<Location, Location>> quantMatMulWeights(const QMatMul &q, int64_t xOff,
+                                                             std::vector<Item> &items);
   /// int8 Relu, Add, Sub, Mul, Max, Min (tables) and pools (EmitQuantElem.cpp).
   Error planQuantElem(Instruction *I, std::vector<Item> &items);
+  /// int8 BatchedAdd (EmitQuantElem.cpp: the Add's kernel with the slice repeated per
+  /// row, libjit_qbadd_i8_<isa>); float ones go on to planBatchedAdd.
+  Error planQuantBatchedAdd(Instruction *I, std::vector<Item> &items);
   Error planQuantPool(Instruction *I, std::vector<Item> &items);
 
 private:

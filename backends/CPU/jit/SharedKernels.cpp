@@ -405,7 +405,7 @@ std::vector<std::string> sharedKernelNames(bool avx512) {
   // x86-64-v4 objects (compile() keeps a kernel's own target features).
   // (Not the int8 depthwise kernel: specialised to its constant shapes it runs faster, so
   // each program keeps its own and pays its compile.)
-  for (const char *q : {"libjit_qconv_i8_", "libjit_qfc_i8_"}) {
+  for (const char *q : {"libjit_qconv_i8_", "libjit_qfc_i8_", "libjit_qbmm_i8_"}) {
     if (avx512)
       names.push_back(std::string(q) + "vnni");
     names.push_back(std::string(q) + "avx2");

@@ -31,6 +31,8 @@
 // [K4][TB] lanes (K4 = ceil(C/G / 4)); other layers (more than 64 taps, strides above 16)
 // pack each tile's im2col patch as [K4][T] lanes (K4 = ceil(K / 4), K = C/G KH KW). Fully connected: the weights [K, M] are packed as
 // [M / T tiles][K4][T] lanes (the vector operand) and the input rows are read in place.
+// MatMul and BatchMatMul (qbmm) are fully connected layers with no bias, one per batch:
+// each batch's right operand packed so, at compile time or per run (libjit_qpack_bmm_rt).
 #include "libjit.h"
 #include "libjit_defs.h"
 
@@ -278,6 +280,14 @@ LIBJIT_INLINE uint32_t load32(const void *p) {
       int64_t tid, int64_t nthreads) {                                                         \
     libjit::q##SUFFIX::qfc(nullptr, out, in, wpack, params, N, K, M, 1.0f, 0, -128, 127,       \
                            anyFOff, scratch, scratchStride, tid, nthreads);                    \
+  }                                                                                            \
+  LIBJIT_EXPORT void libjit_qbmm_i8_##SUFFIX(                                                  \
+      int8_t *out, const int8_t *in, const uint32_t *wpack, const void *params, int64_t B,     \
+      int64_t N, int64_t K, int64_t M, int64_t wStride, int64_t pStride, float outScale,       \
+      int64_t outOff, int64_t anyFOff, char *scratch, int64_t scratchStride, int64_t tid,      \
+      int64_t nthreads) {                                                                      \
+    libjit::q##SUFFIX::qbmm(out, in, wpack, params, B, N, K, M, wStride, pStride, outScale,    \
+                            outOff, anyFOff, scratch, scratchStride, tid, nthreads);           \
   }                                                                                            \
   LIBJIT_EXPORT void libjit_qdwconv_i8_##SUFFIX(                                               \
       int8_t *out, const int8_t *in, const int16_t *w, const void *params, int64_t N,          \
@@ -1014,7 +1024,8 @@ struct RtQuant {
   float fScale;
   int64_t fOffset;
   const void *bias;
-  int64_t biasKind; // 0: i32 in accumulator units, 1: float real, 2: i32q (biasScale, biasOffset)
+  int64_t biasKind; // 0: i32 in accumulator units, 1: float real, 2: i32q (biasScale,
+                    // biasOffset), 3: none (MatMul, BatchMatMul)
   float biasScale;
   int64_t biasOffset;
   float inScale;
@@ -1035,7 +1046,7 @@ LIBJIT_INLINE void rtChannel(const RtQuant &q, void *params, int64_t Opad, int64
     ib = ((const int32_t *)q.bias)[o];
   else if (q.biasKind == 1)
     br = double(((const float *)q.bias)[o]);
-  else
+  else if (q.biasKind == 2)
     br = double(q.biasScale) * double(int64_t(((const int32_t *)q.bias)[o]) - q.biasOffset);
   // Wrapping 32-bit arithmetic, as the emitter's and the kernel's.
   corr[oi] = int32_t(uint32_t(-cIn * sum) + uint32_t(K * cIn) * uint32_t(fo) + uint32_t(ib));
@@ -1112,6 +1123,69 @@ LIBJIT_EXPORT void libjit_qpack_fc_rt(uint32_t *wpack, void *params, const int8_
       sum += v;
     }
     rtChannel(q, params, Mpad, m, m, sum, K, cIn);
+  }
+}
+
+namespace libjit {
+namespace {
+
+/// Column tile \p t of the run-time right operand \p w [K][M] of libjit_qbmm_i8_<isa>,
+/// packed as qfc's [K4][T] quads at \p dst (zero past K and M), and the sum over k of each
+/// of its columns in \p colsum [T]. Four rows at a time, column by column, so that the
+/// loops over the tile's columns vectorise.
+LIBJIT_INLINE void packBmmTile(int8_t *dst, int32_t *colsum, const int8_t *w, int64_t K,
+                               int64_t M, int64_t t, int64_t T) {
+  const int64_t m0 = t * T, nm = minI(T, M - m0);
+  for (int64_t c = 0; c < T; c++)
+    colsum[c] = 0;
+  for (int64_t q = 0; q * 4 < K; q++) {
+    int8_t *d = dst + q * T * 4;
+    const int8_t *r0 = w + 4 * q * M + m0;
+    if (4 * q + 4 <= K && nm == T) {
+      const int8_t *r1 = r0 + M, *r2 = r1 + M, *r3 = r2 + M;
+      for (int64_t c = 0; c < T; c++) {
+        d[4 * c] = r0[c], d[4 * c + 1] = r1[c], d[4 * c + 2] = r2[c], d[4 * c + 3] = r3[c];
+        colsum[c] += int32_t(r0[c]) + int32_t(r1[c]) + int32_t(r2[c]) + int32_t(r3[c]);
+      }
+      continue;
+    }
+    for (int64_t c = 0; c < T; c++)
+      for (int64_t i = 0; i < 4; i++) {
+        const int8_t v = c < nm && 4 * q + i < K ? r0[i * M + c] : int8_t(0);
+        d[4 * c + i] = v;
+        colsum[c] += v;
+      }
+  }
+}
+
+} // namespace
+} // namespace libjit
+
+/// Packs the run-time right operands \p w [B][K][M] of libjit_qbmm_i8_<isa> (int8, scale
+/// \p fScale, offset \p fOffset; per tensor, no bias) into \p wpack (per batch \p wStride
+/// uint32 entries: [ceil(M / T)][K4][T] quads) and their column constants into \p params
+/// (per batch \p pStride bytes: 4 arrays of ceil(M / T) T entries), the constants as
+/// libjit_qpack_fc_rt computes them. The (batch, column tile) pairs split between the
+/// threads; \p scratch holds T int32 per thread (\p scratchStride bytes apart).
+LIBJIT_EXPORT void libjit_qpack_bmm_rt(uint32_t *wpack, void *params, const int8_t *w,
+                                       float fScale, int64_t fOffset, float inScale,
+                                       int64_t xOff, int64_t B, int64_t K, int64_t M,
+                                       int64_t T, int64_t wStride, int64_t pStride,
+                                       char *scratch, int64_t scratchStride, int64_t tid,
+                                       int64_t nthreads) {
+  using namespace libjit;
+  const RtQuant q{nullptr, nullptr, fScale, fOffset, nullptr, 3, 0.0f, 0, inScale, 0};
+  const int64_t K4 = ceilDiv(K, 4), tiles = ceilDiv(M, T), Mpad = tiles * T;
+  int32_t *colsum = (int32_t *)(scratch + tid * scratchStride);
+  int64_t b, e;
+  partition(B * tiles, 1, tid, nthreads, &b, &e);
+  for (int64_t u = b; u < e; u++) {
+    const int64_t bt = u / tiles, t = u % tiles;
+    packBmmTile((int8_t *)(wpack + bt * wStride + t * K4 * T), colsum, w + bt * K * M, K, M,
+                t, T);
+    void *p = (char *)params + bt * pStride;
+    for (int64_t c = 0; c < T; c++)
+      rtChannel(q, p, Mpad, t * T + c < M ? t * T + c : 0, t * T + c, colsum[c], K, 128 + xOff);
   }
 }
 

@@ -750,6 +750,85 @@ static inline __attribute__((always_inline)) void qfc(int8_t *out, int32_t *out3
 }
 
 
+/// Rows of a (batched) int8 matrix product (qbmm) per unit of work: a multiple of 8 (the
+/// micro-kernel's rows), so that one product of few column tiles still splits between
+/// threads.
+constexpr int64_t kBmmRows = 64;
+
+/// Rows of the bmm micro-kernel per step: 8 with 32 vector registers (16 accumulators),
+/// 4 with 16 (the FC's).
+constexpr int64_t kBmmStepRows = QISA::L == 16 ? 8 : 4;
+
+/// Rows [n0, n1) and column tile \p t of one product y [N, M] = x [N, K] x W (W packed as
+/// qfc's, its column constants \p qp): the FC micro-kernel, then per row the column
+/// corrections added to the accumulators and the row requantized by the convolutions'
+/// vector requantRowF (one accScale and no bias for every column: \p rq, \p f, \p fast).
+static inline __attribute__((always_inline)) void bmmTile(
+    int8_t *y, const int8_t *x, const uint32_t *w, const QParams &qp, int64_t K, int64_t M,
+    int64_t t, int64_t n0, int64_t n1, bool sums, const RQ &rq, const FastRQ &f, bool fast,
+    int32_t *acc) {
+  constexpr int64_t T = kNV * QISA::L;
+  const int64_t m0 = t * T, nm = minI(T, M - m0);
+  for (int64_t r0 = n0; r0 < n1; r0 += kBmmStepRows) {
+    const int64_t nr = minI(kBmmStepRows, n1 - r0);
+    const int8_t *rows[8];
+    for (int64_t r = 0; r < nr; r++)
+      rows[r] = x + (r0 + r) * K;
+    switch (nr) {
+    case 8: fcTile<kBmmStepRows == 8 ? 8 : 4>(rows, w, K, acc); break;
+    case 7: fcTile<kBmmStepRows == 8 ? 7 : 4>(rows, w, K, acc); break;
+    case 6: fcTile<kBmmStepRows == 8 ? 6 : 4>(rows, w, K, acc); break;
+    case 5: fcTile<kBmmStepRows == 8 ? 5 : 4>(rows, w, K, acc); break;
+    case 4: fcTile<4>(rows, w, K, acc); break;
+    case 3: fcTile<3>(rows, w, K, acc); break;
+    case 2: fcTile<2>(rows, w, K, acc); break;
+    default: fcTile<1>(rows, w, K, acc); break;
+    }
+    for (int64_t r = 0; r < nr; r++) {
+      uint32_t rowsum = 0;
+      if (sums)
+        for (int64_t k = 0; k < K; k++)
+          rowsum += uint32_t(int32_t(rows[r][k]) + 128);
+      int32_t *ar = acc + r * T;
+      // Wrapping 32-bit arithmetic, as qfc's.
+      for (int64_t j = 0; j < nm; j++)
+        ar[j] = int32_t(uint32_t(ar[j]) + uint32_t(qp.corr[m0 + j]) -
+                        uint32_t(qp.fOff[m0 + j]) * rowsum);
+      QISA::requantRowF(y + (r0 + r) * M + m0, ar, nm, 0, 0, nullptr, rq, f, fast);
+    }
+  }
+}
+
+/// Batched int8 matrix product (MatMul: B = 1; BatchMatMul): y[b] [N, M] = x[b] [N, K] x
+/// W[b], each W[b] packed as qfc's [ceil(M / T)][K4][T] quads at wpack + b wStride (uint32
+/// entries) with its column constants at params + b pStride bytes. Per-tensor scales and
+/// no bias, so every output has batch 0's first accScale and biasReal 0. The units of work,
+/// (batch, column tile, kBmmRows rows), split between the threads in that order.
+static inline __attribute__((always_inline)) void qbmm(
+    int8_t *out, const int8_t *in, const uint32_t *wpack, const void *params, int64_t B,
+    int64_t N, int64_t K, int64_t M, int64_t wStride, int64_t pStride, float outScale,
+    int64_t outOff, int64_t anyFOff, char *scratch, int64_t scratchStride, int64_t tid,
+    int64_t nthreads) {
+  constexpr int64_t T = kNV * QISA::L;
+  const int64_t tiles = ceilDiv(M, T), Mpad = tiles * T, chunks = ceilDiv(N, kBmmRows);
+  if (B * tiles * chunks == 0) // an empty result: no column constants to read
+    return;
+  int32_t *acc = (int32_t *)(scratch + tid * scratchStride);
+  const RQ rq{qparams(params, Mpad).accScale[0], 0.0, double(outScale), double(outOff),
+              -128.0, 127.0};
+  FastRQ f{};
+  const bool fast = fastRequantSetup(rq, f);
+  int64_t b, e;
+  partition(B * tiles * chunks, 1, tid, nthreads, &b, &e);
+  for (int64_t u = b; u < e; u++) {
+    const int64_t bt = u / (tiles * chunks), t = u / chunks % tiles, c = u % chunks;
+    const QParams qp = qparams((const char *)params + bt * pStride, Mpad);
+    const uint32_t *w = wpack + bt * wStride + t * ceilDiv(K, 4) * T;
+    bmmTile(out + bt * N * M, in + bt * N * K, w, qp, K, M, t, c * kBmmRows,
+            minI(N, (c + 1) * kBmmRows), anyFOff != 0, rq, f, fast, acc);
+  }
+}
+
 /// acc[q] = sum over t < np of the 2 x int16 dot product of d[q + off[t]] with the pair
 /// w[t], for q < n (a multiple of L). Four vectors at a time with their own accumulators:
 /// one accumulator chains its np dot products at their latency (5 cycles for vpdpwssd),

@@ -2,7 +2,8 @@
 // Interpreter.
 //
 // Add and Sub compute, in registers, the Interpreter's arithmetic (libjit_qadd_i8_<isa>,
-// at the end of this file). The other element-wise operators use tables.
+// at the end of this file), and so does BatchedAdd (libjit_qbadd_i8_<isa>: the same Add
+// with the slice repeated per row). The other element-wise operators use tables.
 //
 // Element-wise: an int8 operator is a function of 256 (unary: Relu) or 65536 (binary: Add,
 // Sub, Mul, Max, Min) input pairs, so the emitter (codegen/EmitQuantElem.cpp) tabulates it
@@ -338,6 +339,22 @@ LIBJIT_EXPORT void libjit_qadd_i8_generic(int8_t *dst, const int8_t *a, const in
     dst[i] = qaddOne(a[i], bsrc[i], dsa, doa, dsb, dob, dso, doo);
 }
 
+/// BatchedAdd: dst = batch [rows, S] + slice [S] added to every row, the Add's arithmetic
+/// (the Interpreter's BatchedAdd is its Add with the slice repeated). The threads split the
+/// rows * S elements; each walks its range in runs that stay within one row.
+LIBJIT_EXPORT void libjit_qbadd_i8_generic(int8_t *dst, const int8_t *batch,
+                                           const int8_t *slice, int64_t rows, int64_t S,
+                                           float sa, int64_t oa, float sb, int64_t ob,
+                                           float so, int64_t oo, int64_t tid,
+                                           int64_t nthreads) {
+  int64_t b, e;
+  partition(rows * S, 64, tid, nthreads, &b, &e);
+  const double dsa = sa, dsb = sb, dso = so, doa = double(oa), dob = double(ob),
+               doo = double(oo);
+  for (int64_t i = b; i < e; i++)
+    dst[i] = qaddOne(batch[i], slice[i % S], dsa, doa, dsb, dob, dso, doo);
+}
+
 #if defined(__x86_64__)
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
@@ -345,23 +362,25 @@ LIBJIT_EXPORT void libjit_qadd_i8_generic(int8_t *dst, const int8_t *a, const in
 #pragma GCC push_options
 #pragma GCC target("avx2")
 #endif
-LIBJIT_EXPORT void libjit_qadd_i8_avx2(int8_t *dst, const int8_t *a, const int8_t *bsrc,
-                                       int64_t n, float sa, int64_t oa, float sb, int64_t ob,
-                                       float so, int64_t oo, int64_t tid, int64_t nthreads) {
-  int64_t b, e;
-  partition(n, 64, tid, nthreads, &b, &e);
-  const double dsa = sa, dsb = sb, dso = so, doa = double(oa), dob = double(ob),
-               doo = double(oo);
-  QAddFast f{};
-  int64_t i = b;
-  if (qaddFast(sa, oa, sb, ob, so, oo, f)) {
+namespace libjit {
+namespace {
+
+/// Elements [0, n) of the AVX2 Add, b read alongside a: 8 at a time by qaddFast's float
+/// quotient where \p fast (the constants \p f), else and for the tail the double formula
+/// (\p d: sa, oa, sb, ob, so, oo).
+inline __attribute__((always_inline)) void qaddAvx2Span(int8_t *dst, const int8_t *a,
+                                                        const int8_t *bsrc, int64_t n,
+                                                        bool fast, const QAddFast &f,
+                                                        const double d[6]) {
+  int64_t i = 0;
+  if (fast) {
     const __m256 vA = _mm256_set1_ps(f.A), vB = _mm256_set1_ps(f.B),
                  loF = _mm256_set1_ps(f.loF), hiF = _mm256_set1_ps(f.hiF),
                  k20 = _mm256_set1_ps(0x1p-20f), half = _mm256_set1_ps(0.5f),
                  sign = _mm256_set1_ps(-0.0f);
     const __m256i voa = _mm256_set1_epi32(f.oa), vob = _mm256_set1_epi32(f.ob),
                   voo = _mm256_set1_epi32(f.oo);
-    for (; i + 8 <= e; i += 8) {
+    for (; i + 8 <= n; i += 8) {
       __m256i ia = _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(a + i))), voa);
       __m256i ib = _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(bsrc + i))), vob);
       __m256 p1 = _mm256_mul_ps(_mm256_cvtepi32_ps(ia), vA);
@@ -373,7 +392,7 @@ LIBJIT_EXPORT void libjit_qadd_i8_avx2(int8_t *dst, const int8_t *a, const int8_
       __m256 g = _mm256_add_ps(_mm256_mul_ps(t, k20), ed);
       if (_mm256_movemask_ps(_mm256_cmp_ps(g, half, _CMP_LT_OQ)) != 0xff) {
         for (int64_t k = i; k < i + 8; k++)
-          dst[k] = qaddOne(a[k], bsrc[k], dsa, doa, dsb, dob, dso, doo);
+          dst[k] = qaddOne(a[k], bsrc[k], d[0], d[1], d[2], d[3], d[4], d[5]);
         continue;
       }
       r = _mm256_min_ps(_mm256_max_ps(r, loF), hiF);
@@ -382,8 +401,40 @@ LIBJIT_EXPORT void libjit_qadd_i8_avx2(int8_t *dst, const int8_t *a, const int8_
       _mm_storel_epi64((__m128i *)(dst + i), _mm_packs_epi16(w, w));
     }
   }
-  for (; i < e; i++)
-    dst[i] = qaddOne(a[i], bsrc[i], dsa, doa, dsb, dob, dso, doo);
+  for (; i < n; i++)
+    dst[i] = qaddOne(a[i], bsrc[i], d[0], d[1], d[2], d[3], d[4], d[5]);
+}
+
+} // namespace
+} // namespace libjit
+
+LIBJIT_EXPORT void libjit_qadd_i8_avx2(int8_t *dst, const int8_t *a, const int8_t *bsrc,
+                                       int64_t n, float sa, int64_t oa, float sb, int64_t ob,
+                                       float so, int64_t oo, int64_t tid, int64_t nthreads) {
+  int64_t b, e;
+  partition(n, 64, tid, nthreads, &b, &e);
+  const double d[6] = {sa, double(oa), sb, double(ob), so, double(oo)};
+  QAddFast f{};
+  const bool fast = qaddFast(sa, oa, sb, ob, so, oo, f);
+  if (e > b)
+    qaddAvx2Span(dst + b, a + b, bsrc + b, e - b, fast, f, d);
+}
+
+/// BatchedAdd (libjit_qbadd_i8_generic): the AVX2 Add on runs within one row.
+LIBJIT_EXPORT void libjit_qbadd_i8_avx2(int8_t *dst, const int8_t *batch, const int8_t *slice,
+                                        int64_t rows, int64_t S, float sa, int64_t oa,
+                                        float sb, int64_t ob, float so, int64_t oo,
+                                        int64_t tid, int64_t nthreads) {
+  int64_t b, e;
+  partition(rows * S, 64, tid, nthreads, &b, &e);
+  const double d[6] = {sa, double(oa), sb, double(ob), so, double(oo)};
+  QAddFast f{};
+  const bool fast = qaddFast(sa, oa, sb, ob, so, oo, f);
+  for (int64_t i = b; i < e;) {
+    const int64_t s = i % S, len = minI(S - s, e - i);
+    qaddAvx2Span(dst + i, batch + i, slice + s, len, fast, f, d);
+    i += len;
+  }
 }
 #if defined(__clang__)
 #pragma clang attribute pop
@@ -497,6 +548,28 @@ LIBJIT_EXPORT void libjit_qadd_i8_vnni(int8_t *dst, const int8_t *a, const int8_
     i = qadd512Run(dst, a, bsrc, i, e, k, d);
   for (; i < e; i++)
     dst[i] = qaddOne(a[i], bsrc[i], d[0], d[1], d[2], d[3], d[4], d[5]);
+}
+
+/// BatchedAdd (libjit_qbadd_i8_generic): the AVX-512 Add on runs within one row.
+LIBJIT_EXPORT void libjit_qbadd_i8_vnni(int8_t *dst, const int8_t *batch, const int8_t *slice,
+                                        int64_t rows, int64_t S, float sa, int64_t oa,
+                                        float sb, int64_t ob, float so, int64_t oo,
+                                        int64_t tid, int64_t nthreads) {
+  int64_t b, e;
+  partition(rows * S, 64, tid, nthreads, &b, &e);
+  const double d[6] = {sa, double(oa), sb, double(ob), so, double(oo)};
+  QAddFast f{};
+  QAdd512 k;
+  const bool fast = qaddFast(sa, oa, sb, ob, so, oo, f) && qadd512Setup(f, k);
+  for (int64_t i = b; i < e;) {
+    const int64_t s = i % S, len = minI(S - s, e - i);
+    int8_t *y = dst + i;
+    const int8_t *x = batch + i, *t = slice + s;
+    int64_t j = fast ? qadd512Run(y, x, t, 0, len, k, d) : 0;
+    for (; j < len; j++)
+      y[j] = qaddOne(x[j], t[j], d[0], d[1], d[2], d[3], d[4], d[5]);
+    i += len;
+  }
 }
 #if defined(__clang__)
 #pragma clang attribute pop
