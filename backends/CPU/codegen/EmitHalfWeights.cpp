@@ -17,15 +17,34 @@ namespace kiln::cpu {
 
 namespace {
 
-/// True when every element of the float32 tensor \p t is a float16 value: its round trip
-/// through float16 gives its bits back (a NaN only when it is the canonical quiet one).
+/// Sets \p h to the float16 bits of \p f and returns true when \p f is a float16 value (its
+/// round trip through float16 gives its bits back; a NaN only when it is the canonical
+/// quiet one). Normal halves, nearly every weight, by their bits (exponent within float16's
+/// normal range, the 13 mantissa bits float16 lacks zero); the others through
+/// kiln::float16, so that a network's weights are checked and narrowed at memory speed.
+inline bool halfBitsOf(float f, uint16_t &h) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(float));
+  const uint32_t exp = (u >> 23) & 0xffu; // float16's normal exponents 1..30: 113..142 here
+  if (exp >= 113 && exp <= 142 && (u & 0x1fffu) == 0) {
+    h = uint16_t(((u >> 16) & 0x8000u) | ((exp - 112) << 10) | ((u >> 13) & 0x3ffu));
+    return true;
+  }
+  const uint16_t b = float16::fromFloat(f);
+  const float back = float16::toFloat(b);
+  if (std::memcmp(&back, &f, sizeof(float)) != 0)
+    return false;
+  h = b;
+  return true;
+}
+
+/// True when every element of the float32 tensor \p t is a float16 value (halfBitsOf).
 bool allHalfValues(const Tensor &t) {
   const float *p = reinterpret_cast<const float *>(t.getUnsafePtr());
-  for (size_t i = 0; i < t.size(); i++) {
-    float back = float16::toFloat(float16::fromFloat(p[i]));
-    if (std::memcmp(&back, p + i, sizeof(float)) != 0)
+  uint16_t h;
+  for (size_t i = 0; i < t.size(); i++)
+    if (!halfBitsOf(p[i], h))
       return false;
-  }
   return true;
 }
 
@@ -91,7 +110,9 @@ Expected<uint64_t> Emitter::constPackedHalf(const WeightVar *w, WeightPacking pa
                      bytes, " bytes");
   auto *dst = reinterpret_cast<uint16_t *>(consts_.data() + off);
   for (size_t i = 0; i < count; i++)
-    dst[i] = float16::fromFloat(from[i]);
+    if (!halfBitsOf(from[i], dst[i])) // storesHalf(w): every value is one (padding: zeros)
+      return makeError(ErrorCode::Internal, "CPU backend: constant '", w->getName(),
+                       "' has a value that is not a float16");
   constCache_[key] = off;
   releaseIfPacked(w);
   return off;
