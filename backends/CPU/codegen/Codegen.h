@@ -283,7 +283,8 @@ struct CodegenOptions {
   /// transposed layer that keeps a padded copy of its input) and the fully-connected /
   /// MatMul kernels (libjit_fc_f16w_*, libjit_fc_row_f16w_*), which widen it as they load
   /// it and compute as the float32 kernels do: the same results, half the weight bytes.
-  /// Other kernels (Winograd, strip, grouped, depthwise) keep float32 weights.
+  /// Other kernels (Winograd, strip, grouped, depthwise) keep float32 weights, and so do
+  /// targets without F16C.
   bool halfWeights = true;
   /// With halfWeights, every convolution with such weights holds them so (depthwise ones
   /// aside): Winograd, strip and grouped layers take the packed GEMM, transposed ones go
