@@ -102,6 +102,11 @@ std::vector<BackendParameter> getCPUBackendParameters() {
       {"fuse-elementwise", "0|1", "fuse chains of element-wise instructions into one loop"},
       {"optimize-ir", "0|1", "memory-aware order and the IR passes before codegen"},
       {"specialize-gemm", "0|1", "inline the GEMM/convolution drivers per call"},
+      {"half-weights", "0|1|all",
+       "fp16 networks: weights held as float16 in the constant arena and widened as they are "
+       "loaded; 1 by the packed-GEMM and unpadded transposed convolutions and the "
+       "fully-connected layers (other kernels keep float32), all: every non-depthwise "
+       "convolution (Winograd, strip and grouped ones take the packed GEMM), 0: float32"},
       {"winograd", "0|1|fast",
        "Winograd 3x3 convolutions where they pay, within the error budget: 1 F(2x2), and "
        "F(4x4) from 512 input channels; fast F(4x4) on fewer channels too (faster, up to "
@@ -162,6 +167,14 @@ Expected<CPUBackendOptions> parseCPUBackendOptions(const CompileOptions &opts,
         return makeError(ErrorCode::InvalidArgument, "backend option 'winograd': bad value '", v,
                          "' (expected 0, 1 or fast)");
       o.winograd = on || o.fastWinograd;
+    } else if (k == "half-weights") {
+      bool all = v == "all";
+      bool on = all || v == "1" || v == "true" || v == "on";
+      if (!on && v != "0" && v != "false" && v != "off")
+        return makeError(ErrorCode::InvalidArgument, "backend option 'half-weights': bad value '",
+                         v, "' (expected 0, 1 or all)");
+      o.halfWeights = on;
+      o.halfWeightsAllConvs = all;
     } else if (k == "transposed-conv") {
       KILN_RETURN_IF_ERR(flag(o.transposedConv));
     } else if (k == "conv-algorithm") {
@@ -248,6 +261,8 @@ CodegenOptions getCodegenOptions(const CPUBackendOptions &o, const CompileOption
   co.winograd = o.winograd;
   co.fastWinograd = o.fastWinograd;
   co.transposedConv = o.transposedConv;
+  co.halfWeights = o.halfWeights;
+  co.halfWeightsAllConvs = o.halfWeightsAllConvs;
   co.forceConv = o.forceConv;
   co.profile = o.profile;
   co.releaseConstants = o.releaseConstants;

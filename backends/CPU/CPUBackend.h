@@ -65,6 +65,11 @@ struct CPUBackendOptions {
   /// winograd=fast): faster there, with 1.2-2.3x the per-layer error of a plain float32
   /// loop (CodegenOptions::fastWinograd).
   bool fastWinograd = false;
+  /// Float16 weights held as float16 in the constant arena (backend option half-weights:
+  /// 0 off, 1 by the kernels that read them so at no cost, all: every convolution but
+  /// depthwise ones; CodegenOptions::halfWeights, halfWeightsAllConvs).
+  bool halfWeights = true;
+  bool halfWeightsAllConvs = false;
   /// Compute every convolution it applies to with this algorithm (CodegenOptions::forceConv).
   std::optional<ConvAlgorithm> forceConv;
   /// Write the optimised LLVM IR / the host assembly of each compiled function to this
@@ -154,7 +159,7 @@ public:
   /// A one-line summary: stages, fusions, memory, ISA, threads.
   const std::string &getStats() const;
   uint64_t getActivationBytes() const;
-  uint64_t getConstantBytes() const;
+  uint64_t getConstantBytes() const override;
 
 private:
   /// The buffer table of a run: constants, placeholders (or borrowed constants); the

@@ -526,6 +526,15 @@ Expected<std::vector<StageTiming>> HostManager::getProfile(const std::string &na
   return out;
 }
 
+Expected<uint64_t> HostManager::getCompiledConstantBytes(const std::string &name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_ASSIGN_OR_RETURN(Network * net, findLocked(name));
+  uint64_t bytes = 0;
+  for (const LoadedPartition &p : net->exec->loaded)
+    bytes += p.compiled->getConstantBytes();
+  return bytes;
+}
+
 void HostManager::startTrace(const TraceOptions &opts) {
   auto t = std::make_shared<Tracer>(opts);
   std::lock_guard<std::mutex> lock(mu_);

@@ -199,7 +199,8 @@ void printText(const Options &f, kiln::tools::ModelRunner &runner, const RunFigu
               << (r.cmp.match ? " (match)" : " (MISMATCH: " + r.cmp.detail + ")") << "\n";
   std::cout << "activations:  " << r.actPeak << " bytes peak live (" << r.actTotal
             << " allocated)\n"
-            << "constants:    " << runner.constantBytes() << " bytes\n"
+            << "constants:    " << runner.constantBytes() << " bytes in the graph's types, "
+            << runner.constantMemoryBytes() << " held once compiled\n"
             << "peak RSS:     " << tools::peakRSSBytes() << " bytes\n";
 }
 
@@ -281,6 +282,7 @@ void printJSON(const Options &f, kiln::tools::ModelRunner &runner, const RunFigu
             << ", \"activation_bytes\": " << r.actPeak
             << ", \"activation_alloc_bytes\": " << r.actTotal
             << ", \"constant_bytes\": " << runner.constantBytes()
+            << ", \"constant_memory_bytes\": " << runner.constantMemoryBytes()
             << ", \"peak_rss_bytes\": " << tools::peakRSSBytes() << ", \"split\": [";
   for (size_t i = 0; i < split.backends.size(); i++) {
     const BackendShare &b = split.backends[i];

@@ -224,6 +224,18 @@ std::vector<StageTiming> ModelRunner::profile() const {
   return p ? std::move(p).get() : std::vector<StageTiming>();
 }
 
+uint64_t ModelRunner::constantMemoryBytes() const {
+  uint64_t b = 0;
+  for (const auto &c : ee_->getModule().getConstants())
+    if (c->getPayload().getUnsafePtr())
+      b += c->getPayload().getSizeInBytes();
+  HostManager *hm = ee_->getHostManager();
+  if (md_ || !hm || !f_)
+    return b;
+  Expected<uint64_t> compiled = hm->getCompiledConstantBytes(f_->getName());
+  return b + (compiled ? *compiled : 0);
+}
+
 Error ModelRunner::bindInputs(const std::vector<Tensor> &inputs) {
   bindings_.clear();
   PseudoRNG rng;

@@ -110,6 +110,11 @@ public:
   std::vector<StageTiming> profile() const;
   /// Bytes of all constants of the module.
   uint64_t constantBytes() const;
+  /// Bytes the constants occupy once compiled: the compiled partitions' own constant
+  /// storage (the CPU's constant arena: weights in its kernels' layouts;
+  /// CompiledFunction::getConstantBytes) plus the graph's constants that still hold data
+  /// (not freed by the CPU's release-constants). Without setMultiDevice.
+  uint64_t constantMemoryBytes() const;
   /// Activation memory of the compiled graph from its low-level IR: the peak of the bytes
   /// allocated and not yet deallocated when walking the instruction list (what a perfect
   /// memory planner would need), and the sum of all AllocActivation sizes.

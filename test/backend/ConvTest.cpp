@@ -351,6 +351,14 @@ TEST_P(ConvTest, FloatDepthwise) { checkFloatConv(kDepthwise, F32, 5); }
 TEST_P(ConvTest, FloatLarger) { checkFloatConv(kLarger, F32, 6); }
 TEST_P(ConvTest, Float16PadStride) { checkFloatConv(kPadStride, F16, 7); }
 TEST_P(ConvTest, Float16Grouped) { checkFloatConv(kGrouped, F16, 8); }
+// fp16 layers of the kinds whose float16 weights the CPU holds halved (half-weights: the
+// packed GEMM, the transposed convolution) and of those that keep them float32.
+TEST_P(ConvTest, Float16Plain) { checkFloatConv(kPlain, F16, 172); }
+TEST_P(ConvTest, Float16Dilated) { checkFloatConv(kDilated, F16, 173); }
+TEST_P(ConvTest, Float16Larger) { checkFloatConv(kLarger, F16, 174); }
+TEST_P(ConvTest, Float16Pointwise) { checkFloatConv(kPointwise, F16, 175); }
+TEST_P(ConvTest, Float16PointwiseStride2) { checkFloatConv(kPointwiseStride2, F16, 176); }
+TEST_P(ConvTest, Float16Stem7x7) { checkFloatConv(kStem7, F16, 177); }
 TEST_P(ConvTest, BFloat16PadStride) { checkFloatConv(kPadStride, BF16, 9); }
 TEST_P(ConvTest, BFloat16Depthwise) { checkFloatConv(kDepthwise, BF16, 10); }
 // bf16 of group 1 (the CPU's native bf16 kernel): every tile and tail shape, the 1x1

@@ -148,6 +148,9 @@ TEST_P(LinalgTest, FullyConnectedFloatTwoKBlocks) { checkFloatFC(F32, 29, 400, 3
 // 256 rows and two column chunks, the last columns not a multiple of 64.
 TEST_P(LinalgTest, FullyConnectedFloatOneRow) { checkFloatFC(F32, 1, 600, 2100, 6); }
 TEST_P(LinalgTest, FullyConnectedFloat16) { checkFloatFC(F16, 4, 19, 7, 2); }
+// One row (the CPU's row kernel, float16 weights held halved) and a K past one K block.
+TEST_P(LinalgTest, FullyConnectedFloat16OneRow) { checkFloatFC(F16, 1, 300, 45, 172); }
+TEST_P(LinalgTest, FullyConnectedFloat16LongK) { checkFloatFC(F16, 3, 401, 37, 173); }
 TEST_P(LinalgTest, FullyConnectedBFloat16) { checkFloatFC(BF16, 3, 23, 6, 3); }
 
 // Input scale 0.5 offset -1: raw [3 -3] = [2 -1]. Weights scale 0.5: raw [2 4; -2 6] =

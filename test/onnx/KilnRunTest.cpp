@@ -93,7 +93,7 @@ TEST_F(KilnRunTest, MatchPrintsJsonAndExitsZero) {
                             "\"compile_ms\"", "\"median_ms\"", "\"min_ms\"", "\"iterations\": 3",
                             "\"max_abs_err\": 0", "\"max_rel_err\"", "\"match\": true",
                             "\"activation_bytes\"", "\"constant_bytes\": 32",
-                            "\"peak_rss_bytes\""})
+                            "\"constant_memory_bytes\": 32", "\"peak_rss_bytes\""})
     EXPECT_NE(j.find(field), std::string::npos) << field << " not in " << j;
 }
 

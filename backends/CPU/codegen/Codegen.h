@@ -89,6 +89,10 @@ enum class WeightPacking {
   GemmBBf16Pairs,  ///< bf16 B in pairs of rows, 16-column panels (libjit_pack_b_bf16)
   ConvBf16Pairs,   ///< bf16 filter in blocks of 4 channels of k-pairs (libjit_pack_conv_w_bf16)
   ConvBf16ChannelPanels, ///< bf16 filter in 16-channel panels of k-pairs (libjit_pack_conv_wt_bf16)
+  GemmAHalf,       ///< GemmA, each element a float16 (CodegenOptions::halfWeights)
+  GemmBHalf,       ///< GemmB, each element a float16
+  GemmBTransposedHalf, ///< GemmBTransposed, each element a float16
+  NoneHalf,        ///< as they are (row-major), each element a float16
 };
 
 /// The machine limits the convolution cost model (ConvCost.h) divides work by: fixed
@@ -272,6 +276,20 @@ struct CodegenOptions {
   /// channels, where it is outside the error budget (ConvAlgorithmSet::fastWinograd;
   /// backends/CPU/README.md, "Accuracy").
   bool fastWinograd = false;
+  /// A constant float32 weight tensor whose every value is a float16 (one the graph step
+  /// widen-half-floats made from a float16 constant: a network run in fp16) is held as
+  /// float16 in the constant arena, in its kernel's packed layout, by the packed-GEMM and
+  /// transposed convolutions (libjit_conv2d_f16w_*, libjit_conv2d_t_f16w_*: not a
+  /// transposed layer that keeps a padded copy of its input) and the fully-connected /
+  /// MatMul kernels (libjit_fc_f16w_*, libjit_fc_row_f16w_*), which widen it as they load
+  /// it and compute as the float32 kernels do: the same results, half the weight bytes.
+  /// Other kernels (Winograd, strip, grouped, depthwise) keep float32 weights, and so do
+  /// targets without F16C.
+  bool halfWeights = true;
+  /// With halfWeights, every convolution with such weights holds them so (depthwise ones
+  /// aside): Winograd, strip and grouped layers take the packed GEMM, transposed ones go
+  /// without their padded input copy.
+  bool halfWeightsAllConvs = false;
   /// Every convolution this algorithm can compute is computed with it, whatever the rules
   /// say (convAlgorithmApplies; measurements and tests of each kernel in a network).
   std::optional<ConvAlgorithm> forceConv;

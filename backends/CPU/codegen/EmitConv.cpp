@@ -310,6 +310,13 @@ Error Emitter::planConv(Instruction *I, std::vector<Item> &items) {
   ConvPlan plan = chooseConvAlgorithm(s, avx512_ ? Isa::Avx512 : Isa::Avx2, opts_.threads,
                                       {opts_.winograd, opts_.transposedConv, opts_.fastWinograd,
                                        opts_.forceConv, opts_.convMachine});
+  // half-weights=all: every convolution whose weights are float16 values takes a kernel
+  // that holds them so (the transposed one stays, the others take the packed GEMM), but
+  // depthwise ones (their weights are small).
+  if (opts_.halfWeightsAllConvs && s.constantWeights &&
+      plan.algorithm != ConvAlgorithm::Depthwise && plan.algorithm != ConvAlgorithm::PackedGemm &&
+      plan.algorithm != ConvAlgorithm::Transposed && storesHalf(dyn_cast<WeightVar>(filter)))
+    plan = ConvPlan{};
   if (plan.phases)
     return emitConvPhases(I, plan, s, epi, dest, in, filter, bias, items);
   KILN_ASSIGN_OR_RETURN(Location dl, loc(dest));
@@ -394,12 +401,21 @@ Error Emitter::emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpi
     return emitWinogradConv(plan, s, epi, label, dest, in, filter, bias, items);
   case ConvAlgorithm::Transposed: {
     int64_t P = OH * OW, K = (C / G) * KH * KW;
-    KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, plan.packing, 1, K, O));
-    Location wtl{kConstantBase, off};
+    // float16 weights are widened where the kernel would keep its zero-padded copy of the
+    // input (kernels with taps at stride 1 or 2), which it then goes without: held as
+    // float16 where it keeps no copy anyway, and with half-weights=all everywhere.
+    const bool padsInput = (KH > 1 || KW > 1) && (SW == 1 || SW == 2);
+    const bool half = (!padsInput || opts_.halfWeightsAllConvs) && storesHalf(cw);
+    Expected<uint64_t> off = half ? constPackedHalf(cw, WeightPacking::GemmBTransposedHalf, 1, K, O)
+                                  : constPacked(cw, plan.packing, 1, K, O);
+    if (!off)
+      return off.takeError();
+    Location wtl{kConstantBase, *off};
     tScratchBytes_ = std::max<uint64_t>(tScratchBytes_, alignUp(uint64_t(P * O) * 4));
     usesScratch_ = true;
-    items.push_back({true, label, [=] {
-                       call("libjit_conv2d_t_f32_" + isa_,
+    const std::string kernel = (half ? "libjit_conv2d_t_f16w_" : "libjit_conv2d_t_f32_") + isa_;
+    items.push_back({true, half ? label + " f16w" : label, [=] {
+                       call(kernel,
                             {at(dest), at(in), at(wtl), ptr(bias),
                              residual ? ptr(residual) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
                              I64(O), I64(OH), I64(OW), I64(KH), I64(KW), I64(SH), I64(SW),
@@ -472,9 +488,15 @@ Error Emitter::emitPackedGemmConv(const ConvPlan &plan, const ConvShape &s,
   auto *cw = dyn_cast<WeightVar>(filter);
   Value *residual = epi.add;
   // The packed GEMM: weights packed at compile time, or per run when computed at run time.
+  // Constant weights that are float16 values (an fp16 network) are held as float16 and
+  // widened per cache block by libjit_conv2d_f16w_* (CodegenOptions::halfWeights).
   int64_t Og = O / G, K = (C / G) * KH * KW;
+  const bool half = s.constantWeights && storesHalf(cw);
   Location wl;
-  if (s.constantWeights) {
+  if (half) {
+    KILN_ASSIGN_OR_RETURN(uint64_t off, constPackedHalf(cw, WeightPacking::GemmAHalf, G, Og, K));
+    wl = {kConstantBase, off};
+  } else if (s.constantWeights) {
     KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, plan.packing, G, Og, K));
     wl = {kConstantBase, off};
   } else {
@@ -490,8 +512,9 @@ Error Emitter::emitPackedGemmConv(const ConvPlan &plan, const ConvShape &s,
                      }});
   }
   usesScratch_ = true;
-  items.push_back({true, label, [=] {
-                     call("libjit_conv2d_f32_" + isa_,
+  const std::string kernel = (half ? "libjit_conv2d_f16w_" : "libjit_conv2d_f32_") + isa_;
+  items.push_back({true, half ? label + " f16w" : label, [=] {
+                     call(kernel,
                           {at(dest), at(in), at(wl), ptr(bias),
                            residual ? ptr(residual) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
                            I64(O), I64(OH), I64(OW), I64(KH), I64(KW), I64(SH), I64(SW),

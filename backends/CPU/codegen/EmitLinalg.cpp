@@ -19,22 +19,30 @@ Error Emitter::planFC(Instruction *I, Value *dest, Value *in, Value *weights, Va
   // Weights computed at run time (e.g. a transposed input) are packed per run.
   auto *cw = dyn_cast<WeightVar>(weights);
   bool constW = cw && cw->isConstant();
+  // Constant weights that are float16 values (an fp16 network) are held as float16 and
+  // widened as they are loaded (CodegenOptions::halfWeights; EmitHalfWeights.cpp).
+  const bool half = constW && storesHalf(cw);
   // One row reads constant weights unpacked (libjit_fc_row_f32): where the graph holds
   // them, or for a bundle, copied as they are into the constant arena.
   if (constW && N == 1 && weights->getType()->kind == ElemKind::Float &&
       dest->getType()->kind == ElemKind::Float) {
     Location wl;
-    if (opts_.borrowConstants) {
+    const std::string rowKernel = half ? "libjit_fc_row_f16w_" + isa_ : "libjit_fc_row_f32";
+    if (half) {
+      KILN_ASSIGN_OR_RETURN(uint64_t off, constPackedHalf(cw, WeightPacking::NoneHalf, 1, K, M));
+      wl = {kConstantBase, off};
+    } else if (opts_.borrowConstants) {
       KILN_ASSIGN_OR_RETURN(wl, constBorrowed(cw));
     } else {
       KILN_ASSIGN_OR_RETURN(uint64_t off, constRaw(cw));
       wl = {kConstantBase, off};
     }
-    const std::string name = "fc_row 1x" + std::to_string(K) + "x" + std::to_string(M);
+    const std::string name = "fc_row 1x" + std::to_string(K) + "x" + std::to_string(M) +
+                             (half ? " f16w" : "");
     const unsigned nth = opts_.threads;
     if (nth <= 1) {
       items.push_back({true, name, [=] {
-                         call("libjit_fc_row_f32",
+                         call(rowKernel,
                               {ptr(dest), ptr(in), at(wl), bias ? ptr(bias) : nullPtr(),
                                epi.add ? ptr(epi.add) : nullPtr(), I64(K), I64(M), I64(epi.act),
                                F32(epi.lo), F32(epi.hi), nullPtr(), I64(0), tid_, nth_});
@@ -45,7 +53,7 @@ Error Emitter::planFC(Instruction *I, Value *dest, Value *in, Value *weights, Va
     // may run on one thread when the instruction is small: the kernels allow for it).
     Location pl{kActivationBase, reserveExtra(uint64_t(nth) * uint64_t(M) * 4)};
     items.push_back({true, name, [=] {
-                       call("libjit_fc_row_f32",
+                       call(rowKernel,
                             {ptr(dest), ptr(in), at(wl), nullPtr(), nullPtr(), I64(K), I64(M),
                              I64(0), F32(0), F32(0), at(pl), I64(nth), tid_, nth_});
                      }, stageWork({I})});
@@ -59,7 +67,10 @@ Error Emitter::planFC(Instruction *I, Value *dest, Value *in, Value *weights, Va
   }
   Value *w = weights;
   Location wl;
-  if (constW) {
+  if (half) {
+    KILN_ASSIGN_OR_RETURN(uint64_t off, constPackedHalf(cw, WeightPacking::GemmBHalf, 1, K, M));
+    wl = {kConstantBase, off};
+  } else if (constW) {
     KILN_ASSIGN_OR_RETURN(uint64_t off, constPacked(cw, WeightPacking::GemmB, 1, K, M));
     wl = {kConstantBase, off};
   } else {
@@ -71,8 +82,9 @@ Error Emitter::planFC(Instruction *I, Value *dest, Value *in, Value *weights, Va
                      }});
   }
   usesScratch_ = true;
-  items.push_back({true, "fc " + std::to_string(N) + "x" + std::to_string(K) + "x" + std::to_string(M), [=] {
-                     call("libjit_fc_f32_" + isa_,
+  const std::string kernel = (half ? "libjit_fc_f16w_" : "libjit_fc_f32_") + isa_;
+  items.push_back({true, "fc " + std::to_string(N) + "x" + std::to_string(K) + "x" + std::to_string(M) + (half ? " f16w" : ""), [=] {
+                     call(kernel,
                           {ptr(dest), ptr(in), at(wl), bias ? ptr(bias) : nullPtr(),
                            epi.add ? ptr(epi.add) : nullPtr(), I64(N), I64(K), I64(M),
                            I64(epi.act), F32(epi.lo), F32(epi.hi), scratch(), tid_, nth_});

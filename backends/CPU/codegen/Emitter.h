@@ -296,6 +296,15 @@ private:
   std::string qIsa(int64_t &lanes);
   Expected<uint64_t> constPacked(const WeightVar *w, WeightPacking packing, int64_t groups,
                                  int64_t rows, int64_t cols);
+  /// True when constant \p w is held as float16 (CodegenOptions::halfWeights): float32,
+  /// every value a float16 (checked once per constant, EmitHalfWeights.cpp).
+  bool storesHalf(const WeightVar *w);
+  /// \p w packed as constPacked packs it for GemmA (`groups` blocks of rows x cols),
+  /// GemmB (rows = K x cols), GemmBTransposed or None (as it is), then stored as float16
+  /// (\p packing GemmAHalf, GemmBHalf, GemmBTransposedHalf or NoneHalf): exact, since
+  /// storesHalf(w).
+  Expected<uint64_t> constPackedHalf(const WeightVar *w, WeightPacking packing, int64_t groups,
+                                     int64_t rows, int64_t cols);
   /// Where the constant \p w is read in place (CodegenOptions::borrowConstants): an
   /// external buffer bound to its payload at each run (Program::borrowed).
   Expected<Location> constBorrowed(const WeightVar *w);
@@ -439,6 +448,7 @@ private:
 
   ConstantArena consts_;
   std::map<std::tuple<const WeightVar *, WeightPacking, int64_t>, uint64_t> constCache_;
+  std::map<const WeightVar *, bool> halfExact_; ///< storesHalf's answers
   std::unordered_map<const Placeholder *, unsigned> phIndex_;
 
   // Current stage function.

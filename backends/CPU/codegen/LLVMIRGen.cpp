@@ -645,6 +645,10 @@ Expected<EmittedProgram> emitProgram(IRFunction &F, const MemoryPlan &plan,
   out.host = detectHost(opts.jit);
   const HostInfo &host = out.host;
   prog->avx512 = host.avx512;
+  // float16 weights are widened with F16C's (or AVX-512's) vcvtph2ps: a target without it
+  // (a bundle for plain x86-64) keeps them float32. Every AVX2 target has F16C.
+  o.halfWeights = o.halfWeights &&
+                  (host.avx2 || host.features.find("+f16c") != std::string::npos);
 
   TraceScope irgen(opts.tracer, "compile", "llvm-irgen");
   out.ctx = std::make_unique<llvm::LLVMContext>();

@@ -379,6 +379,8 @@ std::vector<std::string> sharedKernelNames(bool avx512) {
   std::vector<std::string> names = {
       "libjit_conv2d_f32_" + isa, "libjit_fc_f32_" + isa, "libjit_batchmatmul_f32_" + isa,
       "libjit_conv2d_t_f32_" + isa, "libjit_conv2d_strip_f32_" + isa,
+      "libjit_conv2d_f16w_" + isa, "libjit_conv2d_t_f16w_" + isa, "libjit_fc_f16w_" + isa,
+      "libjit_fc_row_f16w_" + isa,
       "libjit_conv2d_wino_f32_" + isa, "libjit_conv2d_wino_rows2_f32_" + isa,
       "libjit_conv2d_wino_rows4_f32_" + isa, "libjit_conv2d_grouped_f32_" + isa,
       // Loop nests that gain little from constant shapes and cost much to compile

@@ -38,6 +38,29 @@
       int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,    \
       int64_t DH, int64_t DW, int64_t act, float lo, float hi, float *t, float *scratch,     \
       int64_t tid, int64_t nthreads);                                                        \
+  /* float16 weights (a network run in fp16): packedW as libjit_pack_a/b_f32 packs them, */ \
+  /* each element a float16; widened per cache block, results as the _f32 kernels' */      \
+  LIBJIT_EXPORT void libjit_conv2d_f16w_##SUFFIX(                                           \
+      float *out, const float *in, const uint16_t *packedW, const float *bias,               \
+      const float *add, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,   \
+      int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,    \
+      int64_t DH, int64_t DW, int64_t G, int64_t act, float lo, float hi, float *scratch,    \
+      int64_t tid, int64_t nthreads);                                                        \
+  LIBJIT_EXPORT void libjit_conv2d_t_f16w_##SUFFIX(                                         \
+      float *out, const float *in, const uint16_t *packedWT, const float *bias,              \
+      const float *add, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,   \
+      int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,    \
+      int64_t DH, int64_t DW, int64_t act, float lo, float hi, float *t, float *scratch,     \
+      int64_t tid, int64_t nthreads);                                                        \
+  LIBJIT_EXPORT void libjit_fc_f16w_##SUFFIX(float *out, const float *in,                   \
+                                             const uint16_t *packedW, const float *bias,     \
+                                             const float *add, int64_t N, int64_t K,         \
+                                             int64_t M, int64_t act, float lo, float hi,     \
+                                             float *scratch, int64_t tid, int64_t nthreads); \
+  LIBJIT_EXPORT void libjit_fc_row_f16w_##SUFFIX(                                           \
+      float *out, const float *in, const uint16_t *W, const float *bias, const float *add,   \
+      int64_t K, int64_t M, int64_t act, float lo, float hi, float *partials, int64_t parts,  \
+      int64_t tid, int64_t nthreads);                                                        \
   LIBJIT_EXPORT void libjit_pack_bt_f32_##SUFFIX(float *dst, const float *Wt, int64_t K,    \
                                                  int64_t O);                                 \
   LIBJIT_EXPORT void libjit_pack_a_f32_##SUFFIX(float *dst, const float *A, int64_t M,      \

@@ -276,8 +276,18 @@ LIBJIT_INLINE void padInput(float *dst, const float *in, int64_t C, int64_t H, i
     dst[C * PH * PWd + i] = 0.0f;
 }
 
-template <class Cfg>
-LIBJIT_INLINE void conv2d(float *out, const float *in, const float *packedW, const float *bias,
+/// The A operand of the packed convolution's weights: float32 panels, or the same panels
+/// in float16 (HalfPackedA, widened per block).
+template <class Cfg> LIBJIT_INLINE PackedA<Cfg> weightsA(const float *p, int64_t K) {
+  return PackedA<Cfg>{p, K};
+}
+template <class Cfg> LIBJIT_INLINE HalfPackedA<Cfg> weightsA(const uint16_t *p, int64_t K) {
+  return HalfPackedA<Cfg>{p, K};
+}
+
+/// WT: float, or uint16_t for float16 weights (libjit_conv2d_f16w_*).
+template <class Cfg, class WT>
+LIBJIT_INLINE void conv2d(float *out, const float *in, const WT *packedW, const float *bias,
                           const float *add, int64_t N, int64_t C, int64_t H, int64_t W,
                           int64_t O, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t SH,
                           int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW,
@@ -293,7 +303,7 @@ LIBJIT_INLINE void conv2d(float *out, const float *in, const float *packedW, con
       float *y = out + (n * O + g * Og) * P;
       Epilogue epi = {bias ? bias + g * Og : nullptr, nullptr,
                       add ? add + (n * O + g * Og) * P : nullptr, P, (int)act, lo, hi};
-      PackedA<Cfg> A{packedW + g * groupW, K};
+      auto A = weightsA<Cfg>(packedW + g * groupW, K);
       if (pointwise) {
         gemmDriver<Cfg>(Og, P, K, A, RawB<Cfg>{x, H * W}, y, P, epi, scratch, tid, nthreads);
       } else {
@@ -304,12 +314,22 @@ LIBJIT_INLINE void conv2d(float *out, const float *in, const float *packedW, con
   }
 }
 
+/// The B operand of the transposed convolution's weights: float32 panels, or the same
+/// panels in float16 (HalfPackedB, widened per block).
+template <class Cfg> LIBJIT_INLINE PackedB<Cfg> weightsB(const float *p, int64_t K) {
+  return PackedB<Cfg>{p, K};
+}
+template <class Cfg> LIBJIT_INLINE HalfPackedB<Cfg> weightsB(const uint16_t *p, int64_t K) {
+  return HalfPackedB<Cfg>{p, K};
+}
+
 /// Convolution computed transposed, for small images: T[P x O] = im2col^T x W^T with the
 /// pixels as GEMM rows (so P need not fill whole NR-column panels), then transposed into
 /// the NCHW output with the residual add and the clamp. packedWT holds W^T [K x O] as
-/// packed B panels; t is P*O floats of scratch. Group 1 only.
-template <class Cfg>
-LIBJIT_INLINE void conv2dT(float *out, const float *in, const float *packedWT,
+/// packed B panels (WT float, or uint16_t: float16 weights, libjit_conv2d_t_f16w_*); t is
+/// P*O floats of scratch. Group 1 only.
+template <class Cfg, class WT>
+LIBJIT_INLINE void conv2dT(float *out, const float *in, const WT *packedWT,
                            const float *bias, const float *add, int64_t N, int64_t C,
                            int64_t H, int64_t W, int64_t O, int64_t OH, int64_t OW, int64_t KH,
                            int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
@@ -321,12 +341,14 @@ LIBJIT_INLINE void conv2dT(float *out, const float *in, const float *packedWT,
   float *s = scratch + tid * gemmScratchFloats<Cfg>();
   Epilogue epi = {nullptr, bias, nullptr, 0, 0, 0.0f, 0.0f};
   // Kernels with taps pack from a zero-padded copy of the input when it fits where the
-  // GEMM would pack B (the weights come packed, so that part of the scratch is free):
+  // GEMM would pack B (float32 weights come packed, so that part of the scratch is free;
+  // float16 ones are widened there, so they go without the copy):
   // measured 2-4x faster than element-by-element packing, which took a third of a
   // 7x7 3x3 512->512 layer at 2 threads (each thread packs every pixel there).
   int64_t PH, PWd;
   paddedDims(H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, &PH, &PWd);
-  bool pad = (KH > 1 || KW > 1) && (SW == 1 || SW == 2) && m0 < m1 && n0 < n1 &&
+  bool pad = sizeof(WT) == sizeof(float) && (KH > 1 || KW > 1) && (SW == 1 || SW == 2) &&
+             m0 < m1 && n0 < n1 &&
              C * PH * PWd + 32 <= Cfg::KC * (Cfg::NC + Cfg::NR);
   for (int64_t n = 0; n < N; n++) {
     const float *x = in + n * C * H * W;
@@ -337,7 +359,7 @@ LIBJIT_INLINE void conv2dT(float *out, const float *in, const float *packedWT,
       padInput(s, x, C, H, W, PH, PWd, PT, PL);
       A.padded = s, A.PH = PH, A.PWd = PWd;
     }
-    gemmRange<Cfg>(m0, m1, n0, n1, K, A, PackedB<Cfg>{packedWT, K}, t, O, epi, s);
+    gemmRange<Cfg>(m0, m1, n0, n1, K, A, weightsB<Cfg>(packedWT, K), t, O, epi, s);
     transposeOut(y, t + n0, O, a, P, m0, m1, n0, n1, act, lo, hi);
   }
 }
@@ -356,8 +378,26 @@ using namespace libjit;
     conv2d<CFG>(out, in, packedW, bias, add, N, C, H, W, O, OH, OW, KH, KW, SH, SW, PT, PL,  \
                 DH, DW, G, act, lo, hi, scratch, tid, nthreads);                             \
   }                                                                                          \
+  LIBJIT_EXPORT void libjit_conv2d_f16w_##SUFFIX(                                           \
+      float *out, const float *in, const uint16_t *packedW, const float *bias,               \
+      const float *add, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,   \
+      int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,    \
+      int64_t DH, int64_t DW, int64_t G, int64_t act, float lo, float hi, float *scratch,    \
+      int64_t tid, int64_t nthreads) {                                                       \
+    conv2d<CFG>(out, in, packedW, bias, add, N, C, H, W, O, OH, OW, KH, KW, SH, SW, PT, PL,  \
+                DH, DW, G, act, lo, hi, scratch, tid, nthreads);                             \
+  }                                                                                          \
   LIBJIT_EXPORT void libjit_conv2d_t_f32_##SUFFIX(                                          \
       float *out, const float *in, const float *packedWT, const float *bias,                 \
+      const float *add, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,   \
+      int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,    \
+      int64_t DH, int64_t DW, int64_t act, float lo, float hi, float *t, float *scratch,     \
+      int64_t tid, int64_t nthreads) {                                                       \
+    conv2dT<CFG>(out, in, packedWT, bias, add, N, C, H, W, O, OH, OW, KH, KW, SH, SW, PT,    \
+                 PL, DH, DW, act, lo, hi, t, scratch, tid, nthreads);                        \
+  }                                                                                          \
+  LIBJIT_EXPORT void libjit_conv2d_t_f16w_##SUFFIX(                                         \
+      float *out, const float *in, const uint16_t *packedWT, const float *bias,              \
       const float *add, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t OH,   \
       int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,    \
       int64_t DH, int64_t DW, int64_t act, float lo, float hi, float *t, float *scratch,     \

@@ -18,12 +18,22 @@ LIBJIT_INLINE void sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_
                   tid, nthreads);
 }
 
-template <class Cfg>
-LIBJIT_INLINE void fc(float *out, const float *in, const float *packedW, const float *bias,
+/// The B operand of a fully-connected layer's weights: float32 panels, or the same panels
+/// in float16 (HalfPackedB, widened per block).
+template <class Cfg> LIBJIT_INLINE PackedB<Cfg> weightsB(const float *p, int64_t K) {
+  return PackedB<Cfg>{p, K};
+}
+template <class Cfg> LIBJIT_INLINE HalfPackedB<Cfg> weightsB(const uint16_t *p, int64_t K) {
+  return HalfPackedB<Cfg>{p, K};
+}
+
+/// WT: float, or uint16_t for float16 weights (libjit_fc_f16w_*).
+template <class Cfg, class WT>
+LIBJIT_INLINE void fc(float *out, const float *in, const WT *packedW, const float *bias,
                       const float *add, int64_t N, int64_t K, int64_t M, int64_t act, float lo,
                       float hi, float *scratch, int64_t tid, int64_t nthreads) {
   Epilogue epi = {nullptr, bias, add, M, (int)act, lo, hi};
-  gemmDriver<Cfg>(N, M, K, RawA<Cfg>{in, K}, PackedB<Cfg>{packedW, K}, out, M, epi, scratch,
+  gemmDriver<Cfg>(N, M, K, RawA<Cfg>{in, K}, weightsB<Cfg>(packedW, K), out, M, epi, scratch,
                   tid, nthreads);
 }
 
@@ -60,9 +70,28 @@ namespace {
 /// (a sum of K float32 products then grows its rounding error with about
 /// sqrt(kRowBlock) + sqrt(K / kRowBlock) rather than sqrt(K)). n <= kRowChunk.
 constexpr int64_t kRowChunk = 8192, kRowBlock = 256;
-LIBJIT_INLINE void rowSums(float *sums, const float *in, const float *W, int64_t ldw,
-                           int64_t k0, int64_t k1, int64_t c0, int64_t n) {
+
+/// Row k's columns [c0, c0 + n) of W as float32: the row itself, or (float16 weights) the
+/// row widened into \p buf, VW lanes per conversion.
+template <int VW>
+LIBJIT_INLINE const float *weightRow(const float *W, int64_t ldw, int64_t k, int64_t c0,
+                                     int64_t, float *) {
+  return W + k * ldw + c0;
+}
+template <int VW>
+LIBJIT_INLINE const float *weightRow(const uint16_t *W, int64_t ldw, int64_t k, int64_t c0,
+                                     int64_t n, float *buf) {
+  widenHalves<VW>(buf, W + k * ldw + c0, n);
+  return buf;
+}
+
+/// WT: float, or uint16_t for float16 weights; VW: the widening's vector width (unused
+/// for float).
+template <int VW, class WT>
+LIBJIT_INLINE void rowSums(float *sums, const float *in, const WT *W, int64_t ldw, int64_t k0,
+                           int64_t k1, int64_t c0, int64_t n) {
   float part[kRowChunk];
+  float wide[sizeof(WT) == 2 ? kRowChunk : 1];
   for (int64_t j = 0; j < n; j++)
     sums[j] = 0.0f;
   for (int64_t b = k0; b < k1; b += kRowBlock) {
@@ -70,12 +99,38 @@ LIBJIT_INLINE void rowSums(float *sums, const float *in, const float *W, int64_t
       part[j] = 0.0f;
     for (int64_t k = b; k < minI(k1, b + kRowBlock); k++) {
       const float x = in[k];
-      const float *w = W + k * ldw + c0;
+      const float *w = weightRow<VW>(W, ldw, k, c0, n, wide);
       for (int64_t j = 0; j < n; j++)
         part[j] += x * w[j];
     }
     for (int64_t j = 0; j < n; j++)
       sums[j] += part[j];
+  }
+}
+
+/// libjit_fc_row_f32's body over weights of type WT (see there).
+template <int VW, class WT>
+LIBJIT_INLINE void fcRow(float *out, const float *in, const WT *W, const float *bias,
+                         const float *add, int64_t K, int64_t M, int64_t act, float lo,
+                         float hi, float *partials, int64_t parts, int64_t tid,
+                         int64_t nthreads) {
+  if (partials) {
+    int64_t k0, k1;
+    partition(K, kRowBlock, tid, nthreads, &k0, &k1);
+    float *mine = partials + tid * M;
+    for (int64_t c0 = 0; c0 < M; c0 += kRowChunk)
+      rowSums<VW>(mine + c0, in, W, M, k0, k1, c0, minI(kRowChunk, M - c0));
+    if (tid == 0)
+      for (int64_t j = nthreads * M; j < parts * M; j++)
+        partials[j] = 0.0f;
+    return;
+  }
+  float sums[kRowChunk];
+  for (int64_t c0 = 0; c0 < M; c0 += kRowChunk) {
+    const int64_t n = minI(kRowChunk, M - c0);
+    rowSums<VW>(sums, in, W, M, 0, K, c0, n);
+    Epilogue e{nullptr, bias ? bias + c0 : nullptr, add ? add + c0 : nullptr, 0, int(act), lo, hi};
+    storePartialTile(sums, kRowChunk, 1, n, out + c0, M, /*accumulate=*/0, /*last=*/1, &e);
   }
 }
 
@@ -96,25 +151,22 @@ LIBJIT_EXPORT void libjit_fc_row_f32(float *out, const float *in, const float *W
                                      const float *bias, const float *add, int64_t K, int64_t M,
                                      int64_t act, float lo, float hi, float *partials,
                                      int64_t parts, int64_t tid, int64_t nthreads) {
-  if (partials) {
-    int64_t k0, k1;
-    partition(K, kRowBlock, tid, nthreads, &k0, &k1);
-    float *mine = partials + tid * M;
-    for (int64_t c0 = 0; c0 < M; c0 += kRowChunk)
-      rowSums(mine + c0, in, W, M, k0, k1, c0, minI(kRowChunk, M - c0));
-    if (tid == 0)
-      for (int64_t j = nthreads * M; j < parts * M; j++)
-        partials[j] = 0.0f;
-    return;
-  }
-  float sums[kRowChunk];
-  for (int64_t c0 = 0; c0 < M; c0 += kRowChunk) {
-    const int64_t n = minI(kRowChunk, M - c0);
-    rowSums(sums, in, W, M, 0, K, c0, n);
-    Epilogue e{nullptr, bias ? bias + c0 : nullptr, add ? add + c0 : nullptr, 0, int(act), lo, hi};
-    storePartialTile(sums, kRowChunk, 1, n, out + c0, M, /*accumulate=*/0, /*last=*/1, &e);
-  }
+  fcRow<16>(out, in, W, bias, add, K, M, act, lo, hi, partials, parts, tid, nthreads);
 }
+
+/// libjit_fc_row_f32 with W [K x M] in float16 (a network run in fp16, its weights held in
+/// half the bytes): each row chunk widened (vcvtph2ps, 16 lanes on _avx512, 8 on _avx2)
+/// into a float32 buffer in L1, then summed as libjit_fc_row_f32 sums it, so the results
+/// are its results on the widened weights bit for bit, for half the bytes streamed.
+#define LIBJIT_FC_ROW_F16W(SUFFIX, VW)                                                      \
+  LIBJIT_EXPORT void libjit_fc_row_f16w_##SUFFIX(                                           \
+      float *out, const float *in, const uint16_t *W, const float *bias, const float *add,   \
+      int64_t K, int64_t M, int64_t act, float lo, float hi, float *partials, int64_t parts,  \
+      int64_t tid, int64_t nthreads) {                                                       \
+    fcRow<VW>(out, in, W, bias, add, K, M, act, lo, hi, partials, parts, tid, nthreads);     \
+  }
+LIBJIT_FC_ROW_F16W(avx512, 16)
+LIBJIT_FC_ROW_F16W(avx2, 8)
 
 /// out[0:M] = the sum of the \p parts rows of partials (M each, in order) + bias, add,
 /// activation: the end of libjit_fc_row_f32 on several threads, columns split between them.
@@ -151,6 +203,13 @@ LIBJIT_EXPORT void libjit_fc_row_sum_f32(float *out, const float *partials, cons
                                             const float *add, int64_t N, int64_t K,          \
                                             int64_t M, int64_t act, float lo, float hi,      \
                                             float *scratch, int64_t tid, int64_t nthreads) { \
+    fc<CFG>(out, in, packedW, bias, add, N, K, M, act, lo, hi, scratch, tid, nthreads);      \
+  }                                                                                          \
+  LIBJIT_EXPORT void libjit_fc_f16w_##SUFFIX(float *out, const float *in,                   \
+                                             const uint16_t *packedW, const float *bias,     \
+                                             const float *add, int64_t N, int64_t K,         \
+                                             int64_t M, int64_t act, float lo, float hi,     \
+                                             float *scratch, int64_t tid, int64_t nthreads) { \
     fc<CFG>(out, in, packedW, bias, add, N, K, M, act, lo, hi, scratch, tid, nthreads);      \
   }                                                                                          \
   LIBJIT_EXPORT void libjit_batchmatmul_f32_##SUFFIX(                                       \

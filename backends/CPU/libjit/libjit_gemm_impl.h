@@ -12,6 +12,10 @@
 #include "libjit_gemm_config.h"
 #include "libjit_vec.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace libjit {
 /// What happens to a finished tile: C = (accumulate ? C : 0) + A*B, and on the last K
 /// block + biasRow[r] + biasCol[c] + add[r][c], then activation act (libjit_act.h) with
@@ -247,6 +251,102 @@ template <class Cfg> struct RawA {
         }
       }
     }
+  }
+};
+
+// ---- float16 weights: packed as float32 ones are, stored as 16-bit halves. ----
+
+/// The float32 value of the float16 bit pattern \p h: exact (every float16 is a float32),
+/// as F16C's vcvtph2ps gives it; infinities and NaNs keep their sign and payload.
+LIBJIT_INLINE float halfToFloat(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16, em = h & 0x7fffu;
+  uint32_t bits;
+  if (em >= 0x7c00u) { // infinity or NaN: the 10 mantissa bits on top of float32's 23
+    bits = 0x7f800000u | ((em & 0x3ffu) << 13);
+  } else if (em >= 0x400u) { // normal: rebias the exponent from 15 to 127
+    bits = (em + ((127u - 15u) << 10)) << 13;
+  } else { // zero or subnormal: em x 2^-24, both factors and the product exact
+    float f = float(em) * 0x1p-24f;
+    __builtin_memcpy(&bits, &f, 4);
+  }
+  bits |= sign;
+  float f;
+  __builtin_memcpy(&f, &bits, 4);
+  return f;
+}
+
+#if defined(__x86_64__)
+/// d[0:n] = the halves s[0:n] as float32, 16 at a time with AVX-512's vcvtph2ps. Out of
+/// line: a function compiled for AVX-512 cannot be inlined into the generic caller.
+__attribute__((target("avx512f"))) LIBJIT_NOINLINE inline void
+widenHalves16(float *__restrict d, const uint16_t *__restrict s, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(d + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s + i))));
+  for (; i < n; i++)
+    d[i] = halfToFloat(s[i]);
+}
+
+/// As widenHalves16, 8 at a time with F16C (every AVX2 processor has it).
+__attribute__((target("avx,f16c"))) LIBJIT_NOINLINE inline void
+widenHalves8(float *__restrict d, const uint16_t *__restrict s, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
+  for (; i < n; i++)
+    d[i] = halfToFloat(s[i]);
+}
+#endif
+
+/// d[0:n] = s[0:n] widened with the conversion instruction of Cfg's vector width.
+template <int VW>
+LIBJIT_INLINE void widenHalves(float *__restrict d, const uint16_t *__restrict s, int64_t n) {
+#if defined(__x86_64__)
+  if constexpr (VW == 16)
+    widenHalves16(d, s, n);
+  else
+    widenHalves8(d, s, n);
+#else
+  for (int64_t i = 0; i < n; i++)
+    d[i] = halfToFloat(s[i]);
+#endif
+}
+
+/// A operand packed at compile time in PackedA's layout, each element a float16 (weights
+/// of a network run in fp16, held in half the bytes). Not `packed` for gemmRange: each
+/// block's panels are widened into the thread's A block, where RawA would pack them, so
+/// the micro-kernel reads the float32 values PackedA of the widened weights would give,
+/// in the same order: the results are the float32 kernel's bit for bit. A weight block is
+/// widened once per column block (NC output columns), a few conversions per thousand
+/// multiply-adds.
+template <class Cfg> struct HalfPackedA {
+  static constexpr bool packed = false;
+  const uint16_t *p;
+  int64_t K;
+  const float *panel(int64_t, int64_t) const { return nullptr; }
+  /// Rows [i0, i0 + mc) (i0 a multiple of MR) x columns [pc, pc + kc) into panels [kc][MR]:
+  /// a panel's kc x MR halves lie contiguous in the packed layout (zero rows included).
+  void pack(float *dst, int64_t i0, int64_t mc, int64_t pc, int64_t kc) const {
+    for (int64_t ip = 0; ip < mc; ip += Cfg::MR)
+      widenHalves<Cfg::VW>(dst + (ip / Cfg::MR) * kc * Cfg::MR,
+                           p + ((i0 + ip) / Cfg::MR) * K * Cfg::MR + pc * Cfg::MR,
+                           kc * Cfg::MR);
+  }
+};
+
+/// B operand packed at compile time in PackedB's layout as float16, widened per block into
+/// the thread's B block (as HalfPackedA).
+template <class Cfg> struct HalfPackedB {
+  static constexpr bool packed = false;
+  const uint16_t *p;
+  int64_t K;
+  const float *panel(int64_t, int64_t) const { return nullptr; }
+  /// Rows [pc, pc + kc) x columns [j0, j0 + nc) (j0 a multiple of NR) into panels [kc][NR].
+  void pack(float *dst, int64_t j0, int64_t nc, int64_t pc, int64_t kc) const {
+    for (int64_t jp = 0; jp < nc; jp += Cfg::NR)
+      widenHalves<Cfg::VW>(dst + (jp / Cfg::NR) * kc * Cfg::NR,
+                           p + ((j0 + jp) / Cfg::NR) * K * Cfg::NR + pc * Cfg::NR,
+                           kc * Cfg::NR);
   }
 };
 

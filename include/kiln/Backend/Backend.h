@@ -35,6 +35,10 @@ public:
   /// Per-stage timings, in program order, for backends that profile when asked to (the
   /// CPU backend with `profile=1`); empty otherwise.
   virtual std::vector<StageTiming> getProfile() const { return {}; }
+  /// Bytes of the constant storage the backend holds itself (the CPU's constant arena:
+  /// weights packed in its kernels' layouts); 0 where the backend reads the graph's own
+  /// constants.
+  virtual uint64_t getConstantBytes() const { return 0; }
 };
 
 /// What the compile driver does for a backend between the graph and its code generation

@@ -146,6 +146,9 @@ public:
   /// (CompiledFunction::getProfile; names prefixed "<partition>: " when there are
   /// several); empty unless their backend was asked to profile.
   Expected<std::vector<StageTiming>> getProfile(const std::string &name) const;
+  /// The sum of the network's compiled partitions' own constant bytes
+  /// (CompiledFunction::getConstantBytes).
+  Expected<uint64_t> getCompiledConstantBytes(const std::string &name) const;
 
   /// Starts recording a trace (kiln/Base/Trace.h) of the networks added (compile phases,
   /// each pass) and the requests run from now on (one "runtime" event per request on the
