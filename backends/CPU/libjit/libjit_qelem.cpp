@@ -531,6 +531,16 @@ inline __attribute__((always_inline)) int64_t qadd512Run(int8_t *dst, const int8
   return i;
 }
 
+/// Elements [0, n) of the AVX-512 Add: qadd512Run where the fast quotient holds (\p fast),
+/// the rest by the double formula (as qaddAvx2Span for AVX2).
+inline __attribute__((always_inline)) void qadd512Span(int8_t *dst, const int8_t *a,
+                                                       const int8_t *b, int64_t n, bool fast,
+                                                       const QAdd512 &k, const double d[6]) {
+  int64_t j = fast ? qadd512Run(dst, a, b, 0, n, k, d) : 0;
+  for (; j < n; j++)
+    dst[j] = qaddOne(a[j], b[j], d[0], d[1], d[2], d[3], d[4], d[5]);
+}
+
 } // namespace
 } // namespace libjit
 
@@ -543,11 +553,9 @@ LIBJIT_EXPORT void libjit_qadd_i8_vnni(int8_t *dst, const int8_t *a, const int8_
   const double d[6] = {sa, double(oa), sb, double(ob), so, double(oo)};
   QAddFast f{};
   QAdd512 k;
-  int64_t i = b;
-  if (qaddFast(sa, oa, sb, ob, so, oo, f) && qadd512Setup(f, k))
-    i = qadd512Run(dst, a, bsrc, i, e, k, d);
-  for (; i < e; i++)
-    dst[i] = qaddOne(a[i], bsrc[i], d[0], d[1], d[2], d[3], d[4], d[5]);
+  const bool fast = qaddFast(sa, oa, sb, ob, so, oo, f) && qadd512Setup(f, k);
+  if (e > b)
+    qadd512Span(dst + b, a + b, bsrc + b, e - b, fast, k, d);
 }
 
 /// BatchedAdd (libjit_qbadd_i8_generic): the AVX-512 Add on runs within one row.
@@ -563,11 +571,7 @@ LIBJIT_EXPORT void libjit_qbadd_i8_vnni(int8_t *dst, const int8_t *batch, const 
   const bool fast = qaddFast(sa, oa, sb, ob, so, oo, f) && qadd512Setup(f, k);
   for (int64_t i = b; i < e;) {
     const int64_t s = i % S, len = minI(S - s, e - i);
-    int8_t *y = dst + i;
-    const int8_t *x = batch + i, *t = slice + s;
-    int64_t j = fast ? qadd512Run(y, x, t, 0, len, k, d) : 0;
-    for (; j < len; j++)
-      y[j] = qaddOne(x[j], t[j], d[0], d[1], d[2], d[3], d[4], d[5]);
+    qadd512Span(dst + i, batch + i, slice + s, len, fast, k, d);
     i += len;
   }
 }
