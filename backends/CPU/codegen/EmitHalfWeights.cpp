@@ -8,9 +8,6 @@
 
 #include "kiln/Base/Float16.h"
 
-#include "backends/CPU/libjit/libjit.h"
-#include "backends/CPU/libjit/libjit_gemm_config.h"
-
 #include <cstring>
 
 namespace kiln::cpu {
@@ -80,26 +77,13 @@ Expected<uint64_t> Emitter::constPackedHalf(const WeightVar *w, WeightPacking pa
   // row-major weights are narrowed from the graph's payload directly (a one-row FC's may be
   // hundreds of MB: no float32 copy of them on top).
   std::vector<float> packed;
-  if (packing == WeightPacking::GemmAHalf) {
-    const int64_t per = avx512_ ? libjit::packedAFloats<libjit::GemmAvx512>(rows, cols)
-                                : libjit::packedAFloats<libjit::GemmAvx2>(rows, cols);
-    packed.resize(size_t(groups * per));
-    for (int64_t g = 0; g < groups; g++) {
-      if (avx512_)
-        libjit_pack_a_f32_avx512(packed.data() + g * per, src + g * rows * cols, rows, cols, cols);
-      else
-        libjit_pack_a_f32_avx2(packed.data() + g * per, src + g * rows * cols, rows, cols, cols);
-    }
-  } else if (packing == WeightPacking::GemmBHalf ||
-             packing == WeightPacking::GemmBTransposedHalf) {
-    packed.resize(size_t(avx512_ ? libjit::packedBFloats<libjit::GemmAvx512>(rows, cols)
-                                 : libjit::packedBFloats<libjit::GemmAvx2>(rows, cols)));
-    if (packing == WeightPacking::GemmBTransposedHalf) // W [cols x rows] as the B operand W^T
-      (avx512_ ? libjit_pack_bt_f32_avx512 : libjit_pack_bt_f32_avx2)(packed.data(), src, rows,
-                                                                      cols);
-    else
-      (avx512_ ? libjit_pack_b_f32_avx512 : libjit_pack_b_f32_avx2)(packed.data(), src, rows,
-                                                                    cols, cols);
+  if (packing != WeightPacking::NoneHalf) {
+    const WeightPacking f32 = packing == WeightPacking::GemmAHalf ? WeightPacking::GemmA
+                              : packing == WeightPacking::GemmBHalf
+                                  ? WeightPacking::GemmB
+                                  : WeightPacking::GemmBTransposed;
+    packed.resize(size_t(packedFloats(f32, groups, rows, cols)));
+    packFloats(f32, packed.data(), src, groups, rows, cols);
   }
   const float *from = packing == WeightPacking::NoneHalf ? src : packed.data();
   const size_t count = packing == WeightPacking::NoneHalf ? payload->size() : packed.size();

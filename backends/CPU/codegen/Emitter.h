@@ -296,6 +296,12 @@ private:
   std::string qIsa(int64_t &lanes);
   Expected<uint64_t> constPacked(const WeightVar *w, WeightPacking packing, int64_t groups,
                                  int64_t rows, int64_t cols);
+  /// Floats of a float32 weight packed as \p kind (GemmA, GemmB, GemmBTransposed, the
+  /// Winograd and GroupedTaps packings) for this target's GEMM tiles, and the packing itself
+  /// into \p dst: what constPacked and constPackedHalf store.
+  int64_t packedFloats(WeightPacking kind, int64_t groups, int64_t rows, int64_t cols) const;
+  void packFloats(WeightPacking kind, float *dst, const float *src, int64_t groups,
+                  int64_t rows, int64_t cols) const;
   /// True when constant \p w is held as float16 (CodegenOptions::halfWeights): float32,
   /// every value a float16 (checked once per constant, EmitHalfWeights.cpp).
   bool storesHalf(const WeightVar *w);

@@ -203,42 +203,35 @@ void Emitter::releaseIfPacked(const WeightVar *w) {
 /// transformed for Winograd F(4x4, 3x3) (libjit_pack_wino), and with the tiles as rows
 /// F(2x2, 3x3) and F(4x4, 3x3) (libjit_pack_wino_rows); GroupedTaps: each of `groups`
 /// blocks of `rows` (O / G) x `cols` (C / G KH KW) transposed (libjit_pack_grouped_f32).
-Expected<uint64_t> Emitter::constPacked(const WeightVar *w, WeightPacking kind, int64_t groups,
-                                        int64_t rows, int64_t cols) {
-  auto key = std::make_tuple(w, kind, groups);
-  auto it = constCache_.find(key);
-  if (it != constCache_.end())
-    return it->second;
-  KILN_ASSIGN_OR_RETURN(const Tensor *payload, constPayload(w));
-  const float *src = reinterpret_cast<const float *>(payload->getUnsafePtr());
+int64_t Emitter::packedFloats(WeightPacking kind, int64_t groups, int64_t rows,
+                              int64_t cols) const {
   // Output tile of the tiles-as-rows Winograd packings (0: another packing).
   const int winoRowsTile = kind == WeightPacking::WinogradRows2x2   ? 2
                            : kind == WeightPacking::WinogradRows4x4 ? 4
                                                                     : 0;
-  int64_t floats;
   if (kind == WeightPacking::GemmA)
-    floats = groups * (avx512_ ? libjit::packedAFloats<libjit::GemmAvx512>(rows, cols)
-                               : libjit::packedAFloats<libjit::GemmAvx2>(rows, cols));
-  else if (kind == WeightPacking::GemmBTransposed) // W [cols x rows] as the B operand W^T
-    floats = avx512_ ? libjit::packedBFloats<libjit::GemmAvx512>(rows, cols)
-                     : libjit::packedBFloats<libjit::GemmAvx2>(rows, cols);
-  else if (kind == WeightPacking::Winograd4x4)
-    floats = avx512_ ? libjit_pack_wino_floats_avx512(rows, cols)
-                     : libjit_pack_wino_floats_avx2(rows, cols);
-  else if (kind == WeightPacking::GroupedTaps) // `groups` blocks of rows (Og) x cols (K)
-    floats = groups * rows * cols;
-  else if (winoRowsTile)
-    floats = avx512_ ? libjit_pack_wino_rows_floats_avx512(winoRowsTile, rows, cols)
-                     : libjit_pack_wino_rows_floats_avx2(winoRowsTile, rows, cols);
-  else // GemmB
-    floats = avx512_ ? libjit::packedBFloats<libjit::GemmAvx512>(rows, cols)
-                     : libjit::packedBFloats<libjit::GemmAvx2>(rows, cols);
-  uint64_t off = alignUp(consts_.size());
-  if (!consts_.resize(off + alignUp(floats * 4)))
-    return constantsFull(uint64_t(floats) * 4);
-  float *dst = reinterpret_cast<float *>(consts_.data() + off);
+    return groups * (avx512_ ? libjit::packedAFloats<libjit::GemmAvx512>(rows, cols)
+                             : libjit::packedAFloats<libjit::GemmAvx2>(rows, cols));
+  if (kind == WeightPacking::Winograd4x4)
+    return avx512_ ? libjit_pack_wino_floats_avx512(rows, cols)
+                   : libjit_pack_wino_floats_avx2(rows, cols);
+  if (kind == WeightPacking::GroupedTaps) // `groups` blocks of rows (Og) x cols (K)
+    return groups * rows * cols;
+  if (winoRowsTile)
+    return avx512_ ? libjit_pack_wino_rows_floats_avx512(winoRowsTile, rows, cols)
+                   : libjit_pack_wino_rows_floats_avx2(winoRowsTile, rows, cols);
+  // GemmB, and GemmBTransposed (W [cols x rows] as the B operand W^T)
+  return avx512_ ? libjit::packedBFloats<libjit::GemmAvx512>(rows, cols)
+                 : libjit::packedBFloats<libjit::GemmAvx2>(rows, cols);
+}
+
+void Emitter::packFloats(WeightPacking kind, float *dst, const float *src, int64_t groups,
+                         int64_t rows, int64_t cols) const {
+  const int winoRowsTile = kind == WeightPacking::WinogradRows2x2   ? 2
+                           : kind == WeightPacking::WinogradRows4x4 ? 4
+                                                                    : 0;
   if (kind == WeightPacking::GemmA) {
-    int64_t per = floats / groups;
+    int64_t per = packedFloats(kind, groups, rows, cols) / groups;
     for (int64_t g = 0; g < groups; g++) {
       if (avx512_)
         libjit_pack_a_f32_avx512(dst + g * per, src + g * rows * cols, rows, cols, cols);
@@ -268,6 +261,21 @@ Expected<uint64_t> Emitter::constPacked(const WeightVar *w, WeightPacking kind, 
     else
       libjit_pack_b_f32_avx2(dst, src, rows, cols, cols);
   }
+}
+
+Expected<uint64_t> Emitter::constPacked(const WeightVar *w, WeightPacking kind, int64_t groups,
+                                        int64_t rows, int64_t cols) {
+  auto key = std::make_tuple(w, kind, groups);
+  auto it = constCache_.find(key);
+  if (it != constCache_.end())
+    return it->second;
+  KILN_ASSIGN_OR_RETURN(const Tensor *payload, constPayload(w));
+  const float *src = reinterpret_cast<const float *>(payload->getUnsafePtr());
+  const int64_t floats = packedFloats(kind, groups, rows, cols);
+  uint64_t off = alignUp(consts_.size());
+  if (!consts_.resize(off + alignUp(floats * 4)))
+    return constantsFull(uint64_t(floats) * 4);
+  packFloats(kind, reinterpret_cast<float *>(consts_.data() + off), src, groups, rows, cols);
   constCache_[key] = off;
   releaseIfPacked(w);
   return off;
