@@ -167,6 +167,11 @@ const Shape kShapes[] = {
     {2, 115, 14, 14, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
     {1, 114, 2, 2, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
     {1, 128, 3, 5, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    // at least 256 pairs (tiles in passes of 2 panels) with whole 4-panel tiles, and panels
+    // the threads share in halves (2 threads: 12.5 of 25 panels each; 4.5 of 9, the halved
+    // panel the first of the second image), windowed and 1x1 direct
+    {1, 80, 20, 20, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {3, 520, 6, 7, 9, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},
 };
 
 // Within the bound at 1 thread, and the same outputs bit for bit at 2 and 3 (however the

@@ -231,7 +231,10 @@ libjit_fc_bf16_avx512bf16(uint16_t *out, const uint16_t *in, const uint16_t *pac
 // - Micro-kernel: 4 output channels (always: the channels past O have zero weights and are
 //   not stored) x 1-4 panels (a tile's pixels) of float32 accumulators; a tile of 1, 2 or
 //   3 panels runs 24, 12 or 8 channels at once where that many are left (16 or 8 where
-//   fewer), so that 16-24 vdpbf16ps chains hide the instruction's latency;
+//   fewer), so that 16-24 vdpbf16ps chains hide the instruction's latency; where each
+//   output has at least 256 pairs a larger tile runs its channels in passes of 2 panels
+//   (12 channels at once: a third of the reads of B per product, the weights read twice
+//   per tile), but for the 4 or 8 channels left over, which run over the whole tile;
 //   _avx512bf16 with vdpbf16ps, _generic in plain float32 code in vdpbf16ps's order (the
 //   odd product of a pair added first, then the even one).
 // - Epilogue, per output: t = bf16(acc + bias) (the Convolution's result, rounded to
@@ -241,8 +244,9 @@ libjit_fc_bf16_avx512bf16(uint16_t *out, const uint16_t *in, const uint16_t *pac
 //   or 1 (ActClamp: Relu, Clip); the emitter sends no other.
 // - Threads: the 16-pixel panels of all images in equal runs (a thread's run of an image is
 //   cut into tiles from its first pixel: 14x14 at 2 threads is 7 and 6 panels, where whole
-//   tiles would give 8 and 5), each thread packing only the plane rows (direct layers: the
-//   tiles) its pixels read; with fewer than 2 tiles per thread (7x7 planes), the tiles, each
+//   tiles would give 8 and 5; where whole panels leave the threads more than 1/32 apart,
+//   in half panels: a panel's channel blocks split in two, so 14x14 is 6.5 panels each),
+//   each thread packing only the plane rows (direct layers: the tiles) its pixels read; with fewer than 2 tiles per thread (7x7 planes), the tiles, each
 //   split into up to ceil(2 nthreads / tiles) ranges of output channels. No output depends
 //   on the sharing (each is the same chain over its pairs).
 // - The residual of a fused Add was written layers before and is often in neither cache:
@@ -253,6 +257,10 @@ namespace {
 
 constexpr int64_t kConvTile = 64; // output pixels per tile (4 panels of 16)
 constexpr int64_t kConvRows = 4;  // output channels per weight block
+// A tile's block steps run over all its panels when each output has few pairs; from
+// kNarrowPassMinPairs pairs over 2 panels at a time, so that each step holds 12-24 output
+// channels (file comment, "Micro-kernel").
+constexpr int64_t kNarrowPassMinPairs = 256;
 
 /// A convolution's geometry (one image) and its padded pair planes.
 struct ConvGeom {
@@ -614,11 +622,20 @@ struct ConvSpan {
 };
 
 /// How the threads share a convolution's outputs: by pixels (split 1: thread tid takes the
-/// panels [gb, ge) of all images' panels, ppi per image), or (few tiles) by units of
-/// (tile, one of split ranges of channel blocks), [gb, ge) of them.
+/// units [gb, ge) of all images' panels, ppi per image; a unit is a panel, or with halves
+/// 2 half of a panel's channel blocks), or (few tiles) by units of (tile, one of split
+/// ranges of channel blocks), [gb, ge) of them.
 struct ConvWork {
-  int64_t P, ppi, tiles, blocks, split, gb, ge;
+  int64_t P, ppi, tiles, blocks, split, halves, gb, ge;
 };
+
+/// Whether the threads share the panels in halves (ConvWork): when whole panels leave them
+/// more than 1/32 apart (14x14 at 2 threads: 7 and 6 of 13 panels; in halves 6.5 each, at
+/// one extra panel's packing per thread).
+LIBJIT_INLINE int64_t panelHalves(int64_t panels, int64_t blocks, int64_t nthreads) {
+  const int64_t most = ceilDiv(panels, nthreads);
+  return blocks >= 2 && 32 * most * nthreads > 33 * panels ? 2 : 1;
+}
 
 LIBJIT_INLINE ConvWork convWork(const ConvGeom &g, int64_t N, int64_t O, int64_t tid,
                                 int64_t nthreads) {
@@ -627,7 +644,9 @@ LIBJIT_INLINE ConvWork convWork(const ConvGeom &g, int64_t N, int64_t O, int64_t
   w.blocks = ceilDiv(O, kConvRows);
   const int64_t tt = N * w.tiles;
   w.split = tt >= 2 * nthreads ? 1 : minI(w.blocks, ceilDiv(2 * nthreads, tt));
-  partition(w.split == 1 ? N * w.ppi : tt * w.split, 1, tid, nthreads, &w.gb, &w.ge);
+  w.halves = w.split == 1 ? panelHalves(N * w.ppi, w.blocks, nthreads) : 1;
+  partition(w.split == 1 ? N * w.ppi * w.halves : tt * w.split, 1, tid, nthreads, &w.gb,
+            &w.ge);
   return w;
 }
 
@@ -636,12 +655,20 @@ LIBJIT_INLINE bool nextSpan(const ConvWork &w, int64_t *cur, ConvSpan *s) {
   if (*cur >= w.ge)
     return false;
   if (w.split == 1) { // the rest of this image's panels in the thread's range
-    s->img = *cur / w.ppi;
-    const int64_t end = minI(w.ge, (s->img + 1) * w.ppi);
-    s->pa = (*cur - s->img * w.ppi) * 16;
+    const int64_t panel = *cur / w.halves;
+    s->img = panel / w.ppi;
+    const int64_t end = minI(w.ge / w.halves, (s->img + 1) * w.ppi); // whole panels' end
+    s->pa = (panel - s->img * w.ppi) * 16;
+    if (*cur % w.halves != 0 || end <= panel) { // half a panel: its second or first half
+      s->pb = minI(w.P, s->pa + 16);
+      const int64_t mid = w.blocks / 2;
+      s->b0 = *cur % 2 ? mid : 0, s->b1 = *cur % 2 ? w.blocks : mid;
+      ++*cur;
+      return true;
+    }
     s->pb = minI(w.P, (end - s->img * w.ppi) * 16);
     s->b0 = 0, s->b1 = w.blocks;
-    *cur = end;
+    *cur = end * w.halves;
     return true;
   }
   const int64_t ti = *cur / w.split, k = *cur % w.split;
@@ -666,12 +693,12 @@ LIBJIT_INLINE void prefetchRows(const uint16_t *r, int64_t ld, int64_t o0, int64
 }
 
 /// The residual (read by the epilogue, written long before: often not in the caches) of a
-/// block step's channels [o0, o0 + rows): of the thread's next tile (\p nNext pixels at
-/// \p r + kConvTile, 0: none) into L2, and of the channels 4 blocks on in this tile into L1.
+/// block step's channels [o0, o0 + rows): of the thread's next pass (\p nNext pixels at
+/// \p r + \p n, 0: none) into L2, and of the channels 4 blocks on in this tile into L1.
 LIBJIT_INLINE void prefetchResidual(const uint16_t *r, int64_t ld, int64_t o0, int64_t rows,
                                     int64_t n, int64_t nNext, int64_t oEnd) {
   if (nNext > 0)
-    prefetchRows<2>(r + kConvTile, ld, o0, o0 + rows, nNext);
+    prefetchRows<2>(r + n, ld, o0, o0 + rows, nNext);
   const int64_t a = o0 + 4 * kConvRows;
   prefetchRows<3>(r, ld, a, minI(a + rows, oEnd), n);
 }
@@ -710,30 +737,44 @@ LIBJIT_INLINE void prefetchResidual(const uint16_t *r, int64_t ld, int64_t o0, i
     }                                                                                         \
   }
 
-/// The block steps of one tile (in LIBJIT_CONV_BF16_BODY): channel blocks [sp.b0, sp.b1).
+/// The block steps of one tile (in LIBJIT_CONV_BF16_BODY): with at least
+/// kNarrowPassMinPairs pairs and more than 2 panels, the channel blocks in threes in passes
+/// of 2 panels, the 1 or 2 left over (which would run 4 or 8 channels) over the whole tile.
 #define LIBJIT_CONV_BF16_BLOCKS(BLOCK)                                                        \
-  const int64_t np = ceilDiv(n, 16);                                                          \
-  for (int64_t bk = sp.b0; bk < sp.b1;) {                                                     \
+  const int64_t narrowEnd =                                                                   \
+      pairs >= kNarrowPassMinPairs && n > 32 ? sp.b0 + (sp.b1 - sp.b0) / 3 * 3 : sp.b0;        \
+  for (int64_t h0 = 0; narrowEnd > sp.b0 && h0 < n; h0 += 32) {                               \
+    const int64_t hn = minI(32, n - h0);                                                      \
+    const int64_t hNext = h0 + hn < n ? minI(32, n - h0 - hn) : nNext;                        \
+    LIBJIT_CONV_BF16_PASS(BLOCK, y + h0, r ? r + h0 : nullptr, b + h0, hn, hNext, sp.b0,      \
+                          narrowEnd)                                                          \
+  }                                                                                           \
+  LIBJIT_CONV_BF16_PASS(BLOCK, y, r, b, n, nNext, narrowEnd, sp.b1)
+
+/// The block steps of one pass: \p N pixels from \p Y (\p NNEXT in the thread's next
+/// pass), channel blocks [BK0, BK1).
+#define LIBJIT_CONV_BF16_PASS(BLOCK, Y, R, B, N, NNEXT, BK0, BK1)                            \
+  for (int64_t bk = BK0, np = ceilDiv(N, 16); bk < BK1;) {                                    \
     /* 1, 2 or 3 panels: 6, 3 or 2 blocks of rows at once (24 accumulators, so that the */    \
     /* vdpbf16ps chains hide their latency), where that many blocks are left */               \
-    const int64_t left = sp.b1 - bk;                                                          \
+    const int64_t left = BK1 - bk;                                                            \
     const int64_t nb = np == 1 ? (left >= 6 ? 6 : left >= 4 ? 4 : 1)                          \
                        : np == 2 ? (left >= 3 ? 3 : left >= 2 ? 2 : 1)                        \
                        : np == 3 && left >= 2 ? 2 : 1;                                        \
     const int64_t o0 = bk * kConvRows, rows = minI(nb * kConvRows, O - o0);                   \
     const uint32_t *wb = packedW + bk * pairs * kConvRows;                                    \
-    if (r)                                                                                    \
-      prefetchResidual(r, P, o0, rows, n, nNext, minI(O, sp.b1 * kConvRows));                \
+    if (R)                                                                                    \
+      prefetchResidual(R, P, o0, rows, N, NNEXT, minI(O, sp.b1 * kConvRows));                \
     switch (nb * 8 + np) {                                                                    \
-    case 49: BLOCK<24, 1>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
-    case 26: BLOCK<12, 2>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
-    case 19: BLOCK<8, 3>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break;  \
-    case 33: BLOCK<16, 1>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
-    case 18: BLOCK<8, 2>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break;  \
-    case 9: BLOCK<kConvRows, 1>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
-    case 10: BLOCK<kConvRows, 2>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
-    case 11: BLOCK<kConvRows, 3>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
-    default: BLOCK<kConvRows, 4>(y, r, b, ldt, wb, bias, pairs, P, o0, rows, n, act, lo, hi); break; \
+    case 49: BLOCK<24, 1>(Y, R, B, ldt, wb, bias, pairs, P, o0, rows, N, act, lo, hi); break; \
+    case 26: BLOCK<12, 2>(Y, R, B, ldt, wb, bias, pairs, P, o0, rows, N, act, lo, hi); break; \
+    case 19: BLOCK<8, 3>(Y, R, B, ldt, wb, bias, pairs, P, o0, rows, N, act, lo, hi); break;  \
+    case 33: BLOCK<16, 1>(Y, R, B, ldt, wb, bias, pairs, P, o0, rows, N, act, lo, hi); break; \
+    case 18: BLOCK<8, 2>(Y, R, B, ldt, wb, bias, pairs, P, o0, rows, N, act, lo, hi); break;  \
+    case 9: BLOCK<kConvRows, 1>(Y, R, B, ldt, wb, bias, pairs, P, o0, rows, N, act, lo, hi); break; \
+    case 10: BLOCK<kConvRows, 2>(Y, R, B, ldt, wb, bias, pairs, P, o0, rows, N, act, lo, hi); break; \
+    case 11: BLOCK<kConvRows, 3>(Y, R, B, ldt, wb, bias, pairs, P, o0, rows, N, act, lo, hi); break; \
+    default: BLOCK<kConvRows, 4>(Y, R, B, ldt, wb, bias, pairs, P, o0, rows, N, act, lo, hi); break; \
     }                                                                                         \
     bk += nb;                                                                                 \
   }
