@@ -307,6 +307,27 @@ TEST(QuantKernel, ConvChannelwise) {
   checkConvCases(true, {{0, 0}, {-128, 0}, {9, 6}, {127, 40}}, 200);
 }
 
+// 1x1 unpadded strided convolutions run as stride-1 ones on their subsampled input
+// (libjit_qsubsample_i8, then the pointwise path): strides 2 on even and odd sizes (the
+// subsample's word pairs and its last byte), 3 x 2 and 2 x 1, two images, K not a multiple
+// of 4, per-tensor and channelwise weights with and without weight offsets (the per-pixel
+// sums of the subsampled input), against the Interpreter on both ISAs at 1 and 2 threads.
+TEST(QuantKernel, Conv1x1StridedSubsampled) {
+  const ConvCase cases[] = {{{1, 64, 14, 14}, 40, {1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1},
+                            {{1, 37, 13, 11}, 21, {1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1},
+                            {{2, 20, 9, 10}, 12, {1, 1}, {3, 2}, {0, 0, 0, 0}, {1, 1}, 1},
+                            {{1, 9, 7, 12}, 5, {1, 1}, {2, 1}, {0, 0, 0, 0}, {1, 1}, 1}};
+  uint64_t seed = 260;
+  for (const ConvCase &c : cases)
+    for (bool channelwise : {false, true})
+      for (int32_t fOff : {0, 6}) {
+        SCOPED_TRACE("seed " + std::to_string(seed));
+        Net n;
+        buildConv(n, c, channelwise, channelwise ? -20 : 9, fOff, 0.08f, seed);
+        checkNet(n, "qconv 1x1/" + std::to_string(c.strides[0]), seed++, true, "qsubsample");
+      }
+}
+
 /// Each depthwise case as an int8 Convolution and as a ChannelwiseQuantizedConvolution
 /// (weight offsets \p fOff and \p channelwiseFOff), input offset \p evenXOff on the even
 /// cases and -128 on the odd ones, against the Interpreter; seeds from \p seed.
