@@ -1,5 +1,6 @@
 // The CPU's int8 convolution, fully connected, MatMul, BatchMatMul, Add/Sub, BatchedAdd,
-// Relu and MaxPool kernels (libjit_qconv.cpp, libjit_qelem.cpp) against the Interpreter,
+// Relu, MaxPool, AvgPool and AdaptiveAvgPool kernels (libjit_qconv.cpp, libjit_qelem.cpp,
+// libjit_qpool.cpp) against the Interpreter,
 // bit for bit: Convolution and FullyConnected with per-tensor weights and their
 // channelwise forms, on AVX-512 VNNI
 // (where the host has it) and AVX2 (the backend's avx512=0), at 1 and 2 threads. Shapes
@@ -183,6 +184,25 @@ void checkNet(Net &net, const std::string &kernel, uint64_t seed, bool extremes 
     }
 }
 
+/// Runs the pooling \p net on both ISAs and 1 to 3 threads and compares every output byte
+/// with the Interpreter's; the pool's stage is \p kernel, followed by the ISA's name when
+/// \p isaKernel (the max pooling's vector kernels).
+void checkPoolNet(Net &net, const std::string &kernel, uint64_t seed, bool isaKernel) {
+  std::vector<int8_t> x = randomBytes(net.x->getType()->numElements(), seed, -128, 127, true);
+  std::vector<int8_t> ref = reference(net, x);
+  ASSERT_FALSE(ref.empty());
+  for (bool avx512 : {true, false})
+    for (unsigned threads : {1u, 2u, 3u}) {
+      SCOPED_TRACE(std::string(avx512 ? "avx512" : "avx2") + ", " + std::to_string(threads) +
+                   " threads");
+      std::vector<std::string> stages;
+      EXPECT_EQ(runCPU(net, avx512, threads, x, stages), ref);
+      const std::string isa = expectedIsa(avx512);
+      const std::string want = isaKernel && isa != "generic" ? kernel + " " + isa : kernel;
+      EXPECT_NE(std::find(stages.begin(), stages.end(), want), stages.end()) << want;
+    }
+}
+
 struct ConvCase {
   Dims in;
   dim_t outC;
@@ -285,6 +305,27 @@ TEST(QuantKernel, ConvPerTensor) {
 
 TEST(QuantKernel, ConvChannelwise) {
   checkConvCases(true, {{0, 0}, {-128, 0}, {9, 6}, {127, 40}}, 200);
+}
+
+// 1x1 unpadded strided convolutions run as stride-1 ones on their subsampled input
+// (libjit_qsubsample_i8, then the pointwise path): strides 2 on even and odd sizes (the
+// subsample's word pairs and its last byte), 3 x 2 and 2 x 1, two images, K not a multiple
+// of 4, per-tensor and channelwise weights with and without weight offsets (the per-pixel
+// sums of the subsampled input), against the Interpreter on both ISAs at 1 and 2 threads.
+TEST(QuantKernel, Conv1x1StridedSubsampled) {
+  const ConvCase cases[] = {{{1, 64, 14, 14}, 40, {1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1},
+                            {{1, 37, 13, 11}, 21, {1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1},
+                            {{2, 20, 9, 10}, 12, {1, 1}, {3, 2}, {0, 0, 0, 0}, {1, 1}, 1},
+                            {{1, 9, 7, 12}, 5, {1, 1}, {2, 1}, {0, 0, 0, 0}, {1, 1}, 1}};
+  uint64_t seed = 260;
+  for (const ConvCase &c : cases)
+    for (bool channelwise : {false, true})
+      for (int32_t fOff : {0, 6}) {
+        SCOPED_TRACE("seed " + std::to_string(seed));
+        Net n;
+        buildConv(n, c, channelwise, channelwise ? -20 : 9, fOff, 0.08f, seed);
+        checkNet(n, "qconv 1x1/" + std::to_string(c.strides[0]), seed++, true, "qsubsample");
+      }
 }
 
 /// Each depthwise case as an int8 Convolution and as a ChannelwiseQuantizedConvolution
@@ -463,9 +504,14 @@ TEST(QuantKernel, ReluClampAndTable) {
   }
 }
 
-// int8 MaxPool (libjit_qpool_i8) on its input's type (the quantizer's choice): wide rows,
-// strides 1, 2 (odd and even widths: the even/odd column split) and 3, asymmetric pads,
-// inner and edge windows, and resnet50's 3x3 stride-2 pool on 112x112 planes.
+// int8 MaxPool (libjit_qpool_i8_<isa>: column strides 1 and 2 in registers, the others
+// portable) against the Interpreter, bit for bit, both ISAs, 1 to 3 threads: on its input's
+// type (the quantizer's choice, no table) and on another grid (the requantization table),
+// wide rows (a vector and a tail), rows narrower than a vector and than half of one
+// (outputs under 32: the AVX2 kernel's buffered row), odd sizes, strides 1, 2 (odd and even
+// widths) and 3, asymmetric pads, pads as wide as the window less one (windows that are
+// mostly padding), wide windows, a single row, and resnet50's 3x3 stride-2 pool on 112x112
+// planes.
 TEST(QuantKernel, MaxPool) {
   struct P {
     Dims in;
@@ -475,27 +521,65 @@ TEST(QuantKernel, MaxPool) {
                      {{2, 3, 12, 37}, {3, 3}, {1, 1}, {1, 0, 1, 2}},
                      {{1, 4, 16, 50}, {2, 2}, {2, 2}, {0, 0, 0, 0}},
                      {{1, 2, 9, 40}, {3, 2}, {3, 3}, {2, 1, 0, 1}},
+                     {{1, 3, 7, 7}, {3, 3}, {1, 1}, {2, 2, 2, 2}},
+                     {{1, 3, 11, 13}, {2, 3}, {2, 2}, {1, 2, 0, 1}},
+                     {{1, 2, 5, 150}, {1, 5}, {1, 1}, {0, 4, 0, 2}},
+                     {{2, 3, 6, 133}, {4, 7}, {2, 2}, {3, 3, 2, 6}},
+                     {{1, 2, 1, 67}, {1, 2}, {1, 2}, {0, 0, 0, 1}},
                      {{1, 3, 112, 112}, {3, 3}, {2, 2}, {1, 1, 1, 1}}};
   uint64_t seed = 800;
-  for (const P &c : cases) {
-    {
+  for (const P &c : cases)
+    for (bool requant : {false, true}) {
+      SCOPED_TRACE("seed " + std::to_string(seed) + (requant ? ", other grid" : ""));
+      Net n;
+      n.F = n.mod.createFunction("main");
+      n.x = n.mod.createPlaceholder(n.mod.uniqueType(I8Q, c.in, 0.05f, 3), "x");
+      MaxPoolNode *same = n.F->createMaxPool("same", n.x, c.k, c.s, c.pads);
+      Node *pool = same;
+      if (requant)
+        pool = n.F->createMaxPool("pool",
+                                  n.mod.uniqueType(I8Q, same->getResult().dims(), 0.07f, -9),
+                                  n.x, c.k, c.s, c.pads);
+      n.save = n.F->createSave("out", pool);
+      checkPoolNet(n, "qMaxPool", seed++, true);
+    }
+}
+
+// int8 AvgPool and AdaptiveAvgPool (libjit_qpool_i8_generic: sums of x - offset in int32,
+// the mean requantized in double) against the Interpreter, bit for bit, 1 to 3 threads:
+// padded windows with and without the pads counted, strides 1 and 2, odd sizes, a global
+// pool (windows of whole rows, summed as one run) and uneven adaptive cells.
+TEST(QuantKernel, AvgPools) {
+  struct P {
+    Dims in;
+    std::vector<dim_t> k, s, pads;
+  };
+  const P cases[] = {{{1, 3, 9, 11}, {3, 3}, {1, 1}, {1, 1, 1, 1}},
+                     {{2, 2, 13, 10}, {3, 2}, {2, 2}, {1, 0, 1, 1}},
+                     {{1, 4, 7, 7}, {7, 7}, {1, 1}, {0, 0, 0, 0}}};
+  uint64_t seed = 850;
+  for (const P &c : cases)
+    for (bool countPads : {false, true}) {
       SCOPED_TRACE("seed " + std::to_string(seed));
       Net n;
       n.F = n.mod.createFunction("main");
       n.x = n.mod.createPlaceholder(n.mod.uniqueType(I8Q, c.in, 0.05f, 3), "x");
-      Node *pool = n.F->createMaxPool("pool", n.x, c.k, c.s, c.pads);
-      n.save = n.F->createSave("out", pool);
-      std::vector<int8_t> x = randomBytes(n.x->getType()->numElements(), seed++, -128, 127, true);
-      std::vector<int8_t> ref = reference(n, x);
-      ASSERT_FALSE(ref.empty());
-      for (bool avx512 : {true, false})
-        for (unsigned threads : {1u, 2u}) {
-          std::vector<std::string> stages;
-          std::vector<int8_t> got = runCPU(n, avx512, threads, x, stages);
-          EXPECT_EQ(got, ref) << (avx512 ? "avx512" : "avx2") << ", " << threads << " threads";
-          EXPECT_NE(std::find(stages.begin(), stages.end(), "qMaxPool"), stages.end());
-        }
+      AvgPoolNode *ref = n.F->createAvgPool("ref", n.x, c.k, c.s, c.pads, countPads);
+      auto outTy = n.mod.uniqueType(I8Q, ref->getResult().dims(), 0.03f, -5);
+      n.save = n.F->createSave(
+          "out", n.F->createAvgPool("pool", outTy, n.x, c.k, c.s, c.pads, countPads));
+      checkPoolNet(n, "qAvgPool", seed++, false);
     }
+  for (auto [in, out] : {std::pair<Dims, std::vector<dim_t>>{{1, 5, 7, 7}, {1, 1}},
+                         {{2, 3, 10, 9}, {3, 4}},
+                         {{1, 2, 5, 130}, {2, 7}}}) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Net n;
+    n.F = n.mod.createFunction("main");
+    n.x = n.mod.createPlaceholder(n.mod.uniqueType(I8Q, in, 0.05f, 3), "x");
+    auto outTy = n.mod.uniqueType(I8Q, {in[0], in[1], out[0], out[1]}, 0.02f, 6);
+    n.save = n.F->createSave("out", n.F->createAdaptiveAvgPool("gap", outTy, n.x, out));
+    checkPoolNet(n, "qAdaptiveAvgPool", seed++, false);
   }
 }
 

@@ -187,6 +187,9 @@ struct Emitter::QConv {
   /// Weights packed per run (a Filter or Bias that is not a constant); a 1x1 stride-1
   /// unpadded layer (qconvPointwise); the direct path (directConv); a non-zero weight offset.
   bool runtime = false, pointwise = false, direct = false, anyFOff = false;
+  /// The layer's own strides where it runs as a stride-1 one on its subsampled input
+  /// (quantConvSubsample), else 1.
+  int64_t subSH = 1, subSW = 1;
 };
 
 namespace {
@@ -447,10 +450,40 @@ Expected<std::pair<Location, Location>> Emitter::quantConvWeights(const QConv &q
   return std::make_pair(wL, pL);
 }
 
+namespace {
+
+/// Whether \p q is a 1x1 unpadded strided convolution whose outputs read only pixels of the
+/// image (every group count but depthwise): it then runs as a stride-1 one on those pixels
+/// packed (libjit_qsubsample_i8), which the pointwise path takes. The direct path would lay
+/// out every stride phase of the input as k-quads and read one of them.
+bool subsamplesToPointwise(const Emitter::QConv &q) {
+  return q.KH == 1 && q.KW == 1 && (q.SH > 1 || q.SW > 1) && q.PT == 0 && q.PL == 0 &&
+         q.OH == (q.H - 1) / q.SH + 1 && q.OW == (q.W - 1) / q.SW + 1 && q.G == 1;
+}
+
+} // namespace
+
+void Emitter::quantConvSubsample(QConv &q, QuantIO &io, std::vector<Item> &items) {
+  const int64_t planes = q.N * q.C, H = q.H, W = q.W, OH = q.OH, OW = q.OW, SH = q.SH,
+                SW = q.SW;
+  const Location src = io.in, dst{kActivationBase, reserveExtra(uint64_t(planes * OH * OW))};
+  items.push_back({true, "qsubsample", [=] {
+                     call("libjit_qsubsample_i8", {at(dst), at(src), I64(planes), I64(H),
+                                                   I64(W), I64(OH), I64(OW), I64(SH), I64(SW),
+                                                   tid_, nth_});
+                   },
+                   StageWork{0, double(planes * OH * OW * 2)}});
+  io.in = dst;
+  q.subSH = SH, q.subSW = SW;
+  q.H = OH, q.W = OW, q.SH = 1, q.SW = 1;
+  quantConvDerived(q);
+}
+
 void Emitter::quantConvCall(const QConv &q, const QuantIO &io, Location wL, Location pL,
                             std::vector<Item> &items) {
+  const int64_t SH = q.subSH > 1 || q.subSW > 1 ? q.subSH : q.SH;
   std::string name = "qconv " + std::to_string(q.KH) + "x" + std::to_string(q.KW) + "/" +
-                     std::to_string(q.SH) + " " + std::to_string(q.C) + "->" +
+                     std::to_string(SH) + " " + std::to_string(q.C) + "->" +
                      std::to_string(q.O) + (q.G > 1 ? " g" + std::to_string(q.G) : "") +
                      (q.runtime ? " rt" : "") + (io.i32 ? " i32" : "") + " " + q.isa;
   const Location inL = io.in;
@@ -492,6 +525,8 @@ Error Emitter::planQuantConv(Instruction *I, std::vector<Item> &items) {
   KILN_ASSIGN_OR_RETURN(QuantIO io, quantIO(I, q.dest, q.in, items));
   if (q.G == q.C && q.O == q.C && !q.runtime && !io.i32)
     return planQuantDepthwise(q, io, items);
+  if (subsamplesToPointwise(q))
+    quantConvSubsample(q, io, items);
   KILN_ASSIGN_OR_RETURN(auto wp, quantConvWeights(q, io.xOff, items));
   needPoolScratch(quantConvScratch(q));
   quantConvCall(q, io, wp.first, wp.second, items);

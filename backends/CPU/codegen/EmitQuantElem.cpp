@@ -1,4 +1,5 @@
-// Emitters of the int8 element-wise operators and pooling (libjit/libjit_qelem.cpp):
+// Emitters of the int8 element-wise operators and pooling (libjit/libjit_qelem.cpp,
+// libjit/libjit_qpool.cpp):
 // Relu, Add, Sub, Mul, Max, Min, BatchedAdd, MaxPool, AvgPool and AdaptiveAvgPool on Int8Q
 // operands. Add, Sub and BatchedAdd call libjit_qadd_i8_<isa> / libjit_qbadd_i8_<isa> (the
 // Interpreter's arithmetic in registers).
@@ -174,9 +175,13 @@ Error Emitter::planQuantPool(Instruction *I, std::vector<Item> &items) {
   const int64_t OH = ot.dims[2], OW = ot.dims[3];
   const float inScale = it.scale, outScale = ot.scale;
   const int64_t inOff = it.offset, outOff = ot.offset;
-  std::string name = std::string("q") + I->getKindName();
+  // Max pooling in registers where the host has AVX2 (libjit_qpool_i8_<isa>, column strides
+  // 1 and 2); the averages are the same portable code in every kernel.
+  int64_t L;
+  const std::string isa = mode == 0 ? qIsa(L) : "generic";
+  std::string name = std::string("q") + I->getKindName() + (isa == "generic" ? "" : " " + isa);
   items.push_back({true, name, [=] {
-                     call("libjit_qpool_i8",
+                     call("libjit_qpool_i8_" + isa,
                           {ptr(dest), ptr(in), at({kConstantBase, off}), I64(planes), I64(H),
                            I64(W), I64(OH), I64(OW), I64(KH), I64(KW), I64(SH), I64(SW), I64(PT),
                            I64(PL), I64(mode), I64(countPads), F32(inScale), I64(inOff),

@@ -236,6 +236,9 @@ public:
   struct QConv;
   Error quantConvOperands(Instruction *I, QConv &q);
   Error planQuantDepthwise(const QConv &q, const QuantIO &io, std::vector<Item> &items);
+  /// A 1x1 strided layer as a stride-1 one: its pixels packed into a buffer of the plan by
+  /// an item added to \p items, which becomes \p io's input, and \p q's geometry set to it.
+  void quantConvSubsample(QConv &q, QuantIO &io, std::vector<Item> &items);
   Expected<std::pair<Location, Location>> quantConvWeights(const QConv &q, int64_t xOff,
                                                            std::vector<Item> &items);
   void quantConvCall(const QConv &q, const QuantIO &io, Location wL, Location pL,

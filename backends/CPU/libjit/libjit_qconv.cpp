@@ -1195,3 +1195,34 @@ LIBJIT_EXPORT void libjit_qflip_i8(int8_t *dst, const int8_t *src, int64_t n) {
   for (int64_t i = 0; i < n; i++)
     dst[i] = int8_t(uint8_t(src[i]) ^ 0x80);
 }
+
+/// The pixels a 1x1 unpadded convolution of strides (SH, SW) reads, packed:
+/// dst[p][oh][ow] = src[p][oh SH][ow SW] for planes p of H x W, OH x OW outputs, so that the
+/// layer runs as a stride-1 one (the pointwise path) on them. Rows split between the
+/// threads; at SW = 2 each pair of bytes read as one 16-bit word and its first byte kept, a
+/// loop the JIT vectorises (the last output of a row of odd width byte by byte: its pair
+/// would reach past the row).
+LIBJIT_EXPORT void libjit_qsubsample_i8(int8_t *dst, const int8_t *src, int64_t planes,
+                                        int64_t H, int64_t W, int64_t OH, int64_t OW,
+                                        int64_t SH, int64_t SW, int64_t tid, int64_t nthreads) {
+  int64_t b, e;
+  libjit::partition(planes * OH, 1, tid, nthreads, &b, &e);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  const int firstShift = 8;
+#else
+  const int firstShift = 0;
+#endif
+  for (int64_t r = b; r < e; r++) {
+    const int64_t p = r / OH, oh = r % OH;
+    const int8_t *x = src + (p * H + oh * SH) * W;
+    int8_t *y = dst + r * OW;
+    const int64_t pairs = SW == 2 ? libjit::minI(OW, W / 2) : 0;
+    for (int64_t ow = 0; ow < pairs; ow++) {
+      uint16_t pair;
+      __builtin_memcpy(&pair, x + 2 * ow, 2);
+      y[ow] = int8_t(uint8_t(pair >> firstShift));
+    }
+    for (int64_t ow = pairs; ow < OW; ow++)
+      y[ow] = x[ow * SW];
+  }
+}
