@@ -713,7 +713,8 @@ TEST(CPUBackend, DepthwiseStrideTwoNarrowRows) {
 // Depthwise layers on the ring path (output rows of 32 or more, or 16 or more with SH !=
 // SW): 3x3 and 5x5 at strides 1 and 2, an odd number of output rows (a last block of one
 // row), rows that end mid-vector, pads beyond the kernel's half, asymmetric and none; a
-// 3x3 with row stride 2 and column stride 1; with a fused Clip.
+// 3x3 and a 5x5 with row stride 2 and column stride 1, row strides 3 and 4 (no rows
+// copied ahead); with a fused Clip.
 TEST(CPUBackend, DepthwiseRingRows) {
   checkAgainstInterpreter([](Net &n) {
     n.F = n.mod.createFunction("main");
@@ -724,7 +725,9 @@ TEST(CPUBackend, DepthwiseRingRows) {
     std::vector<Case> cases = {{4, 19, 45, 3, 1, 1, {1, 1, 1, 1}},  {3, 21, 40, 5, 1, 1, {2, 2, 2, 2}},
                                {3, 17, 70, 5, 2, 2, {2, 2, 2, 2}},  {5, 29, 64, 3, 2, 2, {0, 0, 1, 1}},
                                {2, 12, 36, 3, 1, 1, {0, 0, 0, 0}},  {3, 15, 33, 5, 1, 1, {3, 3, 3, 3}},
-                               {3, 16, 77, 5, 2, 2, {1, 2, 2, 1}},  {4, 23, 19, 3, 2, 1, {1, 1, 1, 1}}};
+                               {3, 16, 77, 5, 2, 2, {1, 2, 2, 1}},  {4, 23, 19, 3, 2, 1, {1, 1, 1, 1}},
+                               {3, 26, 40, 5, 2, 1, {2, 2, 2, 2}},  {2, 20, 35, 3, 3, 1, {1, 1, 1, 1}},
+                               {2, 22, 50, 5, 4, 2, {0, 2, 1, 2}}};
     uint64_t seed = 940;
     for (const Case &c : cases) {
       std::string nm = "ring" + std::to_string(seed);

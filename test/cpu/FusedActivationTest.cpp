@@ -302,6 +302,10 @@ TEST(FusedActivation, EveryKindFullyConnectedAndMatMul) {
     // to run on one thread, and large enough for rows split between two (partial sums).
     checkFused([&](Net &n) { buildGemm(n, a, 1, 300, 70, false, true); }, std::nullopt, 2e-5f);
     checkFused([&](Net &n) { buildGemm(n, a, 1, 2000, 700, false, true); }, std::nullopt, 2e-5f);
+    // Its groups of 16 weight rows: one group and 3 single rows over 9 columns (no whole
+    // vector); three blocks of 256 rows, the last 5 rows single, 1003 columns (a tail of 11).
+    checkFused([&](Net &n) { buildGemm(n, a, 1, 19, 9, false, true); }, std::nullopt, 2e-5f);
+    checkFused([&](Net &n) { buildGemm(n, a, 1, 517, 1003, false, true); }, std::nullopt, 2e-5f);
   }
 }
 

@@ -1195,10 +1195,22 @@ LIBJIT_INLINE int64_t ringRowsPerBlock(int64_t K, int64_t SH, int64_t SW) {
   return SH == SW && !(K == 5 && SW == 2) ? 2 : 1;
 }
 
-/// Padded rows the ring keeps: those of one block, (R - 1) SH + K.
-LIBJIT_INLINE int64_t ringSlots(int64_t K, int64_t SH, int64_t SW) {
-  return (ringRowsPerBlock(K, SH, SW) - 1) * SH + K;
+/// Padded rows the ring path copies ahead of the block it computes: those the next block
+/// adds (R SH), so that a row's copy is issued a block before the loads that read it. A
+/// block's loads are unaligned and overlap two of the copy's vector stores, which the
+/// store buffer cannot forward: read right after the copy, they waited for its stores to
+/// reach the cache. None at row strides above 2, where blocks share no rows.
+LIBJIT_INLINE int64_t ringAhead(int64_t K, int64_t SH, int64_t SW) {
+  return SH <= 2 ? ringRowsPerBlock(K, SH, SW) * SH : 0;
 }
+
+/// Padded rows the ring keeps: those of one block, (R - 1) SH + K, and those copied ahead.
+LIBJIT_INLINE int64_t ringSlots(int64_t K, int64_t SH, int64_t SW) {
+  return (ringRowsPerBlock(K, SH, SW) - 1) * SH + K + ringAhead(K, SH, SW);
+}
+
+/// The most slots ringSlots gives (K 5, R 2, SH 2: 2 + 5 + 4; R 1 when SH > 2: K).
+constexpr int64_t kMaxRingSlots = 11;
 
 /// Floats of the ring path's scratch: its slots and one zero row, each S padded rows of
 /// rowCells cells.
@@ -1209,11 +1221,11 @@ LIBJIT_INLINE int64_t ringFloats(int64_t OW, int64_t K, int64_t SH, int64_t SW) 
 /// Rb output rows [oh, oh + Rb) of one plane on the ring path, 16 outputs at a time:
 /// rows[q] is padded row oh SH + q (S column phases of `cells` cells; q < (Rb - 1) S + K,
 /// Rb > 1 only when SH == S). Each vector loaded feeds every output row that reads it.
-template <int K, int S, int Rb>
+template <int K, int S, int Rb, int NAr = (K == 3 ? 3 : 2)>
 LIBJIT_INLINE void ringBlock(float *__restrict y, const float *const *rows, int64_t OW,
                              int64_t cells, const F16 (&wv)[K][K], F16 bv, int act, F16 lov,
                              F16 hiv) {
-  constexpr int Q = (Rb - 1) * S + K;
+  constexpr int Q = (Rb - 1) * S + K, NA = NAr;
   const float *rp[Q];
   LIBJIT_UNROLL
   for (int q = 0; q < Q; q++)
@@ -1221,12 +1233,16 @@ LIBJIT_INLINE void ringBlock(float *__restrict y, const float *const *rows, int6
   for (int64_t j0 = 0;; j0 += 16) {
     // The last block overlaps the previous one instead of running past the row.
     int64_t j = minI(j0, OW - 16);
-    // Two accumulators per output row (even and odd kernel rows) so that at least four
-    // FMA chains overlap when Rb = 2.
-    F16 acc[Rb][2];
+    // NA accumulators per output row (kernel row kh feeds acc[kh % NA]), so that the
+    // chains of dependent FMAs stay short enough for several blocks to overlap.
+    F16 acc[Rb][NA];
     LIBJIT_UNROLL
-    for (int r = 0; r < Rb; r++)
-      acc[r][0] = bv, acc[r][1] = splat16(0.0f);
+    for (int r = 0; r < Rb; r++) {
+      acc[r][0] = bv;
+      LIBJIT_UNROLL
+      for (int a = 1; a < NA; a++)
+        acc[r][a] = splat16(0.0f);
+    }
     LIBJIT_UNROLL
     for (int q = 0; q < Q; q++)
       LIBJIT_UNROLL
@@ -1236,12 +1252,15 @@ LIBJIT_INLINE void ringBlock(float *__restrict y, const float *const *rows, int6
       for (int r = 0; r < Rb; r++) {
         int kh = q - r * S;
         if (kh >= 0 && kh < K)
-          acc[r][kh & 1] += wv[kh][kw] * v;
+          acc[r][kh % NA] += wv[kh][kw] * v;
       }
     }
     LIBJIT_UNROLL
     for (int r = 0; r < Rb; r++) {
-      F16 o = acc[r][0] + acc[r][1];
+      F16 o = acc[r][0];
+      LIBJIT_UNROLL
+      for (int a = 1; a < NA; a++)
+        o += acc[r][a];
       st16(y + r * OW + j, act ? clamp16(o, lov, hiv) : o);
     }
     if (j0 + 16 >= OW)
@@ -1260,9 +1279,11 @@ LIBJIT_INLINE void dwRing(float *__restrict y, const float *__restrict x, const 
                           float *buf) {
   const int64_t Wq = OW + (K - 1) / S, cells = rowCells(OW, K, S), pitch = S * cells;
   const int64_t NR = ringSlots(K, SH, S);
-  const int64_t R = ringRowsPerBlock(K, SH, S);
+  const int64_t R = ringRowsPerBlock(K, SH, S), ahead = ringAhead(K, SH, S);
+  // One past the last padded row an output reads.
+  const int64_t rowsRead = (OH - 1) * SH + K;
   const float *zero = buf + NR * pitch;
-  const float *slot[S + K];
+  const float *slot[kMaxRingSlots];
   F16 wv[K][K];
   LIBJIT_UNROLL
   for (int kh = 0; kh < K; kh++)
@@ -1278,7 +1299,9 @@ LIBJIT_INLINE void dwRing(float *__restrict y, const float *__restrict x, const 
     if (oh > 0)
       for (sFirst += R * SH; sFirst >= NR;)
         sFirst -= NR;
-    for (next = maxI(next, first); next < last; next++) {
+    // This block's rows not loaded yet (all of them without copies ahead), then the rows
+    // the next block adds.
+    for (next = maxI(next, first); next < minI(last + ahead, rowsRead); next++) {
       int64_t s = sFirst + (next - first), ih = next - PT;
       s -= s >= NR ? NR : 0;
       if (ih >= 0 && ih < H) {
@@ -1288,7 +1311,7 @@ LIBJIT_INLINE void dwRing(float *__restrict y, const float *__restrict x, const 
         slot[s] = zero;
       }
     }
-    const float *rows[S + K];
+    const float *rows[kMaxRingSlots];
     for (int64_t q = 0, s = sFirst; q < last - first; q++, s = s + 1 == NR ? 0 : s + 1)
       rows[q] = slot[s];
     if (rb == 1)

@@ -71,18 +71,56 @@ namespace {
 /// sqrt(kRowBlock) + sqrt(K / kRowBlock) rather than sqrt(K)). n <= kRowChunk.
 constexpr int64_t kRowChunk = 8192, kRowBlock = 256;
 
-/// Row k's columns [c0, c0 + n) of W as float32: the row itself, or (float16 weights) the
-/// row widened into \p buf, VW lanes per conversion.
+/// Rows of float32 weights one pass over the partial sums adds (a divisor of kRowBlock).
+/// The R rows lie one after another in memory, so the pass reads one region of R rows in
+/// R places at once: more lines in flight than one row's stream keeps, and the partial
+/// sums loaded and stored once per R rows instead of once per row.
+constexpr int64_t kRowGroup = 16;
+
+/// part[0:n] += in[0] w[0][0:n] + ... + in[R - 1] w[R - 1][0:n] (row r at w + r ldw),
+/// added one row after another for each column, so every sum is the one-row loop's.
+template <int R>
+LIBJIT_INLINE void addRows(float *__restrict part, const float *in, const float *w, int64_t ldw,
+                           int64_t n) {
+  F16 x[R];
+  LIBJIT_UNROLL
+  for (int r = 0; r < R; r++)
+    x[r] = splat16(in[r]);
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    F16 p = ld16(part + j);
+    LIBJIT_UNROLL
+    for (int r = 0; r < R; r++)
+      p += x[r] * ld16(w + r * ldw + j);
+    st16(part + j, p);
+  }
+  for (; j < n; j++) {
+    float p = part[j];
+    LIBJIT_UNROLL
+    for (int r = 0; r < R; r++)
+      p += in[r] * w[r * ldw + j];
+    part[j] = p;
+  }
+}
+
+/// part[0:n] += in[k0:k1] x W[k0:k1, c0:c0 + n]: float32 rows kRowGroup at a time, float16
+/// rows one at a time (each widened into \p wide first).
 template <int VW>
-LIBJIT_INLINE const float *weightRow(const float *W, int64_t ldw, int64_t k, int64_t c0,
-                                     int64_t, float *) {
-  return W + k * ldw + c0;
+LIBJIT_INLINE void addRowRange(float *part, const float *in, const float *W, int64_t ldw,
+                               int64_t k0, int64_t k1, int64_t c0, int64_t n, float *) {
+  int64_t k = k0;
+  for (; k + kRowGroup <= k1; k += kRowGroup)
+    addRows<kRowGroup>(part, in + k, W + k * ldw + c0, ldw, n);
+  for (; k < k1; k++)
+    addRows<1>(part, in + k, W + k * ldw + c0, ldw, n);
 }
 template <int VW>
-LIBJIT_INLINE const float *weightRow(const uint16_t *W, int64_t ldw, int64_t k, int64_t c0,
-                                     int64_t n, float *buf) {
-  widenHalves<VW>(buf, W + k * ldw + c0, n);
-  return buf;
+LIBJIT_INLINE void addRowRange(float *part, const float *in, const uint16_t *W, int64_t ldw,
+                               int64_t k0, int64_t k1, int64_t c0, int64_t n, float *wide) {
+  for (int64_t k = k0; k < k1; k++) {
+    widenHalves<VW>(wide, W + k * ldw + c0, n);
+    addRows<1>(part, in + k, wide, 0, n);
+  }
 }
 
 /// WT: float, or uint16_t for float16 weights; VW: the widening's vector width (unused
@@ -97,12 +135,7 @@ LIBJIT_INLINE void rowSums(float *sums, const float *in, const WT *W, int64_t ld
   for (int64_t b = k0; b < k1; b += kRowBlock) {
     for (int64_t j = 0; j < n; j++)
       part[j] = 0.0f;
-    for (int64_t k = b; k < minI(k1, b + kRowBlock); k++) {
-      const float x = in[k];
-      const float *w = weightRow<VW>(W, ldw, k, c0, n, wide);
-      for (int64_t j = 0; j < n; j++)
-        part[j] += x * w[j];
-    }
+    addRowRange<VW>(part, in, W, ldw, b, minI(k1, b + kRowBlock), c0, n, wide);
     for (int64_t j = 0; j < n; j++)
       sums[j] += part[j];
   }
@@ -139,10 +172,10 @@ LIBJIT_INLINE void fcRow(float *out, const float *in, const WT *W, const float *
 /// out[0:M] = in[0:K] x W + bias, add, activation: a fully-connected layer of one row,
 /// with W [K x M] row-major, read where the graph holds it (Emitter::constBorrowed): for
 /// one row, packing buys nothing (each weight is used once, the layer streams them from
-/// memory either way) and would be a second copy of them. W is read row after row, whole
-/// rows (up to kRowChunk columns at a time): the hardware prefetchers follow one long
-/// stream, where a part of every row (columns split between threads) measured about half
-/// the bandwidth. Without \p partials, the result and its epilogue go to out. With them
+/// memory either way) and would be a second copy of them. W is read in whole rows (up to
+/// kRowChunk columns at a time), kRowGroup consecutive rows per pass: the hardware
+/// prefetchers follow streams through one region, where a part of every row (columns
+/// split between threads) measured about half the bandwidth. Without \p partials, the result and its epilogue go to out. With them
 /// ([parts x M]), each of the nthreads threads sums a range of rows (multiples of
 /// kRowBlock) into its row of partials, thread 0 zeroes the rows of threads that did not
 /// run (a stage run on fewer threads than compiled for), and libjit_fc_row_sum_f32 adds
