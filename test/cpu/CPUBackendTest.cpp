@@ -16,7 +16,9 @@
 #include <cstdlib>
 #include <dirent.h>
 #include <fstream>
+#include <functional>
 #include <iterator>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -1138,11 +1140,13 @@ std::string scratchPath(const std::string &stem) {
 /// Runs this test binary's ProgramCacheChild in a process of its own, with kernel cache
 /// \p dir and prebuilt-kernels=\p prebuilt ("": the default); returns the compiled
 /// program's stats.
+/// \p env: more NAME=VALUE settings for the child (KILN_NET, KILN_AVX512).
 std::string runProgramCacheChild(const std::string &dir, const std::string &statsFile,
-                                 const std::string &prebuilt = "") {
+                                 const std::string &prebuilt = "", const std::string &env = "") {
   std::string run = "env -u TEST_PREMATURE_EXIT_FILE KILN_STAGE_CACHE_DIR=" + dir +
                     " KILN_STAGE_CACHE_STATS=" + statsFile +
-                    (prebuilt.empty() ? "" : " KILN_PREBUILT=" + prebuilt) + " /proc/" +
+                    (prebuilt.empty() ? "" : " KILN_PREBUILT=" + prebuilt) + " " + env +
+                    " /proc/" +
                     std::to_string(::getpid()) +
                     "/exe --gtest_filter=CPUBackend.ProgramCacheChild > /dev/null 2>&1";
   EXPECT_EQ(std::system(run.c_str()), 0) << run;
@@ -1163,6 +1167,79 @@ TEST(CPUBackend, SecondProcessLoadsProgramFromDisk) {
   EXPECT_NE(first.find("stages"), std::string::npos) << first;
   EXPECT_EQ(first.find("native code from disk"), std::string::npos) << first;
   EXPECT_NE(second.find("native code from disk"), std::string::npos) << second;
+}
+
+/// Element-wise chains that each compute something else (SiLU, a hard-swish, tanh of a
+/// difference, ...): each is a loop function of its own, so the program's module is large
+/// enough to have its code generated in parts.
+void buildDistinctChains(Net &n) {
+  n.F = n.mod.createFunction("main");
+  Function *F = n.F;
+  // Each chain over a length of its own, so that no two fuse into one loop.
+  std::vector<std::function<NodeValue(NodeValue, NodeValue)>> chains = {
+      [&](NodeValue x, NodeValue) { return F->createMul("silu", F->createSigmoid("sg", x), x); },
+      [&](NodeValue x, NodeValue) {
+        NodeValue k3 = F->createSplat("k3", x.getType(), 3), k6 = F->createSplat("k6", x.getType(), 6);
+        NodeValue r6 = F->createClip("c6", F->createAdd("p3", x, k3), 0, 6);
+        return F->createDiv("hs", F->createMul("hsm", r6, x), k6);
+      },
+      [&](NodeValue x, NodeValue y) { return F->createTanh("th", F->createSub("d", x, y)); },
+      [&](NodeValue x, NodeValue y) {
+        return F->createMax("mx", F->createLeakyRelu("lr", y, 0.2f), x);
+      },
+      [&](NodeValue x, NodeValue y) {
+        return F->createMin("mn", F->createMul("m2", x, y), F->createAdd("a2", y, y));
+      },
+      [&](NodeValue x, NodeValue y) {
+        return F->createSigmoid("sg2", F->createAdd("a3", F->createMul("m3", y, y), x));
+      },
+      [&](NodeValue x, NodeValue y) {
+        return F->createClip("cl", F->createSub("s4", F->createMul("m4", x, x), y), -0.5f, 0.5f);
+      },
+      [&](NodeValue x, NodeValue y) {
+        return F->createRelu("r5", F->createAdd("a5", F->createTanh("t5", y), F->createMul("m5", x, y)));
+      }};
+  for (size_t i = 0; i < chains.size(); i++) {
+    dim_t len = 1001 + 17 * i;
+    auto *x = n.mod.createPlaceholder(ElemKind::Float, {3, len}, "x" + std::to_string(i));
+    auto *y = n.mod.createPlaceholder(ElemKind::Float, {3, len}, "y" + std::to_string(i));
+    n.inputs.push_back(x);
+    n.inputs.push_back(y);
+    n.saves.push_back(F->createSave("o" + std::to_string(i), chains[i](x, y)));
+  }
+}
+
+// A module large enough is generated in parts, one object each on up to one thread per
+// core (its stages of calls at -O0), kept in the cache as one file: a second process
+// loads all of its objects from the file, a file cut short is compiled again, and each
+// process computes what the Interpreter computes, on both instruction sets.
+TEST(CPUBackend, ProgramInPartsGoesToDiskAndBack) {
+  if (std::getenv("KILN_STAGE_CACHE_DIR"))
+    GTEST_SKIP() << "run by the parent only";
+  for (const char *avx512 : {"1", "0"}) {
+    SCOPED_TRACE(std::string("avx512=") + avx512);
+    std::string env = std::string("KILN_NET=chains KILN_AVX512=") + avx512;
+    std::string dir = scratchPath(std::string("kiln-parts-") + avx512);
+    std::string first = runProgramCacheChild(dir, dir + ".first", "", env);
+    EXPECT_EQ(first.find("native code from disk"), std::string::npos) << first;
+    EXPECT_NE(first.find(" objects)"), std::string::npos) << first;
+    std::string second = runProgramCacheChild(dir, dir + ".second", "", env);
+    EXPECT_NE(second.find("native code from disk"), std::string::npos) << second;
+    EXPECT_NE(second.find(" objects)"), std::string::npos) << second;
+    // Cut every cached file short: the third process finds none it can load.
+    if (DIR *d = ::opendir(dir.c_str())) {
+      while (dirent *e = ::readdir(d)) {
+        std::string path = dir + "/" + e->d_name;
+        struct stat st;
+        if (std::string(e->d_name).rfind("kernel-", 0) == 0 && ::stat(path.c_str(), &st) == 0)
+          EXPECT_EQ(::truncate(path.c_str(), st.st_size / 2), 0) << path;
+      }
+      ::closedir(d);
+    }
+    std::string third = runProgramCacheChild(dir, dir + ".third", "", env);
+    EXPECT_EQ(third.find("native code from disk"), std::string::npos) << third;
+    EXPECT_NE(third.find("stages"), std::string::npos) << third;
+  }
 }
 
 // The backend carries the shared kernels compiled at build time for both levels: a fresh
@@ -1202,9 +1279,19 @@ TEST(CPUBackend, ProgramCacheChild) {
   opts.backendOptions["cache-dir"] = dir;
   if (const char *prebuilt = std::getenv("KILN_PREBUILT"))
     opts.backendOptions["prebuilt-kernels"] = prebuilt;
+  if (const char *avx512 = std::getenv("KILN_AVX512"))
+    opts.backendOptions["avx512"] = avx512;
+  // KILN_NET=chains: many distinct element-wise loops, a module large enough to be
+  // generated in parts (one object each).
+  bool chains = std::getenv("KILN_NET") && std::string(std::getenv("KILN_NET")) == "chains";
   Net ref, net;
-  buildConvNet(ref, 900);
-  buildConvNet(net, 900);
+  if (chains) {
+    buildDistinctChains(ref);
+    buildDistinctChains(net);
+  } else {
+    buildConvNet(ref, 900);
+    buildConvNet(net, 900);
+  }
   auto expected = runOn(ref, *interp, {});
   std::string stats;
   auto got = runOn(net, cpu, opts, &stats);

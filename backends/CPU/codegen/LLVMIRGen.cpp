@@ -778,6 +778,8 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPl
      << " B), arena " << prog->activationBytes << " B, constants " << prog->constantBytes
      << " B, " << (host.avx512 ? "avx512" : "avx2") << ", threads " << prog->threads
      << (prog->jitReused ? ", native code reused" : prog->jitFromDisk ? ", native code from disk" : "");
+  if (prog->jit->objectCount() > 1)
+    os << " (" << prog->jit->objectCount() << " objects)";
   prog->stats = os.str();
   return std::move(prog);
 }

@@ -97,28 +97,12 @@ llvm::orc::JITTargetMachineBuilder targetMachineBuilder(const HostInfo &host) {
   return b;
 }
 
-/// Writes the object code of a compiled module to a file (atomically: a temporary file
-/// renamed into place, so concurrent processes never read half an object).
+/// Writes the object code of a compiled module to a file (writeFileAtomically).
 class ObjectFileWriter : public llvm::ObjectCache {
 public:
   explicit ObjectFileWriter(std::string path) : path_(std::move(path)) {}
   void notifyObjectCompiled(const llvm::Module *, llvm::MemoryBufferRef obj) override {
-    std::string tmp = path_ + ".tmp" + std::to_string(::getpid());
-    std::error_code ec;
-    {
-      llvm::raw_fd_ostream os(tmp, ec);
-      if (ec)
-        return;
-      os << obj.getBuffer();
-      os.close();
-      if (os.has_error()) {
-        os.clear_error();
-        llvm::sys::fs::remove(tmp);
-        return;
-      }
-    }
-    if (llvm::sys::fs::rename(tmp, path_))
-      llvm::sys::fs::remove(tmp);
+    writeFileAtomically(path_, obj.getBuffer());
   }
   std::unique_ptr<llvm::MemoryBuffer> getObject(const llvm::Module *) override { return nullptr; }
 
@@ -157,6 +141,28 @@ void collectFunctions(const llvm::Value *v, std::vector<llvm::Function *> &out,
 }
 
 } // namespace
+
+bool writeFileAtomically(const std::string &path, llvm::StringRef data) {
+  std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  std::error_code ec;
+  {
+    llvm::raw_fd_ostream os(tmp, ec);
+    if (ec)
+      return false;
+    os << data;
+    os.close();
+    if (os.has_error()) {
+      os.clear_error();
+      llvm::sys::fs::remove(tmp);
+      return false;
+    }
+  }
+  if (llvm::sys::fs::rename(tmp, path)) {
+    llvm::sys::fs::remove(tmp);
+    return false;
+  }
+  return true;
+}
 
 std::string errString(llvm::Error e) {
   std::string s;
@@ -372,6 +378,32 @@ static Error prepareModule(llvm::Module &M, llvm::TargetMachine &tm, const HostI
   return Error::success();
 }
 
+Expected<std::unique_ptr<JitModule>>
+JitModule::compileInParts(std::unique_ptr<JitModule> jm, llvm::Module &M,
+                          const std::vector<CodegenPart> &parts,
+                          const llvm::orc::JITTargetMachineBuilder &jtmb,
+                          const std::vector<std::string> &entries, const JitOptions &opts,
+                          const std::map<std::string, void *> &externals,
+                          const std::string &objectCachePath) {
+  PhaseTimer pt(M.getModuleIdentifier() + " " + entries.front() + ": codegen (" +
+                    std::to_string(parts.size()) + " parts)",
+                opts.times);
+  KILN_ASSIGN_OR_RETURN(std::vector<std::string> objects, splitCodegen(M, parts, jtmb));
+  if (!objectCachePath.empty())
+    writeFileAtomically(objectCachePath, packObjectParts(objects));
+  std::vector<std::unique_ptr<llvm::MemoryBuffer>> bufs;
+  for (size_t i = 0; i < objects.size(); i++)
+    bufs.push_back(llvm::MemoryBuffer::getMemBufferCopy(
+        objects[i], M.getModuleIdentifier() + ".part" + std::to_string(i)));
+  std::unique_ptr<JitModule> loaded = loadObjectBuffers(std::move(bufs), entries, opts, externals);
+  if (!loaded)
+    return makeError(ErrorCode::Internal, "CPU backend: the ", parts.size(), " objects of ",
+                     M.getModuleIdentifier(), " do not link");
+  loaded->ir_ = std::move(jm->ir_);
+  loaded->asm_ = std::move(jm->asm_);
+  return std::move(loaded);
+}
+
 struct JitModule::Impl {
   std::unique_ptr<llvm::orc::LLJIT> jit;
 };
@@ -411,6 +443,15 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
     if (!(*tm)->addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_AssemblyFile))
       pm.run(*clone);
     jm->asm_ = buf.str().str();
+  }
+
+  if (std::vector<CodegenPart> parts = opts.splitCodegen ? planCodegenParts(*M)
+                                                          : std::vector<CodegenPart>();
+      !parts.empty()) {
+    auto done = compileInParts(std::move(jm), *M, parts, jtmb, entries, opts, externals,
+                               objectCachePath);
+    M.reset(); // before its context
+    return done;
   }
 
   llvm::orc::LLJITBuilder builder;
@@ -458,7 +499,15 @@ std::unique_ptr<JitModule> JitModule::loadObject(const std::string &path,
   if (!buf)
     return nullptr;
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> bufs;
-  bufs.push_back(std::move(*buf));
+  std::vector<llvm::StringRef> parts;
+  if (unpackObjectParts((*buf)->getBuffer(), parts)) {
+    // Copies: each object needs its own aligned buffer.
+    for (size_t i = 0; i < parts.size(); i++)
+      bufs.push_back(
+          llvm::MemoryBuffer::getMemBufferCopy(parts[i], path + ".part" + std::to_string(i)));
+  } else {
+    bufs.push_back(std::move(*buf));
+  }
   return loadObjectBuffers(std::move(bufs), entries, opts, externals);
 }
 
@@ -510,6 +559,7 @@ JitModule::loadObjectBuffers(std::vector<std::unique_ptr<llvm::MemoryBuffer>> bu
     llvm::consumeError(std::move(e));
     return nullptr;
   }
+  jm->objects_ = bufs.size();
   for (auto &buf : bufs)
     if (auto e = (*jit)->addObjectFile(std::move(buf))) {
       llvm::consumeError(std::move(e));

@@ -16,9 +16,14 @@ namespace llvm {
 class LLVMContext;
 class MemoryBuffer;
 class Module;
+namespace orc {
+class JITTargetMachineBuilder;
+} // namespace orc
 } // namespace llvm
 
 namespace kiln::cpu {
+
+struct CodegenPart;
 
 /// What the JIT targets and how hard it optimises.
 struct JitOptions {
@@ -45,6 +50,10 @@ struct JitOptions {
   /// and preferVectorWidth is 0, instead of compiling them on first use; off: they are
   /// compiled for the host CPU (or found in cacheDir).
   bool prebuilt = true;
+  /// JitModule::compile generates the code of a large module on several threads, in
+  /// parts (one object each, linked together); off: one object on the calling thread.
+  /// getSharedKernels compiles its units one per thread already and turns it off.
+  bool splitCodegen = true;
 };
 
 /// The host as the JIT sees it.
@@ -163,6 +172,9 @@ public:
   const std::string &getIR() const { return ir_; }
   const std::string &getAsm() const { return asm_; }
   const HostInfo &getHost() const { return host_; }
+  /// The object files the code was linked from: one, or the parts of a split compile
+  /// (JitOptions::splitCodegen), also when loaded from the cache.
+  size_t objectCount() const { return objects_; }
 
 private:
   JitModule();
@@ -170,10 +182,20 @@ private:
   loadObjectBuffers(std::vector<std::unique_ptr<llvm::MemoryBuffer>> bufs,
                     const std::vector<std::string> &entryPoints, const JitOptions &opts,
                     const std::map<std::string, void *> &externals);
+  /// The rest of compile() for a module whose code is generated in \p parts (one object
+  /// each, see planCodegenParts), linked into one JIT; \p jm holds the kept IR and assembly.
+  static Expected<std::unique_ptr<JitModule>>
+  compileInParts(std::unique_ptr<JitModule> jm, llvm::Module &M,
+                 const std::vector<CodegenPart> &parts,
+                 const llvm::orc::JITTargetMachineBuilder &jtmb,
+                 const std::vector<std::string> &entryPoints, const JitOptions &opts,
+                 const std::map<std::string, void *> &externals,
+                 const std::string &objectCachePath);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string ir_, asm_;
   HostInfo host_;
+  size_t objects_ = 1;
   std::shared_ptr<void> cacheWriter_; ///< outlives the compile that writes the object
 };
 

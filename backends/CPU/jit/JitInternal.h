@@ -4,6 +4,9 @@
 #ifndef KILN_BACKENDS_CPU_JIT_JITINTERNAL_H
 #define KILN_BACKENDS_CPU_JIT_JITINTERNAL_H
 
+#include "kiln/Base/Error.h"
+
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/Error.h"
@@ -42,6 +45,37 @@ materializeReachable(llvm::Module &m, const std::vector<std::string> &roots,
 /// Makes a lazily loaded module complete: the bodies not materialised yet are dropped
 /// (those functions become declarations), then the rest of the module is read.
 llvm::Error dropUnmaterialized(llvm::Module &m);
+
+/// A part of a module whose code is generated on its own (splitCodegen): some of its
+/// definitions, at -O0 when \p fast.
+struct CodegenPart {
+  std::vector<llvm::Function *> functions;
+  bool fast = false;
+};
+
+/// How code generation of the optimised module \p M is split (splitCodegen): the
+/// functions marked optnone (a program's stages, which only call) in one part generated as
+/// at -O0, the others over the cores left, by instruction count. Empty (one object, as
+/// before) for small modules and for modules with data or with functions whose address is
+/// taken (only direct calls may cross parts).
+std::vector<CodegenPart> planCodegenParts(const llvm::Module &M);
+
+/// Object code of the optimised module \p M in one object per part of \p plan, generated
+/// on up to one thread per core, each part with a context and a target machine (\p jtmb)
+/// of its own. The definitions are made external first (each part calls the others'
+/// functions through the linker), and \p M keeps them so.
+Expected<std::vector<std::string>> splitCodegen(llvm::Module &M,
+                                                const std::vector<CodegenPart> &plan,
+                                                const llvm::orc::JITTargetMachineBuilder &jtmb);
+
+/// Several objects as one file of the kernel cache (a header, the sizes, the objects),
+/// and back: false when \p file is not such a file (a single object) or is cut short.
+std::string packObjectParts(const std::vector<std::string> &objects);
+bool unpackObjectParts(llvm::StringRef file, std::vector<llvm::StringRef> &objects);
+
+/// Writes \p data to \p path through a temporary file renamed into place, so that
+/// concurrent processes never read half a file; false on failure (nothing is left).
+bool writeFileAtomically(const std::string &path, llvm::StringRef data);
 
 /// Prints the wall time of a JIT phase to stderr when \p on (JitOptions::times).
 class PhaseTimer {

@@ -272,6 +272,7 @@ Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::
   std::string prefix = unitKeyPrefix(host, opts);
   JitOptions o = opts;
   o.keepIR = o.keepAsm = false;
+  o.splitCodegen = false; // the units compile in parallel already
   // The level whose prebuilt objects this host runs, "" to compile for the host itself.
   std::string level;
   if (opts.prebuilt && opts.targetCpu.empty() && opts.preferVectorWidth == 0)

@@ -1,0 +1,216 @@
+// Code generation of an optimised module on several threads (see JitInternal.h).
+
+#include "JitInternal.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/IR/InstrTypes.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+namespace kiln::cpu {
+
+namespace {
+
+/// Below this many IR instructions a part is not worth a thread of its own: cloning the
+/// module, writing and reading its bitcode and starting the thread would cost more than
+/// the code generation they move.
+constexpr unsigned kMinPartInstrs = 400;
+constexpr unsigned kMaxParts = 8;
+
+/// Header of a file of several objects (see packObjectParts); not an ELF magic, so an
+/// older build that finds such a file fails to load it and compiles instead.
+constexpr char kPartsMagic[8] = {'K', 'I', 'L', 'N', 'P', 'R', 'T', 'S'};
+
+/// True when every use of \p f is a direct call: only such functions can live in another
+/// object than their users, where calls reach them through the linker's stubs (an address
+/// taken with a 32-bit relocation could lie out of range).
+bool onlyCalled(const llvm::Function &f) {
+  for (const llvm::Use &u : f.uses()) {
+    auto *cb = llvm::dyn_cast<llvm::CallBase>(u.getUser());
+    if (!cb || cb->getCalledOperand() != &f)
+      return false;
+  }
+  return true;
+}
+
+/// \p defs spread over \p n parts of about equal instruction counts (largest first,
+/// each to the lightest part), appended to \p parts.
+void spread(std::vector<llvm::Function *> defs, unsigned n, bool fast,
+            std::vector<CodegenPart> &parts) {
+  if (defs.empty())
+    return;
+  std::stable_sort(defs.begin(), defs.end(), [](llvm::Function *a, llvm::Function *b) {
+    return a->getInstructionCount() > b->getInstructionCount();
+  });
+  size_t first = parts.size();
+  std::vector<uint64_t> load(n, 0);
+  parts.resize(first + n);
+  for (llvm::Function *f : defs) {
+    unsigned p = unsigned(std::min_element(load.begin(), load.end()) - load.begin());
+    parts[first + p].functions.push_back(f);
+    parts[first + p].fast = fast;
+    load[p] += f->getInstructionCount() + 1;
+  }
+}
+
+/// Object code of the module in \p bitcode, read into a context of its own (so that
+/// several threads generate code at once), or the error as text. \p fast: at -O0.
+std::string emitPart(const std::string &bitcode, llvm::orc::JITTargetMachineBuilder jtmb,
+                     bool fast, std::string &object) {
+  llvm::LLVMContext ctx;
+  llvm::MemoryBufferRef ref(bitcode, "part.bc");
+  auto m = llvm::parseBitcodeFile(ref, ctx);
+  if (!m)
+    return errString(m.takeError());
+  if (fast)
+    jtmb.setCodeGenOptLevel(llvm::CodeGenOpt::None);
+  auto tm = jtmb.createTargetMachine();
+  if (!tm)
+    return errString(tm.takeError());
+  llvm::SmallString<0> buf;
+  llvm::raw_svector_ostream os(buf);
+  llvm::legacy::PassManager pm;
+  if ((*tm)->addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_ObjectFile))
+    return "the target cannot emit object files";
+  pm.run(**m);
+  object.assign(buf.begin(), buf.end());
+  return "";
+}
+
+} // namespace
+
+std::vector<CodegenPart> planCodegenParts(const llvm::Module &M) {
+  std::vector<CodegenPart> parts;
+  if (!M.global_empty() || !M.alias_empty() || !M.ifunc_empty())
+    return parts; // data and aliases would need placing; programs have none
+  std::vector<llvm::Function *> calls, rest; // optnone (stages of calls) and the others
+  uint64_t instrs = 0, restInstrs = 0;
+  for (const llvm::Function &cf : M) {
+    if (cf.isDeclaration())
+      continue;
+    if (!onlyCalled(cf) && !cf.use_empty())
+      return parts;
+    auto *f = const_cast<llvm::Function *>(&cf);
+    bool optnone = f->hasFnAttribute(llvm::Attribute::OptimizeNone);
+    (optnone ? calls : rest).push_back(f);
+    instrs += f->getInstructionCount();
+    if (!optnone)
+      restInstrs += f->getInstructionCount();
+  }
+  if (instrs < kMinPartInstrs)
+    return parts;
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  // The stages that only call (optnone) are one part, generated as at -O0 (fast register
+  // allocation too); the rest over the cores left, one part at the least.
+  auto partsFor = [&](uint64_t n, size_t defs, unsigned threads) {
+    return unsigned(std::max<uint64_t>(
+        1, std::min<uint64_t>({threads, kMaxParts, defs, n / kMinPartInstrs})));
+  };
+  if (!calls.empty())
+    spread(calls, 1, /*fast=*/true, parts);
+  unsigned left = calls.empty() ? cores : std::max(1u, cores - 1);
+  spread(rest, partsFor(restInstrs, rest.size(), left), /*fast=*/false, parts);
+  if (parts.size() < 2)
+    parts.clear();
+  return parts;
+}
+
+Expected<std::vector<std::string>> splitCodegen(llvm::Module &M,
+                                                const std::vector<CodegenPart> &plan,
+                                                const llvm::orc::JITTargetMachineBuilder &jtmb) {
+  // Every definition becomes external, so that each part can call the others.
+  llvm::DenseMap<const llvm::GlobalValue *, size_t> partOf;
+  for (size_t p = 0; p < plan.size(); p++)
+    for (llvm::Function *f : plan[p].functions) {
+      if (f->hasLocalLinkage()) {
+        f->setLinkage(llvm::GlobalValue::ExternalLinkage);
+        f->setVisibility(llvm::GlobalValue::DefaultVisibility);
+      }
+      partOf[f] = p;
+    }
+  size_t n = plan.size();
+  std::vector<std::string> bitcode(n);
+  for (size_t p = 0; p < n; p++) {
+    llvm::ValueToValueMapTy vmap;
+    std::unique_ptr<llvm::Module> part =
+        llvm::CloneModule(M, vmap, [&](const llvm::GlobalValue *gv) {
+          auto it = partOf.find(gv);
+          return it != partOf.end() && it->second == p;
+        });
+    llvm::raw_string_ostream os(bitcode[p]);
+    llvm::WriteBitcodeToFile(*part, os);
+    os.flush();
+  }
+  // The parts on up to one thread per core, this one included.
+  std::vector<std::string> objects(n), errors(n);
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t p; (p = next++) < n;)
+      errors[p] = emitPart(bitcode[p], jtmb, plan[p].fast, objects[p]);
+  };
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < std::min<size_t>(n, cores); t++)
+    threads.emplace_back(worker);
+  worker();
+  for (std::thread &t : threads)
+    t.join();
+  for (size_t p = 0; p < n; p++)
+    if (!errors[p].empty())
+      return makeError(ErrorCode::Internal, "CPU backend: code generation of part ", p, " of ",
+                       n, " of ", M.getModuleIdentifier(), ": ", errors[p]);
+  return objects;
+}
+
+std::string packObjectParts(const std::vector<std::string> &objects) {
+  std::string out(kPartsMagic, sizeof kPartsMagic);
+  auto putU64 = [&](uint64_t v) { out.append(reinterpret_cast<const char *>(&v), sizeof v); };
+  putU64(objects.size());
+  for (const std::string &o : objects)
+    putU64(o.size());
+  for (const std::string &o : objects)
+    out += o;
+  return out;
+}
+
+bool unpackObjectParts(llvm::StringRef file, std::vector<llvm::StringRef> &objects) {
+  objects.clear();
+  if (file.size() < sizeof kPartsMagic ||
+      std::memcmp(file.data(), kPartsMagic, sizeof kPartsMagic) != 0)
+    return false;
+  size_t pos = sizeof kPartsMagic;
+  auto getU64 = [&](uint64_t &v) {
+    if (file.size() - pos < sizeof v)
+      return false;
+    std::memcpy(&v, file.data() + pos, sizeof v);
+    pos += sizeof v;
+    return true;
+  };
+  uint64_t n = 0;
+  if (!getU64(n) || n == 0 || n > kMaxParts)
+    return false;
+  std::vector<uint64_t> sizes(n);
+  for (uint64_t &s : sizes)
+    if (!getU64(s))
+      return false;
+  for (uint64_t s : sizes) {
+    if (file.size() - pos < s)
+      return false;
+    objects.push_back(file.substr(pos, s));
+    pos += s;
+  }
+  return pos == file.size();
+}
+
+} // namespace kiln::cpu
