@@ -14,6 +14,7 @@
 // not handled here: the operands have the result's size.
 
 #include "libjit_defs.h"
+#include "libjit_qround.h"
 
 #if defined(__clang__)
 #pragma clang fp contract(off)
@@ -78,14 +79,7 @@ LIBJIT_INLINE int8_t qaddOne(int8_t a, int8_t b, double sa, double oa, double sb
                              double so, double oo) {
   double x = sa * (double(a) - oa);
   double y = sb * (double(b) - ob);
-  double r = x + y;
-  double q = __builtin_round(r / so);
-  q = q + oo;
-  if (!(q >= -128.0))
-    q = -128.0;
-  if (q > 127.0)
-    q = 127.0;
-  return int8_t(q);
+  return qroundI8(x + y, so, oo);
 }
 
 struct QAddFast {

@@ -17,6 +17,7 @@
 // (libjit_qpool_i8_generic), which the JIT vectorises where it can.
 
 #include "libjit_defs.h"
+#include "libjit_qround.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -192,13 +193,7 @@ LIBJIT_INLINE int8_t qavgWindow(const int8_t *x, int64_t W, const int64_t w[4], 
       sum += qsumRun(x + h * W + w[2], w[3] - w[2], int32_t(inOff));
   double real = dIn * double(sum);
   real = real / double(div);
-  double q = __builtin_round(real / dOut);
-  q = q + dOff;
-  if (!(q >= -128.0))
-    q = -128.0;
-  if (q > 127.0)
-    q = 127.0;
-  return int8_t(q);
+  return qroundI8(real, dOut, dOff);
 }
 
 /// The pooling's shape: input planes H x W, output OH x OW, window KH x KW, strides SH, SW,
