@@ -233,7 +233,7 @@ TEST(HalfWeights, FullyConnectedKernelsAreTheFloat32OnesBitForBit) {
     std::vector<float> r32(static_cast<size_t>(M)), r16(static_cast<size_t>(M));
     auto row16 = avx512 ? libjit_fc_row_f16w_avx512 : libjit_fc_row_f16w_avx2;
     libjit_fc_row_f32(r32.data(), x.data(), w.data(), b.data(), add.data(), K, M,
-                      libjit::ActClamp, -0.5f, 0.75f, nullptr, 0, 0, 1);
+                      libjit::ActClamp, -0.5f, 0.75f, nullptr, 0, 0, 1, 1);
     row16(r16.data(), x.data(), rowHalves.data(), b.data(), add.data(), K, M, libjit::ActClamp,
           -0.5f, 0.75f, nullptr, 0, 0, 1);
     for (int64_t j = 0; j < M; j++)
@@ -241,7 +241,7 @@ TEST(HalfWeights, FullyConnectedKernelsAreTheFloat32OnesBitForBit) {
     std::vector<float> p32(static_cast<size_t>(3 * M)), p16(static_cast<size_t>(3 * M));
     for (int64_t tid = 0; tid < 3; tid++) {
       libjit_fc_row_f32(nullptr, x.data(), w.data(), nullptr, nullptr, K, M, 0, 0, 0,
-                        p32.data(), 3, tid, 3);
+                        p32.data(), 3, tid, 3, 1);
       row16(nullptr, x.data(), rowHalves.data(), nullptr, nullptr, K, M, 0, 0, 0, p16.data(), 3,
             tid, 3);
     }

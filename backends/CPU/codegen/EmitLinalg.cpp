@@ -40,12 +40,18 @@ Error Emitter::planFC(Instruction *I, Value *dest, Value *in, Value *weights, Va
     const std::string name = "fc_row 1x" + std::to_string(K) + "x" + std::to_string(M) +
                              (half ? " f16w" : "");
     const unsigned nth = opts_.threads;
+    // The float32 kernel sums its weight rows in groups on AVX-512 only (see there).
+    auto callRow = [=](std::vector<llvm::Value *> args) {
+      if (!half)
+        args.push_back(I64(avx512_ ? 1 : 0));
+      call(rowKernel, std::move(args));
+    };
     if (nth <= 1) {
       items.push_back({true, name, [=] {
-                         call(rowKernel,
-                              {ptr(dest), ptr(in), at(wl), bias ? ptr(bias) : nullPtr(),
-                               epi.add ? ptr(epi.add) : nullPtr(), I64(K), I64(M), I64(epi.act),
-                               F32(epi.lo), F32(epi.hi), nullPtr(), I64(0), tid_, nth_});
+                         callRow({ptr(dest), ptr(in), at(wl), bias ? ptr(bias) : nullPtr(),
+                                  epi.add ? ptr(epi.add) : nullPtr(), I64(K), I64(M),
+                                  I64(epi.act), F32(epi.lo), F32(epi.hi), nullPtr(), I64(0),
+                                  tid_, nth_});
                        }});
       return Error::success();
     }
@@ -53,9 +59,8 @@ Error Emitter::planFC(Instruction *I, Value *dest, Value *in, Value *weights, Va
     // may run on one thread when the instruction is small: the kernels allow for it).
     Location pl{kActivationBase, reserveExtra(uint64_t(nth) * uint64_t(M) * 4)};
     items.push_back({true, name, [=] {
-                       call(rowKernel,
-                            {ptr(dest), ptr(in), at(wl), nullPtr(), nullPtr(), I64(K), I64(M),
-                             I64(0), F32(0), F32(0), at(pl), I64(nth), tid_, nth_});
+                       callRow({ptr(dest), ptr(in), at(wl), nullPtr(), nullPtr(), I64(K), I64(M),
+                                I64(0), F32(0), F32(0), at(pl), I64(nth), tid_, nth_});
                      }, stageWork({I})});
     items.push_back({true, "fc_row_sum " + std::to_string(M), [=] {
                        call("libjit_fc_row_sum_f32",

@@ -76,11 +76,12 @@ LIBJIT_DECLARE_GEMM(avx2)
 // pairs (libjit_packed_b_bf16_elems(K, M) elements); bias may be null. _avx512bf16 needs
 /// A fully-connected layer of one row with W [K x M] row-major, unpacked; with several
 /// threads, row ranges into partials [nthreads x M], then libjit_fc_row_sum_f32
-/// (libjit_gemm.cpp).
+/// (libjit_gemm.cpp). rowGroups: nonzero on AVX-512 hosts (weight rows summed in groups).
 LIBJIT_EXPORT void libjit_fc_row_f32(float *out, const float *in, const float *W,
                                      const float *bias, const float *add, int64_t K, int64_t M,
                                      int64_t act, float lo, float hi, float *partials,
-                                     int64_t parts, int64_t tid, int64_t nthreads);
+                                     int64_t parts, int64_t tid, int64_t nthreads,
+                                     int64_t rowGroups);
 LIBJIT_EXPORT void libjit_fc_row_sum_f32(float *out, const float *partials, const float *bias,
                                          const float *add, int64_t M, int64_t parts,
                                          int64_t act, float lo, float hi, int64_t tid,

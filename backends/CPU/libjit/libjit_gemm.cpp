@@ -71,17 +71,25 @@ namespace {
 /// sqrt(kRowBlock) + sqrt(K / kRowBlock) rather than sqrt(K)). n <= kRowChunk.
 constexpr int64_t kRowChunk = 8192, kRowBlock = 256;
 
-/// Rows of float32 weights one pass over the partial sums adds (a divisor of kRowBlock).
-/// The R rows lie one after another in memory, so the pass reads one region of R rows in
-/// R places at once: more lines in flight than one row's stream keeps, and the partial
-/// sums loaded and stored once per R rows instead of once per row.
+/// Rows of float32 weights one pass over the partial sums adds, where the caller asks for
+/// groups (a divisor of kRowBlock). The rows lie one after another in memory, so the pass
+/// reads one region in kRowGroup places at once: more lines in flight than one row's
+/// stream keeps, and the partial sums loaded and stored once per kRowGroup rows instead
+/// of once per row.
 constexpr int64_t kRowGroup = 16;
 
-/// part[0:n] += in[0] w[0][0:n] + ... + in[R - 1] w[R - 1][0:n] (row r at w + r ldw),
-/// added one row after another for each column, so every sum is the one-row loop's.
-template <int R>
-LIBJIT_INLINE void addRows(float *__restrict part, const float *in, const float *w, int64_t ldw,
-                           int64_t n) {
+/// part[0:n] += x w[0:n]: one row, a loop the compiler vectorises (and interleaves; on
+/// AVX2 faster than one vector at a time).
+LIBJIT_INLINE void addRow(float *__restrict part, float x, const float *w, int64_t n) {
+  for (int64_t j = 0; j < n; j++)
+    part[j] += x * w[j];
+}
+
+/// part[0:n] += in[0] w[0][0:n] + ... + in[kRowGroup - 1] w[kRowGroup - 1][0:n] (row r at
+/// w + r ldw), added one row after another for each column, so every sum is addRow's.
+LIBJIT_INLINE void addRowGroup(float *__restrict part, const float *in, const float *w,
+                               int64_t ldw, int64_t n) {
+  constexpr int R = kRowGroup;
   F16 x[R];
   LIBJIT_UNROLL
   for (int r = 0; r < R; r++)
@@ -103,23 +111,25 @@ LIBJIT_INLINE void addRows(float *__restrict part, const float *in, const float 
   }
 }
 
-/// part[0:n] += in[k0:k1] x W[k0:k1, c0:c0 + n]: float32 rows kRowGroup at a time, float16
-/// rows one at a time (each widened into \p wide first).
+/// part[0:n] += in[k0:k1] x W[k0:k1, c0:c0 + n]: float32 rows kRowGroup at a time when
+/// \p grouped, float16 rows one at a time (each widened into \p wide first).
 template <int VW>
 LIBJIT_INLINE void addRowRange(float *part, const float *in, const float *W, int64_t ldw,
-                               int64_t k0, int64_t k1, int64_t c0, int64_t n, float *) {
+                               int64_t k0, int64_t k1, int64_t c0, int64_t n, bool grouped,
+                               float *) {
   int64_t k = k0;
-  for (; k + kRowGroup <= k1; k += kRowGroup)
-    addRows<kRowGroup>(part, in + k, W + k * ldw + c0, ldw, n);
+  for (; grouped && k + kRowGroup <= k1; k += kRowGroup)
+    addRowGroup(part, in + k, W + k * ldw + c0, ldw, n);
   for (; k < k1; k++)
-    addRows<1>(part, in + k, W + k * ldw + c0, ldw, n);
+    addRow(part, in[k], W + k * ldw + c0, n);
 }
 template <int VW>
 LIBJIT_INLINE void addRowRange(float *part, const float *in, const uint16_t *W, int64_t ldw,
-                               int64_t k0, int64_t k1, int64_t c0, int64_t n, float *wide) {
+                               int64_t k0, int64_t k1, int64_t c0, int64_t n, bool,
+                               float *wide) {
   for (int64_t k = k0; k < k1; k++) {
     widenHalves<VW>(wide, W + k * ldw + c0, n);
-    addRows<1>(part, in + k, wide, 0, n);
+    addRow(part, in[k], wide, n);
   }
 }
 
@@ -127,7 +137,7 @@ LIBJIT_INLINE void addRowRange(float *part, const float *in, const uint16_t *W, 
 /// for float).
 template <int VW, class WT>
 LIBJIT_INLINE void rowSums(float *sums, const float *in, const WT *W, int64_t ldw, int64_t k0,
-                           int64_t k1, int64_t c0, int64_t n) {
+                           int64_t k1, int64_t c0, int64_t n, bool grouped) {
   float part[kRowChunk];
   float wide[sizeof(WT) == 2 ? kRowChunk : 1];
   for (int64_t j = 0; j < n; j++)
@@ -135,7 +145,7 @@ LIBJIT_INLINE void rowSums(float *sums, const float *in, const WT *W, int64_t ld
   for (int64_t b = k0; b < k1; b += kRowBlock) {
     for (int64_t j = 0; j < n; j++)
       part[j] = 0.0f;
-    addRowRange<VW>(part, in, W, ldw, b, minI(k1, b + kRowBlock), c0, n, wide);
+    addRowRange<VW>(part, in, W, ldw, b, minI(k1, b + kRowBlock), c0, n, grouped, wide);
     for (int64_t j = 0; j < n; j++)
       sums[j] += part[j];
   }
@@ -146,13 +156,13 @@ template <int VW, class WT>
 LIBJIT_INLINE void fcRow(float *out, const float *in, const WT *W, const float *bias,
                          const float *add, int64_t K, int64_t M, int64_t act, float lo,
                          float hi, float *partials, int64_t parts, int64_t tid,
-                         int64_t nthreads) {
+                         int64_t nthreads, bool grouped) {
   if (partials) {
     int64_t k0, k1;
     partition(K, kRowBlock, tid, nthreads, &k0, &k1);
     float *mine = partials + tid * M;
     for (int64_t c0 = 0; c0 < M; c0 += kRowChunk)
-      rowSums<VW>(mine + c0, in, W, M, k0, k1, c0, minI(kRowChunk, M - c0));
+      rowSums<VW>(mine + c0, in, W, M, k0, k1, c0, minI(kRowChunk, M - c0), grouped);
     if (tid == 0)
       for (int64_t j = nthreads * M; j < parts * M; j++)
         partials[j] = 0.0f;
@@ -161,7 +171,7 @@ LIBJIT_INLINE void fcRow(float *out, const float *in, const WT *W, const float *
   float sums[kRowChunk];
   for (int64_t c0 = 0; c0 < M; c0 += kRowChunk) {
     const int64_t n = minI(kRowChunk, M - c0);
-    rowSums<VW>(sums, in, W, M, 0, K, c0, n);
+    rowSums<VW>(sums, in, W, M, 0, K, c0, n, grouped);
     Epilogue e{nullptr, bias ? bias + c0 : nullptr, add ? add + c0 : nullptr, 0, int(act), lo, hi};
     storePartialTile(sums, kRowChunk, 1, n, out + c0, M, /*accumulate=*/0, /*last=*/1, &e);
   }
@@ -179,12 +189,16 @@ LIBJIT_INLINE void fcRow(float *out, const float *in, const WT *W, const float *
 /// ([parts x M]), each of the nthreads threads sums a range of rows (multiples of
 /// kRowBlock) into its row of partials, thread 0 zeroes the rows of threads that did not
 /// run (a stage run on fewer threads than compiled for), and libjit_fc_row_sum_f32 adds
-/// the parts rows up and applies the epilogue.
+/// the parts rows up and applies the epilogue. \p rowGroups nonzero sums kRowGroup rows
+/// per pass (AVX-512 hosts); zero, one row at a time (on AVX2 the groups measured slower:
+/// their kRowGroup broadcast inputs outnumber its 16 registers).
 LIBJIT_EXPORT void libjit_fc_row_f32(float *out, const float *in, const float *W,
                                      const float *bias, const float *add, int64_t K, int64_t M,
                                      int64_t act, float lo, float hi, float *partials,
-                                     int64_t parts, int64_t tid, int64_t nthreads) {
-  fcRow<16>(out, in, W, bias, add, K, M, act, lo, hi, partials, parts, tid, nthreads);
+                                     int64_t parts, int64_t tid, int64_t nthreads,
+                                     int64_t rowGroups) {
+  fcRow<16>(out, in, W, bias, add, K, M, act, lo, hi, partials, parts, tid, nthreads,
+            rowGroups != 0);
 }
 
 /// libjit_fc_row_f32 with W [K x M] in float16 (a network run in fp16, its weights held in
@@ -196,7 +210,8 @@ LIBJIT_EXPORT void libjit_fc_row_f32(float *out, const float *in, const float *W
       float *out, const float *in, const uint16_t *W, const float *bias, const float *add,   \
       int64_t K, int64_t M, int64_t act, float lo, float hi, float *partials, int64_t parts,  \
       int64_t tid, int64_t nthreads) {                                                       \
-    fcRow<VW>(out, in, W, bias, add, K, M, act, lo, hi, partials, parts, tid, nthreads);     \
+    fcRow<VW>(out, in, W, bias, add, K, M, act, lo, hi, partials, parts, tid, nthreads,      \
+              false);                                                                        \
   }
 LIBJIT_FC_ROW_F16W(avx512, 16)
 LIBJIT_FC_ROW_F16W(avx2, 8)
