@@ -273,6 +273,8 @@ const ConvCase kCases[] = {
     {{1, 4, 11, 13}, 6, {3, 3}, {2, 2}, {1, 1, 1, 1}, {2, 2}, 1},    // stride 2, dilation 2
     {{1, 21, 30, 29}, 10, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},  // many tiles, direct
     {{1, 17, 31, 33}, 9, {3, 3}, {2, 2}, {0, 1, 1, 0}, {1, 1}, 1},   // stride 2, many tiles
+    {{1, 16, 13, 14}, 40, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},  // direct, odd tiles: halves
+    {{1, 64, 25, 44}, 24, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1},  // pointwise, odd patches
 };
 
 /// Whether a case checks offset pair \p pair of \p pairs: the first case every pair, each

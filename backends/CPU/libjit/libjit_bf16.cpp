@@ -629,14 +629,6 @@ struct ConvWork {
   int64_t P, ppi, tiles, blocks, split, halves, gb, ge;
 };
 
-/// Whether the threads share the panels in halves (ConvWork): when whole panels leave them
-/// more than 1/32 apart (14x14 at 2 threads: 7 and 6 of 13 panels; in halves 6.5 each, at
-/// one extra panel's packing per thread).
-LIBJIT_INLINE int64_t panelHalves(int64_t panels, int64_t blocks, int64_t nthreads) {
-  const int64_t most = ceilDiv(panels, nthreads);
-  return blocks >= 2 && 32 * most * nthreads > 33 * panels ? 2 : 1;
-}
-
 LIBJIT_INLINE ConvWork convWork(const ConvGeom &g, int64_t N, int64_t O, int64_t tid,
                                 int64_t nthreads) {
   ConvWork w;
@@ -644,7 +636,7 @@ LIBJIT_INLINE ConvWork convWork(const ConvGeom &g, int64_t N, int64_t O, int64_t
   w.blocks = ceilDiv(O, kConvRows);
   const int64_t tt = N * w.tiles;
   w.split = tt >= 2 * nthreads ? 1 : minI(w.blocks, ceilDiv(2 * nthreads, tt));
-  w.halves = w.split == 1 ? panelHalves(N * w.ppi, w.blocks, nthreads) : 1;
+  w.halves = w.split == 1 && w.blocks >= 2 && unevenShares(N * w.ppi, nthreads) ? 2 : 1;
   partition(w.split == 1 ? N * w.ppi * w.halves : tt * w.split, 1, tid, nthreads, &w.gb,
             &w.ge);
   return w;

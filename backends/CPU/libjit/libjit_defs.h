@@ -34,6 +34,13 @@ LIBJIT_INLINE void partition(int64_t n, int64_t unit, int64_t tid, int64_t nthre
   *end = minI(b + per * unit, n);
 }
 
+/// Whether \p units of work shared by \p nthreads (partition) leave the busiest thread more
+/// than 1/32 above an even share (7 and 6 of 13): then a kernel that can halve its units
+/// (each unit's output channels in two) shares them better (6.5 each).
+LIBJIT_INLINE bool unevenShares(int64_t units, int64_t nthreads) {
+  return 32 * ceilDiv(units, nthreads) * nthreads > 33 * units;
+}
+
 } // namespace libjit
 
 #endif // KILN_BACKENDS_CPU_LIBJIT_LIBJIT_DEFS_H

@@ -507,10 +507,16 @@ static inline __attribute__((always_inline)) void qconvDirect(
                            (kh * DH / SH) * Wq + kw * DW / SW;
   setupFastRQ(frq, fok, qp, G * ogPad, dScale, dOff, dLo, dHi);
   int64_t ppFor = -1;
+  // Units: the tiles, or where whole tiles leave the threads uneven (14x14: 7 tiles) each
+  // tile's channels in two halves, the first of `mid` channels (whole micro-kernel steps).
+  const int64_t halves = og > kMR * kNB && unevenShares(N * G * tiles, nthreads) ? 2 : 1;
+  const int64_t mid = halves == 2 ? ceilDiv(og, 2 * kMR * kNB) * kMR * kNB : og;
   int64_t b, e;
-  partition(N * G * tiles, 1, tid, nthreads, &b, &e);
+  partition(N * G * tiles * halves, 1, tid, nthreads, &b, &e);
   for (int64_t u = b; u < e; u++) {
-    const int64_t n = u / (G * tiles), g = (u / tiles) % G, t = u % tiles, p0 = t * T;
+    const bool second = u % halves != 0;
+    const int64_t unit = u / halves, o0 = second ? mid : 0, o1 = second ? og : mid;
+    const int64_t n = unit / (G * tiles), g = (unit / tiles) % G, t = unit % tiles, p0 = t * T;
     if (ppFor != n * G + g) {
       directPlanes(planes, sums ? S : nullptr, in + (n * C + g * cg) * H * W, cg, H, W, Hp, Wp,
                    KH, KW, SH, SW, DH, DW, PT, PL, qstride, uint8_t(xOff + 128), tmp);
@@ -528,14 +534,14 @@ static inline __attribute__((always_inline)) void qconvDirect(
     }
     int64_t segJ[T], segLen[T], segAt[T];
     const int64_t nseg = directSegments(p0, np, Wq, OW, segJ, segLen, segAt);
-    for (int64_t ob = 0; ob < og;) {
+    for (int64_t ob = o0; ob < o1;) {
       const uint32_t *wb = wpack + (g * ogPad + ob) * K4;
-      const int64_t nb = kNB == 2 && ob + kMR < og ? 2 : 1;
+      const int64_t nb = kNB == 2 && ob + kMR < o1 ? 2 : 1;
       if (nb == 2)
         convTileDirect<kNB>(wb, kMR * K4, planes + p0, qstride, offs, cq4, KK, acc);
       else
         convTileDirect<1>(wb, kMR * K4, planes + p0, qstride, offs, cq4, KK, acc);
-      tileRowsOut(out, out32, acc, T, minI(nb * kMR, og - ob), n * O * P, g * og + ob,
+      tileRowsOut(out, out32, acc, T, minI(nb * kMR, o1 - ob), n * O * P, g * og + ob,
                   g * ogPad + ob, P, segJ, segLen, segAt, nseg, sums ? colsum : nullptr, qp, frq,
                   fok, dScale, dOff, dLo, dHi);
       ob += nb * kMR;
@@ -566,22 +572,28 @@ static inline __attribute__((always_inline)) void qconvPointwise(
   bool *fok = (bool *)(frq + G * ogPad);
   setupFastRQ(frq, fok, qp, G * ogPad, dScale, dOff, dLo, dHi);
   const int64_t btiles = ceilDiv(P, TB);
+  // Units: the patches, or where whole patches leave the threads uneven (28x28: 7 of 128
+  // pixels) each patch's channels in two halves (qconvDirect), each half packing it.
+  const int64_t halves = og > kMR * kNB && unevenShares(N * G * btiles, nthreads) ? 2 : 1;
+  const int64_t mid = halves == 2 ? ceilDiv(og, 2 * kMR * kNB) * kMR * kNB : og;
   int64_t b, e;
-  partition(N * G * btiles, 1, tid, nthreads, &b, &e);
+  partition(N * G * btiles * halves, 1, tid, nthreads, &b, &e);
   for (int64_t u = b; u < e; u++) {
-    const int64_t n = u / (G * btiles), g = (u / btiles) % G, p0 = (u % btiles) * TB;
+    const bool second = u % halves != 0;
+    const int64_t unit = u / halves, o0 = second ? mid : 0, o1 = second ? og : mid;
+    const int64_t n = unit / (G * btiles), g = (unit / btiles) % G, p0 = (unit % btiles) * TB;
     const int64_t np = minI(TB, P - p0), subs = ceilDiv(np, T);
     packPointwise(patch, colsum, sums, in + (n * C + g * cg) * P, TB, p0, P, cg);
     const int64_t segJ = 0;
-    for (int64_t ob = 0; ob < og;) {
+    for (int64_t ob = o0; ob < o1;) {
       const uint32_t *w = wpack + (g * ogPad + ob) * K4;
-      const int64_t nb = kNB == 2 && ob + kMR < og ? 2 : 1;
+      const int64_t nb = kNB == 2 && ob + kMR < o1 ? 2 : 1;
       for (int64_t sb = 0; sb < subs; sb++)
         if (nb == 2)
           convTile<kNB>(w, kMR * K4, patch + sb * T, K4, acc + sb * T, TB, TB);
         else
           convTile<1>(w, kMR * K4, patch + sb * T, K4, acc + sb * T, TB, TB);
-      tileRowsOut(out, out32, acc, TB, minI(nb * kMR, og - ob), n * O * P, g * og + ob,
+      tileRowsOut(out, out32, acc, TB, minI(nb * kMR, o1 - ob), n * O * P, g * og + ob,
                   g * ogPad + ob, P, &segJ, &np, &p0, 1, sums ? colsum : nullptr, qp, frq, fok,
                   dScale, dOff, dLo, dHi);
       ob += nb * kMR;
