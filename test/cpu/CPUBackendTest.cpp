@@ -1228,8 +1228,9 @@ TEST(CPUBackend, ProgramInPartsGoesToDiskAndBack) {
       while (dirent *e = ::readdir(d)) {
         std::string path = dir + "/" + e->d_name;
         struct stat st;
-        if (std::string(e->d_name).rfind("kernel-", 0) == 0 && ::stat(path.c_str(), &st) == 0)
+        if (std::string(e->d_name).rfind("kernel-", 0) == 0 && ::stat(path.c_str(), &st) == 0) {
           EXPECT_EQ(::truncate(path.c_str(), st.st_size / 2), 0) << path;
+        }
       }
       ::closedir(d);
     }

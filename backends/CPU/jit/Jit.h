@@ -184,13 +184,14 @@ private:
                     const std::map<std::string, void *> &externals);
   /// The rest of compile() for a module whose code is generated in \p parts (one object
   /// each, see planCodegenParts), linked into one JIT; \p jm holds the kept IR and assembly.
+  /// \p optimise: the parts are optimised one by one (the module was not).
   static Expected<std::unique_ptr<JitModule>>
   compileInParts(std::unique_ptr<JitModule> jm, llvm::Module &M,
                  const std::vector<CodegenPart> &parts,
                  const llvm::orc::JITTargetMachineBuilder &jtmb,
                  const std::vector<std::string> &entryPoints, const JitOptions &opts,
                  const std::map<std::string, void *> &externals,
-                 const std::string &objectCachePath);
+                 const std::string &objectCachePath, bool optimise);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string ir_, asm_;
