@@ -1240,6 +1240,26 @@ TEST(CPUBackend, ProgramInPartsGoesToDiskAndBack) {
   }
 }
 
+// With the assembly kept, the module is optimised whole (the assembly is printed from
+// it) and only its code generation is split into parts; the parts compute what the
+// Interpreter computes.
+TEST(CPUBackend, WholeModuleOptimisedThenGeneratedInParts) {
+  auto interp = exitOnError(createBackend("Interpreter"));
+  cpu::CPUBackendOptions o;
+  o.keepAsm = true;
+  cpu::CPUBackend cpu(o);
+  Net ref, net;
+  buildDistinctChains(ref);
+  buildDistinctChains(net);
+  auto expected = runOn(ref, *interp, {});
+  CompileOptions opts;
+  opts.threads = 1;
+  std::string stats;
+  auto got = runOn(net, cpu, opts, &stats);
+  expectClose(got, expected);
+  EXPECT_NE(stats.find(" objects)"), std::string::npos) << stats;
+}
+
 // The backend carries the shared kernels compiled at build time for both levels: a fresh
 // process with an empty kernel cache loads them instead of compiling them (the cache then
 // receives only the program's own module), and computes what the Interpreter computes; with

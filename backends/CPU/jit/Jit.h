@@ -50,8 +50,9 @@ struct JitOptions {
   /// and preferVectorWidth is 0, instead of compiling them on first use; off: they are
   /// compiled for the host CPU (or found in cacheDir).
   bool prebuilt = true;
-  /// JitModule::compile generates the code of a large module on several threads, in
-  /// parts (one object each, linked together); off: one object on the calling thread.
+  /// JitModule::compile optimises and generates the code of a large module on several
+  /// threads, in parts (one object each, linked together; see planCodegenParts); off: the
+  /// whole module, one object, on the calling thread.
   /// getSharedKernels compiles its units one per thread already and turns it off.
   bool splitCodegen = true;
 };

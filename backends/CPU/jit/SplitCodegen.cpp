@@ -1,11 +1,11 @@
-// Code generation of an optimised module on several threads (see JitInternal.h).
+// A module optimised and compiled in parts, one thread per core (see JitInternal.h).
 
 #include "JitInternal.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Bitcode/BitcodeReader.h"
-#include "llvm/IR/GlobalVariable.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/InstrTypes.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -124,7 +124,7 @@ std::vector<CodegenPart> planCodegenParts(const llvm::Module &M, bool beforeOpti
   for (const llvm::Function &cf : M) {
     if (cf.isDeclaration())
       continue;
-    if (!onlyCalled(cf) && !cf.use_empty())
+    if (!onlyCalled(cf))
       return parts;
     auto *f = const_cast<llvm::Function *>(&cf);
     bool optnone = f->hasFnAttribute(llvm::Attribute::OptimizeNone);
