@@ -1231,8 +1231,9 @@ TEST(CPUBackend, ProgramInPartsGoesToDiskAndBack) {
       while (dirent *e = ::readdir(d)) {
         std::string path = dir + "/" + e->d_name;
         struct stat st;
-        if (std::string(e->d_name).rfind("kernel-", 0) == 0 && ::stat(path.c_str(), &st) == 0)
+        if (std::string(e->d_name).rfind("kernel-", 0) == 0 && ::stat(path.c_str(), &st) == 0) {
           EXPECT_EQ(::truncate(path.c_str(), st.st_size / 2), 0) << path;
+        }
       }
       ::closedir(d);
     }
@@ -1240,6 +1241,26 @@ TEST(CPUBackend, ProgramInPartsGoesToDiskAndBack) {
     EXPECT_EQ(third.find("native code from disk"), std::string::npos) << third;
     EXPECT_NE(third.find("stages"), std::string::npos) << third;
   }
+}
+
+// With the assembly kept, the module is optimised whole (the assembly is printed from
+// it) and only its code generation is split into parts; the parts compute what the
+// Interpreter computes.
+TEST(CPUBackend, WholeModuleOptimisedThenGeneratedInParts) {
+  auto interp = exitOnError(createBackend("Interpreter"));
+  cpu::CPUBackendOptions o;
+  o.keepAsm = true;
+  cpu::CPUBackend cpu(o);
+  Net ref, net;
+  buildDistinctChains(ref);
+  buildDistinctChains(net);
+  auto expected = runOn(ref, *interp, {});
+  CompileOptions opts;
+  opts.threads = 1;
+  std::string stats;
+  auto got = runOn(net, cpu, opts, &stats);
+  expectClose(got, expected);
+  EXPECT_NE(stats.find(" objects)"), std::string::npos) << stats;
 }
 
 // The backend carries the shared kernels compiled at build time for both levels: a fresh

@@ -22,12 +22,15 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/Transforms/IPO/DeadArgumentElimination.h"
 #include "llvm/Transforms/IPO/GlobalDCE.h"
+#include "llvm/Transforms/IPO/SCCP.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <unistd.h>
@@ -331,8 +334,10 @@ static void internalizeAllBut(llvm::Module &M, const std::set<std::string> &keep
     }
 }
 
-/// LLVM's O3 pipeline for \p tm, after dropping the kernels nobody calls.
-static void optimiseModule(llvm::Module &M, llvm::TargetMachine &tm) {
+/// Runs the module passes \p addPasses adds with \p tm's analyses (vectorisers on).
+static void runModulePasses(llvm::Module &M, llvm::TargetMachine &tm,
+                            const std::function<void(llvm::PassBuilder &,
+                                                     llvm::ModulePassManager &)> &addPasses) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -347,15 +352,30 @@ static void optimiseModule(llvm::Module &M, llvm::TargetMachine &tm) {
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager mpm;
-  mpm.addPass(llvm::GlobalDCEPass());
-  mpm.addPass(pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3));
+  addPasses(pb, mpm);
   mpm.run(M, mam);
 }
 
+void optimiseModule(llvm::Module &M, llvm::TargetMachine &tm) {
+  runModulePasses(M, tm, [](llvm::PassBuilder &pb, llvm::ModulePassManager &mpm) {
+    mpm.addPass(llvm::GlobalDCEPass());
+    mpm.addPass(pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3));
+  });
+}
+
+void interproceduralPasses(llvm::Module &M, llvm::TargetMachine &tm) {
+  runModulePasses(M, tm, [](llvm::PassBuilder &, llvm::ModulePassManager &mpm) {
+    mpm.addPass(llvm::GlobalDCEPass());
+    mpm.addPass(llvm::IPSCCPPass());
+    mpm.addPass(llvm::DeadArgumentEliminationPass());
+  });
+}
+
+/// \p optimise: ends with optimiseModule (else the caller optimises).
 static Error prepareModule(llvm::Module &M, llvm::TargetMachine &tm, const HostInfo &host,
                            const std::vector<std::string> &entries, const JitOptions &opts,
                            const std::map<std::string, void *> &externals,
-                           const std::set<std::string> &outOfLine) {
+                           const std::set<std::string> &outOfLine, bool optimise = true) {
   M.setDataLayout(tm.createDataLayout());
   M.setTargetTriple(tm.getTargetTriple().str());
   {
@@ -373,8 +393,10 @@ static Error prepareModule(llvm::Module &M, llvm::TargetMachine &tm, const HostI
   internalizeAllBut(M, std::set<std::string>(entries.begin(), entries.end()));
   if (llvm::verifyModule(M, &llvm::errs()))
     return makeError(ErrorCode::Internal, "CPU backend: generated LLVM IR does not verify");
-  PhaseTimer pt(M.getModuleIdentifier() + " " + entries.front() + ": optimise", opts.times);
-  optimiseModule(M, tm);
+  if (optimise) {
+    PhaseTimer pt(M.getModuleIdentifier() + " " + entries.front() + ": optimise", opts.times);
+    optimiseModule(M, tm);
+  }
   return Error::success();
 }
 
@@ -384,11 +406,14 @@ JitModule::compileInParts(std::unique_ptr<JitModule> jm, llvm::Module &M,
                           const llvm::orc::JITTargetMachineBuilder &jtmb,
                           const std::vector<std::string> &entries, const JitOptions &opts,
                           const std::map<std::string, void *> &externals,
-                          const std::string &objectCachePath) {
-  PhaseTimer pt(M.getModuleIdentifier() + " " + entries.front() + ": codegen (" +
+                          const std::string &objectCachePath, bool optimise) {
+  PhaseTimer pt(M.getModuleIdentifier() + " " + entries.front() +
+                    (optimise ? ": optimise + codegen (" : ": codegen (") +
                     std::to_string(parts.size()) + " parts)",
                 opts.times);
-  KILN_ASSIGN_OR_RETURN(std::vector<std::string> objects, splitCodegen(M, parts, jtmb));
+  KILN_ASSIGN_OR_RETURN(
+      std::vector<std::string> objects,
+      splitCodegen(M, parts, jtmb, optimise, optimise && opts.keepIR ? &jm->ir_ : nullptr));
   if (!objectCachePath.empty())
     writeFileAtomically(objectCachePath, packObjectParts(objects));
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> bufs;
@@ -428,8 +453,29 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
   if (!tm)
     return makeError(ErrorCode::Internal, "CPU backend: ", errString(tm.takeError()));
 
-  if (Error e = prepareModule(*M, **tm, host, entries, opts, externals, {}))
+  if (Error e = prepareModule(*M, **tm, host, entries, opts, externals, {}, /*optimise=*/false))
     return e;
+  // A program's module is optimised in parts too, each on a thread of its own, after the
+  // interprocedural passes that need all of it (not when its assembly is asked for,
+  // which is printed from the whole optimised module).
+  if (opts.splitCodegen && !opts.keepAsm && !planCodegenParts(*M, true).empty()) {
+    {
+      PhaseTimer pt(M->getModuleIdentifier() + " " + entries.front() + ": interprocedural",
+                    opts.times);
+      interproceduralPasses(*M, **tm);
+    }
+    std::vector<CodegenPart> parts = planCodegenParts(*M, true);
+    if (!parts.empty()) {
+      auto done = compileInParts(std::move(jm), *M, parts, jtmb, entries, opts, externals,
+                                 objectCachePath, /*optimise=*/true);
+      M.reset(); // before its context
+      return done;
+    }
+  }
+  {
+    PhaseTimer pt(M->getModuleIdentifier() + " " + entries.front() + ": optimise", opts.times);
+    optimiseModule(*M, **tm);
+  }
 
   if (opts.keepIR) {
     llvm::raw_string_ostream os(jm->ir_);
@@ -445,11 +491,11 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
     jm->asm_ = buf.str().str();
   }
 
-  if (std::vector<CodegenPart> parts = opts.splitCodegen ? planCodegenParts(*M)
+  if (std::vector<CodegenPart> parts = opts.splitCodegen ? planCodegenParts(*M, false)
                                                           : std::vector<CodegenPart>();
       !parts.empty()) {
     auto done = compileInParts(std::move(jm), *M, parts, jtmb, entries, opts, externals,
-                               objectCachePath);
+                               objectCachePath, /*optimise=*/false);
     M.reset(); // before its context
     return done;
   }

@@ -50,8 +50,9 @@ struct JitOptions {
   /// and preferVectorWidth is 0, instead of compiling them on first use; off: they are
   /// compiled for the host CPU (or found in cacheDir).
   bool prebuilt = true;
-  /// JitModule::compile generates the code of a large module on several threads, in
-  /// parts (one object each, linked together); off: one object on the calling thread.
+  /// JitModule::compile optimises and generates the code of a large module on several
+  /// threads, in parts (one object each, linked together; see planCodegenParts); off: the
+  /// whole module, one object, on the calling thread.
   /// getSharedKernels compiles its units one per thread already and turns it off.
   bool splitCodegen = true;
 };
@@ -184,13 +185,14 @@ private:
                     const std::map<std::string, void *> &externals);
   /// The rest of compile() for a module whose code is generated in \p parts (one object
   /// each, see planCodegenParts), linked into one JIT; \p jm holds the kept IR and assembly.
+  /// \p optimise: the parts are optimised one by one (the module was not).
   static Expected<std::unique_ptr<JitModule>>
   compileInParts(std::unique_ptr<JitModule> jm, llvm::Module &M,
                  const std::vector<CodegenPart> &parts,
                  const llvm::orc::JITTargetMachineBuilder &jtmb,
                  const std::vector<std::string> &entryPoints, const JitOptions &opts,
                  const std::map<std::string, void *> &externals,
-                 const std::string &objectCachePath);
+                 const std::string &objectCachePath, bool optimise);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string ir_, asm_;

@@ -8,6 +8,7 @@
 
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/Function.h"
+#include "llvm/Target/TargetMachine.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/Error.h"
 
@@ -53,20 +54,35 @@ struct CodegenPart {
   bool fast = false;
 };
 
-/// How code generation of the optimised module \p M is split (splitCodegen): the
-/// functions marked optnone (a program's stages, which only call) in one part generated as
-/// at -O0, the others over the cores left, by instruction count. Empty (one object, as
-/// before) for small modules and for modules with data or with functions whose address is
-/// taken (only direct calls may cross parts).
-std::vector<CodegenPart> planCodegenParts(const llvm::Module &M);
+/// How code generation of module \p M is split (splitCodegen): the functions marked
+/// optnone (a program's stages, which only call) in one part generated as at -O0, the
+/// others over the cores left, by instruction count. Empty (one object, as before) for
+/// small modules and for modules with data or with functions whose address is taken (only
+/// direct calls may cross parts). \p beforeOptimising: \p M is not optimised yet, and each
+/// part is to be optimised on its own; the local functions that only optimised functions
+/// call (the kernel library's inline helpers) and local constants are then in no part,
+/// every part gets a copy of them (as the inliner would), and the functions an optnone
+/// stage calls must be noinline (else empty).
+std::vector<CodegenPart> planCodegenParts(const llvm::Module &M, bool beforeOptimising);
 
-/// Object code of the optimised module \p M in one object per part of \p plan, generated
-/// on up to one thread per core, each part with a context and a target machine (\p jtmb)
-/// of its own. The definitions are made external first (each part calls the others'
-/// functions through the linker), and \p M keeps them so.
+/// Object code of module \p M in one object per part of \p plan, generated on up to one
+/// thread per core, each part with a context and a target machine (\p jtmb) of its own.
+/// The definitions of the parts are made external first (each part calls the others'
+/// functions through the linker), and \p M keeps them so. \p optimise: each part but the
+/// -O0 one goes through optimiseModule first (\p M was planned beforeOptimising); its
+/// optimised IR is appended to \p ir when given.
 Expected<std::vector<std::string>> splitCodegen(llvm::Module &M,
                                                 const std::vector<CodegenPart> &plan,
-                                                const llvm::orc::JITTargetMachineBuilder &jtmb);
+                                                const llvm::orc::JITTargetMachineBuilder &jtmb,
+                                                bool optimise, std::string *ir);
+
+/// LLVM's O3 pipeline for \p tm, after dropping the functions nobody calls.
+void optimiseModule(llvm::Module &M, llvm::TargetMachine &tm);
+
+/// The interprocedural passes of O3 that need a whole program's module before it is split
+/// into parts optimised one by one: constants passed to a loop function at every call
+/// (its length) become constants in its body (IPSCCP), dead arguments are dropped.
+void interproceduralPasses(llvm::Module &M, llvm::TargetMachine &tm);
 
 /// Several objects as one file of the kernel cache (a header, the sizes, the objects),
 /// and back: false when \p file is not such a file (a single object) or is cut short.

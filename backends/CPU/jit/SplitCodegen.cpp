@@ -1,10 +1,11 @@
-// Code generation of an optimised module on several threads (see JitInternal.h).
+// A module optimised and compiled in parts, one thread per core (see JitInternal.h).
 
 #include "JitInternal.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/InstrTypes.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -26,6 +27,9 @@ namespace {
 /// module, writing and reading its bitcode and starting the thread would cost more than
 /// the code generation they move.
 constexpr unsigned kMinPartInstrs = 400;
+/// The same for a part still to be optimised, counted before: the vectoriser makes a loop
+/// function several times longer than it was.
+constexpr unsigned kMinPartInstrsBeforeOptimising = 100;
 constexpr unsigned kMaxParts = 8;
 
 /// Header of a file of several objects (see packObjectParts); not an ELF magic, so an
@@ -65,9 +69,10 @@ void spread(std::vector<llvm::Function *> defs, unsigned n, bool fast,
 }
 
 /// Object code of the module in \p bitcode, read into a context of its own (so that
-/// several threads generate code at once), or the error as text. \p fast: at -O0.
+/// several threads generate code at once), or the error as text. \p fast: at -O0;
+/// \p optimise: through optimiseModule first (not a fast part), its IR then to \p ir.
 std::string emitPart(const std::string &bitcode, llvm::orc::JITTargetMachineBuilder jtmb,
-                     bool fast, std::string &object) {
+                     bool fast, bool optimise, std::string *ir, std::string &object) {
   llvm::LLVMContext ctx;
   llvm::MemoryBufferRef ref(bitcode, "part.bc");
   auto m = llvm::parseBitcodeFile(ref, ctx);
@@ -78,6 +83,12 @@ std::string emitPart(const std::string &bitcode, llvm::orc::JITTargetMachineBuil
   auto tm = jtmb.createTargetMachine();
   if (!tm)
     return errString(tm.takeError());
+  if (optimise && !fast)
+    optimiseModule(**m, **tm);
+  if (ir) {
+    llvm::raw_string_ostream os(*ir);
+    (*m)->print(os, nullptr);
+  }
   llvm::SmallString<0> buf;
   llvm::raw_svector_ostream os(buf);
   llvm::legacy::PassManager pm;
@@ -88,21 +99,42 @@ std::string emitPart(const std::string &bitcode, llvm::orc::JITTargetMachineBuil
   return "";
 }
 
+/// True when a function marked optnone calls \p f.
+bool calledFromOptnone(const llvm::Function &f) {
+  for (const llvm::User *u : f.users())
+    if (auto *cb = llvm::dyn_cast<llvm::CallBase>(u))
+      if (cb->getFunction()->hasFnAttribute(llvm::Attribute::OptimizeNone))
+        return true;
+  return false;
+}
+
 } // namespace
 
-std::vector<CodegenPart> planCodegenParts(const llvm::Module &M) {
+std::vector<CodegenPart> planCodegenParts(const llvm::Module &M, bool beforeOptimising) {
   std::vector<CodegenPart> parts;
-  if (!M.global_empty() || !M.alias_empty() || !M.ifunc_empty())
-    return parts; // data and aliases would need placing; programs have none
+  if (!M.alias_empty() || !M.ifunc_empty())
+    return parts;
+  // Data is placed only as copies: constants of the library (unused ones, left by the
+  // lazy load, or tables of its helpers) before optimising; none after.
+  for (const llvm::GlobalVariable &g : M.globals())
+    if (!g.use_empty() && !(beforeOptimising && g.hasLocalLinkage() && g.isConstant()))
+      return parts;
   std::vector<llvm::Function *> calls, rest; // optnone (stages of calls) and the others
   uint64_t instrs = 0, restInstrs = 0;
   for (const llvm::Function &cf : M) {
     if (cf.isDeclaration())
       continue;
-    if (!onlyCalled(cf) && !cf.use_empty())
+    if (!onlyCalled(cf))
       return parts;
     auto *f = const_cast<llvm::Function *>(&cf);
     bool optnone = f->hasFnAttribute(llvm::Attribute::OptimizeNone);
+    if (beforeOptimising && !optnone) {
+      bool fromStage = calledFromOptnone(*f);
+      if (fromStage && !f->hasFnAttribute(llvm::Attribute::NoInline))
+        return parts; // the optimiser could inline it into the stage
+      if (!fromStage && f->hasLocalLinkage())
+        continue; // a helper: copied into the parts that call it
+    }
     (optnone ? calls : rest).push_back(f);
     instrs += f->getInstructionCount();
     if (!optnone)
@@ -112,15 +144,16 @@ std::vector<CodegenPart> planCodegenParts(const llvm::Module &M) {
     return parts;
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   // The stages that only call (optnone) are one part, generated as at -O0 (fast register
-  // allocation too); the rest over the cores left, one part at the least.
+  // allocation too); the rest in up to one part per core.
+  unsigned minPart = beforeOptimising ? kMinPartInstrsBeforeOptimising : kMinPartInstrs;
   auto partsFor = [&](uint64_t n, size_t defs, unsigned threads) {
-    return unsigned(std::max<uint64_t>(
-        1, std::min<uint64_t>({threads, kMaxParts, defs, n / kMinPartInstrs})));
+    return unsigned(
+        std::max<uint64_t>(1, std::min<uint64_t>({threads, kMaxParts, defs, n / minPart})));
   };
+  // The optimised parts first (the threads take parts in order), the -O0 one last.
+  spread(rest, partsFor(restInstrs, rest.size(), cores), /*fast=*/false, parts);
   if (!calls.empty())
     spread(calls, 1, /*fast=*/true, parts);
-  unsigned left = calls.empty() ? cores : std::max(1u, cores - 1);
-  spread(rest, partsFor(restInstrs, rest.size(), left), /*fast=*/false, parts);
   if (parts.size() < 2)
     parts.clear();
   return parts;
@@ -128,7 +161,8 @@ std::vector<CodegenPart> planCodegenParts(const llvm::Module &M) {
 
 Expected<std::vector<std::string>> splitCodegen(llvm::Module &M,
                                                 const std::vector<CodegenPart> &plan,
-                                                const llvm::orc::JITTargetMachineBuilder &jtmb) {
+                                                const llvm::orc::JITTargetMachineBuilder &jtmb,
+                                                bool optimise, std::string *ir) {
   // Every definition becomes external, so that each part can call the others.
   llvm::DenseMap<const llvm::GlobalValue *, size_t> partOf;
   for (size_t p = 0; p < plan.size(); p++)
@@ -146,18 +180,26 @@ Expected<std::vector<std::string>> splitCodegen(llvm::Module &M,
     std::unique_ptr<llvm::Module> part =
         llvm::CloneModule(M, vmap, [&](const llvm::GlobalValue *gv) {
           auto it = partOf.find(gv);
-          return it != partOf.end() && it->second == p;
+          if (it != partOf.end())
+            return it->second == p;
+          // A helper or constant in no part (planned beforeOptimising): a copy for every
+          // optimised part, which drops it if unused (optimiseModule starts with
+          // GlobalDCE); the -O0 part gets the constants only.
+          if (!optimise || !gv->hasLocalLinkage())
+            return false;
+          return !plan[p].fast || llvm::isa<llvm::GlobalVariable>(gv);
         });
     llvm::raw_string_ostream os(bitcode[p]);
     llvm::WriteBitcodeToFile(*part, os);
     os.flush();
   }
   // The parts on up to one thread per core, this one included.
-  std::vector<std::string> objects(n), errors(n);
+  std::vector<std::string> objects(n), errors(n), irs(n);
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t p; (p = next++) < n;)
-      errors[p] = emitPart(bitcode[p], jtmb, plan[p].fast, objects[p]);
+      errors[p] = emitPart(bitcode[p], jtmb, plan[p].fast, optimise, ir ? &irs[p] : nullptr,
+                           objects[p]);
   };
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::thread> threads;
@@ -170,6 +212,9 @@ Expected<std::vector<std::string>> splitCodegen(llvm::Module &M,
     if (!errors[p].empty())
       return makeError(ErrorCode::Internal, "CPU backend: code generation of part ", p, " of ",
                        n, " of ", M.getModuleIdentifier(), ": ", errors[p]);
+  if (ir)
+    for (const std::string &t : irs)
+      *ir += t;
   return objects;
 }
 
