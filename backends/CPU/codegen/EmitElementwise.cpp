@@ -224,7 +224,7 @@ std::pair<llvm::Value *, llvm::Value *> threadShare(llvm::IRBuilder<> &B, llvm::
 /// unroll.disable on the loop itself would turn off, stays): a chain's loop streams memory,
 /// and with a constant trip count LLVM's unroller used to copy the vectorised body up to 28
 /// times, blocks of ~850 instructions whose instruction selection was most of a cold
-/// compile (densenet121: 84% of 4.8 s of code generation).
+/// compile (figures in backends/CPU/README.md, "Compile time").
 void emitCountedLoop(llvm::IRBuilder<> &B, llvm::Function *fn, llvm::Value *lo,
                      llvm::Value *hi, const char *name,
                      const std::function<void(llvm::Value *)> &body, llvm::MDNode *access) {

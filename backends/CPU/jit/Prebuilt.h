@@ -27,7 +27,8 @@ struct PrebuiltUnit {
   size_t size;
   /// The shared helpers the unit calls, comma-separated ("" for none), and its own IR
   /// instruction count: what getSharedKernels would otherwise read from the kernel
-  /// library's bitcode, which costs a process ~25 ms to parse.
+  /// library's bitcode, which a process would otherwise have to parse (backends/CPU/README.md,
+  /// "Compile time").
   const char *helpers;
   size_t instrs;
 };

@@ -29,8 +29,9 @@ namespace {
 /// JIT builds or links it), so that stale objects on disk are not loaded.
 constexpr const char *kObjectFormat = "2";
 
-/// FNV-1a over 8-byte words (then the tail bytes): the kernel library's bitcode (~1.7 MB)
-/// is hashed in every process, and the byte-wise form's chain of multiplies took ~2 ms.
+/// FNV-1a over 8-byte words (then the tail bytes): the kernel library's bitcode is hashed
+/// in every process, and the byte-wise form's chain of dependent multiplies is several
+/// times slower.
 uint64_t fnv1a(const void *data, size_t n, uint64_t h = 1469598103934665603ull) {
   const unsigned char *p = static_cast<const unsigned char *>(data);
   size_t i = 0;
@@ -316,7 +317,7 @@ Expected<std::map<std::string, void *>> getSharedKernels(const std::vector<std::
   order.insert(order.end(), kernels.begin(), kernels.end());
 
   // Prebuilt objects for every unit: all of them into one JIT, linked among themselves
-  // (one JIT per unit cost ~0.5 ms each); helpers built by earlier calls by address.
+  // (a JIT per unit has a fixed cost each); helpers built by earlier calls by address.
   if (std::shared_ptr<JitModule> batch = loadPrebuiltBatch(level, order, info, addrs, o)) {
     for (const std::string &n : order) {
       KILN_ASSIGN_OR_RETURN(addrs[n], batch->lookup(n));
