@@ -34,6 +34,7 @@
 // MatMul and BatchMatMul (qbmm) are fully connected layers with no bias, one per batch:
 // each batch's right operand packed so, at compile time or per run (libjit_qpack_bmm_rt).
 #include "libjit.h"
+#include "libjit_qround.h"
 #include "libjit_defs.h"
 
 #if defined(__clang__)
@@ -65,14 +66,7 @@ LIBJIT_INLINE QParams qparams(const void *p, int64_t Opad) {
 LIBJIT_INLINE int8_t requant(int32_t acc, double accScale, double biasReal, double outScale,
                              double outOff, double lo, double hi) {
   double prod = accScale * double(acc);
-  double real = prod + biasReal;
-  double q = __builtin_round(real / outScale);
-  q = q + outOff;
-  if (!(q >= lo))
-    q = lo;
-  if (q > hi)
-    q = hi;
-  return int8_t(q);
+  return qroundI8(prod + biasReal, outScale, outOff, lo, hi);
 }
 
 /// The output side of the requantization of one output channel.

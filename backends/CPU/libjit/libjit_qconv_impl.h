@@ -476,6 +476,21 @@ static inline __attribute__((always_inline)) int64_t directSegments(int64_t p0, 
   return nseg;
 }
 
+/// How qconvDirect and qconvPointwise share their units (tiles, patches) among the threads:
+/// whole, or where whole units leave them uneven (unevenShares) each unit's og output
+/// channels in two halves, the first of `mid` channels (whole micro-kernel steps). Unit
+/// index u covers the channels [first(u), end(u, og)).
+struct ChannelHalves {
+  int64_t halves, mid;
+  int64_t first(int64_t u) const { return u % halves ? mid : 0; }
+  int64_t end(int64_t u, int64_t og) const { return u % halves ? og : mid; }
+};
+static inline ChannelHalves channelHalves(int64_t units, int64_t og, int64_t nthreads) {
+  if (og <= kMR * kNB || !unevenShares(units, nthreads))
+    return {1, og};
+  return {2, ceilDiv(og, 2 * kMR * kNB) * kMR * kNB};
+}
+
 /// The direct path of qconv (convTileDirect). Scratch: acc [kAccRows][T], colsum [T], the
 /// fast requantization constants of the G ogPad channels, the blocks, S, a row of Wp
 /// entries.
@@ -508,14 +523,12 @@ static inline __attribute__((always_inline)) void qconvDirect(
   setupFastRQ(frq, fok, qp, G * ogPad, dScale, dOff, dLo, dHi);
   int64_t ppFor = -1;
   // Units: the tiles, or where whole tiles leave the threads uneven (14x14: 7 tiles) each
-  // tile's channels in two halves, the first of `mid` channels (whole micro-kernel steps).
-  const int64_t halves = og > kMR * kNB && unevenShares(N * G * tiles, nthreads) ? 2 : 1;
-  const int64_t mid = halves == 2 ? ceilDiv(og, 2 * kMR * kNB) * kMR * kNB : og;
+  // tile's channels in two halves (ChannelHalves).
+  const ChannelHalves ch = channelHalves(N * G * tiles, og, nthreads);
   int64_t b, e;
-  partition(N * G * tiles * halves, 1, tid, nthreads, &b, &e);
+  partition(N * G * tiles * ch.halves, 1, tid, nthreads, &b, &e);
   for (int64_t u = b; u < e; u++) {
-    const bool second = u % halves != 0;
-    const int64_t unit = u / halves, o0 = second ? mid : 0, o1 = second ? og : mid;
+    const int64_t unit = u / ch.halves, o0 = ch.first(u), o1 = ch.end(u, og);
     const int64_t n = unit / (G * tiles), g = (unit / tiles) % G, t = unit % tiles, p0 = t * T;
     if (ppFor != n * G + g) {
       directPlanes(planes, sums ? S : nullptr, in + (n * C + g * cg) * H * W, cg, H, W, Hp, Wp,
@@ -573,14 +586,12 @@ static inline __attribute__((always_inline)) void qconvPointwise(
   setupFastRQ(frq, fok, qp, G * ogPad, dScale, dOff, dLo, dHi);
   const int64_t btiles = ceilDiv(P, TB);
   // Units: the patches, or where whole patches leave the threads uneven (28x28: 7 of 128
-  // pixels) each patch's channels in two halves (qconvDirect), each half packing it.
-  const int64_t halves = og > kMR * kNB && unevenShares(N * G * btiles, nthreads) ? 2 : 1;
-  const int64_t mid = halves == 2 ? ceilDiv(og, 2 * kMR * kNB) * kMR * kNB : og;
+  // pixels) each patch's channels in two halves (ChannelHalves), each half packing it.
+  const ChannelHalves ch = channelHalves(N * G * btiles, og, nthreads);
   int64_t b, e;
-  partition(N * G * btiles * halves, 1, tid, nthreads, &b, &e);
+  partition(N * G * btiles * ch.halves, 1, tid, nthreads, &b, &e);
   for (int64_t u = b; u < e; u++) {
-    const bool second = u % halves != 0;
-    const int64_t unit = u / halves, o0 = second ? mid : 0, o1 = second ? og : mid;
+    const int64_t unit = u / ch.halves, o0 = ch.first(u), o1 = ch.end(u, og);
     const int64_t n = unit / (G * btiles), g = (unit / btiles) % G, p0 = (unit % btiles) * TB;
     const int64_t np = minI(TB, P - p0), subs = ceilDiv(np, T);
     packPointwise(patch, colsum, sums, in + (n * C + g * cg) * P, TB, p0, P, cg);

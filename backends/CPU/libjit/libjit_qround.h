@@ -6,14 +6,16 @@
 
 namespace libjit {
 
-/// round(real / outScale) half away from zero, plus outOffset, saturated to int8, in double.
-LIBJIT_INLINE int8_t qroundI8(double real, double outScale, double outOffset) {
+/// round(real / outScale) half away from zero, plus outOffset, saturated to [lo, hi] (int8's
+/// range, or a fused activation's narrower bounds), in double.
+LIBJIT_INLINE int8_t qroundI8(double real, double outScale, double outOffset, double lo = -128.0,
+                              double hi = 127.0) {
   double q = __builtin_round(real / outScale);
   q = q + outOffset;
-  if (!(q >= -128.0))
-    q = -128.0;
-  if (q > 127.0)
-    q = 127.0;
+  if (!(q >= lo))
+    q = lo;
+  if (q > hi)
+    q = hi;
   return int8_t(q);
 }
 
