@@ -13,48 +13,14 @@ namespace {
 
 using Node = onnx::NodeProto;
 
-/// The transpose of the r x k matrix \p s into \p d (k x r), in tiles of 64 x 64 elements
-/// made of 8 x 8 blocks: a tile reads 64 rows of the source and writes 64 rows of the
-/// result, a few pages each, so the TLB and the caches hold both while the tile is copied
-/// (one 16-element strip of every source row at a time touched a page per row: a fully
-/// connected layer of 4096 x 9216 floats walked 4096 pages per strip).
-template <typename T> void transposeBlocks(const T *s, T *d, dim_t r, dim_t k) {
-  constexpr dim_t Tile = 64, B = 8;
-  for (dim_t j1 = 0; j1 < k; j1 += Tile)
-    for (dim_t i1 = 0; i1 < r; i1 += Tile) {
-      dim_t ie = std::min(r, i1 + Tile), je = std::min(k, j1 + Tile);
-      for (dim_t i0 = i1; i0 < ie; i0 += B)
-        for (dim_t j0 = j1; j0 < je; j0 += B) {
-          dim_t ib = std::min(ie, i0 + B), jb = std::min(je, j0 + B);
-          for (dim_t j = j0; j < jb; j++)
-            for (dim_t i = i0; i < ib; i++)
-              d[j * r + i] = s[i * k + j];
-        }
-    }
-}
-
-Tensor transpose2D(const Tensor &t) {
-  dim_t r = t.dims()[0], k = t.dims()[1];
-  Tensor out(Type::withDims(t.getType(), Dims({k, r})));
-  const char *s = t.getUnsafePtr();
-  char *d = out.getUnsafePtr();
-  switch (t.getType().elemBytes()) {
-  case 1: transposeBlocks(reinterpret_cast<const uint8_t *>(s), reinterpret_cast<uint8_t *>(d), r, k); break;
-  case 2: transposeBlocks(reinterpret_cast<const uint16_t *>(s), reinterpret_cast<uint16_t *>(d), r, k); break;
-  case 4: transposeBlocks(reinterpret_cast<const uint32_t *>(s), reinterpret_cast<uint32_t *>(d), r, k); break;
-  case 8: transposeBlocks(reinterpret_cast<const uint64_t *>(s), reinterpret_cast<uint64_t *>(d), r, k); break;
-  default:
-    return gatherElements(t, Dims({k, r}), [&](size_t j) { return (j % r) * k + j / r; });
-  }
-  return out;
-}
-
 /// Operand \p i of a Gemm, transposed when \p trans; a constant is transposed in the
 /// importer (the original is never materialised).
 Expected<NodeValue> gemmOperand(Importer &I, const Node &n, int i, bool trans,
                                 const char *part) {
   const Tensor *t = I.constInput(n, i);
   if (trans && t && t->dims().size() == 2) {
+    if (I.loadedTransposed(n, i)) // read from the file transposed (importInitializers)
+      return I.input(n, i);
     Tensor tt = transpose2D(*t);
     I.releaseConstInput(n, i); // the weights are held once, transposed
     return I.makeConstant(I.opName(n, part), std::move(tt));

@@ -501,7 +501,24 @@ void Importer::countUses(const onnx::GraphProto &g) {
     countBodyReads(n, uses_);
 }
 
+std::unordered_set<std::string> Importer::transposedOnLoad(const onnx::GraphProto &g) const {
+  std::unordered_set<std::string> out;
+  for (const auto &n : g.node()) {
+    if (n.op_type() != "Gemm" || !isDefaultDomain(n.domain()) || n.input_size() < 2 ||
+        !attrInt(n, "transB", 0))
+      continue;
+    auto u = uses_.find(n.input(1));
+    if (u != uses_.end() && u->second == 1)
+      out.insert(n.input(1));
+  }
+  return out;
+}
+
 Error Importer::importInitializers(const onnx::GraphProto &g) {
+  const bool mapped = &g == releasable_ && raw_ && file_;
+  std::unordered_set<std::string> transposed;
+  if (mapped)
+    transposed = transposedOnLoad(g);
   for (int i = 0; i < g.initializer_size(); i++) {
     const onnx::TensorProto &t = g.initializer(i);
     if (t.name().empty())
@@ -514,13 +531,19 @@ Error Importer::importInitializers(const onnx::GraphProto &g) {
       span = *raw;
       span.file = file_;
     }
+    const bool transpose = mapped && t.dims_size() == 2 && transposed.count(t.name()) &&
+                           t.data_type() == onnx::TensorProto::FLOAT;
     Expected<Tensor> tt =
-        tensorFromProto(t, opts.maxTensorElements, /*keepEightBit=*/true, raw ? &span : nullptr);
+        transpose ? transposedFromProto(t, opts.maxTensorElements, &span)
+                  : tensorFromProto(t, opts.maxTensorElements, /*keepEightBit=*/true,
+                                    raw ? &span : nullptr);
     if (!tt)
       return tt.takeError().addContext("initializer '" + t.name() + "'");
     if (raw && file_)
       file_->release(raw->data, raw->size);
     onnxTypes_[t.name()] = t.data_type();
+    if (transpose)
+      loadTransposed_.insert(t.name());
     Known k;
     k.owned = std::move(tt).get();
     consts_[t.name()] = std::move(k);

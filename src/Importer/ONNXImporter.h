@@ -19,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace kiln::onnximport {
@@ -140,6 +141,14 @@ void releaseTensorData(onnx::TensorProto &t);
 /// instead of in \p t (stripInitializerData).
 Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElements,
                                  bool keepEightBit = false, const RawSpan *raw = nullptr);
+/// The transpose of the 2-D tensor \p t.
+Tensor transpose2D(const Tensor &t);
+/// The transpose of the 2-D TensorProto \p t, read from the file under \p raw a band of rows
+/// at a time where it can be (FLOAT, INT32 and INT64 raw_data in a mapped file), so that
+/// only the transposed tensor is allocated; otherwise converted, then transposed. A tensor
+/// that is not 2-D comes back as tensorFromProto gives it.
+Expected<Tensor> transposedFromProto(const onnx::TensorProto &t, uint64_t maxElements,
+                                     const RawSpan *raw);
 /// True for the 8-bit quantized kinds, which hold ONNX INT8 / UINT8 data.
 inline bool isEightBitKind(ElemKind k) { return k == ElemKind::Int8Q || k == ElemKind::UInt8Q; }
 /// An Int32I copy of the raw values of an 8-bit tensor.
@@ -239,6 +248,12 @@ public:
   /// turned it into another constant (a transposed Gemm operand), so that the original and
   /// its replacement are not both held until the import ends.
   void releaseConstInput(const onnx::NodeProto &n, int i);
+  /// True when input \p i of \p n is an initializer that importInitializers read
+  /// transposed, for \p n alone (a Gemm's transposed B): its constant is already the
+  /// operand the node multiplies by.
+  bool loadedTransposed(const onnx::NodeProto &n, int i) const {
+    return hasInput(n, i) && loadTransposed_.count(n.input(i)) != 0;
+  }
   /// The ONNX element type (TensorProto::DataType) of value \p name where the model states
   /// it (graph inputs, initializers, Constant nodes, the outputs of the quantization
   /// converters); 0 (UNDEFINED) otherwise.
@@ -333,6 +348,10 @@ private:
   void countUses(const onnx::GraphProto &g);
   /// Converts \p g's initializers into constants, freeing the model's copies as it goes.
   Error importInitializers(const onnx::GraphProto &g);
+  /// The initializers of \p g that only a Gemm with transB reads as its B: the importer
+  /// reads them transposed from the file (transposedFromProto) instead of reading them and
+  /// then making a transposed copy, so a classifier's weights take fresh memory once.
+  std::unordered_set<std::string> transposedOnLoad(const onnx::GraphProto &g) const;
   /// \p g's inputs that are not initializers: placeholders, or frozen constant inputs.
   Error importInputs(const onnx::GraphProto &g, ONNXModel &out);
   /// A Save per graph output (a constant output becomes a Constant first).
@@ -355,6 +374,8 @@ private:
   std::unordered_map<std::string, NodeValue> values_;
   std::unordered_map<std::string, Known> consts_;
   std::unordered_map<std::string, unsigned> uses_;
+  /// Initializers read transposed at load (transposedOnLoad), by name.
+  std::unordered_set<std::string> loadTransposed_;
   std::unordered_map<std::string, int32_t> onnxTypes_;
   const onnx::GraphProto *graph_ = nullptr;
   std::unordered_map<const onnx::NodeProto *, int> nodeIndex_;

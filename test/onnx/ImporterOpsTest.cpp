@@ -3,6 +3,8 @@
 
 #include "ImporterTestBase.h"
 
+#include <fstream>
+
 namespace kiln::test {
 namespace {
 
@@ -107,6 +109,56 @@ TEST_F(ImporterTest, GemmTransBAlphaBetaRowBias) {
   in.emplace("a", floats({2, 3}, a));
   expectValues(run(m, std::move(in)), {2, 4}, e);
   EXPECT_EQ(count(NodeKind::FullyConnected), 1u);
+}
+
+/// Gemm(a, w, transB=1) = a w^T, computed naively in double.
+std::vector<double> refGemmTransB(const std::vector<float> &a, const std::vector<float> &w,
+                                  int m, int k, int n) {
+  std::vector<double> e;
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++) {
+      double s = 0;
+      for (int q = 0; q < k; q++)
+        s += double(a[i * k + q]) * w[j * k + q];
+      e.push_back(s);
+    }
+  return e;
+}
+
+// Loaded from a file, the weights of a Gemm with transB that only it reads are read
+// transposed from the file a band of 64 rows at a time (several bands, a partial last one,
+// a width that is no multiple of the tiles); weights read by two nodes and weights in the
+// typed field take the ordinary path. All three must compute a w^T.
+TEST_F(ImporterTest, GemmTransBWeightsReadTransposedFromAFile) {
+  const int m = 2, k = 131, n = 150;
+  std::vector<float> a = ramp(m * k, 0.01f), w = ramp(n * k, 0.002f), v = ramp(5 * k, 0.03f);
+  B mb;
+  mb.input("a", {m, k}).init("w", {n, k}, w, /*raw=*/true).init("v", {5, k}, v, /*raw=*/false);
+  mb.init("u", {5, k}, v, /*raw=*/true).output("y").output("y2").output("y3");
+  B::attrInt(mb.node("Gemm", {"a", "w"}, {"y"}), "transB", 1);
+  B::attrInt(mb.node("Gemm", {"a", "v"}, {"y2"}), "transB", 1);
+  B::attrInt(mb.node("Gemm", {"a", "u"}, {"y3"}), "transB", 1);
+  mb.node("Identity", {"u"}, {"u_again"}); // u has a second reader
+  const std::string path = ::testing::TempDir() + "/gemm_transposed_on_load.onnx";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << mb.bytes();
+  }
+  Expected<ONNXModel> loaded = loadONNX(path, F_);
+  ASSERT_TRUE(bool(loaded)) << loaded.getError().message();
+  model_ = std::move(loaded).get();
+  // w's constant is the initializer itself, [k, n]: read transposed, not copied then
+  // transposed into a second constant.
+  const Constant *wc = ee_.getModule().getConstantByName("w");
+  ASSERT_NE(wc, nullptr);
+  EXPECT_EQ(wc->getPayload().dims(), Dims({k, n}));
+  std::map<std::string, Tensor> in;
+  in.emplace("a", floats({m, k}, a));
+  const Tensor *y = runLoaded(std::move(in), "y");
+  ASSERT_NE(y, nullptr);
+  expectValues(y, {m, n}, refGemmTransB(a, w, m, k, n));
+  expectValues(bindings_.get(model_.getOutputPlaceholder("y2")), {m, 5}, refGemmTransB(a, v, m, k, 5));
+  expectValues(bindings_.get(model_.getOutputPlaceholder("y3")), {m, 5}, refGemmTransB(a, v, m, k, 5));
 }
 
 TEST_F(ImporterTest, GemmTransAWithMatrixC) {
