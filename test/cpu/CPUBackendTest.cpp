@@ -501,8 +501,10 @@ TEST(CPUBackend, ElementwiseChainAndData) {
 }
 
 /// The same element-wise chains at several lengths (one of them long enough to be split
-/// between threads) and a broadcast chain at two row counts: each length is its own loop,
-/// and the Interpreter's results hold on every configuration.
+/// between threads), a broadcast of a value per row at two row counts and a broadcast of
+/// a channel vector at three row lengths (24 and 40 leave remainders after the vector
+/// loop; 300 x 72 is split between threads): each length is its own loop, and the
+/// Interpreter's results hold on every configuration.
 void buildRepeatedChains(Net &n) {
   n.F = n.mod.createFunction("main");
   Function *F = n.F;
@@ -523,6 +525,14 @@ void buildRepeatedChains(Net &n) {
     n.inputs.push_back(a);
     n.inputs.push_back(c);
     outs.push_back(F->createMul("sc", a, F->createBroadcast("b", c, {rows, 16, 9})));
+  }
+  for (auto [rows, channels] : {std::pair<dim_t, dim_t>{5, 24}, {3, 40}, {300, 72}}) {
+    std::string shape = std::to_string(rows) + "x" + std::to_string(channels);
+    auto *x = n.mod.createPlaceholder(ElemKind::Float, {rows, channels}, "cx" + shape);
+    auto *v = n.mod.createPlaceholder(ElemKind::Float, {channels}, "cv" + shape);
+    n.inputs.push_back(x);
+    n.inputs.push_back(v);
+    outs.push_back(F->createMul("cs", x, F->createBroadcast("cb", v, {rows, channels})));
   }
   for (size_t i = 0; i < outs.size(); i++)
     n.saves.push_back(F->createSave("o" + std::to_string(i), outs[i]));
@@ -549,10 +559,11 @@ TEST(CPUBackend, RepeatedChainsShareTheirLoop) {
     size_t eol = ir.find('\n', at);
     defs += ir.substr(at, eol - at).find("@kiln_ew_") != std::string::npos;
   }
-  // 5 loops: the tanh and the sigmoid chain of each length in one (the same length), at 3
-  // lengths; the broadcast at 2 row counts (its loop's row length and strides are part of
-  // the code). Functions: one for the 3 lengths, one per broadcast shape.
-  EXPECT_NE(c->getStats().find("element-wise loops 5 "), std::string::npos) << c->getStats();
+  // 8 loops: the tanh and the sigmoid chain of each length in one (the same length), at 3
+  // lengths; the broadcast per row at 2 row counts; the channel vector at 3 shapes.
+  // Functions: one for the 3 lengths; one per broadcast pattern, whose rows' length and
+  // strides are arguments (a space of two dimensions).
+  EXPECT_NE(c->getStats().find("element-wise loops 8 "), std::string::npos) << c->getStats();
   EXPECT_EQ(defs, 3u) << ir;
 }
 

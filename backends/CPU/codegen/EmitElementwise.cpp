@@ -295,11 +295,16 @@ void keyBits(std::string &key, const void *v, size_t n) {
 /// it, each broadcast source read at a row offset computed once per row, contiguously or as
 /// one value within the row), the results only the chain reads (not stored), and the
 /// function's parameters: one pointer per distinct location, in order of first use.
+/// A space of two dimensions (rows of a channel vector, or of a value per row) takes its
+/// row length and each broadcast's stride per row as arguments (rowArgs), so that the
+/// same chain at other shapes calls the same function; deeper spaces keep them constant
+/// (each row's coordinates come from divisions by the dimensions).
 struct EwChain {
   const std::vector<Instruction *> &group;
   std::vector<BroadcastInst *> bcs;
   BroadcastSpace space;
   int64_t rows = 1, len = 0;
+  bool rowArgs = false;
   std::set<const Value *> inGroupOnly;
   std::vector<Location> params;
   std::map<const Value *, unsigned> paramOf; // each value's parameter
@@ -318,9 +323,13 @@ std::string Emitter::ewChainKey(EwChain &c) {
     c.paramOf[v] = it->second;
     return it->second;
   };
-  std::string key = c.bcs.empty() ? "flat|" : "bcast|";
+  std::string key = c.bcs.empty() ? "flat|" : c.rowArgs ? "rows|" : "bcast|";
   auto keyInt = [&](int64_t v) { keyBits(key, &v, sizeof v); };
-  if (!c.bcs.empty()) {
+  if (c.rowArgs) {
+    // Only whether each broadcast steps within a row: the rest is arguments.
+    for (const auto &st : c.space.strides)
+      keyInt(st.back());
+  } else if (!c.bcs.empty()) {
     keyInt(int64_t(c.space.dims.size()));
     for (int64_t d : c.space.dims)
       keyInt(d);
@@ -420,6 +429,8 @@ void Emitter::emitEwElement(const EwChain &c, const std::vector<llvm::Value *> &
 
 llvm::Function *Emitter::emitEwLoop(const EwChain &c, const std::string &name) {
   std::vector<llvm::Type *> argTypes(c.params.size(), i8p_);
+  if (c.rowArgs) // the row length, then each broadcast's stride per row
+    argTypes.insert(argTypes.end(), 1 + c.bcs.size(), i64_);
   argTypes.push_back(i64_);
   argTypes.push_back(i64_);
   auto *ft = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), argTypes, false);
@@ -432,8 +443,9 @@ llvm::Function *Emitter::emitEwLoop(const EwChain &c, const std::string &name) {
   std::vector<llvm::Value *> ptrs;
   for (size_t k = 0; k < c.params.size(); k++)
     ptrs.push_back(fn->getArg(unsigned(k)));
-  llvm::Value *begin = fn->getArg(unsigned(c.params.size()));
-  llvm::Value *end = fn->getArg(unsigned(c.params.size() + 1));
+  unsigned rangeArg = unsigned(fn->arg_size() - 2);
+  llvm::Value *begin = fn->getArg(rangeArg);
+  llvm::Value *end = fn->getArg(rangeArg + 1);
   llvm::MDNode *access = llvm::MDNode::getDistinct(ctx_, {});
   if (c.bcs.empty()) {
     emitCountedLoop(
@@ -443,22 +455,35 @@ llvm::Function *Emitter::emitEwLoop(const EwChain &c, const std::string &name) {
     // Rows of the merged broadcast space; each broadcast's row offset from the row's
     // coordinates (one division per outer dimension and row).
     const BroadcastSpace &space = c.space;
+    llvm::Value *len = I64(c.len);
+    std::vector<llvm::Value *> rowStrides;
+    if (c.rowArgs) {
+      len = fn->getArg(unsigned(c.params.size()));
+      for (size_t b = 0; b < c.bcs.size(); b++)
+        rowStrides.push_back(fn->getArg(unsigned(c.params.size() + 1 + b)));
+    }
     emitCountedLoop(
         B_, fn, begin, end, "ew.row",
         [&](llvm::Value *r) {
           std::vector<llvm::Value *> bcBase(c.bcs.size(), I64(0));
-          llvm::Value *rest = r;
-          for (int d = int(space.dims.size()) - 2; d >= 0; d--) {
-            llvm::Value *coord = d == 0 ? rest : B_.CreateURem(rest, I64(space.dims[d]));
-            if (d > 0)
-              rest = B_.CreateUDiv(rest, I64(space.dims[d]));
+          if (c.rowArgs) {
             for (size_t b = 0; b < c.bcs.size(); b++)
-              if (space.strides[b][d])
-                bcBase[b] = B_.CreateAdd(bcBase[b], B_.CreateMul(coord, I64(space.strides[b][d])));
+              bcBase[b] = B_.CreateMul(r, rowStrides[b]);
+          } else {
+            llvm::Value *rest = r;
+            for (int d = int(space.dims.size()) - 2; d >= 0; d--) {
+              llvm::Value *coord = d == 0 ? rest : B_.CreateURem(rest, I64(space.dims[d]));
+              if (d > 0)
+                rest = B_.CreateUDiv(rest, I64(space.dims[d]));
+              for (size_t b = 0; b < c.bcs.size(); b++)
+                if (space.strides[b][d])
+                  bcBase[b] =
+                      B_.CreateAdd(bcBase[b], B_.CreateMul(coord, I64(space.strides[b][d])));
+            }
           }
-          llvm::Value *rowStart = B_.CreateMul(r, I64(c.len));
+          llvm::Value *rowStart = B_.CreateMul(r, len);
           emitCountedLoop(
-              B_, fn, I64(0), I64(c.len), "ew",
+              B_, fn, I64(0), len, "ew",
               [&](llvm::Value *j) {
                 emitEwElement(c, ptrs, B_.CreateAdd(rowStart, j), j, bcBase, access);
               },
@@ -481,11 +506,13 @@ void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n
     c.space = broadcastSpace(c.bcs);
     c.len = c.space.dims.back();
     c.rows = n / c.len;
+    c.rowArgs = c.space.dims.size() == 2;
   }
   c.inGroupOnly = readOnlyInside(group);
 
-  // The loop is a function of its own, called by the stage with the chain's buffers and
-  // its range of elements (rows with broadcasts); one function per distinct key.
+  // The loop is a function of its own, called by the stage with the chain's buffers (and
+  // the rows' shape, see EwChain) and its range of elements (rows with broadcasts); one
+  // function per distinct key.
   std::string key = ewChainKey(c);
   llvm::Function *&loopFn = ewFns_[key];
   if (!loopFn)
@@ -500,6 +527,11 @@ void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n
   std::vector<llvm::Value *> args;
   for (const Location &l : c.params)
     args.push_back(at(l));
+  if (c.rowArgs) {
+    args.push_back(I64(c.len));
+    for (const auto &st : c.space.strides)
+      args.push_back(I64(st.front()));
+  }
   args.push_back(begin);
   args.push_back(end);
   B_.CreateCall(loopFn, args);
