@@ -567,6 +567,46 @@ TEST(CPUBackend, RepeatedChainsShareTheirLoop) {
   EXPECT_EQ(defs, 3u) << ir;
 }
 
+/// A value per row of 28 broadcast over [6, 28, 28]: a space of three dimensions whose
+/// rows (28 elements, a constant) are short. The broadcast is saved too, so the loop
+/// stores it as well as the product (as lraspp_mobilenet_v3's chains do).
+void buildShortBroadcastRows(Net &n) {
+  n.F = n.mod.createFunction("main");
+  auto *x = n.mod.createPlaceholder(ElemKind::Float, {6, 28, 28}, "x");
+  auto *v = n.mod.createPlaceholder(ElemKind::Float, {28, 1}, "v");
+  n.inputs = {x, v};
+  NodeValue b = n.F->createBroadcast("b", v, {6, 28, 28});
+  NodeValue y = n.F->createMul("m", x, b);
+  n.saves = {n.F->createSave("y", y), n.F->createSave("bs", b)};
+}
+
+TEST(CPUBackend, ShortBroadcastRows) { checkAgainstInterpreter(buildShortBroadcastRows); }
+
+// A short constant row is a loop that stays one (vectorised), not 28 scalar copies.
+TEST(CPUBackend, ShortBroadcastRowsAreVectorised) {
+  cpu::CPUBackendOptions o;
+  o.keepIR = true;
+  cpu::CPUBackend cpu(o);
+  Net net;
+  buildShortBroadcastRows(net);
+  CompileOptions opts;
+  opts.threads = 1;
+  auto cf = compileFunction(net.F, cpu, opts);
+  ASSERT_TRUE(bool(cf)) << cf.getError().message();
+  const std::string &ir = static_cast<cpu::CPUFunction *>(cf->get())->getIR();
+  size_t at = ir.find("define");
+  while (at != std::string::npos && ir.substr(at, ir.find('\n', at) - at).find("@kiln_ew_") ==
+                                        std::string::npos)
+    at = ir.find("define", at + 1);
+  ASSERT_NE(at, std::string::npos) << ir;
+  std::string loop = ir.substr(at, ir.find("\n}", at) - at);
+  EXPECT_NE(loop.find("fmul <"), std::string::npos) << loop;
+  size_t scalarMuls = 0;
+  for (size_t p = loop.find("fmul float"); p != std::string::npos; p = loop.find("fmul float", p + 1))
+    scalarMuls++;
+  EXPECT_LE(scalarMuls, 1u) << loop;
+}
+
 // Two programs whose stages are alike but whose loops compute different things are
 // different programs: the reuse key covers the loop functions, not only the stages that
 // call them.

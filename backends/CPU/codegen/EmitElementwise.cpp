@@ -153,6 +153,10 @@ bool Emitter::isFusableBroadcast(Instruction *I) {
 
 namespace {
 
+/// The longest broadcast row that LLVM could unroll fully before vectorising (its full
+/// unroll threshold is a few hundred instructions; a chain's element is several).
+constexpr int64_t kShortRow = 64;
+
 /// The iteration space of a chain that reads broadcasts: the broadcast result's dims with
 /// runs of dimensions merged wherever every broadcast source steps through them as one
 /// (both broadcast, or both contiguous), and each source's element stride per merged
@@ -224,10 +228,15 @@ std::pair<llvm::Value *, llvm::Value *> threadShare(llvm::IRBuilder<> &B, llvm::
 /// unroll.disable on the loop itself would turn off, stays): a chain's loop streams memory,
 /// and with a constant trip count LLVM's unroller used to copy the vectorised body up to 28
 /// times, blocks of ~850 instructions whose instruction selection was most of a cold
-/// compile (figures in backends/CPU/README.md, "Compile time").
+/// compile (figures in backends/CPU/README.md, "Compile time"). \p shortLoop: a loop of
+/// a few constant iterations (broadcast rows of up to kShortRow elements) is not unrolled
+/// at all: LLVM unrolls such a loop fully before the vectoriser sees it, and the SLP
+/// vectoriser leaves a broadcast's straight-line copies scalar; its vectorised form gains
+/// nothing from interleaving.
 void emitCountedLoop(llvm::IRBuilder<> &B, llvm::Function *fn, llvm::Value *lo,
                      llvm::Value *hi, const char *name,
-                     const std::function<void(llvm::Value *)> &body, llvm::MDNode *access) {
+                     const std::function<void(llvm::Value *)> &body, llvm::MDNode *access,
+                     bool shortLoop = false) {
   llvm::LLVMContext &ctx = B.getContext();
   llvm::BasicBlock *pre = B.GetInsertBlock();
   auto *loop = llvm::BasicBlock::Create(ctx, std::string(name) + ".loop", fn);
@@ -246,8 +255,9 @@ void emitCountedLoop(llvm::IRBuilder<> &B, llvm::Function *fn, llvm::Value *lo,
                                 noUnroll};
   // A loop without \p access (the rows of a broadcast chain) is not vectorised: its own
   // unrolling is disabled.
-  std::vector<llvm::Metadata *> ops = {tmp.get(), access ? llvm::MDNode::get(ctx, followup)
-                                                         : llvm::cast<llvm::MDNode>(noUnroll)};
+  std::vector<llvm::Metadata *> ops = {tmp.get(), access && !shortLoop
+                                                       ? llvm::MDNode::get(ctx, followup)
+                                                       : llvm::cast<llvm::MDNode>(noUnroll)};
   if (access) {
     llvm::Metadata *par[] = {llvm::MDString::get(ctx, "llvm.loop.parallel_accesses"), access};
     ops.push_back(llvm::MDNode::get(ctx, par));
@@ -295,6 +305,7 @@ void keyBits(std::string &key, const void *v, size_t n) {
 /// it, each broadcast source read at a row offset computed once per row, contiguously or as
 /// one value within the row), the results only the chain reads (not stored), and the
 /// function's parameters: one pointer per distinct location, in order of first use.
+/// Constant rows of up to kShortRow elements are a loop that is not unrolled.
 /// A space of two dimensions (rows of a channel vector, or of a value per row) takes its
 /// row length and each broadcast's stride per row as arguments (rowArgs), so that the
 /// same chain at other shapes calls the same function; deeper spaces keep them constant
@@ -305,6 +316,7 @@ struct EwChain {
   BroadcastSpace space;
   int64_t rows = 1, len = 0;
   bool rowArgs = false;
+  bool shortRows = false;
   std::set<const Value *> inGroupOnly;
   std::vector<Location> params;
   std::map<const Value *, unsigned> paramOf; // each value's parameter
@@ -487,7 +499,7 @@ llvm::Function *Emitter::emitEwLoop(const EwChain &c, const std::string &name) {
               [&](llvm::Value *j) {
                 emitEwElement(c, ptrs, B_.CreateAdd(rowStart, j), j, bcBase, access);
               },
-              access);
+              access, c.shortRows);
         },
         nullptr);
   }
@@ -507,6 +519,9 @@ void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n
     c.len = c.space.dims.back();
     c.rows = n / c.len;
     c.rowArgs = c.space.dims.size() == 2;
+    // (Rows whose length is an argument are unrolled only where IPSCCP finds one constant
+    // length at every call, as before the length was an argument.)
+    c.shortRows = !c.rowArgs && c.len <= kShortRow;
   }
   c.inGroupOnly = readOnlyInside(group);
 
