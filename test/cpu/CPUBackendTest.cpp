@@ -540,31 +540,42 @@ void buildRepeatedChains(Net &n) {
 
 TEST(CPUBackend, RepeatedElementwiseChains) { checkAgainstInterpreter(buildRepeatedChains); }
 
-// Chains that compute the same thing on other buffers or lengths call one loop function:
-// the module has fewer loop functions than loops.
-TEST(CPUBackend, RepeatedChainsShareTheirLoop) {
+/// The optimised LLVM IR of the element-wise loop functions (kiln_ew_*) of the network
+/// \p build makes, compiled for \p threads threads; the program's stats to \p stats.
+std::vector<std::string> loopFunctionsOf(void (*build)(Net &), unsigned threads,
+                                         std::string &stats) {
   cpu::CPUBackendOptions o;
   o.keepIR = true;
   cpu::CPUBackend cpu(o);
   Net net;
-  buildRepeatedChains(net);
+  build(net);
   CompileOptions opts;
-  opts.threads = 2;
+  opts.threads = threads;
   auto cf = compileFunction(net.F, cpu, opts);
-  ASSERT_TRUE(bool(cf)) << cf.getError().message();
+  EXPECT_TRUE(bool(cf)) << cf.getError().message();
+  if (!cf)
+    return {};
   auto *c = static_cast<cpu::CPUFunction *>(cf->get());
+  stats = c->getStats();
   const std::string &ir = c->getIR();
-  size_t defs = 0;
-  for (size_t at = ir.find("define"); at != std::string::npos; at = ir.find("define", at + 1)) {
-    size_t eol = ir.find('\n', at);
-    defs += ir.substr(at, eol - at).find("@kiln_ew_") != std::string::npos;
-  }
+  std::vector<std::string> loops;
+  for (size_t at = ir.find("define"); at != std::string::npos; at = ir.find("define", at + 1))
+    if (ir.substr(at, ir.find('\n', at) - at).find("@kiln_ew_") != std::string::npos)
+      loops.push_back(ir.substr(at, ir.find("\n}", at) - at));
+  return loops;
+}
+
+// Chains that compute the same thing on other buffers or lengths call one loop function:
+// the module has fewer loop functions than loops.
+TEST(CPUBackend, RepeatedChainsShareTheirLoop) {
+  std::string stats;
+  std::vector<std::string> loops = loopFunctionsOf(buildRepeatedChains, 2, stats);
   // 8 loops: the tanh and the sigmoid chain of each length in one (the same length), at 3
   // lengths; the broadcast per row at 2 row counts; the channel vector at 3 shapes.
   // Functions: one for the 3 lengths; one per broadcast pattern, whose rows' length and
   // strides are arguments (a space of two dimensions).
-  EXPECT_NE(c->getStats().find("element-wise loops 8 "), std::string::npos) << c->getStats();
-  EXPECT_EQ(defs, 3u) << ir;
+  EXPECT_NE(stats.find("element-wise loops 8 "), std::string::npos) << stats;
+  EXPECT_EQ(loops.size(), 3u);
 }
 
 /// A value per row of 28 broadcast over [6, 28, 28]: a space of three dimensions whose
@@ -584,22 +595,10 @@ TEST(CPUBackend, ShortBroadcastRows) { checkAgainstInterpreter(buildShortBroadca
 
 // A short constant row is a loop that stays one (vectorised), not 28 scalar copies.
 TEST(CPUBackend, ShortBroadcastRowsAreVectorised) {
-  cpu::CPUBackendOptions o;
-  o.keepIR = true;
-  cpu::CPUBackend cpu(o);
-  Net net;
-  buildShortBroadcastRows(net);
-  CompileOptions opts;
-  opts.threads = 1;
-  auto cf = compileFunction(net.F, cpu, opts);
-  ASSERT_TRUE(bool(cf)) << cf.getError().message();
-  const std::string &ir = static_cast<cpu::CPUFunction *>(cf->get())->getIR();
-  size_t at = ir.find("define");
-  while (at != std::string::npos && ir.substr(at, ir.find('\n', at) - at).find("@kiln_ew_") ==
-                                        std::string::npos)
-    at = ir.find("define", at + 1);
-  ASSERT_NE(at, std::string::npos) << ir;
-  std::string loop = ir.substr(at, ir.find("\n}", at) - at);
+  std::string stats;
+  std::vector<std::string> loops = loopFunctionsOf(buildShortBroadcastRows, 1, stats);
+  ASSERT_EQ(loops.size(), 1u);
+  const std::string &loop = loops.front();
   EXPECT_NE(loop.find("fmul <"), std::string::npos) << loop;
   size_t scalarMuls = 0;
   for (size_t p = loop.find("fmul float"); p != std::string::npos; p = loop.find("fmul float", p + 1))
