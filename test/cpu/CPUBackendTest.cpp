@@ -294,6 +294,26 @@ TEST(CPUBackend, ConcatOperandsBecomeViews) {
   EXPECT_LT(activationBytes(stats[1]), activationBytes(stats[0])) << stats[1] << "\n" << stats[0];
 }
 
+/// The LLVM IR (as optimised) of the network \p build makes, compiled by the CPU backend for
+/// \p threads threads ("" when it does not compile); its stats to \p stats when given.
+std::string compiledIR(void (*build)(Net &), unsigned threads, std::string *stats = nullptr) {
+  cpu::CPUBackendOptions o;
+  o.keepIR = true;
+  cpu::CPUBackend cpu(o);
+  Net net;
+  build(net);
+  CompileOptions opts;
+  opts.threads = threads;
+  auto cf = compileFunction(net.F, cpu, opts);
+  EXPECT_TRUE(bool(cf)) << cf.getError().message();
+  if (!cf)
+    return "";
+  auto *c = static_cast<cpu::CPUFunction *>(cf->get());
+  if (stats)
+    *stats = c->getStats();
+  return c->getIR();
+}
+
 /// A residual block whose Add and Relu fuse into the second convolution.
 void buildResidualPair(Net &n) {
   n.F = n.mod.createFunction("main");
@@ -304,6 +324,18 @@ void buildResidualPair(Net &n) {
   NodeValue h2 = randomConv(n, "c2", h, 8, 8, 3, 1, 1, 61);
   NodeValue r = F->createRelu("r2", F->createAdd("add", h2, h));
   n.saves = {F->createSave("y", F->createMaxPool("mp", r, {2, 2}, {2, 2}, {0, 0, 0, 0}))};
+}
+
+// A program whose stages only call kernels compiled elsewhere (no loop functions: the Add
+// and Relus fuse into the convolutions) is generated as at -O0 with no IR passes: its
+// stage keeps the address arithmetic as emitted (zero offsets from a base pointer, which
+// the IR passes fold away), and it computes what the Interpreter does.
+TEST(CPUBackend, StagesOfCallsAloneGetNoIRPasses) {
+  checkAgainstInterpreter(buildResidualPair);
+  std::string ir = compiledIR(buildResidualPair, 1);
+  EXPECT_EQ(ir.find("@kiln_ew_"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("optnone"), std::string::npos) << ir;
+  EXPECT_NE(ir.find(", i64 0\n"), std::string::npos) << ir;
 }
 
 // The CPU compiles from the shared static plan (kiln/Memory): the arena the compiled code
@@ -501,8 +533,10 @@ TEST(CPUBackend, ElementwiseChainAndData) {
 }
 
 /// The same element-wise chains at several lengths (one of them long enough to be split
-/// between threads) and a broadcast chain at two row counts: each length is its own loop,
-/// and the Interpreter's results hold on every configuration.
+/// between threads), a broadcast of a value per row at two row counts and a broadcast of
+/// a channel vector at three row lengths (24 and 40 leave remainders after the vector
+/// loop; 300 x 72 is split between threads): each length is its own loop, and the
+/// Interpreter's results hold on every configuration.
 void buildRepeatedChains(Net &n) {
   n.F = n.mod.createFunction("main");
   Function *F = n.F;
@@ -524,36 +558,71 @@ void buildRepeatedChains(Net &n) {
     n.inputs.push_back(c);
     outs.push_back(F->createMul("sc", a, F->createBroadcast("b", c, {rows, 16, 9})));
   }
+  for (auto [rows, channels] : {std::pair<dim_t, dim_t>{5, 24}, {3, 40}, {300, 72}}) {
+    std::string shape = std::to_string(rows) + "x" + std::to_string(channels);
+    auto *x = n.mod.createPlaceholder(ElemKind::Float, {rows, channels}, "cx" + shape);
+    auto *v = n.mod.createPlaceholder(ElemKind::Float, {channels}, "cv" + shape);
+    n.inputs.push_back(x);
+    n.inputs.push_back(v);
+    outs.push_back(F->createMul("cs", x, F->createBroadcast("cb", v, {rows, channels})));
+  }
   for (size_t i = 0; i < outs.size(); i++)
     n.saves.push_back(F->createSave("o" + std::to_string(i), outs[i]));
 }
 
 TEST(CPUBackend, RepeatedElementwiseChains) { checkAgainstInterpreter(buildRepeatedChains); }
 
+/// The optimised LLVM IR of the element-wise loop functions (kiln_ew_*) of the network
+/// \p build makes, compiled for \p threads threads; the program's stats to \p stats.
+std::vector<std::string> loopFunctionsOf(void (*build)(Net &), unsigned threads,
+                                         std::string &stats) {
+  std::string ir = compiledIR(build, threads, &stats);
+  std::vector<std::string> loops;
+  for (size_t at = ir.find("define"); at != std::string::npos; at = ir.find("define", at + 1))
+    if (ir.substr(at, ir.find('\n', at) - at).find("@kiln_ew_") != std::string::npos)
+      loops.push_back(ir.substr(at, ir.find("\n}", at) - at));
+  return loops;
+}
+
 // Chains that compute the same thing on other buffers or lengths call one loop function:
 // the module has fewer loop functions than loops.
 TEST(CPUBackend, RepeatedChainsShareTheirLoop) {
-  cpu::CPUBackendOptions o;
-  o.keepIR = true;
-  cpu::CPUBackend cpu(o);
-  Net net;
-  buildRepeatedChains(net);
-  CompileOptions opts;
-  opts.threads = 2;
-  auto cf = compileFunction(net.F, cpu, opts);
-  ASSERT_TRUE(bool(cf)) << cf.getError().message();
-  auto *c = static_cast<cpu::CPUFunction *>(cf->get());
-  const std::string &ir = c->getIR();
-  size_t defs = 0;
-  for (size_t at = ir.find("define"); at != std::string::npos; at = ir.find("define", at + 1)) {
-    size_t eol = ir.find('\n', at);
-    defs += ir.substr(at, eol - at).find("@kiln_ew_") != std::string::npos;
-  }
-  // 5 loops: the tanh and the sigmoid chain of each length in one (the same length), at 3
-  // lengths; the broadcast at 2 row counts (its loop's row length and strides are part of
-  // the code). Functions: one for the 3 lengths, one per broadcast shape.
-  EXPECT_NE(c->getStats().find("element-wise loops 5 "), std::string::npos) << c->getStats();
-  EXPECT_EQ(defs, 3u) << ir;
+  std::string stats;
+  std::vector<std::string> loops = loopFunctionsOf(buildRepeatedChains, 2, stats);
+  // 8 loops: the tanh and the sigmoid chain of each length in one (the same length), at 3
+  // lengths; the broadcast per row at 2 row counts; the channel vector at 3 shapes.
+  // Functions: one for the 3 lengths; one per broadcast pattern, whose rows' length and
+  // strides are arguments (a space of two dimensions).
+  EXPECT_NE(stats.find("element-wise loops 8 "), std::string::npos) << stats;
+  EXPECT_EQ(loops.size(), 3u);
+}
+
+/// A value per row of 28 broadcast over [6, 28, 28]: a space of three dimensions whose
+/// rows (28 elements, a constant) are short. The broadcast is saved too, so the loop
+/// stores it as well as the product (as lraspp_mobilenet_v3's chains do).
+void buildShortBroadcastRows(Net &n) {
+  n.F = n.mod.createFunction("main");
+  auto *x = n.mod.createPlaceholder(ElemKind::Float, {6, 28, 28}, "x");
+  auto *v = n.mod.createPlaceholder(ElemKind::Float, {28, 1}, "v");
+  n.inputs = {x, v};
+  NodeValue b = n.F->createBroadcast("b", v, {6, 28, 28});
+  NodeValue y = n.F->createMul("m", x, b);
+  n.saves = {n.F->createSave("y", y), n.F->createSave("bs", b)};
+}
+
+TEST(CPUBackend, ShortBroadcastRows) { checkAgainstInterpreter(buildShortBroadcastRows); }
+
+// A short constant row is a loop that stays one (vectorised), not 28 scalar copies.
+TEST(CPUBackend, ShortBroadcastRowsAreVectorised) {
+  std::string stats;
+  std::vector<std::string> loops = loopFunctionsOf(buildShortBroadcastRows, 1, stats);
+  ASSERT_EQ(loops.size(), 1u);
+  const std::string &loop = loops.front();
+  EXPECT_NE(loop.find("fmul <"), std::string::npos) << loop;
+  size_t scalarMuls = 0;
+  for (size_t p = loop.find("fmul float"); p != std::string::npos; p = loop.find("fmul float", p + 1))
+    scalarMuls++;
+  EXPECT_LE(scalarMuls, 1u) << loop;
 }
 
 // Two programs whose stages are alike but whose loops compute different things are

@@ -153,6 +153,10 @@ bool Emitter::isFusableBroadcast(Instruction *I) {
 
 namespace {
 
+/// The longest broadcast row that LLVM could unroll fully before vectorising (its full
+/// unroll threshold is a few hundred instructions; a chain's element is several).
+constexpr int64_t kShortRow = 64;
+
 /// The iteration space of a chain that reads broadcasts: the broadcast result's dims with
 /// runs of dimensions merged wherever every broadcast source steps through them as one
 /// (both broadcast, or both contiguous), and each source's element stride per merged
@@ -224,10 +228,15 @@ std::pair<llvm::Value *, llvm::Value *> threadShare(llvm::IRBuilder<> &B, llvm::
 /// unroll.disable on the loop itself would turn off, stays): a chain's loop streams memory,
 /// and with a constant trip count LLVM's unroller used to copy the vectorised body up to 28
 /// times, blocks of ~850 instructions whose instruction selection was most of a cold
-/// compile (figures in backends/CPU/README.md, "Compile time").
+/// compile (figures in backends/CPU/README.md, "Compile time"). \p shortLoop: a loop of
+/// a few constant iterations (broadcast rows of up to kShortRow elements) is not unrolled
+/// at all: LLVM unrolls such a loop fully before the vectoriser sees it, and the SLP
+/// vectoriser leaves a broadcast's straight-line copies scalar; its vectorised form gains
+/// nothing from interleaving.
 void emitCountedLoop(llvm::IRBuilder<> &B, llvm::Function *fn, llvm::Value *lo,
                      llvm::Value *hi, const char *name,
-                     const std::function<void(llvm::Value *)> &body, llvm::MDNode *access) {
+                     const std::function<void(llvm::Value *)> &body, llvm::MDNode *access,
+                     bool shortLoop = false) {
   llvm::LLVMContext &ctx = B.getContext();
   llvm::BasicBlock *pre = B.GetInsertBlock();
   auto *loop = llvm::BasicBlock::Create(ctx, std::string(name) + ".loop", fn);
@@ -246,8 +255,9 @@ void emitCountedLoop(llvm::IRBuilder<> &B, llvm::Function *fn, llvm::Value *lo,
                                 noUnroll};
   // A loop without \p access (the rows of a broadcast chain) is not vectorised: its own
   // unrolling is disabled.
-  std::vector<llvm::Metadata *> ops = {tmp.get(), access ? llvm::MDNode::get(ctx, followup)
-                                                         : llvm::cast<llvm::MDNode>(noUnroll)};
+  std::vector<llvm::Metadata *> ops = {tmp.get(), access && !shortLoop
+                                                       ? llvm::MDNode::get(ctx, followup)
+                                                       : llvm::cast<llvm::MDNode>(noUnroll)};
   if (access) {
     llvm::Metadata *par[] = {llvm::MDString::get(ctx, "llvm.loop.parallel_accesses"), access};
     ops.push_back(llvm::MDNode::get(ctx, par));
@@ -295,11 +305,18 @@ void keyBits(std::string &key, const void *v, size_t n) {
 /// it, each broadcast source read at a row offset computed once per row, contiguously or as
 /// one value within the row), the results only the chain reads (not stored), and the
 /// function's parameters: one pointer per distinct location, in order of first use.
+/// Constant rows of up to kShortRow elements are a loop that is not unrolled.
+/// A space of two dimensions (rows of a channel vector, or of a value per row) takes its
+/// row length and each broadcast's stride per row as arguments (rowArgs), so that the
+/// same chain at other shapes calls the same function; deeper spaces keep them constant
+/// (each row's coordinates come from divisions by the dimensions).
 struct EwChain {
   const std::vector<Instruction *> &group;
   std::vector<BroadcastInst *> bcs;
   BroadcastSpace space;
   int64_t rows = 1, len = 0;
+  bool rowArgs = false;
+  bool shortRows = false;
   std::set<const Value *> inGroupOnly;
   std::vector<Location> params;
   std::map<const Value *, unsigned> paramOf; // each value's parameter
@@ -318,9 +335,13 @@ std::string Emitter::ewChainKey(EwChain &c) {
     c.paramOf[v] = it->second;
     return it->second;
   };
-  std::string key = c.bcs.empty() ? "flat|" : "bcast|";
+  std::string key = c.bcs.empty() ? "flat|" : c.rowArgs ? "rows|" : "bcast|";
   auto keyInt = [&](int64_t v) { keyBits(key, &v, sizeof v); };
-  if (!c.bcs.empty()) {
+  if (c.rowArgs) {
+    // Only whether each broadcast steps within a row: the rest is arguments.
+    for (const auto &st : c.space.strides)
+      keyInt(st.back());
+  } else if (!c.bcs.empty()) {
     keyInt(int64_t(c.space.dims.size()));
     for (int64_t d : c.space.dims)
       keyInt(d);
@@ -420,6 +441,8 @@ void Emitter::emitEwElement(const EwChain &c, const std::vector<llvm::Value *> &
 
 llvm::Function *Emitter::emitEwLoop(const EwChain &c, const std::string &name) {
   std::vector<llvm::Type *> argTypes(c.params.size(), i8p_);
+  if (c.rowArgs) // the row length, then each broadcast's stride per row
+    argTypes.insert(argTypes.end(), 1 + c.bcs.size(), i64_);
   argTypes.push_back(i64_);
   argTypes.push_back(i64_);
   auto *ft = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), argTypes, false);
@@ -432,8 +455,9 @@ llvm::Function *Emitter::emitEwLoop(const EwChain &c, const std::string &name) {
   std::vector<llvm::Value *> ptrs;
   for (size_t k = 0; k < c.params.size(); k++)
     ptrs.push_back(fn->getArg(unsigned(k)));
-  llvm::Value *begin = fn->getArg(unsigned(c.params.size()));
-  llvm::Value *end = fn->getArg(unsigned(c.params.size() + 1));
+  unsigned rangeArg = unsigned(fn->arg_size() - 2);
+  llvm::Value *begin = fn->getArg(rangeArg);
+  llvm::Value *end = fn->getArg(rangeArg + 1);
   llvm::MDNode *access = llvm::MDNode::getDistinct(ctx_, {});
   if (c.bcs.empty()) {
     emitCountedLoop(
@@ -443,26 +467,39 @@ llvm::Function *Emitter::emitEwLoop(const EwChain &c, const std::string &name) {
     // Rows of the merged broadcast space; each broadcast's row offset from the row's
     // coordinates (one division per outer dimension and row).
     const BroadcastSpace &space = c.space;
+    llvm::Value *len = I64(c.len);
+    std::vector<llvm::Value *> rowStrides;
+    if (c.rowArgs) {
+      len = fn->getArg(unsigned(c.params.size()));
+      for (size_t b = 0; b < c.bcs.size(); b++)
+        rowStrides.push_back(fn->getArg(unsigned(c.params.size() + 1 + b)));
+    }
     emitCountedLoop(
         B_, fn, begin, end, "ew.row",
         [&](llvm::Value *r) {
           std::vector<llvm::Value *> bcBase(c.bcs.size(), I64(0));
-          llvm::Value *rest = r;
-          for (int d = int(space.dims.size()) - 2; d >= 0; d--) {
-            llvm::Value *coord = d == 0 ? rest : B_.CreateURem(rest, I64(space.dims[d]));
-            if (d > 0)
-              rest = B_.CreateUDiv(rest, I64(space.dims[d]));
+          if (c.rowArgs) {
             for (size_t b = 0; b < c.bcs.size(); b++)
-              if (space.strides[b][d])
-                bcBase[b] = B_.CreateAdd(bcBase[b], B_.CreateMul(coord, I64(space.strides[b][d])));
+              bcBase[b] = B_.CreateMul(r, rowStrides[b]);
+          } else {
+            llvm::Value *rest = r;
+            for (int d = int(space.dims.size()) - 2; d >= 0; d--) {
+              llvm::Value *coord = d == 0 ? rest : B_.CreateURem(rest, I64(space.dims[d]));
+              if (d > 0)
+                rest = B_.CreateUDiv(rest, I64(space.dims[d]));
+              for (size_t b = 0; b < c.bcs.size(); b++)
+                if (space.strides[b][d])
+                  bcBase[b] =
+                      B_.CreateAdd(bcBase[b], B_.CreateMul(coord, I64(space.strides[b][d])));
+            }
           }
-          llvm::Value *rowStart = B_.CreateMul(r, I64(c.len));
+          llvm::Value *rowStart = B_.CreateMul(r, len);
           emitCountedLoop(
-              B_, fn, I64(0), I64(c.len), "ew",
+              B_, fn, I64(0), len, "ew",
               [&](llvm::Value *j) {
                 emitEwElement(c, ptrs, B_.CreateAdd(rowStart, j), j, bcBase, access);
               },
-              access);
+              access, c.shortRows);
         },
         nullptr);
   }
@@ -481,11 +518,16 @@ void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n
     c.space = broadcastSpace(c.bcs);
     c.len = c.space.dims.back();
     c.rows = n / c.len;
+    c.rowArgs = c.space.dims.size() == 2;
+    // (Rows whose length is an argument are unrolled only where IPSCCP finds one constant
+    // length at every call, as before the length was an argument.)
+    c.shortRows = !c.rowArgs && c.len <= kShortRow;
   }
   c.inGroupOnly = readOnlyInside(group);
 
-  // The loop is a function of its own, called by the stage with the chain's buffers and
-  // its range of elements (rows with broadcasts); one function per distinct key.
+  // The loop is a function of its own, called by the stage with the chain's buffers (and
+  // the rows' shape, see EwChain) and its range of elements (rows with broadcasts); one
+  // function per distinct key.
   std::string key = ewChainKey(c);
   llvm::Function *&loopFn = ewFns_[key];
   if (!loopFn)
@@ -500,6 +542,11 @@ void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n
   std::vector<llvm::Value *> args;
   for (const Location &l : c.params)
     args.push_back(at(l));
+  if (c.rowArgs) {
+    args.push_back(I64(c.len));
+    for (const auto &st : c.space.strides)
+      args.push_back(I64(st.front()));
+  }
   args.push_back(begin);
   args.push_back(end);
   B_.CreateCall(loopFn, args);

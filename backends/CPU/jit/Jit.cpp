@@ -143,6 +143,19 @@ void collectFunctions(const llvm::Value *v, std::vector<llvm::Function *> &out,
     collectFunctions(op, out, seen);
 }
 
+/// True when \p M defines functions and every one of them is marked optnone.
+bool onlyOptnoneDefinitions(const llvm::Module &M) {
+  bool any = false;
+  for (const llvm::Function &f : M) {
+    if (f.isDeclaration())
+      continue;
+    if (!f.hasFnAttribute(llvm::Attribute::OptimizeNone))
+      return false;
+    any = true;
+  }
+  return any;
+}
+
 } // namespace
 
 bool writeFileAtomically(const std::string &path, llvm::StringRef data) {
@@ -472,7 +485,13 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
       return done;
     }
   }
-  {
+  // A module of stages that only call (every definition optnone: the shared kernels and
+  // loop functions are elsewhere or absent) is generated as at -O0, with no IR passes:
+  // LLVM 14's pass manager runs them on optnone functions too unless its instrumentation
+  // is registered, and -O0 brings the fast register allocator.
+  if (onlyOptnoneDefinitions(*M)) {
+    jtmb.setCodeGenOptLevel(llvm::CodeGenOpt::None);
+  } else {
     PhaseTimer pt(M->getModuleIdentifier() + " " + entries.front() + ": optimise", opts.times);
     optimiseModule(*M, **tm);
   }
@@ -482,11 +501,15 @@ JitModule::compile(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm:
     M->print(os, nullptr);
   }
   if (opts.keepAsm) {
+    // At the level the code is generated with (-O0 for a module of optnone stages).
+    auto asmTm = jtmb.createTargetMachine();
+    if (!asmTm)
+      return makeError(ErrorCode::Internal, "CPU backend: ", errString(asmTm.takeError()));
     auto clone = llvm::CloneModule(*M);
     llvm::SmallString<0> buf;
     llvm::raw_svector_ostream os(buf);
     llvm::legacy::PassManager pm;
-    if (!(*tm)->addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_AssemblyFile))
+    if (!(*asmTm)->addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_AssemblyFile))
       pm.run(*clone);
     jm->asm_ = buf.str().str();
   }
