@@ -5,6 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 
 namespace {
 
@@ -40,6 +46,50 @@ TEST(ConstantArena, GrowsKeepingBytesAndZeroFillsNewOnes) {
   EXPECT_EQ(uint8_t(mem.data[size - 1]), uint8_t((size - 1) * 7 + 3));
   freeConstantArena(mem.data, mem.mappedBytes);
 }
+
+#if defined(__linux__)
+/// The pages of [p, p + bytes) that are resident (mincore).
+uint64_t residentPages(const char *p, uint64_t bytes) {
+  const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> v((bytes + page - 1) / page);
+  EXPECT_EQ(mincore(const_cast<char *>(p), bytes, v.data()), 0);
+  uint64_t n = 0;
+  for (unsigned char c : v)
+    n += c & 1;
+  return n;
+}
+
+// The arena grows by half its capacity at a time (mremap moves pages, not bytes), but
+// only the pages its contents reach are ever faulted in: a network's fresh pages at
+// compile are its packed weights', not the arena's spare capacity (README, "Memory").
+TEST(ConstantArena, LargeGrowthsTouchNoSpareCapacity) {
+  constexpr uint64_t kHuge = 2u << 20;
+  ConstantArena a;
+  uint64_t size = 0;
+  for (uint64_t step : {uint64_t(20) << 20, uint64_t(9) << 20, uint64_t(12) << 20}) {
+    const uint64_t old = size;
+    size += step;
+    ASSERT_TRUE(a.resize(size));
+    for (uint64_t i = old; i < size; i += 4096) {
+      ASSERT_EQ(a.data()[i], 0) << "new byte " << i;
+      a.data()[i] = char(uint8_t(i / 4096 * 13 + 1));
+    }
+    for (uint64_t i = 0; i < size; i += 4096)
+      ASSERT_EQ(uint8_t(a.data()[i]), uint8_t(i / 4096 * 13 + 1)) << "byte " << i;
+  }
+  auto r = a.release();
+  ASSERT_TRUE(bool(r));
+  ConstantArena::Released mem = std::move(r).get();
+  const uint64_t used = (size + kHuge - 1) / kHuge * kHuge;
+  ASSERT_GT(mem.mappedBytes, used) << "the test needs spare capacity";
+  EXPECT_EQ(residentPages(mem.data + used, mem.mappedBytes - used), 0u);
+  // Every page the contents reach is there (in 2 MiB pages where the host has them).
+  const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
+  EXPECT_GE(residentPages(mem.data, used), size / page);
+  freeConstantArena(mem.data, mem.mappedBytes);
+}
+
+#endif
 
 TEST(ConstantArena, AnEmptyArenaStillHandsOverMemory) {
   ConstantArena a;

@@ -337,7 +337,7 @@ std::vector<Tensor> runCpu(std::map<std::string, std::string> options, unsigned 
 // next layer carry it on: the check is 8 fp16 units relative (2^-8) plus an absolute 2^-9
 // for values near cancellation. half-weights=1 computes what the float32 weights compute,
 // bit for bit, and its weights take fewer bytes (the fully-connected and unpadded
-// transposed layers' in half; all of them with half-weights=all).
+// transposed layers' in half; all of them with half-weights=all, fewer than float32's).
 TEST(HalfWeights, Fp16NetworkAgainstTheInterpreterOnBothIsas) {
   Net ref;
   PlaceholderBindings rb;
@@ -380,7 +380,10 @@ TEST(HalfWeights, Fp16NetworkAgainstTheInterpreterOnBothIsas) {
         EXPECT_TRUE(results["0"][s].isEqual(results["1"][s], 0, 0, true))
             << "half-weights=1 differs from float32 weights in " << ref.F->getSaves()[s]->getName();
       EXPECT_LT(weightBytes["1"], weightBytes["0"]);
-      EXPECT_LE(weightBytes["all"], weightBytes["1"]);
+      // Not against half-weights=1: there the strip kernel's float32 filters are held once
+      // (in the arena), and on this small network the halved GEMM panels' padding to whole
+      // register tiles outweighs what halving saves.
+      EXPECT_LT(weightBytes["all"], weightBytes["0"]);
     }
 }
 

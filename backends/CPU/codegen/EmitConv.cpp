@@ -424,17 +424,27 @@ Error Emitter::emitConv(const ConvPlan &plan, const ConvShape &s, const FusedEpi
                      }});
     return Error::success();
   }
-  case ConvAlgorithm::Strip:
+  case ConvAlgorithm::Strip: {
     usesScratch_ = true;
+    // A constant filter is read as it is, from its copy in the arena. Copied here, while
+    // the instruction is planned, release-constants frees the graph's copy as it does a
+    // packed filter's; copied when the stage is emitted, it was held twice to the end.
+    std::optional<Location> fl;
+    if (cw && cw->isConstant()) {
+      KILN_ASSIGN_OR_RETURN(uint64_t off, constRaw(cw));
+      fl = Location{kConstantBase, off};
+      releaseIfPacked(cw);
+    }
     items.push_back({true, label, [=] {
                        call("libjit_conv2d_strip_f32_" + isa_,
-                            {at(dest), at(in), ptr(filter), ptr(bias),
+                            {at(dest), at(in), fl ? at(*fl) : ptr(filter), ptr(bias),
                              residual ? ptr(residual) : nullPtr(), I64(N), I64(C), I64(H), I64(W),
                              I64(O), I64(OH), I64(OW), I64(KH), I64(KW), I64(SH), I64(SW),
                              I64(PT), I64(PL), I64(DH), I64(DW), I64(epi.act), F32(epi.lo),
                              F32(epi.hi), scratch(), tid_, nth_});
                      }});
     return Error::success();
+  }
   case ConvAlgorithm::PackedGemm:
     break;
   }
