@@ -3,9 +3,7 @@
 
 #include "ImporterTestBase.h"
 
-#include <cstdio>
 #include <cstring>
-#include <fstream>
 
 namespace kiln::test {
 namespace {
@@ -122,14 +120,8 @@ TEST_F(ImporterTest, InitializersFromAFileKeepTheirValues) {
   m.node("Add", {"x", "w"}, {"y"});
   m.node("Add", {"x2", "v"}, {"y2"});
   m.node("Reshape", {"x3", "shape"}, {"y3"});
-  const std::string path = ::testing::TempDir() + "/initializers_from_a_file.onnx";
-  {
-    std::ofstream f(path, std::ios::binary);
-    f << m.bytes();
-  }
-  Expected<ONNXModel> loaded = loadONNX(path, F_);
-  ASSERT_TRUE(bool(loaded)) << loaded.getError().message();
-  model_ = std::move(loaded).get();
+  if (Error e = loadFile(m, "initializers_from_a_file.onnx"))
+    FAIL() << e.toString();
   Tensor tx(ElemKind::Float, {dim_t(n)});
   std::memcpy(tx.getUnsafePtr(), x.data(), x.size() * 4);
   Tensor tx3(ElemKind::Float, {2, 6});
@@ -153,7 +145,6 @@ TEST_F(ImporterTest, InitializersFromAFileKeepTheirValues) {
   EXPECT_EQ(y3->dims(), Dims({3, 4}));
   for (dim_t i = 0; i < 12; i++)
     EXPECT_EQ(y3->getHandle<float>().raw(i), float(i));
-  std::remove(path.c_str());
 }
 
 TEST_F(ImporterTest, MissingInitializer) {

@@ -3,8 +3,6 @@
 
 #include "ImporterTestBase.h"
 
-#include <fstream>
-
 namespace kiln::test {
 namespace {
 
@@ -139,14 +137,8 @@ TEST_F(ImporterTest, GemmTransBWeightsReadTransposedFromAFile) {
   B::attrInt(mb.node("Gemm", {"a", "v"}, {"y2"}), "transB", 1);
   B::attrInt(mb.node("Gemm", {"a", "u"}, {"y3"}), "transB", 1);
   mb.node("Identity", {"u"}, {"u_again"}); // u has a second reader
-  const std::string path = ::testing::TempDir() + "/gemm_transposed_on_load.onnx";
-  {
-    std::ofstream f(path, std::ios::binary);
-    f << mb.bytes();
-  }
-  Expected<ONNXModel> loaded = loadONNX(path, F_);
-  ASSERT_TRUE(bool(loaded)) << loaded.getError().message();
-  model_ = std::move(loaded).get();
+  if (Error e = loadFile(mb, "gemm_transposed_on_load.onnx"))
+    FAIL() << e.toString();
   // w's constant is the initializer itself, [k, n]: read transposed, not copied then
   // transposed into a second constant.
   const Constant *wc = ee_.getModule().getConstantByName("w");

@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <map>
 
 namespace kiln::test {
@@ -24,6 +26,23 @@ protected:
   Error load(const ONNXBuilder &b, const ONNXLoadOptions &o = {}) {
     std::string bytes = b.bytes();
     Expected<ONNXModel> m = loadONNXFromBuffer(bytes.data(), bytes.size(), F_, o);
+    if (!m)
+      return m.takeError();
+    model_ = std::move(m).get();
+    return Error::success();
+  }
+
+  /// Writes \p b to \p fileName in the test's temporary folder and loads it from there (the
+  /// importer's file path: the model mapped, initializers read from the file), then removes
+  /// the file (the model holds nothing of it once loaded).
+  Error loadFile(const ONNXBuilder &b, const std::string &fileName) {
+    const std::string path = ::testing::TempDir() + "/" + fileName;
+    {
+      std::ofstream f(path, std::ios::binary);
+      f << b.bytes();
+    }
+    Expected<ONNXModel> m = loadONNX(path, F_);
+    std::remove(path.c_str());
     if (!m)
       return m.takeError();
     model_ = std::move(m).get();
