@@ -10,8 +10,14 @@ Prints load/compile times, the start-up ratio (Kiln load+compile / ORT session c
 and warm, and peak RSS of both processes (runtime and 3 runs included; Kiln's of the warm
 run, the cold run's in the JSON rows) with their ratio.
 
+--settle S sleeps S seconds before each of the three processes. On a virtual machine whose
+host takes idle guest memory back, the first touch of fresh pages costs several times more
+some seconds after the last large process than right after it (backends/CPU/README.md,
+"Start-up, sixth pass"), so back-to-back processes measure each other's leftovers; settling
+starts ORT and both Kiln runs from the same state.
+
 usage: startup_rss.py --kiln-run PATH [--dir /tmp/kiln-models] [--models a,b] [--threads 1]
-                      [--json FILE]
+                      [--settle S] [--json FILE]
 """
 import argparse
 import json
@@ -21,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.environ.get("KILN_BENCH_DIR",
@@ -28,8 +35,14 @@ BENCH = os.environ.get("KILN_BENCH_DIR",
 PEERS = os.environ.get("KILN_PEERS_DIR", os.path.expanduser("~/.cache/kiln-peers"))
 
 
+SETTLE = 0.0
+
+
 def timed(cmd):
-    """Runs cmd under /usr/bin/time -v: (stdout, peak RSS in MB)."""
+    """Runs cmd under /usr/bin/time -v (after sleeping SETTLE seconds): (stdout, peak RSS in
+    MB, exit status)."""
+    if SETTLE > 0:
+        time.sleep(SETTLE)
     p = subprocess.run(["/usr/bin/time", "-v"] + cmd, capture_output=True, text=True)
     m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
     return p.stdout, (int(m.group(1)) / 1024.0 if m else None), p.returncode
@@ -49,8 +62,12 @@ def main():
     ap.add_argument("--models", default="")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--backend", default="CPU")
+    ap.add_argument("--settle", type=float, default=0.0,
+                    help="seconds to sleep before each process (default 0)")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
+    global SETTLE
+    SETTLE = a.settle
     ort_bench = os.path.join(BENCH, "ort_bench.js")
     if not os.path.exists(ort_bench):
         sys.exit("startup_rss.py: %s not found (set KILN_BENCH_DIR to ../shared/bench)" % ort_bench)
