@@ -515,9 +515,9 @@ std::unordered_set<std::string> Importer::transposedOnLoad(const onnx::GraphProt
 }
 
 Error Importer::importInitializers(const onnx::GraphProto &g) {
-  const bool mapped = &g == releasable_ && raw_ && file_;
+  // Only where the weights lie in a mapped file is reading them transposed a saving.
   std::unordered_set<std::string> transposed;
-  if (mapped)
+  if (&g == releasable_ && raw_ && file_)
     transposed = transposedOnLoad(g);
   for (int i = 0; i < g.initializer_size(); i++) {
     const onnx::TensorProto &t = g.initializer(i);
@@ -531,7 +531,7 @@ Error Importer::importInitializers(const onnx::GraphProto &g) {
       span = *raw;
       span.file = file_;
     }
-    const bool transpose = mapped && t.dims_size() == 2 && transposed.count(t.name()) &&
+    const bool transpose = transposed.count(t.name()) && t.dims_size() == 2 &&
                            t.data_type() == onnx::TensorProto::FLOAT;
     Expected<Tensor> tt =
         transpose ? transposedFromProto(t, opts.maxTensorElements, &span)

@@ -329,6 +329,37 @@ Expected<Tensor> eightBitTensor(const onnx::TensorProto &t, uint64_t maxElements
 
 namespace {
 
+/// Where \p t's raw_data lies: in \p span when given (stripInitializerData), else in \p t.
+RawData rawDataOf(const onnx::TensorProto &t, const RawSpan *span) {
+  return span ? RawData{span->present, span->data, span->size, span->file}
+              : RawData{t.has_raw_data(), t.raw_data().data(), t.raw_data().size(), nullptr};
+}
+
+/// The type of the tensor \p t holds, once its storage is one Kiln reads (inline, not
+/// segmented), its dims are within \p maxElements and its data (\p raw, or the typed field)
+/// has the size they say: checked before anything is allocated.
+Expected<Type> checkedType(const onnx::TensorProto &t, uint64_t maxElements, const RawData &raw) {
+  const int32_t dt = t.data_type();
+  std::string what = "tensor '" + t.name() + "'";
+  if (t.data_location() == TP::EXTERNAL)
+    return makeError(ErrorCode::Unsupported, what, " uses external data, which is not supported");
+  if (t.has_segment())
+    return makeError(ErrorCode::Unsupported, what, " is segmented, which is not supported");
+  std::vector<int64_t> dv(t.dims().begin(), t.dims().end());
+  KILN_ASSIGN_OR_RETURN(Dims dims, checkedDims(dv, maxElements, what));
+  KILN_ASSIGN_OR_RETURN(ElemKind kind, elemKindFromONNX(dt));
+  size_t n = dims.product();
+  if (raw.present && raw.size != n * onnxElemSize(dt))
+    return makeError(ErrorCode::ModelParse, what, " of ", onnxTypeName(dt), "<",
+                     dimsToString(dims), "> has ", raw.size, " bytes of raw_data; expected ",
+                     n * onnxElemSize(dt));
+  if (!raw.present && typedFieldSize(t, dt) != n)
+    return makeError(ErrorCode::ModelParse, what, " of ", onnxTypeName(dt), "<",
+                     dimsToString(dims), "> holds ", typedFieldSize(t, dt),
+                     " values; expected ", n);
+  return Type(kind, dims);
+}
+
 /// The transpose of the r x k matrix \p s into the k rows of \p d, whose rows are \p ldd
 /// elements apart (d[j * ldd + i] = s[i * k + j]), in tiles of 64 x 64 elements made of
 /// 8 x 8 blocks: a tile reads 64 rows of the source and writes 64 rows of the result, a
@@ -375,24 +406,16 @@ Expected<Tensor> transposedFromProto(const onnx::TensorProto &t, uint64_t maxEle
                                      const RawSpan *span) {
   const int32_t dt = t.data_type();
   const bool direct = span && span->present && span->file && t.dims_size() == 2 &&
-                      (dt == TP::FLOAT || dt == TP::INT32 || dt == TP::INT64) &&
-                      t.data_location() != TP::EXTERNAL && !t.has_segment();
+                      (dt == TP::FLOAT || dt == TP::INT32 || dt == TP::INT64);
   if (!direct) {
     KILN_ASSIGN_OR_RETURN(Tensor plain, tensorFromProto(t, maxElements, false, span));
     if (plain.dims().size() != 2)
       return plain;
     return transpose2D(plain);
   }
-  std::string what = "tensor '" + t.name() + "'";
-  std::vector<int64_t> dv(t.dims().begin(), t.dims().end());
-  KILN_ASSIGN_OR_RETURN(Dims dims, checkedDims(dv, maxElements, what));
-  KILN_ASSIGN_OR_RETURN(ElemKind kind, elemKindFromONNX(dt));
-  const size_t es = onnxElemSize(dt), r = dims[0], k = dims[1];
-  if (span->size != r * k * es)
-    return makeError(ErrorCode::ModelParse, what, " of ", onnxTypeName(dt), "<",
-                     dimsToString(dims), "> has ", span->size, " bytes of raw_data; expected ",
-                     r * k * es);
-  KILN_ASSIGN_OR_RETURN(Tensor out, Tensor::tryCreate(Type(kind, Dims({k, r}))));
+  KILN_ASSIGN_OR_RETURN(Type ty, checkedType(t, maxElements, rawDataOf(t, span)));
+  const size_t es = onnxElemSize(dt), r = ty.dims[0], k = ty.dims[1];
+  KILN_ASSIGN_OR_RETURN(Tensor out, Tensor::tryCreate(Type::withDims(ty, Dims({k, r}))));
   if (r == 0 || k == 0)
     return out;
   // A band of rows at a time through one reused buffer: the result is the only fresh
@@ -411,32 +434,14 @@ Expected<Tensor> transposedFromProto(const onnx::TensorProto &t, uint64_t maxEle
 
 Expected<Tensor> tensorFromProto(const onnx::TensorProto &t, uint64_t maxElements,
                                  bool keepEightBit, const RawSpan *span) {
-  const RawData raw =
-      span ? RawData{span->present, span->data, span->size, span->file}
-           : RawData{t.has_raw_data(), t.raw_data().data(), t.raw_data().size(), nullptr};
+  const RawData raw = rawDataOf(t, span);
   const int32_t dt = t.data_type();
-  const bool external = t.data_location() == TP::EXTERNAL;
-  if (keepEightBit && (dt == TP::INT8 || dt == TP::UINT8) && !external && !t.has_segment())
+  if (keepEightBit && (dt == TP::INT8 || dt == TP::UINT8) &&
+      t.data_location() != TP::EXTERNAL && !t.has_segment())
     return eightBitTensor(t, maxElements, raw);
-  std::string what = "tensor '" + t.name() + "'";
-  if (external)
-    return makeError(ErrorCode::Unsupported, what, " uses external data, which is not supported");
-  if (t.has_segment())
-    return makeError(ErrorCode::Unsupported, what, " is segmented, which is not supported");
-  std::vector<int64_t> dv(t.dims().begin(), t.dims().end());
-  KILN_ASSIGN_OR_RETURN(Dims dims, checkedDims(dv, maxElements, what));
-  KILN_ASSIGN_OR_RETURN(ElemKind kind, elemKindFromONNX(dt));
-  size_t n = dims.product();
-  // Check the data against the shape before allocating anything.
-  if (raw.present && raw.size != n * onnxElemSize(dt))
-    return makeError(ErrorCode::ModelParse, what, " of ", onnxTypeName(dt), "<",
-                     dimsToString(dims), "> has ", raw.size, " bytes of raw_data; expected ",
-                     n * onnxElemSize(dt));
-  if (!raw.present && typedFieldSize(t, dt) != n)
-    return makeError(ErrorCode::ModelParse, what, " of ", onnxTypeName(dt), "<",
-                     dimsToString(dims), "> holds ", typedFieldSize(t, dt),
-                     " values; expected ", n);
-  KILN_ASSIGN_OR_RETURN(Tensor out, Tensor::tryCreate(Type(kind, dims)));
+  KILN_ASSIGN_OR_RETURN(Type ty, checkedType(t, maxElements, raw));
+  KILN_ASSIGN_OR_RETURN(Tensor out, Tensor::tryCreate(ty));
+  size_t n = ty.numElements();
   if (raw.present)
     setFromRaw(out, n, dt, raw.data, raw.file);
   else
