@@ -25,11 +25,7 @@ protected:
 
   Error load(const ONNXBuilder &b, const ONNXLoadOptions &o = {}) {
     std::string bytes = b.bytes();
-    Expected<ONNXModel> m = loadONNXFromBuffer(bytes.data(), bytes.size(), F_, o);
-    if (!m)
-      return m.takeError();
-    model_ = std::move(m).get();
-    return Error::success();
+    return keep(loadONNXFromBuffer(bytes.data(), bytes.size(), F_, o));
   }
 
   /// Writes \p b to \p fileName in the test's temporary folder and loads it from there (the
@@ -43,6 +39,11 @@ protected:
     }
     Expected<ONNXModel> m = loadONNX(path, F_);
     std::remove(path.c_str());
+    return keep(std::move(m));
+  }
+
+  /// The loaded model into model_, or the load's error.
+  Error keep(Expected<ONNXModel> m) {
     if (!m)
       return m.takeError();
     model_ = std::move(m).get();
