@@ -35,14 +35,11 @@ BENCH = os.environ.get("KILN_BENCH_DIR",
 PEERS = os.environ.get("KILN_PEERS_DIR", os.path.expanduser("~/.cache/kiln-peers"))
 
 
-SETTLE = 0.0
-
-
-def timed(cmd):
-    """Runs cmd under /usr/bin/time -v (after sleeping SETTLE seconds): (stdout, peak RSS in
+def timed(cmd, settle=0.0):
+    """Runs cmd under /usr/bin/time -v after sleeping settle seconds: (stdout, peak RSS in
     MB, exit status)."""
-    if SETTLE > 0:
-        time.sleep(SETTLE)
+    if settle > 0:
+        time.sleep(settle)
     p = subprocess.run(["/usr/bin/time", "-v"] + cmd, capture_output=True, text=True)
     m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
     return p.stdout, (int(m.group(1)) / 1024.0 if m else None), p.returncode
@@ -66,8 +63,6 @@ def main():
                     help="seconds to sleep before each process (default 0)")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
-    global SETTLE
-    SETTLE = a.settle
     ort_bench = os.path.join(BENCH, "ort_bench.js")
     if not os.path.exists(ort_bench):
         sys.exit("startup_rss.py: %s not found (set KILN_BENCH_DIR to ../shared/bench)" % ort_bench)
@@ -82,7 +77,8 @@ def main():
         ort_out, ort_rss, _ = timed(
             ["node", ort_bench, "--dir", a.dir, "--models", model,
              "--threads", str(a.threads), "--warmup", "1", "--min-runs", "3", "--max-runs", "3",
-             "--min-sec", "0", "--ort", os.path.join(PEERS, "node_modules", "onnxruntime-node")])
+             "--min-sec", "0", "--ort", os.path.join(PEERS, "node_modules", "onnxruntime-node")],
+            a.settle)
         ort = last_json(ort_out)
         cache = tempfile.mkdtemp(prefix="kiln-cache-")
         runs = {}
@@ -94,7 +90,7 @@ def main():
                 data = os.path.join(d, "test_data_set_0")
                 if os.path.isdir(data):
                     cmd += ["--data", data]
-                k_out, k_rss, _ = timed(cmd)
+                k_out, k_rss, _ = timed(cmd, a.settle)
                 runs[phase] = (last_json(k_out), k_rss)
         finally:
             shutil.rmtree(cache, ignore_errors=True)
