@@ -21,6 +21,7 @@
 #include "kiln/Backend/CompileOptions.h"
 #include "kiln/Backend/ExecutionContext.h"
 #include "kiln/Base/Error.h"
+#include "kiln/Base/Pages.h"
 #include "kiln/Base/Tensor.h"
 #include "kiln/Base/Type.h"
 #include "kiln/ExecutionEngine/ExecutionEngine.h"

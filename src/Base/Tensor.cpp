@@ -1,5 +1,7 @@
 #include "kiln/Base/Tensor.h"
 
+#include "kiln/Base/Pages.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -20,14 +22,15 @@ namespace {
 
 constexpr size_t kAlign = 64;
 
-/// Tensors of at least this many bytes get memory of their own from the kernel, in 2 MiB
-/// pages where it has them (the size below which a network's arenas stay on small pages
-/// too, codegen/Arena.cpp).
+/// Tensors of at least this many bytes get memory of their own from the kernel, 2 MiB
+/// aligned, in 2 MiB pages where it has them and the page policy asks for them
+/// (kiln/Base/Pages.h; the size below which a network's arenas stay on small pages too,
+/// codegen/Arena.cpp).
 constexpr size_t kHugePage = size_t(2) << 20;
 constexpr size_t kLargeTensor = 2 * kHugePage;
 
 /// Tensors of at least this many bytes (and below kLargeTensor) are cut from shared chunks
-/// in 2 MiB pages (slabAlloc); smaller ones come from calloc.
+/// (slabAlloc), in 2 MiB pages as above; smaller ones come from calloc.
 constexpr size_t kSlabTensor = size_t(64) << 10;
 /// The size of a shared chunk.
 constexpr size_t kSlabChunk = size_t(32) << 20;
@@ -112,7 +115,7 @@ void releaseEmptyPages(SlabChunk *c, size_t first, size_t last, size_t limit) {
 }
 
 /// Memory for a tensor of kSlabTensor to kLargeTensor bytes: cut from a chunk mapped by
-/// largeAlloc (2 MiB pages). Where a fault on a fresh 4 KiB page is slow (a virtual
+/// largeAlloc (in 2 MiB pages under the page policy's huge pages). Where a fault on a fresh 4 KiB page is slow (a virtual
 /// machine's page tables; figures in backends/CPU/README.md, "Memory"), a network's many
 /// weights of 64 KiB to 4 MiB, each in pages of its own (calloc or a mapping), took most of
 /// a small network's import; in shared 2 MiB pages they take one fault per 2 MiB. Below
@@ -122,7 +125,7 @@ char *slabAlloc(size_t bytes) {
   std::lock_guard<std::mutex> l(slabMutex());
   SlabChunk *&cur = slabCurrent();
   if (!cur || cur->used + need > cur->len) {
-    char *base = largeAlloc(kSlabChunk - kAlign, /*huge=*/true);
+    char *base = largeAlloc(kSlabChunk - kAlign, longLivedMemoryInHugePages());
     if (!base)
       return nullptr;
     if (cur && cur->live == 0) {
@@ -174,7 +177,7 @@ void slabFree(char *data) {
 /// wrote it twice.
 char *zeroedAlloc(size_t bytes) {
   if (bytes >= kLargeTensor && !kSanitized)
-    if (char *p = largeAlloc(bytes, /*huge=*/true))
+    if (char *p = largeAlloc(bytes, longLivedMemoryInHugePages()))
       return p;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   if (bytes >= kSlabTensor && bytes < kLargeTensor && !kSanitized)

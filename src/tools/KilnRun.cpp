@@ -13,6 +13,7 @@
 #include "MachineLimits.h"
 #include "ModelRunner.h"
 #include "QuantFlags.h"
+#include "kiln/Base/Pages.h"
 #include "kiln/Base/Trace.h"
 
 #include <algorithm>
@@ -64,6 +65,17 @@ std::optional<int> parseOptions(int argc, char **argv, Options &o) {
             "an unknown name lists the known ones)",
             "NAME=VALUE", "none",
             [&o](const std::string &v) { return !bool(o.compile.setBackendOption(v)); });
+  flags.add("--pages", "auto|huge|small",
+            "which pages the weights and packed constants ask the kernel for: huge (2 MiB, "
+            "the fastest runs), small (4 KiB, the fastest cold start in a VM whose host "
+            "takes freed memory back), auto (huge unless this host is such a VM)",
+            "auto, huge or small", "auto", [](const std::string &v) {
+              kiln::PagePolicy p;
+              if (!kiln::parsePagePolicy(v, &p))
+                return false;
+              kiln::setPagePolicy(p);
+              return true;
+            });
   flags.add("--devices", o.devices, "N",
             "partition over N devices of the backend (e.g. Sim), with the CPU or the "
             "Interpreter for what it lacks; 0 runs on one device");
@@ -283,7 +295,9 @@ void printJSON(const Options &f, kiln::tools::ModelRunner &runner, const RunFigu
             << ", \"activation_alloc_bytes\": " << r.actTotal
             << ", \"constant_bytes\": " << runner.constantBytes()
             << ", \"constant_memory_bytes\": " << runner.constantMemoryBytes()
-            << ", \"peak_rss_bytes\": " << tools::peakRSSBytes() << ", \"split\": [";
+            << ", \"peak_rss_bytes\": " << tools::peakRSSBytes()
+            << ", \"huge_pages\": " << (longLivedMemoryInHugePages() ? "true" : "false")
+            << ", \"split\": [";
   for (size_t i = 0; i < split.backends.size(); i++) {
     const BackendShare &b = split.backends[i];
     std::cout << (i ? ", " : "") << "{\"backend\": " << kiln::jsonQuote(b.backend)

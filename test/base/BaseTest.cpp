@@ -2,12 +2,19 @@
 // Tensor and Handle.
 
 #include "kiln/Base/Error.h"
+#include "kiln/Base/Pages.h"
 #include "kiln/Base/Tensor.h"
+
+#include "test/base/HugePageAdvice.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <limits>
 #include <vector>
 
@@ -306,4 +313,106 @@ TEST(Tensor, QuantizedZeroIsOffset) {
   for (size_t i = 0; i < 3; i++)
     EXPECT_EQ(q.getHandle<int8_t>().raw(i), -7);
   EXPECT_FLOAT_EQ(q.getHandle<int8_t>().dequantizedAt(0), 0.0f);
+}
+
+// ---- The page policy (kiln/Base/Pages.h) ----
+
+namespace {
+
+/// A fake sysfs root with virtio devices given as (device id, features) pairs.
+std::string fakeSysfs(const std::string &name,
+                      const std::vector<std::pair<std::string, std::string>> &devices) {
+  namespace fs = std::filesystem;
+  const char *tmp = std::getenv("TEST_TMPDIR");
+  fs::path root = fs::path(tmp ? tmp : fs::temp_directory_path().string()) / name;
+  fs::remove_all(root);
+  fs::create_directories(root / "bus/virtio/devices");
+  for (size_t i = 0; i < devices.size(); i++) {
+    fs::path dev = root / "bus/virtio/devices" / ("virtio" + std::to_string(i));
+    fs::create_directories(dev);
+    std::ofstream(dev / "device") << devices[i].first << "\n";
+    std::ofstream(dev / "features") << devices[i].second << "\n";
+  }
+  return root.string();
+}
+
+/// Restores the process's page policy when a test ends.
+struct PolicyScope {
+  PagePolicy saved = pagePolicy();
+  ~PolicyScope() { setPagePolicy(saved); }
+};
+
+} // namespace
+
+TEST(Pages, ParsesThePolicyNames) {
+  PagePolicy p = PagePolicy::Auto;
+  EXPECT_TRUE(parsePagePolicy("huge", &p));
+  EXPECT_EQ(p, PagePolicy::Huge);
+  EXPECT_TRUE(parsePagePolicy("small", &p));
+  EXPECT_EQ(p, PagePolicy::Small);
+  EXPECT_TRUE(parsePagePolicy("auto", &p));
+  EXPECT_EQ(p, PagePolicy::Auto);
+  EXPECT_FALSE(parsePagePolicy("Huge", &p));
+  EXPECT_FALSE(parsePagePolicy("", &p));
+  EXPECT_EQ(p, PagePolicy::Auto) << "a failed parse leaves the policy as it was";
+}
+
+// Only a balloon (virtio device 5) that negotiated free page reporting (feature bit 5,
+// the sixth character) makes fresh huge pages host faults.
+TEST(Pages, FreePageReportingIsABalloonWithFeatureBitFive) {
+  const std::string reporting = "0110010100000000000000000000000010";
+  const std::string noReporting = "0110000100000000000000000000000010";
+  EXPECT_TRUE(freshHugePagesAreHostFaults(
+      fakeSysfs("reporting", {{"0x0002", "0000000"}, {"0x0005", reporting}})));
+  EXPECT_FALSE(freshHugePagesAreHostFaults(fakeSysfs("no_reporting", {{"0x0005", noReporting}})));
+  // The same bit on another device (a network card) says nothing about memory.
+  EXPECT_FALSE(freshHugePagesAreHostFaults(fakeSysfs("net_only", {{"0x0001", reporting}})));
+  EXPECT_FALSE(freshHugePagesAreHostFaults(fakeSysfs("short", {{"0x0005", "01100"}})));
+  EXPECT_FALSE(freshHugePagesAreHostFaults(fakeSysfs("none", {})));
+  EXPECT_FALSE(freshHugePagesAreHostFaults("/nonexistent/sysfs/root"));
+}
+
+TEST(Pages, ExplicitPoliciesOverrideTheHost) {
+  PolicyScope scope;
+  setPagePolicy(PagePolicy::Huge);
+  EXPECT_TRUE(longLivedMemoryInHugePages());
+  setPagePolicy(PagePolicy::Small);
+  EXPECT_FALSE(longLivedMemoryInHugePages());
+  setPagePolicy(PagePolicy::Auto);
+  EXPECT_EQ(longLivedMemoryInHugePages(), !freshHugePagesAreHostFaults("/sys"));
+}
+
+// A large tensor's mapping carries the kernel's huge-page advice exactly when the policy
+// asks for it (read back from /proc/self/smaps). Under AddressSanitizer tensors come from
+// calloc, and a kernel without transparent huge pages refuses the advice: skipped there.
+TEST(Pages, LargeTensorsFollowThePolicy) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "tensors come from calloc under AddressSanitizer";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  GTEST_SKIP() << "tensors come from calloc under AddressSanitizer";
+#endif
+#endif
+  if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage"))
+    GTEST_SKIP() << "no transparent huge pages on this kernel";
+  PolicyScope scope;
+  const Type big(ElemKind::Float, {dim_t(3) << 20}); // 12 MiB: a mapping of its own
+  const Type mid(ElemKind::Float, {dim_t(64) << 10}); // 256 KiB: cut from a shared chunk
+  for (PagePolicy policy : {PagePolicy::Huge, PagePolicy::Small}) {
+    setPagePolicy(policy);
+    Tensor t(big);
+    t.getHandle<float>().raw(0) = 1.0f;
+    std::optional<bool> advised = kiln::testing::hugePageAdvised(t.getUnsafePtr());
+    ASSERT_TRUE(advised.has_value()) << "no mapping found for the tensor";
+    EXPECT_EQ(*advised, policy == PagePolicy::Huge);
+  }
+  // A chunk is mapped once under the policy of its first block; a new policy shows in the
+  // chunk a later block starts (the current one is full after 32 MiB of blocks).
+  setPagePolicy(PagePolicy::Small);
+  std::vector<Tensor> fill;
+  for (int i = 0; i < 130; i++)
+    fill.emplace_back(mid);
+  std::optional<bool> advised = kiln::testing::hugePageAdvised(fill.back().getUnsafePtr());
+  ASSERT_TRUE(advised.has_value());
+  EXPECT_FALSE(*advised);
 }

@@ -1,10 +1,14 @@
 // The CPU backend's constant arena (codegen/Codegen.h): weights packed into it keep their
 // bytes as it grows, new bytes are zero, and the program takes the memory over.
 #include "backends/CPU/codegen/Codegen.h"
+#include "kiln/Base/Pages.h"
+#include "test/base/HugePageAdvice.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
+#include <optional>
 #include <vector>
 
 #if defined(__linux__)
@@ -87,6 +91,36 @@ TEST(ConstantArena, LargeGrowthsTouchNoSpareCapacity) {
   const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
   EXPECT_GE(residentPages(mem.data, used), size / page);
   freeConstantArena(mem.data, mem.mappedBytes);
+}
+
+// An arena of several huge pages asks for them exactly when the page policy does
+// (kiln/Base/Pages.h; read back from /proc/self/smaps); a small one never does.
+TEST(ConstantArena, AsksForHugePagesUnderThePagePolicy) {
+  if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage"))
+    GTEST_SKIP() << "no transparent huge pages on this kernel";
+  const kiln::PagePolicy saved = kiln::pagePolicy();
+  struct Case {
+    kiln::PagePolicy policy;
+    uint64_t bytes;
+    bool advised;
+  };
+  for (Case c : {Case{kiln::PagePolicy::Huge, uint64_t(6) << 20, true},
+                 Case{kiln::PagePolicy::Small, uint64_t(6) << 20, false},
+                 Case{kiln::PagePolicy::Huge, uint64_t(1) << 20, false}}) {
+    SCOPED_TRACE(std::to_string(c.bytes) + (c.advised ? " advised" : " not advised"));
+    kiln::setPagePolicy(c.policy);
+    ConstantArena a;
+    ASSERT_TRUE(a.resize(c.bytes));
+    a.data()[0] = 1;
+    std::optional<bool> advised = kiln::testing::hugePageAdvised(a.data());
+    ASSERT_TRUE(advised.has_value()) << "no mapping found for the arena";
+    EXPECT_EQ(*advised, c.advised);
+    auto r = a.release();
+    ASSERT_TRUE(bool(r));
+    ConstantArena::Released mem = std::move(r).get();
+    freeConstantArena(mem.data, mem.mappedBytes);
+  }
+  kiln::setPagePolicy(saved);
 }
 
 #endif

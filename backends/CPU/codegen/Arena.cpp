@@ -1,6 +1,8 @@
 // The buffers a program runs in: its constant arena and each run's activation arena.
 #include "Emitter.h"
 
+#include "kiln/Base/Pages.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +21,8 @@ char *allocArena(uint64_t bytes) {
   bytes = (bytes + kHuge - 1) / kHuge * kHuge;
   char *p = static_cast<char *>(std::aligned_alloc(kHuge, bytes));
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
+  // Under every page policy (kiln/Base/Pages.h): activations are a network's most
+  // rewritten memory, and an arena of them a few huge pages, faulted in once per context.
   if (p) // advice only: without huge pages the buffer works the same
     madvise(p, bytes, MADV_HUGEPAGE);
 #endif
@@ -47,9 +51,11 @@ bool ConstantArena::resize(uint64_t bytes) {
   if (p == MAP_FAILED)
     return false;
 #if defined(MADV_HUGEPAGE)
-  // Advice only, and only for arenas of several huge pages: a huge page is zeroed whole
-  // on its first touch, which for a small network's constants cost more than they did.
-  if (cap >= 2 * kHugePage)
+  // Advice only, and only for arenas of several huge pages (a huge page is zeroed whole
+  // on its first touch, which for a small network's constants cost more than they did)
+  // under a page policy that asks for them (kiln/Base/Pages.h: not on a guest whose host
+  // takes freed memory back, where every fresh huge page is a host fault).
+  if (cap >= 2 * kHugePage && longLivedMemoryInHugePages())
     madvise(p, cap, MADV_HUGEPAGE);
 #endif
 #else
