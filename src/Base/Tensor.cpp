@@ -54,10 +54,11 @@ constexpr bool kSanitized = false;
 
 /// A large tensor's memory: a private anonymous mapping whose first page (with \p huge, a
 /// 2 MiB one) starts kAlign bytes before the data, the mapping's start and length kept in
-/// the two words below the data. Fresh mappings read as zeros, and with \p huge
-/// (MADV_HUGEPAGE) their first touch takes one fault per 2 MiB instead of one per 4 KiB: a
-/// weight copied from a model file is written once, at memory speed. Null when the system
-/// has no such mappings or refuses one.
+/// the two words below the data. Fresh mappings read as zeros; with \p huge (MADV_HUGEPAGE)
+/// their first touch takes one fault per 2 MiB instead of one per 4 KiB, without it
+/// (MADV_NOHUGEPAGE) they stay in 4 KiB pages, which the page policy picks where those are
+/// faster to fault in (kiln/Base/Pages.h). Null when the system has no such mappings or
+/// refuses one.
 char *largeAlloc(size_t bytes, bool huge) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   const size_t page = size_t(sysconf(_SC_PAGESIZE));
@@ -72,8 +73,8 @@ char *largeAlloc(size_t bytes, bool huge) {
     munmap(m, base - start);
   if (start + mapped > base + len)
     munmap(reinterpret_cast<void *>(base + len), start + mapped - (base + len));
-  if (huge)
-    madvise(reinterpret_cast<void *>(base), len, MADV_HUGEPAGE); // advice only
+  // Advice only, either way (kiln/Base/Pages.h).
+  madvise(reinterpret_cast<void *>(base), len, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
   char *data = reinterpret_cast<char *>(base) + kAlign;
   reinterpret_cast<uintptr_t *>(data)[-1] = base;
   reinterpret_cast<uintptr_t *>(data)[-2] = len;

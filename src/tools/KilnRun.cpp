@@ -66,9 +66,10 @@ std::optional<int> parseOptions(int argc, char **argv, Options &o) {
             "NAME=VALUE", "none",
             [&o](const std::string &v) { return !bool(o.compile.setBackendOption(v)); });
   flags.add("--pages", "auto|huge|small",
-            "which pages the weights and packed constants ask the kernel for: huge (2 MiB, "
+            "which pages large tensors and packed constants ask the kernel for: huge (2 MiB, "
             "the fastest runs), small (4 KiB, the fastest cold start in a VM whose host "
-            "takes freed memory back), auto (huge unless this host is such a VM)",
+            "takes freed memory back), auto (huge unless this host is such a VM: a "
+            "virtio balloon with free page reporting)",
             "auto, huge or small", "auto", [](const std::string &v) {
               kiln::PagePolicy p;
               if (!kiln::parsePagePolicy(v, &p))

@@ -1,7 +1,8 @@
 #pragma once
-// Whether the mapping holding an address carries the huge-page advice (MADV_HUGEPAGE shows
-// as "hg" among the VmFlags of its /proc/self/smaps entry): what the page policy
-// (kiln/Base/Pages.h) decides, read from the kernel rather than from Kiln.
+// The kernel's page advice on the mapping that holds an address, read from
+// /proc/self/smaps (MADV_HUGEPAGE shows as "hg" among its VmFlags, MADV_NOHUGEPAGE as
+// "nh"): what the page policy (kiln/Base/Pages.h) decided, read from the kernel rather
+// than from Kiln.
 
 #include <cctype>
 #include <cstdint>
@@ -12,9 +13,11 @@
 
 namespace kiln::testing {
 
-/// True / false for the mapping that holds \p p; nullopt when /proc/self/smaps cannot be
-/// read or lists no mapping holding it (not Linux, or the address is not mapped).
-inline std::optional<bool> hugePageAdvised(const void *p) {
+enum class PageAdvice { Huge, NoHuge, None };
+
+/// The advice on the mapping that holds \p p; nullopt when /proc/self/smaps cannot be read
+/// or lists no mapping holding it (not Linux, or the address is not mapped).
+inline std::optional<PageAdvice> pageAdviceAt(const void *p) {
   std::ifstream smaps("/proc/self/smaps");
   if (!smaps)
     return std::nullopt;
@@ -32,8 +35,14 @@ inline std::optional<bool> hugePageAdvised(const void *p) {
       inside = (head >> std::hex >> lo >> dash >> hi) && dash == '-' && addr >= lo && addr < hi;
       continue;
     }
-    if (inside && line.rfind("VmFlags:", 0) == 0)
-      return (line + " ").find(" hg ") != std::string::npos;
+    if (inside && line.rfind("VmFlags:", 0) == 0) {
+      const std::string flags = line + " ";
+      if (flags.find(" hg ") != std::string::npos)
+        return PageAdvice::Huge;
+      if (flags.find(" nh ") != std::string::npos)
+        return PageAdvice::NoHuge;
+      return PageAdvice::None;
+    }
   }
   return std::nullopt;
 }

@@ -52,11 +52,11 @@ bool ConstantArena::resize(uint64_t bytes) {
     return false;
 #if defined(MADV_HUGEPAGE)
   // Advice only, and only for arenas of several huge pages (a huge page is zeroed whole
-  // on its first touch, which for a small network's constants cost more than they did)
-  // under a page policy that asks for them (kiln/Base/Pages.h: not on a guest whose host
-  // takes freed memory back, where every fresh huge page is a host fault).
-  if (cap >= 2 * kHugePage && longLivedMemoryInHugePages())
-    madvise(p, cap, MADV_HUGEPAGE);
+  // on its first touch, which for a small network's constants cost more than they did):
+  // the page policy's choice (kiln/Base/Pages.h; 4 KiB pages where fresh huge ones are
+  // host faults).
+  if (cap >= 2 * kHugePage)
+    madvise(p, cap, longLivedMemoryInHugePages() ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 #endif
 #else
   void *p = std::aligned_alloc(kAlign, cap);

@@ -1,14 +1,17 @@
 #pragma once
-/// Which pages a model's long-lived memory asks the kernel for: its weights (large tensors)
-/// and a backend's packed constants. With 2 MiB pages (Linux's MADV_HUGEPAGE) a network
-/// that streams large weights every run takes fewer TLB misses; their first touch is where
-/// hosts differ. On bare metal a fresh 2 MiB page is about as cheap per MB as fresh 4 KiB
-/// ones. In a virtual machine whose balloon device reports free memory to its host (free
-/// page reporting: Firecracker, QEMU/KVM with virtio-balloon's reporting), every free block
-/// of 2 MiB and more is handed back to the host a few seconds after it is freed, so a fresh
-/// huge page is one the host must fault in and zero again, while 4 KiB pages mostly come
-/// from blocks the host never took; there a model's start-up is set by its weights' MB in
-/// huge pages (backends/CPU/README.md, "Huge pages and a cold start").
+/// Which pages a model's long-lived memory asks the kernel for: its large tensors (the
+/// weights among them) and a backend's packed constants. With 2 MiB pages (Linux's
+/// MADV_HUGEPAGE) a network that streams large weights every run takes fewer TLB misses;
+/// their first touch is where hosts differ. On bare metal a fresh 2 MiB page costs no more
+/// per MB than fresh 4 KiB ones. In a virtual machine whose balloon device reports free
+/// memory to its host (free page reporting: Firecracker, QEMU/KVM virtio-balloon), the
+/// free blocks of 2 MiB and more go back to the host a few seconds after they are freed,
+/// so an idle guest's fresh huge pages are ones the host faults in and zeroes again,
+/// several times the cost per MB of 4 KiB pages, which mostly come from smaller blocks the
+/// host never took. There a large model's cold start is set by the MB it puts in huge
+/// pages (backends/CPU/README.md, "Huge pages and a cold start"). Timing a first touch does
+/// not tell the two apart: the guest keeps a few huge blocks it has not reported yet, so
+/// the first ones are cheap and the bulk is not.
 
 #include <string>
 
@@ -17,9 +20,10 @@ namespace kiln {
 enum class PagePolicy {
   /// Huge pages unless the host takes free memory back (freshHugePagesAreHostFaults).
   Auto,
-  /// Always ask for huge pages: the best run time, the slowest cold start on such a guest.
+  /// Always ask for huge pages: the fastest runs, the slowest cold start on such a guest.
   Huge,
-  /// Never ask: the kernel's default (4 KiB pages unless THP is set to "always").
+  /// Ask for 4 KiB pages (MADV_NOHUGEPAGE, also where the kernel's THP setting is
+  /// "always").
   Small,
 };
 
@@ -30,8 +34,8 @@ PagePolicy pagePolicy();
 /// Parses "auto", "huge" or "small"; false for anything else.
 bool parsePagePolicy(const std::string &text, PagePolicy *policy);
 
-/// Whether weights and packed constants ask for huge pages under the current policy (Auto
-/// looks at the host once per process).
+/// Whether large tensors and packed constants ask for huge pages under the current policy
+/// (Auto looks at the host once per process).
 bool longLivedMemoryInHugePages();
 
 /// Whether a virtio balloon that reports free pages to its host is present under
