@@ -97,7 +97,7 @@ bool longLivedMemoryInHugePages() {
 }
 
 bool hugePagesPay(int64_t hugeNsPerMB, int64_t smallNsPerMB) {
-  return 2 * smallNsPerMB >= hugeNsPerMB;
+  return 3 * smallNsPerMB >= 2 * hugeNsPerMB;
 }
 
 void faultInLongLived(void *p, size_t bytes) {

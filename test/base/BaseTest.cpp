@@ -355,11 +355,11 @@ TEST(Pages, ParsesThePolicyNames) {
   EXPECT_EQ(p, PagePolicy::Auto) << "a failed parse leaves the policy as it was";
 }
 
-// 4 KiB pages only when they fault in at least twice as fast as huge ones.
-TEST(Pages, HugePagesPayUnlessSmallOnesAreTwiceAsFast) {
+// 4 KiB pages only when they fault in at least 1.5 times as fast as huge ones.
+TEST(Pages, HugePagesPayUnlessSmallOnesAreFaster) {
   EXPECT_TRUE(hugePagesPay(1000, 1000));
-  EXPECT_TRUE(hugePagesPay(2000, 1000)); // exactly twice: still huge
-  EXPECT_FALSE(hugePagesPay(2001, 1000));
+  EXPECT_TRUE(hugePagesPay(1500, 1000)); // exactly 1.5 times: still huge
+  EXPECT_FALSE(hugePagesPay(1501, 1000));
   EXPECT_FALSE(hugePagesPay(3000000, 600000)); // a guest whose host took its memory back
   EXPECT_TRUE(hugePagesPay(6000000, 9000000));  // 4 KiB faults slower still
 }
@@ -381,7 +381,7 @@ TEST(Pages, AutoTriesSmallPagesOnceHugeOnesAreSlow) {
     noteFaultInTime(true, 3 * slow);
     EXPECT_FALSE(longLivedMemoryInHugePages()) << "after a slow huge fault-in";
     EXPECT_TRUE(pagePolicyMeasuring());
-    noteFaultInTime(false, smallFaster ? slow / 2 : 2 * slow);
+    noteFaultInTime(false, smallFaster ? slow / 2 : 3 * slow);
     EXPECT_FALSE(pagePolicyMeasuring());
     EXPECT_EQ(longLivedMemoryInHugePages(), !smallFaster);
     noteFaultInTime(!smallFaster, 100 * slow); // decided: later times change nothing

@@ -45,9 +45,10 @@ bool longLivedMemoryInHugePages();
 
 /// Auto times fault-ins in steps of this many bytes.
 constexpr size_t kTimedFaultInBytes = size_t(4) << 20;
-/// Auto tries 4 KiB pages once huge ones took longer than this per MB to fault in (a warm
-/// host takes under 0.2 ms, a guest whose host took its free memory back 2-4 ms).
-constexpr int64_t kSlowHugePageNsPerMB = 1000000;
+/// Auto tries 4 KiB pages once huge ones took longer than this per MB to fault in (on
+/// the guest in backends/CPU/README.md: huge pages 0.05-0.2 ms right after a large
+/// process exits, 2-4 ms some seconds later; 4 KiB pages 0.4-0.8 ms either way).
+constexpr int64_t kSlowHugePageNsPerMB = 300000;
 
 /// For memory its owner is about to write whole: [p, p + bytes), page-aligned, a fresh
 /// part of a private mapping. Under Auto, while it measures, faults it in step by step
@@ -66,8 +67,8 @@ bool pagePolicyMeasuring();
 void noteFaultInTime(bool huge, int64_t nsPerMB);
 
 /// Auto's choice once both kinds were timed (ns per MB): 4 KiB pages only when they took
-/// less than half the time of huge ones, so that huge pages, which the run prefers, stay
-/// wherever the two are close.
+/// less than two thirds of the time of huge ones, so that huge pages, which the run
+/// prefers, stay wherever the two are close.
 bool hugePagesPay(int64_t hugeNsPerMB, int64_t smallNsPerMB);
 
 } // namespace kiln
