@@ -57,10 +57,9 @@ constexpr bool kSanitized = false;
 /// the two words below the data. Fresh mappings read as zeros; with \p huge (MADV_HUGEPAGE)
 /// their first touch takes one fault per 2 MiB instead of one per 4 KiB, without it
 /// (MADV_NOHUGEPAGE) they stay in 4 KiB pages, which the page policy picks where those are
-/// faster to fault in (kiln/Base/Pages.h). With \p faultIn (a tensor its caller fills
-/// whole) the policy may fault it in at once, timing the kind of page it chose. Null when
-/// the system has no such mappings or refuses one.
-char *largeAlloc(size_t bytes, bool huge, bool faultIn) {
+/// faster to fault in (kiln/Base/Pages.h). Null when the system has no such mappings or
+/// refuses one.
+char *largeAlloc(size_t bytes, bool huge) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   const size_t page = size_t(sysconf(_SC_PAGESIZE));
   const size_t len = (bytes + kAlign + page - 1) / page * page;
@@ -76,8 +75,6 @@ char *largeAlloc(size_t bytes, bool huge, bool faultIn) {
     munmap(reinterpret_cast<void *>(base + len), start + mapped - (base + len));
   // Advice only, either way (kiln/Base/Pages.h).
   madvise(reinterpret_cast<void *>(base), len, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
-  if (faultIn)
-    faultInLongLived(reinterpret_cast<void *>(base), len);
   char *data = reinterpret_cast<char *>(base) + kAlign;
   reinterpret_cast<uintptr_t *>(data)[-1] = base;
   reinterpret_cast<uintptr_t *>(data)[-2] = len;
@@ -85,7 +82,6 @@ char *largeAlloc(size_t bytes, bool huge, bool faultIn) {
 #else
   (void)bytes;
   (void)huge;
-  (void)faultIn;
   return nullptr;
 #endif
 }
@@ -130,7 +126,7 @@ char *slabAlloc(size_t bytes) {
   std::lock_guard<std::mutex> l(slabMutex());
   SlabChunk *&cur = slabCurrent();
   if (!cur || cur->used + need > cur->len) {
-    char *base = largeAlloc(kSlabChunk - kAlign, longLivedMemoryInHugePages(), /*faultIn=*/false);
+    char *base = largeAlloc(kSlabChunk - kAlign, longLivedMemoryInHugePages());
     if (!base)
       return nullptr;
     if (cur && cur->live == 0) {
@@ -182,7 +178,7 @@ void slabFree(char *data) {
 /// wrote it twice.
 char *zeroedAlloc(size_t bytes) {
   if (bytes >= kLargeTensor && !kSanitized)
-    if (char *p = largeAlloc(bytes, longLivedMemoryInHugePages(), /*faultIn=*/true))
+    if (char *p = largeAlloc(bytes, longLivedMemoryInHugePages()))
       return p;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   if (bytes >= kSlabTensor && bytes < kLargeTensor && !kSanitized)

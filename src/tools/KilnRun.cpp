@@ -68,8 +68,8 @@ std::optional<int> parseOptions(int argc, char **argv, Options &o) {
   flags.add("--pages", "auto|huge|small",
             "which pages large tensors and packed constants ask the kernel for: huge (2 MiB, "
             "the fastest runs), small (4 KiB, the fastest cold start in a VM whose host "
-            "takes freed memory back), auto (huge while they fault in fast, timed on the "
-            "first large tensors; else 4 KiB if those are faster)",
+            "takes freed memory back), auto (huge unless this host is such a VM: a "
+            "virtio balloon with free page reporting)",
             "auto, huge or small", "auto", [](const std::string &v) {
               kiln::PagePolicy p;
               if (!kiln::parsePagePolicy(v, &p))

@@ -10,15 +10,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <limits>
 #include <vector>
-
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 using namespace kiln;
 
@@ -321,19 +319,6 @@ TEST(Tensor, QuantizedZeroIsOffset) {
 
 namespace {
 
-/// Under AddressSanitizer tensors come from calloc (src/Base/Tensor.cpp), not mappings.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kTensorsFromCalloc = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kTensorsFromCalloc = true;
-#else
-constexpr bool kTensorsFromCalloc = false;
-#endif
-#else
-constexpr bool kTensorsFromCalloc = false;
-#endif
-
 /// Restores the process's page policy when a test ends.
 struct PolicyScope {
   PagePolicy saved = pagePolicy();
@@ -355,49 +340,50 @@ TEST(Pages, ParsesThePolicyNames) {
   EXPECT_EQ(p, PagePolicy::Auto) << "a failed parse leaves the policy as it was";
 }
 
-// 4 KiB pages only when they fault in at least 1.5 times as fast as huge ones.
-TEST(Pages, HugePagesPayUnlessSmallOnesAreFaster) {
-  EXPECT_TRUE(hugePagesPay(1000, 1000));
-  EXPECT_TRUE(hugePagesPay(1500, 1000)); // exactly 1.5 times: still huge
-  EXPECT_FALSE(hugePagesPay(1501, 1000));
-  EXPECT_FALSE(hugePagesPay(3000000, 600000)); // a guest whose host took its memory back
-  EXPECT_TRUE(hugePagesPay(6000000, 9000000));  // 4 KiB faults slower still
-}
+namespace {
 
-// Auto: huge pages while they fault in fast; one slow huge fault-in makes the next one
-// 4 KiB pages, whose time decides for the rest of the process.
-TEST(Pages, AutoTriesSmallPagesOnceHugeOnesAreSlow) {
-  PolicyScope scope;
-  const int64_t slow = kSlowHugePageNsPerMB;
-  for (bool smallFaster : {true, false}) {
-    SCOPED_TRACE(smallFaster ? "4 KiB pages faster" : "4 KiB pages slower");
-    setPagePolicy(PagePolicy::Auto);
-    EXPECT_TRUE(pagePolicyMeasuring());
-    EXPECT_TRUE(longLivedMemoryInHugePages());
-    noteFaultInTime(true, slow / 10); // a warm host: huge pages stay, still measured
-    noteFaultInTime(false, 1);        // not the kind being tried: ignored
-    EXPECT_TRUE(longLivedMemoryInHugePages());
-    EXPECT_TRUE(pagePolicyMeasuring());
-    noteFaultInTime(true, 3 * slow);
-    EXPECT_FALSE(longLivedMemoryInHugePages()) << "after a slow huge fault-in";
-    EXPECT_TRUE(pagePolicyMeasuring());
-    noteFaultInTime(false, smallFaster ? slow / 2 : 3 * slow);
-    EXPECT_FALSE(pagePolicyMeasuring());
-    EXPECT_EQ(longLivedMemoryInHugePages(), !smallFaster);
-    noteFaultInTime(!smallFaster, 100 * slow); // decided: later times change nothing
-    EXPECT_EQ(longLivedMemoryInHugePages(), !smallFaster);
+/// A fake sysfs root with virtio devices given as (device id, features) pairs.
+std::string fakeSysfs(const std::string &name,
+                      const std::vector<std::pair<std::string, std::string>> &devices) {
+  namespace fs = std::filesystem;
+  const char *tmp = std::getenv("TEST_TMPDIR");
+  fs::path root = fs::path(tmp ? tmp : fs::temp_directory_path().string()) / name;
+  fs::remove_all(root);
+  fs::create_directories(root / "bus/virtio/devices");
+  for (size_t i = 0; i < devices.size(); i++) {
+    fs::path dev = root / "bus/virtio/devices" / ("virtio" + std::to_string(i));
+    fs::create_directories(dev);
+    std::ofstream(dev / "device") << devices[i].first << "\n";
+    std::ofstream(dev / "features") << devices[i].second << "\n";
   }
+  return root.string();
 }
 
-TEST(Pages, ExplicitPoliciesMeasureNothing) {
+} // namespace
+
+// Only a balloon (virtio device 5) that negotiated free page reporting (feature bit 5,
+// the sixth character) makes fresh huge pages host faults.
+TEST(Pages, FreePageReportingIsABalloonWithFeatureBitFive) {
+  const std::string reporting = "0110010100000000000000000000000010";
+  const std::string noReporting = "0110000100000000000000000000000010";
+  EXPECT_TRUE(freshHugePagesAreHostFaults(
+      fakeSysfs("reporting", {{"0x0002", "0000000"}, {"0x0005", reporting}})));
+  EXPECT_FALSE(freshHugePagesAreHostFaults(fakeSysfs("no_reporting", {{"0x0005", noReporting}})));
+  // The same bit on another device (a network card) says nothing about memory.
+  EXPECT_FALSE(freshHugePagesAreHostFaults(fakeSysfs("net_only", {{"0x0001", reporting}})));
+  EXPECT_FALSE(freshHugePagesAreHostFaults(fakeSysfs("short", {{"0x0005", "01100"}})));
+  EXPECT_FALSE(freshHugePagesAreHostFaults(fakeSysfs("none", {})));
+  EXPECT_FALSE(freshHugePagesAreHostFaults("/nonexistent/sysfs/root"));
+}
+
+TEST(Pages, ExplicitPoliciesOverrideTheHost) {
   PolicyScope scope;
   setPagePolicy(PagePolicy::Huge);
-  noteFaultInTime(true, 100 * kSlowHugePageNsPerMB);
   EXPECT_TRUE(longLivedMemoryInHugePages());
-  EXPECT_FALSE(pagePolicyMeasuring());
   setPagePolicy(PagePolicy::Small);
   EXPECT_FALSE(longLivedMemoryInHugePages());
-  EXPECT_FALSE(pagePolicyMeasuring());
+  setPagePolicy(PagePolicy::Auto);
+  EXPECT_EQ(longLivedMemoryInHugePages(), !freshHugePagesAreHostFaults("/sys"));
 }
 
 // A large tensor's mapping carries the kernel's huge-page advice, or the advice against
@@ -405,8 +391,13 @@ TEST(Pages, ExplicitPoliciesMeasureNothing) {
 // tensors come from calloc, and a kernel without transparent huge pages has neither
 // advice: skipped there.
 TEST(Pages, LargeTensorsFollowThePolicy) {
-  if (kTensorsFromCalloc)
-    GTEST_SKIP() << "tensors come from calloc under AddressSanitizer";
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "tensors come from calloc under AddressSanitizer";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  GTEST_SKIP() << "tensors come from calloc under AddressSanitizer";
+#endif
+#endif
   if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage"))
     GTEST_SKIP() << "no transparent huge pages on this kernel";
   using kiln::testing::PageAdvice;
@@ -433,39 +424,3 @@ TEST(Pages, LargeTensorsFollowThePolicy) {
     EXPECT_EQ(*advice, policy == PagePolicy::Huge ? PageAdvice::Huge : PageAdvice::NoHuge);
   }
 }
-
-#if defined(__linux__)
-/// How many of the 4 KiB pages of [p, p + bytes) are resident.
-size_t residentPages(const char *p, size_t bytes) {
-  const auto page = uintptr_t(4096);
-  const uintptr_t lo = reinterpret_cast<uintptr_t>(p) / page * page;
-  const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + bytes + page - 1) / page * page;
-  std::vector<unsigned char> v((hi - lo) / page);
-  if (mincore(reinterpret_cast<void *>(lo), hi - lo, v.data()) != 0)
-    return 0;
-  size_t n = 0;
-  for (unsigned char c : v)
-    n += c & 1;
-  return n;
-}
-
-// While Auto measures, a large tensor is faulted in when it is made (that is the timed
-// part); under an explicit policy its pages come when they are first written.
-TEST(Pages, AutoFaultsInTheTensorsItTimes) {
-  if (kTensorsFromCalloc)
-    GTEST_SKIP() << "tensors come from calloc under AddressSanitizer";
-  PolicyScope scope;
-  const Type big(ElemKind::Float, {dim_t(3) << 20}); // 12 MiB
-  const size_t bytes = big.sizeInBytes();
-  setPagePolicy(PagePolicy::Small);
-  {
-    Tensor t(big);
-    EXPECT_LT(residentPages(t.getUnsafePtr(), bytes), bytes / 4096 / 2);
-  }
-  setPagePolicy(PagePolicy::Auto);
-  ASSERT_TRUE(pagePolicyMeasuring());
-  Tensor t(big);
-  EXPECT_GE(residentPages(t.getUnsafePtr(), bytes), bytes / 4096);
-  EXPECT_EQ(t.getHandle<float>().raw(bytes / 4 - 1), 0.0f) << "faulted in as zeros";
-}
-#endif

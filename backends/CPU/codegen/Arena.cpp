@@ -54,8 +54,7 @@ bool ConstantArena::resize(uint64_t bytes) {
   // Advice only, and only for arenas of several huge pages (a huge page is zeroed whole
   // on its first touch, which for a small network's constants cost more than they did):
   // the page policy's choice (kiln/Base/Pages.h; 4 KiB pages where fresh huge ones are
-  // host faults). The arena is not timed for the policy: mremap needs the mapping whole,
-  // and a network's large weights have been imported (and timed) before it is packed.
+  // host faults).
   if (cap >= 2 * kHugePage)
     madvise(p, cap, longLivedMemoryInHugePages() ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 #endif

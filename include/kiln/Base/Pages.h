@@ -9,66 +9,39 @@
 /// so an idle guest's fresh huge pages are ones the host faults in and zeroes again,
 /// several times the cost per MB of 4 KiB pages, which mostly come from smaller blocks the
 /// host never took. There a large model's cold start is set by the MB it puts in huge
-/// pages (backends/CPU/README.md, "Huge pages and a cold start"). Yet right after a large
-/// process exits, the same guest's fresh huge pages are the cheapest of all. So the
-/// default measures the pages it is given, on the first large allocations of the process.
+/// pages (backends/CPU/README.md, "Huge pages and a cold start"). Timing a first touch does
+/// not tell the two apart: the guest keeps a few huge blocks it has not reported yet, so
+/// the first ones are cheap and the bulk is not.
 
-#include <cstddef>
-#include <cstdint>
 #include <string>
 
 namespace kiln {
 
 enum class PagePolicy {
-  /// Huge pages while they prove cheap: large allocations are faulted in at once, 4 MiB at
-  /// a time, and timed (faultInLongLived); a step of huge pages slower than
-  /// kSlowHugePageNsPerMB makes the next step 4 KiB pages, and the cheaper of the two
-  /// kinds is kept from then on.
+  /// Huge pages unless the host takes free memory back (freshHugePagesAreHostFaults).
   Auto,
-  /// Always ask for huge pages: the fastest runs.
+  /// Always ask for huge pages: the fastest runs, the slowest cold start on such a guest.
   Huge,
   /// Ask for 4 KiB pages (MADV_NOHUGEPAGE, also where the kernel's THP setting is
-  /// "always"): the fastest cold start where fresh huge pages are host faults.
+  /// "always").
   Small,
 };
 
-/// Sets the process's policy (Auto until called); applies to memory mapped afterwards.
-/// Setting Auto starts its measurement afresh.
+/// Sets the process's policy (Auto until called); applies to memory allocated afterwards.
 void setPagePolicy(PagePolicy policy);
 PagePolicy pagePolicy();
 
-/// Parses "auto", "huge" or "small"; false (and \p policy unchanged) for anything else.
+/// Parses "auto", "huge" or "small"; false for anything else.
 bool parsePagePolicy(const std::string &text, PagePolicy *policy);
 
-/// Whether a large tensor or packed constants mapped now ask for huge pages.
+/// Whether large tensors and packed constants ask for huge pages under the current policy
+/// (Auto looks at the host once per process).
 bool longLivedMemoryInHugePages();
 
-/// Auto times fault-ins in steps of this many bytes.
-constexpr size_t kTimedFaultInBytes = size_t(4) << 20;
-/// Auto tries 4 KiB pages once huge ones took longer than this per MB to fault in (on
-/// the guest in backends/CPU/README.md: huge pages 0.05-0.2 ms right after a large
-/// process exits, 2-4 ms some seconds later; 4 KiB pages 0.4-0.8 ms either way).
-constexpr int64_t kSlowHugePageNsPerMB = 300000;
-
-/// For memory its owner is about to write whole: [p, p + bytes), page-aligned, a fresh
-/// part of a private mapping. Under Auto, while it measures, faults it in step by step
-/// (kTimedFaultInBytes each, the last step taking a shorter remainder), each step advised
-/// for the kind of page being tried and timed (noteFaultInTime); the rest is advised as
-/// Auto then says and left to the owner's first touch. Nothing under Huge or Small.
-void faultInLongLived(void *p, size_t bytes);
-
-/// Whether Auto is still measuring (the policy is Auto and has not decided).
-bool pagePolicyMeasuring();
-
-/// Auto's step for one timed fault-in of \p nsPerMB per MB in huge pages (\p huge) or
-/// 4 KiB ones (faultInLongLived's last step; public for tests): huge pages slower than
-/// kSlowHugePageNsPerMB make the next one 4 KiB pages, and that one's time decides by
-/// hugePagesPay. A time for the kind Auto is not trying (another thread's) is ignored.
-void noteFaultInTime(bool huge, int64_t nsPerMB);
-
-/// Auto's choice once both kinds were timed (ns per MB): 4 KiB pages only when they took
-/// less than two thirds of the time of huge ones, so that huge pages, which the run
-/// prefers, stay wherever the two are close.
-bool hugePagesPay(int64_t hugeNsPerMB, int64_t smallNsPerMB);
+/// Whether a virtio balloon that reports free pages to its host is present under
+/// \p sysfsRoot (normally "/sys"): a device bus/virtio/devices/*/device of 0x0005 whose
+/// negotiated features (one character per bit, bit 0 first) have bit 5 set,
+/// VIRTIO_BALLOON_F_REPORTING.
+bool freshHugePagesAreHostFaults(const std::string &sysfsRoot);
 
 } // namespace kiln
