@@ -129,12 +129,19 @@ void bindWindowResult(Importer &I, const Node &n, NodeValue y, bool is1D) {
 /// A 3-D window op [N,C,D,H,W] as 2-D ones over the depth positions: the input is padded
 /// in depth (with \p padValue), moved to [N, D, C, H, W], and for each kernel depth kd the
 /// depths od * stride + kd * dilation are gathered and flattened into the batch
-/// ([N * oD, C, H, W]); \p op2d builds the 2-D op of one kd, \p combine joins two kds'
-/// results. The result [N * oD, O, oH, oW] goes back to [N, O, oD, oH, oW].
-Expected<NodeValue>
-window3D(Importer &I, const Node &n, NodeValue x, const Window &w, float padValue,
-         const std::function<NodeValue(NodeValue, int64_t)> &op2d,
-         const std::function<NodeValue(NodeValue, NodeValue)> &combine) {
+/// ([N * oD, C, H, W]); \p op2d builds the 2-D op of one kd (told whether it is the first
+/// one built, which takes a convolution's bias), \p combine joins two kds' results. The
+/// result [N * oD, O, oH, oW] goes back to [N, O, oD, oH, oW].
+/// A kd whose gathered depths are all padding is left out: its slab is all \p padValue,
+/// which every caller's op and join make neutral (a zero-padded convolution without bias
+/// adds 0 for finite weights, a max over -inf, a window sum 0), and a convolution's
+/// filter depth that only ever meets padding is never made (r3d_18's 512-channel layers
+/// at depth 1: two of every three depths, 100 MB of transformed weights). When no kd
+/// reads a real depth, kd 0 is kept so that the result keeps its value and shape.
+Expected<NodeValue> window3D(Importer &I, const Node &n, NodeValue x, const Window &w,
+                             float padValue,
+                             const std::function<NodeValue(NodeValue, int64_t, bool)> &op2d,
+                             const std::function<NodeValue(NodeValue, NodeValue)> &combine) {
   Function *F = I.F;
   const Dims d = x.dims();
   dim_t N = d[0], C = d[1], D = d[2], H = d[3], W = d[4];
@@ -150,8 +157,22 @@ window3D(Importer &I, const Node &n, NodeValue x, const Window &w, float padValu
   if (oD <= 0)
     return I.parseError(n, "the depth window does not fit the padded input");
   x = F->createTranspose(I.opName(n, "ndchw"), x, {0, 2, 1, 3, 4});
+  // Whether kernel depth kd reads a real depth [pb, pb + D) at some output depth.
+  auto readsInput = [&](int64_t kd) {
+    for (int64_t o = 0; o < oD; o++) {
+      int64_t p = o * w.st[0] + kd * w.dil[0];
+      if (p >= pb && p < pb + int64_t(D))
+        return true;
+    }
+    return false;
+  };
+  bool anyReal = false;
+  for (int64_t kd = 0; kd < w.k[0]; kd++)
+    anyReal |= readsInput(kd);
   NodeValue acc;
   for (int64_t kd = 0; kd < w.k[0]; kd++) {
+    if (anyReal && !readsInput(kd))
+      continue;
     std::vector<int64_t> idx(static_cast<size_t>(oD));
     for (int64_t o = 0; o < oD; o++)
       idx[o] = o * w.st[0] + kd * w.dil[0];
@@ -161,7 +182,7 @@ window3D(Importer &I, const Node &n, NodeValue x, const Window &w, float padValu
                        tensorFromInts(ElemKind::Int64I, {dim_t(oD)}, idx)),
         1);
     g = I.reshape(I.opName(n, "flat"), g, Dims({N * dim_t(oD), C, H, W}));
-    NodeValue y = op2d(g, kd);
+    NodeValue y = op2d(g, kd, !acc);
     acc = acc ? combine(acc, y) : y;
   }
   const Dims yd = acc.dims();
@@ -223,7 +244,7 @@ Error convertConv3D(Importer &I, const Node &n, const Dims &xd, const Dims &wd) 
   std::vector<dim_t> k, st, dil, pads;
   window2DOf(w, k, st, dil, pads);
   Function *F = I.F;
-  auto op = [&](NodeValue g, int64_t kd) -> NodeValue {
+  auto op = [&](NodeValue g, int64_t kd, bool first) -> NodeValue {
     NodeValue fk;
     if (fc) {
       fk = I.makeConstant(I.opName(n, "filter2d"), filterDepth(*fc, wd, kd));
@@ -232,7 +253,7 @@ Error convertConv3D(Importer &I, const Node &n, const Dims &xd, const Dims &wd) 
                           {wd[0], wd[1], dim_t(kd) + 1, wd[3], wd[4]});
       fk = I.reshape(I.opName(n, "filter2d"), fk, Dims({wd[0], wd[1], wd[3], wd[4]}));
     }
-    return F->createConvolution(I.opName(n), g, fk, kd == 0 && b ? b : zero, k, st, pads, dil,
+    return F->createConvolution(I.opName(n), g, fk, first && b ? b : zero, k, st, pads, dil,
                                 dim_t(group));
   };
   auto add = [&](NodeValue a, NodeValue c) -> NodeValue {
@@ -318,7 +339,7 @@ Error convertPool3D(Importer &I, const Node &n, const Dims &xd) {
   window2DOf(w, k, st, dil, pads);
   Function *F = I.F;
   ElemKind ek = x.getElementType();
-  auto op = [&](NodeValue g, int64_t) -> NodeValue {
+  auto op = [&](NodeValue g, int64_t, bool) -> NodeValue {
     if (isMax)
       return F->createMaxPool(I.opName(n), g, k, st, pads);
     // Window sums: the average over the whole 2-D window times its size.
@@ -785,12 +806,12 @@ Error convertConvTranspose(Importer &I, const Node &n) {
     window2DOf(w3, k2d, st2d, dil2d, pads2d);
     NodeValue zero = I.makeConstant(I.opName(n, "nobias"), Tensor(x.getElementType(), {O}));
     dim_t cg = C / t.group;
-    auto conv = [&](NodeValue slab, int64_t kd) -> NodeValue {
+    auto conv = [&](NodeValue slab, int64_t kd, bool first) -> NodeValue {
       NodeValue fk = F->createSlice(I.opName(n, "filterd"), w, {0, 0, dim_t(kd), 0, 0},
                                     {O, cg, dim_t(kd) + 1, fd[3], fd[4]});
       fk = I.reshape(I.opName(n, "filter2d"), fk, Dims({O, cg, fd[3], fd[4]}));
-      return F->createConvolution(I.opName(n), slab, fk, kd == 0 ? b : zero, k2d, st2d,
-                                  pads2d, dil2d, t.group);
+      return F->createConvolution(I.opName(n), slab, fk, first ? b : zero, k2d, st2d, pads2d, dil2d,
+                                  t.group);
     };
     auto add = [&](NodeValue a, NodeValue c) -> NodeValue {
       return F->createAdd(I.opName(n, "sumd"), a, c);

@@ -449,6 +449,118 @@ TEST_F(ImporterTest, Conv3DFilterSharedByTwoConvs) {
   expectValues(bindings_.get(model_.getOutputPlaceholder("y2")), {1, 1, 2, 2, 2}, y, 1e-6);
 }
 
+/// A 3-D convolution (group 1, undilated) by naive loops over x [N, C, D, H, W] and
+/// w [O, C, KD, KH, KW]; pads [d0 h0 w0 d1 h1 w1]; returns y [N, O, OD, OH, OW] in \p yd.
+std::vector<double> naiveConv3D(const std::vector<float> &x, const std::vector<int> &xd,
+                                const std::vector<float> &w, const std::vector<int> &wd,
+                                const std::vector<float> &b, const std::vector<int> &st,
+                                const std::vector<int> &pads, Dims &yd) {
+  int N = xd[0], C = xd[1], O = wd[0], od[3];
+  for (int a = 0; a < 3; a++)
+    od[a] = (xd[2 + a] + pads[a] + pads[3 + a] - wd[2 + a]) / st[a] + 1;
+  yd = {dim_t(N), dim_t(O), dim_t(od[0]), dim_t(od[1]), dim_t(od[2])};
+  std::vector<double> y;
+  for (int n = 0; n < N; n++)
+    for (int o = 0; o < O; o++)
+      for (int d = 0; d < od[0]; d++)
+        for (int h = 0; h < od[1]; h++)
+          for (int ww = 0; ww < od[2]; ww++) {
+            double v = b[o];
+            for (int c = 0; c < C; c++)
+              for (int kd = 0; kd < wd[2]; kd++)
+                for (int kh = 0; kh < wd[3]; kh++)
+                  for (int kw = 0; kw < wd[4]; kw++) {
+                    int id = d * st[0] - pads[0] + kd, ih = h * st[1] - pads[1] + kh,
+                        iw = ww * st[2] - pads[2] + kw;
+                    if (id < 0 || ih < 0 || iw < 0 || id >= xd[2] || ih >= xd[3] || iw >= xd[4])
+                      continue;
+                    v += double(x[(((n * C + c) * xd[2] + id) * xd[3] + ih) * xd[4] + iw]) *
+                         w[(((o * C + c) * wd[2] + kd) * wd[3] + kh) * wd[4] + kw];
+                  }
+            y.push_back(v);
+          }
+  return y;
+}
+
+// A kernel depth whose gathered depths are all padding adds nothing and is left out, with
+// its filter depth; the bias moves to the first depth computed. Checks a 3x3x3 Conv with
+// pads of 1 on an input of \p depth depths at depth stride \p stride against naive loops,
+// and that it became \p convs 2-D convolutions holding only their filter depths.
+class Conv3DPaddingTest : public ImporterTest {
+protected:
+  void check(int depth, int stride, size_t convs) {
+    const std::vector<int> xd = {1, 2, depth, 4, 4}, wd = {3, 2, 3, 3, 3};
+    const std::vector<int> st = {stride, 1, 1}, pads = {1, 1, 1, 1, 1, 1};
+    std::vector<float> x = ramp(size_t(2 * depth * 16)), w = ramp(3 * 2 * 27, 0.03f);
+    std::vector<float> b = {0.5f, -0.25f, 1.0f};
+    B m(13);
+    m.input("x", {1, 2, depth, 4, 4}).init("w", {3, 2, 3, 3, 3}, w).init("b", {3}, b);
+    m.output("y");
+    auto &c = m.node("Conv", {"x", "w", "b"}, {"y"});
+    B::attrInts(c, "pads", {1, 1, 1, 1, 1, 1});
+    B::attrInts(c, "strides", {stride, 1, 1});
+    Dims yd;
+    std::vector<double> y = naiveConv3D(x, xd, w, wd, b, st, pads, yd);
+    expectValues(run(m, one("x", floats({1, 2, dim_t(depth), 4, 4}, x))), yd, y, 1e-5);
+    EXPECT_EQ(count(NodeKind::Convolution), convs);
+    uint64_t filterFloats = 0;
+    for (const auto &cst : ee_.getModule().getConstants())
+      if (cst->getType()->dims.size() == 4)
+        filterFloats += cst->getPayload().size();
+    EXPECT_EQ(filterFloats, uint64_t(convs * 3 * 2 * 9)); // only the depths computed
+  }
+};
+
+// Depth 1: only the middle kernel depth meets the input (r3d_18's last layers).
+TEST_F(Conv3DPaddingTest, DepthOneComputesOnlyTheMiddleDepth) { check(1, 1, 1); }
+
+// Depth 2 at depth stride 2: one output depth, whose first kernel depth meets the front pad.
+TEST_F(Conv3DPaddingTest, StridedLeavesOutTheFrontDepth) { check(2, 2, 2); }
+
+// Depth 3: every kernel depth meets the input at some output depth; all three stay.
+TEST_F(Conv3DPaddingTest, EveryDepthReadingTheInputStays) { check(3, 1, 3); }
+
+// The same for 3-D pools: at input depth 1 with a depth pad of 1 the max and the window
+// sums come from the one real depth (a -inf or zero slab left out), and the average still
+// divides by the window's count, padding counted (\p countPads) or not.
+class Pool3DPaddingTest : public ImporterTest {
+protected:
+  void check(int countPads) {
+    std::vector<float> x = ramp(2 * 3 * 3);
+    B m(11);
+    m.input("x", {1, 2, 1, 3, 3}).output("y").output("z");
+    auto &mp = m.node("MaxPool", {"x"}, {"y"});
+    auto &ap = m.node("AveragePool", {"x"}, {"z"});
+    for (onnx::NodeProto *p : {&mp, &ap}) {
+      B::attrInts(*p, "kernel_shape", {3, 3, 3});
+      B::attrInts(*p, "pads", {1, 1, 1, 1, 1, 1});
+    }
+    B::attrInt(ap, "count_include_pad", countPads);
+    std::vector<double> mx, avg;
+    for (int c = 0; c < 2; c++)
+      for (int h = 0; h < 3; h++)
+        for (int ww = 0; ww < 3; ww++) {
+          double best = -1e30, sum = 0;
+          int n = 0;
+          for (int ih = h - 1; ih <= h + 1; ih++)
+            for (int iw = ww - 1; iw <= ww + 1; iw++)
+              if (ih >= 0 && iw >= 0 && ih < 3 && iw < 3) {
+                double v = x[(c * 3 + ih) * 3 + iw];
+                best = std::max(best, v), sum += v, n++;
+              }
+          mx.push_back(best);
+          avg.push_back(sum / (countPads ? 27 : n));
+        }
+    expectValues(run(m, one("x", floats({1, 2, 1, 3, 3}, x)), "y"), {1, 2, 1, 3, 3}, mx);
+    expectValues(bindings_.get(model_.getOutputPlaceholder("z")), {1, 2, 1, 3, 3}, avg);
+    EXPECT_EQ(count(NodeKind::MaxPool), 1u);
+    EXPECT_EQ(count(NodeKind::AvgPool), 1u);
+  }
+};
+
+TEST_F(Pool3DPaddingTest, PaddingNotCounted) { check(0); }
+TEST_F(Pool3DPaddingTest, PaddingCounted) { check(1); }
+
 /// A subgraph with the given inputs, outputs and nodes (op, inputs, outputs).
 onnx::GraphProto subgraph(std::vector<std::tuple<std::string, std::vector<int64_t>, int32_t>> ins,
                           std::vector<std::string> outs,

@@ -155,6 +155,29 @@ KernelWork winogradWork(ConvAlgorithm a, const ConvShape &s, Isa isa, const Conv
   return w;
 }
 
+/// The bytes of \p c's layout beyond the filter's that are charged (past heldBytesFree).
+double chargedBytes(const ConvCost &c, const ConvKernelTerms &t) {
+  return std::max(0.0, c.heldBytes - t.heldBytesFree);
+}
+
+/// Marks the candidates \p r of \p s whose layouts hold more charged bytes than the one
+/// first at one thread by estimate plus heldBytePrice per charged byte: their extra bytes
+/// buy less than that price there. A layout is held whatever the thread count, so its
+/// worth is weighed at one thread (at more, the model's shared weight stream makes the
+/// memory-bound F(2x2) layers look slower than they measured).
+void markHeldBytesPaid(std::vector<ConvCost> &r, const ConvShape &s, Isa isa, const ConvMachine &m,
+                       const ConvKernelTerms &t) {
+  double bestKey = 0, bestCharged = 0;
+  for (size_t i = 0; i < r.size(); i++) {
+    double key = estimateConvCost(r[i].algorithm, s, isa, 1, m, t).seconds +
+                 chargedBytes(r[i], t) * t.heldBytePrice;
+    if (i == 0 || key < bestKey)
+      bestKey = key, bestCharged = chargedBytes(r[i], t);
+  }
+  for (ConvCost &c : r)
+    c.paysForHeldBytes = chargedBytes(c, t) <= bestCharged;
+}
+
 } // namespace
 
 const ConvKernelTerms &defaultConvKernelTerms() {
@@ -233,6 +256,7 @@ ConvCost estimateConvCost(ConvAlgorithm a, const ConvShape &s, Isa isa, unsigned
   const double T = double(std::max(threads, 1u));
   const double work = (computeSeconds + copySeconds + gemmCalls * t.winogradGemmMicros * 1e-6) / T;
   c.seconds = std::max({work, memorySeconds, reloadSeconds / T});
+  c.heldBytes = std::max(0.0, weightBytes - 4.0 * double(O * K));
   return c;
 }
 
@@ -263,8 +287,12 @@ std::vector<ConvCost> rankConvAlgorithms(const ConvShape &s, Isa isa, unsigned t
       continue;
     r.push_back(estimateConvCost(a, s, isa, threads, allowed.machine, terms));
   }
-  std::stable_sort(r.begin(), r.end(),
-                   [](const ConvCost &x, const ConvCost &y) { return x.seconds < y.seconds; });
+  markHeldBytesPaid(r, s, isa, allowed.machine, terms);
+  std::stable_sort(r.begin(), r.end(), [](const ConvCost &x, const ConvCost &y) {
+    if (x.paysForHeldBytes != y.paysForHeldBytes)
+      return x.paysForHeldBytes;
+    return x.seconds < y.seconds;
+  });
   return r;
 }
 

@@ -67,6 +67,16 @@ struct ConvKernelTerms {
   double winogradOutCost = 2.7;
   /// Per output float of every kernel: the epilogue (bias, activation, store).
   double outputCost = 2.9;
+  /// The run time one byte of a kernel's weight layout beyond the filter's own bytes must
+  /// buy at one thread, in seconds per run (0.12 ms per MB): a kernel whose layout holds
+  /// more such bytes than the one that ranks first at one thread by estimate plus this
+  /// charge is not taken (rankConvAlgorithms), so that a transformed layout (Winograd's
+  /// 16/9 and 36/9 of the filter) is held only where the model expects it to gain that
+  /// much.
+  double heldBytePrice = 0.12e-3 / 1e6;
+  /// Bytes beyond the filter that are not charged, per layer: below a MiB the charge is
+  /// under the model's resolution and would only break its ties.
+  double heldBytesFree = 1 << 20;
 };
 
 /// The estimate for one kernel.
@@ -76,6 +86,10 @@ struct ConvCost {
   double flops = 0;        ///< multiply-adds x 2 the kernel issues, padding of its tiles included
   double copyFloats = 0;   ///< floats copied or transformed besides (weighted by their cost)
   double memoryBytes = 0;  ///< bytes read from memory: its weights, packed or transformed
+  /// Bytes of its weight layout beyond the filter's own (transformed or padded weights).
+  double heldBytes = 0;
+  /// Whether its layout pays for its held bytes (rankConvAlgorithms); set there.
+  bool paysForHeldBytes = true;
 };
 
 /// The default per-kernel terms (calibrated on this project's Zen 4 host: README).
@@ -91,7 +105,11 @@ ConvCost estimateConvCost(ConvAlgorithm a, const ConvShape &s, Isa isa, unsigned
 /// what is switched on, and the accuracy rule: Winograd F(4x4, 3x3) from
 /// kWino4MinChannels input channels, below only with fastWinograd; the transposed GEMM
 /// while its transposed result fits its 8 MB scratch), each with its estimate, fastest
-/// first (ties: the order of ConvAlgorithm).
+/// first (ties: the order of ConvAlgorithm), except that those whose layouts hold more
+/// bytes beyond the filter's (past heldBytesFree) than the candidate ranked first at one
+/// thread by estimate plus heldBytePrice per such byte come after all others, marked as
+/// not paying for their bytes: a layout's worth is weighed at one thread, where the
+/// model's gains were checked against measurement.
 std::vector<ConvCost> rankConvAlgorithms(const ConvShape &s, Isa isa, unsigned threads,
                                          const ConvAlgorithmSet &allowed,
                                          const ConvKernelTerms &terms = defaultConvKernelTerms());

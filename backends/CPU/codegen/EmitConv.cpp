@@ -115,7 +115,7 @@ std::optional<ConvPhases> dilationPhases(const ConvShape &s) {
 
 namespace {
 
-/// The fastest kernel over \p s's dilation phases \p ph, where its estimate plus the
+/// The best-ranked kernel over \p s's dilation phases \p ph, where its estimate plus the
 /// split and merge is below \p wholeSeconds (the best of \p s as it is).
 std::optional<ConvPlan> phasesPlan(const ConvShape &s, const ConvPhases &ph, Isa isa,
                                    unsigned threads, const ConvAlgorithmSet &allowed,
@@ -140,7 +140,8 @@ ConvPlan chooseConvAlgorithm(const ConvShape &s, Isa isa, unsigned threads,
     if (phases && convAlgorithmApplies(f, phases->shape))
       return {f, packingOf(f), phases};
   }
-  // The candidate with the least estimated time (ConvCost.h): the packed GEMM applies to
+  // The candidate ranked first (ConvCost.h: the least estimated time among those whose
+  // layouts pay for the bytes they hold beyond the filter): the packed GEMM applies to
   // every shape, so there is always one.
   std::vector<ConvCost> ranked = rankConvAlgorithms(s, isa, threads, allowed);
   ConvAlgorithm best = ranked.empty() ? ConvAlgorithm::PackedGemm : ranked.front().algorithm;
