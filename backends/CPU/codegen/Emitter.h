@@ -129,6 +129,7 @@ public:
   ConstantArena &constants() { return consts_; }
   unsigned numFusedLoops() const { return fusedLoops_; }
   unsigned numFusedInstrs() const { return fusedInstrs_; }
+  unsigned numSharedLoops() const { return sharedLoops_; }
   /// Every kernel the generated code calls.
   const std::set<std::string> &called() const { return called_; }
 
@@ -330,6 +331,9 @@ private:
     return off;
   }
   llvm::Value *basePtr(unsigned base);
+  /// The callee of a call of kernel \p f: \p f itself, or with CodegenOptions::kernelTable
+  /// and a shared kernel, its address loaded from the kernel table in the constant arena.
+  llvm::Value *callee(llvm::Function *f);
   /// A Location in the dilation phases' buffers (phaseScratchOffset_, placed after the
   /// plan: emitConvPhases), resolved by at().
   static constexpr unsigned kPhaseScratchBase = ~0u;
@@ -399,6 +403,10 @@ private:
   /// which results are stored), not the buffers or the element count, so chains that differ
   /// only there call the same function. Assigns the chain's parameters on the way.
   std::string ewChainKey(EwChain &c);
+  /// The shared loop (a kernel, backends/CPU/libjit/libjit_ewloops.h) that computes chain
+  /// \p c, with the values whose buffers it takes, in order, in \p operands; "" when the
+  /// chain is of no such form and needs a loop function of its own.
+  std::string sharedEwLoop(const EwChain &c, std::vector<const Value *> &operands);
   /// The loop function of chain \p c: (pointers..., begin, end) over elements, or over rows
   /// of its broadcast space.
   llvm::Function *emitEwLoop(const EwChain &c, const std::string &name);
@@ -471,10 +479,13 @@ private:
   std::vector<Stage> stages_;
   std::unordered_map<const WeightVar *, unsigned> borrowedIndex_;
   std::string missing_;
-  unsigned fusedLoops_ = 0, fusedInstrs_ = 0;
+  unsigned fusedLoops_ = 0, fusedInstrs_ = 0, sharedLoops_ = 0;
   /// The element-wise loop functions by what their body computes (EmitElementwise.cpp):
   /// chains alike but for their buffers and length share one.
   std::map<std::string, llvm::Function *> ewFns_;
+  /// Shared kernels called through the constant arena (CodegenOptions::kernelTable): the
+  /// offset of each one's address.
+  std::map<std::string, uint64_t> kernelSlots_;
   std::set<std::string> called_;
   std::unordered_map<const Value *, std::vector<const Instruction *>> users_;
   /// The instruction plan() is planning (null outside it).

@@ -326,7 +326,37 @@ llvm::Value *Emitter::call(const std::string &name, std::vector<llvm::Value *> a
     missing_ = name + " (argument count)";
     return nullptr;
   }
-  return B_.CreateCall(f, args);
+  return B_.CreateCall(ft, callee(f), args);
+}
+
+llvm::Value *Emitter::callee(llvm::Function *f) {
+  static const std::set<std::string> sharedAvx512 = [] {
+    std::vector<std::string> v = sharedKernelNames(true);
+    return std::set<std::string>(v.begin(), v.end());
+  }();
+  static const std::set<std::string> sharedAvx2 = [] {
+    std::vector<std::string> v = sharedKernelNames(false);
+    return std::set<std::string>(v.begin(), v.end());
+  }();
+  std::string name = f->getName().str();
+  if (!opts_.kernelTable || opts_.specializeGemm ||
+      !(avx512_ ? sharedAvx512 : sharedAvx2).count(name))
+    return f;
+  auto it = kernelSlots_.find(name);
+  if (it == kernelSlots_.end()) {
+    uint64_t off = alignUp(consts_.size());
+    if (!consts_.resize(off + sizeof(void *))) {
+      missing_ = name + " (no room for its address)";
+      return f;
+    }
+    it = kernelSlots_.emplace(name, off).first;
+    prog_.kernelSlots.emplace_back(name, off);
+  }
+  llvm::Value *slot = B_.CreatePointerCast(at({kConstantBase, it->second}),
+                                           f->getType()->getPointerTo());
+  llvm::LoadInst *addr = B_.CreateLoad(f->getType(), slot);
+  addr->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx_, {}));
+  return addr;
 }
 
 void Emitter::beginStage(bool parallel, const std::string &name) {
@@ -690,10 +720,12 @@ Expected<EmittedProgram> emitProgram(IRFunction &F, const MemoryPlan &plan,
     for (llvm::BasicBlock &bb : *f)
       for (llvm::Instruction &i : bb)
         if (auto *cb = llvm::dyn_cast<llvm::CallBase>(&i)) {
+          // A call through a loaded address calls a shared kernel (Emitter::callee).
           llvm::Function *c = cb->getCalledFunction();
-          callsOnly = callsOnly && c &&
-                      (c->isIntrinsic() || c->getName().startswith("kiln_ew_") ||
-                       outOfLine.count(c->getName().str()));
+          bool throughTable = llvm::isa<llvm::LoadInst>(cb->getCalledOperand());
+          callsOnly = callsOnly && (throughTable || (c && (c->isIntrinsic() ||
+                                                            c->getName().startswith("kiln_ew_") ||
+                                                            outOfLine.count(c->getName().str()))));
         }
     if (callsOnly) {
       f->addFnAttr(llvm::Attribute::OptimizeNone);
@@ -713,12 +745,15 @@ Expected<EmittedProgram> emitProgram(IRFunction &F, const MemoryPlan &plan,
   pack.end();
   out.fusedLoops = em.numFusedLoops();
   out.fusedInstrs = em.numFusedInstrs();
+  out.sharedLoops = em.numSharedLoops();
   return std::move(out);
 }
 
 Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPlan &plan,
                                                    const CodegenOptions &opts) {
-  KILN_ASSIGN_OR_RETURN(EmittedProgram ep, emitProgram(F, plan, opts));
+  CodegenOptions withTable = opts;
+  withTable.kernelTable = true;
+  KILN_ASSIGN_OR_RETURN(EmittedProgram ep, emitProgram(F, plan, withTable));
   std::unique_ptr<Program> prog = std::move(ep.prog);
   std::unique_ptr<llvm::LLVMContext> ctx = std::move(ep.ctx);
   std::unique_ptr<llvm::Module> M = std::move(ep.module);
@@ -730,6 +765,15 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPl
   if (!ep.sharedKernels.empty()) {
     TraceScope sharedJit(opts.tracer, "compile", "jit-shared-kernels");
     KILN_ASSIGN_OR_RETURN(shared, getSharedKernels(ep.sharedKernels, o.jit));
+  }
+
+  // The addresses of the shared kernels the stages call through the constant arena.
+  for (const auto &[name, off] : prog->kernelSlots) {
+    auto it = shared.find(name);
+    if (it == shared.end())
+      return makeError(ErrorCode::Internal, "CPU backend: shared kernel '", name,
+                       "' was not loaded");
+    std::memcpy(prog->constants + off, &it->second, sizeof(void *));
   }
 
   TraceScope jit(opts.tracer, "compile", "jit");
@@ -773,8 +817,8 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPl
       unshared += alignUp(b.size);
   std::ostringstream os;
   os << "stages " << prog->stages.size() << ", fused epilogues " << fused
-     << ", element-wise loops " << ep.fusedLoops << " (" << ep.fusedInstrs
-     << " instrs), activations " << plan.activationBytes << " B (unshared " << unshared
+     << ", element-wise loops " << ep.fusedLoops << " (" << ep.fusedInstrs << " instrs, "
+     << ep.sharedLoops << " shared), activations " << plan.activationBytes << " B (unshared " << unshared
      << " B), arena " << prog->activationBytes << " B, constants " << prog->constantBytes
      << " B, " << (host.avx512 ? "avx512" : "avx2") << ", threads " << prog->threads
      << (prog->jitReused ? ", native code reused" : prog->jitFromDisk ? ", native code from disk" : "");
