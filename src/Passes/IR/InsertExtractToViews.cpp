@@ -56,19 +56,24 @@ bool sameElemType(const Type &a, const Type &b) {
          (!a.isQuantizedType() || (a.scale == b.scale && a.offset == b.offset));
 }
 
+// Each of the three rewrites checks what the instruction alone says before it collects the
+// function's buffer uses (BufferUses walks every instruction): most Slices and Concats of
+// a network take non-contiguous blocks, and collecting the uses for each of them made the
+// pass quadratic in the function's length.
+
 bool sliceToView(IRFunction &F, SliceInst *S) {
-  BufferUses bu(F);
   auto *B = dyn_cast<AllocActivationInst>(S->getDest());
   if (!B)
     return false;
-  BufferInfo *bi = bu.get(B);
-  for (const Use &u : bi->uses)
-    if (u.isWrite() && u.I != S)
-      return false;
   Value *X = S->getInput();
   if (!sameElemType(*X->getType(), *B->getType()) ||
       !isContiguousBlock(X->getType()->dims, S->getStarts(), S->getEnds()))
     return false;
+  BufferUses bu(F);
+  BufferInfo *bi = bu.get(B);
+  for (const Use &u : bi->uses)
+    if (u.isWrite() && u.I != S)
+      return false;
   BufferInfo *xi = bu.get(getRoot(X));
   size_t end = bi->lastUse() == BufferInfo::npos ? bu.pos(S) : bi->lastUse();
   if (xi->touchedBetween(bu.pos(S), end + 1, /*read=*/false, /*write=*/true))
@@ -84,12 +89,8 @@ bool sliceToView(IRFunction &F, SliceInst *S) {
 }
 
 bool concatToViews(IRFunction &F, ConcatInst *C) {
-  BufferUses bu(F);
   auto *Cbuf = dyn_cast<AllocActivationInst>(C->getDest());
   if (!Cbuf)
-    return false;
-  BufferInfo *ci = bu.get(Cbuf);
-  if (ci->uses.empty() || ci->uses.front().I != C)
     return false;
   const Dims &cd = Cbuf->getType()->dims;
   size_t axis = C->getAxis();
@@ -97,13 +98,9 @@ bool concatToViews(IRFunction &F, ConcatInst *C) {
   std::unordered_set<Value *> seen;
   std::vector<std::vector<dim_t>> offsets;
   dim_t at = 0;
-  AllocActivationInst *firstAlloc = nullptr;
   for (Value *a : ins) {
     auto *A = dyn_cast<AllocActivationInst>(a);
     if (!A || !seen.insert(A).second)
-      return false;
-    BufferInfo *ai = bu.get(A);
-    if (ai->uses.empty() || ai->uses.back().I != C)
       return false;
     const Dims &ad = A->getType()->dims;
     if (ad.size() != cd.size() || axis >= cd.size() ||
@@ -116,6 +113,17 @@ bool concatToViews(IRFunction &F, ConcatInst *C) {
       return false;
     offsets.push_back(starts);
     at += ad[axis];
+  }
+  BufferUses bu(F);
+  BufferInfo *ci = bu.get(Cbuf);
+  if (ci->uses.empty() || ci->uses.front().I != C)
+    return false;
+  AllocActivationInst *firstAlloc = nullptr;
+  for (Value *a : ins) {
+    auto *A = cast<AllocActivationInst>(a);
+    BufferInfo *ai = bu.get(A);
+    if (ai->uses.empty() || ai->uses.back().I != C)
+      return false;
     if (!firstAlloc || bu.pos(A) < bu.pos(firstAlloc))
       firstAlloc = A;
   }
@@ -155,15 +163,10 @@ bool blockWrittenBetween(const BufferInfo &bi, size_t from, size_t to, dim_t beg
 }
 
 bool concatOfViewsToView(IRFunction &F, ConcatInst *C) {
-  BufferUses bu(F);
   auto *Cbuf = dyn_cast<AllocActivationInst>(C->getDest());
   std::vector<Value *> ins = C->getInputs();
   if (!Cbuf || ins.empty() || !isa<TensorViewInst>(ins[0]))
     return false;
-  BufferInfo *ci = bu.get(Cbuf);
-  for (const Use &u : ci->uses)
-    if (u.isWrite() && u.I != C)
-      return false;
   Value *src = cast<TensorViewInst>(ins[0])->getSrc();
   const Dims &cd = Cbuf->getType()->dims;
   size_t axis = C->getAxis();
@@ -186,6 +189,11 @@ bool concatOfViewsToView(IRFunction &F, ConcatInst *C) {
   }
   if (at - begin != Cbuf->getType()->numElements())
     return false;
+  BufferUses bu(F);
+  BufferInfo *ci = bu.get(Cbuf);
+  for (const Use &u : ci->uses)
+    if (u.isWrite() && u.I != C)
+      return false;
   BufferInfo *ri = bu.get(getRoot(src));
   if (!ri || blockWrittenBetween(*ri, bu.pos(C), ci->lastUse(), begin, at))
     return false;
