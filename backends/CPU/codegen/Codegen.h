@@ -303,7 +303,8 @@ struct CodegenOptions {
   /// instruction selection of an optnone stage cannot call a global and hands every such
   /// call to SelectionDAG: most of a stage's code generation. A call through a pointer
   /// loaded from the arena is selected fast, and is what SelectionDAG makes of a call in
-  /// the large code model anyway (the address in a register, an indirect call). Off for
+  /// the large code model anyway (the address in a register, an indirect call). The
+  /// kernels' index tables (dims, strides) are read from the arena too. Off for
   /// ahead-of-time bundles, whose constants are a file written before any address is known.
   bool kernelTable = false;
   /// Kernels that read a constant in the graph's own layout read it where the graph
@@ -326,6 +327,9 @@ struct CodegenOptions {
 struct RunCheck {
   std::string before, after;
 };
+
+/// The process's memcpy among Program::kernelSlots.
+constexpr const char *kProcessMemcpy = "memcpy";
 
 /// A compiled function: native code, the constant arena, and the activation arena size.
 struct Program {
@@ -356,7 +360,8 @@ struct Program {
   int64_t statusOffset = -1;
   std::vector<RunCheck> checks;
   /// The shared kernels the stages call through the constant arena
-  /// (CodegenOptions::kernelTable): each one's name and the offset of its address there.
+  /// (CodegenOptions::kernelTable): each one's name (kProcessMemcpy for the process's
+  /// memcpy) and the offset of its address there.
   std::vector<std::pair<std::string, uint64_t>> kernelSlots;
   ~Program();
 };

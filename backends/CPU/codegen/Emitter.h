@@ -334,6 +334,15 @@ private:
   /// The callee of a call of kernel \p f: \p f itself, or with CodegenOptions::kernelTable
   /// and a shared kernel, its address loaded from the kernel table in the constant arena.
   llvm::Value *callee(llvm::Function *f);
+  /// The address of \p name (a shared kernel, or kProcessMemcpy) as a value of \p type,
+  /// loaded from its slot in the constant arena (Program::kernelSlots).
+  llvm::Value *addressFromTable(const std::string &name, llvm::PointerType *type);
+  /// Copies \p bytes from \p src to \p dst: the memcpy intrinsic, or with
+  /// CodegenOptions::kernelTable a call of the process's memcpy through the constant arena
+  /// when the copy is longer than kInlineCopyBytes (a call of memcpy is another global
+  /// that fast instruction selection cannot call in the large code model).
+  void memCopy(llvm::Value *dst, llvm::Value *src, uint64_t bytes);
+  static constexpr uint64_t kInlineCopyBytes = 32;
   /// A Location in the dilation phases' buffers (phaseScratchOffset_, placed after the
   /// plan: emitConvPhases), resolved by at().
   static constexpr unsigned kPhaseScratchBase = ~0u;
@@ -354,6 +363,8 @@ private:
   llvm::Value *I64(int64_t x) { return llvm::ConstantInt::get(i64_, x); }
   llvm::Value *F32(float x) { return llvm::ConstantFP::get(f32_, x); }
   llvm::Value *nullPtr() { return llvm::ConstantPointerNull::get(llvm::cast<llvm::PointerType>(i8p_)); }
+  /// A table of \p v for a kernel: a private constant of the module, or with
+  /// CodegenOptions::kernelTable a block of the constant arena (one per distinct table).
   llvm::Value *i64Array(const std::vector<int64_t> &v);
   llvm::Value *call(const std::string &name, std::vector<llvm::Value *> args);
   void beginStage(bool parallel, const std::string &name);
@@ -486,6 +497,8 @@ private:
   /// Shared kernels called through the constant arena (CodegenOptions::kernelTable): the
   /// offset of each one's address.
   std::map<std::string, uint64_t> kernelSlots_;
+  /// The index tables (i64Array) placed in the constant arena, by contents.
+  std::map<std::vector<uint64_t>, uint64_t> arrayOffsets_;
   std::set<std::string> called_;
   std::unordered_map<const Value *, std::vector<const Instruction *>> users_;
   /// The instruction plan() is planning (null outside it).

@@ -298,6 +298,22 @@ llvm::Value *Emitter::i64Array(const std::vector<int64_t> &v) {
   std::vector<uint64_t> u(v.begin(), v.end());
   if (u.empty())
     u.push_back(0);
+  if (opts_.kernelTable && !opts_.specializeGemm) {
+    // In the constant arena, as the kernels' addresses (CodegenOptions::kernelTable): in
+    // the large code model fast instruction selection cannot take a global's address
+    // either, and a call with a table argument went to SelectionDAG.
+    auto it = arrayOffsets_.find(u);
+    if (it == arrayOffsets_.end()) {
+      uint64_t off = alignUp(consts_.size());
+      if (!consts_.resize(off + u.size() * sizeof(uint64_t))) {
+        missing_ = "an index table (no room in the constant arena)";
+        return nullPtr();
+      }
+      std::memcpy(consts_.data() + off, u.data(), u.size() * sizeof(uint64_t));
+      it = arrayOffsets_.emplace(u, off).first;
+    }
+    return B_.CreatePointerCast(at({kConstantBase, it->second}), i64_->getPointerTo());
+  }
   auto *init = llvm::ConstantDataArray::get(ctx_, u);
   auto *gv = new llvm::GlobalVariable(M_, init->getType(), true,
                                       llvm::GlobalValue::PrivateLinkage, init, "dims");
@@ -342,21 +358,36 @@ llvm::Value *Emitter::callee(llvm::Function *f) {
   if (!opts_.kernelTable || opts_.specializeGemm ||
       !(avx512_ ? sharedAvx512 : sharedAvx2).count(name))
     return f;
+  return addressFromTable(name, f->getType());
+}
+
+llvm::Value *Emitter::addressFromTable(const std::string &name, llvm::PointerType *type) {
   auto it = kernelSlots_.find(name);
   if (it == kernelSlots_.end()) {
     uint64_t off = alignUp(consts_.size());
     if (!consts_.resize(off + sizeof(void *))) {
-      missing_ = name + " (no room for its address)";
-      return f;
+      missing_ = name + " (no room for its address in the constant arena)";
+      return llvm::ConstantPointerNull::get(type);
     }
     it = kernelSlots_.emplace(name, off).first;
     prog_.kernelSlots.emplace_back(name, off);
   }
-  llvm::Value *slot = B_.CreatePointerCast(at({kConstantBase, it->second}),
-                                           f->getType()->getPointerTo());
-  llvm::LoadInst *addr = B_.CreateLoad(f->getType(), slot);
+  llvm::Value *slot = B_.CreatePointerCast(at({kConstantBase, it->second}), type->getPointerTo());
+  llvm::LoadInst *addr = B_.CreateLoad(type, slot);
   addr->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx_, {}));
   return addr;
+}
+
+void Emitter::memCopy(llvm::Value *dst, llvm::Value *src, uint64_t bytes) {
+  // Short copies stay the intrinsic, which even fast instruction selection makes moves of.
+  if (!opts_.kernelTable || bytes <= kInlineCopyBytes) {
+    B_.CreateMemCpy(dst, llvm::MaybeAlign(1), src, llvm::MaybeAlign(1), I64(int64_t(bytes)));
+    return;
+  }
+  auto *ft = llvm::FunctionType::get(i8p_, {i8p_, i8p_, i64_}, false);
+  B_.CreateCall(ft, addressFromTable(kProcessMemcpy, ft->getPointerTo()),
+                {B_.CreatePointerCast(dst, i8p_), B_.CreatePointerCast(src, i8p_),
+                 I64(int64_t(bytes))});
 }
 
 void Emitter::beginStage(bool parallel, const std::string &name) {
@@ -767,13 +798,20 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPl
     KILN_ASSIGN_OR_RETURN(shared, getSharedKernels(ep.sharedKernels, o.jit));
   }
 
-  // The addresses of the shared kernels the stages call through the constant arena.
+  // The addresses of the shared kernels (and memcpy) the stages call through the
+  // constant arena.
   for (const auto &[name, off] : prog->kernelSlots) {
-    auto it = shared.find(name);
-    if (it == shared.end())
-      return makeError(ErrorCode::Internal, "CPU backend: shared kernel '", name,
-                       "' was not loaded");
-    std::memcpy(prog->constants + off, &it->second, sizeof(void *));
+    void *addr = nullptr;
+    if (name == kProcessMemcpy) {
+      addr = reinterpret_cast<void *>(&std::memcpy);
+    } else {
+      auto it = shared.find(name);
+      if (it == shared.end())
+        return makeError(ErrorCode::Internal, "CPU backend: shared kernel '", name,
+                         "' was not loaded");
+      addr = it->second;
+    }
+    std::memcpy(prog->constants + off, &addr, sizeof(void *));
   }
 
   TraceScope jit(opts.tracer, "compile", "jit");
