@@ -484,6 +484,7 @@ private:
   llvm::Value *bufs_ = nullptr, *tid_ = nullptr, *nth_ = nullptr;
   llvm::BasicBlock *entry_ = nullptr;
   std::map<unsigned, llvm::Value *> baseCache_;
+  std::map<std::string, llvm::Value *> tableCache_; ///< addressFromTable's loads in this stage
   unsigned stageCount_ = 0;
   std::vector<std::string> *entryNames_ = nullptr;
   /// The stages emitted so far (Stage::fn null), one per entry point of entryNames_.

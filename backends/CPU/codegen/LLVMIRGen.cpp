@@ -362,6 +362,10 @@ llvm::Value *Emitter::callee(llvm::Function *f) {
 }
 
 llvm::Value *Emitter::addressFromTable(const std::string &name, llvm::PointerType *type) {
+  // Loaded once per stage, in its entry block (as the base pointers are).
+  auto cached = tableCache_.find(name);
+  if (cached != tableCache_.end())
+    return cached->second;
   auto it = kernelSlots_.find(name);
   if (it == kernelSlots_.end()) {
     uint64_t off = alignUp(consts_.size());
@@ -372,9 +376,14 @@ llvm::Value *Emitter::addressFromTable(const std::string &name, llvm::PointerTyp
     it = kernelSlots_.emplace(name, off).first;
     prog_.kernelSlots.emplace_back(name, off);
   }
-  llvm::Value *slot = B_.CreatePointerCast(at({kConstantBase, it->second}), type->getPointerTo());
-  llvm::LoadInst *addr = B_.CreateLoad(type, slot);
+  llvm::Value *base = basePtr(kConstantBase);
+  llvm::IRBuilder<> eb(entry_);
+  eb.SetInsertPoint(llvm::cast<llvm::Instruction>(base)->getNextNode());
+  llvm::Value *slot = eb.CreatePointerCast(eb.CreateConstInBoundsGEP1_64(i8_, base, it->second),
+                                           type->getPointerTo());
+  llvm::LoadInst *addr = eb.CreateLoad(type, slot);
   addr->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx_, {}));
+  tableCache_[name] = addr;
   return addr;
 }
 
@@ -411,6 +420,7 @@ void Emitter::beginStage(bool parallel, const std::string &name) {
     nth_ = I64(1);
   }
   baseCache_.clear();
+  tableCache_.clear();
   entryNames_->push_back(fname);
   Stage st;
   st.parallel = parallel;
