@@ -27,9 +27,11 @@ namespace {
 /// module, writing and reading its bitcode and starting the thread would cost more than
 /// the code generation they move.
 constexpr unsigned kMinPartInstrs = 400;
-/// The same for a part still to be optimised, counted before: the vectoriser makes a loop
-/// function several times longer than it was.
-constexpr unsigned kMinPartInstrsBeforeOptimising = 100;
+/// The same for a part still to be optimised, counted before: a loop function is a few
+/// calls of kernels still to be inlined, and one of 10-20 instructions costs some 3-4 ms
+/// of O3 and code generation once they are (lraspp_mobilenet_v3's six: two parts of three
+/// on two cores instead of one part of six).
+constexpr unsigned kMinPartInstrsBeforeOptimising = 30;
 constexpr unsigned kMaxParts = 8;
 
 /// Header of a file of several objects (see packObjectParts); not an ELF magic, so an
