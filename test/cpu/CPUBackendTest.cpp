@@ -1368,6 +1368,17 @@ void buildDistinctChains(Net &n) {
   }
 }
 
+/// The stats of two processes (ProgramCacheChild) that compile network \p net (KILN_NET)
+/// with AVX-512 on or off (\p avx512: "1" or "0") one after the other, with the kernel
+/// cache \p dir; each checks its results against the Interpreter.
+std::pair<std::string, std::string> compileInTwoProcesses(const std::string &net,
+                                                          const char *avx512,
+                                                          const std::string &dir) {
+  std::string env = "KILN_NET=" + net + " KILN_AVX512=" + avx512;
+  std::string first = runProgramCacheChild(dir, dir + ".first", "", env);
+  return {first, runProgramCacheChild(dir, dir + ".second", "", env)};
+}
+
 // A module large enough is generated in parts, one object each on up to one thread per
 // core (its stages of calls at -O0), kept in the cache as one file: a second process
 // loads all of its objects from the file, a file cut short is compiled again, and each
@@ -1379,10 +1390,9 @@ TEST(CPUBackend, ProgramInPartsGoesToDiskAndBack) {
     SCOPED_TRACE(std::string("avx512=") + avx512);
     std::string env = std::string("KILN_NET=chains KILN_AVX512=") + avx512;
     std::string dir = scratchPath(std::string("kiln-parts-") + avx512);
-    std::string first = runProgramCacheChild(dir, dir + ".first", "", env);
+    auto [first, second] = compileInTwoProcesses("chains", avx512, dir);
     EXPECT_EQ(first.find("native code from disk"), std::string::npos) << first;
     EXPECT_NE(first.find(" objects)"), std::string::npos) << first;
-    std::string second = runProgramCacheChild(dir, dir + ".second", "", env);
     EXPECT_NE(second.find("native code from disk"), std::string::npos) << second;
     EXPECT_NE(second.find(" objects)"), std::string::npos) << second;
     // Cut every cached file short: the third process finds none it can load.
@@ -1411,12 +1421,10 @@ TEST(CPUBackend, SharedLoopsProgramFromDisk) {
     GTEST_SKIP() << "run by the parent only";
   for (const char *avx512 : {"1", "0"}) {
     SCOPED_TRACE(std::string("avx512=") + avx512);
-    std::string env = std::string("KILN_NET=shared KILN_AVX512=") + avx512;
-    std::string dir = scratchPath(std::string("kiln-shared-loops-") + avx512);
-    std::string first = runProgramCacheChild(dir, dir + ".first", "", env);
+    auto [first, second] =
+        compileInTwoProcesses("shared", avx512, scratchPath(std::string("kiln-shared-") + avx512));
     EXPECT_EQ(first.find("native code from disk"), std::string::npos) << first;
     EXPECT_NE(first.find(" 40 shared)"), std::string::npos) << first;
-    std::string second = runProgramCacheChild(dir, dir + ".second", "", env);
     EXPECT_NE(second.find("native code from disk"), std::string::npos) << second;
   }
 }
