@@ -377,8 +377,11 @@ llvm::Value *Emitter::addressFromTable(const std::string &name, llvm::PointerTyp
     prog_.kernelSlots.emplace_back(name, off);
   }
   llvm::Value *base = basePtr(kConstantBase);
+  // Right after the base pointer's load (at the end of the entry block when that is all
+  // the block holds yet).
   llvm::IRBuilder<> eb(entry_);
-  eb.SetInsertPoint(llvm::cast<llvm::Instruction>(base)->getNextNode());
+  if (llvm::Instruction *next = llvm::cast<llvm::Instruction>(base)->getNextNode())
+    eb.SetInsertPoint(next);
   llvm::Value *slot = eb.CreatePointerCast(eb.CreateConstInBoundsGEP1_64(i8_, base, it->second),
                                            type->getPointerTo());
   llvm::LoadInst *addr = eb.CreateLoad(type, slot);
