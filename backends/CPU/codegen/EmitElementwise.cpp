@@ -293,6 +293,37 @@ std::set<const Value *> Emitter::readOnlyInside(const std::vector<Instruction *>
   return inGroupOnly;
 }
 
+bool Emitter::unreadAfterChain(const std::vector<Instruction *> &group, const Value *v) {
+  if (!isa<AllocActivationInst>(v))
+    return false;
+  // The users in program order (planItems), each once per operand that names v.
+  const std::vector<const Instruction *> &users = usersOf(v);
+  auto inGroup = [&](const Instruction *U) {
+    return std::find(group.begin(), group.end(), U) != group.end();
+  };
+  size_t last = users.size();
+  for (size_t i = 0; i < users.size(); i++) {
+    if (isa<TensorViewInst>(users[i]))
+      return false; // a view reads the buffer wherever its own users are
+    if (inGroup(users[i]))
+      last = i;
+  }
+  if (last == users.size())
+    return false;
+  for (size_t i = last + 1; i < users.size(); i++) {
+    const Instruction *U = users[i];
+    if (isa<DeallocActivationInst>(U))
+      return true;
+    // The next instruction that names the buffer must only write it (an @out operand:
+    // the whole value), as the start of another value's life in it.
+    for (const auto &o : U->getOperands())
+      if (o.first == v && o.second != OperandKind::Out)
+        return false;
+    return true;
+  }
+  return true; // never named again
+}
+
 namespace {
 
 /// Appends \p v's bits to a loop's key.
@@ -491,13 +522,15 @@ std::string Emitter::sharedEwLoop(const EwChain &c, std::vector<const Value *> &
     }
     return "";
   }
-  // x * sigmoid(x) (SiLU) is Swish, when the sigmoid's result is overwritten by the
-  // product (its buffer is the product's: nothing else reads it) and x is not that buffer.
+  // x * sigmoid(x) (SiLU) is Swish, when nothing but the product reads the sigmoid's
+  // result (the product overwrites its buffer, or nothing reads the buffer after the
+  // chain: the loop function's store of it would be dead) and x is not that buffer.
   if (c.bcs.empty() && g.size() == 2 && floatOp(g[0]) == "sigmoid" && floatOp(g[1]) == "mul") {
     const Value *x = operand(g[0], 1), *t = operand(g[0], 0), *y = operand(g[1], 0);
     unsigned px = c.param(x), pt = c.param(t), pa = c.param(operand(g[1], 1)),
              pb = c.param(operand(g[1], 2));
-    if (pt != c.param(y) || px == pt || !((pa == px && pb == pt) || (pa == pt && pb == px)))
+    bool unread = pt == c.param(y) || unreadAfterChain(g, t);
+    if (!unread || px == pt || !((pa == px && pb == pt) || (pa == pt && pb == px)))
       return "";
     operands = {x, y};
     return "libjit_ew_swish_f32";

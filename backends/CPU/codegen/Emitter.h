@@ -428,6 +428,10 @@ private:
                      llvm::MDNode *access);
   /// The Broadcast and Splat results of an element-wise chain that only the chain reads.
   std::set<const Value *> readOnlyInside(const std::vector<Instruction *> &group);
+  /// True when no instruction reads activation \p v's buffer after the chain \p group:
+  /// the next one that names it deallocates it or only writes it (an @out operand), or
+  /// none does. A view of it counts as a read.
+  bool unreadAfterChain(const std::vector<Instruction *> &group, const Value *v);
   /// Fills \p n elements of type \p t at \p dst with \p value as Splat defines it.
   void emitFill(llvm::Value *dst, const Type &t, float value, int64_t n);
   /// Copies the box \p dims between strided buffers; with \p rq, requantizing. \p split:
