@@ -261,11 +261,13 @@ TEST(CPUBackend, ConcatOperandsBecomeViews) {
   auto activationBytes = [](const std::string &stats) {
     return std::stoll(stats.substr(stats.find("activations ") + 12));
   };
+  // A copy is the memcpy intrinsic, or a call of the process's memcpy through the
+  // constant arena (Emitter::memCopy: the only call there that returns a pointer).
   auto copies = [](const std::string &ir) {
     size_t n = 0;
-    for (size_t at = ir.find("call void @llvm.memcpy"); at != std::string::npos;
-         at = ir.find("call void @llvm.memcpy", at + 1))
-      n++;
+    for (const char *call : {"call void @llvm.memcpy", "call i8* %"})
+      for (size_t at = ir.find(call); at != std::string::npos; at = ir.find(call, at + 1))
+        n++;
     return n;
   };
   std::string stats[2], ir[2];
@@ -535,7 +537,8 @@ TEST(CPUBackend, ElementwiseChainAndData) {
 /// The same element-wise chains at several lengths (one of them long enough to be split
 /// between threads), a broadcast of a value per row at two row counts and a broadcast of
 /// a channel vector at three row lengths (24 and 40 leave remainders after the vector
-/// loop; 300 x 72 is split between threads): each length is its own loop, and the
+/// loop; 300 x 72 is split between threads), each broadcast product added to its row (so
+/// that the chain is no shared loop kernel's): each length is its own loop, and the
 /// Interpreter's results hold on every configuration.
 void buildRepeatedChains(Net &n) {
   n.F = n.mod.createFunction("main");
@@ -556,7 +559,8 @@ void buildRepeatedChains(Net &n) {
     auto *c = n.mod.createPlaceholder(ElemKind::Float, {rows, 16, 1}, "c" + std::to_string(rows));
     n.inputs.push_back(a);
     n.inputs.push_back(c);
-    outs.push_back(F->createMul("sc", a, F->createBroadcast("b", c, {rows, 16, 9})));
+    outs.push_back(
+        F->createAdd("sa", F->createMul("sc", a, F->createBroadcast("b", c, {rows, 16, 9})), a));
   }
   for (auto [rows, channels] : {std::pair<dim_t, dim_t>{5, 24}, {3, 40}, {300, 72}}) {
     std::string shape = std::to_string(rows) + "x" + std::to_string(channels);
@@ -564,7 +568,8 @@ void buildRepeatedChains(Net &n) {
     auto *v = n.mod.createPlaceholder(ElemKind::Float, {channels}, "cv" + shape);
     n.inputs.push_back(x);
     n.inputs.push_back(v);
-    outs.push_back(F->createMul("cs", x, F->createBroadcast("cb", v, {rows, channels})));
+    outs.push_back(
+        F->createAdd("ca", F->createMul("cs", x, F->createBroadcast("cb", v, {rows, channels})), x));
   }
   for (size_t i = 0; i < outs.size(); i++)
     n.saves.push_back(F->createSave("o" + std::to_string(i), outs[i]));
@@ -594,6 +599,7 @@ TEST(CPUBackend, RepeatedChainsShareTheirLoop) {
   // Functions: one for the 3 lengths; one per broadcast pattern, whose rows' length and
   // strides are arguments (a space of two dimensions).
   EXPECT_NE(stats.find("element-wise loops 8 "), std::string::npos) << stats;
+  EXPECT_NE(stats.find(" 0 shared)"), std::string::npos) << stats;
   EXPECT_EQ(loops.size(), 3u);
 }
 
@@ -625,6 +631,96 @@ TEST(CPUBackend, ShortBroadcastRowsAreVectorised) {
   EXPECT_LE(scalarMuls, 1u) << loop;
 }
 
+/// The chains that shared loop kernels compute (libjit_ewloops.h) instead of loop functions
+/// of the program, each over a shape of its own (so that no two fuse into one loop) and
+/// read by a transpose (so that its result is an activation, whose buffer the planner may
+/// share with an operand's): the lone float activations and binary operations of the list
+/// whose results stay finite on inputs in [-1, 1] (the operator suite, //test/backend, runs
+/// every one of them on its own inputs), over 7 x 143 (a remainder after the vector loop)
+/// and 120 x 211 (split between threads); x * sigmoid(x) in both operand orders, and with
+/// the sigmoid's result in a buffer of its own that nothing reads after the chain; a value
+/// per row (a squeeze-and-excitation scale, [2, 6, 7, 7] by [2, 6, 1, 1]) and a channel
+/// vector per row ([5, 24] by [24], [300, 72] by [72], split between threads) added and
+/// multiplied, the broadcast on either side.
+void buildSharedLoopChains(Net &n) {
+  n.F = n.mod.createFunction("main");
+  Function *F = n.F;
+  using Chain = std::function<NodeValue(NodeValue, NodeValue)>;
+  std::vector<Chain> chains = {
+      [&](NodeValue x, NodeValue) { return F->createRelu("relu", x); },
+      [&](NodeValue x, NodeValue) { return F->createSigmoid("sig", x); },
+      [&](NodeValue x, NodeValue) { return F->createTanh("tanh", x); },
+      [&](NodeValue x, NodeValue) { return F->createHardSwish("hsw", x); },
+      [&](NodeValue x, NodeValue) { return F->createSwish("swi", x); },
+      [&](NodeValue x, NodeValue) { return F->createExp("exp", x); },
+      [&](NodeValue x, NodeValue) { return F->createErf("erf", x); },
+      [&](NodeValue x, NodeValue) { return F->createNeg("neg", x); },
+      [&](NodeValue x, NodeValue) { return F->createAbs("abs", x); },
+      [&](NodeValue x, NodeValue y) { return F->createAdd("add", x, y); },
+      [&](NodeValue x, NodeValue y) { return F->createSub("sub", x, y); },
+      [&](NodeValue x, NodeValue y) { return F->createMul("mul", x, y); },
+      [&](NodeValue x, NodeValue y) { return F->createDiv("div", x, y); },
+      [&](NodeValue x, NodeValue y) { return F->createMax("max", x, y); },
+      [&](NodeValue x, NodeValue y) { return F->createMin("min", y, x); },
+      [&](NodeValue x, NodeValue) { return F->createMul("silu1", x, F->createSigmoid("s1", x)); },
+      [&](NodeValue x, NodeValue) { return F->createMul("silu2", F->createSigmoid("s2", x), x); },
+      // x an activation that dies at the product, which takes its buffer (in place): the
+      // sigmoid's result has a buffer of its own that nothing reads after the chain.
+      [&](NodeValue x, NodeValue) {
+        NodeValue a = F->createTranspose("xt", x, {1, 0});
+        return F->createMul("silu3", a, F->createSigmoid("s3", a));
+      }};
+  std::vector<NodeValue> outs;
+  auto input = [&](const std::string &name, Dims dims) {
+    auto *p = n.mod.createPlaceholder(ElemKind::Float, dims, name);
+    n.inputs.push_back(p);
+    return NodeValue(p);
+  };
+  for (dim_t rows : {7, 120})
+    for (size_t i = 0; i < chains.size(); i++) {
+      dim_t cols = (rows == 7 ? 143 : 211) + 2 * dim_t(i);
+      std::string k = std::to_string(rows) + "_" + std::to_string(i);
+      outs.push_back(chains[i](input("x" + k, {rows, cols}), input("y" + k, {rows, cols})));
+    }
+  // (Two scales: one broadcast read by two chains would be stored, a chain of its own.)
+  NodeValue a = input("a", {2, 6, 7, 7}), se = input("se", {2, 6, 1, 1});
+  NodeValue se2 = input("se2", {2, 6, 1, 1});
+  outs.push_back(F->createMul("sem", a, F->createBroadcast("seb", se, {2, 6, 7, 7})));
+  outs.push_back(F->createAdd("sea", F->createBroadcast("seb2", se2, {2, 6, 7, 7}), a));
+  for (auto [rows, channels] : {std::pair<dim_t, dim_t>{5, 24}, {300, 72}}) {
+    std::string shape = std::to_string(rows) + "x" + std::to_string(channels);
+    NodeValue x = input("cx" + shape, {rows, channels}), v = input("cv" + shape, {channels});
+    outs.push_back(F->createMul("cm", F->createBroadcast("cb", v, {rows, channels}), x));
+    NodeValue x2 = input("cy" + shape, {rows, channels + 1});
+    NodeValue v2 = input("cw" + shape, {channels + 1});
+    outs.push_back(F->createAdd("ca", x2, F->createBroadcast("cb2", v2, {rows, channels + 1})));
+  }
+  for (size_t i = 0; i < outs.size(); i++) {
+    auto dims = outs[i].getType()->dims;
+    std::vector<dim_t> reverse;
+    for (size_t d = dims.size(); d-- > 0;)
+      reverse.push_back(dim_t(d));
+    n.saves.push_back(F->createSave("o" + std::to_string(i),
+                                    F->createTranspose("t" + std::to_string(i), outs[i], reverse)));
+  }
+}
+
+TEST(CPUBackend, SharedLoopChains) { checkAgainstInterpreter(buildSharedLoopChains); }
+
+// Those chains call the shared loop kernels: no loop function is compiled for the lone
+// operations, the products with a sigmoid or the broadcast rows.
+TEST(CPUBackend, SharedLoopChainsCompileNoLoopFunctions) {
+  for (unsigned threads : {1u, 2u}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    std::string stats;
+    std::vector<std::string> loops = loopFunctionsOf(buildSharedLoopChains, threads, stats);
+    // 18 chains at two shapes (the SiLUs of two instructions), 6 broadcasts (of two).
+    EXPECT_NE(stats.find("element-wise loops 42 (54 instrs, 42 shared)"), std::string::npos)
+        << stats;
+    EXPECT_EQ(loops.size(), 0u);
+  }
+}
+
 // Two programs whose stages are alike but whose loops compute different things are
 // different programs: the reuse key covers the loop functions, not only the stages that
 // call them.
@@ -640,7 +736,8 @@ TEST(CPUBackend, ProgramsDifferingInTheirLoopsAreNotReused) {
       auto *x = n.mod.createPlaceholder(ElemKind::Float, {1000}, "x");
       n.inputs = {x};
       NodeValue r = tanh ? NodeValue(n.F->createTanh("f", x)) : NodeValue(n.F->createSigmoid("f", x));
-      n.saves = {n.F->createSave("y", r)};
+      // Added to x: a chain of two, a loop function (a lone activation is a shared kernel).
+      n.saves = {n.F->createSave("y", n.F->createAdd("a", r, x))};
     };
     Net ref, net;
     build(ref);
@@ -1278,6 +1375,17 @@ void buildDistinctChains(Net &n) {
   }
 }
 
+/// The stats of two processes (ProgramCacheChild) that compile network \p net (KILN_NET)
+/// with AVX-512 on or off (\p avx512: "1" or "0") one after the other, with the kernel
+/// cache \p dir; each checks its results against the Interpreter.
+std::pair<std::string, std::string> compileInTwoProcesses(const std::string &net,
+                                                          const char *avx512,
+                                                          const std::string &dir) {
+  std::string env = "KILN_NET=" + net + " KILN_AVX512=" + avx512;
+  std::string first = runProgramCacheChild(dir, dir + ".first", "", env);
+  return {first, runProgramCacheChild(dir, dir + ".second", "", env)};
+}
+
 // A module large enough is generated in parts, one object each on up to one thread per
 // core (its stages of calls at -O0), kept in the cache as one file: a second process
 // loads all of its objects from the file, a file cut short is compiled again, and each
@@ -1289,10 +1397,9 @@ TEST(CPUBackend, ProgramInPartsGoesToDiskAndBack) {
     SCOPED_TRACE(std::string("avx512=") + avx512);
     std::string env = std::string("KILN_NET=chains KILN_AVX512=") + avx512;
     std::string dir = scratchPath(std::string("kiln-parts-") + avx512);
-    std::string first = runProgramCacheChild(dir, dir + ".first", "", env);
+    auto [first, second] = compileInTwoProcesses("chains", avx512, dir);
     EXPECT_EQ(first.find("native code from disk"), std::string::npos) << first;
     EXPECT_NE(first.find(" objects)"), std::string::npos) << first;
-    std::string second = runProgramCacheChild(dir, dir + ".second", "", env);
     EXPECT_NE(second.find("native code from disk"), std::string::npos) << second;
     EXPECT_NE(second.find(" objects)"), std::string::npos) << second;
     // Cut every cached file short: the third process finds none it can load.
@@ -1310,6 +1417,37 @@ TEST(CPUBackend, ProgramInPartsGoesToDiskAndBack) {
     EXPECT_EQ(third.find("native code from disk"), std::string::npos) << third;
     EXPECT_NE(third.find("stages"), std::string::npos) << third;
   }
+}
+
+// A program of shared loop kernels (and no loop function) compiled by one process and
+// loaded from the kernel cache by the next: the object holds no kernel address (the
+// stages read them from the constant arena, which each process fills with its own), and
+// both compute what the Interpreter computes, on both instruction sets.
+TEST(CPUBackend, SharedLoopsProgramFromDisk) {
+  if (std::getenv("KILN_STAGE_CACHE_DIR"))
+    GTEST_SKIP() << "run by the parent only";
+  for (const char *avx512 : {"1", "0"}) {
+    SCOPED_TRACE(std::string("avx512=") + avx512);
+    auto [first, second] =
+        compileInTwoProcesses("shared", avx512, scratchPath(std::string("kiln-shared-") + avx512));
+    EXPECT_EQ(first.find("native code from disk"), std::string::npos) << first;
+    EXPECT_NE(first.find(" 42 shared)"), std::string::npos) << first;
+    EXPECT_NE(second.find("native code from disk"), std::string::npos) << second;
+  }
+}
+
+// Stages of calls reach the shared kernels through their addresses in the constant arena:
+// no direct call of a kernel remains in the -O0 stage, whose code generation then takes
+// the fast instruction selection (backends/CPU/README.md, "Start-up, seventh pass"), and
+// it computes what the Interpreter does (also with the code loaded from disk by another
+// process: ProgramCacheChild, SharedLoopsProgramFromDisk).
+TEST(CPUBackend, StagesCallSharedKernelsThroughTheArena) {
+  std::string ir = compiledIR([](Net &n) { buildConvNet(n, 7); }, 1);
+  size_t stage = ir.find("@kiln_stage_0(");
+  ASSERT_NE(stage, std::string::npos) << ir;
+  std::string body = ir.substr(stage, ir.find("\n}", stage) - stage);
+  EXPECT_EQ(body.find("call void @libjit_"), std::string::npos) << body;
+  EXPECT_NE(body.find("call void %"), std::string::npos) << body;
 }
 
 // With the assembly kept, the module is optimised whole (the assembly is printed from
@@ -1372,12 +1510,16 @@ TEST(CPUBackend, ProgramCacheChild) {
   if (const char *avx512 = std::getenv("KILN_AVX512"))
     opts.backendOptions["avx512"] = avx512;
   // KILN_NET=chains: many distinct element-wise loops, a module large enough to be
-  // generated in parts (one object each).
-  bool chains = std::getenv("KILN_NET") && std::string(std::getenv("KILN_NET")) == "chains";
+  // generated in parts (one object each); KILN_NET=shared: chains of the shared loop
+  // kernels, called through the constant arena.
+  std::string which = std::getenv("KILN_NET") ? std::getenv("KILN_NET") : "";
   Net ref, net;
-  if (chains) {
+  if (which == "chains") {
     buildDistinctChains(ref);
     buildDistinctChains(net);
+  } else if (which == "shared") {
+    buildSharedLoopChains(ref);
+    buildSharedLoopChains(net);
   } else {
     buildConvNet(ref, 900);
     buildConvNet(net, 900);

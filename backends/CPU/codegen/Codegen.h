@@ -297,6 +297,16 @@ struct CodegenOptions {
   ConvMachine convMachine;
   /// One stage per instruction, so that a profile times each on its own.
   bool profile = false;
+  /// Stages call the shared kernels through a table of their addresses in the constant
+  /// arena (Program::kernelSlots, filled by generateProgram once the kernels are loaded)
+  /// instead of by name. The JIT generates code for the large code model, where the fast
+  /// instruction selection of an optnone stage cannot call a global and hands every such
+  /// call to SelectionDAG: most of a stage's code generation. A call through a pointer
+  /// loaded from the arena is selected fast, and is what SelectionDAG makes of a call in
+  /// the large code model anyway (the address in a register, an indirect call). The
+  /// kernels' index tables (dims, strides) are read from the arena too. Off for
+  /// ahead-of-time bundles, whose constants are a file written before any address is known.
+  bool kernelTable = false;
   /// Kernels that read a constant in the graph's own layout read it where the graph
   /// holds it (Program::borrowed) instead of from a copy in the constant arena: the
   /// weights of a one-row fully-connected layer. Off for bundles, whose weights are one
@@ -317,6 +327,9 @@ struct CodegenOptions {
 struct RunCheck {
   std::string before, after;
 };
+
+/// The process's memcpy among Program::kernelSlots.
+constexpr const char *kProcessMemcpy = "memcpy";
 
 /// A compiled function: native code, the constant arena, and the activation arena size.
 struct Program {
@@ -346,6 +359,10 @@ struct Program {
   /// first word is 1 + the index of the failed check in `checks`.
   int64_t statusOffset = -1;
   std::vector<RunCheck> checks;
+  /// The shared kernels the stages call through the constant arena
+  /// (CodegenOptions::kernelTable): each one's name (kProcessMemcpy for the process's
+  /// memcpy) and the offset of its address there.
+  std::vector<std::pair<std::string, uint64_t>> kernelSlots;
   ~Program();
 };
 
@@ -373,6 +390,7 @@ struct EmittedProgram {
   /// The target (JitOptions::targetCpu or the host).
   HostInfo host;
   unsigned fusedLoops = 0, fusedInstrs = 0;
+  unsigned sharedLoops = 0; ///< of the fused loops, those that call a shared loop kernel
   EmittedProgram();
   EmittedProgram(EmittedProgram &&);
   ~EmittedProgram();

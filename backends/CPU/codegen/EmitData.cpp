@@ -172,7 +172,7 @@ void Emitter::emitCopy(llvm::Value *dst, llvm::Value *src, std::vector<int64_t> 
   }
   if (d2.empty() || (d2.size() == 1 && ds2[0] == 1 && ss2[0] == 1)) {
     int64_t n = d2.empty() ? 1 : d2[0];
-    B_.CreateMemCpy(dst, llvm::MaybeAlign(1), src, llvm::MaybeAlign(1), I64(n * elemSize));
+    memCopy(dst, src, uint64_t(n * elemSize));
     return;
   }
   call(std::string("libjit_strided_copy_") + sizeSuffix(elemSize),
@@ -189,7 +189,7 @@ Error Emitter::planCopy(Instruction *I, std::vector<Item> &items) {
     return Error::success();
   uint64_t bytes = src->getType()->sizeInBytes();
   serial("copy", [=] {
-    B_.CreateMemCpy(ptr(dst), llvm::MaybeAlign(1), ptr(src), llvm::MaybeAlign(1), I64(bytes));
+    memCopy(ptr(dst), ptr(src), bytes);
   });
   return Error::success();
 }
@@ -513,8 +513,7 @@ Expected<Emitter::ScatterPlan> Emitter::scatterPlan(Instruction *I, Value *dest,
 void Emitter::copyData(const ScatterPlan &p) {
   uint64_t bytes = p.dt->sizeInBytes();
   if (!p.same && bytes)
-    B_.CreateMemCpy(ptr(p.dest), llvm::MaybeAlign(1), ptr(p.data), llvm::MaybeAlign(1),
-                    I64(int64_t(bytes)));
+    memCopy(ptr(p.dest), ptr(p.data), bytes);
 }
 
 /// ScatterElements: Data copied to the result (unless in place), then one kernel combines
@@ -701,7 +700,7 @@ Error Emitter::planInsertTensor(Instruction *I, std::vector<Item> &items) {
   bool same = dl == bl;
   serial("inserttensor", [=] {
     if (!same)
-      B_.CreateMemCpy(ptr(dest), llvm::MaybeAlign(1), ptr(big), llvm::MaybeAlign(1), I64(bytes));
+      memCopy(ptr(dest), ptr(big), bytes);
     llvm::Value *dp = B_.CreateConstInBoundsGEP1_64(i8_, ptr(dest), uint64_t(start * es));
     emitCopy(dp, ptr(small), sd, os, stridesOf(sd), es);
   });

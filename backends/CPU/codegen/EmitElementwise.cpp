@@ -3,6 +3,8 @@
 // appended as arguments); only exceptions are listed here. Chains of them become one loop.
 #include "Emitter.h"
 
+#include "backends/CPU/libjit/libjit_ewloops.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -291,6 +293,37 @@ std::set<const Value *> Emitter::readOnlyInside(const std::vector<Instruction *>
   return inGroupOnly;
 }
 
+bool Emitter::unreadAfterChain(const std::vector<Instruction *> &group, const Value *v) {
+  if (!isa<AllocActivationInst>(v))
+    return false;
+  // The users in program order (planItems), each once per operand that names v.
+  const std::vector<const Instruction *> &users = usersOf(v);
+  auto inGroup = [&](const Instruction *U) {
+    return std::find(group.begin(), group.end(), U) != group.end();
+  };
+  size_t last = users.size();
+  for (size_t i = 0; i < users.size(); i++) {
+    if (isa<TensorViewInst>(users[i]))
+      return false; // a view reads the buffer wherever its own users are
+    if (inGroup(users[i]))
+      last = i;
+  }
+  if (last == users.size())
+    return false;
+  for (size_t i = last + 1; i < users.size(); i++) {
+    const Instruction *U = users[i];
+    if (isa<DeallocActivationInst>(U))
+      return true;
+    // The next instruction that names the buffer must only write it (an @out operand:
+    // the whole value), as the start of another value's life in it.
+    for (const auto &o : U->getOperands())
+      if (o.first == v && o.second != OperandKind::Out)
+        return false;
+    return true;
+  }
+  return true; // never named again
+}
+
 namespace {
 
 /// Appends \p v's bits to a loop's key.
@@ -439,6 +472,88 @@ void Emitter::emitEwElement(const EwChain &c, const std::vector<llvm::Value *> &
   }
 }
 
+namespace {
+
+/// The scalar functions (libjit_elem_<op>_f32) of the shared loops, by kind of loop.
+const std::set<std::string> &sharedUnaryOps() {
+#define KILN_EW_OP(OP) #OP,
+  static const std::set<std::string> ops = {LIBJIT_EW_UNARY_LOOPS(KILN_EW_OP)};
+  return ops;
+}
+const std::set<std::string> &sharedBinaryOps() {
+  static const std::set<std::string> ops = {LIBJIT_EW_BINARY_LOOPS(KILN_EW_OP)};
+  return ops;
+}
+const std::set<std::string> &sharedRowOps() {
+  static const std::set<std::string> ops = {LIBJIT_EW_ROW_LOOPS(KILN_EW_OP)};
+#undef KILN_EW_OP
+  return ops;
+}
+
+} // namespace
+
+std::string Emitter::sharedEwLoop(const EwChain &c, std::vector<const Value *> &operands) {
+  const std::vector<Instruction *> &g = c.group;
+  // The operator of an element-wise instruction on floats with no attributes ("" else):
+  // what the <op> of libjit_elem_<op>_f32 is.
+  auto floatOp = [&](Instruction *I) -> std::string {
+    ElemOp op;
+    if (isa<BroadcastInst>(I) || isa<SplatInst>(I) || !elemOpOf(I, op) || !op.attrs.empty())
+      return "";
+    for (const auto &o : I->getOperands())
+      if (o.first->getType()->kind != ElemKind::Float)
+        return "";
+    const std::string prefix = "libjit_elem_", suffix = "_f32";
+    if (op.fn.size() <= prefix.size() + suffix.size() || op.fn.rfind(prefix, 0) != 0 ||
+        op.fn.compare(op.fn.size() - suffix.size(), suffix.size(), suffix) != 0)
+      return "";
+    return op.fn.substr(prefix.size(), op.fn.size() - prefix.size() - suffix.size());
+  };
+  auto operand = [](Instruction *I, unsigned k) { return I->getOperand(k).first; };
+  if (c.bcs.empty() && g.size() == 1) {
+    std::string op = floatOp(g[0]);
+    if (g[0]->getNumOperands() == 2 && sharedUnaryOps().count(op)) {
+      operands = {operand(g[0], 1), operand(g[0], 0)};
+      return "libjit_ew_" + op + "_f32";
+    }
+    if (g[0]->getNumOperands() == 3 && sharedBinaryOps().count(op)) {
+      operands = {operand(g[0], 1), operand(g[0], 2), operand(g[0], 0)};
+      return "libjit_ew_" + op + "_f32";
+    }
+    return "";
+  }
+  // x * sigmoid(x) (SiLU) is Swish, when nothing but the product reads the sigmoid's
+  // result (the product overwrites its buffer, or nothing reads the buffer after the
+  // chain: the loop function's store of it would be dead) and x is not that buffer.
+  if (c.bcs.empty() && g.size() == 2 && floatOp(g[0]) == "sigmoid" && floatOp(g[1]) == "mul") {
+    const Value *x = operand(g[0], 1), *t = operand(g[0], 0), *y = operand(g[1], 0);
+    unsigned px = c.param(x), pt = c.param(t), pa = c.param(operand(g[1], 1)),
+             pb = c.param(operand(g[1], 2));
+    bool unread = pt == c.param(y) || unreadAfterChain(g, t);
+    if (!unread || px == pt || !((pa == px && pb == pt) || (pa == pt && pb == px)))
+      return "";
+    operands = {x, y};
+    return "libjit_ew_swish_f32";
+  }
+  // A commutative operation of a row and a broadcast value or vector per row (rows whose
+  // length and strides are arguments: c.rowArgs), the broadcast not stored, or stored
+  // where the result then overwrites it (its buffer is the result's).
+  if (c.rowArgs && g.size() == 2 && c.bcs.size() == 1 && g[0] == c.bcs[0] &&
+      g[1]->getNumOperands() == 3) {
+    std::string op = floatOp(g[1]);
+    const Value *bcd = c.bcs[0]->getDest();
+    unsigned pbc = c.param(bcd);
+    bool first = c.param(operand(g[1], 1)) == pbc, second = c.param(operand(g[1], 2)) == pbc;
+    bool overwritten = c.inGroupOnly.count(bcd) || c.param(operand(g[1], 0)) == pbc;
+    if (!sharedRowOps().count(op) || first == second || !overwritten ||
+        c.bcs[0]->getInput()->getType()->kind != ElemKind::Float)
+      return "";
+    operands = {operand(g[1], first ? 2 : 1), c.bcs[0]->getInput(), operand(g[1], 0)};
+    return "libjit_ew_rows_" + op + "_f32";
+  }
+  return "";
+}
+
 llvm::Function *Emitter::emitEwLoop(const EwChain &c, const std::string &name) {
   std::vector<llvm::Type *> argTypes(c.params.size(), i8p_);
   if (c.rowArgs) // the row length, then each broadcast's stride per row
@@ -525,13 +640,20 @@ void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n
   }
   c.inGroupOnly = readOnlyInside(group);
 
-  // The loop is a function of its own, called by the stage with the chain's buffers (and
-  // the rows' shape, see EwChain) and its range of elements (rows with broadcasts); one
-  // function per distinct key.
+  // The loop is a shared kernel for the most common chains (sharedEwLoop), else a function
+  // of its own, called by the stage with the chain's buffers (and the rows' shape, see
+  // EwChain) and its range of elements (rows with broadcasts); one function per distinct
+  // key.
   std::string key = ewChainKey(c);
-  llvm::Function *&loopFn = ewFns_[key];
-  if (!loopFn)
-    loopFn = emitEwLoop(c, "kiln_ew_" + std::to_string(ewFns_.size() - 1));
+  std::vector<const Value *> sharedOperands;
+  std::string shared = sharedEwLoop(c, sharedOperands);
+  llvm::Function *loopFn = nullptr;
+  if (shared.empty()) {
+    llvm::Function *&fn = ewFns_[key];
+    if (!fn)
+      fn = emitEwLoop(c, "kiln_ew_" + std::to_string(ewFns_.size() - 1));
+    loopFn = fn;
+  }
 
   // The stage: this thread's share of the range (rows, or whole cache lines of elements
   // where there are no rows), then the call.
@@ -540,6 +662,20 @@ void Emitter::emitElementwise(const std::vector<Instruction *> &group, int64_t n
   if (parallel)
     std::tie(begin, end) = threadShare(B_, tid_, nth_, total, unit);
   std::vector<llvm::Value *> args;
+  if (!shared.empty()) {
+    for (const Value *v : sharedOperands)
+      args.push_back(at(c.params[c.param(v)]));
+    if (c.rowArgs) {
+      args.push_back(I64(c.len));
+      args.push_back(I64(c.space.strides[0].front()));
+      args.push_back(I64(c.space.strides[0].back()));
+    }
+    args.push_back(begin);
+    args.push_back(end);
+    call(shared, args);
+    sharedLoops_++;
+    return;
+  }
   for (const Location &l : c.params)
     args.push_back(at(l));
   if (c.rowArgs) {

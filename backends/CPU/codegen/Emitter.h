@@ -129,6 +129,7 @@ public:
   ConstantArena &constants() { return consts_; }
   unsigned numFusedLoops() const { return fusedLoops_; }
   unsigned numFusedInstrs() const { return fusedInstrs_; }
+  unsigned numSharedLoops() const { return sharedLoops_; }
   /// Every kernel the generated code calls.
   const std::set<std::string> &called() const { return called_; }
 
@@ -330,6 +331,18 @@ private:
     return off;
   }
   llvm::Value *basePtr(unsigned base);
+  /// The callee of a call of kernel \p f: \p f itself, or with CodegenOptions::kernelTable
+  /// and a shared kernel, its address loaded from the kernel table in the constant arena.
+  llvm::Value *callee(llvm::Function *f);
+  /// The address of \p name (a shared kernel, or kProcessMemcpy) as a value of \p type,
+  /// loaded from its slot in the constant arena (Program::kernelSlots).
+  llvm::Value *addressFromTable(const std::string &name, llvm::PointerType *type);
+  /// Copies \p bytes from \p src to \p dst: the memcpy intrinsic, or with
+  /// CodegenOptions::kernelTable a call of the process's memcpy through the constant arena
+  /// when the copy is longer than kInlineCopyBytes (a call of memcpy is another global
+  /// that fast instruction selection cannot call in the large code model).
+  void memCopy(llvm::Value *dst, llvm::Value *src, uint64_t bytes);
+  static constexpr uint64_t kInlineCopyBytes = 32;
   /// A Location in the dilation phases' buffers (phaseScratchOffset_, placed after the
   /// plan: emitConvPhases), resolved by at().
   static constexpr unsigned kPhaseScratchBase = ~0u;
@@ -350,6 +363,8 @@ private:
   llvm::Value *I64(int64_t x) { return llvm::ConstantInt::get(i64_, x); }
   llvm::Value *F32(float x) { return llvm::ConstantFP::get(f32_, x); }
   llvm::Value *nullPtr() { return llvm::ConstantPointerNull::get(llvm::cast<llvm::PointerType>(i8p_)); }
+  /// A table of \p v for a kernel: a private constant of the module, or with
+  /// CodegenOptions::kernelTable a block of the constant arena (one per distinct table).
   llvm::Value *i64Array(const std::vector<int64_t> &v);
   llvm::Value *call(const std::string &name, std::vector<llvm::Value *> args);
   void beginStage(bool parallel, const std::string &name);
@@ -399,6 +414,10 @@ private:
   /// which results are stored), not the buffers or the element count, so chains that differ
   /// only there call the same function. Assigns the chain's parameters on the way.
   std::string ewChainKey(EwChain &c);
+  /// The shared loop (a kernel, backends/CPU/libjit/libjit_ewloops.h) that computes chain
+  /// \p c, with the values whose buffers it takes, in order, in \p operands; "" when the
+  /// chain is of no such form and needs a loop function of its own.
+  std::string sharedEwLoop(const EwChain &c, std::vector<const Value *> &operands);
   /// The loop function of chain \p c: (pointers..., begin, end) over elements, or over rows
   /// of its broadcast space.
   llvm::Function *emitEwLoop(const EwChain &c, const std::string &name);
@@ -409,6 +428,10 @@ private:
                      llvm::MDNode *access);
   /// The Broadcast and Splat results of an element-wise chain that only the chain reads.
   std::set<const Value *> readOnlyInside(const std::vector<Instruction *> &group);
+  /// True when no instruction reads activation \p v's buffer after the chain \p group:
+  /// the next one that names it deallocates it or only writes it (an @out operand), or
+  /// none does. A view of it counts as a read.
+  bool unreadAfterChain(const std::vector<Instruction *> &group, const Value *v);
   /// Fills \p n elements of type \p t at \p dst with \p value as Splat defines it.
   void emitFill(llvm::Value *dst, const Type &t, float value, int64_t n);
   /// Copies the box \p dims between strided buffers; with \p rq, requantizing. \p split:
@@ -465,16 +488,22 @@ private:
   llvm::Value *bufs_ = nullptr, *tid_ = nullptr, *nth_ = nullptr;
   llvm::BasicBlock *entry_ = nullptr;
   std::map<unsigned, llvm::Value *> baseCache_;
+  std::map<std::string, llvm::Value *> tableCache_; ///< addressFromTable's loads in this stage
   unsigned stageCount_ = 0;
   std::vector<std::string> *entryNames_ = nullptr;
   /// The stages emitted so far (Stage::fn null), one per entry point of entryNames_.
   std::vector<Stage> stages_;
   std::unordered_map<const WeightVar *, unsigned> borrowedIndex_;
   std::string missing_;
-  unsigned fusedLoops_ = 0, fusedInstrs_ = 0;
+  unsigned fusedLoops_ = 0, fusedInstrs_ = 0, sharedLoops_ = 0;
   /// The element-wise loop functions by what their body computes (EmitElementwise.cpp):
   /// chains alike but for their buffers and length share one.
   std::map<std::string, llvm::Function *> ewFns_;
+  /// Shared kernels called through the constant arena (CodegenOptions::kernelTable): the
+  /// offset of each one's address.
+  std::map<std::string, uint64_t> kernelSlots_;
+  /// The index tables (i64Array) placed in the constant arena, by contents.
+  std::map<std::vector<uint64_t>, uint64_t> arrayOffsets_;
   std::set<std::string> called_;
   std::unordered_map<const Value *, std::vector<const Instruction *>> users_;
   /// The instruction plan() is planning (null outside it).

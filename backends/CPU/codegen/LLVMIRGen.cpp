@@ -298,6 +298,22 @@ llvm::Value *Emitter::i64Array(const std::vector<int64_t> &v) {
   std::vector<uint64_t> u(v.begin(), v.end());
   if (u.empty())
     u.push_back(0);
+  if (opts_.kernelTable && !opts_.specializeGemm) {
+    // In the constant arena, as the kernels' addresses (CodegenOptions::kernelTable): in
+    // the large code model fast instruction selection cannot take a global's address
+    // either, and a call with a table argument went to SelectionDAG.
+    auto it = arrayOffsets_.find(u);
+    if (it == arrayOffsets_.end()) {
+      uint64_t off = alignUp(consts_.size());
+      if (!consts_.resize(off + u.size() * sizeof(uint64_t))) {
+        missing_ = "an index table (no room in the constant arena)";
+        return nullPtr();
+      }
+      std::memcpy(consts_.data() + off, u.data(), u.size() * sizeof(uint64_t));
+      it = arrayOffsets_.emplace(u, off).first;
+    }
+    return B_.CreatePointerCast(at({kConstantBase, it->second}), i64_->getPointerTo());
+  }
   auto *init = llvm::ConstantDataArray::get(ctx_, u);
   auto *gv = new llvm::GlobalVariable(M_, init->getType(), true,
                                       llvm::GlobalValue::PrivateLinkage, init, "dims");
@@ -326,7 +342,64 @@ llvm::Value *Emitter::call(const std::string &name, std::vector<llvm::Value *> a
     missing_ = name + " (argument count)";
     return nullptr;
   }
-  return B_.CreateCall(f, args);
+  return B_.CreateCall(ft, callee(f), args);
+}
+
+llvm::Value *Emitter::callee(llvm::Function *f) {
+  static const std::set<std::string> sharedAvx512 = [] {
+    std::vector<std::string> v = sharedKernelNames(true);
+    return std::set<std::string>(v.begin(), v.end());
+  }();
+  static const std::set<std::string> sharedAvx2 = [] {
+    std::vector<std::string> v = sharedKernelNames(false);
+    return std::set<std::string>(v.begin(), v.end());
+  }();
+  std::string name = f->getName().str();
+  if (!opts_.kernelTable || opts_.specializeGemm ||
+      !(avx512_ ? sharedAvx512 : sharedAvx2).count(name))
+    return f;
+  return addressFromTable(name, f->getType());
+}
+
+llvm::Value *Emitter::addressFromTable(const std::string &name, llvm::PointerType *type) {
+  // Loaded once per stage, in its entry block (as the base pointers are).
+  auto cached = tableCache_.find(name);
+  if (cached != tableCache_.end())
+    return cached->second;
+  auto it = kernelSlots_.find(name);
+  if (it == kernelSlots_.end()) {
+    uint64_t off = alignUp(consts_.size());
+    if (!consts_.resize(off + sizeof(void *))) {
+      missing_ = name + " (no room for its address in the constant arena)";
+      return llvm::ConstantPointerNull::get(type);
+    }
+    it = kernelSlots_.emplace(name, off).first;
+    prog_.kernelSlots.emplace_back(name, off);
+  }
+  llvm::Value *base = basePtr(kConstantBase);
+  // Right after the base pointer's load (at the end of the entry block when that is all
+  // the block holds yet).
+  llvm::IRBuilder<> eb(entry_);
+  if (llvm::Instruction *next = llvm::cast<llvm::Instruction>(base)->getNextNode())
+    eb.SetInsertPoint(next);
+  llvm::Value *slot = eb.CreatePointerCast(eb.CreateConstInBoundsGEP1_64(i8_, base, it->second),
+                                           type->getPointerTo());
+  llvm::LoadInst *addr = eb.CreateLoad(type, slot);
+  addr->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx_, {}));
+  tableCache_[name] = addr;
+  return addr;
+}
+
+void Emitter::memCopy(llvm::Value *dst, llvm::Value *src, uint64_t bytes) {
+  // Short copies stay the intrinsic, which even fast instruction selection makes moves of.
+  if (!opts_.kernelTable || bytes <= kInlineCopyBytes) {
+    B_.CreateMemCpy(dst, llvm::MaybeAlign(1), src, llvm::MaybeAlign(1), I64(int64_t(bytes)));
+    return;
+  }
+  auto *ft = llvm::FunctionType::get(i8p_, {i8p_, i8p_, i64_}, false);
+  B_.CreateCall(ft, addressFromTable(kProcessMemcpy, ft->getPointerTo()),
+                {B_.CreatePointerCast(dst, i8p_), B_.CreatePointerCast(src, i8p_),
+                 I64(int64_t(bytes))});
 }
 
 void Emitter::beginStage(bool parallel, const std::string &name) {
@@ -350,6 +423,7 @@ void Emitter::beginStage(bool parallel, const std::string &name) {
     nth_ = I64(1);
   }
   baseCache_.clear();
+  tableCache_.clear();
   entryNames_->push_back(fname);
   Stage st;
   st.parallel = parallel;
@@ -690,10 +764,12 @@ Expected<EmittedProgram> emitProgram(IRFunction &F, const MemoryPlan &plan,
     for (llvm::BasicBlock &bb : *f)
       for (llvm::Instruction &i : bb)
         if (auto *cb = llvm::dyn_cast<llvm::CallBase>(&i)) {
+          // A call through a loaded address calls a shared kernel (Emitter::callee).
           llvm::Function *c = cb->getCalledFunction();
-          callsOnly = callsOnly && c &&
-                      (c->isIntrinsic() || c->getName().startswith("kiln_ew_") ||
-                       outOfLine.count(c->getName().str()));
+          bool throughTable = llvm::isa<llvm::LoadInst>(cb->getCalledOperand());
+          callsOnly = callsOnly && (throughTable || (c && (c->isIntrinsic() ||
+                                                            c->getName().startswith("kiln_ew_") ||
+                                                            outOfLine.count(c->getName().str()))));
         }
     if (callsOnly) {
       f->addFnAttr(llvm::Attribute::OptimizeNone);
@@ -713,12 +789,15 @@ Expected<EmittedProgram> emitProgram(IRFunction &F, const MemoryPlan &plan,
   pack.end();
   out.fusedLoops = em.numFusedLoops();
   out.fusedInstrs = em.numFusedInstrs();
+  out.sharedLoops = em.numSharedLoops();
   return std::move(out);
 }
 
 Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPlan &plan,
                                                    const CodegenOptions &opts) {
-  KILN_ASSIGN_OR_RETURN(EmittedProgram ep, emitProgram(F, plan, opts));
+  CodegenOptions withTable = opts;
+  withTable.kernelTable = true;
+  KILN_ASSIGN_OR_RETURN(EmittedProgram ep, emitProgram(F, plan, withTable));
   std::unique_ptr<Program> prog = std::move(ep.prog);
   std::unique_ptr<llvm::LLVMContext> ctx = std::move(ep.ctx);
   std::unique_ptr<llvm::Module> M = std::move(ep.module);
@@ -730,6 +809,22 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPl
   if (!ep.sharedKernels.empty()) {
     TraceScope sharedJit(opts.tracer, "compile", "jit-shared-kernels");
     KILN_ASSIGN_OR_RETURN(shared, getSharedKernels(ep.sharedKernels, o.jit));
+  }
+
+  // The addresses of the shared kernels (and memcpy) the stages call through the
+  // constant arena.
+  for (const auto &[name, off] : prog->kernelSlots) {
+    void *addr = nullptr;
+    if (name == kProcessMemcpy) {
+      addr = reinterpret_cast<void *>(&std::memcpy);
+    } else {
+      auto it = shared.find(name);
+      if (it == shared.end())
+        return makeError(ErrorCode::Internal, "CPU backend: shared kernel '", name,
+                         "' was not loaded");
+      addr = it->second;
+    }
+    std::memcpy(prog->constants + off, &addr, sizeof(void *));
   }
 
   TraceScope jit(opts.tracer, "compile", "jit");
@@ -773,8 +868,8 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPl
       unshared += alignUp(b.size);
   std::ostringstream os;
   os << "stages " << prog->stages.size() << ", fused epilogues " << fused
-     << ", element-wise loops " << ep.fusedLoops << " (" << ep.fusedInstrs
-     << " instrs), activations " << plan.activationBytes << " B (unshared " << unshared
+     << ", element-wise loops " << ep.fusedLoops << " (" << ep.fusedInstrs << " instrs, "
+     << ep.sharedLoops << " shared), activations " << plan.activationBytes << " B (unshared " << unshared
      << " B), arena " << prog->activationBytes << " B, constants " << prog->constantBytes
      << " B, " << (host.avx512 ? "avx512" : "avx2") << ", threads " << prog->threads
      << (prog->jitReused ? ", native code reused" : prog->jitFromDisk ? ", native code from disk" : "");

@@ -190,12 +190,14 @@ std::string errString(llvm::Error e) {
 PhaseTimer::PhaseTimer(std::string what, bool on)
     : what_(std::move(what)), on_(on), start_(std::chrono::steady_clock::now()) {}
 
-PhaseTimer::~PhaseTimer() {
-  if (on_)
-    std::fprintf(stderr, "[kiln jit] %-60s %8.1f ms\n", what_.c_str(),
-                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                           start_)
-                     .count());
+void PhaseTimer::stop() {
+  if (!on_)
+    return;
+  on_ = false;
+  std::fprintf(stderr, "[kiln jit] %-60s %8.1f ms\n", what_.c_str(),
+               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                         start_)
+                   .count());
 }
 
 llvm::Error materializeReachable(llvm::Module &m, const std::vector<std::string> &roots,
@@ -426,7 +428,8 @@ JitModule::compileInParts(std::unique_ptr<JitModule> jm, llvm::Module &M,
                 opts.times);
   KILN_ASSIGN_OR_RETURN(
       std::vector<std::string> objects,
-      splitCodegen(M, parts, jtmb, optimise, optimise && opts.keepIR ? &jm->ir_ : nullptr));
+      splitCodegen(M, parts, jtmb, optimise, optimise && opts.keepIR ? &jm->ir_ : nullptr,
+                   opts.times));
   if (!objectCachePath.empty())
     writeFileAtomically(objectCachePath, packObjectParts(objects));
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> bufs;

@@ -70,11 +70,12 @@ std::vector<CodegenPart> planCodegenParts(const llvm::Module &M, bool beforeOpti
 /// The definitions of the parts are made external first (each part calls the others'
 /// functions through the linker), and \p M keeps them so. \p optimise: each part but the
 /// -O0 one goes through optimiseModule first (\p M was planned beforeOptimising); its
-/// optimised IR is appended to \p ir when given.
+/// optimised IR is appended to \p ir when given. \p times: each part's phases are
+/// timed (PhaseTimer).
 Expected<std::vector<std::string>> splitCodegen(llvm::Module &M,
                                                 const std::vector<CodegenPart> &plan,
                                                 const llvm::orc::JITTargetMachineBuilder &jtmb,
-                                                bool optimise, std::string *ir);
+                                                bool optimise, std::string *ir, bool times);
 
 /// LLVM's O3 pipeline for \p tm, after dropping the functions nobody calls.
 void optimiseModule(llvm::Module &M, llvm::TargetMachine &tm);
@@ -97,7 +98,9 @@ bool writeFileAtomically(const std::string &path, llvm::StringRef data);
 class PhaseTimer {
 public:
   PhaseTimer(std::string what, bool on);
-  ~PhaseTimer();
+  ~PhaseTimer() { stop(); }
+  /// Prints now (once) instead of at the end of the scope.
+  void stop();
 
 private:
   std::string what_;

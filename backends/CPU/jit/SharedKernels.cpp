@@ -6,6 +6,7 @@
 #include "Jit.h"
 #include "JitInternal.h"
 #include "Prebuilt.h"
+#include "backends/CPU/libjit/libjit_ewloops.h"
 
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/Support/FileSystem.h"
@@ -402,6 +403,16 @@ std::vector<std::string> sharedKernelNames(bool avx512) {
       // their program modules' IR, their only O3 work outside the loops).
       "libjit_reduce_sum_f32", "libjit_reduce_max_f32", "libjit_reduce_min_f32",
       "libjit_reduce_prod_f32", "libjit_scale_f32"};
+  // The element-wise loops of the most common chains (a lone activation or binary
+  // operation, a row scaled or shifted by a value or vector per row): the same in every
+  // network, where each program used to compile its own loop function for them.
+#define KILN_EW_LOOP_NAME(OP) names.push_back("libjit_ew_" #OP "_f32");
+#define KILN_EW_ROWS_NAME(OP) names.push_back("libjit_ew_rows_" #OP "_f32");
+  LIBJIT_EW_UNARY_LOOPS(KILN_EW_LOOP_NAME)
+  LIBJIT_EW_BINARY_LOOPS(KILN_EW_LOOP_NAME)
+  LIBJIT_EW_ROW_LOOPS(KILN_EW_ROWS_NAME)
+#undef KILN_EW_LOOP_NAME
+#undef KILN_EW_ROWS_NAME
   // The int8 convolution and fully-connected kernels (VNNI ones on AVX-512 hosts that have
   // it, the AVX2 ones elsewhere): compiled into each program they cost an int8 network
   // seconds of LLVM at every cold compile (figures in commit 58a935a's message).

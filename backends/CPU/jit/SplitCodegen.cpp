@@ -27,9 +27,11 @@ namespace {
 /// module, writing and reading its bitcode and starting the thread would cost more than
 /// the code generation they move.
 constexpr unsigned kMinPartInstrs = 400;
-/// The same for a part still to be optimised, counted before: the vectoriser makes a loop
-/// function several times longer than it was.
-constexpr unsigned kMinPartInstrsBeforeOptimising = 100;
+/// The same for a part still to be optimised, counted before: a loop function is a few
+/// calls of kernels still to be inlined, and one of 10-20 instructions costs some 3-4 ms
+/// of O3 and code generation once they are (lraspp_mobilenet_v3's six: two parts of three
+/// on two cores instead of one part of six).
+constexpr unsigned kMinPartInstrsBeforeOptimising = 30;
 constexpr unsigned kMaxParts = 8;
 
 /// Header of a file of several objects (see packObjectParts); not an ELF magic, so an
@@ -71,8 +73,10 @@ void spread(std::vector<llvm::Function *> defs, unsigned n, bool fast,
 /// Object code of the module in \p bitcode, read into a context of its own (so that
 /// several threads generate code at once), or the error as text. \p fast: at -O0;
 /// \p optimise: through optimiseModule first (not a fast part), its IR then to \p ir.
+/// \p label, when not empty, names the part in the phase times printed to stderr.
 std::string emitPart(const std::string &bitcode, llvm::orc::JITTargetMachineBuilder jtmb,
-                     bool fast, bool optimise, std::string *ir, std::string &object) {
+                     bool fast, bool optimise, std::string *ir, std::string &object,
+                     const std::string &label) {
   llvm::LLVMContext ctx;
   llvm::MemoryBufferRef ref(bitcode, "part.bc");
   auto m = llvm::parseBitcodeFile(ref, ctx);
@@ -83,12 +87,15 @@ std::string emitPart(const std::string &bitcode, llvm::orc::JITTargetMachineBuil
   auto tm = jtmb.createTargetMachine();
   if (!tm)
     return errString(tm.takeError());
-  if (optimise && !fast)
+  if (optimise && !fast) {
+    PhaseTimer pt(label + ": optimise", !label.empty());
     optimiseModule(**m, **tm);
+  }
   if (ir) {
     llvm::raw_string_ostream os(*ir);
     (*m)->print(os, nullptr);
   }
+  PhaseTimer pt(label + (fast ? ": codegen -O0" : ": codegen"), !label.empty());
   llvm::SmallString<0> buf;
   llvm::raw_svector_ostream os(buf);
   llvm::legacy::PassManager pm;
@@ -162,7 +169,8 @@ std::vector<CodegenPart> planCodegenParts(const llvm::Module &M, bool beforeOpti
 Expected<std::vector<std::string>> splitCodegen(llvm::Module &M,
                                                 const std::vector<CodegenPart> &plan,
                                                 const llvm::orc::JITTargetMachineBuilder &jtmb,
-                                                bool optimise, std::string *ir) {
+                                                bool optimise, std::string *ir,
+                                                bool times) {
   // Every definition becomes external, so that each part can call the others.
   llvm::DenseMap<const llvm::GlobalValue *, size_t> partOf;
   for (size_t p = 0; p < plan.size(); p++)
@@ -175,6 +183,8 @@ Expected<std::vector<std::string>> splitCodegen(llvm::Module &M,
     }
   size_t n = plan.size();
   std::vector<std::string> bitcode(n);
+  PhaseTimer cloning(M.getModuleIdentifier() + ": " + std::to_string(n) + " parts as bitcode",
+                     times);
   for (size_t p = 0; p < n; p++) {
     llvm::ValueToValueMapTy vmap;
     std::unique_ptr<llvm::Module> part =
@@ -193,13 +203,17 @@ Expected<std::vector<std::string>> splitCodegen(llvm::Module &M,
     llvm::WriteBitcodeToFile(*part, os);
     os.flush();
   }
+  cloning.stop();
   // The parts on up to one thread per core, this one included.
   std::vector<std::string> objects(n), errors(n), irs(n);
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t p; (p = next++) < n;)
       errors[p] = emitPart(bitcode[p], jtmb, plan[p].fast, optimise, ir ? &irs[p] : nullptr,
-                           objects[p]);
+                           objects[p],
+                           times ? M.getModuleIdentifier() + " part " + std::to_string(p) + " (" +
+                                       std::to_string(plan[p].functions.size()) + " functions)"
+                                 : "");
   };
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::thread> threads;

@@ -11,6 +11,7 @@
 #define KILN_BACKENDS_CPU_LIBJIT_LIBJIT_H
 
 #include "libjit_defs.h"
+#include "libjit_ewloops.h"
 
 #define LIBJIT_DECLARE_GEMM(SUFFIX)                                                         \
   LIBJIT_EXPORT void libjit_sgemm_f32_##SUFFIX(int64_t M, int64_t N, int64_t K,             \
@@ -236,6 +237,24 @@ LIBJIT_EXPORT float libjit_elem_leakyrelu_f32(float x, float alpha);
 /// GELU; \p approximate (the operator's Approximate) selects the tanh form.
 LIBJIT_EXPORT float libjit_elem_gelu_f32(float x, bool approximate);
 #undef LIBJIT_DECLARE_BINARY
+
+// Shared element-wise loops (libjit_elementwise.cpp; the lists in libjit_ewloops.h).
+#define LIBJIT_DECLARE_EW_UNARY(OP)                                                         \
+  LIBJIT_EXPORT void libjit_ew_##OP##_f32(const float *in, float *out, int64_t begin,        \
+                                          int64_t end);
+#define LIBJIT_DECLARE_EW_BINARY(OP)                                                        \
+  LIBJIT_EXPORT void libjit_ew_##OP##_f32(const float *a, const float *b, float *out,        \
+                                          int64_t begin, int64_t end);
+#define LIBJIT_DECLARE_EW_ROWS(OP)                                                          \
+  LIBJIT_EXPORT void libjit_ew_rows_##OP##_f32(const float *x, const float *src, float *out, \
+                                               int64_t len, int64_t srcRowStride,            \
+                                               int64_t srcStep, int64_t begin, int64_t end);
+LIBJIT_EW_UNARY_LOOPS(LIBJIT_DECLARE_EW_UNARY)
+LIBJIT_EW_BINARY_LOOPS(LIBJIT_DECLARE_EW_BINARY)
+LIBJIT_EW_ROW_LOOPS(LIBJIT_DECLARE_EW_ROWS)
+#undef LIBJIT_DECLARE_EW_UNARY
+#undef LIBJIT_DECLARE_EW_BINARY
+#undef LIBJIT_DECLARE_EW_ROWS
 
 // Data movement (libjit_tensor.cpp).
 #define LIBJIT_DECLARE_COPY(SUFFIX, T)                                                      \

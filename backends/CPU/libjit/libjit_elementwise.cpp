@@ -351,3 +351,79 @@ LIBJIT_INLINE typename To::T convertKinds(typename From::T x) {
 LIBJIT_CONVERTIBLE_KINDS(LIBJIT_DEFINE_CONVERT_FROM)
 #undef LIBJIT_DEFINE_CONVERT_FROM
 #undef LIBJIT_DEFINE_CONVERT_TO
+
+// ---------------------------------------------------------------- shared loops
+
+// The loops of the element-wise chains most networks fuse, compiled once as shared kernels
+// (and prebuilt with them) instead of as a loop function in every program: a lone float
+// activation or binary operation, and a row scaled or shifted by a value or a vector per
+// row (a squeeze-and-excitation scale, a bias). Each computes what the chain's loop
+// function computes, element for element: the same scalar functions, in the same order.
+// The emitter calls them only for chains of exactly that form (EmitElementwise.cpp).
+// Operands may be one buffer (in place): an element is read before it is written, and the
+// iterations are declared independent (assume_safety), as the loop functions declare them.
+// `flatten` inlines the scalar function into the loop, which would not vectorise around a
+// call (the transcendental ones are too large for the inliner's own threshold).
+
+namespace {
+
+template <float (*Op)(float)>
+LIBJIT_INLINE void unaryLoop(const float *in, float *out, int64_t begin, int64_t end) {
+#pragma clang loop vectorize(assume_safety)
+  for (int64_t i = begin; i < end; i++)
+    out[i] = Op(in[i]);
+}
+
+template <float (*Op)(float, float)>
+LIBJIT_INLINE void binaryLoop(const float *a, const float *b, float *out, int64_t begin,
+                              int64_t end) {
+#pragma clang loop vectorize(assume_safety)
+  for (int64_t i = begin; i < end; i++)
+    out[i] = Op(a[i], b[i]);
+}
+
+template <float (*Op)(float, float)>
+LIBJIT_INLINE void rowsLoop(const float *x, const float *src, float *out, int64_t len,
+                            int64_t srcRowStride, int64_t srcStep, int64_t begin, int64_t end) {
+  for (int64_t r = begin; r < end; r++) {
+    const float *xr = x + r * len;
+    const float *s = src + r * srcRowStride;
+    float *o = out + r * len;
+    if (srcStep == 0) {
+      float v = s[0];
+#pragma clang loop vectorize(assume_safety)
+      for (int64_t j = 0; j < len; j++)
+        o[j] = Op(xr[j], v);
+    } else {
+#pragma clang loop vectorize(assume_safety)
+      for (int64_t j = 0; j < len; j++)
+        o[j] = Op(xr[j], s[j]);
+    }
+  }
+}
+
+} // namespace
+
+#define LIBJIT_EW_LOOP LIBJIT_EXPORT __attribute__((flatten)) void
+#define LIBJIT_DEFINE_EW_UNARY(OP)                                                                 \
+  LIBJIT_EW_LOOP libjit_ew_##OP##_f32(const float *in, float *out, int64_t begin, int64_t end) {   \
+    unaryLoop<libjit_elem_##OP##_f32>(in, out, begin, end);                                        \
+  }
+#define LIBJIT_DEFINE_EW_BINARY(OP)                                                                \
+  LIBJIT_EW_LOOP libjit_ew_##OP##_f32(const float *a, const float *b, float *out, int64_t begin,   \
+                                      int64_t end) {                                               \
+    binaryLoop<libjit_elem_##OP##_f32>(a, b, out, begin, end);                                     \
+  }
+#define LIBJIT_DEFINE_EW_ROWS(OP)                                                                  \
+  LIBJIT_EW_LOOP libjit_ew_rows_##OP##_f32(const float *x, const float *src, float *out,           \
+                                           int64_t len, int64_t srcRowStride, int64_t srcStep,     \
+                                           int64_t begin, int64_t end) {                           \
+    rowsLoop<libjit_elem_##OP##_f32>(x, src, out, len, srcRowStride, srcStep, begin, end);         \
+  }
+LIBJIT_EW_UNARY_LOOPS(LIBJIT_DEFINE_EW_UNARY)
+LIBJIT_EW_BINARY_LOOPS(LIBJIT_DEFINE_EW_BINARY)
+LIBJIT_EW_ROW_LOOPS(LIBJIT_DEFINE_EW_ROWS)
+#undef LIBJIT_DEFINE_EW_UNARY
+#undef LIBJIT_DEFINE_EW_BINARY
+#undef LIBJIT_DEFINE_EW_ROWS
+#undef LIBJIT_EW_LOOP

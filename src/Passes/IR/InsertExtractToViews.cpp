@@ -17,6 +17,7 @@
 
 #include "IRUtils.h"
 
+#include <memory>
 #include <unordered_set>
 
 namespace kiln {
@@ -56,19 +57,42 @@ bool sameElemType(const Type &a, const Type &b) {
          (!a.isQuantizedType() || (a.scale == b.scale && a.offset == b.offset));
 }
 
-bool sliceToView(IRFunction &F, SliceInst *S) {
-  BufferUses bu(F);
+// Each of the three rewrites checks what the instruction alone says before it looks at the
+// function's buffer uses, which are collected once and again only after a rewrite changed
+// the function (BufferUses walks every instruction; most attempts fail and change nothing:
+// collecting the uses for each Slice and Concat made the pass quadratic in the function's
+// length, 15 ms of swin_t's compile and 17 of densenet121's).
+
+/// The function's buffer uses, collected on first use after a change.
+class UsesCache {
+public:
+  explicit UsesCache(IRFunction &F) : F_(F) {}
+  BufferUses &get() {
+    if (!bu_)
+      bu_ = std::make_unique<BufferUses>(F_);
+    return *bu_;
+  }
+  /// The function changed: the uses are collected again when next asked for.
+  void invalidate() { bu_.reset(); }
+
+private:
+  IRFunction &F_;
+  std::unique_ptr<BufferUses> bu_;
+};
+
+bool sliceToView(IRFunction &F, SliceInst *S, UsesCache &uses) {
   auto *B = dyn_cast<AllocActivationInst>(S->getDest());
   if (!B)
     return false;
-  BufferInfo *bi = bu.get(B);
-  for (const Use &u : bi->uses)
-    if (u.isWrite() && u.I != S)
-      return false;
   Value *X = S->getInput();
   if (!sameElemType(*X->getType(), *B->getType()) ||
       !isContiguousBlock(X->getType()->dims, S->getStarts(), S->getEnds()))
     return false;
+  BufferUses &bu = uses.get();
+  BufferInfo *bi = bu.get(B);
+  for (const Use &u : bi->uses)
+    if (u.isWrite() && u.I != S)
+      return false;
   BufferInfo *xi = bu.get(getRoot(X));
   size_t end = bi->lastUse() == BufferInfo::npos ? bu.pos(S) : bi->lastUse();
   if (xi->touchedBetween(bu.pos(S), end + 1, /*read=*/false, /*write=*/true))
@@ -80,16 +104,13 @@ bool sliceToView(IRFunction &F, SliceInst *S) {
   eraseActivation(F, B);
   if (auto *XA = dyn_cast<AllocActivationInst>(xi->root))
     fixLifetime(F, XA);
+  uses.invalidate();
   return true;
 }
 
-bool concatToViews(IRFunction &F, ConcatInst *C) {
-  BufferUses bu(F);
+bool concatToViews(IRFunction &F, ConcatInst *C, UsesCache &uses) {
   auto *Cbuf = dyn_cast<AllocActivationInst>(C->getDest());
   if (!Cbuf)
-    return false;
-  BufferInfo *ci = bu.get(Cbuf);
-  if (ci->uses.empty() || ci->uses.front().I != C)
     return false;
   const Dims &cd = Cbuf->getType()->dims;
   size_t axis = C->getAxis();
@@ -97,13 +118,9 @@ bool concatToViews(IRFunction &F, ConcatInst *C) {
   std::unordered_set<Value *> seen;
   std::vector<std::vector<dim_t>> offsets;
   dim_t at = 0;
-  AllocActivationInst *firstAlloc = nullptr;
   for (Value *a : ins) {
     auto *A = dyn_cast<AllocActivationInst>(a);
     if (!A || !seen.insert(A).second)
-      return false;
-    BufferInfo *ai = bu.get(A);
-    if (ai->uses.empty() || ai->uses.back().I != C)
       return false;
     const Dims &ad = A->getType()->dims;
     if (ad.size() != cd.size() || axis >= cd.size() ||
@@ -116,6 +133,17 @@ bool concatToViews(IRFunction &F, ConcatInst *C) {
       return false;
     offsets.push_back(starts);
     at += ad[axis];
+  }
+  BufferUses &bu = uses.get();
+  BufferInfo *ci = bu.get(Cbuf);
+  if (ci->uses.empty() || ci->uses.front().I != C)
+    return false;
+  AllocActivationInst *firstAlloc = nullptr;
+  for (Value *a : ins) {
+    auto *A = cast<AllocActivationInst>(a);
+    BufferInfo *ai = bu.get(A);
+    if (ai->uses.empty() || ai->uses.back().I != C)
+      return false;
     if (!firstAlloc || bu.pos(A) < bu.pos(firstAlloc))
       firstAlloc = A;
   }
@@ -131,6 +159,7 @@ bool concatToViews(IRFunction &F, ConcatInst *C) {
   }
   erase(F, C);
   fixLifetime(F, Cbuf);
+  uses.invalidate();
   return true;
 }
 
@@ -154,16 +183,11 @@ bool blockWrittenBetween(const BufferInfo &bi, size_t from, size_t to, dim_t beg
   return false;
 }
 
-bool concatOfViewsToView(IRFunction &F, ConcatInst *C) {
-  BufferUses bu(F);
+bool concatOfViewsToView(IRFunction &F, ConcatInst *C, UsesCache &uses) {
   auto *Cbuf = dyn_cast<AllocActivationInst>(C->getDest());
   std::vector<Value *> ins = C->getInputs();
   if (!Cbuf || ins.empty() || !isa<TensorViewInst>(ins[0]))
     return false;
-  BufferInfo *ci = bu.get(Cbuf);
-  for (const Use &u : ci->uses)
-    if (u.isWrite() && u.I != C)
-      return false;
   Value *src = cast<TensorViewInst>(ins[0])->getSrc();
   const Dims &cd = Cbuf->getType()->dims;
   size_t axis = C->getAxis();
@@ -186,6 +210,11 @@ bool concatOfViewsToView(IRFunction &F, ConcatInst *C) {
   }
   if (at - begin != Cbuf->getType()->numElements())
     return false;
+  BufferUses &bu = uses.get();
+  BufferInfo *ci = bu.get(Cbuf);
+  for (const Use &u : ci->uses)
+    if (u.isWrite() && u.I != C)
+      return false;
   BufferInfo *ri = bu.get(getRoot(src));
   if (!ri || blockWrittenBetween(*ri, bu.pos(C), ci->lastUse(), begin, at))
     return false;
@@ -196,6 +225,7 @@ bool concatOfViewsToView(IRFunction &F, ConcatInst *C) {
   eraseActivation(F, Cbuf);
   if (auto *RA = dyn_cast<AllocActivationInst>(ri->root))
     fixLifetime(F, RA);
+  uses.invalidate();
   return true;
 }
 
@@ -203,6 +233,7 @@ bool concatOfViewsToView(IRFunction &F, ConcatInst *C) {
 
 bool insertExtractToViews(IRFunction &F) {
   bool changed = false;
+  UsesCache uses(F);
   std::vector<ConcatInst *> concats;
   std::vector<Instruction *> work;
   for (auto &ip : F.getInstrs())
@@ -210,8 +241,8 @@ bool insertExtractToViews(IRFunction &F) {
       work.push_back(ip.get());
   for (Instruction *I : work) {
     if (auto *S = dyn_cast<SliceInst>(I))
-      changed |= sliceToView(F, S);
-    else if (concatToViews(F, cast<ConcatInst>(I)))
+      changed |= sliceToView(F, S, uses);
+    else if (concatToViews(F, cast<ConcatInst>(I), uses))
       changed = true;
     else
       concats.push_back(cast<ConcatInst>(I));
@@ -221,7 +252,7 @@ bool insertExtractToViews(IRFunction &F) {
   for (bool more = true; more;) {
     more = false;
     for (auto it = concats.begin(); it != concats.end();)
-      if (concatOfViewsToView(F, *it)) {
+      if (concatOfViewsToView(F, *it, uses)) {
         it = concats.erase(it);
         more = changed = true;
       } else {
