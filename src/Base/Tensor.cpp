@@ -52,15 +52,15 @@ constexpr bool kSanitized = false;
 constexpr bool kSanitized = false;
 #endif
 
-/// A large tensor's memory: a private anonymous mapping whose first page (with \p huge, a
+/// A large tensor's memory: a private anonymous mapping whose first page (in huge pages, a
 /// 2 MiB one) starts kAlign bytes before the data, the mapping's start and length kept in
-/// the two words below the data. Fresh mappings read as zeros; with \p huge (MADV_HUGEPAGE)
-/// their first touch takes one fault per 2 MiB instead of one per 4 KiB, without it
-/// (MADV_NOHUGEPAGE) they stay in 4 KiB pages, which the page policy picks where those are
-/// faster to fault in (kiln/Base/Pages.h). Null when the system has no such mappings or
-/// refuses one.
-char *largeAlloc(size_t bytes, bool huge) {
+/// the two words below the data. Fresh mappings read as zeros. The page policy
+/// (kiln/Base/Pages.h) picks the pages: huge ones (MADV_HUGEPAGE) take one fault per 2 MiB
+/// on their first touch instead of one per 4 KiB; 4 KiB ones (MADV_NOHUGEPAGE) where those
+/// are faster to fault in. Null when the system has no such mappings or refuses one.
+char *largeAlloc(size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
+  const bool huge = longLivedMemoryInHugePages();
   const size_t page = size_t(sysconf(_SC_PAGESIZE));
   const size_t len = (bytes + kAlign + page - 1) / page * page;
   const size_t mapped = huge ? len + kHugePage : len;
@@ -81,7 +81,6 @@ char *largeAlloc(size_t bytes, bool huge) {
   return data;
 #else
   (void)bytes;
-  (void)huge;
   return nullptr;
 #endif
 }
@@ -116,17 +115,18 @@ void releaseEmptyPages(SlabChunk *c, size_t first, size_t last, size_t limit) {
 }
 
 /// Memory for a tensor of kSlabTensor to kLargeTensor bytes: cut from a chunk mapped by
-/// largeAlloc (in 2 MiB pages under the page policy's huge pages). Where a fault on a fresh 4 KiB page is slow (a virtual
-/// machine's page tables; figures in backends/CPU/README.md, "Memory"), a network's many
-/// weights of 64 KiB to 4 MiB, each in pages of its own (calloc or a mapping), took most of
-/// a small network's import; in shared 2 MiB pages they take one fault per 2 MiB. Below
+/// largeAlloc (in 2 MiB pages under the page policy's huge pages). Where a fault on a
+/// fresh 4 KiB page is slow (a virtual machine's page tables; figures in
+/// backends/CPU/README.md, "Memory"), a network's many weights of 64 KiB to 4 MiB, each in
+/// pages of its own (calloc or a mapping), took most of a small network's import; in
+/// shared 2 MiB pages they take one fault per 2 MiB. Below
 /// the data: the chunk, kSlabTag, and the block's length. Null when no chunk can be mapped.
 char *slabAlloc(size_t bytes) {
   const size_t need = (bytes + 2 * kAlign - 1) / kAlign * kAlign;
   std::lock_guard<std::mutex> l(slabMutex());
   SlabChunk *&cur = slabCurrent();
   if (!cur || cur->used + need > cur->len) {
-    char *base = largeAlloc(kSlabChunk - kAlign, longLivedMemoryInHugePages());
+    char *base = largeAlloc(kSlabChunk - kAlign);
     if (!base)
       return nullptr;
     if (cur && cur->live == 0) {
@@ -178,7 +178,7 @@ void slabFree(char *data) {
 /// wrote it twice.
 char *zeroedAlloc(size_t bytes) {
   if (bytes >= kLargeTensor && !kSanitized)
-    if (char *p = largeAlloc(bytes, longLivedMemoryInHugePages()))
+    if (char *p = largeAlloc(bytes))
       return p;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   if (bytes >= kSlabTensor && bytes < kLargeTensor && !kSanitized)

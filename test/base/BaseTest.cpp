@@ -14,8 +14,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <limits>
+#include <optional>
 #include <vector>
 
 using namespace kiln;
@@ -317,15 +317,7 @@ TEST(Tensor, QuantizedZeroIsOffset) {
 
 // ---- The page policy (kiln/Base/Pages.h) ----
 
-namespace {
-
-/// Restores the process's page policy when a test ends.
-struct PolicyScope {
-  PagePolicy saved = pagePolicy();
-  ~PolicyScope() { setPagePolicy(saved); }
-};
-
-} // namespace
+using kiln::testing::PagePolicyScope;
 
 TEST(Pages, ParsesThePolicyNames) {
   PagePolicy p = PagePolicy::Auto;
@@ -377,7 +369,7 @@ TEST(Pages, FreePageReportingIsABalloonWithFeatureBitFive) {
 }
 
 TEST(Pages, ExplicitPoliciesOverrideTheHost) {
-  PolicyScope scope;
+  PagePolicyScope scope;
   setPagePolicy(PagePolicy::Huge);
   EXPECT_TRUE(longLivedMemoryInHugePages());
   setPagePolicy(PagePolicy::Small);
@@ -401,7 +393,7 @@ TEST(Pages, LargeTensorsFollowThePolicy) {
   if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage"))
     GTEST_SKIP() << "no transparent huge pages on this kernel";
   using kiln::testing::PageAdvice;
-  PolicyScope scope;
+  PagePolicyScope scope;
   const Type big(ElemKind::Float, {dim_t(3) << 20});  // 12 MiB: a mapping of its own
   const Type mid(ElemKind::Float, {dim_t(64) << 10}); // 256 KiB: cut from a shared chunk
   for (PagePolicy policy : {PagePolicy::Huge, PagePolicy::Small}) {

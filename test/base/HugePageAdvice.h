@@ -2,7 +2,9 @@
 // The kernel's page advice on the mapping that holds an address, read from
 // /proc/self/smaps (MADV_HUGEPAGE shows as "hg" among its VmFlags, MADV_NOHUGEPAGE as
 // "nh"): what the page policy (kiln/Base/Pages.h) decided, read from the kernel rather
-// than from Kiln.
+// than from Kiln; and a scope that restores the page policy a test changes.
+
+#include "kiln/Base/Pages.h"
 
 #include <cctype>
 #include <cstdint>
@@ -46,5 +48,11 @@ inline std::optional<PageAdvice> pageAdviceAt(const void *p) {
   }
   return std::nullopt;
 }
+
+/// Restores the process's page policy when a test (or one that fails early) ends.
+struct PagePolicyScope {
+  PagePolicy saved = pagePolicy();
+  ~PagePolicyScope() { setPagePolicy(saved); }
+};
 
 } // namespace kiln::testing

@@ -100,7 +100,7 @@ TEST(ConstantArena, FollowsThePagePolicy) {
   if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage"))
     GTEST_SKIP() << "no transparent huge pages on this kernel";
   using kiln::testing::PageAdvice;
-  const kiln::PagePolicy saved = kiln::pagePolicy();
+  kiln::testing::PagePolicyScope scope;
   struct Case {
     kiln::PagePolicy policy;
     uint64_t bytes;
@@ -122,7 +122,6 @@ TEST(ConstantArena, FollowsThePagePolicy) {
     ConstantArena::Released mem = std::move(r).get();
     freeConstantArena(mem.data, mem.mappedBytes);
   }
-  kiln::setPagePolicy(saved);
 }
 
 #endif

@@ -2,8 +2,8 @@
 /// Which pages a model's long-lived memory asks the kernel for: its large tensors (the
 /// weights among them) and a backend's packed constants. With 2 MiB pages (Linux's
 /// MADV_HUGEPAGE) a network that streams large weights every run takes fewer TLB misses;
-/// their first touch is where hosts differ. On bare metal a fresh 2 MiB page costs no more
-/// per MB than fresh 4 KiB ones. In a virtual machine whose balloon device reports free
+/// their first touch is where hosts differ: a fresh huge page is one fault where 4 KiB
+/// pages are 512, but in a virtual machine whose balloon device reports free
 /// memory to its host (free page reporting: Firecracker, QEMU/KVM virtio-balloon), the
 /// free blocks of 2 MiB and more go back to the host a few seconds after they are freed,
 /// so an idle guest's fresh huge pages are ones the host faults in and zeroes again,
