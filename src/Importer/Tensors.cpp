@@ -366,7 +366,11 @@ Expected<Type> checkedType(const onnx::TensorProto &t, uint64_t maxElements, con
 /// few pages each, so the TLB and the caches hold both while the tile is copied (one
 /// 16-element strip of every source row at a time touched a page per row: a fully
 /// connected layer of 4096 x 9216 floats walked 4096 pages per strip).
-template <typename T> void transposeBlocks(const T *s, T *d, dim_t r, dim_t k, dim_t ldd) {
+/// T is an unsigned integer of the elements' size.
+template <typename T>
+void transposeBlocks(const char *src, char *dst, dim_t r, dim_t k, dim_t ldd) {
+  const T *s = reinterpret_cast<const T *>(src);
+  T *d = reinterpret_cast<T *>(dst);
   constexpr dim_t Tile = 64, B = 8;
   for (dim_t j1 = 0; j1 < k; j1 += Tile)
     for (dim_t i1 = 0; i1 < r; i1 += Tile) {
@@ -384,11 +388,20 @@ template <typename T> void transposeBlocks(const T *s, T *d, dim_t r, dim_t k, d
 /// transposeBlocks on elements of \p bytes bytes; false for a size it has no type for.
 bool transposeBytes(const char *s, char *d, dim_t r, dim_t k, dim_t ldd, size_t bytes) {
   switch (bytes) {
-  case 1: transposeBlocks(reinterpret_cast<const uint8_t *>(s), reinterpret_cast<uint8_t *>(d), r, k, ldd); return true;
-  case 2: transposeBlocks(reinterpret_cast<const uint16_t *>(s), reinterpret_cast<uint16_t *>(d), r, k, ldd); return true;
-  case 4: transposeBlocks(reinterpret_cast<const uint32_t *>(s), reinterpret_cast<uint32_t *>(d), r, k, ldd); return true;
-  case 8: transposeBlocks(reinterpret_cast<const uint64_t *>(s), reinterpret_cast<uint64_t *>(d), r, k, ldd); return true;
-  default: return false;
+  case 1:
+    transposeBlocks<uint8_t>(s, d, r, k, ldd);
+    return true;
+  case 2:
+    transposeBlocks<uint16_t>(s, d, r, k, ldd);
+    return true;
+  case 4:
+    transposeBlocks<uint32_t>(s, d, r, k, ldd);
+    return true;
+  case 8:
+    transposeBlocks<uint64_t>(s, d, r, k, ldd);
+    return true;
+  default:
+    return false;
   }
 }
 

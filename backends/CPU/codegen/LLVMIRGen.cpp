@@ -869,8 +869,8 @@ Expected<std::unique_ptr<Program>> generateProgram(IRFunction &F, const MemoryPl
   std::ostringstream os;
   os << "stages " << prog->stages.size() << ", fused epilogues " << fused
      << ", element-wise loops " << ep.fusedLoops << " (" << ep.fusedInstrs << " instrs, "
-     << ep.sharedLoops << " shared), activations " << plan.activationBytes << " B (unshared " << unshared
-     << " B), arena " << prog->activationBytes << " B, constants " << prog->constantBytes
+     << ep.sharedLoops << " shared), activations " << plan.activationBytes << " B (unshared "
+     << unshared << " B), arena " << prog->activationBytes << " B, constants " << prog->constantBytes
      << " B, " << (host.avx512 ? "avx512" : "avx2") << ", threads " << prog->threads
      << (prog->jitReused ? ", native code reused" : prog->jitFromDisk ? ", native code from disk" : "");
   if (prog->jit->objectCount() > 1)
